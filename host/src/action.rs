@@ -1,0 +1,99 @@
+//! What a strategy answers (reference 001 "Retry Strategies" `RetryAction`, extended with the
+//! Cassandra verdicts of reference 003 "Behavior" and the terminal errors of revision 16).
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cassandra_types::ConsistencyLevel;
+
+/// Which node the retry goes to (reference 003 `RetryDecision`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeChoice {
+    /// The same node (the Couchbase SDK routes by vbucket/service, so "same" is its default).
+    #[default]
+    Same,
+    /// The next node of the query plan.
+    Next,
+}
+
+/// The terminal errors `FastFailOnTerminalErrorRetryStrategy` fails with (reference 001
+/// "Fail Fast (Terminal Errors)").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TerminalError {
+    /// AUTHENTICATION_ERROR.
+    AuthenticationFailureException,
+    /// TLS_ERROR and BUCKET_ACCESS_ERROR.
+    CouchbaseException,
+    /// SCOPE_NOT_FOUND.
+    ScopeNotFoundException,
+    /// COLLECTION_NOT_FOUND.
+    CollectionNotFoundException,
+}
+
+impl TerminalError {
+    /// The error's name as in reference 001.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TerminalError::AuthenticationFailureException => "AuthenticationFailureException",
+            TerminalError::CouchbaseException => "CouchbaseException",
+            TerminalError::ScopeNotFoundException => "ScopeNotFoundException",
+            TerminalError::CollectionNotFoundException => "CollectionNotFoundException",
+        }
+    }
+}
+
+impl fmt::Display for TerminalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A strategy's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAction {
+    /// Do not retry: the request is cancelled (RequestCanceled).
+    NoRetry,
+    /// Retry after `delay` (zero means at once) on `node`, optionally at another consistency.
+    RetryAfter {
+        /// How long to wait before dispatching again.
+        delay: Duration,
+        /// Where to dispatch.
+        node: NodeChoice,
+        /// A new consistency level for the retry (consistency downgrade).
+        consistency: Option<ConsistencyLevel>,
+    },
+    /// Cassandra IGNORE: treat the request as successful with an empty result.
+    Ignore,
+    /// Cassandra RETHROW: surface the original error to the caller.
+    Rethrow,
+    /// Fail at once with a terminal error.
+    Fail(TerminalError),
+}
+
+impl RetryAction {
+    /// Retry on the same node after `delay`.
+    pub const fn after(delay: Duration) -> Self {
+        RetryAction::RetryAfter {
+            delay,
+            node: NodeChoice::Same,
+            consistency: None,
+        }
+    }
+
+    /// Retry at once on `node`, optionally at another consistency (a Cassandra verdict).
+    pub const fn now_on(node: NodeChoice, consistency: Option<ConsistencyLevel>) -> Self {
+        RetryAction::RetryAfter {
+            delay: Duration::ZERO,
+            node,
+            consistency,
+        }
+    }
+
+    /// Whether the action asks for a retry.
+    pub const fn is_retry(&self) -> bool {
+        matches!(self, RetryAction::RetryAfter { .. })
+    }
+}

@@ -1,0 +1,163 @@
+//! The best-effort strategy's default calculator (reference 001 "Best Effort"): an
+//! exponential delay `min × factor^attempt` clamped to `[min, max]`, 1 ms to 500 ms with
+//! factor 2 by default, with optional jitter.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::BackoffCalculator;
+
+/// An invalid backoff configuration.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BackoffConfigError {
+    /// `min` was zero.
+    #[error("backoff min must be greater than zero")]
+    ZeroMin,
+    /// `max` was below `min`.
+    #[error("backoff max ({max:?}) must be at least min ({min:?})")]
+    MaxBelowMin {
+        /// The configured minimum.
+        min: Duration,
+        /// The configured maximum.
+        max: Duration,
+    },
+    /// `factor` was below 1 or not finite.
+    #[error("backoff factor must be a finite number >= 1, got {0}")]
+    BadFactor(f64),
+    /// `jitter` was outside `[0, 1]`.
+    #[error("backoff jitter must be within 0..=1, got {0}")]
+    BadJitter(f64),
+}
+
+/// Exponential backoff: `min × factor^attempt`, clamped to `[min, max]`.
+///
+/// With `jitter = j > 0` each delay `d` is drawn uniformly from `[d × (1 − j), d]` and then
+/// clamped to `[min, max]` again, which spreads out retries of many requests failing together.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ExponentialBackoffConfig", into = "ExponentialBackoffConfig")]
+pub struct ExponentialBackoff {
+    min: Duration,
+    max: Duration,
+    factor: f64,
+    jitter: f64,
+}
+
+/// Serialised form of [`ExponentialBackoff`], in milliseconds.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExponentialBackoffConfig {
+    #[serde(default = "default_min_ms")]
+    min_ms: u64,
+    #[serde(default = "default_max_ms")]
+    max_ms: u64,
+    #[serde(default = "default_factor")]
+    factor: f64,
+    #[serde(default)]
+    jitter: f64,
+}
+
+fn default_min_ms() -> u64 {
+    1
+}
+fn default_max_ms() -> u64 {
+    500
+}
+fn default_factor() -> f64 {
+    2.0
+}
+
+impl TryFrom<ExponentialBackoffConfig> for ExponentialBackoff {
+    type Error = BackoffConfigError;
+    fn try_from(c: ExponentialBackoffConfig) -> Result<Self, Self::Error> {
+        ExponentialBackoff::new(
+            Duration::from_millis(c.min_ms),
+            Duration::from_millis(c.max_ms),
+            c.factor,
+        )?
+        .with_jitter(c.jitter)
+    }
+}
+
+impl From<ExponentialBackoff> for ExponentialBackoffConfig {
+    fn from(b: ExponentialBackoff) -> Self {
+        ExponentialBackoffConfig {
+            min_ms: b.min.as_millis() as u64,
+            max_ms: b.max.as_millis() as u64,
+            factor: b.factor,
+            jitter: b.jitter,
+        }
+    }
+}
+
+impl Default for ExponentialBackoff {
+    /// 1 ms to 500 ms, factor 2, no jitter (reference 001 "Best Effort").
+    fn default() -> Self {
+        ExponentialBackoff {
+            min: Duration::from_millis(1),
+            max: Duration::from_millis(500),
+            factor: 2.0,
+            jitter: 0.0,
+        }
+    }
+}
+
+impl ExponentialBackoff {
+    /// A calculator with the given bounds and factor, without jitter.
+    pub fn new(min: Duration, max: Duration, factor: f64) -> Result<Self, BackoffConfigError> {
+        if min.is_zero() {
+            return Err(BackoffConfigError::ZeroMin);
+        }
+        if max < min {
+            return Err(BackoffConfigError::MaxBelowMin { min, max });
+        }
+        if !factor.is_finite() || factor < 1.0 {
+            return Err(BackoffConfigError::BadFactor(factor));
+        }
+        Ok(ExponentialBackoff {
+            min,
+            max,
+            factor,
+            jitter: 0.0,
+        })
+    }
+
+    /// Adds jitter: a fraction in `[0, 1]` of each delay that may be taken off at random.
+    pub fn with_jitter(mut self, jitter: f64) -> Result<Self, BackoffConfigError> {
+        if !(0.0..=1.0).contains(&jitter) {
+            return Err(BackoffConfigError::BadJitter(jitter));
+        }
+        self.jitter = jitter;
+        Ok(self)
+    }
+
+    /// The lower bound.
+    pub fn min(&self) -> Duration {
+        self.min
+    }
+    /// The upper bound.
+    pub fn max(&self) -> Duration {
+        self.max
+    }
+
+    /// The delay without jitter: `min × factor^attempt` clamped to `[min, max]`.
+    pub fn nominal(&self, attempt: u32) -> Duration {
+        let exp = i32::try_from(attempt).unwrap_or(i32::MAX);
+        let secs = self.min.as_secs_f64() * self.factor.powi(exp);
+        if !secs.is_finite() || secs >= self.max.as_secs_f64() {
+            return self.max;
+        }
+        Duration::from_secs_f64(secs).clamp(self.min, self.max)
+    }
+}
+
+impl BackoffCalculator for ExponentialBackoff {
+    fn backoff(&self, attempt: u32) -> Duration {
+        let nominal = self.nominal(attempt);
+        if self.jitter == 0.0 {
+            return nominal;
+        }
+        let keep = 1.0 - self.jitter * fastrand::f64();
+        nominal.mul_f64(keep).clamp(self.min, self.max)
+    }
+}

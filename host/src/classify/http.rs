@@ -1,0 +1,64 @@
+//! Classification of the HTTP services' errors (reference 001 "Response Code Retry List":
+//! Query, Analytics, Search, View).
+
+use crate::reason::reasons;
+
+use super::{Classification, FailureKind};
+
+/// Query: 4040, 4050 and 4070 are prepared-statement failures; 5000 is an index-not-found
+/// only if the message contains `queryport.indexNotFound`.
+pub fn classify_query(code: u32, message: &str) -> Classification {
+    match code {
+        4040 | 4050 | 4070 => Classification::retry(reasons::QUERY_PREPARED_STATEMENT_FAILURE),
+        5000 if message.contains("queryport.indexNotFound") => {
+            Classification::retry(reasons::QUERY_INDEX_NOT_FOUND)
+        }
+        _ => Classification::fail(code, None, FailureKind::NotRetryable),
+    }
+}
+
+/// Analytics: 23000, 23003 and 23007 are temporary failures.
+pub fn classify_analytics(code: u32) -> Classification {
+    match code {
+        23000 | 23003 | 23007 => Classification::retry(reasons::ANALYTICS_TEMPORARY_FAILURE),
+        _ => Classification::fail(code, None, FailureKind::NotRetryable),
+    }
+}
+
+/// Search: HTTP 429 is "too many requests"; 2xx is a success.
+pub fn classify_search(status: u16) -> Classification {
+    match status {
+        200..=299 => Classification::Success,
+        429 => Classification::retry(reasons::SEARCH_TOO_MANY_REQUESTS),
+        _ => Classification::fail(status.into(), None, FailureKind::NotRetryable),
+    }
+}
+
+/// HTTP statuses of views retried as VIEWS_TEMPORARY_FAILURE (302 is listed there too but is
+/// VIEWS_NO_ACTIVE_PARTITION, which takes precedence).
+const VIEWS_TEMPORARY: [u16; 14] = [
+    300, 301, 303, 307, 401, 408, 409, 412, 416, 417, 501, 502, 503, 504,
+];
+
+/// Views: 302 is "no active partition"; the listed statuses, 404 with `"reason":"missing"`,
+/// and 500 unless the body names `{not_found, missing_named_view}` or `"badarg"` alongside
+/// `error`, are temporary failures; 2xx is a success.
+pub fn classify_views(status: u16, body: &str) -> Classification {
+    let temporary = match status {
+        200..=299 => return Classification::Success,
+        302 => return Classification::retry(reasons::VIEWS_NO_ACTIVE_PARTITION),
+        404 => body.contains(r#""reason":"missing""#),
+        500 => {
+            let has_error = body.contains("error");
+            !(has_error
+                && (body.contains("{not_found, missing_named_view}")
+                    || body.contains(r#""badarg""#)))
+        }
+        s => VIEWS_TEMPORARY.contains(&s),
+    };
+    if temporary {
+        Classification::retry(reasons::VIEWS_TEMPORARY_FAILURE)
+    } else {
+        Classification::fail(status.into(), None, FailureKind::NotRetryable)
+    }
+}

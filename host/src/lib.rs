@@ -1,0 +1,81 @@
+//! # Rebound
+//!
+//! Rebound decides whether, when and where a failed request is retried. The rules that must
+//! never be wrong — which failures are retried at all, which are safe for a non-idempotent
+//! request, how long to wait, when the deadline ends the request — live here, implemented as
+//! the reference documents specify (Couchbase RFC 0049 revision 16 for retry handling, RFC 0013
+//! for the KV error map, the Cassandra Java driver 4.x for its retry model). The part users
+//! customise, the [`RetryStrategy`], is a trait that native strategies implement and that
+//! sandboxed WebAssembly strategies will implement the same way.
+//!
+//! ## The flow
+//!
+//! 1. A response is turned into a [`RetryReason`] by [`classify::classify`] (or the caller
+//!    knows the reason, e.g. the socket closed while the request was in flight).
+//! 2. [`Orchestrator::maybe_retry`] decides: always-retry reasons get the controlled backoff
+//!    without asking the strategy; otherwise the request's strategy (or the default,
+//!    [`BestEffort`]) answers; the safety guard refuses unsafe retries of non-idempotent
+//!    requests; the delay is capped to the deadline.
+//! 3. The caller acts on the [`Decision`]: sleep and dispatch again, or end the request with
+//!    the [`RetryError`] it carries, whose [`ErrorContext`] serialises to the fields of the
+//!    Couchbase SDK's error context.
+//!
+//! ## Example
+//!
+//! ```
+//! use std::time::Duration;
+//! use rebound::classify::{classify, KvOpcode, Response};
+//! use rebound::{Decision, Orchestrator, Request, RequestType};
+//!
+//! # futures::executor::block_on(async {
+//! let orchestrator = Orchestrator::default(); // BestEffort strategy
+//! let mut request = Request::new(1, RequestType::Upsert, Duration::from_millis(2500))?;
+//! request.mark_dispatched("10.0.0.1:11210");
+//!
+//! // The server answered TMPFAIL (0x86): retryable even for a non-idempotent upsert.
+//! let answer = classify(Response::Kv { opcode: KvOpcode::of(RequestType::Upsert).unwrap(), status: 0x86 }, None);
+//! let reason = answer.reason().expect("TMPFAIL is on the retry list");
+//! match orchestrator.maybe_retry(&mut request, reason).await {
+//!     Decision::Retry(plan) => assert_eq!(plan.delay, Duration::from_millis(1)),
+//!     other => panic!("expected a retry, got {other:?}"),
+//! }
+//!
+//! // The socket then closed while the upsert was in flight: never retried, it may have applied.
+//! let reason = rebound::reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
+//! match orchestrator.maybe_retry(&mut request, &reason).await {
+//!     Decision::Fail(error) => {
+//!         assert_eq!(error.name(), "RequestCanceled");
+//!         println!("{error}"); // request canceled: NO_MORE_RETRIES (...) {"requestId":1,...}
+//!     }
+//!     other => panic!("expected a cancellation, got {other:?}"),
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! ## Modules
+//!
+//! - [`reason`]: the reason table and its flags; [`cassandra_types`]: Cassandra value types.
+//! - [`request`]: the request model and idempotency rules.
+//! - [`backoff`]: controlled and exponential backoff.
+//! - [`strategy`]: the strategy trait and the built-in strategies, Cassandra's included.
+//! - [`orchestrator`]: deciding; [`outcome`]: how a request ends, with its error context.
+//! - [`classify`]: response codes to reasons; [`errormap`]: the KV error map.
+
+pub mod action;
+pub mod backoff;
+pub mod cassandra_types;
+pub mod classify;
+pub mod errormap;
+pub mod orchestrator;
+pub mod outcome;
+pub mod reason;
+pub mod request;
+pub mod strategy;
+
+pub use action::{NodeChoice, RetryAction, TerminalError};
+pub use orchestrator::{Decision, DelaySource, Orchestrator, RetryPlan};
+pub use outcome::{CancelReason, ErrorContext, RetryError};
+pub use reason::{reasons, ReasonKind, RetryReason};
+pub use request::{Request, RequestType, Service};
+pub use strategy::{BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy, SyncStrategy};

@@ -1,0 +1,405 @@
+//! Retry reasons: why a request is being considered for a retry.
+//!
+//! One enum covers every reason of reference 001 "RetryReason" (the RFC table, including the
+//! five terminal reasons of revision 16), every user-visible reason of reference 002
+//! "RetryReasons" (where the two name the same thing differently the RFC name is canonical and
+//! the other is accepted as an alias), and the Cassandra error kinds of reference 003
+//! "Behavior" with their data. Each reason carries the two flags of reference 001:
+//! `allows_non_idempotent_retry` and `always_retry`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cassandra_types::{AbortKind, ConsistencyLevel, ServerErrorKind, WriteType};
+
+/// Where in the request lifecycle (reference 001 "Introduction") a reason arises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Before the request was written to the network: nothing can have changed on the server.
+    PreDispatch,
+    /// While the request was on the wire: the server may or may not have applied it.
+    InFlight,
+    /// A complete response was received.
+    Response,
+    /// Not known (unknown or unrecognised reasons).
+    Unknown,
+}
+
+macro_rules! reason_kinds {
+    ($( $(#[$doc:meta])* $kind:ident = $name:literal [$($alias:literal),*] ($non_idem:literal, $always:literal, $stage:ident); )*) => {
+        /// The kind of a [`RetryReason`], without its data: what the reason table is keyed by.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ReasonKind {
+            $( $(#[$doc])* $kind, )*
+        }
+
+        impl ReasonKind {
+            /// Every kind, in table order.
+            pub const ALL: &'static [ReasonKind] = &[$(ReasonKind::$kind,)*];
+
+            /// The canonical SCREAMING_SNAKE name.
+            pub const fn name(self) -> &'static str {
+                match self { $(ReasonKind::$kind => $name,)* }
+            }
+
+            /// Other names (reference 002 spellings) accepted for this kind.
+            pub const fn aliases(self) -> &'static [&'static str] {
+                match self { $(ReasonKind::$kind => &[$($alias),*],)* }
+            }
+
+            /// Whether a non-idempotent request may be retried for this reason.
+            pub const fn allows_non_idempotent_retry(self) -> bool {
+                match self { $(ReasonKind::$kind => $non_idem,)* }
+            }
+
+            /// Whether the orchestrator retries this reason itself, without asking the strategy.
+            pub const fn always_retry(self) -> bool {
+                match self { $(ReasonKind::$kind => $always,)* }
+            }
+
+            /// The lifecycle stage the reason belongs to.
+            pub const fn stage(self) -> Stage {
+                match self { $(ReasonKind::$kind => Stage::$stage,)* }
+            }
+        }
+    };
+}
+
+reason_kinds! {
+    /// Unexpected or unknown: never retried (reference 001 "RetryReason").
+    Unknown = "UNKNOWN" [] (false, false, Unknown);
+    /// The socket the request should be written into is not available.
+    SocketNotAvailable = "SOCKET_NOT_AVAILABLE" ["ENDPOINT_NOT_AVAILABLE"] (true, false, PreDispatch);
+    /// The service (kv, query, ...) is not available on the node.
+    ServiceNotAvailable = "SERVICE_NOT_AVAILABLE" [] (true, false, PreDispatch);
+    /// The node the request should go to is not available.
+    NodeNotAvailable = "NODE_NOT_AVAILABLE" [] (true, false, PreDispatch);
+    /// The endpoint is connected but not writable (reference 002).
+    EndpointNotWritable = "ENDPOINT_NOT_WRITABLE" [] (true, false, PreDispatch);
+    /// KV "not my vbucket" (0x07).
+    KvNotMyVbucket = "KV_NOT_MY_VBUCKET" [] (true, true, Response);
+    /// KV collection outdated (0x88). Always-retry as the RFC says.
+    KvCollectionOutdated = "KV_COLLECTION_OUTDATED" [] (true, true, Response);
+    /// An unknown KV status whose error-map entry indicates a retry.
+    KvErrorMapRetryIndicated = "KV_ERROR_MAP_RETRY_INDICATED" ["KV_ERROR_MAP_INDICATED"] (true, false, Response);
+    /// KV locked (0x09).
+    KvLocked = "KV_LOCKED" [] (true, false, Response);
+    /// KV temporary failure (0x86).
+    KvTemporaryFailure = "KV_TEMPORARY_FAILURE" [] (true, false, Response);
+    /// KV sync write in progress (0xa2).
+    KvSyncWriteInProgress = "KV_SYNC_WRITE_IN_PROGRESS" [] (true, false, Response);
+    /// KV sync write re-commit in progress (0xa4).
+    KvSyncWriteReCommitInProgress = "KV_SYNC_WRITE_RE_COMMIT_IN_PROGRESS" ["KV_SYNC_RE_COMMIT_IN_PROGRESS"] (true, false, Response);
+    /// A service response code indicated a retry.
+    ServiceResponseCodeIndicated = "SERVICE_RESPONSE_CODE_INDICATED" [] (true, false, Response);
+    /// The socket closed while the request was in flight: the outcome is unknown.
+    SocketClosedWhileInFlight = "SOCKET_CLOSED_WHILE_IN_FLIGHT" ["CHANNEL_CLOSED_WHILE_IN_FLIGHT"] (false, false, InFlight);
+    /// The circuit breaker of the endpoint is open.
+    CircuitBreakerOpen = "CIRCUIT_BREAKER_OPEN" ["ENDPOINT_CIRCUIT_OPEN"] (true, false, PreDispatch);
+    /// Query prepared statement failure (4040, 4050, 4070).
+    QueryPreparedStatementFailure = "QUERY_PREPARED_STATEMENT_FAILURE" [] (true, false, Response);
+    /// Query index not found (5000 with `queryport.indexNotFound`).
+    QueryIndexNotFound = "QUERY_INDEX_NOT_FOUND" [] (true, false, Response);
+    /// Analytics temporary failure (23000, 23003, 23007).
+    AnalyticsTemporaryFailure = "ANALYTICS_TEMPORARY_FAILURE" [] (true, false, Response);
+    /// Search HTTP 429.
+    SearchTooManyRequests = "SEARCH_TOO_MANY_REQUESTS" [] (true, false, Response);
+    /// Views temporary failure.
+    ViewsTemporaryFailure = "VIEWS_TEMPORARY_FAILURE" [] (true, false, Response);
+    /// Views HTTP 302: no active partition.
+    ViewsNoActivePartition = "VIEWS_NO_ACTIVE_PARTITION" [] (true, true, Response);
+    /// The bucket is not available in the client yet (reference 002).
+    BucketNotAvailable = "BUCKET_NOT_AVAILABLE" [] (true, false, PreDispatch);
+    /// A bucket open is in progress (reference 002).
+    BucketOpenInProgress = "BUCKET_OPEN_IN_PROGRESS" [] (true, false, PreDispatch);
+    /// A global config load is in progress (reference 002).
+    GlobalConfigLoadInProgress = "GLOBAL_CONFIG_LOAD_IN_PROGRESS" [] (true, false, PreDispatch);
+    /// A collection map refresh is in progress (reference 002).
+    CollectionMapRefreshInProgress = "COLLECTION_MAP_REFRESH_IN_PROGRESS" [] (true, false, PreDispatch);
+    /// Revision 16: a topology connection got an explicit SASL auth failure (0x20).
+    AuthenticationError = "AUTHENTICATION_ERROR" [] (true, false, PreDispatch);
+    /// Revision 16: a topology connection got an explicit TLS failure.
+    TlsError = "TLS_ERROR" [] (true, false, PreDispatch);
+    /// Revision 16: SELECT BUCKET answered NO_ACCESS.
+    BucketAccessError = "BUCKET_ACCESS_ERROR" [] (true, false, PreDispatch);
+    /// Revision 16: the fetched collection map lacks the scope.
+    ScopeNotFound = "SCOPE_NOT_FOUND" [] (true, false, PreDispatch);
+    /// Revision 16: the fetched collection map lacks the collection.
+    CollectionNotFound = "COLLECTION_NOT_FOUND" [] (true, false, PreDispatch);
+    /// Cassandra READ_TIMEOUT from the coordinator (reference 003 `onReadTimeoutVerdict`).
+    ReadTimeout = "READ_TIMEOUT" [] (true, false, Response);
+    /// Cassandra WRITE_TIMEOUT from the coordinator (reference 003 `onWriteTimeoutVerdict`).
+    WriteTimeout = "WRITE_TIMEOUT" [] (false, false, Response);
+    /// Cassandra UNAVAILABLE from the coordinator (reference 003 `onUnavailableVerdict`).
+    Unavailable = "UNAVAILABLE" [] (true, false, Response);
+    /// Cassandra: aborted before a response (reference 003 `onRequestAbortedVerdict`).
+    RequestAborted = "REQUEST_ABORTED" [] (false, false, InFlight);
+    /// Cassandra: another coordinator error (reference 003 `onErrorResponseVerdict`).
+    ErrorResponse = "ERROR_RESPONSE" [] (false, false, Response);
+    /// Cassandra: the node is bootstrapping; the query was not executed (hard-coded rule).
+    Bootstrapping = "BOOTSTRAPPING" [] (true, false, Response);
+    /// Cassandra: the coordinator does not know the prepared statement (hard-coded rule).
+    Unprepared = "UNPREPARED" [] (true, false, Response);
+    /// A reason this host does not know (catch-all for newer clients): never retried.
+    Other = "OTHER" [] (false, false, Unknown);
+}
+
+impl ReasonKind {
+    /// Looks a kind up by canonical name or alias (case-sensitive SCREAMING_SNAKE).
+    pub fn from_name(name: &str) -> Option<ReasonKind> {
+        ReasonKind::ALL
+            .iter()
+            .copied()
+            .find(|k| *k != ReasonKind::Other && (k.name() == name || k.aliases().contains(&name)))
+    }
+
+    /// Whether the kind needs data (the Cassandra kinds) and so cannot be built from a name alone.
+    pub const fn has_data(self) -> bool {
+        matches!(
+            self,
+            ReasonKind::ReadTimeout
+                | ReasonKind::WriteTimeout
+                | ReasonKind::Unavailable
+                | ReasonKind::RequestAborted
+                | ReasonKind::ErrorResponse
+                | ReasonKind::Other
+        )
+    }
+}
+
+/// Data of a Cassandra READ_TIMEOUT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadTimeout {
+    /// The consistency level the read was executed at.
+    pub consistency: ConsistencyLevel,
+    /// Replies the coordinator needed.
+    pub block_for: u32,
+    /// Replies it received.
+    pub received: u32,
+    /// Whether the data replica answered (rather than only digests).
+    pub data_present: bool,
+}
+
+/// Data of a Cassandra WRITE_TIMEOUT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteTimeout {
+    /// The consistency level the write was executed at.
+    pub consistency: ConsistencyLevel,
+    /// What kind of write timed out.
+    pub write_type: WriteType,
+    /// Acknowledgements the coordinator needed.
+    pub block_for: u32,
+    /// Acknowledgements it received.
+    pub received: u32,
+}
+
+/// Data of a Cassandra UNAVAILABLE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unavailable {
+    /// The consistency level requested.
+    pub consistency: ConsistencyLevel,
+    /// Replicas the consistency level required.
+    pub required: u32,
+    /// Replicas known alive.
+    pub alive: u32,
+}
+
+/// Why a request is being considered for a retry: a [`ReasonKind`] plus the data some kinds carry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RetryReason {
+    /// A reason without data.
+    Simple(SimpleReason),
+    /// Cassandra READ_TIMEOUT.
+    ReadTimeout(ReadTimeout),
+    /// Cassandra WRITE_TIMEOUT.
+    WriteTimeout(WriteTimeout),
+    /// Cassandra UNAVAILABLE.
+    Unavailable(Unavailable),
+    /// Cassandra request aborted, with the error kind.
+    RequestAborted(AbortKind),
+    /// Cassandra coordinator error response, with the error kind.
+    ErrorResponse(ServerErrorKind),
+    /// A reason name this host does not know. Never retried.
+    Other(Box<str>),
+}
+
+/// A [`ReasonKind`] known to carry no data. Built only through [`RetryReason::simple`] or
+/// [`RetryReason::from`] with a kind, which check that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SimpleReason(ReasonKind);
+
+impl SimpleReason {
+    /// The kind.
+    pub const fn kind(self) -> ReasonKind {
+        self.0
+    }
+}
+
+/// A reason name that could not be turned into a [`RetryReason`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReasonError {
+    /// The kind needs data (e.g. `READ_TIMEOUT` needs consistency, block-for, ...).
+    #[error("reason {0} needs data ({1}); give it as an object, not a bare name")]
+    NeedsData(&'static str, &'static str),
+}
+
+impl RetryReason {
+    /// A data-less reason of `kind`; `None` for kinds that carry data.
+    pub const fn simple(kind: ReasonKind) -> Option<RetryReason> {
+        if kind.has_data() {
+            None
+        } else {
+            Some(RetryReason::Simple(SimpleReason(kind)))
+        }
+    }
+
+    /// Parses a reason name or alias. Unknown names become [`RetryReason::Other`], which is
+    /// never retried; a kind that needs data is an error.
+    pub fn parse_name(name: &str) -> Result<RetryReason, ReasonError> {
+        match ReasonKind::from_name(name) {
+            Some(kind) => RetryReason::simple(kind).ok_or(ReasonError::NeedsData(
+                kind.name(),
+                match kind {
+                    ReasonKind::ReadTimeout => "consistency, block_for, received, data_present",
+                    ReasonKind::WriteTimeout => "consistency, write_type, block_for, received",
+                    ReasonKind::Unavailable => "consistency, required, alive",
+                    _ => "error",
+                },
+            )),
+            None => Ok(RetryReason::Other(name.into())),
+        }
+    }
+
+    /// The kind of this reason.
+    pub const fn kind(&self) -> ReasonKind {
+        match self {
+            RetryReason::Simple(s) => s.0,
+            RetryReason::ReadTimeout(_) => ReasonKind::ReadTimeout,
+            RetryReason::WriteTimeout(_) => ReasonKind::WriteTimeout,
+            RetryReason::Unavailable(_) => ReasonKind::Unavailable,
+            RetryReason::RequestAborted(_) => ReasonKind::RequestAborted,
+            RetryReason::ErrorResponse(_) => ReasonKind::ErrorResponse,
+            RetryReason::Other(_) => ReasonKind::Other,
+        }
+    }
+
+    /// The name used in logs and error contexts: the canonical name, or the unknown name as given.
+    pub fn name(&self) -> &str {
+        match self {
+            RetryReason::Other(name) => name,
+            other => other.kind().name(),
+        }
+    }
+
+    /// Reference 001 "RetryReason": may a non-idempotent request be retried for this reason?
+    pub const fn allows_non_idempotent_retry(&self) -> bool {
+        self.kind().allows_non_idempotent_retry()
+    }
+
+    /// Reference 001 "RetryReason": does the orchestrator retry it without asking the strategy?
+    pub const fn always_retry(&self) -> bool {
+        self.kind().always_retry()
+    }
+
+    /// Reasons that are never retried whatever the strategy answers: unknown reasons
+    /// (reference 001 "RetryReason", UNKNOWN) and the Cassandra errors the driver always
+    /// rethrows (reference 003 "Hard-coded rules": validation, function failure, protocol).
+    pub const fn never_retry(&self) -> bool {
+        match self {
+            RetryReason::ErrorResponse(kind) => kind.is_never_retried(),
+            other => matches!(other.kind(), ReasonKind::Unknown | ReasonKind::Other),
+        }
+    }
+
+    /// The lifecycle stage.
+    pub const fn stage(&self) -> Stage {
+        self.kind().stage()
+    }
+}
+
+impl From<ReadTimeout> for RetryReason {
+    fn from(v: ReadTimeout) -> Self {
+        RetryReason::ReadTimeout(v)
+    }
+}
+impl From<WriteTimeout> for RetryReason {
+    fn from(v: WriteTimeout) -> Self {
+        RetryReason::WriteTimeout(v)
+    }
+}
+impl From<Unavailable> for RetryReason {
+    fn from(v: Unavailable) -> Self {
+        RetryReason::Unavailable(v)
+    }
+}
+
+impl FromStr for RetryReason {
+    type Err = ReasonError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RetryReason::parse_name(s)
+    }
+}
+
+impl fmt::Display for RetryReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Display for ReasonKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Shorthands for the data-less reasons, so callers write `reasons::KV_LOCKED`.
+pub mod reasons {
+    use super::{ReasonKind as K, RetryReason, SimpleReason};
+
+    macro_rules! consts {
+        ($($c:ident = $k:ident;)*) => {
+            $(#[doc = concat!("The `", stringify!($c), "` reason.")]
+              pub const $c: RetryReason = RetryReason::Simple(SimpleReason(K::$k));)*
+        };
+    }
+    consts! {
+        UNKNOWN = Unknown;
+        SOCKET_NOT_AVAILABLE = SocketNotAvailable;
+        SERVICE_NOT_AVAILABLE = ServiceNotAvailable;
+        NODE_NOT_AVAILABLE = NodeNotAvailable;
+        ENDPOINT_NOT_WRITABLE = EndpointNotWritable;
+        KV_NOT_MY_VBUCKET = KvNotMyVbucket;
+        KV_COLLECTION_OUTDATED = KvCollectionOutdated;
+        KV_ERROR_MAP_RETRY_INDICATED = KvErrorMapRetryIndicated;
+        KV_LOCKED = KvLocked;
+        KV_TEMPORARY_FAILURE = KvTemporaryFailure;
+        KV_SYNC_WRITE_IN_PROGRESS = KvSyncWriteInProgress;
+        KV_SYNC_WRITE_RE_COMMIT_IN_PROGRESS = KvSyncWriteReCommitInProgress;
+        SERVICE_RESPONSE_CODE_INDICATED = ServiceResponseCodeIndicated;
+        SOCKET_CLOSED_WHILE_IN_FLIGHT = SocketClosedWhileInFlight;
+        CIRCUIT_BREAKER_OPEN = CircuitBreakerOpen;
+        QUERY_PREPARED_STATEMENT_FAILURE = QueryPreparedStatementFailure;
+        QUERY_INDEX_NOT_FOUND = QueryIndexNotFound;
+        ANALYTICS_TEMPORARY_FAILURE = AnalyticsTemporaryFailure;
+        SEARCH_TOO_MANY_REQUESTS = SearchTooManyRequests;
+        VIEWS_TEMPORARY_FAILURE = ViewsTemporaryFailure;
+        VIEWS_NO_ACTIVE_PARTITION = ViewsNoActivePartition;
+        BUCKET_NOT_AVAILABLE = BucketNotAvailable;
+        BUCKET_OPEN_IN_PROGRESS = BucketOpenInProgress;
+        GLOBAL_CONFIG_LOAD_IN_PROGRESS = GlobalConfigLoadInProgress;
+        COLLECTION_MAP_REFRESH_IN_PROGRESS = CollectionMapRefreshInProgress;
+        AUTHENTICATION_ERROR = AuthenticationError;
+        TLS_ERROR = TlsError;
+        BUCKET_ACCESS_ERROR = BucketAccessError;
+        SCOPE_NOT_FOUND = ScopeNotFound;
+        COLLECTION_NOT_FOUND = CollectionNotFound;
+        BOOTSTRAPPING = Bootstrapping;
+        UNPREPARED = Unprepared;
+    }
+}

@@ -1,0 +1,412 @@
+//! The request under retry handling (reference 001 "Request Annotation"): its type, service,
+//! idempotency (derived from reference 001 "Idempotent Operation List"), attempts, previous
+//! reasons, timing, client context, dispatch history and state.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cassandra_types::ConsistencyLevel;
+use crate::reason::RetryReason;
+use crate::strategy::RetryStrategy;
+
+/// The service a request goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Service {
+    /// Key/Value (memcached binary protocol).
+    Kv,
+    /// SQL++ query.
+    Query,
+    /// Analytics.
+    Analytics,
+    /// Full-text search.
+    Search,
+    /// Views.
+    Views,
+    /// Cluster manager (ns-server) and management APIs.
+    Management,
+    /// Cassandra CQL.
+    Cql,
+}
+
+impl Service {
+    /// The lowercase name used in error contexts.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Service::Kv => "kv",
+            Service::Query => "query",
+            Service::Analytics => "analytics",
+            Service::Search => "search",
+            Service::Views => "views",
+            Service::Management => "management",
+            Service::Cql => "cql",
+        }
+    }
+}
+
+/// An HTTP method, for cluster-manager and management requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum HttpMethod {
+    /// GET: read-only, idempotent.
+    Get,
+    /// POST.
+    Post,
+    /// PUT.
+    Put,
+    /// DELETE.
+    Delete,
+}
+
+macro_rules! request_types {
+    ($( $(#[$doc:meta])* $ty:ident = $name:literal, $svc:ident, $idem:ident; )*) => {
+        /// What a request does. Idempotency of KV types follows reference 001
+        /// "Idempotent Operation List" and reference 002 ("Collection: get, lookupIn,
+        /// getAnyReplica, getAllReplicas, exists").
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum RequestType {
+            $( $(#[$doc])* $ty, )*
+        }
+
+        impl RequestType {
+            /// Every request type.
+            pub const ALL: &'static [RequestType] = &[$(RequestType::$ty,)*];
+
+            /// The snake_case name.
+            pub const fn name(self) -> &'static str {
+                match self { $(RequestType::$ty => $name,)* }
+            }
+
+            /// The service the type belongs to.
+            pub const fn service(self) -> Service {
+                match self { $(RequestType::$ty => Service::$svc,)* }
+            }
+
+            const fn idempotency_rule(self) -> IdempotencyRule {
+                match self { $(RequestType::$ty => IdempotencyRule::$idem,)* }
+            }
+        }
+    };
+}
+
+#[derive(Clone, Copy)]
+enum IdempotencyRule {
+    Always,
+    Never,
+    IfReadonly,
+    IfGet,
+}
+
+request_types! {
+    /// KV get (not get-and-lock, not get-and-touch).
+    Get = "get", Kv, Always;
+    /// KV get and lock: mutates the lock state.
+    GetAndLock = "get_and_lock", Kv, Never;
+    /// KV get and touch: mutates the expiry.
+    GetAndTouch = "get_and_touch", Kv, Never;
+    /// KV replica get.
+    GetReplica = "get_replica", Kv, Always;
+    /// KV exists (reference 002).
+    Exists = "exists", Kv, Always;
+    /// KV sub-document lookup.
+    LookupIn = "lookup_in", Kv, Always;
+    /// KV get collection id.
+    GetCollectionId = "get_collection_id", Kv, Always;
+    /// KV get collection manifest.
+    GetCollectionManifest = "get_collection_manifest", Kv, Always;
+    /// KV noop.
+    Noop = "noop", Kv, Always;
+    /// KV observe via CAS.
+    ObserveCas = "observe_cas", Kv, Always;
+    /// KV observe via sequence number.
+    ObserveSeqno = "observe_seqno", Kv, Always;
+    /// KV carrier (bucket) config.
+    CarrierConfig = "carrier_config", Kv, Always;
+    /// KV global config.
+    GlobalConfig = "global_config", Kv, Always;
+    /// KV insert.
+    Insert = "insert", Kv, Never;
+    /// KV upsert.
+    Upsert = "upsert", Kv, Never;
+    /// KV replace.
+    Replace = "replace", Kv, Never;
+    /// KV remove.
+    Remove = "remove", Kv, Never;
+    /// KV append.
+    Append = "append", Kv, Never;
+    /// KV prepend.
+    Prepend = "prepend", Kv, Never;
+    /// KV increment.
+    Increment = "increment", Kv, Never;
+    /// KV decrement.
+    Decrement = "decrement", Kv, Never;
+    /// KV touch.
+    Touch = "touch", Kv, Never;
+    /// KV unlock.
+    Unlock = "unlock", Kv, Never;
+    /// KV sub-document mutation.
+    MutateIn = "mutate_in", Kv, Never;
+    /// SQL++ query: idempotent only when `readonly`.
+    Query = "query", Query, IfReadonly;
+    /// Analytics query: idempotent only when `readonly`.
+    Analytics = "analytics", Analytics, IfReadonly;
+    /// Search: read-only, always idempotent (even though it is a POST).
+    Search = "search", Search, Always;
+    /// View query: read-only, always idempotent.
+    View = "view", Views, Always;
+    /// Cluster manager request: idempotent when GET.
+    ClusterManager = "cluster_manager", Management, IfGet;
+    /// Management API request: idempotent when GET.
+    Management = "management", Management, IfGet;
+    /// A CQL statement: non-idempotent unless declared (the driver's default idempotence is false).
+    Cql = "cql", Cql, Never;
+}
+
+impl RequestType {
+    /// Looks a type up by its snake_case name.
+    pub fn from_name(name: &str) -> Option<RequestType> {
+        RequestType::ALL.iter().copied().find(|t| t.name() == name)
+    }
+
+    /// Reference 001 "Idempotent Operation List": is a request of this type idempotent, given
+    /// its `readonly` flag (query, analytics) and HTTP method (cluster manager, management)?
+    pub const fn is_idempotent(self, readonly: bool, method: Option<HttpMethod>) -> bool {
+        match self.idempotency_rule() {
+            IdempotencyRule::Always => true,
+            IdempotencyRule::Never => false,
+            IdempotencyRule::IfReadonly => readonly,
+            IdempotencyRule::IfGet => matches!(method, Some(HttpMethod::Get)),
+        }
+    }
+}
+
+impl fmt::Display for RequestType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where the request stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestState {
+    /// Still being worked on.
+    Pending,
+    /// Completed (success or a final response).
+    Completed,
+    /// Cancelled by the orchestrator or the caller; the text says why.
+    Cancelled(String),
+}
+
+/// Invalid request parameters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// A zero timeout can never be met.
+    #[error("request timeout must be greater than zero")]
+    ZeroTimeout,
+}
+
+/// A request under retry handling.
+#[derive(Debug, Clone)]
+pub struct Request {
+    id: u64,
+    request_type: RequestType,
+    idempotent: bool,
+    readonly: bool,
+    method: Option<HttpMethod>,
+    retry_attempts: u32,
+    retry_reasons: Vec<RetryReason>,
+    start: Instant,
+    timeout: Duration,
+    client_context: BTreeMap<String, String>,
+    last_dispatched_to: Option<String>,
+    dispatched: bool,
+    consistency: Option<ConsistencyLevel>,
+    state: RequestState,
+    strategy: Option<Arc<dyn RetryStrategy>>,
+}
+
+impl Request {
+    /// A new request started now. Its idempotency is derived from `request_type` (see
+    /// [`RequestType::is_idempotent`]); `readonly`, `method` and `idempotent` refine it.
+    pub fn new(id: u64, request_type: RequestType, timeout: Duration) -> Result<Self, RequestError> {
+        if timeout.is_zero() {
+            return Err(RequestError::ZeroTimeout);
+        }
+        Ok(Request {
+            id,
+            request_type,
+            idempotent: request_type.is_idempotent(false, None),
+            readonly: false,
+            method: None,
+            retry_attempts: 0,
+            retry_reasons: Vec::new(),
+            start: Instant::now(),
+            timeout,
+            client_context: BTreeMap::new(),
+            last_dispatched_to: None,
+            dispatched: false,
+            consistency: None,
+            state: RequestState::Pending,
+            strategy: None,
+        })
+    }
+
+    /// Marks a query or analytics request read-only, which makes it idempotent.
+    pub fn readonly(mut self, readonly: bool) -> Self {
+        self.readonly = readonly;
+        self.idempotent = self.request_type.is_idempotent(readonly, self.method);
+        self
+    }
+
+    /// Sets the HTTP method of a cluster-manager or management request (GET is idempotent).
+    pub fn method(mut self, method: HttpMethod) -> Self {
+        self.method = Some(method);
+        self.idempotent = self.request_type.is_idempotent(self.readonly, Some(method));
+        self
+    }
+
+    /// Declares idempotency explicitly (e.g. a CQL statement marked idempotent).
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
+        self
+    }
+
+    /// Sets when the request started (for replays and virtual clocks).
+    pub fn started_at(mut self, start: Instant) -> Self {
+        self.start = start;
+        self
+    }
+
+    /// Adds an entry to the client context (reference 001 "Accessible Context").
+    pub fn context(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.client_context.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets the consistency level (CQL).
+    pub fn consistency(mut self, level: ConsistencyLevel) -> Self {
+        self.consistency = Some(level);
+        self
+    }
+
+    /// Sets a per-request strategy overriding the orchestrator's default (reference 002
+    /// "Customizing the RetryStrategy").
+    pub fn with_strategy(mut self, strategy: Arc<dyn RetryStrategy>) -> Self {
+        self.strategy = Some(strategy);
+        self
+    }
+
+    /// Sets the number of retries already made (for replaying a request mid-life).
+    pub fn with_retry_attempts(mut self, attempts: u32) -> Self {
+        self.retry_attempts = attempts;
+        self
+    }
+
+    /// The request id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    /// The request type.
+    pub fn request_type(&self) -> RequestType {
+        self.request_type
+    }
+    /// The service.
+    pub fn service(&self) -> Service {
+        self.request_type.service()
+    }
+    /// Whether the request is idempotent.
+    pub fn is_idempotent(&self) -> bool {
+        self.idempotent
+    }
+    /// Whether the request was marked read-only.
+    pub fn is_readonly(&self) -> bool {
+        self.readonly
+    }
+    /// Retries already made.
+    pub fn retry_attempts(&self) -> u32 {
+        self.retry_attempts
+    }
+    /// Distinct reasons of the previous retries, first occurrence first.
+    pub fn retry_reasons(&self) -> &[RetryReason] {
+        &self.retry_reasons
+    }
+    /// When the request started.
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+    /// The request timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+    /// The absolute deadline.
+    pub fn deadline(&self) -> Instant {
+        self.start + self.timeout
+    }
+    /// Time elapsed at `now` (zero if `now` is before the start).
+    pub fn elapsed_at(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.start)
+    }
+    /// Time left at `now` before the deadline (zero once it has passed).
+    pub fn remaining_at(&self, now: Instant) -> Duration {
+        self.deadline().saturating_duration_since(now)
+    }
+    /// The client context.
+    pub fn client_context(&self) -> &BTreeMap<String, String> {
+        &self.client_context
+    }
+    /// The node the request was last dispatched to.
+    pub fn last_dispatched_to(&self) -> Option<&str> {
+        self.last_dispatched_to.as_deref()
+    }
+    /// Whether the request was ever written to the network.
+    pub fn was_dispatched(&self) -> bool {
+        self.dispatched
+    }
+    /// The consistency level (CQL), if any.
+    pub fn consistency_level(&self) -> Option<ConsistencyLevel> {
+        self.consistency
+    }
+    /// The state.
+    pub fn state(&self) -> &RequestState {
+        &self.state
+    }
+    /// Whether the request is completed or cancelled.
+    pub fn is_done(&self) -> bool {
+        self.state != RequestState::Pending
+    }
+    /// The per-request strategy override, if any.
+    pub fn strategy(&self) -> Option<&Arc<dyn RetryStrategy>> {
+        self.strategy.as_ref()
+    }
+
+    /// Records that the request was written to `node`.
+    pub fn mark_dispatched(&mut self, node: impl Into<String>) {
+        self.dispatched = true;
+        self.last_dispatched_to = Some(node.into());
+    }
+    /// Marks the request completed.
+    pub fn complete(&mut self) {
+        self.state = RequestState::Completed;
+    }
+    /// Marks the request cancelled with a reason.
+    pub fn cancel(&mut self, why: impl Into<String>) {
+        self.state = RequestState::Cancelled(why.into());
+    }
+    /// Changes the consistency level for the next attempt (consistency downgrade).
+    pub fn set_consistency(&mut self, level: ConsistencyLevel) {
+        self.consistency = Some(level);
+    }
+
+    /// Counts one more retry for `reason` (reference 001 `incrementRetryAttempts`).
+    pub(crate) fn record_retry(&mut self, reason: &RetryReason) {
+        self.retry_attempts = self.retry_attempts.saturating_add(1);
+        if !self.retry_reasons.contains(reason) {
+            self.retry_reasons.push(reason.clone());
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! The default strategy (reference 001 "Best Effort"): retry whenever it is safe, with an
+//! exponential delay from a pluggable calculator.
+
+use crate::action::RetryAction;
+use crate::backoff::{BackoffCalculator, ExponentialBackoff};
+use crate::reason::RetryReason;
+use crate::request::Request;
+
+use super::SyncStrategy;
+
+/// Retries an idempotent request, or any request whose reason allows a non-idempotent retry,
+/// after `calculator.backoff(retry_attempts)`; otherwise answers no retry.
+#[derive(Debug, Clone, Default)]
+pub struct BestEffort<C = ExponentialBackoff> {
+    calculator: C,
+}
+
+impl<C: BackoffCalculator> BestEffort<C> {
+    /// Best effort with a custom calculator (reference 001: "a constructor available to pass
+    /// in a different backoff calculator").
+    pub fn with_calculator(calculator: C) -> Self {
+        BestEffort { calculator }
+    }
+
+    /// The calculator.
+    pub fn calculator(&self) -> &C {
+        &self.calculator
+    }
+}
+
+impl<C: BackoffCalculator> SyncStrategy for BestEffort<C> {
+    fn name(&self) -> &str {
+        "best-effort"
+    }
+
+    fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction {
+        if request.is_idempotent() || reason.allows_non_idempotent_retry() {
+            RetryAction::after(self.calculator.backoff(request.retry_attempts()))
+        } else {
+            RetryAction::NoRetry
+        }
+    }
+}

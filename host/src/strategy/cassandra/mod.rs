@@ -1,0 +1,102 @@
+//! The Cassandra driver's retry model (reference 003 "Retries"): a [`CassandraPolicy`] answers
+//! the five verdict methods, and [`Cassandra`] adapts it to [`SyncStrategy`], applying the
+//! driver's hard-coded rules before the policy is asked.
+
+mod default_policy;
+mod downgrading;
+
+pub use default_policy::DefaultRetryPolicy;
+pub use downgrading::ConsistencyDowngradingRetryPolicy;
+
+use std::fmt::Debug;
+
+use crate::action::{NodeChoice, RetryAction};
+use crate::cassandra_types::{AbortKind, ServerErrorKind};
+use crate::reason::{ReadTimeout, ReasonKind, RetryReason, Stage, Unavailable, WriteTimeout};
+use crate::request::Request;
+
+use super::SyncStrategy;
+
+/// A driver retry policy: each method returns a verdict as a [`RetryAction`]
+/// (`now_on(Same|Next, consistency)`, `Rethrow` or `Ignore`). `retry_count` is the number of
+/// retries already made for the request.
+pub trait CassandraPolicy: Send + Sync + Debug {
+    /// A stable name.
+    fn name(&self) -> &str;
+    /// READ_TIMEOUT from the coordinator.
+    fn on_read_timeout(&self, request: &Request, e: &ReadTimeout, retry_count: u32)
+        -> RetryAction;
+    /// WRITE_TIMEOUT from the coordinator (asked for idempotent requests only).
+    fn on_write_timeout(&self, request: &Request, e: &WriteTimeout, retry_count: u32)
+        -> RetryAction;
+    /// UNAVAILABLE from the coordinator.
+    fn on_unavailable(&self, request: &Request, e: &Unavailable, retry_count: u32)
+        -> RetryAction;
+    /// Aborted before a response (asked for idempotent requests only).
+    fn on_request_aborted(&self, request: &Request, kind: AbortKind, retry_count: u32)
+        -> RetryAction;
+    /// Another coordinator error (asked for idempotent requests only).
+    fn on_error_response(&self, request: &Request, kind: ServerErrorKind, retry_count: u32)
+        -> RetryAction;
+}
+
+/// Adapts a [`CassandraPolicy`] to the strategy trait with the hard-coded rules of reference
+/// 003 "Hard-coded rules" and "Behavior":
+///
+/// - validation, function-failure and protocol errors (and unknown reasons): rethrown;
+/// - errors before the network write (pre-dispatch reasons) and a bootstrapping node: retried
+///   at once on the next node;
+/// - an unprepared statement: re-prepared and retried on the same node;
+/// - write timeouts, aborts (including a socket closed in flight) and error responses of a
+///   non-idempotent request: rethrown without asking the policy;
+/// - any other reason: rethrown (the driver has no verdict for it).
+#[derive(Debug, Clone, Default)]
+pub struct Cassandra<P> {
+    policy: P,
+}
+
+impl<P: CassandraPolicy> Cassandra<P> {
+    /// Wraps `policy`.
+    pub fn new(policy: P) -> Self {
+        Cassandra { policy }
+    }
+}
+
+impl<P: CassandraPolicy> SyncStrategy for Cassandra<P> {
+    fn name(&self) -> &str {
+        self.policy.name()
+    }
+
+    fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction {
+        let retries = request.retry_attempts();
+        let idempotent = request.is_idempotent();
+        if reason.never_retry() {
+            return RetryAction::Rethrow;
+        }
+        match reason {
+            RetryReason::ReadTimeout(e) => self.policy.on_read_timeout(request, e, retries),
+            RetryReason::Unavailable(e) => self.policy.on_unavailable(request, e, retries),
+            RetryReason::WriteTimeout(e) if idempotent => {
+                self.policy.on_write_timeout(request, e, retries)
+            }
+            RetryReason::RequestAborted(kind) if idempotent => {
+                self.policy.on_request_aborted(request, *kind, retries)
+            }
+            RetryReason::ErrorResponse(kind) if idempotent => {
+                self.policy.on_error_response(request, *kind, retries)
+            }
+            _ if idempotent && reason.kind() == ReasonKind::SocketClosedWhileInFlight => self
+                .policy
+                .on_request_aborted(request, AbortKind::ClosedConnection, retries),
+            _ if reason.stage() == Stage::PreDispatch
+                || reason.kind() == ReasonKind::Bootstrapping =>
+            {
+                RetryAction::now_on(NodeChoice::Next, None)
+            }
+            _ if reason.kind() == ReasonKind::Unprepared => {
+                RetryAction::now_on(NodeChoice::Same, None)
+            }
+            _ => RetryAction::Rethrow,
+        }
+    }
+}

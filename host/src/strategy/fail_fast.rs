@@ -1,0 +1,22 @@
+//! The strict fail-fast strategy (reference 001 "Fail Fast (Strict)"). Internal: the RFC ships
+//! it only for the host's own commands; users should extend best effort instead.
+
+use crate::action::RetryAction;
+use crate::reason::RetryReason;
+use crate::request::Request;
+
+use super::SyncStrategy;
+
+/// Never retries. Always-retry reasons are still retried by the orchestrator.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FailFast;
+
+impl SyncStrategy for FailFast {
+    fn name(&self) -> &str {
+        "fail-fast"
+    }
+
+    fn decide(&self, _request: &Request, _reason: &RetryReason) -> RetryAction {
+        RetryAction::NoRetry
+    }
+}

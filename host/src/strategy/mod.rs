@@ -1,0 +1,91 @@
+//! Retry strategies (reference 001 "Retry Strategies"): one async-capable trait, so a native,
+//! a sandboxed or an I/O-performing strategy all look the same to the orchestrator.
+
+mod best_effort;
+pub mod cassandra;
+mod fail_fast;
+mod fast_fail_terminal;
+
+pub use best_effort::BestEffort;
+pub use fail_fast::FailFast;
+pub use fast_fail_terminal::FastFailOnTerminalError;
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::action::RetryAction;
+use crate::reason::RetryReason;
+use crate::request::Request;
+
+/// Decides whether and how a request is retried.
+///
+/// Reference 001 gives `retryAfter` a future so that a strategy may do I/O without blocking
+/// the caller; [`StrategyFuture::Ready`] keeps the common, synchronous case free of
+/// allocation. Strategies whose answer is always immediate implement [`SyncStrategy`] instead
+/// and get this trait for free.
+pub trait RetryStrategy: Send + Sync + Debug {
+    /// A stable name, used in logs, metrics and the safety guard's exemption list.
+    fn name(&self) -> &str;
+
+    /// The action for `request`, which failed for `reason`.
+    fn retry_after<'a>(&'a self, request: &'a Request, reason: &'a RetryReason)
+        -> StrategyFuture<'a>;
+}
+
+/// A strategy that answers at once.
+pub trait SyncStrategy: Send + Sync + Debug {
+    /// A stable name, used in logs, metrics and the safety guard's exemption list.
+    fn name(&self) -> &str;
+
+    /// The action for `request`, which failed for `reason`.
+    fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction;
+}
+
+impl<T: SyncStrategy> RetryStrategy for T {
+    fn name(&self) -> &str {
+        SyncStrategy::name(self)
+    }
+
+    fn retry_after<'a>(
+        &'a self,
+        request: &'a Request,
+        reason: &'a RetryReason,
+    ) -> StrategyFuture<'a> {
+        StrategyFuture::ready(self.decide(request, reason))
+    }
+}
+
+/// The answer of [`RetryStrategy::retry_after`]: ready at once, or a boxed future.
+pub enum StrategyFuture<'a> {
+    /// The action is known already (taken on first poll).
+    Ready(Option<RetryAction>),
+    /// The action needs asynchronous work.
+    Pending(Pin<Box<dyn Future<Output = RetryAction> + Send + 'a>>),
+}
+
+impl<'a> StrategyFuture<'a> {
+    /// An action known at once.
+    pub const fn ready(action: RetryAction) -> Self {
+        StrategyFuture::Ready(Some(action))
+    }
+
+    /// An action produced by `future`.
+    pub fn pending(future: impl Future<Output = RetryAction> + Send + 'a) -> Self {
+        StrategyFuture::Pending(Box::pin(future))
+    }
+}
+
+impl Future for StrategyFuture<'_> {
+    type Output = RetryAction;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RetryAction> {
+        match self.get_mut() {
+            StrategyFuture::Ready(action) => {
+                Poll::Ready(action.take().expect("StrategyFuture polled after completion"))
+            }
+            StrategyFuture::Pending(future) => future.as_mut().poll(cx),
+        }
+    }
+}
