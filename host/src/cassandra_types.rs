@@ -36,7 +36,10 @@ pub enum ConsistencyLevel {
 impl ConsistencyLevel {
     /// Serial levels are those of lightweight transactions (Paxos phase).
     pub const fn is_serial(self) -> bool {
-        matches!(self, ConsistencyLevel::Serial | ConsistencyLevel::LocalSerial)
+        matches!(
+            self,
+            ConsistencyLevel::Serial | ConsistencyLevel::LocalSerial
+        )
     }
 
     /// The CQL name.

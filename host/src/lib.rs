@@ -79,3 +79,8 @@ pub use outcome::{CancelReason, ErrorContext, RetryError};
 pub use reason::{reasons, ReasonKind, RetryReason};
 pub use request::{Request, RequestType, Service};
 pub use strategy::{BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy, SyncStrategy};
+
+/// The README's Rust snippets, compiled and run as doctests so they cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -106,7 +106,9 @@ pub struct Orchestrator {
 impl Default for Orchestrator {
     /// An orchestrator whose default strategy is [`BestEffort`].
     fn default() -> Self {
-        Orchestrator::new(Arc::new(BestEffort::<crate::backoff::ExponentialBackoff>::default()))
+        Orchestrator::new(Arc::new(
+            BestEffort::<crate::backoff::ExponentialBackoff>::default(),
+        ))
     }
 }
 
@@ -189,12 +191,22 @@ impl Orchestrator {
                 consistency,
             } => {
                 if reason.never_retry() {
-                    self.refuse(request, CancelReason::NeverRetried(reason.clone()), name, now)
+                    self.refuse(
+                        request,
+                        CancelReason::NeverRetried(reason.clone()),
+                        name,
+                        now,
+                    )
                 } else if !request.is_idempotent()
                     && !reason.allows_non_idempotent_retry()
                     && !self.guard_exempt.contains(name)
                 {
-                    self.refuse(request, CancelReason::UnsafeRetryRefused(reason.clone()), name, now)
+                    self.refuse(
+                        request,
+                        CancelReason::UnsafeRetryRefused(reason.clone()),
+                        name,
+                        now,
+                    )
                 } else {
                     self.schedule(
                         request,
@@ -222,19 +234,23 @@ impl Orchestrator {
                 tracing::info!(request_id = request.id(), request_type = %request.request_type(),
                     reason = %reason, attempts = request.retry_attempts(), strategy = name,
                     "not retried: strategy rethrows");
-                self.fail(request, now, "rethrow".into(), |context| RetryError::Rethrown {
-                    reason: reason.clone(),
-                    context,
+                self.fail(request, now, "rethrow".into(), |context| {
+                    RetryError::Rethrown {
+                        reason: reason.clone(),
+                        context,
+                    }
                 })
             }
             RetryAction::Fail(error) => {
                 tracing::info!(request_id = request.id(), request_type = %request.request_type(),
                     reason = %reason, error = %error, strategy = name,
                     "not retried: terminal error");
-                self.fail(request, now, error.name().into(), |context| RetryError::Terminal {
-                    error,
-                    reason: reason.clone(),
-                    context,
+                self.fail(request, now, error.name().into(), |context| {
+                    RetryError::Terminal {
+                        error,
+                        reason: reason.clone(),
+                        context,
+                    }
                 })
             }
             RetryAction::Ignore => {

@@ -233,7 +233,11 @@ pub struct Request {
 impl Request {
     /// A new request started now. Its idempotency is derived from `request_type` (see
     /// [`RequestType::is_idempotent`]); `readonly`, `method` and `idempotent` refine it.
-    pub fn new(id: u64, request_type: RequestType, timeout: Duration) -> Result<Self, RequestError> {
+    pub fn new(
+        id: u64,
+        request_type: RequestType,
+        timeout: Duration,
+    ) -> Result<Self, RequestError> {
         if timeout.is_zero() {
             return Err(RequestError::ZeroTimeout);
         }

@@ -35,7 +35,10 @@ pub enum BackoffConfigError {
 /// With `jitter = j > 0` each delay `d` is drawn uniformly from `[d × (1 − j), d]` and then
 /// clamped to `[min, max]` again, which spreads out retries of many requests failing together.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "ExponentialBackoffConfig", into = "ExponentialBackoffConfig")]
+#[serde(
+    try_from = "ExponentialBackoffConfig",
+    into = "ExponentialBackoffConfig"
+)]
 pub struct ExponentialBackoff {
     min: Duration,
     max: Duration,

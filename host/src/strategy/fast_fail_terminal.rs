@@ -10,11 +10,23 @@ use super::{BestEffort, SyncStrategy};
 
 /// The revision 16 table, in the order the RFC says it is applied.
 const TERMINAL: [(ReasonKind, TerminalError); 5] = [
-    (ReasonKind::AuthenticationError, TerminalError::AuthenticationFailureException),
+    (
+        ReasonKind::AuthenticationError,
+        TerminalError::AuthenticationFailureException,
+    ),
     (ReasonKind::TlsError, TerminalError::CouchbaseException),
-    (ReasonKind::BucketAccessError, TerminalError::CouchbaseException),
-    (ReasonKind::ScopeNotFound, TerminalError::ScopeNotFoundException),
-    (ReasonKind::CollectionNotFound, TerminalError::CollectionNotFoundException),
+    (
+        ReasonKind::BucketAccessError,
+        TerminalError::CouchbaseException,
+    ),
+    (
+        ReasonKind::ScopeNotFound,
+        TerminalError::ScopeNotFoundException,
+    ),
+    (
+        ReasonKind::CollectionNotFound,
+        TerminalError::CollectionNotFoundException,
+    ),
 ];
 
 /// Fast-fails terminal reasons with their named error; behaves as [`BestEffort`] otherwise.

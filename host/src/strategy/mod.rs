@@ -30,8 +30,11 @@ pub trait RetryStrategy: Send + Sync + Debug {
     fn name(&self) -> &str;
 
     /// The action for `request`, which failed for `reason`.
-    fn retry_after<'a>(&'a self, request: &'a Request, reason: &'a RetryReason)
-        -> StrategyFuture<'a>;
+    fn retry_after<'a>(
+        &'a self,
+        request: &'a Request,
+        reason: &'a RetryReason,
+    ) -> StrategyFuture<'a>;
 }
 
 /// A strategy that answers at once.
@@ -82,9 +85,11 @@ impl Future for StrategyFuture<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RetryAction> {
         match self.get_mut() {
-            StrategyFuture::Ready(action) => {
-                Poll::Ready(action.take().expect("StrategyFuture polled after completion"))
-            }
+            StrategyFuture::Ready(action) => Poll::Ready(
+                action
+                    .take()
+                    .expect("StrategyFuture polled after completion"),
+            ),
             StrategyFuture::Pending(future) => future.as_mut().poll(cx),
         }
     }

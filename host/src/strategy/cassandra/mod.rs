@@ -24,20 +24,30 @@ pub trait CassandraPolicy: Send + Sync + Debug {
     /// A stable name.
     fn name(&self) -> &str;
     /// READ_TIMEOUT from the coordinator.
-    fn on_read_timeout(&self, request: &Request, e: &ReadTimeout, retry_count: u32)
-        -> RetryAction;
+    fn on_read_timeout(&self, request: &Request, e: &ReadTimeout, retry_count: u32) -> RetryAction;
     /// WRITE_TIMEOUT from the coordinator (asked for idempotent requests only).
-    fn on_write_timeout(&self, request: &Request, e: &WriteTimeout, retry_count: u32)
-        -> RetryAction;
+    fn on_write_timeout(
+        &self,
+        request: &Request,
+        e: &WriteTimeout,
+        retry_count: u32,
+    ) -> RetryAction;
     /// UNAVAILABLE from the coordinator.
-    fn on_unavailable(&self, request: &Request, e: &Unavailable, retry_count: u32)
-        -> RetryAction;
+    fn on_unavailable(&self, request: &Request, e: &Unavailable, retry_count: u32) -> RetryAction;
     /// Aborted before a response (asked for idempotent requests only).
-    fn on_request_aborted(&self, request: &Request, kind: AbortKind, retry_count: u32)
-        -> RetryAction;
+    fn on_request_aborted(
+        &self,
+        request: &Request,
+        kind: AbortKind,
+        retry_count: u32,
+    ) -> RetryAction;
     /// Another coordinator error (asked for idempotent requests only).
-    fn on_error_response(&self, request: &Request, kind: ServerErrorKind, retry_count: u32)
-        -> RetryAction;
+    fn on_error_response(
+        &self,
+        request: &Request,
+        kind: ServerErrorKind,
+        retry_count: u32,
+    ) -> RetryAction;
 }
 
 /// Adapts a [`CassandraPolicy`] to the strategy trait with the hard-coded rules of reference

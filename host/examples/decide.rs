@@ -1,0 +1,91 @@
+//! Walks a few failures through the orchestrator and prints each decision: a rebalance
+//! (NOT_MY_VBUCKET), a locked document, an upsert whose socket closed in flight, a read that
+//! runs into its deadline, and a Cassandra read downgraded to the consistency still reachable.
+//!
+//! Run with `cargo run -p rebound --example decide`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rebound::cassandra_types::ConsistencyLevel;
+use rebound::classify::{classify, KvOpcode, Response};
+use rebound::reason::Unavailable;
+use rebound::strategy::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
+use rebound::{reasons, Decision, Orchestrator, Request, RequestType, RetryReason};
+
+fn show(what: &str, decision: &Decision) {
+    let text = match decision {
+        Decision::Retry(plan) => format!(
+            "retry #{} after {:?} on the {:?} node{}",
+            plan.attempt,
+            plan.delay,
+            plan.node,
+            plan.consistency
+                .map(|c| format!(" at {c}"))
+                .unwrap_or_default()
+        ),
+        Decision::Timeout { after, error } => format!("{} in {after:?}", error.name()),
+        Decision::Fail(error) => format!("{error}"),
+        Decision::Ignore => "ignored".into(),
+        Decision::AlreadyDone => "left alone".into(),
+    };
+    println!("{what:<48} → {text}");
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let orchestrator = Orchestrator::default();
+    let at = |req: &Request, ms| req.start() + Duration::from_millis(ms);
+    let decide = |o: &Orchestrator, req: &mut Request, reason: &RetryReason, now| {
+        futures::executor::block_on(o.maybe_retry_at(req, reason, now))
+    };
+
+    let mut get = Request::new(1, RequestType::Get, Duration::from_millis(2500))?;
+    let opcode = KvOpcode::of(RequestType::Get).ok_or("get has an opcode")?;
+    for (ms, status) in [(0, 0x07), (3, 0x07), (20, 0x09)] {
+        let class = classify(Response::Kv { opcode, status }, None);
+        let reason = class.reason().ok_or("on the retry list")?;
+        let now = at(&get, ms);
+        show(
+            &format!("get: status {status:#04x} ({reason})"),
+            &decide(&orchestrator, &mut get, reason, now),
+        );
+    }
+
+    let mut upsert = Request::new(2, RequestType::Upsert, Duration::from_millis(2500))?;
+    upsert.mark_dispatched("10.0.0.1:11210");
+    let now = at(&upsert, 40);
+    show(
+        "upsert: socket closed in flight",
+        &decide(
+            &orchestrator,
+            &mut upsert,
+            &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
+            now,
+        ),
+    );
+
+    let mut late =
+        Request::new(3, RequestType::Get, Duration::from_millis(2500))?.with_retry_attempts(9);
+    let now = at(&late, 2300);
+    show(
+        "get at 2.3 s of 2.5 s, 10th retry",
+        &decide(&orchestrator, &mut late, &reasons::KV_LOCKED, now),
+    );
+
+    let cassandra = Orchestrator::new(Arc::new(Cassandra::new(ConsistencyDowngradingRetryPolicy)));
+    let mut read = Request::new(4, RequestType::Cql, Duration::from_secs(2))?
+        .idempotent(true)
+        .consistency(ConsistencyLevel::Quorum);
+    let reason = Unavailable {
+        consistency: ConsistencyLevel::Quorum,
+        required: 2,
+        alive: 1,
+    }
+    .into();
+    let now = Instant::now();
+    show(
+        "cql read: UNAVAILABLE 1 of 2 alive",
+        &decide(&cassandra, &mut read, &reason, now),
+    );
+    Ok(())
+}

@@ -1,0 +1,47 @@
+//! Helpers shared by the spec tests: driving the orchestrator synchronously at a fixed moment.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::time::{Duration, Instant};
+
+use rebound::{Decision, Orchestrator, Request, RequestType, RetryReason};
+
+/// A request of `ty` with `timeout_ms`, started at `start`.
+pub fn request(ty: RequestType, timeout_ms: u64, start: Instant) -> Request {
+    Request::new(1, ty, Duration::from_millis(timeout_ms))
+        .expect("valid timeout")
+        .started_at(start)
+}
+
+/// Runs the orchestrator at `start + elapsed_ms`.
+pub fn decide_at(
+    orchestrator: &Orchestrator,
+    request: &mut Request,
+    reason: &RetryReason,
+    elapsed_ms: u64,
+) -> Decision {
+    let now = request.start() + Duration::from_millis(elapsed_ms);
+    futures::executor::block_on(orchestrator.maybe_retry_at(request, reason, now))
+}
+
+/// The delay of a retry decision, panicking with the decision otherwise.
+pub fn retry_delay_ms(decision: &Decision) -> u64 {
+    match decision {
+        Decision::Retry(plan) => plan.delay.as_millis() as u64,
+        other => panic!("expected a retry, got {other:?}"),
+    }
+}
+
+/// The error name of a failing decision, panicking otherwise.
+pub fn fail_name(decision: &Decision) -> &'static str {
+    match decision {
+        Decision::Fail(error) => error.name(),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+/// Path of a fixture error map.
+pub fn error_map_path(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/error_maps")
+        .join(name)
+}

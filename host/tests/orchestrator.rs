@@ -1,0 +1,321 @@
+//! Spec: the orchestrator (reference 001 "Retry Orchestration", "Controlled Backoff for Always
+//! Retry", "Capping the Retry Duration") and the safety guard.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{decide_at, fail_name, request, retry_delay_ms};
+use rebound::strategy::StrategyFuture;
+use rebound::{
+    reasons, CancelReason, Decision, DelaySource, FailFast, Orchestrator, Request, RequestType,
+    RetryAction, RetryError, RetryReason, RetryStrategy, SyncStrategy,
+};
+
+/// A strategy that always asks for a fixed retry, whatever the request: the adversary of the
+/// safety guard.
+#[derive(Debug)]
+struct AlwaysRetry(&'static str, Duration);
+
+impl SyncStrategy for AlwaysRetry {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn decide(&self, _: &Request, _: &RetryReason) -> RetryAction {
+        RetryAction::after(self.1)
+    }
+}
+
+fn always_retry(ms: u64) -> Orchestrator {
+    Orchestrator::new(Arc::new(AlwaysRetry("always", Duration::from_millis(ms))))
+}
+
+/// Reference 001 "Retry Orchestration": a completed request is left alone.
+#[test]
+fn completed_requests_are_left_alone() {
+    let orchestrator = Orchestrator::default();
+    let mut req = request(RequestType::Get, 2500, Instant::now());
+    req.complete();
+    let decision = decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0);
+    assert_eq!(decision, Decision::AlreadyDone);
+    assert_eq!(req.retry_attempts(), 0);
+}
+
+/// Reference 001 "Controlled Backoff for Always Retry": 1, 10, 50, 100, 500, then 1000 ms,
+/// without consulting the strategy (FailFast would refuse everything).
+#[test]
+fn always_retry_uses_controlled_backoff_without_the_strategy() {
+    let orchestrator = Orchestrator::new(Arc::new(FailFast));
+    let mut req = request(RequestType::Upsert, 60_000, Instant::now());
+    let expected = [1, 10, 50, 100, 500, 1000, 1000, 1000];
+    for (i, want) in expected.iter().enumerate() {
+        let decision = decide_at(&orchestrator, &mut req, &reasons::KV_NOT_MY_VBUCKET, 0);
+        assert_eq!(retry_delay_ms(&decision), *want, "attempt {i}");
+        match decision {
+            Decision::Retry(plan) => assert_eq!(plan.source, DelaySource::ControlledBackoff),
+            _ => unreachable!(),
+        }
+    }
+    assert_eq!(req.retry_attempts(), expected.len() as u32);
+}
+
+/// Reference 001 "RetryReason": KV_COLLECTION_OUTDATED is always-retry (the RFC stands over the
+/// SDK that deviates), and so is VIEWS_NO_ACTIVE_PARTITION.
+#[test]
+fn collection_outdated_and_no_active_partition_always_retry() {
+    let orchestrator = Orchestrator::new(Arc::new(FailFast));
+    for reason in [
+        reasons::KV_COLLECTION_OUTDATED,
+        reasons::VIEWS_NO_ACTIVE_PARTITION,
+    ] {
+        let mut req = request(RequestType::Replace, 2500, Instant::now());
+        assert_eq!(
+            retry_delay_ms(&decide_at(&orchestrator, &mut req, &reason, 0)),
+            1,
+            "{reason}"
+        );
+    }
+}
+
+/// Reference 001 "Retry Orchestration": a delay increments the attempts and records the reason.
+#[test]
+fn a_retry_increments_attempts_and_records_reason() {
+    let orchestrator = Orchestrator::default();
+    let mut req = request(RequestType::Get, 2500, Instant::now());
+    decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0);
+    decide_at(&orchestrator, &mut req, &reasons::KV_TEMPORARY_FAILURE, 5);
+    decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 10);
+    assert_eq!(req.retry_attempts(), 3);
+    assert_eq!(
+        req.retry_reasons(),
+        &[reasons::KV_LOCKED, reasons::KV_TEMPORARY_FAILURE]
+    );
+}
+
+/// Reference 001 "Retry Orchestration": no delay cancels the request (RequestCanceled).
+#[test]
+fn no_retry_cancels() {
+    let orchestrator = Orchestrator::new(Arc::new(FailFast));
+    let mut req = request(RequestType::Get, 2500, Instant::now());
+    let decision = decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 3);
+    match &decision {
+        Decision::Fail(RetryError::RequestCanceled { reason, context }) => {
+            assert_eq!(reason, &CancelReason::NoMoreRetries(reasons::KV_LOCKED));
+            assert_eq!(
+                context.reason.as_deref(),
+                Some("NO_MORE_RETRIES (KV_LOCKED)")
+            );
+            assert_eq!(context.timings.total_micros, 3000);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(req.is_done());
+    assert_eq!(req.retry_attempts(), 0);
+}
+
+/// Reference 001 "Capping the Retry Duration": 2 s into a 2.5 s request, a 1 s delay is capped
+/// to 500 ms and the request then times out instead of being dispatched again.
+#[test]
+fn delay_reaching_the_deadline_ends_as_timeout_at_that_moment() {
+    let orchestrator = always_retry(1000);
+    let mut req = request(RequestType::Get, 2500, Instant::now());
+    let decision = decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 2000);
+    match decision {
+        Decision::Timeout { after, error } => {
+            assert_eq!(after, Duration::from_millis(500));
+            assert_eq!(error.name(), "UnambiguousTimeout");
+            assert_eq!(error.context().timings.total_micros, 2_500_000);
+            assert_eq!(error.context().retried, 1);
+            assert_eq!(error.context().reason.as_deref(), Some("TIMEOUT"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(req.is_done());
+}
+
+/// Reference 001 "Capping the Retry Duration": a delay shorter than the time left is kept.
+#[test]
+fn delay_shorter_than_remaining_is_not_capped() {
+    let orchestrator = always_retry(499);
+    let mut req = request(RequestType::Get, 2500, Instant::now());
+    assert_eq!(
+        retry_delay_ms(&decide_at(
+            &orchestrator,
+            &mut req,
+            &reasons::KV_LOCKED,
+            2000
+        )),
+        499
+    );
+}
+
+/// The capping applies to the controlled backoff too (docs/decisions.md).
+#[test]
+fn controlled_backoff_is_capped_too() {
+    let orchestrator = Orchestrator::default();
+    let mut req = request(RequestType::Get, 1000, Instant::now()).with_retry_attempts(5);
+    match decide_at(&orchestrator, &mut req, &reasons::KV_NOT_MY_VBUCKET, 400) {
+        Decision::Timeout { after, .. } => assert_eq!(after, Duration::from_millis(600)),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Reference 002 "The Ubiquitous TimeoutException": ambiguous unless idempotent or never
+/// dispatched.
+#[test]
+fn timeout_ambiguity() {
+    let orchestrator = always_retry(10_000);
+    let cases = [
+        (RequestType::Upsert, true, "AmbiguousTimeout"),
+        (RequestType::Upsert, false, "UnambiguousTimeout"),
+        (RequestType::Get, true, "UnambiguousTimeout"),
+    ];
+    for (ty, dispatched, want) in cases {
+        let mut req = request(ty, 100, Instant::now());
+        if dispatched {
+            req.mark_dispatched("node-a:11210");
+        }
+        match decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 10) {
+            Decision::Timeout { error, .. } => {
+                assert_eq!(error.name(), want, "{ty} dispatched={dispatched}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// Safety guard: a strategy asking to retry a non-idempotent request for a reason that does
+/// not allow it (reference 001 "Network Time": "All non-idempotent operations must be failed")
+/// is refused, logged and counted.
+#[test]
+fn safety_guard_refuses_unsafe_non_idempotent_retry() {
+    let orchestrator = always_retry(5);
+    let mut req = request(RequestType::Upsert, 2500, Instant::now());
+    req.mark_dispatched("node-a:11210");
+    let decision = decide_at(
+        &orchestrator,
+        &mut req,
+        &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
+        1,
+    );
+    match &decision {
+        Decision::Fail(RetryError::RequestCanceled { reason, .. }) => assert_eq!(
+            reason,
+            &CancelReason::UnsafeRetryRefused(reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT)
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(orchestrator.stats().snapshot().refusals, 1);
+    assert_eq!(
+        req.retry_attempts(),
+        0,
+        "a refused retry is not counted as an attempt"
+    );
+}
+
+/// Safety guard: the same retry is allowed for an idempotent request, and for a reason that
+/// allows non-idempotent retries.
+#[test]
+fn safety_guard_allows_safe_retries() {
+    let orchestrator = always_retry(5);
+    let mut get = request(RequestType::Get, 2500, Instant::now());
+    assert_eq!(
+        retry_delay_ms(&decide_at(
+            &orchestrator,
+            &mut get,
+            &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
+            1
+        )),
+        5
+    );
+    let mut upsert = request(RequestType::Upsert, 2500, Instant::now());
+    assert_eq!(
+        retry_delay_ms(&decide_at(
+            &orchestrator,
+            &mut upsert,
+            &reasons::KV_LOCKED,
+            1
+        )),
+        5
+    );
+    assert_eq!(orchestrator.stats().snapshot().refusals, 0);
+}
+
+/// Safety guard: only a strategy the configuration names explicitly is exempt.
+#[test]
+fn safety_guard_exemption_is_per_strategy() {
+    let exempt = always_retry(5).exempt_from_guard("always");
+    let other = always_retry(5).exempt_from_guard("some-other-strategy");
+    for (orchestrator, retried) in [(exempt, true), (other, false)] {
+        let mut req = request(RequestType::Upsert, 2500, Instant::now());
+        let decision = decide_at(
+            &orchestrator,
+            &mut req,
+            &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
+            1,
+        );
+        assert_eq!(
+            matches!(decision, Decision::Retry(_)),
+            retried,
+            "{decision:?}"
+        );
+    }
+}
+
+/// Reference 001 "RetryReason" (UNKNOWN): never retried, even by an exempt strategy and for
+/// an idempotent request.
+#[test]
+fn unknown_reasons_are_refused_even_when_exempt() {
+    let orchestrator = always_retry(5).exempt_from_guard("always");
+    for reason in [reasons::UNKNOWN, "BRAND_NEW_REASON".parse().unwrap()] {
+        let mut req = request(RequestType::Get, 2500, Instant::now());
+        match decide_at(&orchestrator, &mut req, &reason, 0) {
+            Decision::Fail(RetryError::RequestCanceled {
+                reason: CancelReason::NeverRetried(r),
+                ..
+            }) => {
+                assert_eq!(r, reason)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// Reference 002 "Customizing the RetryStrategy": a per-request strategy overrides the
+/// default one.
+#[test]
+fn per_request_strategy_overrides_default() {
+    let orchestrator = Orchestrator::default();
+    let mut req = request(RequestType::Get, 2500, Instant::now()).with_strategy(Arc::new(FailFast));
+    assert_eq!(
+        fail_name(&decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0)),
+        "RequestCanceled"
+    );
+}
+
+/// Reference 001 "Retry Strategies": the strategy returns a future; one that completes later
+/// is awaited.
+#[test]
+fn asynchronous_strategies_are_awaited() {
+    #[derive(Debug)]
+    struct Later;
+    impl RetryStrategy for Later {
+        fn name(&self) -> &str {
+            "later"
+        }
+        fn retry_after<'a>(&'a self, _: &'a Request, _: &'a RetryReason) -> StrategyFuture<'a> {
+            StrategyFuture::pending(async {
+                let (tx, rx) = futures::channel::oneshot::channel();
+                std::thread::spawn(move || tx.send(Duration::from_millis(7)).unwrap());
+                RetryAction::after(rx.await.unwrap())
+            })
+        }
+    }
+    let orchestrator = Orchestrator::new(Arc::new(Later));
+    let mut req = request(RequestType::Get, 2500, Instant::now());
+    assert_eq!(
+        retry_delay_ms(&decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0)),
+        7
+    );
+}
