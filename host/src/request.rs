@@ -347,9 +347,9 @@ impl Request {
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
-    /// The absolute deadline.
-    pub fn deadline(&self) -> Instant {
-        self.start + self.timeout
+    /// The absolute deadline; `None` if the timeout is too large for the clock to represent.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.start.checked_add(self.timeout)
     }
     /// Time elapsed at `now` (zero if `now` is before the start).
     pub fn elapsed_at(&self, now: Instant) -> Duration {
@@ -357,7 +357,7 @@ impl Request {
     }
     /// Time left at `now` before the deadline (zero once it has passed).
     pub fn remaining_at(&self, now: Instant) -> Duration {
-        self.deadline().saturating_duration_since(now)
+        self.timeout.saturating_sub(self.elapsed_at(now))
     }
     /// The client context.
     pub fn client_context(&self) -> &BTreeMap<String, String> {

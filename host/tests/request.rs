@@ -102,3 +102,11 @@ fn request_type_names_round_trip() {
     }
     assert_eq!(RequestType::from_name("get_request"), None);
 }
+
+/// An absurdly large timeout is representable and never panics.
+#[test]
+fn huge_timeout_does_not_panic() {
+    let req = Request::new(1, RequestType::Get, Duration::MAX).unwrap();
+    assert_eq!(req.deadline(), None);
+    assert!(req.remaining_at(std::time::Instant::now()) > Duration::from_secs(1 << 40));
+}
