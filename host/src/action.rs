@@ -51,6 +51,50 @@ impl fmt::Display for TerminalError {
     }
 }
 
+/// How a sandboxed policy failed to answer (the host then applies its fail-safe action).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyFailureKind {
+    /// The guest trapped (e.g. `unreachable`, out-of-bounds access).
+    Trap,
+    /// The guest panicked.
+    Panic,
+    /// The call ran past its wall-clock deadline.
+    Timeout,
+    /// The call used up its instruction budget (fuel).
+    FuelExhausted,
+    /// The guest tried to grow its memory past the cap.
+    MemoryLimitExceeded,
+    /// The guest overflowed its stack.
+    StackOverflow,
+    /// The guest answered something the host does not accept.
+    InvalidAnswer,
+    /// The policy is quarantined after repeated failures and was not called.
+    Quarantined,
+}
+
+impl PolicyFailureKind {
+    /// The snake_case name used in logs, metrics and error contexts.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PolicyFailureKind::Trap => "trap",
+            PolicyFailureKind::Panic => "panic",
+            PolicyFailureKind::Timeout => "timeout",
+            PolicyFailureKind::FuelExhausted => "fuel_exhausted",
+            PolicyFailureKind::MemoryLimitExceeded => "memory_limit_exceeded",
+            PolicyFailureKind::StackOverflow => "stack_overflow",
+            PolicyFailureKind::InvalidAnswer => "invalid_answer",
+            PolicyFailureKind::Quarantined => "quarantined",
+        }
+    }
+}
+
+impl fmt::Display for PolicyFailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A strategy's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryAction {
@@ -71,6 +115,9 @@ pub enum RetryAction {
     Rethrow,
     /// Fail at once with a terminal error.
     Fail(TerminalError),
+    /// The policy failed to answer; the request is cancelled with this as the reason (the
+    /// sandbox's "no retry" fail-safe).
+    PolicyFailed(PolicyFailureKind),
 }
 
 impl RetryAction {

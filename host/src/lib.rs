@@ -64,6 +64,7 @@
 
 pub mod action;
 pub mod backoff;
+pub mod budget;
 pub mod cassandra_types;
 pub mod classify;
 pub mod errormap;
@@ -72,8 +73,11 @@ pub mod outcome;
 pub mod reason;
 pub mod request;
 pub mod strategy;
+#[cfg(feature = "wasm")]
+pub mod wasm;
+mod wit_convert;
 
-pub use action::{NodeChoice, RetryAction, TerminalError};
+pub use action::{NodeChoice, PolicyFailureKind, RetryAction, TerminalError};
 pub use orchestrator::{Decision, DelaySource, Orchestrator, RetryPlan};
 pub use outcome::{CancelReason, ErrorContext, RetryError};
 pub use reason::{reasons, ReasonKind, RetryReason};

@@ -230,6 +230,18 @@ impl Orchestrator {
                     }
                 })
             }
+            RetryAction::PolicyFailed(kind) => {
+                let cancel = CancelReason::PolicyFailed(kind, reason.clone());
+                tracing::warn!(request_id = request.id(), request_type = %request.request_type(),
+                    reason = %reason, failure = %kind, strategy = name,
+                    "not retried: the policy failed (fail-safe)");
+                self.fail(request, now, cancel.to_string(), |context| {
+                    RetryError::RequestCanceled {
+                        reason: cancel,
+                        context,
+                    }
+                })
+            }
             RetryAction::Rethrow => {
                 tracing::info!(request_id = request.id(), request_type = %request.request_type(),
                     reason = %reason, attempts = request.retry_attempts(), strategy = name,

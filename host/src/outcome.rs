@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::action::TerminalError;
+use crate::action::{PolicyFailureKind, TerminalError};
 use crate::reason::RetryReason;
 use crate::request::Request;
 
@@ -22,6 +22,8 @@ pub enum CancelReason {
     UnsafeRetryRefused(RetryReason),
     /// The reason is never retried (unknown reasons), whatever the strategy asked for.
     NeverRetried(RetryReason),
+    /// The policy failed to answer (sandbox fail-safe: no retry).
+    PolicyFailed(PolicyFailureKind, RetryReason),
 }
 
 impl CancelReason {
@@ -30,19 +32,20 @@ impl CancelReason {
         match self {
             CancelReason::NoMoreRetries(r)
             | CancelReason::UnsafeRetryRefused(r)
-            | CancelReason::NeverRetried(r) => r,
+            | CancelReason::NeverRetried(r)
+            | CancelReason::PolicyFailed(_, r) => r,
         }
     }
 }
 
 impl fmt::Display for CancelReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (what, reason) = match self {
-            CancelReason::NoMoreRetries(r) => ("NO_MORE_RETRIES", r),
-            CancelReason::UnsafeRetryRefused(r) => ("UNSAFE_RETRY_REFUSED", r),
-            CancelReason::NeverRetried(r) => ("NEVER_RETRIED", r),
-        };
-        write!(f, "{what} ({reason})")
+        match self {
+            CancelReason::NoMoreRetries(r) => write!(f, "NO_MORE_RETRIES ({r})"),
+            CancelReason::UnsafeRetryRefused(r) => write!(f, "UNSAFE_RETRY_REFUSED ({r})"),
+            CancelReason::NeverRetried(r) => write!(f, "NEVER_RETRIED ({r})"),
+            CancelReason::PolicyFailed(kind, r) => write!(f, "POLICY_FAILED ({kind}; {r})"),
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::cassandra_types::ConsistencyLevel;
+use crate::errormap::RetrySpec;
 use crate::reason::RetryReason;
 use crate::strategy::RetryStrategy;
 
@@ -222,7 +223,8 @@ pub struct Request {
     retry_reasons: Vec<RetryReason>,
     start: Instant,
     timeout: Duration,
-    client_context: BTreeMap<String, String>,
+    client_context: Arc<BTreeMap<String, String>>,
+    error_map_spec: Option<RetrySpec>,
     last_dispatched_to: Option<String>,
     dispatched: bool,
     consistency: Option<ConsistencyLevel>,
@@ -251,7 +253,8 @@ impl Request {
             retry_reasons: Vec::new(),
             start: Instant::now(),
             timeout,
-            client_context: BTreeMap::new(),
+            client_context: Arc::default(),
+            error_map_spec: None,
             last_dispatched_to: None,
             dispatched: false,
             consistency: None,
@@ -288,7 +291,7 @@ impl Request {
 
     /// Adds an entry to the client context (reference 001 "Accessible Context").
     pub fn context(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.client_context.insert(key.into(), value.into());
+        Arc::make_mut(&mut self.client_context).insert(key.into(), value.into());
         self
     }
 
@@ -363,6 +366,14 @@ impl Request {
     pub fn client_context(&self) -> &BTreeMap<String, String> {
         &self.client_context
     }
+    /// The client context, shared (cloning it is one reference-count increment).
+    pub fn shared_client_context(&self) -> &Arc<BTreeMap<String, String>> {
+        &self.client_context
+    }
+    /// The error-map retry spec of the current failure, if the classification attached one.
+    pub fn error_map_spec(&self) -> Option<&RetrySpec> {
+        self.error_map_spec.as_ref()
+    }
     /// The node the request was last dispatched to.
     pub fn last_dispatched_to(&self) -> Option<&str> {
         self.last_dispatched_to.as_deref()
@@ -400,6 +411,11 @@ impl Request {
     /// Marks the request cancelled with a reason.
     pub fn cancel(&mut self, why: impl Into<String>) {
         self.state = RequestState::Cancelled(why.into());
+    }
+    /// Attaches (or clears) the error-map retry spec of the current failure, for strategies
+    /// that opt in to its timings (reference 001 "KV Error Map Handling").
+    pub fn set_error_map_spec(&mut self, spec: Option<RetrySpec>) {
+        self.error_map_spec = spec;
     }
     /// Changes the consistency level for the next attempt (consistency downgrade).
     pub fn set_consistency(&mut self, level: ConsistencyLevel) {

@@ -85,3 +85,48 @@ fn jitter_stays_in_bounds() {
         }
     }
 }
+
+/// The lenient form used for policies' host calls never fails on bad input.
+#[test]
+fn lenient_exponential_sanitises() {
+    use rebound::backoff::lenient_exponential_ms;
+    assert_eq!(lenient_exponential_ms(3, 1, 500, 2.0), 8);
+    assert_eq!(lenient_exponential_ms(3, 0, 0, f64::NAN), 1);
+    assert_eq!(lenient_exponential_ms(40, 10, 5, 2.0), 10);
+}
+
+/// Retry budgets: a bucket starts full, refills at its rate, never exceeds its burst.
+#[test]
+fn retry_budget_token_bucket() {
+    use rebound::budget::RetryBudgets;
+    let budgets = RetryBudgets::new();
+    let t0 = std::time::Instant::now();
+    let grants = (0..5)
+        .filter(|_| budgets.try_acquire_at("kv", 10, 3, t0))
+        .count();
+    assert_eq!(grants, 3, "burst of 3");
+    assert!(
+        !budgets.try_acquire_at("kv", 10, 3, t0 + Duration::from_millis(50)),
+        "half a token"
+    );
+    assert!(
+        budgets.try_acquire_at("kv", 10, 3, t0 + Duration::from_millis(100)),
+        "one token after 100 ms"
+    );
+    let later = t0 + Duration::from_secs(60);
+    assert_eq!(
+        (0..10)
+            .filter(|_| budgets.try_acquire_at("kv", 10, 3, later))
+            .count(),
+        3,
+        "capped at burst"
+    );
+    assert!(
+        budgets.try_acquire_at("other", 1, 1, t0),
+        "buckets are independent"
+    );
+    assert!(
+        !budgets.try_acquire_at("zero", 100, 0, later),
+        "burst 0 never grants"
+    );
+}

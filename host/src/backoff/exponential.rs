@@ -164,3 +164,24 @@ impl BackoffCalculator for ExponentialBackoff {
         nominal.mul_f64(keep).clamp(self.min, self.max)
     }
 }
+
+/// `min × factor^attempt` clamped to `[min, max]` (in ms) for untrusted inputs (a policy's
+/// host call): a zero `min` counts as 1, a `max` below `min` as `min`, a factor that is not a
+/// finite number >= 1 as 1. Never fails.
+pub fn lenient_exponential_ms(attempt: u32, min_ms: u64, max_ms: u64, factor: f64) -> u64 {
+    let min = Duration::from_millis(min_ms.max(1));
+    let max = Duration::from_millis(max_ms).max(min);
+    let factor = if factor.is_finite() && factor >= 1.0 {
+        factor
+    } else {
+        1.0
+    };
+    ExponentialBackoff {
+        min,
+        max,
+        factor,
+        jitter: 0.0,
+    }
+    .nominal(attempt)
+    .as_millis() as u64
+}

@@ -5,7 +5,7 @@ mod controlled;
 mod exponential;
 
 pub use controlled::controlled_backoff;
-pub use exponential::{BackoffConfigError, ExponentialBackoff};
+pub use exponential::{lenient_exponential_ms, BackoffConfigError, ExponentialBackoff};
 
 use std::time::Duration;
 

@@ -1,0 +1,120 @@
+//! Host calls answered natively, so policy logic runs under plain `cargo test`: each call is
+//! served by the host library's own implementation (the same code the real host runs).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use rebound::strategy::SyncStrategy;
+
+use crate::bindings::rebound::policy::host::LogLevel;
+use crate::bindings::rebound::policy::types as wit;
+use crate::{Request, RetryAction, RetryReason, RetrySpec};
+
+rebound::__wit_conversions!(wit);
+
+thread_local! {
+    static CALL: RefCell<testing::Call> = RefCell::new(testing::Call::new());
+}
+
+pub(crate) fn log(level: LogLevel, message: &str) {
+    eprintln!("[policy {level:?}] {message}");
+}
+
+pub(crate) fn abort(message: &str) {
+    panic!("policy aborted: {message}");
+}
+
+pub(crate) fn best_effort(request: Request, reason: &RetryReason) -> RetryAction {
+    let now = Instant::now();
+    let decision = rebound::BestEffort::<rebound::backoff::ExponentialBackoff>::default()
+        .decide(&request_to_host(&request, now), &reason_to_host(reason));
+    action_to_wit(&decision)
+}
+
+pub(crate) fn controlled_backoff(attempt: u32) -> u64 {
+    rebound::backoff::controlled_backoff(attempt).as_millis() as u64
+}
+
+pub(crate) fn exponential_backoff(attempt: u32, min_ms: u64, max_ms: u64, factor: f64) -> u64 {
+    rebound::backoff::lenient_exponential_ms(attempt, min_ms, max_ms, factor)
+}
+
+pub(crate) fn spec_delay(spec: RetrySpec, attempt: u32, elapsed_ms: u64) -> Option<u64> {
+    spec_to_host(&spec)
+        .next_delay(attempt, Duration::from_millis(elapsed_ms))
+        .map(|d| d.as_millis() as u64)
+}
+
+pub(crate) fn error_map_spec() -> Option<RetrySpec> {
+    CALL.with(|c| c.borrow().spec)
+}
+
+pub(crate) fn client_context(key: &str) -> Option<String> {
+    CALL.with(|c| c.borrow().context.get(key).cloned())
+}
+
+pub(crate) fn retry_budget(name: &str, per_second: u32, burst: u32) -> bool {
+    static BUDGETS: OnceLock<rebound::budget::RetryBudgets> = OnceLock::new();
+    BUDGETS
+        .get_or_init(Default::default)
+        .try_acquire(name, per_second, burst)
+}
+
+/// Test helpers: what the host would make visible to a call.
+pub mod testing {
+    use super::*;
+
+    /// The per-call context a policy can read through [`crate::host`]: client context entries
+    /// and the error-map retry spec.
+    #[derive(Debug, Clone, Default)]
+    pub struct Call {
+        pub(super) context: BTreeMap<String, String>,
+        pub(super) spec: Option<RetrySpec>,
+    }
+
+    impl Call {
+        /// An empty call context.
+        pub fn new() -> Self {
+            Self::default()
+        }
+
+        /// Adds a client-context entry.
+        pub fn client_context(mut self, key: &str, value: &str) -> Self {
+            self.context.insert(key.to_owned(), value.to_owned());
+            self
+        }
+
+        /// Sets the error-map retry spec.
+        pub fn error_map_spec(mut self, spec: RetrySpec) -> Self {
+            self.spec = Some(spec);
+            self
+        }
+
+        /// Runs `f` with this context visible to host calls on this thread.
+        pub fn run<T>(self, f: impl FnOnce() -> T) -> T {
+            let previous = CALL.with(|c| c.replace(self));
+            let out = f();
+            CALL.with(|c| c.replace(previous));
+            out
+        }
+    }
+
+    /// A request record for tests: `request_type` with its derived idempotency, 2.5 s timeout.
+    pub fn request(request_type: crate::RequestType, retry_attempts: u32) -> Request {
+        let host = request_type_to_host(request_type);
+        Request {
+            id: 1,
+            request_type,
+            service: service_to_wit(host.service()),
+            idempotent: host.is_idempotent(false, None),
+            readonly: false,
+            retry_attempts,
+            elapsed_ms: 0,
+            timeout_ms: 2500,
+            dispatched: true,
+            consistency: None,
+        }
+    }
+}

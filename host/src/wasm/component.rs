@@ -1,0 +1,196 @@
+//! Loading a policy component: compile once, check the world, the package version and the
+//! imports against what the host grants, and pre-instantiate.
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, HasSelf, Linker};
+
+use super::bindings::{RetryPolicy, RetryPolicyPre};
+use super::imports::CallState;
+use super::runtime::WasmRuntime;
+
+/// The WIT package (and version) this host implements.
+pub const HOST_PACKAGE: &str = "rebound:policy@0.1.0";
+const PACKAGE_PREFIX: &str = "rebound:policy/";
+const VERSION: &str = "0.1.0";
+const GRANTED_INTERFACES: [&str; 2] = ["types", "host"];
+const EXPORTED_INTERFACE: &str = "strategy";
+
+/// Why a component could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read policy file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Not a valid component (or not one wasmtime can compile).
+    #[error("policy `{policy}` is not a valid WebAssembly component: {message}")]
+    Compile {
+        /// The policy.
+        policy: String,
+        /// wasmtime's explanation.
+        message: String,
+    },
+    /// The component imports what the host does not grant.
+    #[error("policy `{policy}` imports what the host does not grant: {}; a policy may import only {PACKAGE_PREFIX}{{{}}}@{VERSION} (no WASI, files, network, clocks)", .imports.join(", "), GRANTED_INTERFACES.join(","))]
+    ForbiddenImports {
+        /// The policy.
+        policy: String,
+        /// The imports that are not granted.
+        imports: Vec<String>,
+    },
+    /// The component was built against another version of the WIT package.
+    #[error("policy `{policy}` was built for {found}, this host implements {HOST_PACKAGE}: incompatible package version")]
+    IncompatibleVersion {
+        /// The policy.
+        policy: String,
+        /// The import or export with the other version.
+        found: String,
+    },
+    /// The component does not export the strategy interface.
+    #[error("policy `{policy}` is not a rebound:policy/retry-policy component: it does not export {PACKAGE_PREFIX}{EXPORTED_INTERFACE}@{VERSION} (its exports: [{}])", .exports.join(", "))]
+    WrongWorld {
+        /// The policy.
+        policy: String,
+        /// What it exports.
+        exports: Vec<String>,
+    },
+    /// The exports or imports have the right names but the wrong types.
+    #[error("policy `{policy}` does not match {HOST_PACKAGE}: {message}")]
+    Mismatch {
+        /// The policy.
+        policy: String,
+        /// wasmtime's explanation.
+        message: String,
+    },
+    /// The policy rejected its configuration parameters, or failed while configuring.
+    #[error("policy `{policy}` failed to configure: {message}")]
+    Configure {
+        /// The policy.
+        policy: String,
+        /// The policy's error or the failure.
+        message: String,
+    },
+}
+
+/// Splits `rebound:policy/NAME@VERSION` into (NAME, VERSION).
+fn ours(name: &str) -> Option<(&str, &str)> {
+    name.strip_prefix(PACKAGE_PREFIX)?.split_once('@')
+}
+
+/// A compiled, checked, pre-instantiated policy component.
+#[derive(Clone)]
+pub struct PolicyComponent {
+    name: String,
+    version: String,
+    pre: RetryPolicyPre<CallState>,
+    runtime: WasmRuntime,
+}
+
+impl std::fmt::Debug for PolicyComponent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyComponent")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PolicyComponent {
+    /// Loads the component file at `path` as policy `name`.
+    pub fn load_file(runtime: &WasmRuntime, name: &str, path: &Path) -> Result<Self, LoadError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::load(runtime, name, &bytes)
+    }
+
+    /// Compiles and checks `bytes` as policy `name`.
+    pub fn load(runtime: &WasmRuntime, name: &str, bytes: &[u8]) -> Result<Self, LoadError> {
+        let policy = name.to_owned();
+        let engine = runtime.engine();
+        let component = Component::new(engine, bytes).map_err(|e| LoadError::Compile {
+            policy: policy.clone(),
+            message: format!("{e:#}"),
+        })?;
+        let ty = component.component_type();
+
+        let mut forbidden = Vec::new();
+        for (import, _) in ty.imports(engine) {
+            match ours(import) {
+                Some((iface, VERSION)) if GRANTED_INTERFACES.contains(&iface) => {}
+                Some((iface, _)) if GRANTED_INTERFACES.contains(&iface) => {
+                    return Err(LoadError::IncompatibleVersion {
+                        policy,
+                        found: import.to_owned(),
+                    })
+                }
+                _ => forbidden.push(import.to_owned()),
+            }
+        }
+        if !forbidden.is_empty() {
+            return Err(LoadError::ForbiddenImports {
+                policy,
+                imports: forbidden,
+            });
+        }
+        let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_owned()).collect();
+        match exports
+            .iter()
+            .find_map(|e| ours(e).filter(|(i, _)| *i == EXPORTED_INTERFACE))
+        {
+            Some((_, VERSION)) => {}
+            Some((_, _)) => {
+                let found = exports
+                    .iter()
+                    .find(|e| ours(e).is_some())
+                    .cloned()
+                    .unwrap_or_default();
+                return Err(LoadError::IncompatibleVersion { policy, found });
+            }
+            None => return Err(LoadError::WrongWorld { policy, exports }),
+        }
+
+        let mut linker = Linker::<CallState>::new(engine);
+        let mismatch = |e: wasmtime::Error| LoadError::Mismatch {
+            policy: name.to_owned(),
+            message: format!("{e:#}"),
+        };
+        RetryPolicy::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
+            .map_err(mismatch)?;
+        let pre = linker.instantiate_pre(&component).map_err(mismatch)?;
+        let pre = RetryPolicyPre::new(pre).map_err(mismatch)?;
+        let digest = Sha256::digest(bytes);
+        let version = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+        Ok(PolicyComponent {
+            name: policy,
+            version,
+            pre,
+            runtime: runtime.clone(),
+        })
+    }
+
+    /// The policy's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The version: the first 12 hex digits of the component's sha256.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    pub(crate) fn pre(&self) -> &RetryPolicyPre<CallState> {
+        &self.pre
+    }
+
+    pub(crate) fn runtime(&self) -> &WasmRuntime {
+        &self.runtime
+    }
+}

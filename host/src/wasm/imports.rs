@@ -1,0 +1,162 @@
+//! What a policy instance can reach: the `rebound:policy/host` imports, backed by per-call
+//! state held in the instance's store, and the memory limiter that enforces the cap.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::ResourceLimiter;
+
+use super::bindings::rebound::policy::host::{self, LogLevel};
+use super::bindings::{self as b, wit};
+use crate::backoff::{controlled_backoff, lenient_exponential_ms};
+use crate::budget::RetryBudgets;
+use crate::errormap::RetrySpec;
+use crate::strategy::SyncStrategy;
+use crate::BestEffort;
+
+/// Why a call failed inside a host import or the limiter (recovered from the trap's error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum HostTrap {
+    /// The guest called `abort` (its panic hook).
+    #[error("policy panicked: {0}")]
+    Panic(String),
+    /// The guest tried to grow memory past the cap.
+    #[error("memory limit exceeded: the policy asked for {desired} bytes, the cap is {cap}")]
+    MemoryLimitExceeded {
+        /// Bytes requested.
+        desired: usize,
+        /// The cap.
+        cap: usize,
+    },
+}
+
+/// Names a policy in logs: its configured name and version (content hash prefix).
+#[derive(Debug, Clone)]
+pub(crate) struct PolicyLabel {
+    pub name: Arc<str>,
+    pub version: Arc<str>,
+}
+
+/// The store data of one policy instance.
+pub(crate) struct CallState {
+    pub label: PolicyLabel,
+    pub budgets: Arc<RetryBudgets>,
+    pub client_context: Arc<BTreeMap<String, String>>,
+    pub error_map_spec: Option<RetrySpec>,
+    pub memory_cap: usize,
+}
+
+impl CallState {
+    pub fn new(label: PolicyLabel, budgets: Arc<RetryBudgets>, memory_cap: usize) -> Self {
+        CallState {
+            label,
+            budgets,
+            client_context: Arc::default(),
+            error_map_spec: None,
+            memory_cap,
+        }
+    }
+}
+
+impl ResourceLimiter for CallState {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_cap {
+            return Err(HostTrap::MemoryLimitExceeded {
+                desired,
+                cap: self.memory_cap,
+            }
+            .into());
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+impl wit::Host for CallState {}
+
+impl host::Host for CallState {
+    fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
+        let (name, version) = (&*self.label.name, &*self.label.version);
+        match level {
+            LogLevel::Trace => tracing::trace!(policy = name, version, "{message}"),
+            LogLevel::Debug => tracing::debug!(policy = name, version, "{message}"),
+            LogLevel::Info => tracing::info!(policy = name, version, "{message}"),
+            LogLevel::Warn => tracing::warn!(policy = name, version, "{message}"),
+            LogLevel::Error => tracing::error!(policy = name, version, "{message}"),
+        }
+        Ok(())
+    }
+
+    fn abort(&mut self, message: String) -> wasmtime::Result<()> {
+        Err(HostTrap::Panic(message).into())
+    }
+
+    fn best_effort(
+        &mut self,
+        request: wit::Request,
+        reason: wit::RetryReason,
+    ) -> wasmtime::Result<wit::RetryAction> {
+        let now = std::time::Instant::now();
+        let action = BestEffort::<crate::backoff::ExponentialBackoff>::default().decide(
+            &b::request_to_host(&request, now),
+            &b::reason_to_host(&reason),
+        );
+        Ok(b::action_to_wit(&action))
+    }
+
+    fn controlled_backoff(&mut self, attempt: u32) -> wasmtime::Result<u64> {
+        Ok(controlled_backoff(attempt).as_millis() as u64)
+    }
+
+    fn exponential_backoff(
+        &mut self,
+        attempt: u32,
+        min_ms: u64,
+        max_ms: u64,
+        factor: f64,
+    ) -> wasmtime::Result<u64> {
+        Ok(lenient_exponential_ms(attempt, min_ms, max_ms, factor))
+    }
+
+    fn spec_delay(
+        &mut self,
+        spec: wit::RetrySpec,
+        attempt: u32,
+        elapsed_ms: u64,
+    ) -> wasmtime::Result<Option<u64>> {
+        Ok(b::spec_to_host(&spec)
+            .next_delay(attempt, Duration::from_millis(elapsed_ms))
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
+    }
+
+    fn error_map_spec(&mut self) -> wasmtime::Result<Option<wit::RetrySpec>> {
+        Ok(self.error_map_spec.as_ref().map(b::spec_to_wit))
+    }
+
+    fn client_context(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+        Ok(self.client_context.get(&key).cloned())
+    }
+
+    fn retry_budget(
+        &mut self,
+        name: String,
+        per_second: u32,
+        burst: u32,
+    ) -> wasmtime::Result<bool> {
+        Ok(self.budgets.try_acquire(&name, per_second, burst))
+    }
+}

@@ -1,0 +1,22 @@
+//! WebAssembly strategies: a policy component implementing the WIT world
+//! `rebound:policy/retry-policy` runs in a wasmtime sandbox behind the same
+//! [`RetryStrategy`](crate::RetryStrategy) trait as the native strategies.
+//!
+//! - [`WasmRuntime`]: one engine (component model, pooling allocator, fuel, epoch
+//!   interruption) and the epoch ticker that enforces wall-clock deadlines.
+//! - [`PolicyComponent`]: a compiled, checked, pre-instantiated component. Loading rejects a
+//!   component of the wrong world or package version and one that imports anything the host
+//!   does not grant (no WASI, no files, no network).
+//! - [`WasmStrategy`]: the strategy. Each call runs under a deadline, a fuel budget and a
+//!   memory cap; any failure yields the configured fail-safe, discards the instance, and
+//!   repeated failures quarantine the policy.
+
+mod bindings;
+mod component;
+mod imports;
+mod runtime;
+mod strategy;
+
+pub use component::{LoadError, PolicyComponent, HOST_PACKAGE};
+pub use runtime::{SandboxLimits, WasmRuntime};
+pub use strategy::{FailSafe, PolicyStats, QuarantineConfig, WasmStrategy, WasmStrategyConfig};

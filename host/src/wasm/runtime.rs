@@ -1,0 +1,120 @@
+//! The wasmtime engine shared by every policy, its sandbox limits, and the epoch ticker that
+//! turns wall-clock deadlines into interrupts.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// Per-call and per-instance limits of the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxLimits {
+    /// Wall-clock budget of one call, in milliseconds (epoch interruption).
+    pub deadline_ms: u64,
+    /// Instruction budget of one call (wasmtime fuel units).
+    pub fuel: u64,
+    /// Largest linear memory an instance may grow to, in bytes.
+    pub memory_bytes: u64,
+    /// Largest delay a policy may answer, in milliseconds; a larger one is an invalid answer.
+    pub max_delay_ms: u64,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        SandboxLimits {
+            deadline_ms: 10,
+            fuel: 10_000_000,
+            memory_bytes: 64 << 20,
+            max_delay_ms: 10 * 60 * 1000,
+        }
+    }
+}
+
+/// How often the epoch advances: the granularity of call deadlines.
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// The engine and its epoch ticker. Cheap to clone; the ticker stops when the last clone drops.
+#[derive(Clone)]
+pub struct WasmRuntime {
+    inner: Arc<RuntimeInner>,
+}
+
+struct RuntimeInner {
+    engine: Engine,
+    stop: Arc<AtomicBool>,
+    ticker: Option<JoinHandle<()>>,
+    max_memory_bytes: u64,
+}
+
+impl std::fmt::Debug for WasmRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmRuntime").finish_non_exhaustive()
+    }
+}
+
+impl WasmRuntime {
+    /// An engine whose instances may hold up to `max_memory_bytes` of linear memory each
+    /// (the largest memory cap any policy will be given).
+    pub fn new(max_memory_bytes: u64) -> wasmtime::Result<Self> {
+        let mut pooling = PoolingAllocationConfig::default();
+        pooling
+            .total_component_instances(256)
+            .total_core_instances(512)
+            .total_memories(512)
+            .total_tables(512)
+            .max_memory_size(usize::try_from(max_memory_bytes).unwrap_or(usize::MAX));
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .max_wasm_stack(512 << 10)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
+        let engine = Engine::new(&config)?;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let ticker = {
+            let engine = engine.clone();
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name("rebound-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(EPOCH_TICK);
+                        engine.increment_epoch();
+                    }
+                })?
+        };
+        Ok(WasmRuntime {
+            inner: Arc::new(RuntimeInner {
+                engine,
+                stop,
+                ticker: Some(ticker),
+                max_memory_bytes,
+            }),
+        })
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// The per-instance memory the pool reserves.
+    pub fn max_memory_bytes(&self) -> u64 {
+        self.inner.max_memory_bytes
+    }
+}
+
+impl Drop for RuntimeInner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(ticker) = self.ticker.take() {
+            let _ = ticker.join();
+        }
+    }
+}

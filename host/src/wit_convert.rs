@@ -1,0 +1,253 @@
+//! Conversions between the engine's types and the Rust types generated from the WIT package
+//! `rebound:policy` (`wit/policy.wit`). The host (wasmtime's `bindgen!`) and the guest SDK's
+//! native shim (wit-bindgen's `generate!`) generate types with the same names but distinct
+//! identities, so the conversions are written once, as a macro applied to either module.
+
+/// Generates, in the calling module, conversion functions between the engine and the module
+/// `$w` of WIT-generated types (the `rebound:policy/types` interface). Not for direct use.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __wit_conversions {
+    ($w:ident) => {
+        $crate::__wit_conversions!(@enum consistency_to_host, consistency_to_wit,
+            $w::ConsistencyLevel, $crate::cassandra_types::ConsistencyLevel,
+            [Any, One, Two, Three, Quorum, All, LocalQuorum, EachQuorum, Serial, LocalSerial, LocalOne]);
+        $crate::__wit_conversions!(@enum write_type_to_host, write_type_to_wit,
+            $w::WriteType, $crate::cassandra_types::WriteType,
+            [Simple, Batch, UnloggedBatch, Counter, BatchLog, Cas, View, Cdc]);
+        $crate::__wit_conversions!(@enum abort_to_host, abort_to_wit,
+            $w::AbortKind, $crate::cassandra_types::AbortKind, [ClosedConnection, Heartbeat, Other]);
+        $crate::__wit_conversions!(@enum server_error_to_host, server_error_to_wit,
+            $w::ServerErrorKind, $crate::cassandra_types::ServerErrorKind,
+            [Overloaded, ServerError, Truncate, ReadFailure, WriteFailure, QueryValidation,
+             FunctionFailure, ProtocolError]);
+        $crate::__wit_conversions!(@enum node_to_host, node_to_wit,
+            $w::NodeChoice, $crate::action::NodeChoice, [Same, Next]);
+        $crate::__wit_conversions!(@enum spec_strategy_to_host, spec_strategy_to_wit,
+            $w::SpecStrategy, $crate::errormap::SpecStrategy, [Constant, Linear, Exponential]);
+        $crate::__wit_conversions!(@enum service_to_host, service_to_wit,
+            $w::Service, $crate::request::Service,
+            [Kv, Query, Analytics, Search, Views, Management, Cql]);
+        $crate::__wit_conversions!(@enum request_type_to_host, request_type_to_wit,
+            $w::RequestType, $crate::request::RequestType,
+            [Get, GetAndLock, GetAndTouch, GetReplica, Exists, LookupIn, GetCollectionId,
+             GetCollectionManifest, Noop, ObserveCas, ObserveSeqno, CarrierConfig, GlobalConfig,
+             Insert, Upsert, Replace, Remove, Append, Prepend, Increment, Decrement, Touch, Unlock,
+             MutateIn, Query, Analytics, Search, View, ClusterManager, Management, Cql]);
+        $crate::__wit_conversions!(@reasons $w,
+            [Unknown, SocketNotAvailable, ServiceNotAvailable, NodeNotAvailable,
+             EndpointNotWritable, KvNotMyVbucket, KvCollectionOutdated, KvErrorMapRetryIndicated,
+             KvLocked, KvTemporaryFailure, KvSyncWriteInProgress, KvSyncWriteReCommitInProgress,
+             ServiceResponseCodeIndicated, SocketClosedWhileInFlight, CircuitBreakerOpen,
+             QueryPreparedStatementFailure, QueryIndexNotFound, AnalyticsTemporaryFailure,
+             SearchTooManyRequests, ViewsTemporaryFailure, ViewsNoActivePartition,
+             BucketNotAvailable, BucketOpenInProgress, GlobalConfigLoadInProgress,
+             CollectionMapRefreshInProgress, AuthenticationError, TlsError, BucketAccessError,
+             ScopeNotFound, CollectionNotFound, Bootstrapping, Unprepared]);
+
+        #[allow(dead_code)]
+        pub(crate) fn terminal_to_host(t: $w::TerminalError) -> $crate::action::TerminalError {
+            use $crate::action::TerminalError as H;
+            match t {
+                $w::TerminalError::AuthenticationFailure => H::AuthenticationFailureException,
+                $w::TerminalError::Couchbase => H::CouchbaseException,
+                $w::TerminalError::ScopeNotFound => H::ScopeNotFoundException,
+                $w::TerminalError::CollectionNotFound => H::CollectionNotFoundException,
+            }
+        }
+
+        #[allow(dead_code)]
+        pub(crate) fn terminal_to_wit(t: $crate::action::TerminalError) -> $w::TerminalError {
+            use $crate::action::TerminalError as H;
+            match t {
+                H::AuthenticationFailureException => $w::TerminalError::AuthenticationFailure,
+                H::CouchbaseException => $w::TerminalError::Couchbase,
+                H::ScopeNotFoundException => $w::TerminalError::ScopeNotFound,
+                H::CollectionNotFoundException => $w::TerminalError::CollectionNotFound,
+            }
+        }
+
+        /// The policy's answer as an engine action.
+        #[allow(dead_code)]
+        pub(crate) fn action_to_host(a: &$w::RetryAction) -> $crate::action::RetryAction {
+            use $crate::action::RetryAction as H;
+            match a {
+                $w::RetryAction::NoRetry => H::NoRetry,
+                $w::RetryAction::Retry(r) => H::RetryAfter {
+                    delay: ::std::time::Duration::from_millis(r.delay_ms),
+                    node: node_to_host(r.node),
+                    consistency: r.consistency.map(consistency_to_host),
+                },
+                $w::RetryAction::Ignore => H::Ignore,
+                $w::RetryAction::Rethrow => H::Rethrow,
+                $w::RetryAction::Fail(t) => H::Fail(terminal_to_host(*t)),
+            }
+        }
+
+        /// An engine action as a WIT action (delays in whole ms, saturating).
+        #[allow(dead_code)]
+        pub(crate) fn action_to_wit(a: &$crate::action::RetryAction) -> $w::RetryAction {
+            use $crate::action::RetryAction as H;
+            match a {
+                // A policy failure is host-side only; outward it is a plain no-retry.
+                H::NoRetry | H::PolicyFailed(_) => $w::RetryAction::NoRetry,
+                H::RetryAfter { delay, node, consistency } => $w::RetryAction::Retry($w::Retry {
+                    delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    node: node_to_wit(*node),
+                    consistency: consistency.map(consistency_to_wit),
+                }),
+                H::Ignore => $w::RetryAction::Ignore,
+                H::Rethrow => $w::RetryAction::Rethrow,
+                H::Fail(t) => $w::RetryAction::Fail(terminal_to_wit(*t)),
+            }
+        }
+
+        /// The engine's request as the WIT record, at `now`.
+        #[allow(dead_code)]
+        pub(crate) fn request_to_wit(r: &$crate::request::Request, now: ::std::time::Instant) -> $w::Request {
+            $w::Request {
+                id: r.id(),
+                request_type: request_type_to_wit(r.request_type()),
+                service: service_to_wit(r.service()),
+                idempotent: r.is_idempotent(),
+                readonly: r.is_readonly(),
+                retry_attempts: r.retry_attempts(),
+                elapsed_ms: u64::try_from(r.elapsed_at(now).as_millis()).unwrap_or(u64::MAX),
+                timeout_ms: u64::try_from(r.timeout().as_millis()).unwrap_or(u64::MAX),
+                dispatched: r.was_dispatched(),
+                consistency: r.consistency_level().map(consistency_to_wit),
+            }
+        }
+
+        /// A WIT request as an engine request (a zero timeout counts as 1 ms), started
+        /// `elapsed-ms` before `now`.
+        #[allow(dead_code)]
+        pub(crate) fn request_to_host(r: &$w::Request, now: ::std::time::Instant) -> $crate::request::Request {
+            let timeout = ::std::time::Duration::from_millis(r.timeout_ms.max(1));
+            let start = now
+                .checked_sub(::std::time::Duration::from_millis(r.elapsed_ms))
+                .unwrap_or(now);
+            let mut req = match $crate::request::Request::new(r.id, request_type_to_host(r.request_type), timeout) {
+                Ok(req) => req,
+                Err(_) => unreachable!("timeout is at least 1 ms"),
+            };
+            req = req
+                .readonly(r.readonly)
+                .idempotent(r.idempotent)
+                .started_at(start)
+                .with_retry_attempts(r.retry_attempts);
+            if let Some(level) = r.consistency {
+                req = req.consistency(consistency_to_host(level));
+            }
+            if r.dispatched {
+                req.mark_dispatched("");
+            }
+            req
+        }
+
+        /// An error-map retry spec as the WIT record.
+        #[allow(dead_code)]
+        pub(crate) fn spec_to_wit(s: &$crate::errormap::RetrySpec) -> $w::RetrySpec {
+            $w::RetrySpec {
+                strategy: spec_strategy_to_wit(s.strategy),
+                after: s.after,
+                interval: s.interval,
+                ceil: s.ceil,
+                max_duration: s.max_duration,
+            }
+        }
+
+        /// A WIT retry spec as the engine's.
+        #[allow(dead_code)]
+        pub(crate) fn spec_to_host(s: &$w::RetrySpec) -> $crate::errormap::RetrySpec {
+            $crate::errormap::RetrySpec {
+                strategy: spec_strategy_to_host(s.strategy),
+                after: s.after,
+                interval: s.interval,
+                ceil: s.ceil,
+                max_duration: s.max_duration,
+            }
+        }
+    };
+
+    (@enum $to_host:ident, $to_wit:ident, $wt:ty, $ht:ty, [$($v:ident),* $(,)?]) => {
+        #[allow(dead_code)]
+        pub(crate) fn $to_host(v: $wt) -> $ht {
+            type W = $wt;
+            type H = $ht;
+            match v { $(W::$v => H::$v,)* }
+        }
+        #[allow(dead_code)]
+        pub(crate) fn $to_wit(v: $ht) -> $wt {
+            type W = $wt;
+            type H = $ht;
+            match v { $(H::$v => W::$v,)* }
+        }
+    };
+
+    (@reasons $w:ident, [$($k:ident),* $(,)?]) => {
+        /// A WIT reason as the engine's.
+        #[allow(dead_code)]
+        pub(crate) fn reason_to_host(r: &$w::RetryReason) -> $crate::reason::RetryReason {
+            use $crate::reason::{ReasonKind, RetryReason as H};
+            match r {
+                $($w::RetryReason::$k => match H::simple(ReasonKind::$k) {
+                    Some(reason) => reason,
+                    None => unreachable!("data-less kind"),
+                },)*
+                $w::RetryReason::ReadTimeout(d) => H::ReadTimeout($crate::reason::ReadTimeout {
+                    consistency: consistency_to_host(d.consistency),
+                    block_for: d.block_for,
+                    received: d.received,
+                    data_present: d.data_present,
+                }),
+                $w::RetryReason::WriteTimeout(d) => H::WriteTimeout($crate::reason::WriteTimeout {
+                    consistency: consistency_to_host(d.consistency),
+                    write_type: write_type_to_host(d.write_type),
+                    block_for: d.block_for,
+                    received: d.received,
+                }),
+                $w::RetryReason::Unavailable(d) => H::Unavailable($crate::reason::Unavailable {
+                    consistency: consistency_to_host(d.consistency),
+                    required: d.required,
+                    alive: d.alive,
+                }),
+                $w::RetryReason::RequestAborted(k) => H::RequestAborted(abort_to_host(*k)),
+                $w::RetryReason::ErrorResponse(k) => H::ErrorResponse(server_error_to_host(*k)),
+                $w::RetryReason::Other(name) => H::Other(name.as_str().into()),
+            }
+        }
+
+        /// An engine reason as the WIT variant.
+        #[allow(dead_code)]
+        pub(crate) fn reason_to_wit(r: &$crate::reason::RetryReason) -> $w::RetryReason {
+            use $crate::reason::{ReasonKind, RetryReason as H};
+            match r {
+                H::Simple(s) => match s.kind() {
+                    $(ReasonKind::$k => $w::RetryReason::$k,)*
+                    other => $w::RetryReason::Other(other.name().to_owned()),
+                },
+                H::ReadTimeout(d) => $w::RetryReason::ReadTimeout($w::ReadTimeout {
+                    consistency: consistency_to_wit(d.consistency),
+                    block_for: d.block_for,
+                    received: d.received,
+                    data_present: d.data_present,
+                }),
+                H::WriteTimeout(d) => $w::RetryReason::WriteTimeout($w::WriteTimeout {
+                    consistency: consistency_to_wit(d.consistency),
+                    write_type: write_type_to_wit(d.write_type),
+                    block_for: d.block_for,
+                    received: d.received,
+                }),
+                H::Unavailable(d) => $w::RetryReason::Unavailable($w::Unavailable {
+                    consistency: consistency_to_wit(d.consistency),
+                    required: d.required,
+                    alive: d.alive,
+                }),
+                H::RequestAborted(k) => $w::RetryReason::RequestAborted(abort_to_wit(*k)),
+                H::ErrorResponse(k) => $w::RetryReason::ErrorResponse(server_error_to_wit(*k)),
+                H::Other(name) => $w::RetryReason::Other(name.to_string()),
+            }
+        }
+    };
+}
