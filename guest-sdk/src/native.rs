@@ -9,10 +9,8 @@ use std::time::{Duration, Instant};
 use rebound::strategy::SyncStrategy;
 
 use crate::bindings::rebound::policy::host::LogLevel;
-use crate::bindings::rebound::policy::types as wit;
+use crate::convert::*;
 use crate::{Request, RetryAction, RetryReason, RetrySpec};
-
-rebound::__wit_conversions!(wit);
 
 thread_local! {
     static CALL: RefCell<testing::Call> = RefCell::new(testing::Call::new());

@@ -1,0 +1,91 @@
+//! A policy that misbehaves on demand. The client-context key of a call picks the behaviour,
+//! its value the amount, so each sandbox limit can be tested both obeyed and violated on the
+//! same instance:
+//!
+//! | key | behaviour |
+//! | --- | --- |
+//! | `spin` | loops forever |
+//! | `loop` | loops N iterations, then answers |
+//! | `alloc` | allocates and touches N bytes, then answers |
+//! | `recurse` | recurses N deep, then answers |
+//! | `panic` | panics with the value as message |
+//! | `trap` | executes `unreachable` |
+//! | `invalid` | answers a retry delay of u64::MAX ms |
+//!
+//! Without any of these it answers "retry after 7 ms on the same node".
+//! Configured with parameter `reject=yes`, it refuses its configuration.
+
+use std::hint::black_box;
+
+use rebound_guest::{
+    export_policy, host, NodeChoice, Params, Policy, Request, Retry, RetryAction, RetryReason,
+};
+
+/// The adversary.
+pub struct Adversary;
+
+fn amount(key: &str) -> Option<u64> {
+    host::client_context(key).map(|v| v.parse().unwrap_or(0))
+}
+
+fn recurse(depth: u64) -> u64 {
+    if depth == 0 {
+        0
+    } else {
+        black_box(recurse(black_box(depth - 1))) + 1
+    }
+}
+
+fn retry(delay_ms: u64) -> RetryAction {
+    RetryAction::Retry(Retry {
+        delay_ms,
+        node: NodeChoice::Same,
+        consistency: None,
+    })
+}
+
+impl Policy for Adversary {
+    fn configure(params: &Params) -> Result<Self, String> {
+        match params.get("reject") {
+            Some(_) => {
+                Err("parameter `reject` asks this policy to refuse its configuration".into())
+            }
+            None => Ok(Adversary),
+        }
+    }
+
+    fn retry_after(&self, _: &Request, _: &RetryReason) -> RetryAction {
+        if host::client_context("spin").is_some() {
+            let mut x = 0u64;
+            loop {
+                x = black_box(x.wrapping_add(1));
+            }
+        }
+        if let Some(n) = amount("loop") {
+            let mut x = 0u64;
+            for i in 0..n {
+                x = black_box(x.wrapping_add(i));
+            }
+            black_box(x);
+        }
+        if let Some(n) = amount("alloc") {
+            let buf = vec![1u8; n as usize];
+            black_box(&buf);
+        }
+        if let Some(n) = amount("recurse") {
+            black_box(recurse(n));
+        }
+        if let Some(message) = host::client_context("panic") {
+            panic!("adversary panicked: {message}");
+        }
+        if host::client_context("trap").is_some() {
+            core::arch::wasm32::unreachable();
+        }
+        if host::client_context("invalid").is_some() {
+            return retry(u64::MAX);
+        }
+        retry(7)
+    }
+}
+
+export_policy!(Adversary);
