@@ -88,6 +88,8 @@ pub struct PolicyStats {
     pub quarantined: bool,
     /// Consecutive failures so far.
     pub consecutive_failures: u32,
+    /// What the last failure was (kind and detail, e.g. the guest's panic message).
+    pub last_failure: Option<String>,
 }
 
 /// An instantiated, configured policy instance.
@@ -112,6 +114,7 @@ pub struct WasmStrategy {
     decisions: AtomicU64,
     failures: [AtomicU64; FAILURE_KINDS.len()],
     quarantines: AtomicU64,
+    last_failure: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for WasmStrategy {
@@ -158,6 +161,7 @@ impl WasmStrategy {
             decisions: AtomicU64::new(0),
             failures: Default::default(),
             quarantines: AtomicU64::new(0),
+            last_failure: Mutex::new(None),
         };
         let warm = strategy
             .instantiate()
@@ -192,6 +196,11 @@ impl WasmStrategy {
             quarantines: self.quarantines.load(Ordering::Relaxed),
             quarantined: self.quarantined_until.load(Ordering::Relaxed) != 0,
             consecutive_failures: self.consecutive_failures.load(Ordering::Relaxed),
+            last_failure: self
+                .last_failure
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
         }
     }
 
@@ -307,6 +316,8 @@ impl WasmStrategy {
 
     fn on_failure(&self, (kind, detail): CallFailure, request: &Request, reason: &RetryReason) {
         self.record_failure(kind);
+        *self.last_failure.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(format!("{kind}: {detail}"));
         let failures = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
         tracing::warn!(policy = &*self.label.name, version = &*self.label.version,
             failure = %kind, detail = %detail, request_id = request.id(), reason = %reason,

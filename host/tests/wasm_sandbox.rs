@@ -1,0 +1,265 @@
+//! Spec: the sandbox. Each limit is shown obeyed and violated on the adversarial guest; every
+//! failure yields the fail-safe and leaves the host and the next call undisturbed; repeated
+//! failures quarantine the policy until a probe succeeds.
+
+mod common;
+mod wasm_support;
+
+use std::time::{Duration, Instant};
+
+use rebound::strategy::SyncStrategy;
+use rebound::wasm::{FailSafe, QuarantineConfig, SandboxLimits, WasmStrategy, WasmStrategyConfig};
+use rebound::{
+    reasons, CancelReason, Decision, NodeChoice, Orchestrator, PolicyFailureKind, Request,
+    RequestType, RetryAction, RetryError,
+};
+
+const OK: RetryAction = RetryAction::RetryAfter {
+    delay: Duration::from_millis(7),
+    node: NodeChoice::Same,
+    consistency: None,
+};
+
+fn adversary(limits: SandboxLimits) -> std::sync::Arc<WasmStrategy> {
+    wasm_support::strategy(
+        "adversary",
+        WasmStrategyConfig {
+            limits,
+            ..Default::default()
+        },
+    )
+}
+
+/// A get whose client context asks the adversary for `key = value`.
+fn asking(key: &str, value: &str) -> Request {
+    Request::new(1, RequestType::Get, Duration::from_secs(5))
+        .unwrap()
+        .context(key, value)
+}
+
+fn plain() -> Request {
+    Request::new(2, RequestType::Get, Duration::from_secs(5)).unwrap()
+}
+
+/// Checks that `obeyed` is answered, `violated` fails with `kind`, and a plain call works after.
+fn pair(strategy: &WasmStrategy, obeyed: Request, violated: Request, kind: PolicyFailureKind) {
+    let reason = reasons::KV_LOCKED;
+    assert_eq!(strategy.decide(&obeyed, &reason), OK, "obeyed");
+    assert_eq!(
+        strategy.decide(&violated, &reason),
+        RetryAction::PolicyFailed(kind),
+        "violated"
+    );
+    assert_eq!(
+        strategy.decide(&plain(), &reason),
+        OK,
+        "the next call is undisturbed"
+    );
+    let stats = strategy.stats();
+    assert_eq!(stats.failures.get(kind.name()), Some(&1), "{stats:?}");
+}
+
+/// Wall-clock deadline (epoch interruption) stops a call that loops forever.
+#[test]
+fn deadline_stops_the_call() {
+    let strategy = adversary(SandboxLimits {
+        deadline_ms: 30,
+        fuel: u64::MAX / 2,
+        ..Default::default()
+    });
+    let started = Instant::now();
+    pair(
+        &strategy,
+        asking("loop", "1000"),
+        asking("spin", ""),
+        PolicyFailureKind::Timeout,
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stopped near the deadline, not hung"
+    );
+}
+
+/// The instruction budget (fuel) stops a call that runs too long.
+#[test]
+fn fuel_stops_the_call() {
+    let strategy = adversary(SandboxLimits {
+        deadline_ms: 60_000,
+        fuel: 2_000_000,
+        ..Default::default()
+    });
+    pair(
+        &strategy,
+        asking("loop", "1000"),
+        asking("loop", "100000000"),
+        PolicyFailureKind::FuelExhausted,
+    );
+}
+
+/// The memory cap is reported as its own failure, not a generic trap.
+#[test]
+fn memory_cap_is_reported_distinctly() {
+    let strategy = adversary(SandboxLimits {
+        memory_bytes: 16 << 20,
+        ..Default::default()
+    });
+    pair(
+        &strategy,
+        asking("alloc", "1048576"),
+        asking("alloc", "67108864"),
+        PolicyFailureKind::MemoryLimitExceeded,
+    );
+    let last = strategy.stats().last_failure.unwrap();
+    assert!(last.contains("memory limit exceeded"), "{last}");
+}
+
+/// A stack overflow is stopped and reported.
+#[test]
+fn stack_overflow_is_stopped() {
+    let strategy = adversary(SandboxLimits {
+        fuel: u64::MAX / 2,
+        deadline_ms: 5_000,
+        ..Default::default()
+    });
+    pair(
+        &strategy,
+        asking("recurse", "100"),
+        asking("recurse", "100000000"),
+        PolicyFailureKind::StackOverflow,
+    );
+}
+
+/// A guest panic surfaces with the guest's own message.
+#[test]
+fn panic_message_surfaces() {
+    let strategy = adversary(SandboxLimits::default());
+    pair(
+        &strategy,
+        plain(),
+        asking("panic", "the sky is falling"),
+        PolicyFailureKind::Panic,
+    );
+    let last = strategy.stats().last_failure.unwrap();
+    assert!(
+        last.contains("adversary panicked: the sky is falling"),
+        "{last}"
+    );
+}
+
+/// A trap (`unreachable`) and an invalid answer (a delay past the maximum) are failures too.
+#[test]
+fn trap_and_invalid_answer() {
+    let strategy = adversary(SandboxLimits::default());
+    pair(
+        &strategy,
+        plain(),
+        asking("trap", ""),
+        PolicyFailureKind::Trap,
+    );
+    pair(
+        &strategy,
+        plain(),
+        asking("invalid", ""),
+        PolicyFailureKind::InvalidAnswer,
+    );
+}
+
+/// Default fail-safe: no retry, a RequestCanceled whose reason says the policy failed.
+#[test]
+fn fail_safe_no_retry_cancels_saying_the_policy_failed() {
+    let orchestrator = Orchestrator::new(adversary(SandboxLimits::default()));
+    let mut request = asking("trap", "").started_at(Instant::now());
+    match common::decide_at(&orchestrator, &mut request, &reasons::KV_LOCKED, 1) {
+        Decision::Fail(RetryError::RequestCanceled { reason, context }) => {
+            assert_eq!(
+                reason,
+                CancelReason::PolicyFailed(PolicyFailureKind::Trap, reasons::KV_LOCKED)
+            );
+            assert_eq!(
+                context.reason.as_deref(),
+                Some("POLICY_FAILED (trap; KV_LOCKED)")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Fail-safe best effort: the built-in decision replaces the failed one.
+#[test]
+fn fail_safe_best_effort() {
+    let strategy = wasm_support::strategy(
+        "adversary",
+        WasmStrategyConfig {
+            fail_safe: FailSafe::BestEffort,
+            ..Default::default()
+        },
+    );
+    let request = asking("trap", "").with_retry_attempts(3);
+    assert_eq!(
+        strategy.decide(&request, &reasons::KV_LOCKED),
+        RetryAction::after(Duration::from_millis(8))
+    );
+}
+
+/// N consecutive failures quarantine the policy (it is not called while quarantined); after
+/// the cooldown one call probes it, and success lifts the quarantine.
+#[test]
+fn quarantine_and_recovery() {
+    let strategy = wasm_support::strategy(
+        "adversary",
+        WasmStrategyConfig {
+            quarantine: QuarantineConfig {
+                after_failures: 3,
+                cooldown_ms: 200,
+            },
+            ..Default::default()
+        },
+    );
+    let reason = reasons::KV_LOCKED;
+    for _ in 0..3 {
+        assert_eq!(
+            strategy.decide(&asking("trap", ""), &reason),
+            RetryAction::PolicyFailed(PolicyFailureKind::Trap)
+        );
+    }
+    let stats = strategy.stats();
+    assert!(stats.quarantined && stats.quarantines == 1, "{stats:?}");
+    // While quarantined a healthy request is not even sent to the policy.
+    assert_eq!(
+        strategy.decide(&plain(), &reason),
+        RetryAction::PolicyFailed(PolicyFailureKind::Quarantined)
+    );
+    assert_eq!(strategy.stats().decisions, 0);
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(
+        strategy.decide(&plain(), &reason),
+        OK,
+        "the probe after the cooldown succeeds"
+    );
+    let stats = strategy.stats();
+    assert!(
+        !stats.quarantined && stats.consecutive_failures == 0,
+        "{stats:?}"
+    );
+    assert_eq!(strategy.decide(&plain(), &reason), OK);
+}
+
+/// A failed probe quarantines the policy again.
+#[test]
+fn failed_probe_requarantines() {
+    let strategy = wasm_support::strategy(
+        "adversary",
+        WasmStrategyConfig {
+            quarantine: QuarantineConfig {
+                after_failures: 1,
+                cooldown_ms: 50,
+            },
+            ..Default::default()
+        },
+    );
+    strategy.decide(&asking("trap", ""), &reasons::KV_LOCKED);
+    std::thread::sleep(Duration::from_millis(80));
+    strategy.decide(&asking("trap", ""), &reasons::KV_LOCKED);
+    let stats = strategy.stats();
+    assert!(stats.quarantined && stats.quarantines == 2, "{stats:?}");
+}
