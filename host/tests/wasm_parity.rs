@@ -1,0 +1,211 @@
+//! Spec: each WebAssembly policy with a native twin decides exactly as the twin, through the
+//! orchestrator, on the full grid: every reason (with Cassandra data variants and an unknown
+//! name) × idempotent or not × attempts 0..=10 × several elapsed/timeout pairs × with and
+//! without a robot marker in the client context.
+
+mod common;
+mod wasm_support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rebound::backoff::ExponentialBackoff;
+use rebound::cassandra_types::{AbortKind, ConsistencyLevel as CL, ServerErrorKind, WriteType};
+use rebound::reason::{ReadTimeout, Unavailable, WriteTimeout};
+use rebound::strategy::cassandra::{
+    Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
+};
+use rebound::wasm::WasmStrategyConfig;
+use rebound::{
+    reasons, BestEffort, FailFast, FastFailOnTerminalError, Orchestrator, ReasonKind, Request,
+    RequestType, RetryAction, RetryReason, RetryStrategy, SyncStrategy,
+};
+
+/// Every reason: all data-less kinds, Cassandra kinds with data around their thresholds, and a
+/// name no table knows.
+fn all_reasons() -> Vec<RetryReason> {
+    let mut reasons: Vec<RetryReason> = ReasonKind::ALL
+        .iter()
+        .filter_map(|k| RetryReason::simple(*k))
+        .collect();
+    for consistency in [CL::Quorum, CL::EachQuorum, CL::Serial] {
+        for (block_for, received) in [(2, 0), (2, 1), (2, 2), (5, 4)] {
+            for data_present in [false, true] {
+                reasons.push(
+                    ReadTimeout {
+                        consistency,
+                        block_for,
+                        received,
+                        data_present,
+                    }
+                    .into(),
+                );
+            }
+            for write_type in [
+                WriteType::Simple,
+                WriteType::Batch,
+                WriteType::UnloggedBatch,
+                WriteType::BatchLog,
+                WriteType::Counter,
+            ] {
+                reasons.push(
+                    WriteTimeout {
+                        consistency,
+                        write_type,
+                        block_for,
+                        received,
+                    }
+                    .into(),
+                );
+            }
+            reasons.push(
+                Unavailable {
+                    consistency,
+                    required: block_for,
+                    alive: received,
+                }
+                .into(),
+            );
+        }
+    }
+    for kind in [
+        AbortKind::ClosedConnection,
+        AbortKind::Heartbeat,
+        AbortKind::Other,
+    ] {
+        reasons.push(RetryReason::RequestAborted(kind));
+    }
+    for kind in [
+        ServerErrorKind::Overloaded,
+        ServerErrorKind::ServerError,
+        ServerErrorKind::Truncate,
+        ServerErrorKind::ReadFailure,
+        ServerErrorKind::WriteFailure,
+        ServerErrorKind::QueryValidation,
+        ServerErrorKind::FunctionFailure,
+        ServerErrorKind::ProtocolError,
+    ] {
+        reasons.push(RetryReason::ErrorResponse(kind));
+    }
+    reasons.push("A_REASON_FROM_THE_FUTURE".parse().unwrap());
+    reasons
+}
+
+/// (elapsed ms, timeout ms): early, near the deadline, past it.
+const TIMINGS: [(u64, u64); 3] = [(0, 2_500), (2_400, 2_500), (90, 75)];
+
+/// Runs the grid through two orchestrators and compares every decision.
+fn assert_parity(
+    wasm: Arc<dyn RetryStrategy>,
+    native: Arc<dyn RetryStrategy>,
+    ty: RequestType,
+) -> usize {
+    let wasm_orchestrator = Orchestrator::new(wasm);
+    let native_orchestrator = Orchestrator::new(native);
+    let mut compared = 0;
+    let start = Instant::now();
+    for reason in all_reasons() {
+        for idempotent in [false, true] {
+            for (attempts, robot) in (0..=10).flat_map(|a| [(a, false), (a, true)]) {
+                for (elapsed, timeout) in TIMINGS {
+                    let make = || {
+                        let mut r = Request::new(9, ty, Duration::from_millis(timeout))
+                            .unwrap()
+                            .idempotent(idempotent)
+                            .with_retry_attempts(attempts)
+                            .started_at(start);
+                        if robot {
+                            r = r.context("isRobotRequest", "yes");
+                        }
+                        r.mark_dispatched("node-1");
+                        r
+                    };
+                    let (mut a, mut b) = (make(), make());
+                    let wasm_decision =
+                        common::decide_at(&wasm_orchestrator, &mut a, &reason, elapsed);
+                    let native_decision =
+                        common::decide_at(&native_orchestrator, &mut b, &reason, elapsed);
+                    assert_eq!(
+                        wasm_decision, native_decision,
+                        "{reason:?} idempotent={idempotent} attempts={attempts} robot={robot} elapsed={elapsed} timeout={timeout}"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    compared
+}
+
+fn wasm(name: &str) -> Arc<dyn RetryStrategy> {
+    wasm_support::strategy(name, WasmStrategyConfig::default())
+}
+
+#[test]
+fn best_effort_parity() {
+    let native = Arc::new(BestEffort::<ExponentialBackoff>::default());
+    for ty in [RequestType::Get, RequestType::Upsert] {
+        assert!(assert_parity(wasm("best_effort"), native.clone(), ty) > 10_000);
+    }
+}
+
+#[test]
+fn fast_fail_on_terminal_error_parity() {
+    let native = Arc::new(FastFailOnTerminalError::<ExponentialBackoff>::default());
+    assert_parity(
+        wasm("fast_fail_on_terminal_error"),
+        native,
+        RequestType::Upsert,
+    );
+}
+
+#[test]
+fn fail_fast_parity() {
+    assert_parity(wasm("fail_fast"), Arc::new(FailFast), RequestType::Get);
+}
+
+#[test]
+fn cassandra_default_parity() {
+    let native = Arc::new(Cassandra::new(DefaultRetryPolicy));
+    assert_parity(wasm("cassandra_default"), native, RequestType::Cql);
+}
+
+#[test]
+fn cassandra_downgrading_parity() {
+    let native = Arc::new(Cassandra::new(ConsistencyDowngradingRetryPolicy));
+    assert_parity(
+        wasm("cassandra_downgrading_consistency"),
+        native,
+        RequestType::Cql,
+    );
+}
+
+/// Twins defined by their reference rule: no retry on an open circuit (reference 002 example)
+/// or for a robot request (reference 001 "Accessible Context"), best effort otherwise.
+#[test]
+fn delegating_policies_parity() {
+    #[derive(Debug)]
+    struct Except(fn(&Request, &RetryReason) -> bool);
+    impl SyncStrategy for Except {
+        fn name(&self) -> &str {
+            "twin"
+        }
+        fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction {
+            if (self.0)(request, reason) {
+                RetryAction::NoRetry
+            } else {
+                BestEffort::<ExponentialBackoff>::default().decide(request, reason)
+            }
+        }
+    }
+    let circuit = Arc::new(Except(|_, r| *r == reasons::CIRCUIT_BREAKER_OPEN));
+    assert_parity(
+        wasm("fail_fast_on_open_circuit"),
+        circuit,
+        RequestType::Upsert,
+    );
+    let robots = Arc::new(Except(|q, _| {
+        q.client_context().contains_key("isRobotRequest")
+    }));
+    assert_parity(wasm("no_retry_for_robots"), robots, RequestType::Get);
+}

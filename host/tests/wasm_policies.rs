@@ -1,0 +1,92 @@
+//! Spec: the policies without a native twin — the opt-in error-map spec timings (reference 004
+//! "Retry Intervals", opted into as reference 001 "KV Error Map Handling" allows) and the
+//! host-kept retry budget.
+
+mod wasm_support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rebound::budget::RetryBudgets;
+use rebound::errormap::{RetrySpec, SpecStrategy};
+use rebound::strategy::SyncStrategy;
+use rebound::wasm::{WasmStrategy, WasmStrategyConfig};
+use rebound::{reasons, BestEffort, Request, RequestType, RetryAction};
+
+fn get(attempts: u32) -> Request {
+    Request::new(1, RequestType::Get, Duration::from_secs(10))
+        .unwrap()
+        .with_retry_attempts(attempts)
+}
+
+/// With a spec attached, KV_ERROR_MAP_RETRY_INDICATED follows the spec: `after`, then the
+/// exponential interval capped at `ceil`; other reasons, or no spec, are best effort.
+#[test]
+fn honor_error_map_spec_follows_the_spec() {
+    let strategy = wasm_support::strategy("honor_error_map_spec", WasmStrategyConfig::default());
+    let spec = RetrySpec {
+        strategy: SpecStrategy::Exponential,
+        after: 50,
+        interval: 2,
+        ceil: Some(20),
+        max_duration: None,
+    };
+    let delays: Vec<_> = (0..6)
+        .map(|attempts| {
+            let mut request = get(attempts);
+            request.set_error_map_spec(Some(spec));
+            strategy.decide(&request, &reasons::KV_ERROR_MAP_RETRY_INDICATED)
+        })
+        .collect();
+    let ms = |d| RetryAction::after(Duration::from_millis(d));
+    assert_eq!(delays, vec![ms(50), ms(2), ms(4), ms(8), ms(16), ms(20)]);
+    let best_effort = BestEffort::<rebound::backoff::ExponentialBackoff>::default();
+    assert_eq!(
+        strategy.decide(&get(3), &reasons::KV_ERROR_MAP_RETRY_INDICATED),
+        best_effort.decide(&get(3), &reasons::KV_ERROR_MAP_RETRY_INDICATED),
+        "no spec attached: best effort"
+    );
+    assert_eq!(
+        strategy.decide(&get(3), &reasons::KV_LOCKED),
+        best_effort.decide(&get(3), &reasons::KV_LOCKED)
+    );
+}
+
+/// The budget lets `burst` retries through, then refuses; two policies naming the same bucket
+/// share it, because the host keeps it.
+#[test]
+fn retry_budget_is_host_kept_and_shared() {
+    let budgets = Arc::new(RetryBudgets::new());
+    let config = WasmStrategyConfig {
+        params: BTreeMap::from([
+            ("burst".into(), "4".into()),
+            ("per_second".into(), "0".into()),
+            ("budget".into(), "shared".into()),
+        ]),
+        ..Default::default()
+    };
+    let make = || {
+        WasmStrategy::new(
+            wasm_support::load("retry_budget").unwrap(),
+            config.clone(),
+            Arc::clone(&budgets),
+        )
+        .unwrap()
+    };
+    let (a, b) = (make(), make());
+    let mut retried = 0;
+    for i in 0..10 {
+        let strategy = if i % 2 == 0 { &a } else { &b };
+        if strategy.decide(&get(0), &reasons::KV_LOCKED).is_retry() {
+            retried += 1;
+        }
+    }
+    assert_eq!(retried, 4);
+    // Best effort's own refusals are kept (a non-idempotent in-flight failure is never retried).
+    let upsert = Request::new(2, RequestType::Upsert, Duration::from_secs(1)).unwrap();
+    assert_eq!(
+        a.decide(&upsert, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
+        RetryAction::NoRetry
+    );
+}
