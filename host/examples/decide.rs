@@ -1,16 +1,20 @@
 //! Walks a few failures through the orchestrator and prints each decision: a rebalance
 //! (NOT_MY_VBUCKET), a locked document, an upsert whose socket closed in flight, a read that
-//! runs into its deadline, and a Cassandra read downgraded to the consistency still reachable.
+//! runs into its deadline, and a Cassandra read downgraded to the consistency still reachable;
+//! then the same orchestrator with sandboxed WebAssembly policies: `no_retry_for_robots`
+//! (reference 001 "Accessible Context") and a runaway policy stopped at its deadline.
 //!
-//! Run with `cargo run -p rebound --example decide`.
+//! Run with `./scripts/demo.sh` (builds the policies first).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rebound::budget::RetryBudgets;
 use rebound::cassandra_types::ConsistencyLevel;
 use rebound::classify::{classify, KvOpcode, Response};
 use rebound::reason::Unavailable;
 use rebound::strategy::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
+use rebound::wasm::{PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::{reasons, Decision, Orchestrator, Request, RequestType, RetryReason};
 
 fn show(what: &str, decision: &Decision) {
@@ -87,5 +91,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "cql read: UNAVAILABLE 1 of 2 alive",
         &decide(&cassandra, &mut read, &reason, now),
     );
+
+    println!("\nWebAssembly policies (build/guests/):");
+    let guests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/guests");
+    let runtime = WasmRuntime::new(64 << 20)?;
+    let budgets = Arc::new(RetryBudgets::new());
+    let load = |name: &str| -> Result<Orchestrator, Box<dyn std::error::Error>> {
+        let path = guests.join(format!("{name}.wasm"));
+        let component = PolicyComponent::load_file(&runtime, name, &path)?;
+        println!("loaded {name} version {}", component.version());
+        let config = WasmStrategyConfig::default();
+        let strategy = WasmStrategy::new(component, config, Arc::clone(&budgets))?;
+        Ok(Orchestrator::new(Arc::new(strategy)))
+    };
+    let robots = load("no_retry_for_robots")?;
+    for (who, robot) in [("human", false), ("robot", true)] {
+        let mut req = Request::new(5, RequestType::Get, Duration::from_secs(2))?;
+        if robot {
+            req = req.context("isRobotRequest", "true");
+        }
+        let now = at(&req, 5);
+        let decision = decide(&robots, &mut req, &reasons::KV_LOCKED, now);
+        show(
+            &format!("no_retry_for_robots: {who} get, KV_LOCKED"),
+            &decision,
+        );
+    }
+    let runaway = load("adversary")?;
+    let mut req = Request::new(6, RequestType::Get, Duration::from_secs(2))?.context("spin", "");
+    let now = at(&req, 5);
+    let decision = decide(&runaway, &mut req, &reasons::KV_LOCKED, now);
+    show("adversary: policy loops forever", &decision);
     Ok(())
 }
