@@ -24,10 +24,23 @@ pub trait CassandraVerdicts {
     fn on_write_timeout(&self, e: &WriteTimeout, retries: u32) -> RetryAction;
     /// UNAVAILABLE.
     fn on_unavailable(&self, e: &Unavailable, retries: u32) -> RetryAction;
-    /// Aborted before a response (asked for idempotent requests only).
-    fn on_request_aborted(&self, kind: AbortKind, retries: u32) -> RetryAction;
-    /// Another coordinator error (asked for idempotent requests only).
-    fn on_error_response(&self, kind: ServerErrorKind, retries: u32) -> RetryAction;
+    /// Aborted before a response (asked for idempotent requests only). Default, as both of
+    /// the driver's policies: next node on a closed connection or missed heartbeat, rethrow
+    /// otherwise (a driver bug).
+    fn on_request_aborted(&self, kind: AbortKind, _retries: u32) -> RetryAction {
+        match kind {
+            AbortKind::ClosedConnection | AbortKind::Heartbeat => retry_now(NodeChoice::Next, None),
+            AbortKind::Other => RetryAction::Rethrow,
+        }
+    }
+    /// Another coordinator error (asked for idempotent requests only). Default, as both of
+    /// the driver's policies: rethrow read and write failures, next node otherwise.
+    fn on_error_response(&self, kind: ServerErrorKind, _retries: u32) -> RetryAction {
+        match kind {
+            ServerErrorKind::ReadFailure | ServerErrorKind::WriteFailure => RetryAction::Rethrow,
+            _ => retry_now(NodeChoice::Next, None),
+        }
+    }
 }
 
 /// Applies the driver's hard-coded rules, then asks `policy`: never-retried errors are

@@ -22,7 +22,11 @@ impl Policy for BestEffort {
             max_ms: params.parse_or("max_ms", 500)?,
             factor: params.parse_or("factor", 2.0)?,
         };
-        if policy.min_ms == 0 || policy.max_ms < policy.min_ms || !policy.factor.is_finite() || policy.factor < 1.0 {
+        if policy.min_ms == 0
+            || policy.max_ms < policy.min_ms
+            || !policy.factor.is_finite()
+            || policy.factor < 1.0
+        {
             return Err(format!(
                 "expected 0 < min_ms <= max_ms and factor >= 1, got min_ms={} max_ms={} factor={}",
                 policy.min_ms, policy.max_ms, policy.factor

@@ -1,12 +1,12 @@
 //! The Cassandra driver's `DefaultRetryPolicy`: at most one retry, only where success is
 //! likely (read timeout with enough replies but no data: same node; BATCH_LOG write timeout:
 //! same node; unavailable: next node; closed connection: next node; error responses other
-//! than read/write failures: next node).
+//! than read/write failures: next node — the SDK defaults shared with the downgrading policy).
 
 use rebound_guest::cassandra::{decide, retry_now, CassandraVerdicts};
 use rebound_guest::{
-    export_policy, AbortKind, NodeChoice, Params, Policy, ReadTimeout, Request, RetryAction,
-    RetryReason, ServerErrorKind, Unavailable, WriteTimeout, WriteType,
+    export_policy, NodeChoice, Params, Policy, ReadTimeout, Request, RetryAction, RetryReason,
+    Unavailable, WriteTimeout, WriteType,
 };
 
 /// The policy.
@@ -34,20 +34,6 @@ impl CassandraVerdicts for CassandraDefault {
             retry_now(NodeChoice::Next, None)
         } else {
             RetryAction::Rethrow
-        }
-    }
-
-    fn on_request_aborted(&self, kind: AbortKind, _: u32) -> RetryAction {
-        match kind {
-            AbortKind::ClosedConnection | AbortKind::Heartbeat => retry_now(NodeChoice::Next, None),
-            AbortKind::Other => RetryAction::Rethrow,
-        }
-    }
-
-    fn on_error_response(&self, kind: ServerErrorKind, _: u32) -> RetryAction {
-        match kind {
-            ServerErrorKind::ReadFailure | ServerErrorKind::WriteFailure => RetryAction::Rethrow,
-            _ => retry_now(NodeChoice::Next, None),
         }
     }
 }

@@ -4,8 +4,8 @@
 
 use rebound_guest::cassandra::{decide, retry_now, CassandraVerdicts};
 use rebound_guest::{
-    export_policy, AbortKind, ConsistencyLevel, NodeChoice, Params, Policy, ReadTimeout, Request,
-    RetryAction, RetryReason, ServerErrorKind, Unavailable, WriteTimeout, WriteType,
+    export_policy, ConsistencyLevel, NodeChoice, Params, Policy, ReadTimeout, Request, RetryAction,
+    RetryReason, Unavailable, WriteTimeout, WriteType,
 };
 
 /// The policy.
@@ -63,20 +63,6 @@ impl CassandraVerdicts for CassandraDowngrading {
             retry_now(NodeChoice::Next, None)
         } else {
             downgrade(e.alive, e.consistency)
-        }
-    }
-
-    fn on_request_aborted(&self, kind: AbortKind, _: u32) -> RetryAction {
-        match kind {
-            AbortKind::ClosedConnection | AbortKind::Heartbeat => retry_now(NodeChoice::Next, None),
-            AbortKind::Other => RetryAction::Rethrow,
-        }
-    }
-
-    fn on_error_response(&self, kind: ServerErrorKind, _: u32) -> RetryAction {
-        match kind {
-            ServerErrorKind::ReadFailure | ServerErrorKind::WriteFailure => RetryAction::Rethrow,
-            _ => retry_now(NodeChoice::Next, None),
         }
     }
 }
