@@ -263,3 +263,16 @@ fn failed_probe_requarantines() {
     let stats = strategy.stats();
     assert!(stats.quarantined && stats.quarantines == 2, "{stats:?}");
 }
+
+/// The epoch ticker's millisecond clock (the source of `elapsed-ms`) advances and never runs
+/// ahead of real time.
+#[test]
+fn coarse_clock_follows_real_time() {
+    let runtime = wasm_support::runtime();
+    let first = runtime.coarse_now();
+    assert!(first <= Instant::now());
+    std::thread::sleep(Duration::from_millis(50));
+    let second = runtime.coarse_now();
+    assert!(second > first, "the clock advanced");
+    assert!(second <= Instant::now(), "never ahead of real time");
+}

@@ -1,10 +1,10 @@
 //! The wasmtime engine shared by every policy, its sandbox limits, and the epoch ticker that
 //! turns wall-clock deadlines into interrupts.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
@@ -45,6 +45,10 @@ pub struct WasmRuntime {
 
 struct RuntimeInner {
     engine: Engine,
+    /// When the ticker started, and the milliseconds since then at its last tick: a clock
+    /// read without a system call on the deciding path.
+    base: Instant,
+    coarse_ms: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     ticker: Option<JoinHandle<()>>,
     max_memory_bytes: u64,
@@ -77,14 +81,19 @@ impl WasmRuntime {
         let engine = Engine::new(&config)?;
 
         let stop = Arc::new(AtomicBool::new(false));
+        let base = Instant::now();
+        let coarse_ms = Arc::new(AtomicU64::new(0));
         let ticker = {
             let engine = engine.clone();
             let stop = Arc::clone(&stop);
+            let coarse_ms = Arc::clone(&coarse_ms);
             std::thread::Builder::new()
                 .name("rebound-epoch".into())
                 .spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
                         std::thread::sleep(EPOCH_TICK);
+                        let now = u64::try_from(base.elapsed().as_millis()).unwrap_or(u64::MAX);
+                        coarse_ms.store(now, Ordering::Relaxed);
                         engine.increment_epoch();
                     }
                 })?
@@ -92,6 +101,8 @@ impl WasmRuntime {
         Ok(WasmRuntime {
             inner: Arc::new(RuntimeInner {
                 engine,
+                base,
+                coarse_ms,
                 stop,
                 ticker: Some(ticker),
                 max_memory_bytes,
@@ -102,6 +113,13 @@ impl WasmRuntime {
     /// The engine.
     pub fn engine(&self) -> &Engine {
         &self.inner.engine
+    }
+
+    /// The time, to the last epoch tick (at most about a millisecond behind), read without a
+    /// system call.
+    pub fn coarse_now(&self) -> Instant {
+        let ms = self.inner.coarse_ms.load(Ordering::Relaxed);
+        self.inner.base + Duration::from_millis(ms)
     }
 
     /// The per-instance memory the pool reserves.

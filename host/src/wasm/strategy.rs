@@ -253,9 +253,13 @@ impl WasmStrategy {
         };
         self.arm(&mut warm.store)?;
         let state = warm.store.data_mut();
-        state.client_context = Arc::clone(request.shared_client_context());
+        if !Arc::ptr_eq(&state.client_context, request.shared_client_context()) {
+            state.client_context = Arc::clone(request.shared_client_context());
+        }
         state.error_map_spec = request.error_map_spec().copied();
-        let wit_request = b::request_to_wit(request, Instant::now());
+        // `elapsed-ms` is whole milliseconds: the epoch ticker's coarse clock is precise enough.
+        let now = self.component.runtime().coarse_now();
+        let wit_request = b::request_to_wit(request, now);
         let wit_reason = b::reason_to_wit(reason);
         let answer = warm
             .policy
