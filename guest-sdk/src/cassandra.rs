@@ -2,9 +2,10 @@
 //! [`CassandraVerdicts`] and call [`decide`], which applies the driver's hard-coded rules
 //! first (Cassandra Java driver 4.x "Retries", "Hard-coded rules").
 
+use crate::convert::{abort_to_host, action_to_wit, reason_to_host, server_error_to_host};
 use crate::{
-    AbortKind, ConsistencyLevel, NodeChoice, ReadTimeout, ReasonExt, Request, Retry, RetryAction,
-    RetryReason, ServerErrorKind, Unavailable, WriteTimeout,
+    AbortKind, ConsistencyLevel, NodeChoice, ReadTimeout, Request, Retry, RetryAction, RetryReason,
+    ServerErrorKind, Unavailable, WriteTimeout,
 };
 
 /// Retry at once on `node`, optionally at another consistency level.
@@ -24,53 +25,44 @@ pub trait CassandraVerdicts {
     fn on_write_timeout(&self, e: &WriteTimeout, retries: u32) -> RetryAction;
     /// UNAVAILABLE.
     fn on_unavailable(&self, e: &Unavailable, retries: u32) -> RetryAction;
-    /// Aborted before a response (asked for idempotent requests only). Default, as both of
-    /// the driver's policies: next node on a closed connection or missed heartbeat, rethrow
-    /// otherwise (a driver bug).
+    /// Aborted before a response (asked for idempotent requests only). Default: the verdict
+    /// both of the driver's policies give (next node on a closed connection or missed
+    /// heartbeat, rethrow otherwise), from the host library itself.
     fn on_request_aborted(&self, kind: AbortKind, _retries: u32) -> RetryAction {
-        match kind {
-            AbortKind::ClosedConnection | AbortKind::Heartbeat => retry_now(NodeChoice::Next, None),
-            AbortKind::Other => RetryAction::Rethrow,
-        }
+        action_to_wit(&rebound::strategy::cassandra::aborted_verdict(
+            abort_to_host(kind),
+        ))
     }
-    /// Another coordinator error (asked for idempotent requests only). Default, as both of
-    /// the driver's policies: rethrow read and write failures, next node otherwise.
+    /// Another coordinator error (asked for idempotent requests only). Default: the verdict
+    /// both of the driver's policies give (rethrow read and write failures, next node
+    /// otherwise), from the host library itself.
     fn on_error_response(&self, kind: ServerErrorKind, _retries: u32) -> RetryAction {
-        match kind {
-            ServerErrorKind::ReadFailure | ServerErrorKind::WriteFailure => RetryAction::Rethrow,
-            _ => retry_now(NodeChoice::Next, None),
-        }
+        action_to_wit(&rebound::strategy::cassandra::error_response_verdict(
+            server_error_to_host(kind),
+        ))
     }
 }
 
-/// Applies the driver's hard-coded rules, then asks `policy`: never-retried errors are
-/// rethrown; pre-dispatch errors and bootstrapping nodes go to the next node; unprepared
-/// statements are retried on the same node; write timeouts, aborts and error responses of
-/// non-idempotent requests are rethrown without asking; anything else unknown is rethrown.
+/// Applies the driver's hard-coded rules and idempotence gate — the host library's own
+/// [`route`](rebound::strategy::cassandra::route), so guest and host cannot drift — then asks
+/// `policy`.
 pub fn decide(
     policy: &impl CassandraVerdicts,
     request: &Request,
     reason: &RetryReason,
 ) -> RetryAction {
-    let retries = request.retry_attempts;
-    let idempotent = request.idempotent;
-    if reason.never_retry() {
-        return RetryAction::Rethrow;
+    use rebound::strategy::cassandra::{route, Route};
+    if let Route::Fixed(action) = route(&reason_to_host(reason), request.idempotent) {
+        return action_to_wit(&action);
     }
+    let retries = request.retry_attempts;
     match reason {
         RetryReason::ReadTimeout(e) => policy.on_read_timeout(e, retries),
         RetryReason::Unavailable(e) => policy.on_unavailable(e, retries),
-        RetryReason::WriteTimeout(e) if idempotent => policy.on_write_timeout(e, retries),
-        RetryReason::RequestAborted(kind) if idempotent => {
-            policy.on_request_aborted(*kind, retries)
-        }
-        RetryReason::SocketClosedWhileInFlight if idempotent => {
-            policy.on_request_aborted(AbortKind::ClosedConnection, retries)
-        }
-        RetryReason::ErrorResponse(kind) if idempotent => policy.on_error_response(*kind, retries),
-        RetryReason::Bootstrapping => retry_now(NodeChoice::Next, None),
-        RetryReason::Unprepared => retry_now(NodeChoice::Same, None),
-        r if r.is_pre_dispatch() => retry_now(NodeChoice::Next, None),
-        _ => RetryAction::Rethrow,
+        RetryReason::WriteTimeout(e) => policy.on_write_timeout(e, retries),
+        RetryReason::RequestAborted(kind) => policy.on_request_aborted(*kind, retries),
+        RetryReason::ErrorResponse(kind) => policy.on_error_response(*kind, retries),
+        // The only other reason `route` asks about: a socket closed while in flight.
+        _ => policy.on_request_aborted(AbortKind::ClosedConnection, retries),
     }
 }

@@ -180,7 +180,12 @@ impl Orchestrator {
             );
         }
 
-        let strategy = Arc::clone(request.strategy().unwrap_or(&self.default_strategy));
+        // Own the strategy only when the request overrides it (rare): the shared default is
+        // borrowed, so deciding writes no reference count on a cache line every thread shares.
+        let override_strategy = request.strategy().cloned();
+        let strategy = override_strategy
+            .as_deref()
+            .unwrap_or(&*self.default_strategy);
         let action = strategy.retry_after(request, reason).await;
         let now = now.unwrap_or_else(Instant::now);
         let name = strategy.name();

@@ -307,7 +307,9 @@ impl WasmStrategy {
 
     fn on_success(&self) {
         self.decisions.fetch_add(1, Ordering::Relaxed);
-        if self.consecutive_failures.swap(0, Ordering::Relaxed) > 0
+        // Load first: the common healthy case then writes nothing shared.
+        if self.consecutive_failures.load(Ordering::Relaxed) > 0
+            && self.consecutive_failures.swap(0, Ordering::Relaxed) > 0
             && self.quarantined_until.swap(0, Ordering::Relaxed) != 0
         {
             tracing::info!(

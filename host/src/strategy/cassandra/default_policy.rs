@@ -14,7 +14,7 @@ pub struct DefaultRetryPolicy;
 
 /// Verdict for an aborted request, shared by both built-in policies: retry on the next node
 /// if the connection closed or a heartbeat failed; rethrow otherwise (a driver bug).
-pub(super) fn aborted_verdict(kind: AbortKind) -> RetryAction {
+pub fn aborted_verdict(kind: AbortKind) -> RetryAction {
     match kind {
         AbortKind::ClosedConnection | AbortKind::Heartbeat => {
             RetryAction::now_on(NodeChoice::Next, None)
@@ -25,7 +25,7 @@ pub(super) fn aborted_verdict(kind: AbortKind) -> RetryAction {
 
 /// Verdict for other coordinator errors, shared by both built-in policies: rethrow read and
 /// write failures, retry the rest on the next node.
-pub(super) fn error_response_verdict(kind: ServerErrorKind) -> RetryAction {
+pub fn error_response_verdict(kind: ServerErrorKind) -> RetryAction {
     match kind {
         ServerErrorKind::ReadFailure | ServerErrorKind::WriteFailure => RetryAction::Rethrow,
         _ => RetryAction::now_on(NodeChoice::Next, None),

@@ -7,8 +7,7 @@ use crate::cassandra_types::{AbortKind, ConsistencyLevel, ServerErrorKind, Write
 use crate::reason::{ReadTimeout, Unavailable, WriteTimeout};
 use crate::request::Request;
 
-use super::default_policy::{aborted_verdict, error_response_verdict};
-use super::CassandraPolicy;
+use super::{aborted_verdict, error_response_verdict, CassandraPolicy};
 
 /// `ConsistencyDowngradingRetryPolicy`.
 #[derive(Debug, Clone, Copy, Default)]

@@ -5,7 +5,7 @@
 mod default_policy;
 mod downgrading;
 
-pub use default_policy::DefaultRetryPolicy;
+pub use default_policy::{aborted_verdict, error_response_verdict, DefaultRetryPolicy};
 pub use downgrading::ConsistencyDowngradingRetryPolicy;
 
 use std::fmt::Debug;
@@ -72,41 +72,58 @@ impl<P: CassandraPolicy> Cassandra<P> {
     }
 }
 
+/// What the driver does with a failure before any policy is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// A hard-coded verdict: the policy is not asked.
+    Fixed(RetryAction),
+    /// Ask the policy's verdict method for the reason: READ_TIMEOUT and UNAVAILABLE always;
+    /// WRITE_TIMEOUT, REQUEST_ABORTED, ERROR_RESPONSE and a socket closed in flight (asked as
+    /// a closed connection) only for idempotent requests.
+    AskPolicy,
+}
+
+/// The driver's rules of reference 003 "Hard-coded rules" and the idempotence gate of
+/// "Behavior", in one place for the native adapter and the guest SDK.
+pub fn route(reason: &RetryReason, idempotent: bool) -> Route {
+    use ReasonKind as K;
+    if reason.never_retry() {
+        return Route::Fixed(RetryAction::Rethrow);
+    }
+    match reason.kind() {
+        K::ReadTimeout | K::Unavailable => Route::AskPolicy,
+        K::WriteTimeout | K::RequestAborted | K::ErrorResponse | K::SocketClosedWhileInFlight
+            if idempotent =>
+        {
+            Route::AskPolicy
+        }
+        K::Bootstrapping => Route::Fixed(RetryAction::now_on(NodeChoice::Next, None)),
+        K::Unprepared => Route::Fixed(RetryAction::now_on(NodeChoice::Same, None)),
+        _ if reason.stage() == Stage::PreDispatch => {
+            Route::Fixed(RetryAction::now_on(NodeChoice::Next, None))
+        }
+        _ => Route::Fixed(RetryAction::Rethrow),
+    }
+}
+
 impl<P: CassandraPolicy> SyncStrategy for Cassandra<P> {
     fn name(&self) -> &str {
         self.policy.name()
     }
 
     fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction {
-        let retries = request.retry_attempts();
-        let idempotent = request.is_idempotent();
-        if reason.never_retry() {
-            return RetryAction::Rethrow;
+        if let Route::Fixed(action) = route(reason, request.is_idempotent()) {
+            return action;
         }
+        let (policy, retries) = (&self.policy, request.retry_attempts());
         match reason {
-            RetryReason::ReadTimeout(e) => self.policy.on_read_timeout(request, e, retries),
-            RetryReason::Unavailable(e) => self.policy.on_unavailable(request, e, retries),
-            RetryReason::WriteTimeout(e) if idempotent => {
-                self.policy.on_write_timeout(request, e, retries)
-            }
-            RetryReason::RequestAborted(kind) if idempotent => {
-                self.policy.on_request_aborted(request, *kind, retries)
-            }
-            RetryReason::ErrorResponse(kind) if idempotent => {
-                self.policy.on_error_response(request, *kind, retries)
-            }
-            _ if idempotent && reason.kind() == ReasonKind::SocketClosedWhileInFlight => self
-                .policy
-                .on_request_aborted(request, AbortKind::ClosedConnection, retries),
-            _ if reason.stage() == Stage::PreDispatch
-                || reason.kind() == ReasonKind::Bootstrapping =>
-            {
-                RetryAction::now_on(NodeChoice::Next, None)
-            }
-            _ if reason.kind() == ReasonKind::Unprepared => {
-                RetryAction::now_on(NodeChoice::Same, None)
-            }
-            _ => RetryAction::Rethrow,
+            RetryReason::ReadTimeout(e) => policy.on_read_timeout(request, e, retries),
+            RetryReason::Unavailable(e) => policy.on_unavailable(request, e, retries),
+            RetryReason::WriteTimeout(e) => policy.on_write_timeout(request, e, retries),
+            RetryReason::RequestAborted(kind) => policy.on_request_aborted(request, *kind, retries),
+            RetryReason::ErrorResponse(kind) => policy.on_error_response(request, *kind, retries),
+            // The only other reason `route` asks about: a socket closed while in flight.
+            _ => policy.on_request_aborted(request, AbortKind::ClosedConnection, retries),
         }
     }
 }
