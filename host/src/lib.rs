@@ -61,6 +61,8 @@
 //! - [`strategy`]: the strategy trait and the built-in strategies, Cassandra's included.
 //! - [`orchestrator`]: deciding; [`outcome`]: how a request ends, with its error context.
 //! - [`classify`]: response codes to reasons; [`errormap`]: the KV error map.
+//! - `wasm`: sandboxed WebAssembly strategies; `registry`: named policies with hot reload
+//!   (features `wasm` and `registry`, both on by default).
 
 pub mod action;
 pub mod backoff;
@@ -71,6 +73,8 @@ pub mod errormap;
 pub mod orchestrator;
 pub mod outcome;
 pub mod reason;
+#[cfg(feature = "registry")]
+pub mod registry;
 pub mod request;
 pub mod strategy;
 #[cfg(feature = "wasm")]
@@ -78,7 +82,7 @@ pub mod wasm;
 mod wit_convert;
 
 pub use action::{NodeChoice, PolicyFailureKind, RetryAction, TerminalError};
-pub use orchestrator::{Decision, DelaySource, Orchestrator, RetryPlan};
+pub use orchestrator::{Decision, DelaySource, Guard, Orchestrator, RetryPlan};
 pub use outcome::{CancelReason, ErrorContext, RetryError};
 pub use reason::{reasons, ReasonKind, RetryReason};
 pub use request::{Request, RequestType, Service};

@@ -61,6 +61,17 @@ pub enum Decision {
     AlreadyDone,
 }
 
+/// Whether the safety guard checks a strategy's retries of non-idempotent requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Guard {
+    /// Retries of non-idempotent requests for reasons that do not allow them are refused.
+    #[default]
+    Enforced,
+    /// Such retries are dispatched: for a strategy that knows, from application context, that
+    /// they cannot lose data.
+    Exempt,
+}
+
 /// Counters of the orchestrator's outcomes.
 #[derive(Debug, Default)]
 pub struct OrchestratorStats {
@@ -146,6 +157,21 @@ impl Orchestrator {
         self.decide(request, reason, None).await
     }
 
+    /// Decides with `strategy` under `guard` instead of the request's or the default strategy
+    /// (the registry resolves the strategy itself), at `now` or, if `None`, when the strategy
+    /// has answered.
+    pub async fn maybe_retry_using(
+        &self,
+        request: &mut Request,
+        reason: &RetryReason,
+        strategy: &dyn RetryStrategy,
+        guard: Guard,
+        now: Option<Instant>,
+    ) -> Decision {
+        self.decide_with(request, reason, strategy, guard, now)
+            .await
+    }
+
     /// As [`maybe_retry`](Self::maybe_retry), at the given moment `now` (for replays and
     /// virtual clocks).
     pub async fn maybe_retry_at(
@@ -161,6 +187,29 @@ impl Orchestrator {
         &self,
         request: &mut Request,
         reason: &RetryReason,
+        now: Option<Instant>,
+    ) -> Decision {
+        // Own the strategy only when the request overrides it (rare): the shared default is
+        // borrowed, so deciding writes no reference count on a cache line every thread shares.
+        let override_strategy = request.strategy().cloned();
+        let strategy = override_strategy
+            .as_deref()
+            .unwrap_or(&*self.default_strategy);
+        let guard = if self.guard_exempt.contains(strategy.name()) {
+            Guard::Exempt
+        } else {
+            Guard::Enforced
+        };
+        self.decide_with(request, reason, strategy, guard, now)
+            .await
+    }
+
+    async fn decide_with(
+        &self,
+        request: &mut Request,
+        reason: &RetryReason,
+        strategy: &dyn RetryStrategy,
+        guard: Guard,
         now: Option<Instant>,
     ) -> Decision {
         if request.is_done() {
@@ -180,12 +229,6 @@ impl Orchestrator {
             );
         }
 
-        // Own the strategy only when the request overrides it (rare): the shared default is
-        // borrowed, so deciding writes no reference count on a cache line every thread shares.
-        let override_strategy = request.strategy().cloned();
-        let strategy = override_strategy
-            .as_deref()
-            .unwrap_or(&*self.default_strategy);
         let action = strategy.retry_after(request, reason).await;
         let now = now.unwrap_or_else(Instant::now);
         let name = strategy.name();
@@ -204,7 +247,7 @@ impl Orchestrator {
                     )
                 } else if !request.is_idempotent()
                     && !reason.allows_non_idempotent_retry()
-                    && !self.guard_exempt.contains(name)
+                    && guard == Guard::Enforced
                 {
                     self.refuse(
                         request,

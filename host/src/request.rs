@@ -15,7 +15,7 @@ use crate::reason::RetryReason;
 use crate::strategy::RetryStrategy;
 
 /// The service a request goes to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Service {
     /// Key/Value (memcached binary protocol).
@@ -68,7 +68,7 @@ macro_rules! request_types {
         /// What a request does. Idempotency of KV types follows reference 001
         /// "Idempotent Operation List" and reference 002 ("Collection: get, lookupIn,
         /// getAnyReplica, getAllReplicas, exists").
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
         pub enum RequestType {
             $( $(#[$doc])* $ty, )*
@@ -230,6 +230,8 @@ pub struct Request {
     consistency: Option<ConsistencyLevel>,
     state: RequestState,
     strategy: Option<Arc<dyn RetryStrategy>>,
+    policy: Option<Arc<str>>,
+    profile: Option<Arc<str>>,
 }
 
 impl Request {
@@ -260,6 +262,8 @@ impl Request {
             consistency: None,
             state: RequestState::Pending,
             strategy: None,
+            policy: None,
+            profile: None,
         })
     }
 
@@ -305,6 +309,20 @@ impl Request {
     /// "Customizing the RetryStrategy").
     pub fn with_strategy(mut self, strategy: Arc<dyn RetryStrategy>) -> Self {
         self.strategy = Some(strategy);
+        self
+    }
+
+    /// Names the registry policy that decides for this request, overriding its profile and
+    /// routes (reference 002: a per-request strategy overrides the global one).
+    pub fn policy(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.policy = Some(name.into());
+        self
+    }
+
+    /// Declares the request's profile (reference 003 "Using multiple policies": the profile's
+    /// dedicated policy decides, or the default one if it has none).
+    pub fn profile(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.profile = Some(name.into());
         self
     }
 
@@ -397,6 +415,15 @@ impl Request {
     /// The per-request strategy override, if any.
     pub fn strategy(&self) -> Option<&Arc<dyn RetryStrategy>> {
         self.strategy.as_ref()
+    }
+
+    /// The registry policy named for this request, if any.
+    pub fn policy_name(&self) -> Option<&str> {
+        self.policy.as_deref()
+    }
+    /// The request's profile, if any.
+    pub fn profile_name(&self) -> Option<&str> {
+        self.profile.as_deref()
     }
 
     /// Records that the request was written to `node`.

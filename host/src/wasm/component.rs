@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
 
 use super::bindings::{RetryPolicy, RetryPolicyPre};
+use super::cache::ArtifactCache;
 use super::imports::CallState;
 use super::runtime::WasmRuntime;
 
@@ -83,11 +84,23 @@ fn ours(name: &str) -> Option<(&str, &str)> {
     name.strip_prefix(PACKAGE_PREFIX)?.split_once('@')
 }
 
+/// How a component's machine code was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CodeOrigin {
+    /// Compiled by cranelift on load.
+    Compiled,
+    /// Read from the compiled-artifact cache.
+    Cached,
+}
+
 /// A compiled, checked, pre-instantiated policy component.
 #[derive(Clone)]
 pub struct PolicyComponent {
     name: String,
     version: String,
+    sha256: [u8; 32],
+    origin: CodeOrigin,
     pre: RetryPolicyPre<CallState>,
     runtime: WasmRuntime,
 }
@@ -113,12 +126,39 @@ impl PolicyComponent {
 
     /// Compiles and checks `bytes` as policy `name`.
     pub fn load(runtime: &WasmRuntime, name: &str, bytes: &[u8]) -> Result<Self, LoadError> {
+        Self::load_cached(runtime, name, bytes, None)
+    }
+
+    /// Checks `bytes` as policy `name`, taking its machine code from `cache` when an entry
+    /// exists and compiling (then storing it there) otherwise.
+    pub fn load_cached(
+        runtime: &WasmRuntime,
+        name: &str,
+        bytes: &[u8],
+        cache: Option<&ArtifactCache>,
+    ) -> Result<Self, LoadError> {
         let policy = name.to_owned();
         let engine = runtime.engine();
-        let component = Component::new(engine, bytes).map_err(|e| LoadError::Compile {
-            policy: policy.clone(),
-            message: format!("{e:#}"),
-        })?;
+        let sha256: [u8; 32] = Sha256::digest(bytes).into();
+        let cached = cache.and_then(|cache| cache.get(engine, &sha256));
+        let origin = if cached.is_some() {
+            CodeOrigin::Cached
+        } else {
+            CodeOrigin::Compiled
+        };
+        let component = match cached {
+            Some(component) => component,
+            None => {
+                let component = Component::new(engine, bytes).map_err(|e| LoadError::Compile {
+                    policy: policy.clone(),
+                    message: format!("{e:#}"),
+                })?;
+                if let Some(cache) = cache {
+                    cache.put(&sha256, &component);
+                }
+                component
+            }
+        };
         let ty = component.component_type();
 
         let mut forbidden = Vec::new();
@@ -166,11 +206,12 @@ impl PolicyComponent {
             .map_err(mismatch)?;
         let pre = linker.instantiate_pre(&component).map_err(mismatch)?;
         let pre = RetryPolicyPre::new(pre).map_err(mismatch)?;
-        let digest = Sha256::digest(bytes);
-        let version = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+        let version = sha256.iter().take(6).map(|b| format!("{b:02x}")).collect();
         Ok(PolicyComponent {
             name: policy,
             version,
+            sha256,
+            origin,
             pre,
             runtime: runtime.clone(),
         })
@@ -184,6 +225,16 @@ impl PolicyComponent {
     /// The version: the first 12 hex digits of the component's sha256.
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// The sha256 of the component's bytes.
+    pub fn sha256(&self) -> &[u8; 32] {
+        &self.sha256
+    }
+
+    /// Whether the machine code was compiled on load or read from the cache.
+    pub fn origin(&self) -> CodeOrigin {
+        self.origin
     }
 
     pub(crate) fn pre(&self) -> &RetryPolicyPre<CallState> {

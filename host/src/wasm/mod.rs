@@ -10,13 +10,16 @@
 //! - [`WasmStrategy`]: the strategy. Each call runs under a deadline, a fuel budget and a
 //!   memory cap; any failure yields the configured fail-safe, discards the instance, and
 //!   repeated failures quarantine the policy.
+//! - [`ArtifactCache`]: compiled components on disk, keyed by component and engine.
 
 mod bindings;
+mod cache;
 mod component;
 mod imports;
 mod runtime;
 mod strategy;
 
-pub use component::{LoadError, PolicyComponent, HOST_PACKAGE};
+pub use cache::{ArtifactCache, CacheError, CacheStats};
+pub use component::{CodeOrigin, LoadError, PolicyComponent, HOST_PACKAGE};
 pub use runtime::{SandboxLimits, WasmRuntime};
 pub use strategy::{FailSafe, PolicyStats, QuarantineConfig, WasmStrategy, WasmStrategyConfig};

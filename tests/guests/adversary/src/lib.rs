@@ -13,7 +13,8 @@
 //! | `invalid` | answers a retry delay of u64::MAX ms |
 //!
 //! Without any of these it answers "retry after 7 ms on the same node".
-//! Configured with parameter `reject=yes`, it refuses its configuration.
+//! Configured with parameter `reject=yes`, it refuses its configuration; with
+//! `always_panic=yes`, it panics on every call (a version that fails its smoke calls).
 
 use std::hint::black_box;
 
@@ -22,7 +23,9 @@ use rebound_guest::{
 };
 
 /// The adversary.
-pub struct Adversary;
+pub struct Adversary {
+    always_panic: bool,
+}
 
 fn amount(key: &str) -> Option<u64> {
     host::client_context(key).map(|v| v.parse().unwrap_or(0))
@@ -50,11 +53,16 @@ impl Policy for Adversary {
             Some(_) => {
                 Err("parameter `reject` asks this policy to refuse its configuration".into())
             }
-            None => Ok(Adversary),
+            None => Ok(Adversary {
+                always_panic: params.get("always_panic").is_some(),
+            }),
         }
     }
 
     fn retry_after(&self, _: &Request, _: &RetryReason) -> RetryAction {
+        if self.always_panic {
+            panic!("adversary configured to panic on every call");
+        }
         if host::client_context("spin").is_some() {
             let mut x = 0u64;
             loop {

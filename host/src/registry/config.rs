@@ -1,0 +1,383 @@
+//! The registry's configuration file: named policies (a built-in strategy or a component
+//! file, with parameters, sandbox limits, fail-safe and guard exemption), the default policy,
+//! profiles in the sense of reference 003 "Using multiple policies", and routes from a service
+//! or a request type to a policy. Every error names the file, the line and column, the field,
+//! and what was expected.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::request::{RequestType, Service};
+use crate::wasm::{FailSafe, QuarantineConfig, SandboxLimits};
+
+/// A built-in native strategy a policy may name instead of a component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Builtin {
+    /// [`BestEffort`](crate::BestEffort) with the default exponential backoff.
+    BestEffort,
+    /// [`FailFast`](crate::FailFast): never retries.
+    FailFast,
+    /// [`FastFailOnTerminalError`](crate::FastFailOnTerminalError).
+    FastFailOnTerminalError,
+    /// The Cassandra driver's `DefaultRetryPolicy`.
+    CassandraDefault,
+    /// The Cassandra driver's `ConsistencyDowngradingRetryPolicy`.
+    CassandraDowngradingConsistency,
+}
+
+impl Builtin {
+    /// The name used in the configuration.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Builtin::BestEffort => "best-effort",
+            Builtin::FailFast => "fail-fast",
+            Builtin::FastFailOnTerminalError => "fast-fail-on-terminal-error",
+            Builtin::CassandraDefault => "cassandra-default",
+            Builtin::CassandraDowngradingConsistency => "cassandra-downgrading-consistency",
+        }
+    }
+}
+
+/// A parameter value: TOML strings, integers, floats and booleans are handed to the policy's
+/// `configure` as their text.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+enum ParamValue {
+    String(String),
+    Integer(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamValue::String(s) => f.write_str(s),
+            ParamValue::Integer(n) => write!(f, "{n}"),
+            ParamValue::Float(x) => write!(f, "{x}"),
+            ParamValue::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    default_policy: Spanned<String>,
+    #[serde(default)]
+    policy_dir: Option<PathBuf>,
+    #[serde(default)]
+    cache_dir: Option<PathBuf>,
+    #[serde(default)]
+    watch: WatchConfig,
+    policies: BTreeMap<String, Spanned<RawPolicy>>,
+    #[serde(default)]
+    profiles: BTreeMap<String, RawProfile>,
+    #[serde(default)]
+    services: BTreeMap<Service, Spanned<String>>,
+    #[serde(default)]
+    request_types: BTreeMap<RequestType, Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    #[serde(default)]
+    builtin: Option<Builtin>,
+    #[serde(default)]
+    component: Option<Spanned<PathBuf>>,
+    #[serde(default)]
+    params: Option<Spanned<BTreeMap<String, ParamValue>>>,
+    #[serde(default)]
+    limits: SandboxLimits,
+    #[serde(default)]
+    fail_safe: FailSafe,
+    #[serde(default)]
+    quarantine: QuarantineConfig,
+    #[serde(default)]
+    guard_exempt: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProfile {
+    #[serde(default)]
+    policy: Option<Spanned<String>>,
+}
+
+/// File watching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WatchConfig {
+    /// Whether the policy files and the configuration are watched for changes.
+    pub enabled: bool,
+    /// Quiet time after the last change to a file before it is reloaded, in milliseconds.
+    pub debounce_ms: u64,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig {
+            enabled: true,
+            debounce_ms: 20,
+        }
+    }
+}
+
+/// Where a policy comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicySource {
+    /// A built-in native strategy.
+    Builtin(Builtin),
+    /// A component file (absolute, resolved against the policy directory).
+    Component(PathBuf),
+}
+
+impl fmt::Display for PolicySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicySource::Builtin(b) => write!(f, "builtin:{}", b.name()),
+            PolicySource::Component(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// One named policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyDefinition {
+    /// Its source.
+    pub source: PolicySource,
+    /// Parameters handed to the component's `configure` (empty for built-ins).
+    pub params: BTreeMap<String, String>,
+    /// Sandbox limits (components).
+    pub limits: SandboxLimits,
+    /// What a failed call answers (components).
+    pub fail_safe: FailSafe,
+    /// Quarantine of a component that keeps failing.
+    pub quarantine: QuarantineConfig,
+    /// Whether the safety guard lets this policy retry non-idempotent requests for reasons
+    /// that do not allow it (see [`Orchestrator::exempt_from_guard`](crate::Orchestrator::exempt_from_guard)).
+    pub guard_exempt: bool,
+}
+
+/// A validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegistryConfig {
+    /// The file it was read from, if any.
+    pub file: Option<PathBuf>,
+    /// The policy used when nothing more specific applies.
+    pub default_policy: String,
+    /// Directory of the compiled-artifact cache; none: no cache.
+    pub cache_dir: Option<PathBuf>,
+    /// File watching.
+    pub watch: WatchConfig,
+    /// The policies by name.
+    pub policies: BTreeMap<String, PolicyDefinition>,
+    /// Profiles: name to a dedicated policy, or `None` to inherit the default.
+    pub profiles: BTreeMap<String, Option<String>>,
+    /// Services routed to a policy.
+    pub services: BTreeMap<Service, String>,
+    /// Request types routed to a policy (more specific than a service route).
+    pub request_types: BTreeMap<RequestType, String>,
+}
+
+/// A configuration that was refused: where, which field, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}:{column}: {field}: {message}", file.display())]
+pub struct ConfigError {
+    /// The file (`<inline>` for a configuration given as text).
+    pub file: PathBuf,
+    /// Line, from 1.
+    pub line: usize,
+    /// Column, from 1.
+    pub column: usize,
+    /// The field, as a dotted path (`policies.robots.component`); empty for a syntax error.
+    pub field: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+/// Line and column (from 1) of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+struct Errors<'a> {
+    file: &'a Path,
+    text: &'a str,
+}
+
+impl Errors<'_> {
+    fn at(&self, span: Range<usize>, field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        let (line, column) = line_column(self.text, span.start);
+        ConfigError {
+            file: self.file.to_owned(),
+            line,
+            column,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl RegistryConfig {
+    /// Reads and validates the configuration file at `path`. Relative paths in it are
+    /// resolved against the file's directory.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        // Absolute, so the watcher's event paths compare equal to the configured ones.
+        let path = &std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_owned(),
+            line: 0,
+            column: 0,
+            field: String::new(),
+            message: format!("cannot read the configuration: {e}"),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let mut config = Self::parse(&text, path, base)?;
+        config.file = Some(path.to_owned());
+        Ok(config)
+    }
+
+    /// Parses and validates configuration `text`, naming `file` in errors and resolving
+    /// relative paths against `base`.
+    pub fn parse(text: &str, file: &Path, base: &Path) -> Result<Self, ConfigError> {
+        let errors = Errors { file, text };
+        let base = &std::path::absolute(base).unwrap_or_else(|_| base.to_owned());
+        let deserializer = toml::Deserializer::parse(text)
+            .map_err(|e| errors.at(e.span().unwrap_or(0..0), "", e.message().trim()))?;
+        let raw: RawConfig = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            // `Spanned` values add a private segment to the path: leave it out.
+            let field = e
+                .path()
+                .iter()
+                .map(ToString::to_string)
+                .filter(|segment| !segment.starts_with("$__serde_spanned"))
+                .collect::<Vec<_>>()
+                .join(".");
+            let inner = e.into_inner();
+            errors.at(inner.span().unwrap_or(0..0), field, inner.message().trim())
+        })?;
+        raw.validate(&errors, base)
+    }
+}
+
+impl RawConfig {
+    fn validate(self, errors: &Errors<'_>, base: &Path) -> Result<RegistryConfig, ConfigError> {
+        let policy_dir = match &self.policy_dir {
+            Some(dir) => base.join(dir),
+            None => base.to_owned(),
+        };
+        let known = |name: &Spanned<String>, field: String| {
+            if self.policies.contains_key(name.get_ref()) {
+                Ok(name.get_ref().clone())
+            } else {
+                Err(errors.at(
+                    name.span(),
+                    field,
+                    format!(
+                        "no policy named `{}`; expected one of the [policies] tables: {}",
+                        name.get_ref(),
+                        self.policies.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ))
+            }
+        };
+        let default_policy = known(&self.default_policy, "default_policy".into())?;
+
+        let mut policies = BTreeMap::new();
+        for (name, spanned) in &self.policies {
+            let field = format!("policies.{name}");
+            let raw = spanned.get_ref();
+            let source = match (&raw.builtin, &raw.component) {
+                (Some(builtin), None) => PolicySource::Builtin(*builtin),
+                (None, Some(path)) => {
+                    let file = policy_dir.join(path.get_ref());
+                    if !file.is_file() {
+                        return Err(errors.at(
+                            path.span(),
+                            format!("{field}.component"),
+                            format!(
+                                "no component file at {} (relative paths are resolved against {})",
+                                file.display(),
+                                policy_dir.display()
+                            ),
+                        ));
+                    }
+                    PolicySource::Component(file)
+                }
+                (Some(_), Some(path)) => {
+                    return Err(errors.at(
+                        path.span(),
+                        format!("{field}.component"),
+                        "a policy is either `builtin` or `component`, not both",
+                    ))
+                }
+                (None, None) => {
+                    return Err(errors.at(
+                        spanned.span(),
+                        field,
+                        "expected `builtin = \"best-effort\"` (or another built-in) or `component = \"FILE.wasm\"`",
+                    ))
+                }
+            };
+            let params = raw.params.as_ref();
+            if let (PolicySource::Builtin(_), Some(params)) = (&source, params) {
+                return Err(errors.at(
+                    params.span(),
+                    format!("{field}.params"),
+                    "built-in policies take no parameters; parameters are for components",
+                ));
+            }
+            policies.insert(
+                name.clone(),
+                PolicyDefinition {
+                    source,
+                    params: params
+                        .map(|p| p.get_ref().iter().map(|(k, v)| (k.clone(), v.to_string())).collect())
+                        .unwrap_or_default(),
+                    limits: raw.limits,
+                    fail_safe: raw.fail_safe,
+                    quarantine: raw.quarantine,
+                    guard_exempt: raw.guard_exempt,
+                },
+            );
+        }
+
+        let mut profiles = BTreeMap::new();
+        for (name, profile) in &self.profiles {
+            let policy = match &profile.policy {
+                Some(policy) => Some(known(policy, format!("profiles.{name}.policy"))?),
+                None => None,
+            };
+            profiles.insert(name.clone(), policy);
+        }
+        let mut services = BTreeMap::new();
+        for (service, policy) in &self.services {
+            services.insert(*service, known(policy, format!("services.{}", service.name()))?);
+        }
+        let mut request_types = BTreeMap::new();
+        for (ty, policy) in &self.request_types {
+            request_types.insert(*ty, known(policy, format!("request_types.{}", ty.name()))?);
+        }
+        Ok(RegistryConfig {
+            file: None,
+            default_policy,
+            cache_dir: self.cache_dir.map(|dir| base.join(dir)),
+            watch: self.watch,
+            policies,
+            profiles,
+            services,
+            request_types,
+        })
+    }
+}

@@ -1,0 +1,23 @@
+//! The policy registry: named policies from a TOML configuration, each an atomically
+//! replaceable version, with hot reload, rollback, shadow trials and status.
+//!
+//! - [`config`]: the configuration file and its validation (errors name file, line, field).
+//! - [`PolicyVersion`]: one loaded build of a policy (hash, source, load time).
+//! - [`PolicyRegistry`]: resolving a request to its policy, deciding lock-free, reloading,
+//!   rolling back, shadowing and promoting.
+//! - [`RegistryWatcher`]: file watching with debounce; reloads run off the deciding path.
+//! - [`Shadow`]: a candidate answering beside the active version, its answers never used.
+
+pub mod config;
+mod policies;
+mod shadow;
+mod status;
+mod version;
+mod watch;
+
+pub use config::{ConfigError, PolicyDefinition, PolicySource, RegistryConfig};
+pub use policies::{Decided, PolicyRegistry, RegistryError, ReloadOutcome};
+pub use shadow::{Shadow, ShadowStatus};
+pub use status::{PolicyStatus, RegistryStatus, VersionStatus};
+pub use version::{BuildError, PolicyVersion};
+pub use watch::{RegistryWatcher, WatchError};

@@ -1,0 +1,91 @@
+//! Status snapshots of the registry and its policies, serialisable for the `rebound` binary's
+//! API and for logs.
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use super::shadow::ShadowStatus;
+use super::version::PolicyVersion;
+use crate::wasm::{CacheStats, CodeOrigin};
+
+/// One version, as status reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VersionStatus {
+    /// The short version label.
+    pub version: String,
+    /// The content hash.
+    pub hash: String,
+    /// Where it was loaded from.
+    pub source: String,
+    /// When it was loaded, in milliseconds since the Unix epoch.
+    pub loaded_at_unix_ms: u64,
+    /// How long loading took (read, compile or cache fetch, configure, smoke calls), in µs.
+    pub load_time_us: u64,
+    /// Whether the machine code was compiled or cached (components only).
+    pub origin: Option<CodeOrigin>,
+    /// Decisions resolved to this version.
+    pub decisions: u64,
+}
+
+impl VersionStatus {
+    pub(crate) fn of(version: &PolicyVersion) -> Self {
+        VersionStatus {
+            version: version.version().to_owned(),
+            hash: version.hash().to_owned(),
+            source: version.source().to_string(),
+            loaded_at_unix_ms: unix_ms(version.loaded_at()),
+            load_time_us: u64::try_from(version.load_time().as_micros()).unwrap_or(u64::MAX),
+            origin: version.origin(),
+            decisions: version.decisions(),
+        }
+    }
+}
+
+fn unix_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The status of one named policy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyStatus {
+    /// The policy name.
+    pub name: String,
+    /// The active version.
+    pub active: VersionStatus,
+    /// The version kept for rollback.
+    pub previous: Option<VersionStatus>,
+    /// Whether the safety guard is lifted for this policy.
+    pub guard_exempt: bool,
+    /// Failed policy calls of the active version, by kind (components only).
+    pub failures: BTreeMap<&'static str, u64>,
+    /// Whether the active version is quarantined.
+    pub quarantined: bool,
+    /// Times the active version was quarantined.
+    pub quarantines: u64,
+    /// The active version's last call failure (kind and detail).
+    pub last_failure: Option<String>,
+    /// Versions swapped in since the policy was defined (reloads, rollbacks, promotions).
+    pub swaps: u64,
+    /// The last reload error, cleared by the next successful reload.
+    pub last_error: Option<String>,
+    /// The shadow trial, if one runs.
+    pub shadow: Option<ShadowStatus>,
+}
+
+/// The status of the registry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RegistryStatus {
+    /// The configuration file, if the registry was built from one.
+    pub config_file: Option<String>,
+    /// The last configuration reload error (the running configuration was kept).
+    pub config_error: Option<String>,
+    /// The default policy.
+    pub default_policy: String,
+    /// Every policy, by name.
+    pub policies: Vec<PolicyStatus>,
+    /// The compiled-artifact cache counters, if a cache is configured.
+    pub cache: Option<CacheStats>,
+}

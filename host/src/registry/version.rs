@@ -1,0 +1,290 @@
+//! A policy version: one loaded, validated build of a named policy (built-in or component),
+//! with its content hash, source and load time. Versions are immutable; the registry swaps
+//! whole versions, so a decision always runs on exactly one of them.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use sha2::{Digest, Sha256};
+
+use super::config::{Builtin, PolicyDefinition, PolicySource};
+use crate::budget::RetryBudgets;
+use crate::cassandra_types::ConsistencyLevel;
+use crate::orchestrator::Guard;
+use crate::reason::{reasons, ReadTimeout, RetryReason};
+use crate::request::{Request, RequestType};
+use crate::strategy::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy};
+use crate::strategy::{BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy};
+use crate::wasm::{
+    ArtifactCache, CodeOrigin, LoadError, PolicyComponent, WasmRuntime, WasmStrategy,
+    WasmStrategyConfig,
+};
+
+/// Why a version could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The component file could not be read.
+    #[error("policy `{policy}`: cannot read {path}: {source}")]
+    Read {
+        /// The policy.
+        policy: String,
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The component was refused (not a component, wrong world or version, forbidden
+    /// imports, rejected parameters).
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The component loaded but failed its smoke calls.
+    #[error("policy `{policy}` failed its smoke call ({input}): {failure}")]
+    Smoke {
+        /// The policy.
+        policy: String,
+        /// The input that failed.
+        input: String,
+        /// How it failed.
+        failure: String,
+    },
+    /// The policy's memory limit is above what the engine reserves per instance.
+    #[error("policy `{policy}`: limits.memory_bytes = {asked} exceeds the engine's per-instance maximum of {max} bytes, fixed when the host started")]
+    MemoryAboveEngine {
+        /// The policy.
+        policy: String,
+        /// The configured limit.
+        asked: u64,
+        /// The engine's maximum.
+        max: u64,
+    },
+}
+
+/// One loaded, validated build of a named policy.
+pub struct PolicyVersion {
+    name: String,
+    hash: String,
+    source: PolicySource,
+    loaded_at: SystemTime,
+    load_time: Duration,
+    origin: Option<CodeOrigin>,
+    guard: Guard,
+    strategy: Arc<dyn RetryStrategy>,
+    wasm: Option<Arc<WasmStrategy>>,
+    decisions: AtomicU64,
+}
+
+impl std::fmt::Debug for PolicyVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyVersion")
+            .field("name", &self.name)
+            .field("version", &self.version())
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the registry needs to build component versions.
+pub(crate) struct BuildContext<'a> {
+    pub runtime: &'a WasmRuntime,
+    pub cache: Option<&'a ArtifactCache>,
+    pub budgets: &'a Arc<RetryBudgets>,
+}
+
+impl PolicyVersion {
+    /// The policy name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The content hash: the component's sha256 in hex, or `builtin:NAME`.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+    /// A short version label: the first 12 hex digits of the hash, or the built-in's name.
+    pub fn version(&self) -> &str {
+        self.hash.get(..12).filter(|_| self.wasm.is_some()).unwrap_or(&self.hash)
+    }
+    /// Where it was loaded from.
+    pub fn source(&self) -> &PolicySource {
+        &self.source
+    }
+    /// When it was loaded.
+    pub fn loaded_at(&self) -> SystemTime {
+        self.loaded_at
+    }
+    /// How long reading, compiling (or fetching from the cache), configuring and smoke-calling
+    /// took.
+    pub fn load_time(&self) -> Duration {
+        self.load_time
+    }
+    /// Whether the machine code was compiled or cached (components only).
+    pub fn origin(&self) -> Option<CodeOrigin> {
+        self.origin
+    }
+    /// The safety guard for this policy.
+    pub fn guard(&self) -> Guard {
+        self.guard
+    }
+    /// The strategy.
+    pub fn strategy(&self) -> &dyn RetryStrategy {
+        &*self.strategy
+    }
+    /// The sandboxed strategy, for components.
+    pub fn wasm(&self) -> Option<&WasmStrategy> {
+        self.wasm.as_deref()
+    }
+    /// Decisions this version was resolved for.
+    pub fn decisions(&self) -> u64 {
+        self.decisions.load(Ordering::Relaxed)
+    }
+    pub(crate) fn count_decision(&self) {
+        self.decisions.fetch_add(1, Ordering::Relaxed);
+    }
+    /// The component, for components.
+    pub(crate) fn component(&self) -> Option<&PolicyComponent> {
+        self.wasm.as_deref().map(WasmStrategy::component)
+    }
+
+    /// Builds policy `name` from its definition, reading its component file if it has one.
+    /// `known` is a version already loaded from the same source: its compiled component is
+    /// reused when the file's content is unchanged.
+    pub(crate) fn build(
+        name: &str,
+        definition: &PolicyDefinition,
+        ctx: &BuildContext<'_>,
+        known: &[&PolicyVersion],
+    ) -> Result<PolicyVersion, BuildError> {
+        match &definition.source {
+            PolicySource::Builtin(builtin) => Ok(Self::builtin(name, *builtin, definition)),
+            PolicySource::Component(path) => {
+                let bytes = read(name, path)?;
+                Self::from_component_bytes(name, definition, path, &bytes, ctx, known)
+            }
+        }
+    }
+
+    fn builtin(name: &str, builtin: Builtin, definition: &PolicyDefinition) -> PolicyVersion {
+        let strategy: Arc<dyn RetryStrategy> = match builtin {
+            Builtin::BestEffort => Arc::new(BestEffort::<crate::backoff::ExponentialBackoff>::default()),
+            Builtin::FailFast => Arc::new(FailFast),
+            Builtin::FastFailOnTerminalError => {
+                Arc::new(FastFailOnTerminalError::<crate::backoff::ExponentialBackoff>::default())
+            }
+            Builtin::CassandraDefault => Arc::new(Cassandra::new(DefaultRetryPolicy)),
+            Builtin::CassandraDowngradingConsistency => {
+                Arc::new(Cassandra::new(ConsistencyDowngradingRetryPolicy))
+            }
+        };
+        PolicyVersion {
+            name: name.to_owned(),
+            hash: format!("builtin:{}", builtin.name()),
+            source: definition.source.clone(),
+            loaded_at: SystemTime::now(),
+            load_time: Duration::ZERO,
+            origin: None,
+            guard: guard(definition),
+            strategy,
+            wasm: None,
+            decisions: AtomicU64::new(0),
+        }
+    }
+
+    /// Builds a component version of policy `name` from `bytes` (read from `path`), then
+    /// smoke-calls it.
+    pub(crate) fn from_component_bytes(
+        name: &str,
+        definition: &PolicyDefinition,
+        path: &Path,
+        bytes: &[u8],
+        ctx: &BuildContext<'_>,
+        known: &[&PolicyVersion],
+    ) -> Result<PolicyVersion, BuildError> {
+        let started = Instant::now();
+        let max = ctx.runtime.max_memory_bytes();
+        if definition.limits.memory_bytes > max {
+            return Err(BuildError::MemoryAboveEngine {
+                policy: name.to_owned(),
+                asked: definition.limits.memory_bytes,
+                max,
+            });
+        }
+        let sha256: [u8; 32] = Sha256::digest(bytes).into();
+        let reused = known
+            .iter()
+            .filter_map(|v| v.component())
+            .find(|c| c.sha256() == &sha256 && c.name() == name)
+            .cloned();
+        let component = match reused {
+            Some(component) => component,
+            None => PolicyComponent::load_cached(ctx.runtime, name, bytes, ctx.cache)?,
+        };
+        let origin = component.origin();
+        let config = WasmStrategyConfig {
+            limits: definition.limits,
+            fail_safe: definition.fail_safe,
+            quarantine: definition.quarantine,
+            params: definition.params.clone(),
+        };
+        let wasm = Arc::new(WasmStrategy::new(component, config, Arc::clone(ctx.budgets))?);
+        smoke(name, &wasm)?;
+        Ok(PolicyVersion {
+            name: name.to_owned(),
+            hash: sha256.iter().map(|b| format!("{b:02x}")).collect(),
+            source: PolicySource::Component(path.to_owned()),
+            loaded_at: SystemTime::now(),
+            load_time: started.elapsed(),
+            origin: Some(origin),
+            guard: guard(definition),
+            strategy: Arc::clone(&wasm) as Arc<dyn RetryStrategy>,
+            wasm: Some(wasm),
+            decisions: AtomicU64::new(0),
+        })
+    }
+}
+
+fn guard(definition: &PolicyDefinition) -> Guard {
+    if definition.guard_exempt {
+        Guard::Exempt
+    } else {
+        Guard::Enforced
+    }
+}
+
+pub(crate) fn read(policy: &str, path: &Path) -> Result<Vec<u8>, BuildError> {
+    std::fs::read(path).map_err(|source| BuildError::Read {
+        policy: policy.to_owned(),
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Calls a new version on a few representative inputs (a read, a write, a query, a CQL read
+/// timeout) before it may decide anything: a version that traps, panics, overruns its limits
+/// or answers nonsense on them is refused.
+fn smoke(name: &str, strategy: &WasmStrategy) -> Result<(), BuildError> {
+    let timeout = Duration::from_millis(2500);
+    let request = |ty| Request::new(0, ty, timeout).expect("non-zero timeout");
+    let read_timeout = RetryReason::ReadTimeout(ReadTimeout {
+        consistency: ConsistencyLevel::LocalQuorum,
+        block_for: 2,
+        received: 1,
+        data_present: false,
+    });
+    let inputs = [
+        (request(RequestType::Get), reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
+        (request(RequestType::Upsert), reasons::KV_TEMPORARY_FAILURE),
+        (request(RequestType::Query).readonly(true), reasons::QUERY_INDEX_NOT_FOUND),
+        (request(RequestType::Cql).idempotent(true), read_timeout),
+    ];
+    for (request, reason) in &inputs {
+        if let Err((kind, detail)) = strategy.call(request, reason) {
+            return Err(BuildError::Smoke {
+                policy: name.to_owned(),
+                input: format!("{} after {reason}", request.request_type()),
+                failure: format!("{kind}: {detail}"),
+            });
+        }
+    }
+    Ok(())
+}

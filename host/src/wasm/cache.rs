@@ -1,0 +1,251 @@
+//! The compiled-artifact cache: components compiled by wasmtime, kept on disk so that a policy
+//! seen before (after a restart, or swapped back in) loads without compiling again.
+//!
+//! An entry is keyed by the component's sha256 and a digest of the engine's compatibility
+//! hash, which covers the wasmtime version (its `module_version`), the target, the compiler
+//! flags and every configuration setting compilation depends on. An entry is the host's own
+//! file: a magic line, the sha256 of the payload, and wasmtime's serialised component. An
+//! entry that is corrupt (digest mismatch, truncated) or foreign (wasmtime refuses it) is
+//! deleted and the component compiled again.
+//!
+//! Loading native code from disk is only as safe as the directory it comes from, so the
+//! cache refuses a directory that another user owns or that others may write to.
+
+use std::fs;
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+const MAGIC: &[u8] = b"rebound-artifact-v1\n";
+const DIGEST_LEN: usize = 32;
+
+/// Why the cache directory cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The directory could not be created or inspected.
+    #[error("compiled-artifact cache {path}: {source}")]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The directory is not private to this user.
+    #[error("compiled-artifact cache {path} is unsafe: {problem}; it holds native code the host loads, so it must be owned by this user and writable by no one else")]
+    Unsafe {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// Cache counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct CacheStats {
+    /// Components loaded from an entry.
+    pub hits: u64,
+    /// Components compiled because no entry existed.
+    pub misses: u64,
+    /// Entries deleted as corrupt or foreign.
+    pub discarded: u64,
+    /// Entries written.
+    pub writes: u64,
+}
+
+/// The on-disk cache of compiled components for one engine configuration.
+#[derive(Debug)]
+pub struct ArtifactCache {
+    dir: PathBuf,
+    engine_key: String,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    discarded: AtomicU64,
+    writes: AtomicU64,
+}
+
+/// Feeds a `Hash` implementation into sha256, so the engine key is the same in every process.
+struct Sha256Hasher(Sha256);
+
+impl Hasher for Sha256Hasher {
+    fn finish(&self) -> u64 {
+        unreachable!("only the digest is read")
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl ArtifactCache {
+    /// Opens (creating it, private to this user) the cache in `dir` for `engine`.
+    pub fn open(dir: &Path, engine: &Engine) -> Result<Self, CacheError> {
+        let io = |source| CacheError::Io {
+            path: dir.to_owned(),
+            source,
+        };
+        create_private_dir(dir).map_err(io)?;
+        check_private(dir)?;
+        let mut hasher = Sha256Hasher(Sha256::new());
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        let engine_key = hex(&hasher.0.finalize()[..8]);
+        Ok(ArtifactCache {
+            dir: dir.to_owned(),
+            engine_key,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            discarded: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+        })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            discarded: self.discarded.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The entry file of the component whose sha256 is `component_sha256`.
+    pub fn entry_path(&self, component_sha256: &[u8; 32]) -> PathBuf {
+        self.dir.join(format!(
+            "{}-{}.cwasm",
+            hex(component_sha256),
+            self.engine_key
+        ))
+    }
+
+    /// The compiled component for `component_sha256`, if a sound entry exists.
+    pub(crate) fn get(&self, engine: &Engine, component_sha256: &[u8; 32]) -> Option<Component> {
+        let path = self.entry_path(component_sha256);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::warn!(entry = %path.display(), error = %e, "cannot read cache entry; compiling");
+                }
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
+        };
+        let payload = bytes
+            .strip_prefix(MAGIC)
+            .filter(|rest| rest.len() > DIGEST_LEN)
+            .map(|rest| rest.split_at(DIGEST_LEN))
+            .filter(|(digest, payload)| Sha256::digest(payload).as_slice() == *digest)
+            .map(|(_, payload)| payload);
+        let Some(payload) = payload else {
+            return self.discard(&path, "corrupt (digest mismatch or truncated)");
+        };
+        // SAFETY: wasmtime requires that the bytes were produced by `Component::serialize` of
+        // a compatible engine and not tampered with. The entry lives in a directory that only
+        // this user can write (checked in `open`), was written by `put` below, and its payload
+        // matches the digest written with it; wasmtime itself checks the engine compatibility
+        // and refuses a foreign artifact, which is then discarded.
+        match unsafe { Component::deserialize(engine, payload) } {
+            Ok(component) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                Some(component)
+            }
+            Err(e) => self.discard(&path, &format!("foreign: {e:#}")),
+        }
+    }
+
+    fn discard(&self, path: &Path, why: &str) -> Option<Component> {
+        tracing::warn!(entry = %path.display(), why, "discarding compiled-artifact cache entry; compiling again");
+        let _ = fs::remove_file(path);
+        self.discarded.fetch_add(1, Ordering::Relaxed);
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+
+    /// Stores `component` (compiled from the bytes whose sha256 is `component_sha256`). A
+    /// failure is logged and otherwise ignored: the cache only saves time.
+    pub(crate) fn put(&self, component_sha256: &[u8; 32], component: &Component) {
+        let path = self.entry_path(component_sha256);
+        let result = component
+            .serialize()
+            .map_err(|e| std::io::Error::other(format!("{e:#}")))
+            .and_then(|payload| {
+                // Written beside the entry, then renamed: a reader never sees a partial entry.
+                let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
+                file.write_all(MAGIC)?;
+                file.write_all(&Sha256::digest(&payload))?;
+                file.write_all(&payload)?;
+                file.as_file().sync_all()?;
+                file.persist(&path).map_err(|e| e.error)?;
+                Ok(())
+            });
+        match result {
+            Ok(()) => {
+                self.writes.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                tracing::warn!(entry = %path.display(), error = %e, "cannot write cache entry")
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(dir)
+}
+
+#[cfg(unix)]
+fn check_private(dir: &Path) -> Result<(), CacheError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let io = |source| CacheError::Io {
+        path: dir.to_owned(),
+        source,
+    };
+    let meta = fs::metadata(dir).map_err(io)?;
+    // A file this process creates is owned by its effective user: compare with the directory.
+    let probe = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    let me = probe.as_file().metadata().map_err(io)?.uid();
+    let unsafe_dir = |problem: String| CacheError::Unsafe {
+        path: dir.to_owned(),
+        problem,
+    };
+    if meta.uid() != me {
+        return Err(unsafe_dir(format!(
+            "owned by uid {}, this process runs as uid {me}",
+            meta.uid()
+        )));
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o022 != 0 {
+        return Err(unsafe_dir(format!(
+            "mode {:o} lets group or others write to it (expected 700)",
+            mode & 0o777
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private(_dir: &Path) -> Result<(), CacheError> {
+    Ok(())
+}

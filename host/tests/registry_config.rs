@@ -1,0 +1,215 @@
+//! The registry's configuration file (issue 4, point 1): named policies, the default, profiles
+//! (reference 003 "Using multiple policies"), service and request-type routes; a bad
+//! configuration is refused naming the file, the line, the field and what was expected.
+
+use std::path::{Path, PathBuf};
+
+use rebound::registry::config::{Builtin, ConfigError};
+use rebound::registry::{PolicySource, RegistryConfig};
+use rebound::request::{RequestType, Service};
+use rebound::wasm::FailSafe;
+
+/// A directory with an (empty) component file `robots.wasm`: validation only checks that
+/// component files exist.
+fn dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("robots.wasm"), b"").unwrap();
+    dir
+}
+
+fn parse(dir: &Path, text: &str) -> Result<RegistryConfig, ConfigError> {
+    RegistryConfig::parse(text, Path::new("rebound.toml"), dir)
+}
+
+fn error(text: &str) -> ConfigError {
+    let dir = dir();
+    parse(dir.path(), text).expect_err("the configuration must be refused")
+}
+
+const VALID: &str = r#"
+default_policy = "standard"
+
+[policies.standard]
+builtin = "best-effort"
+
+[policies.strict]
+builtin = "fail-fast"
+
+[policies.robots]
+component = "robots.wasm"
+params = { agents = "crawler", max = 3, ratio = 0.5, strict = true }
+fail_safe = "best_effort"
+guard_exempt = true
+limits = { deadline_ms = 5 }
+quarantine = { after_failures = 2, cooldown_ms = 100 }
+
+[profiles.custom-retries]
+policy = "robots"
+
+[profiles.slow]
+
+[services]
+query = "strict"
+
+[request_types]
+upsert = "strict"
+"#;
+
+#[test]
+fn a_full_configuration_is_read_with_every_section() {
+    let dir = dir();
+    let config = parse(dir.path(), VALID).unwrap();
+    assert_eq!(config.default_policy, "standard");
+    assert_eq!(
+        config.policies["standard"].source,
+        PolicySource::Builtin(Builtin::BestEffort)
+    );
+    let robots = &config.policies["robots"];
+    assert_eq!(
+        robots.source,
+        PolicySource::Component(std::path::absolute(dir.path().join("robots.wasm")).unwrap())
+    );
+    // Parameters of any TOML scalar type reach the policy as text.
+    let params: Vec<(&str, &str)> = robots
+        .params
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        params,
+        [("agents", "crawler"), ("max", "3"), ("ratio", "0.5"), ("strict", "true")]
+    );
+    assert_eq!(robots.fail_safe, FailSafe::BestEffort);
+    assert!(robots.guard_exempt);
+    assert_eq!(robots.limits.deadline_ms, 5);
+    // Unset limits keep their defaults.
+    assert_eq!(robots.limits.fuel, rebound::wasm::SandboxLimits::default().fuel);
+    assert_eq!(robots.quarantine.after_failures, 2);
+    // Reference 003: a profile with a dedicated policy, and one that inherits the default.
+    assert_eq!(config.profiles["custom-retries"].as_deref(), Some("robots"));
+    assert_eq!(config.profiles["slow"], None);
+    assert_eq!(config.services[&Service::Query], "strict");
+    assert_eq!(config.request_types[&RequestType::Upsert], "strict");
+    assert!(config.watch.enabled);
+}
+
+#[test]
+fn a_syntax_error_names_file_line_and_column() {
+    let e = error("default_policy = \"standard\"\n[policies.standard\nbuiltin = \"best-effort\"\n");
+    assert_eq!((e.file.as_path(), e.line), (Path::new("rebound.toml"), 2));
+    assert!(e.column > 1, "{e}");
+    assert!(e.to_string().starts_with("rebound.toml:2:"), "{e}");
+}
+
+#[test]
+fn an_unknown_field_is_named_with_the_fields_expected_there() {
+    let e = error(
+        "default_policy = \"s\"\n[policies.s]\nbuiltin = \"best-effort\"\nguard_exmept = true\n",
+    );
+    assert_eq!(e.line, 4, "{e}");
+    assert_eq!(e.field, "policies.s.guard_exmept", "{e}");
+    assert!(e.message.contains("unknown field `guard_exmept`"), "{e}");
+    assert!(e.message.contains("guard_exempt"), "expected fields listed: {e}");
+}
+
+#[test]
+fn a_wrong_type_names_the_field_and_the_expected_type() {
+    let dir = dir();
+    let e = parse(
+        dir.path(),
+        "default_policy = \"r\"\n[policies.r]\ncomponent = \"robots.wasm\"\n\n[policies.r.limits]\ndeadline_ms = \"ten\"\n",
+    )
+    .unwrap_err();
+    assert_eq!((e.line, e.field.as_str()), (6, "policies.r.limits.deadline_ms"), "{e}");
+    assert!(e.message.contains("expected u64"), "{e}");
+}
+
+#[test]
+fn an_unknown_builtin_lists_the_builtins() {
+    let e = error("default_policy = \"s\"\n[policies.s]\nbuiltin = \"best-efort\"\n");
+    assert_eq!((e.line, e.field.as_str()), (3, "policies.s.builtin"), "{e}");
+    assert!(e.message.contains("best-effort") && e.message.contains("cassandra-default"), "{e}");
+}
+
+#[test]
+fn a_missing_default_policy_is_refused() {
+    let e = error("[policies.s]\nbuiltin = \"best-effort\"\n");
+    assert!(e.message.contains("missing field `default_policy`"), "{e}");
+}
+
+#[test]
+fn references_to_unknown_policies_name_the_referring_field() {
+    let base = "[policies.s]\nbuiltin = \"best-effort\"\n";
+    let e = error(&format!("default_policy = \"nope\"\n{base}"));
+    assert_eq!((e.line, e.field.as_str()), (1, "default_policy"), "{e}");
+    assert!(e.message.contains("no policy named `nope`") && e.message.contains(": s"), "{e}");
+
+    let e = error(&format!("default_policy = \"s\"\n{base}[profiles.p]\npolicy = \"nope\"\n"));
+    assert_eq!((e.line, e.field.as_str()), (5, "profiles.p.policy"), "{e}");
+
+    let e = error(&format!("default_policy = \"s\"\n{base}[services]\nquery = \"nope\"\n"));
+    assert_eq!((e.line, e.field.as_str()), (5, "services.query"), "{e}");
+
+    let e = error(&format!("default_policy = \"s\"\n{base}[request_types]\nget = \"nope\"\n"));
+    assert_eq!((e.line, e.field.as_str()), (5, "request_types.get"), "{e}");
+}
+
+#[test]
+fn an_unknown_service_or_request_type_lists_the_valid_ones() {
+    let base = "default_policy = \"s\"\n[policies.s]\nbuiltin = \"best-effort\"\n";
+    let e = error(&format!("{base}[services]\nquerry = \"s\"\n"));
+    assert_eq!(e.line, 5, "{e}");
+    assert!(e.message.contains("querry") && e.message.contains("analytics"), "{e}");
+    let e = error(&format!("{base}[request_types]\ngett = \"s\"\n"));
+    assert!(e.message.contains("gett") && e.message.contains("lookup_in"), "{e}");
+}
+
+#[test]
+fn a_missing_component_file_names_the_path_it_looked_for() {
+    let e = error("default_policy = \"r\"\n[policies.r]\ncomponent = \"gone.wasm\"\n");
+    assert_eq!((e.line, e.field.as_str()), (3, "policies.r.component"), "{e}");
+    assert!(e.message.contains("gone.wasm"), "{e}");
+}
+
+#[test]
+fn a_policy_is_a_builtin_or_a_component_never_both_or_neither() {
+    let e = error(
+        "default_policy = \"r\"\n[policies.r]\nbuiltin = \"fail-fast\"\ncomponent = \"robots.wasm\"\n",
+    );
+    assert_eq!((e.line, e.field.as_str()), (4, "policies.r.component"), "{e}");
+    let e = error("default_policy = \"r\"\n[policies.r]\nfail_safe = \"no_retry\"\n");
+    assert_eq!(e.field, "policies.r", "{e}");
+    assert!(e.message.contains("builtin") && e.message.contains("component"), "{e}");
+}
+
+#[test]
+fn builtins_take_no_parameters() {
+    let e = error("default_policy = \"s\"\n[policies.s]\nbuiltin = \"fail-fast\"\nparams = { a = 1 }\n");
+    assert_eq!((e.line, e.field.as_str()), (4, "policies.s.params"), "{e}");
+}
+
+#[test]
+fn relative_component_paths_resolve_against_policy_dir_then_the_config_directory() {
+    let dir = dir();
+    std::fs::create_dir(dir.path().join("p")).unwrap();
+    std::fs::write(dir.path().join("p/robots.wasm"), b"").unwrap();
+    let config = parse(
+        dir.path(),
+        "default_policy = \"r\"\npolicy_dir = \"p\"\n[policies.r]\ncomponent = \"robots.wasm\"\n",
+    )
+    .unwrap();
+    let expected: PathBuf = std::path::absolute(dir.path().join("p/robots.wasm")).unwrap();
+    assert_eq!(config.policies["r"].source, PolicySource::Component(expected));
+}
+
+#[test]
+fn a_configuration_file_is_named_in_its_errors() {
+    let dir = dir();
+    let file = dir.path().join("rebound.toml");
+    std::fs::write(&file, "default_policy = 3\n").unwrap();
+    let e = RegistryConfig::load(&file).unwrap_err();
+    assert_eq!(e.file, std::path::absolute(&file).unwrap());
+    assert_eq!((e.line, e.field.as_str()), (1, "default_policy"), "{e}");
+    let missing = RegistryConfig::load(&dir.path().join("absent.toml")).unwrap_err();
+    assert!(missing.message.contains("cannot read"), "{missing}");
+}
