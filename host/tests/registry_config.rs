@@ -77,13 +77,21 @@ fn a_full_configuration_is_read_with_every_section() {
         .collect();
     assert_eq!(
         params,
-        [("agents", "crawler"), ("max", "3"), ("ratio", "0.5"), ("strict", "true")]
+        [
+            ("agents", "crawler"),
+            ("max", "3"),
+            ("ratio", "0.5"),
+            ("strict", "true")
+        ]
     );
     assert_eq!(robots.fail_safe, FailSafe::BestEffort);
     assert!(robots.guard_exempt);
     assert_eq!(robots.limits.deadline_ms, 5);
     // Unset limits keep their defaults.
-    assert_eq!(robots.limits.fuel, rebound::wasm::SandboxLimits::default().fuel);
+    assert_eq!(
+        robots.limits.fuel,
+        rebound::wasm::SandboxLimits::default().fuel
+    );
     assert_eq!(robots.quarantine.after_failures, 2);
     // Reference 003: a profile with a dedicated policy, and one that inherits the default.
     assert_eq!(config.profiles["custom-retries"].as_deref(), Some("robots"));
@@ -109,7 +117,10 @@ fn an_unknown_field_is_named_with_the_fields_expected_there() {
     assert_eq!(e.line, 4, "{e}");
     assert_eq!(e.field, "policies.s.guard_exmept", "{e}");
     assert!(e.message.contains("unknown field `guard_exmept`"), "{e}");
-    assert!(e.message.contains("guard_exempt"), "expected fields listed: {e}");
+    assert!(
+        e.message.contains("guard_exempt"),
+        "expected fields listed: {e}"
+    );
 }
 
 #[test]
@@ -120,7 +131,11 @@ fn a_wrong_type_names_the_field_and_the_expected_type() {
         "default_policy = \"r\"\n[policies.r]\ncomponent = \"robots.wasm\"\n\n[policies.r.limits]\ndeadline_ms = \"ten\"\n",
     )
     .unwrap_err();
-    assert_eq!((e.line, e.field.as_str()), (6, "policies.r.limits.deadline_ms"), "{e}");
+    assert_eq!(
+        (e.line, e.field.as_str()),
+        (6, "policies.r.limits.deadline_ms"),
+        "{e}"
+    );
     assert!(e.message.contains("expected u64"), "{e}");
 }
 
@@ -128,7 +143,10 @@ fn a_wrong_type_names_the_field_and_the_expected_type() {
 fn an_unknown_builtin_lists_the_builtins() {
     let e = error("default_policy = \"s\"\n[policies.s]\nbuiltin = \"best-efort\"\n");
     assert_eq!((e.line, e.field.as_str()), (3, "policies.s.builtin"), "{e}");
-    assert!(e.message.contains("best-effort") && e.message.contains("cassandra-default"), "{e}");
+    assert!(
+        e.message.contains("best-effort") && e.message.contains("cassandra-default"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -142,15 +160,24 @@ fn references_to_unknown_policies_name_the_referring_field() {
     let base = "[policies.s]\nbuiltin = \"best-effort\"\n";
     let e = error(&format!("default_policy = \"nope\"\n{base}"));
     assert_eq!((e.line, e.field.as_str()), (1, "default_policy"), "{e}");
-    assert!(e.message.contains("no policy named `nope`") && e.message.contains(": s"), "{e}");
+    assert!(
+        e.message.contains("no policy named `nope`") && e.message.contains(": s"),
+        "{e}"
+    );
 
-    let e = error(&format!("default_policy = \"s\"\n{base}[profiles.p]\npolicy = \"nope\"\n"));
+    let e = error(&format!(
+        "default_policy = \"s\"\n{base}[profiles.p]\npolicy = \"nope\"\n"
+    ));
     assert_eq!((e.line, e.field.as_str()), (5, "profiles.p.policy"), "{e}");
 
-    let e = error(&format!("default_policy = \"s\"\n{base}[services]\nquery = \"nope\"\n"));
+    let e = error(&format!(
+        "default_policy = \"s\"\n{base}[services]\nquery = \"nope\"\n"
+    ));
     assert_eq!((e.line, e.field.as_str()), (5, "services.query"), "{e}");
 
-    let e = error(&format!("default_policy = \"s\"\n{base}[request_types]\nget = \"nope\"\n"));
+    let e = error(&format!(
+        "default_policy = \"s\"\n{base}[request_types]\nget = \"nope\"\n"
+    ));
     assert_eq!((e.line, e.field.as_str()), (5, "request_types.get"), "{e}");
 }
 
@@ -159,15 +186,25 @@ fn an_unknown_service_or_request_type_lists_the_valid_ones() {
     let base = "default_policy = \"s\"\n[policies.s]\nbuiltin = \"best-effort\"\n";
     let e = error(&format!("{base}[services]\nquerry = \"s\"\n"));
     assert_eq!(e.line, 5, "{e}");
-    assert!(e.message.contains("querry") && e.message.contains("analytics"), "{e}");
+    assert!(
+        e.message.contains("querry") && e.message.contains("analytics"),
+        "{e}"
+    );
     let e = error(&format!("{base}[request_types]\ngett = \"s\"\n"));
-    assert!(e.message.contains("gett") && e.message.contains("lookup_in"), "{e}");
+    assert!(
+        e.message.contains("gett") && e.message.contains("lookup_in"),
+        "{e}"
+    );
 }
 
 #[test]
 fn a_missing_component_file_names_the_path_it_looked_for() {
     let e = error("default_policy = \"r\"\n[policies.r]\ncomponent = \"gone.wasm\"\n");
-    assert_eq!((e.line, e.field.as_str()), (3, "policies.r.component"), "{e}");
+    assert_eq!(
+        (e.line, e.field.as_str()),
+        (3, "policies.r.component"),
+        "{e}"
+    );
     assert!(e.message.contains("gone.wasm"), "{e}");
 }
 
@@ -176,15 +213,24 @@ fn a_policy_is_a_builtin_or_a_component_never_both_or_neither() {
     let e = error(
         "default_policy = \"r\"\n[policies.r]\nbuiltin = \"fail-fast\"\ncomponent = \"robots.wasm\"\n",
     );
-    assert_eq!((e.line, e.field.as_str()), (4, "policies.r.component"), "{e}");
+    assert_eq!(
+        (e.line, e.field.as_str()),
+        (4, "policies.r.component"),
+        "{e}"
+    );
     let e = error("default_policy = \"r\"\n[policies.r]\nfail_safe = \"no_retry\"\n");
     assert_eq!(e.field, "policies.r", "{e}");
-    assert!(e.message.contains("builtin") && e.message.contains("component"), "{e}");
+    assert!(
+        e.message.contains("builtin") && e.message.contains("component"),
+        "{e}"
+    );
 }
 
 #[test]
 fn builtins_take_no_parameters() {
-    let e = error("default_policy = \"s\"\n[policies.s]\nbuiltin = \"fail-fast\"\nparams = { a = 1 }\n");
+    let e = error(
+        "default_policy = \"s\"\n[policies.s]\nbuiltin = \"fail-fast\"\nparams = { a = 1 }\n",
+    );
     assert_eq!((e.line, e.field.as_str()), (4, "policies.s.params"), "{e}");
 }
 
@@ -199,7 +245,10 @@ fn relative_component_paths_resolve_against_policy_dir_then_the_config_directory
     )
     .unwrap();
     let expected: PathBuf = std::path::absolute(dir.path().join("p/robots.wasm")).unwrap();
-    assert_eq!(config.policies["r"].source, PolicySource::Component(expected));
+    assert_eq!(
+        config.policies["r"].source,
+        PolicySource::Component(expected)
+    );
 }
 
 #[test]

@@ -217,7 +217,12 @@ struct Errors<'a> {
 }
 
 impl Errors<'_> {
-    fn at(&self, span: Range<usize>, field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    fn at(
+        &self,
+        span: Range<usize>,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> ConfigError {
         let (line, column) = line_column(self.text, span.start);
         ConfigError {
             file: self.file.to_owned(),
@@ -343,7 +348,12 @@ impl RawConfig {
                 PolicyDefinition {
                     source,
                     params: params
-                        .map(|p| p.get_ref().iter().map(|(k, v)| (k.clone(), v.to_string())).collect())
+                        .map(|p| {
+                            p.get_ref()
+                                .iter()
+                                .map(|(k, v)| (k.clone(), v.to_string()))
+                                .collect()
+                        })
                         .unwrap_or_default(),
                     limits: raw.limits,
                     fail_safe: raw.fail_safe,
@@ -363,7 +373,10 @@ impl RawConfig {
         }
         let mut services = BTreeMap::new();
         for (service, policy) in &self.services {
-            services.insert(*service, known(policy, format!("services.{}", service.name()))?);
+            services.insert(
+                *service,
+                known(policy, format!("services.{}", service.name()))?,
+            );
         }
         let mut request_types = BTreeMap::new();
         for (ty, policy) in &self.request_types {

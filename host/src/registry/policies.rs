@@ -124,7 +124,13 @@ impl Slot {
         self.previous.store(Some(old));
         self.swaps.fetch_add(1, Ordering::Relaxed);
         *lock(&self.last_error) = None;
-        tracing::info!(policy = &*self.name, from = &*from, to = &*to, why, "policy version swapped");
+        tracing::info!(
+            policy = &*self.name,
+            from = &*from,
+            to = &*to,
+            why,
+            "policy version swapped"
+        );
         ReloadOutcome::Swapped { from, to }
     }
 
@@ -143,7 +149,10 @@ impl Slot {
             active: VersionStatus::of(&active),
             previous: self.previous.load_full().map(|v| VersionStatus::of(&v)),
             guard_exempt: active.guard() == Guard::Exempt,
-            failures: stats.as_ref().map(|s| s.failures.clone()).unwrap_or_default(),
+            failures: stats
+                .as_ref()
+                .map(|s| s.failures.clone())
+                .unwrap_or_default(),
             quarantined: stats.as_ref().is_some_and(|s| s.quarantined),
             quarantines: stats.as_ref().map_or(0, |s| s.quarantines),
             last_failure: stats.and_then(|s| s.last_failure),
@@ -166,10 +175,18 @@ struct Table {
 
 impl Table {
     fn slot(&self, name: &str) -> Result<&Arc<Slot>, RegistryError> {
-        self.slots.get(name).ok_or_else(|| RegistryError::UnknownPolicy {
-            name: name.to_owned(),
-            known: self.config.policies.keys().cloned().collect::<Vec<_>>().join(", "),
-        })
+        self.slots
+            .get(name)
+            .ok_or_else(|| RegistryError::UnknownPolicy {
+                name: name.to_owned(),
+                known: self
+                    .config
+                    .policies
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
     }
 
     /// The policy deciding for `request`: its own policy name, else its profile's dedicated
@@ -244,7 +261,10 @@ impl PolicyRegistry {
     }
 
     /// Loads every policy of `config` in `runtime`.
-    pub fn with_runtime(config: RegistryConfig, runtime: WasmRuntime) -> Result<Self, RegistryError> {
+    pub fn with_runtime(
+        config: RegistryConfig,
+        runtime: WasmRuntime,
+    ) -> Result<Self, RegistryError> {
         let cache = match &config.cache_dir {
             Some(dir) => Some(ArtifactCache::open(dir, runtime.engine())?),
             None => None,
@@ -401,7 +421,12 @@ impl PolicyRegistry {
     /// Starts a shadow trial for `name`: the component at `path`, built with the policy's
     /// parameters and limits, answers beside the active version on a `sample` share (0..=1)
     /// of its decisions. A trial already running is replaced.
-    pub fn shadow(&self, name: &str, path: &Path, sample: f64) -> Result<ShadowStatus, RegistryError> {
+    pub fn shadow(
+        &self,
+        name: &str,
+        path: &Path,
+        sample: f64,
+    ) -> Result<ShadowStatus, RegistryError> {
         let _writer = lock(&self.writer);
         let slot = self.slot(name)?;
         if matches!(slot.definition.source, PolicySource::Builtin(_)) {
@@ -421,8 +446,12 @@ impl PolicyRegistry {
         let shadow = Shadow::new(Arc::new(candidate), sample);
         let status = shadow.status();
         slot.shadow.store(Some(Arc::new(shadow)));
-        tracing::info!(policy = name, candidate_version = &*status.version, sample = status.sample,
-            "shadow trial started");
+        tracing::info!(
+            policy = name,
+            candidate_version = &*status.version,
+            sample = status.sample,
+            "shadow trial started"
+        );
         Ok(status)
     }
 
@@ -435,8 +464,12 @@ impl PolicyRegistry {
             .swap(None)
             .ok_or_else(|| RegistryError::NoShadow(name.to_owned()))?;
         let status = shadow.status();
-        tracing::info!(policy = name, compared = status.compared,
-            disagreements = status.disagreements, "shadow candidate promoted");
+        tracing::info!(
+            policy = name,
+            compared = status.compared,
+            disagreements = status.disagreements,
+            "shadow candidate promoted"
+        );
         Ok(slot.install(Arc::clone(shadow.candidate()), "promote"))
     }
 
@@ -449,8 +482,12 @@ impl PolicyRegistry {
             .swap(None)
             .ok_or_else(|| RegistryError::NoShadow(name.to_owned()))?;
         let status = shadow.status();
-        tracing::info!(policy = name, compared = status.compared,
-            disagreements = status.disagreements, "shadow trial abandoned");
+        tracing::info!(
+            policy = name,
+            compared = status.compared,
+            disagreements = status.disagreements,
+            "shadow trial abandoned"
+        );
         Ok(status)
     }
 
@@ -556,8 +593,7 @@ fn build_table(
             other => {
                 let known = other.map(|s| s.versions()).unwrap_or_default();
                 let known: Vec<&PolicyVersion> = known.iter().map(|v| &**v).collect();
-                let version =
-                    PolicyVersion::build(name, definition, ctx, &known)?;
+                let version = PolicyVersion::build(name, definition, ctx, &known)?;
                 tracing::info!(policy = &**name, version = version.version(),
                     source = %version.source(), load_ms = version.load_time().as_millis() as u64,
                     origin = ?version.origin(), "policy loaded");
@@ -574,7 +610,11 @@ fn build_table(
             .iter()
             .map(|(p, policy)| (p.clone(), policy.as_ref().map(by_name)))
             .collect(),
-        services: config.services.iter().map(|(s, p)| (*s, by_name(p))).collect(),
+        services: config
+            .services
+            .iter()
+            .map(|(s, p)| (*s, by_name(p)))
+            .collect(),
         request_types: config
             .request_types
             .iter()
@@ -586,5 +626,8 @@ fn build_table(
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

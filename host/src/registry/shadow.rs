@@ -44,7 +44,11 @@ impl Shadow {
     pub fn new(candidate: Arc<PolicyVersion>, sample: f64) -> Self {
         Shadow {
             candidate,
-            sample: if sample.is_nan() { 0.0 } else { sample.clamp(0.0, 1.0) },
+            sample: if sample.is_nan() {
+                0.0
+            } else {
+                sample.clamp(0.0, 1.0)
+            },
             compared: AtomicU64::new(0),
             disagreements: AtomicU64::new(0),
         }
@@ -77,7 +81,14 @@ impl Shadow {
         self.sample >= 1.0 || (self.sample > 0.0 && fastrand::f64() < self.sample)
     }
 
-    fn compare(&self, active: &PolicyVersion, request: &Request, reason: &RetryReason, used: RetryAction, shadow: RetryAction) {
+    fn compare(
+        &self,
+        active: &PolicyVersion,
+        request: &Request,
+        reason: &RetryReason,
+        used: RetryAction,
+        shadow: RetryAction,
+    ) {
         self.compared.fetch_add(1, Ordering::Relaxed);
         if used != shadow {
             self.disagreements.fetch_add(1, Ordering::Relaxed);
@@ -111,15 +122,25 @@ impl RetryStrategy for Shadowed<'_> {
         self.active.strategy().name()
     }
 
-    fn retry_after<'a>(&'a self, request: &'a Request, reason: &'a RetryReason) -> StrategyFuture<'a> {
+    fn retry_after<'a>(
+        &'a self,
+        request: &'a Request,
+        reason: &'a RetryReason,
+    ) -> StrategyFuture<'a> {
         let active = self.active.strategy().retry_after(request, reason);
         if !self.shadow.sampled() {
             return active;
         }
         StrategyFuture::pending(async move {
             let used = active.await;
-            let shadow = self.shadow.candidate.strategy().retry_after(request, reason).await;
-            self.shadow.compare(self.active, request, reason, used, shadow);
+            let shadow = self
+                .shadow
+                .candidate
+                .strategy()
+                .retry_after(request, reason)
+                .await;
+            self.shadow
+                .compare(self.active, request, reason, used, shadow);
             used
         })
     }

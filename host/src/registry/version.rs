@@ -15,7 +15,9 @@ use crate::cassandra_types::ConsistencyLevel;
 use crate::orchestrator::Guard;
 use crate::reason::{reasons, ReadTimeout, RetryReason};
 use crate::request::{Request, RequestType};
-use crate::strategy::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy};
+use crate::strategy::cassandra::{
+    Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
+};
 use crate::strategy::{BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy};
 use crate::wasm::{
     ArtifactCache, CodeOrigin, LoadError, PolicyComponent, WasmRuntime, WasmStrategy,
@@ -103,7 +105,10 @@ impl PolicyVersion {
     }
     /// A short version label: the first 12 hex digits of the hash, or the built-in's name.
     pub fn version(&self) -> &str {
-        self.hash.get(..12).filter(|_| self.wasm.is_some()).unwrap_or(&self.hash)
+        self.hash
+            .get(..12)
+            .filter(|_| self.wasm.is_some())
+            .unwrap_or(&self.hash)
     }
     /// Where it was loaded from.
     pub fn source(&self) -> &PolicySource {
@@ -166,7 +171,9 @@ impl PolicyVersion {
 
     fn builtin(name: &str, builtin: Builtin, definition: &PolicyDefinition) -> PolicyVersion {
         let strategy: Arc<dyn RetryStrategy> = match builtin {
-            Builtin::BestEffort => Arc::new(BestEffort::<crate::backoff::ExponentialBackoff>::default()),
+            Builtin::BestEffort => {
+                Arc::new(BestEffort::<crate::backoff::ExponentialBackoff>::default())
+            }
             Builtin::FailFast => Arc::new(FailFast),
             Builtin::FastFailOnTerminalError => {
                 Arc::new(FastFailOnTerminalError::<crate::backoff::ExponentialBackoff>::default())
@@ -226,7 +233,11 @@ impl PolicyVersion {
             quarantine: definition.quarantine,
             params: definition.params.clone(),
         };
-        let wasm = Arc::new(WasmStrategy::new(component, config, Arc::clone(ctx.budgets))?);
+        let wasm = Arc::new(WasmStrategy::new(
+            component,
+            config,
+            Arc::clone(ctx.budgets),
+        )?);
         smoke(name, &wasm)?;
         Ok(PolicyVersion {
             name: name.to_owned(),
@@ -272,9 +283,15 @@ fn smoke(name: &str, strategy: &WasmStrategy) -> Result<(), BuildError> {
         data_present: false,
     });
     let inputs = [
-        (request(RequestType::Get), reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
+        (
+            request(RequestType::Get),
+            reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
+        ),
         (request(RequestType::Upsert), reasons::KV_TEMPORARY_FAILURE),
-        (request(RequestType::Query).readonly(true), reasons::QUERY_INDEX_NOT_FOUND),
+        (
+            request(RequestType::Query).readonly(true),
+            reasons::QUERY_INDEX_NOT_FOUND,
+        ),
         (request(RequestType::Cql).idempotent(true), read_timeout),
     ];
     for (request, reason) in &inputs {

@@ -17,7 +17,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_mini::{new_debouncer_opt, Config, DebounceEventResult, DebouncedEventKind, Debouncer};
+use notify_debouncer_mini::{
+    new_debouncer_opt, Config, DebounceEventResult, DebouncedEventKind, Debouncer,
+};
 
 use super::policies::PolicyRegistry;
 
@@ -91,7 +93,10 @@ impl PolicyRegistry {
             .name("rebound-reload".into())
             .spawn(move || reload_loop(&registry, debouncer, watched, rx))
             .map_err(|e| WatchError(e.to_string()))?;
-        tracing::info!(debounce_ms = debounce.as_millis() as u64, "watching policy files");
+        tracing::info!(
+            debounce_ms = debounce.as_millis() as u64,
+            "watching policy files"
+        );
         Ok(RegistryWatcher {
             stop: tx,
             thread: Some(thread),

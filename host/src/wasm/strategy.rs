@@ -247,7 +247,11 @@ impl WasmStrategy {
 
     /// Calls the policy once, outside the fail-safe and the health counters: the failure, if
     /// any, is returned (kind and detail). The registry smoke-tests a version with it.
-    pub(crate) fn call(&self, request: &Request, reason: &RetryReason) -> Result<RetryAction, CallFailure> {
+    pub(crate) fn call(
+        &self,
+        request: &Request,
+        reason: &RetryReason,
+    ) -> Result<RetryAction, CallFailure> {
         let warm = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut warm = match warm {
             Some(warm) => warm,

@@ -1,0 +1,552 @@
+//! The policy registry (issue 4): resolving a request to its policy (reference 003 "Using
+//! multiple policies", reference 002 global and per-request strategies), atomic versions,
+//! reload with validation and smoke calls, rollback, shadow trials, configuration changes,
+//! status, and the compiled-artifact cache.
+
+mod registry_support;
+
+use std::sync::Arc;
+
+use rebound::registry::{PolicyRegistry, RegistryError, ReloadOutcome};
+use rebound::strategy::SyncStrategy;
+use rebound::wasm::{ArtifactCache, CacheError, CodeOrigin};
+use rebound::{
+    reasons, BestEffort, CancelReason, Decision, FailFast, Orchestrator, ReasonKind, RequestType,
+    RetryError, RetryReason,
+};
+use registry_support::{active_hash, decide, guest_hash, request, runtime, Workspace};
+
+/// Three policies (two built-ins, one component), two profiles, two routes.
+fn routed() -> (Workspace, PolicyRegistry) {
+    let ws = Workspace::new();
+    ws.install("robots.wasm", "no_retry_for_robots");
+    ws.config(
+        r#"
+default_policy = "standard"
+[policies.standard]
+builtin = "best-effort"
+[policies.strict]
+builtin = "fail-fast"
+[policies.robots]
+component = "robots.wasm"
+[profiles.custom-retries]
+policy = "strict"
+[profiles.slow]
+[services]
+query = "strict"
+[request_types]
+get = "robots"
+"#,
+    );
+    let registry = ws.registry();
+    (ws, registry)
+}
+
+fn decided_by(registry: &PolicyRegistry, request: rebound::Request) -> String {
+    let decided = decide(registry, request, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT);
+    decided
+        .version
+        .expect("a registry policy decided")
+        .name()
+        .to_owned()
+}
+
+#[test]
+fn reference_003_each_request_uses_its_profiles_policy_or_the_default() {
+    let (_ws, registry) = routed();
+    // "If it doesn't declare any profile ... the default profile's policy is used."
+    assert_eq!(
+        decided_by(&registry, request(RequestType::Upsert)),
+        "standard"
+    );
+    // "The custom-retries profile uses a dedicated policy."
+    assert_eq!(
+        decided_by(
+            &registry,
+            request(RequestType::Upsert).profile("custom-retries")
+        ),
+        "strict"
+    );
+    // "The slow profile inherits the default profile's" policy.
+    assert_eq!(
+        decided_by(&registry, request(RequestType::Upsert).profile("slow")),
+        "standard"
+    );
+}
+
+#[test]
+fn routes_by_request_type_then_service_apply_below_a_dedicated_profile() {
+    let (_ws, registry) = routed();
+    assert_eq!(decided_by(&registry, request(RequestType::Get)), "robots");
+    assert_eq!(decided_by(&registry, request(RequestType::Query)), "strict");
+    // A profile without a dedicated policy leaves the routes in force.
+    assert_eq!(
+        decided_by(&registry, request(RequestType::Get).profile("slow")),
+        "robots"
+    );
+    // A dedicated profile policy is more specific than the routes.
+    assert_eq!(
+        decided_by(
+            &registry,
+            request(RequestType::Get).profile("custom-retries")
+        ),
+        "strict"
+    );
+}
+
+#[test]
+fn reference_002_a_per_request_policy_overrides_the_global_one() {
+    let (_ws, registry) = routed();
+    assert_eq!(
+        decided_by(
+            &registry,
+            request(RequestType::Get)
+                .profile("custom-retries")
+                .policy("standard")
+        ),
+        "standard"
+    );
+    // A strategy object on the request decides too; no registry version is involved.
+    let mut req = request(RequestType::Get).with_strategy(Arc::new(FailFast));
+    let decided = futures::executor::block_on(
+        registry.maybe_retry(&mut req, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
+    )
+    .unwrap();
+    assert!(decided.version.is_none());
+    assert!(matches!(decided.decision, Decision::Fail(_)));
+}
+
+#[test]
+fn unknown_policy_and_profile_names_are_errors_listing_the_known_ones() {
+    let (_ws, registry) = routed();
+    let mut req = request(RequestType::Get).policy("nope");
+    let e =
+        futures::executor::block_on(registry.maybe_retry(&mut req, &reasons::UNKNOWN)).unwrap_err();
+    assert!(matches!(e, RegistryError::UnknownPolicy { .. }));
+    assert!(e.to_string().contains("robots, standard, strict"), "{e}");
+    let mut req = request(RequestType::Get).profile("fast");
+    let e =
+        futures::executor::block_on(registry.maybe_retry(&mut req, &reasons::UNKNOWN)).unwrap_err();
+    assert!(e.to_string().contains("no profile named `fast`"), "{e}");
+}
+
+fn single(ws: &Workspace, guest: &str, extra: &str) -> PolicyRegistry {
+    ws.install("policy.wasm", guest);
+    ws.config(&format!(
+        "default_policy = \"p\"\n[policies.p]\ncomponent = \"policy.wasm\"\n{extra}"
+    ));
+    ws.registry()
+}
+
+fn is_retry(decision: &Decision) -> bool {
+    matches!(decision, Decision::Retry(_))
+}
+
+#[test]
+fn reload_swaps_in_the_new_content_and_keeps_the_old_version_for_rollback() {
+    let ws = Workspace::new();
+    let registry = single(&ws, "best_effort", "");
+    let best = guest_hash("best_effort");
+    let fail = guest_hash("fail_fast");
+    assert_eq!(active_hash(&registry, "p"), best);
+    let get = || request(RequestType::Get);
+    let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
+    assert!(is_retry(&decide(&registry, get(), &reason).decision));
+
+    assert!(matches!(
+        registry.reload("p").unwrap(),
+        ReloadOutcome::Unchanged { .. }
+    ));
+    ws.install("policy.wasm", "fail_fast");
+    let swapped = registry.reload("p").unwrap();
+    assert_eq!(
+        swapped,
+        ReloadOutcome::Swapped {
+            from: best[..12].into(),
+            to: fail[..12].into()
+        }
+    );
+    let decided = decide(&registry, get(), &reason);
+    assert_eq!(decided.version.unwrap().hash(), fail);
+    assert!(matches!(decided.decision, Decision::Fail(_)));
+
+    let status = registry.policy_status("p").unwrap();
+    assert_eq!(status.active.hash, fail);
+    assert_eq!(status.previous.as_ref().unwrap().hash, best);
+    assert_eq!(status.swaps, 1);
+
+    registry.rollback("p").unwrap();
+    assert_eq!(active_hash(&registry, "p"), best);
+    assert!(is_retry(&decide(&registry, get(), &reason).decision));
+    // A second rollback undoes the first.
+    registry.rollback("p").unwrap();
+    assert_eq!(active_hash(&registry, "p"), fail);
+}
+
+#[test]
+fn a_bad_file_leaves_the_active_version_serving_and_reports_the_error() {
+    let ws = Workspace::new();
+    let registry = single(&ws, "best_effort", "");
+    let best = guest_hash("best_effort");
+    std::fs::write(ws.path("policy.wasm"), b"\0asm garbage").unwrap();
+    let e = registry.reload("p").unwrap_err();
+    assert!(
+        e.to_string().contains("not a valid WebAssembly component"),
+        "{e}"
+    );
+    assert_eq!(active_hash(&registry, "p"), best);
+    let status = registry.policy_status("p").unwrap();
+    assert!(
+        status.last_error.as_deref().unwrap().contains("policy `p`"),
+        "{status:?}"
+    );
+    assert!(is_retry(
+        &decide(
+            &registry,
+            request(RequestType::Get),
+            &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT
+        )
+        .decision
+    ));
+    // A missing file is an error too, not a swap.
+    std::fs::remove_file(ws.path("policy.wasm")).unwrap();
+    assert!(matches!(registry.reload("p"), Err(RegistryError::Build(_))));
+    assert_eq!(active_hash(&registry, "p"), best);
+    // The next good file clears the error.
+    ws.install("policy.wasm", "fail_fast");
+    registry.reload("p").unwrap();
+    assert_eq!(registry.policy_status("p").unwrap().last_error, None);
+}
+
+#[test]
+fn a_version_that_fails_its_smoke_calls_is_never_swapped_in() {
+    let ws = Workspace::new();
+    // best-effort ignores the parameter; the adversary panics on every call with it.
+    let registry = single(&ws, "best_effort", "params = { always_panic = \"yes\" }\n");
+    ws.install("policy.wasm", "adversary");
+    let e = registry.reload("p").unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("smoke call") && text.contains("panic"),
+        "{text}"
+    );
+    assert_eq!(active_hash(&registry, "p"), guest_hash("best_effort"));
+}
+
+#[test]
+fn a_version_that_rejects_its_parameters_is_never_swapped_in() {
+    let ws = Workspace::new();
+    let registry = single(&ws, "best_effort", "params = { reject = \"yes\" }\n");
+    ws.install("policy.wasm", "adversary");
+    let e = registry.reload("p").unwrap_err();
+    assert!(e.to_string().contains("failed to configure"), "{e}");
+    assert_eq!(active_hash(&registry, "p"), guest_hash("best_effort"));
+}
+
+#[test]
+fn builtins_have_nothing_to_reload_and_rollback_needs_a_previous_version() {
+    let (_ws, registry) = routed();
+    assert!(matches!(
+        registry.reload("standard"),
+        Err(RegistryError::Builtin(_))
+    ));
+    assert!(matches!(
+        registry.rollback("robots"),
+        Err(RegistryError::NoPrevious(_))
+    ));
+    assert!(matches!(
+        registry.promote("robots"),
+        Err(RegistryError::NoShadow(_))
+    ));
+}
+
+/// Reference 001 "Retry Safety": the registry keeps the safety guard; only a policy the
+/// configuration exempts may retry a non-idempotent request after it was in flight.
+#[test]
+fn reference_001_the_guard_refuses_unsafe_retries_unless_the_policy_is_exempt() {
+    let upsert = || request(RequestType::Upsert);
+    let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
+
+    let ws = Workspace::new();
+    let guarded = single(&ws, "adversary", ""); // answers "retry after 7 ms" to everything
+    match decide(&guarded, upsert(), &reason).decision {
+        Decision::Fail(RetryError::RequestCanceled {
+            reason: CancelReason::UnsafeRetryRefused(_),
+            ..
+        }) => {}
+        other => panic!("the guard must refuse: {other:?}"),
+    }
+    let ws = Workspace::new();
+    let exempt = single(&ws, "adversary", "guard_exempt = true\n");
+    assert!(is_retry(&decide(&exempt, upsert(), &reason).decision));
+    assert!(exempt.policy_status("p").unwrap().guard_exempt);
+    // Never-retried reasons stay refused even for an exempt policy.
+    match decide(&exempt, request(RequestType::Get), &reasons::UNKNOWN).decision {
+        Decision::Fail(RetryError::RequestCanceled {
+            reason: CancelReason::NeverRetried(_),
+            ..
+        }) => {}
+        other => panic!("UNKNOWN is never retried: {other:?}"),
+    }
+}
+
+/// Every (request type, reason) pair whose reason asks the strategy, with the active
+/// (best-effort) and candidate (fail-fast) answers computed by the native twins.
+fn shadow_grid() -> Vec<(RequestType, RetryReason, bool)> {
+    let mut grid = Vec::new();
+    for &ty in RequestType::ALL {
+        for &kind in ReasonKind::ALL {
+            let Some(reason) = RetryReason::simple(kind) else {
+                continue;
+            };
+            if reason.always_retry() {
+                continue; // decided by the controlled backoff: no strategy is asked
+            }
+            let req = request(ty);
+            let active =
+                BestEffort::<rebound::backoff::ExponentialBackoff>::default().decide(&req, &reason);
+            let candidate = FailFast.decide(&req, &reason);
+            grid.push((ty, reason, active != candidate));
+        }
+    }
+    grid
+}
+
+/// A decision's kind and error name (delays and timings aside).
+fn outcome(decision: &Decision) -> (&'static str, &'static str) {
+    match decision {
+        Decision::Retry(_) => ("retry", ""),
+        Decision::Timeout { error, .. } => ("timeout", error.name()),
+        Decision::Fail(error) => ("fail", error.name()),
+        Decision::Ignore => ("ignore", ""),
+        Decision::AlreadyDone => ("done", ""),
+    }
+}
+
+#[test]
+fn shadow_disagreements_are_counted_exactly_and_the_candidate_never_decides() {
+    let ws = Workspace::new();
+    let registry = single(&ws, "best_effort", "");
+    let candidate = ws.install("candidate.wasm", "fail_fast");
+    registry.shadow("p", &candidate, 1.0).unwrap();
+    let grid = shadow_grid();
+    let expected = grid.iter().filter(|(_, _, differ)| *differ).count() as u64;
+    assert!(expected > 0 && expected < grid.len() as u64);
+    // What the active version alone decides: the same policy natively, no shadow.
+    let native = Orchestrator::default();
+    for (ty, reason, _) in &grid {
+        let decided = decide(&registry, request(*ty), reason);
+        assert_eq!(decided.version.unwrap().hash(), guest_hash("best_effort"));
+        let alone = futures::executor::block_on(native.maybe_retry(&mut request(*ty), reason));
+        assert_eq!(
+            outcome(&decided.decision),
+            outcome(&alone),
+            "{ty} after {reason}"
+        );
+    }
+    let shadow = registry.policy_status("p").unwrap().shadow.unwrap();
+    assert_eq!(shadow.compared, grid.len() as u64);
+    assert_eq!(shadow.disagreements, expected);
+    assert!((shadow.disagreement_rate - expected as f64 / grid.len() as f64).abs() < 1e-12);
+
+    // Always-retry reasons never reach a strategy, so they are not compared.
+    decide(
+        &registry,
+        request(RequestType::Get),
+        &reasons::KV_NOT_MY_VBUCKET,
+    );
+    assert_eq!(
+        registry
+            .policy_status("p")
+            .unwrap()
+            .shadow
+            .unwrap()
+            .compared,
+        grid.len() as u64
+    );
+
+    // Promotion makes the candidate active and keeps the old version for rollback.
+    registry.promote("p").unwrap();
+    let status = registry.policy_status("p").unwrap();
+    assert_eq!(status.active.hash, guest_hash("fail_fast"));
+    assert_eq!(status.previous.unwrap().hash, guest_hash("best_effort"));
+    assert!(status.shadow.is_none());
+}
+
+#[test]
+fn an_abandoned_or_unsampled_shadow_changes_nothing() {
+    let ws = Workspace::new();
+    let registry = single(&ws, "best_effort", "");
+    let candidate = ws.install("candidate.wasm", "fail_fast");
+    registry.shadow("p", &candidate, 0.0).unwrap();
+    for _ in 0..20 {
+        decide(
+            &registry,
+            request(RequestType::Get),
+            &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
+        );
+    }
+    assert_eq!(
+        registry
+            .policy_status("p")
+            .unwrap()
+            .shadow
+            .unwrap()
+            .compared,
+        0
+    );
+    let ended = registry.abandon("p").unwrap();
+    assert_eq!(ended.hash, guest_hash("fail_fast"));
+    let status = registry.policy_status("p").unwrap();
+    assert!(status.shadow.is_none() && status.previous.is_none());
+    assert_eq!(status.active.hash, guest_hash("best_effort"));
+    assert_eq!(status.active.decisions, 20);
+}
+
+#[test]
+fn a_new_configuration_keeps_unchanged_policies_and_a_bad_one_keeps_the_running_one() {
+    let (ws, registry) = routed();
+    for _ in 0..3 {
+        decide(&registry, request(RequestType::Get), &reasons::UNKNOWN);
+    }
+    let robots_before = registry.active("robots").unwrap();
+    ws.config(
+        r#"
+default_policy = "strict"
+[policies.strict]
+builtin = "fail-fast"
+[policies.robots]
+component = "robots.wasm"
+"#,
+    );
+    registry.reload_config().unwrap();
+    assert_eq!(registry.config().default_policy, "strict");
+    let robots_after = registry.active("robots").unwrap();
+    assert!(
+        Arc::ptr_eq(&robots_before, &robots_after),
+        "unchanged policy kept its version"
+    );
+    assert_eq!(robots_after.decisions(), 3);
+    assert!(
+        registry.active("standard").is_err(),
+        "removed policy is gone"
+    );
+
+    // A configuration that does not parse, then one whose policy cannot load: both refused.
+    ws.config("default_policy = \n");
+    assert!(matches!(
+        registry.reload_config(),
+        Err(RegistryError::Config(_))
+    ));
+    let error = registry.status().config_error.unwrap();
+    assert!(error.contains("rebound.toml:1:"), "{error}");
+    ws.install("broken.wasm", "wrong_world");
+    ws.config("default_policy = \"b\"\n[policies.b]\ncomponent = \"broken.wasm\"\n");
+    assert!(matches!(
+        registry.reload_config(),
+        Err(RegistryError::Build(_))
+    ));
+    assert_eq!(registry.config().default_policy, "strict");
+    assert_eq!(
+        decided_by(&registry, request(RequestType::Upsert)),
+        "strict"
+    );
+}
+
+#[test]
+fn the_cache_serves_a_compiled_component_and_discards_corrupt_or_foreign_entries() {
+    let ws = Workspace::new();
+    ws.install("policy.wasm", "best_effort");
+    let cache_dir = ws.path("cache");
+    ws.config("default_policy = \"p\"\ncache_dir = \"cache\"\n[policies.p]\ncomponent = \"policy.wasm\"\n");
+    let origin = |registry: &PolicyRegistry| registry.active("p").unwrap().origin().unwrap();
+
+    let first = ws.registry();
+    assert_eq!(origin(&first), CodeOrigin::Compiled);
+    assert_eq!(first.status().cache.unwrap().writes, 1);
+    let second = ws.registry();
+    assert_eq!(origin(&second), CodeOrigin::Cached);
+    assert_eq!(second.status().cache.unwrap().hits, 1);
+    assert!(is_retry(
+        &decide(
+            &second,
+            request(RequestType::Get),
+            &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT
+        )
+        .decision
+    ));
+
+    let entry = std::fs::read_dir(&cache_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .expect("a cache entry");
+    // Corrupt: one flipped byte in the payload.
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&entry, &bytes).unwrap();
+    let third = ws.registry();
+    assert_eq!(origin(&third), CodeOrigin::Compiled);
+    assert_eq!(third.status().cache.unwrap().discarded, 1);
+    assert_eq!(
+        ws.registry().status().cache.unwrap().hits,
+        1,
+        "rewritten entry is used again"
+    );
+
+    // Foreign: a well-formed entry whose payload wasmtime did not produce.
+    let payload = b"not a wasmtime artifact";
+    let mut foreign = b"rebound-artifact-v1\n".to_vec();
+    foreign.extend_from_slice(&<sha2::Sha256 as sha2::Digest>::digest(payload));
+    foreign.extend_from_slice(payload);
+    std::fs::write(&entry, foreign).unwrap();
+    let fourth = ws.registry();
+    assert_eq!(origin(&fourth), CodeOrigin::Compiled);
+    assert_eq!(fourth.status().cache.unwrap().discarded, 1);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_cache_directory_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = ArtifactCache::open(dir.path(), runtime().engine()).unwrap_err();
+    assert!(matches!(e, CacheError::Unsafe { .. }));
+    assert!(e.to_string().contains("777"), "{e}");
+}
+
+#[test]
+fn status_reports_version_hash_load_time_decisions_and_failures() {
+    let ws = Workspace::new();
+    let registry = single(
+        &ws,
+        "adversary",
+        "fail_safe = \"best_effort\"\nquarantine = { after_failures = 2, cooldown_ms = 60000 }\n",
+    );
+    let panicking = || request(RequestType::Get).context("panic", "boom");
+    for _ in 0..3 {
+        decide(
+            &registry,
+            panicking(),
+            &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
+        );
+    }
+    let status = registry.status();
+    assert_eq!(status.default_policy, "p");
+    let p = &status.policies[0];
+    assert_eq!(p.name, "p");
+    assert_eq!(p.active.hash, guest_hash("adversary"));
+    assert_eq!(p.active.version, guest_hash("adversary")[..12]);
+    assert!(p.active.source.ends_with("policy.wasm"));
+    assert!(p.active.loaded_at_unix_ms > 0 && p.active.load_time_us > 0);
+    assert_eq!(p.active.decisions, 3);
+    assert_eq!(p.failures.get("panic"), Some(&2));
+    assert_eq!(p.failures.get("quarantined"), Some(&1));
+    assert!(p.quarantined);
+    assert!(p.last_failure.as_deref().unwrap().contains("boom"));
+    // The status serialises for the binary's API.
+    let json = serde_json::to_value(&status).unwrap();
+    assert_eq!(json["policies"][0]["active"]["decisions"], 3);
+}

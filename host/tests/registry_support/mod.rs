@@ -1,0 +1,94 @@
+//! Helpers for the registry tests: a scratch directory holding copies of built guests and a
+//! configuration file, and deciding synchronously through a registry.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rebound::registry::{Decided, PolicyRegistry, RegistryConfig};
+use rebound::{Request, RequestType, RetryReason};
+use sha2::{Digest, Sha256};
+
+#[path = "../wasm_support/mod.rs"]
+mod wasm_support;
+pub use wasm_support::{guest, runtime};
+
+/// A scratch directory for policy files and a configuration.
+pub struct Workspace {
+    pub dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    pub fn new() -> Self {
+        Workspace {
+            dir: tempfile::tempdir().expect("temporary directory"),
+        }
+    }
+
+    /// The path of `file` in the workspace.
+    pub fn path(&self, file: &str) -> PathBuf {
+        std::path::absolute(self.dir.path().join(file)).unwrap()
+    }
+
+    /// Copies guest `name` to `file`.
+    pub fn install(&self, file: &str, name: &str) -> PathBuf {
+        let path = self.path(file);
+        std::fs::copy(guest(name), &path).expect("copy guest");
+        path
+    }
+
+    /// Writes the configuration file `rebound.toml`.
+    pub fn config(&self, text: &str) -> PathBuf {
+        let path = self.path("rebound.toml");
+        std::fs::write(&path, text).expect("write config");
+        path
+    }
+
+    /// The configuration file, read and validated.
+    pub fn load_config(&self) -> RegistryConfig {
+        RegistryConfig::load(&self.path("rebound.toml")).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A registry for the configuration file, in the shared runtime.
+    pub fn registry(&self) -> PolicyRegistry {
+        PolicyRegistry::with_runtime(self.load_config(), runtime().clone())
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+/// The sha256 (hex) of guest `name`: the hash a version loaded from it reports.
+pub fn guest_hash(name: &str) -> String {
+    let bytes = std::fs::read(guest(name)).unwrap();
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A fresh request of `ty` with a 2.5 s timeout.
+pub fn request(ty: RequestType) -> Request {
+    Request::new(1, ty, Duration::from_millis(2500)).unwrap()
+}
+
+/// Decides through the registry, synchronously.
+pub fn decide(registry: &PolicyRegistry, mut request: Request, reason: &RetryReason) -> Decided {
+    futures::executor::block_on(registry.maybe_retry(&mut request, reason))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Waits until `check` holds, polling; panics after `limit` naming `what`.
+pub fn wait_for(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !check() {
+        assert!(
+            started.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The active version's hash of policy `name`.
+pub fn active_hash(registry: &PolicyRegistry, name: &str) -> String {
+    registry.active(name).unwrap().hash().to_owned()
+}
