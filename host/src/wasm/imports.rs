@@ -9,6 +9,7 @@ use wasmtime::ResourceLimiter;
 
 use super::bindings::rebound::policy::host::{self, LogLevel};
 use super::bindings::{self as b, wit};
+use super::deadline::DeadlineGrace;
 use crate::backoff::{controlled_backoff, lenient_exponential_ms};
 use crate::budget::RetryBudgets;
 use crate::errormap::RetrySpec;
@@ -45,6 +46,7 @@ pub(crate) struct CallState {
     pub client_context: Arc<BTreeMap<String, String>>,
     pub error_map_spec: Option<RetrySpec>,
     pub memory_cap: usize,
+    pub deadline: DeadlineGrace,
 }
 
 impl CallState {
@@ -55,6 +57,7 @@ impl CallState {
             client_context: Arc::default(),
             error_map_spec: None,
             memory_cap,
+            deadline: DeadlineGrace::default(),
         }
     }
 }

@@ -15,6 +15,7 @@
 mod bindings;
 mod cache;
 mod component;
+mod deadline;
 mod imports;
 mod runtime;
 mod strategy;

@@ -211,6 +211,7 @@ impl WasmStrategy {
             .map_err(|e| (PolicyFailureKind::Trap, format!("{e:#}")))?;
         let ticks = limits.deadline_ms.div_ceil(EPOCH_TICK.as_millis() as u64) + 1;
         store.set_epoch_deadline(ticks);
+        store.data_mut().deadline.reset();
         Ok(())
     }
 
@@ -219,6 +220,7 @@ impl WasmStrategy {
         let state = CallState::new(self.label.clone(), Arc::clone(&self.budgets), memory_cap);
         let mut store = Store::new(self.component.runtime().engine(), state);
         store.limiter(|state| state);
+        store.epoch_deadline_callback(|mut store| Ok(store.data_mut().deadline.on_deadline()));
         self.arm(&mut store)?;
         let policy = self
             .component
