@@ -92,3 +92,8 @@ pub use strategy::{BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy,
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// The registry guide's Rust snippets, compiled as doctests.
+#[cfg(all(doctest, feature = "registry"))]
+#[doc = include_str!("../../docs/registry.md")]
+struct RegistryGuideDoctests;

@@ -16,6 +16,7 @@ use rebound::registry::{PolicyRegistry, RegistryWatcher};
 use rebound::{reasons, CancelReason, Decision, RequestType, RetryError};
 use registry_support::{active_hash, decide, guest, guest_hash, request, wait_for, Workspace};
 
+/// The configuration's default debounce time.
 const DEBOUNCE: Duration = Duration::from_millis(20);
 const SWAP_LIMIT: Duration = Duration::from_secs(20);
 
@@ -97,7 +98,10 @@ fn watched() -> (Workspace, Arc<PolicyRegistry>, RegistryWatcher) {
     ws.install("policy.wasm", "best_effort");
     ws.config("default_policy = \"p\"\n[policies.p]\ncomponent = \"policy.wasm\"\n");
     let registry = Arc::new(ws.registry());
-    let watcher = registry.watch(DEBOUNCE).expect("watcher");
+    let watcher = registry
+        .watch()
+        .expect("watcher")
+        .expect("watching enabled");
     (ws, registry, watcher)
 }
 

@@ -550,3 +550,42 @@ fn status_reports_version_hash_load_time_decisions_and_failures() {
     let json = serde_json::to_value(&status).unwrap();
     assert_eq!(json["policies"][0]["active"]["decisions"], 3);
 }
+
+#[test]
+fn the_example_configuration_loads_every_policy() {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/rebound.toml");
+    let config = rebound::registry::RegistryConfig::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    // Keep the test's cache out of the source tree.
+    let config = rebound::registry::RegistryConfig {
+        cache_dir: Some(dir.path().join("cache")),
+        ..config
+    };
+    let registry =
+        PolicyRegistry::with_runtime(config, runtime().clone()).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<String> = registry
+        .status()
+        .policies
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(
+        names,
+        ["budgeted", "cassandra", "robots", "standard", "strict"]
+    );
+    assert_eq!(
+        decided_by(&registry, request(RequestType::Upsert)),
+        "budgeted"
+    );
+    assert_eq!(
+        decided_by(&registry, request(RequestType::Cql)),
+        "cassandra"
+    );
+    assert_eq!(
+        decided_by(
+            &registry,
+            request(RequestType::Get).profile("custom-retries")
+        ),
+        "robots"
+    );
+}

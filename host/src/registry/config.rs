@@ -13,7 +13,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::request::{RequestType, Service};
-use crate::wasm::{FailSafe, QuarantineConfig, SandboxLimits};
+use crate::wasm::{FailSafe, Optimization, QuarantineConfig, SandboxLimits};
 
 /// A built-in native strategy a policy may name instead of a component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -76,6 +76,8 @@ struct RawConfig {
     cache_dir: Option<PathBuf>,
     #[serde(default)]
     watch: WatchConfig,
+    #[serde(default)]
+    engine: EngineConfig,
     policies: BTreeMap<String, Spanned<RawPolicy>>,
     #[serde(default)]
     profiles: BTreeMap<String, RawProfile>,
@@ -130,6 +132,17 @@ impl Default for WatchConfig {
     }
 }
 
+/// The WebAssembly engine, fixed when the registry starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineConfig {
+    /// How Cranelift optimises policy code.
+    pub optimization: Optimization,
+    /// Linear memory each instance may reach at most; unset: the largest `limits.memory_bytes`
+    /// of the policies at start (at least the default 64 MiB).
+    pub max_memory_bytes: Option<u64>,
+}
+
 /// Where a policy comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PolicySource {
@@ -177,6 +190,8 @@ pub struct RegistryConfig {
     pub cache_dir: Option<PathBuf>,
     /// File watching.
     pub watch: WatchConfig,
+    /// The engine (read at start only).
+    pub engine: EngineConfig,
     /// The policies by name.
     pub policies: BTreeMap<String, PolicyDefinition>,
     /// Profiles: name to a dedicated policy, or `None` to inherit the default.
@@ -387,6 +402,7 @@ impl RawConfig {
             default_policy,
             cache_dir: self.cache_dir.map(|dir| base.join(dir)),
             watch: self.watch,
+            engine: self.engine,
             policies,
             profiles,
             services,

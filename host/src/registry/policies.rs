@@ -245,18 +245,19 @@ impl PolicyRegistry {
         Self::new(RegistryConfig::load(path)?)
     }
 
-    /// Loads every policy of `config` in a new engine sized for the largest memory limit in it
-    /// (at least the default limit).
+    /// Loads every policy of `config` in a new engine set up as its `[engine]` table says.
     pub fn new(config: RegistryConfig) -> Result<Self, RegistryError> {
-        let max_memory = config
-            .policies
-            .values()
-            .map(|p| p.limits.memory_bytes)
-            .chain([SandboxLimits::default().memory_bytes])
-            .max()
-            .unwrap_or_default();
-        let runtime =
-            WasmRuntime::new(max_memory).map_err(|e| RegistryError::Engine(format!("{e:#}")))?;
+        let max_memory = config.engine.max_memory_bytes.unwrap_or_else(|| {
+            config
+                .policies
+                .values()
+                .map(|p| p.limits.memory_bytes)
+                .chain([SandboxLimits::default().memory_bytes])
+                .max()
+                .unwrap_or_default()
+        });
+        let runtime = WasmRuntime::with_optimization(max_memory, config.engine.optimization)
+            .map_err(|e| RegistryError::Engine(format!("{e:#}")))?;
         Self::with_runtime(config, runtime)
     }
 
@@ -497,8 +498,8 @@ impl PolicyRegistry {
     pub fn apply(&self, config: RegistryConfig) -> Result<(), RegistryError> {
         let _writer = lock(&self.writer);
         let old = self.table.load_full();
-        if config.cache_dir != old.config.cache_dir {
-            tracing::warn!("cache_dir changed: the new directory is used after a restart");
+        if config.cache_dir != old.config.cache_dir || config.engine != old.config.engine {
+            tracing::warn!("cache_dir or [engine] changed: they take effect after a restart");
         }
         match build_table(&self.build_context(), config, &old.slots) {
             Ok(table) => {

@@ -61,8 +61,14 @@ fn directories(registry: &PolicyRegistry) -> BTreeSet<PathBuf> {
 
 impl PolicyRegistry {
     /// Starts reloading this registry's configuration and component files when they change,
-    /// `debounce` after the last event on a file.
-    pub fn watch(self: &Arc<Self>, debounce: Duration) -> Result<RegistryWatcher, WatchError> {
+    /// as the configuration's `[watch]` table says: `None` if watching is disabled there.
+    /// Settings changed later take effect when watching is started again.
+    pub fn watch(self: &Arc<Self>) -> Result<Option<RegistryWatcher>, WatchError> {
+        let settings = self.config().watch;
+        if !settings.enabled {
+            return Ok(None);
+        }
+        let debounce = Duration::from_millis(settings.debounce_ms);
         let (tx, rx) = mpsc::channel();
         let events = tx.clone();
         let config = Config::default()
@@ -97,10 +103,10 @@ impl PolicyRegistry {
             debounce_ms = debounce.as_millis() as u64,
             "watching policy files"
         );
-        Ok(RegistryWatcher {
+        Ok(Some(RegistryWatcher {
             stop: tx,
             thread: Some(thread),
-        })
+        }))
     }
 }
 

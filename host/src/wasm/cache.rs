@@ -184,11 +184,12 @@ impl ArtifactCache {
             .map_err(|e| std::io::Error::other(format!("{e:#}")))
             .and_then(|payload| {
                 // Written beside the entry, then renamed: a reader never sees a partial entry.
+                // Not synced: after a crash a torn entry fails its digest and is recompiled,
+                // so the swap does not wait for the disk.
                 let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
                 file.write_all(MAGIC)?;
                 file.write_all(&Sha256::digest(&payload))?;
                 file.write_all(&payload)?;
-                file.as_file().sync_all()?;
                 file.persist(&path).map_err(|e| e.error)?;
                 Ok(())
             });

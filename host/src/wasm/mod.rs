@@ -22,5 +22,5 @@ mod strategy;
 
 pub use cache::{ArtifactCache, CacheError, CacheStats};
 pub use component::{CodeOrigin, LoadError, PolicyComponent, HOST_PACKAGE};
-pub use runtime::{SandboxLimits, WasmRuntime};
+pub use runtime::{Optimization, SandboxLimits, WasmRuntime};
 pub use strategy::{FailSafe, PolicyStats, QuarantineConfig, WasmStrategy, WasmStrategyConfig};

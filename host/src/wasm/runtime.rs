@@ -34,6 +34,21 @@ impl Default for SandboxLimits {
     }
 }
 
+/// How hard Cranelift optimises policy code. The engine-wide choice: every policy of a runtime
+/// is compiled the same way (and the compiled-artifact cache keys on it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Optimization {
+    /// No optimisation passes. A decision's cost is dominated by the host/guest transition,
+    /// not the policy's own code, so this measured as fast per call as `speed` for the Rust
+    /// policies while compiling 2.4× faster (docs/performance.md): the default, as it makes a
+    /// hot swap faster.
+    #[default]
+    None,
+    /// Cranelift's `speed` level: for policies whose own code is heavy (e.g. an interpreter).
+    Speed,
+}
+
 /// How often the epoch advances: the granularity of call deadlines.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(1);
 
@@ -62,8 +77,16 @@ impl std::fmt::Debug for WasmRuntime {
 
 impl WasmRuntime {
     /// An engine whose instances may hold up to `max_memory_bytes` of linear memory each
-    /// (the largest memory cap any policy will be given).
+    /// (the largest memory cap any policy will be given), compiling without optimisation.
     pub fn new(max_memory_bytes: u64) -> wasmtime::Result<Self> {
+        Self::with_optimization(max_memory_bytes, Optimization::default())
+    }
+
+    /// As [`new`](Self::new), compiling with `optimization`.
+    pub fn with_optimization(
+        max_memory_bytes: u64,
+        optimization: Optimization,
+    ) -> wasmtime::Result<Self> {
         let mut pooling = PoolingAllocationConfig::default();
         pooling
             .total_component_instances(256)
@@ -77,6 +100,10 @@ impl WasmRuntime {
             .consume_fuel(true)
             .epoch_interruption(true)
             .max_wasm_stack(512 << 10)
+            .cranelift_opt_level(match optimization {
+                Optimization::None => wasmtime::OptLevel::None,
+                Optimization::Speed => wasmtime::OptLevel::Speed,
+            })
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
         let engine = Engine::new(&config)?;
 
