@@ -157,21 +157,6 @@ impl Orchestrator {
         self.decide(request, reason, None).await
     }
 
-    /// Decides with `strategy` under `guard` instead of the request's or the default strategy
-    /// (the registry resolves the strategy itself), at `now` or, if `None`, when the strategy
-    /// has answered.
-    pub async fn maybe_retry_using(
-        &self,
-        request: &mut Request,
-        reason: &RetryReason,
-        strategy: &dyn RetryStrategy,
-        guard: Guard,
-        now: Option<Instant>,
-    ) -> Decision {
-        self.decide_with(request, reason, strategy, guard, now)
-            .await
-    }
-
     /// As [`maybe_retry`](Self::maybe_retry), at the given moment `now` (for replays and
     /// virtual clocks).
     pub async fn maybe_retry_at(
@@ -200,11 +185,14 @@ impl Orchestrator {
         } else {
             Guard::Enforced
         };
-        self.decide_with(request, reason, strategy, guard, now)
+        self.maybe_retry_using(request, reason, strategy, guard, now)
             .await
     }
 
-    async fn decide_with(
+    /// Decides with `strategy` under `guard` instead of the request's or the default strategy
+    /// (the registry resolves the strategy itself), at `now` or, if `None`, when the strategy
+    /// has answered.
+    pub async fn maybe_retry_using(
         &self,
         request: &mut Request,
         reason: &RetryReason,

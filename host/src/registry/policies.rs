@@ -459,24 +459,22 @@ impl PolicyRegistry {
     /// Makes the shadow candidate of `name` the active version and ends the trial.
     pub fn promote(&self, name: &str) -> Result<ReloadOutcome, RegistryError> {
         let _writer = lock(&self.writer);
-        let slot = self.slot(name)?;
-        let shadow = slot
-            .shadow
-            .swap(None)
-            .ok_or_else(|| RegistryError::NoShadow(name.to_owned()))?;
-        let status = shadow.status();
-        tracing::info!(
-            policy = name,
-            compared = status.compared,
-            disagreements = status.disagreements,
-            "shadow candidate promoted"
-        );
+        let (slot, shadow) = self.end_trial(name, "promoted")?;
         Ok(slot.install(Arc::clone(shadow.candidate()), "promote"))
     }
 
     /// Ends the shadow trial of `name` without using the candidate.
     pub fn abandon(&self, name: &str) -> Result<ShadowStatus, RegistryError> {
         let _writer = lock(&self.writer);
+        Ok(self.end_trial(name, "abandoned")?.1.status())
+    }
+
+    /// Removes the shadow trial of `name` (the caller holds the writer lock) and logs its tally.
+    fn end_trial(
+        &self,
+        name: &str,
+        ending: &str,
+    ) -> Result<(Arc<Slot>, Arc<Shadow>), RegistryError> {
         let slot = self.slot(name)?;
         let shadow = slot
             .shadow
@@ -487,9 +485,10 @@ impl PolicyRegistry {
             policy = name,
             compared = status.compared,
             disagreements = status.disagreements,
-            "shadow trial abandoned"
+            ending,
+            "shadow trial ended"
         );
-        Ok(status)
+        Ok((slot, shadow))
     }
 
     /// Replaces the configuration. Policies whose definition is unchanged keep their versions,
