@@ -134,6 +134,24 @@ impl Slot {
         ReloadOutcome::Swapped { from, to }
     }
 
+    /// Builds a version of this policy from the component `bytes` read from `path`, reusing
+    /// the compiled component of a version it already holds with the same content.
+    fn build(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        ctx: &BuildContext<'_>,
+    ) -> Result<PolicyVersion, BuildError> {
+        PolicyVersion::from_component_bytes(
+            &self.name,
+            &self.definition,
+            path,
+            bytes,
+            ctx,
+            &self.versions(),
+        )
+    }
+
     fn versions(&self) -> Vec<Arc<PolicyVersion>> {
         let mut known = vec![self.active.load_full()];
         known.extend(self.previous.load_full());
@@ -376,17 +394,7 @@ impl PolicyRegistry {
             if hex_sha256(&bytes) == active.hash() {
                 return Ok(None);
             }
-            let known = slot.versions();
-            let known: Vec<&PolicyVersion> = known.iter().map(|v| &**v).collect();
-            PolicyVersion::from_component_bytes(
-                name,
-                &slot.definition,
-                path,
-                &bytes,
-                &self.build_context(),
-                &known,
-            )
-            .map(Some)
+            slot.build(path, &bytes, &self.build_context()).map(Some)
         });
         match result {
             Ok(None) => {
@@ -434,16 +442,7 @@ impl PolicyRegistry {
             return Err(RegistryError::Builtin(name.to_owned()));
         }
         let bytes = read(name, path)?;
-        let known = slot.versions();
-        let known: Vec<&PolicyVersion> = known.iter().map(|v| &**v).collect();
-        let candidate = PolicyVersion::from_component_bytes(
-            name,
-            &slot.definition,
-            path,
-            &bytes,
-            &self.build_context(),
-            &known,
-        )?;
+        let candidate = slot.build(path, &bytes, &self.build_context())?;
         let shadow = Shadow::new(Arc::new(candidate), sample);
         let status = shadow.status();
         slot.shadow.store(Some(Arc::new(shadow)));
@@ -592,7 +591,6 @@ fn build_table(
             Some(slot) if slot.definition == *definition => Arc::clone(slot),
             other => {
                 let known = other.map(|s| s.versions()).unwrap_or_default();
-                let known: Vec<&PolicyVersion> = known.iter().map(|v| &**v).collect();
                 let version = PolicyVersion::build(name, definition, ctx, &known)?;
                 tracing::info!(policy = &**name, version = version.version(),
                     source = %version.source(), load_ms = version.load_time().as_millis() as u64,

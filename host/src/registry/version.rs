@@ -158,7 +158,7 @@ impl PolicyVersion {
         name: &str,
         definition: &PolicyDefinition,
         ctx: &BuildContext<'_>,
-        known: &[&PolicyVersion],
+        known: &[Arc<PolicyVersion>],
     ) -> Result<PolicyVersion, BuildError> {
         match &definition.source {
             PolicySource::Builtin(builtin) => Ok(Self::builtin(name, *builtin, definition)),
@@ -205,7 +205,7 @@ impl PolicyVersion {
         path: &Path,
         bytes: &[u8],
         ctx: &BuildContext<'_>,
-        known: &[&PolicyVersion],
+        known: &[Arc<PolicyVersion>],
     ) -> Result<PolicyVersion, BuildError> {
         let started = Instant::now();
         let max = ctx.runtime.max_memory_bytes();

@@ -1,24 +1,27 @@
 //! The per-call wall-clock deadline, forgiving of preemption. The epoch ticker raises the
-//! deadline after `deadline_ms`; the call is then stopped only if its thread has actually been
-//! running: each further tick, the thread's CPU time is compared with the wall time, and a call
-//! whose thread got at least half of the tick is interrupted. A call that overran only because
-//! the machine was overloaded (its thread descheduled) is let finish, up to [`GRACE_TICKS`]
-//! more ticks. A spinning policy is thus stopped one tick after its deadline on an idle machine,
-//! and an honest one is not blamed for a busy machine. Nothing here runs on a call that meets
-//! its deadline.
+//! deadline after `deadline_ms`; from then on the call is stopped only once its thread has
+//! spent [`SPIN_CPU`] of CPU time past the deadline (a policy really running that long past
+//! its budget is spinning), or after [`GRACE_TICKS`] more ticks of wall time whatever it did.
+//! A call that overran only because the machine was overloaded (its thread descheduled) needs
+//! microseconds of CPU to finish, and is let finish. A spinning policy is thus stopped about a
+//! millisecond after its deadline on an idle machine, and an honest one is not blamed for a
+//! busy machine. Nothing here runs on a call that meets its deadline.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wasmtime::UpdateDeadline;
 
-/// The most ticks a call is extended past its deadline while its thread is not running.
-pub(crate) const GRACE_TICKS: u32 = 100;
+/// The most ticks a call is extended past its deadline.
+const GRACE_TICKS: u32 = 100;
+
+/// CPU time past the deadline after which a call is stopped.
+const SPIN_CPU: Duration = Duration::from_millis(1);
 
 /// Where a call stands past its deadline.
 #[derive(Debug, Default)]
 pub(crate) struct DeadlineGrace {
-    /// Wall and thread CPU time when the last extension was granted.
-    mark: Option<(Instant, Duration)>,
+    /// The thread's CPU time when the deadline first passed in this call.
+    cpu_at_deadline: Option<Duration>,
     /// Ticks granted so far in this call.
     granted: u32,
 }
@@ -26,7 +29,7 @@ pub(crate) struct DeadlineGrace {
 impl DeadlineGrace {
     /// Forgets the previous call.
     pub fn reset(&mut self) {
-        self.mark = None;
+        self.cpu_at_deadline = None;
         self.granted = 0;
     }
 
@@ -35,15 +38,10 @@ impl DeadlineGrace {
         let Ok(cpu) = cpu_time::ThreadTime::try_now().map(|t| t.as_duration()) else {
             return UpdateDeadline::Interrupt; // cannot tell: the deadline stands
         };
-        let now = Instant::now();
-        if let Some((wall_mark, cpu_mark)) = self.mark {
-            let ran = cpu.saturating_sub(cpu_mark);
-            let wall = now.saturating_duration_since(wall_mark);
-            if ran * 2 >= wall || self.granted >= GRACE_TICKS {
-                return UpdateDeadline::Interrupt;
-            }
+        let since = *self.cpu_at_deadline.get_or_insert(cpu);
+        if cpu.saturating_sub(since) >= SPIN_CPU || self.granted >= GRACE_TICKS {
+            return UpdateDeadline::Interrupt;
         }
-        self.mark = Some((now, cpu));
         self.granted += 1;
         UpdateDeadline::Continue(1)
     }
