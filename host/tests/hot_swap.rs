@@ -169,6 +169,43 @@ fn write_then_rename_is_picked_up_and_the_temporary_file_ignored() {
     assert_eq!(registry.policy_status("p").unwrap().swaps, 1);
 }
 
+/// The host reads the files it watches (reloads, compiling ahead); those reads, and anyone
+/// else's, are not changes: after a swap the watcher goes quiet instead of re-reading the file
+/// every debounce period.
+#[test]
+fn reading_a_watched_file_is_not_a_change() {
+    let (ws, registry, watcher) = watched();
+    let path = ws.path("policy.wasm");
+    write_then_rename(&path, &bytes("fail_fast"));
+    let fail = guest_hash("fail_fast");
+    wait_for(SWAP_LIMIT, "fail-fast to become active", || {
+        active_hash(&registry, "p") == fail
+    });
+    std::thread::sleep(DEBOUNCE * 10);
+    let settled = watcher.changes_handled();
+    assert!(settled >= 1, "the rename was handled");
+    for _ in 0..5 {
+        std::fs::read(&path).unwrap();
+        std::thread::sleep(DEBOUNCE * 2);
+    }
+    std::thread::sleep(DEBOUNCE * 5);
+    assert_eq!(
+        watcher.changes_handled(),
+        settled,
+        "reads were taken for changes"
+    );
+    // A real change is still handled, exactly once (were reads events, the host's own reads
+    // would keep the file from ever being quiet for the debounce time).
+    write_then_rename(&path, &bytes("best_effort"));
+    let best = guest_hash("best_effort");
+    wait_for(SWAP_LIMIT, "best-effort to become active again", || {
+        active_hash(&registry, "p") == best
+    });
+    std::thread::sleep(DEBOUNCE * 10);
+    assert_eq!(watcher.changes_handled(), settled + 1);
+    assert_eq!(registry.policy_status("p").unwrap().swaps, 2);
+}
+
 #[test]
 fn delete_and_recreate_keeps_serving_while_the_file_is_gone() {
     let (tally, registry) = swap_under_load(|path, content| {

@@ -8,6 +8,7 @@
 //! - [`RegistryWatcher`]: file watching with debounce; reloads run off the deciding path.
 //! - [`Shadow`]: a candidate answering beside the active version, its answers never used.
 
+mod compile_ahead;
 pub mod config;
 mod policies;
 mod shadow;

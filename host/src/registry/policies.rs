@@ -13,6 +13,7 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::compile_ahead::CompileAhead;
 use super::config::{ConfigError, PolicyDefinition, PolicySource, RegistryConfig};
 use super::shadow::{Shadow, ShadowStatus, Shadowed};
 use super::status::{PolicyStatus, RegistryStatus, VersionStatus};
@@ -118,12 +119,16 @@ impl Slot {
 
     /// Makes `version` active, keeping the one it replaces for rollback.
     fn install(&self, version: Arc<PolicyVersion>, why: &str) -> ReloadOutcome {
+        // Writers are serialised, so nothing replaces the active version between this load and
+        // the store below. The bookkeeping comes first: whoever sees the new version also sees
+        // the swap counted.
         let to = version.version().to_owned();
-        let old = self.active.swap(version);
+        let old = self.active.load_full();
         let from = old.version().to_owned();
         self.previous.store(Some(old));
         self.swaps.fetch_add(1, Ordering::Relaxed);
         *lock(&self.last_error) = None;
+        self.active.store(version);
         tracing::info!(
             policy = &*self.name,
             from = &*from,
@@ -239,6 +244,7 @@ pub struct PolicyRegistry {
     runtime: WasmRuntime,
     budgets: Arc<RetryBudgets>,
     cache: Option<ArtifactCache>,
+    ahead: CompileAhead,
     table: ArcSwap<Table>,
     /// Serialises changes; deciding never takes it.
     writer: Mutex<()>,
@@ -289,9 +295,11 @@ impl PolicyRegistry {
             None => None,
         };
         let budgets = Arc::new(RetryBudgets::new());
+        let ahead = CompileAhead::default();
         let ctx = BuildContext {
             runtime: &runtime,
             cache: cache.as_ref(),
+            ahead: &ahead,
             budgets: &budgets,
         };
         let table = build_table(&ctx, config, &HashMap::new())?;
@@ -300,6 +308,7 @@ impl PolicyRegistry {
             runtime,
             budgets,
             cache,
+            ahead,
             table: ArcSwap::from_pointee(table),
             writer: Mutex::new(()),
             config_error: Mutex::new(None),
@@ -320,6 +329,7 @@ impl PolicyRegistry {
         BuildContext {
             runtime: &self.runtime,
             cache: self.cache.as_ref(),
+            ahead: &self.ahead,
             budgets: &self.budgets,
         }
     }
@@ -527,6 +537,34 @@ impl PolicyRegistry {
                 tracing::error!(error = %error, "configuration reload refused; the running one stays");
                 *lock(&self.config_error) = Some(error.to_string());
                 Err(error.into())
+            }
+        }
+    }
+    /// Starts compiling the component file at `path` for the reload its change will cause,
+    /// unless a version of a policy using it already has this content. Runs on the watcher's
+    /// early-compile thread; any error waits for the reload to report it.
+    pub(crate) fn compile_ahead(&self, path: &Path) {
+        let table = self.table.load();
+        let mut slots = table
+            .slots
+            .values()
+            .filter(|s| matches!(&s.definition.source, PolicySource::Component(p) if p == path));
+        let Some(first) = slots.next() else { return };
+        let Ok(bytes) = std::fs::read(path) else {
+            return;
+        };
+        let sha256: [u8; 32] = Sha256::digest(&bytes).into();
+        let known = std::iter::once(first)
+            .chain(slots)
+            .flat_map(|s| s.versions())
+            .any(|v| v.component().is_some_and(|c| c.sha256() == &sha256));
+        if !known {
+            let started = std::time::Instant::now();
+            if self
+                .ahead
+                .prepare(&self.runtime, &bytes, &sha256, self.cache.as_ref())
+            {
+                tracing::debug!(path = %path.display(), compile_ms = started.elapsed().as_millis() as u64, "compiled ahead of the debounce");
             }
         }
     }

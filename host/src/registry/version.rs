@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
 
+use super::compile_ahead::CompileAhead;
 use super::config::{Builtin, PolicyDefinition, PolicySource};
 use crate::budget::RetryBudgets;
 use crate::cassandra_types::ConsistencyLevel;
@@ -91,6 +92,7 @@ impl std::fmt::Debug for PolicyVersion {
 pub(crate) struct BuildContext<'a> {
     pub runtime: &'a WasmRuntime,
     pub cache: Option<&'a ArtifactCache>,
+    pub ahead: &'a CompileAhead,
     pub budgets: &'a Arc<RetryBudgets>,
 }
 
@@ -224,7 +226,16 @@ impl PolicyVersion {
             .cloned();
         let component = match reused {
             Some(component) => component,
-            None => PolicyComponent::load_cached(ctx.runtime, name, bytes, ctx.cache)?,
+            None => {
+                let code = ctx
+                    .ahead
+                    .take(ctx.runtime, bytes, &sha256, ctx.cache)
+                    .map_err(|message| LoadError::Compile {
+                        policy: name.to_owned(),
+                        message,
+                    })?;
+                PolicyComponent::from_machine_code(ctx.runtime, name, sha256, code)?
+            }
         };
         let origin = component.origin();
         let config = WasmStrategyConfig {

@@ -7,19 +7,23 @@
 //! on the target name; the temporary file is ignored), delete-and-recreate (the delete fails to
 //! read and keeps the old version; the create reloads). A partial write that stays quiet for the
 //! debounce time fails to compile and keeps the old version; the rest of the write is another
-//! event and reloads.
+//! event and reloads. Only changes count: opening and reading a file (the host's own reads
+//! among them) is not an event.
+//!
+//! A component file's first event also starts compiling it on a second thread while the
+//! debounce runs, so the reload after the quiet period usually finds the machine code ready
+//! (see `compile_ahead`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_mini::{
-    new_debouncer_opt, Config, DebounceEventResult, DebouncedEventKind, Debouncer,
-};
+use notify::event::{AccessKind, AccessMode};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::policies::PolicyRegistry;
 
@@ -37,13 +41,23 @@ enum Message {
 #[derive(Debug)]
 pub struct RegistryWatcher {
     stop: Sender<Message>,
-    thread: Option<JoinHandle<()>>,
+    compile_stop: Sender<Option<PathBuf>>,
+    changes: Arc<AtomicU64>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl RegistryWatcher {
+    /// How many changed files (after debouncing) the watcher has acted on.
+    pub fn changes_handled(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
+    }
 }
 
 impl Drop for RegistryWatcher {
     fn drop(&mut self) {
         let _ = self.stop.send(Message::Stop);
-        if let Some(thread) = self.thread.take() {
+        let _ = self.compile_stop.send(None);
+        for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
     }
@@ -59,6 +73,24 @@ fn directories(registry: &PolicyRegistry) -> BTreeSet<PathBuf> {
         .collect()
 }
 
+/// Whether an event can mean new content: creating, writing, renaming, deleting or closing
+/// after writing, not opening or reading.
+fn is_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        EventKind::Any | EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) => true,
+        EventKind::Other => false,
+    }
+}
+
+fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, WatchError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(body)
+        .map_err(|e| WatchError(e.to_string()))
+}
+
 impl PolicyRegistry {
     /// Starts reloading this registry's configuration and component files when they change,
     /// as the configuration's `[watch]` table says: `None` if watching is disabled there.
@@ -70,82 +102,145 @@ impl PolicyRegistry {
         }
         let debounce = Duration::from_millis(settings.debounce_ms);
         let (tx, rx) = mpsc::channel();
+        let (compile_tx, compile_rx) = mpsc::channel();
         let events = tx.clone();
-        let config = Config::default()
-            .with_timeout(debounce)
-            .with_batch_mode(false);
-        let mut debouncer = new_debouncer_opt::<_, RecommendedWatcher>(
-            config,
-            move |result: DebounceEventResult| match result {
-                Ok(events_seen) => {
-                    // Continuous events mean the file is still being written: wait for quiet.
-                    let paths: Vec<PathBuf> = events_seen
-                        .into_iter()
-                        .filter(|e| e.kind == DebouncedEventKind::Any)
-                        .map(|e| e.path)
-                        .collect();
-                    if !paths.is_empty() {
-                        let _ = events.send(Message::Changed(paths));
+        let to_compile = compile_tx.clone();
+        let mut watcher =
+            notify::recommended_watcher(move |result: notify::Result<Event>| match result {
+                Ok(event) if is_change(&event.kind) => {
+                    for path in &event.paths {
+                        let _ = to_compile.send(Some(path.clone()));
                     }
+                    let _ = events.send(Message::Changed(event.paths));
                 }
+                Ok(_) => {}
                 Err(error) => tracing::warn!(%error, "file watcher error"),
-            },
-        )
-        .map_err(|e| WatchError(e.to_string()))?;
-        let mut watched = BTreeSet::new();
-        rewatch(&mut debouncer, &mut watched, directories(self));
-        let registry = Arc::clone(self);
-        let thread = std::thread::Builder::new()
-            .name("rebound-reload".into())
-            .spawn(move || reload_loop(&registry, debouncer, watched, rx))
+            })
             .map_err(|e| WatchError(e.to_string()))?;
+        let mut watched = BTreeSet::new();
+        rewatch(&mut watcher, &mut watched, directories(self));
+        let changes = Arc::new(AtomicU64::new(0));
+        let reloader = Reloader {
+            registry: Arc::clone(self),
+            watcher,
+            watched,
+            debounce,
+            changes: Arc::clone(&changes),
+        };
+        let registry = Arc::clone(self);
+        let threads = vec![
+            spawn("rebound-reload", move || reloader.run(&rx))?,
+            spawn("rebound-compile", move || {
+                compile_loop(&registry, &compile_rx)
+            })?,
+        ];
         tracing::info!(
             debounce_ms = debounce.as_millis() as u64,
             "watching policy files"
         );
         Ok(Some(RegistryWatcher {
             stop: tx,
-            thread: Some(thread),
+            compile_stop: compile_tx,
+            changes,
+            threads,
         }))
     }
 }
 
 fn rewatch(
-    debouncer: &mut Debouncer<RecommendedWatcher>,
+    watcher: &mut RecommendedWatcher,
     watched: &mut BTreeSet<PathBuf>,
     wanted: BTreeSet<PathBuf>,
 ) {
     for gone in watched.difference(&wanted) {
-        let _ = debouncer.watcher().unwatch(gone);
+        let _ = watcher.unwatch(gone);
     }
     for dir in wanted.difference(watched) {
-        if let Err(error) = debouncer.watcher().watch(dir, RecursiveMode::NonRecursive) {
+        if let Err(error) = watcher.watch(dir, RecursiveMode::NonRecursive) {
             tracing::warn!(dir = %dir.display(), %error, "cannot watch directory; its files are not reloaded");
         }
     }
     *watched = wanted;
 }
 
-fn reload_loop(
-    registry: &PolicyRegistry,
-    mut debouncer: Debouncer<RecommendedWatcher>,
-    mut watched: BTreeSet<PathBuf>,
-    messages: Receiver<Message>,
-) {
-    while let Ok(Message::Changed(paths)) = messages.recv() {
+/// The reload thread: debounces change events per file and reloads each file once it has been
+/// quiet for the debounce time.
+struct Reloader {
+    registry: Arc<PolicyRegistry>,
+    watcher: RecommendedWatcher,
+    watched: BTreeSet<PathBuf>,
+    debounce: Duration,
+    changes: Arc<AtomicU64>,
+}
+
+impl Reloader {
+    fn run(mut self, messages: &Receiver<Message>) {
+        // When each changed file becomes quiet enough to reload.
+        let mut quiet_at: HashMap<PathBuf, Instant> = HashMap::new();
+        loop {
+            let next = quiet_at.values().min().copied();
+            let message = match next {
+                Some(at) => messages.recv_timeout(at.saturating_duration_since(Instant::now())),
+                None => messages.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match message {
+                Ok(Message::Changed(paths)) => {
+                    let at = Instant::now() + self.debounce;
+                    quiet_at.extend(paths.into_iter().map(|p| (p, at)));
+                }
+                Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            let now = Instant::now();
+            let quiet: Vec<PathBuf> = quiet_at
+                .iter()
+                .filter(|(_, at)| **at <= now)
+                .map(|(path, _)| path.clone())
+                .collect();
+            if !quiet.is_empty() {
+                quiet_at.retain(|_, at| *at > now);
+                self.reload(&quiet);
+            }
+        }
+    }
+
+    fn reload(&mut self, paths: &[PathBuf]) {
+        let registry = &*self.registry;
         let (config_file, _) = registry.watched_files();
         if config_file.is_some_and(|c| paths.contains(&c)) {
+            self.changes.fetch_add(1, Ordering::Relaxed);
             tracing::info!("configuration file changed; reloading it");
             // Errors are logged and kept in the status by reload_config.
             if registry.reload_config().is_ok() {
-                rewatch(&mut debouncer, &mut watched, directories(registry));
+                rewatch(&mut self.watcher, &mut self.watched, directories(registry));
             }
         }
-        for path in &paths {
-            for policy in registry.policies_at(path) {
+        for path in paths {
+            let policies = registry.policies_at(path);
+            if !policies.is_empty() {
+                self.changes.fetch_add(1, Ordering::Relaxed);
+            }
+            for policy in policies {
                 // Errors are logged and kept in the policy's status by reload.
                 let _ = registry.reload(&policy);
             }
+        }
+    }
+}
+
+/// The early-compile thread: compiles each changed component file as soon as it changes,
+/// taking only the latest of a burst of events.
+fn compile_loop(registry: &PolicyRegistry, paths: &Receiver<Option<PathBuf>>) {
+    while let Ok(Some(first)) = paths.recv() {
+        let mut burst = BTreeSet::from([first]);
+        for next in paths.try_iter() {
+            match next {
+                Some(path) => burst.insert(path),
+                None => return,
+            };
+        }
+        for path in &burst {
+            registry.compile_ahead(path);
         }
     }
 }

@@ -94,6 +94,41 @@ pub enum CodeOrigin {
     Cached,
 }
 
+/// A component's machine code, compiled or read from the cache, not yet checked against the
+/// host's world.
+#[derive(Clone)]
+pub(crate) struct MachineCode {
+    component: Component,
+    origin: CodeOrigin,
+}
+
+impl MachineCode {
+    /// Reads the machine code of `bytes` (whose sha256 is `sha256`) from `cache`, or compiles
+    /// it and stores it there. The error is wasmtime's explanation.
+    pub(crate) fn obtain(
+        runtime: &WasmRuntime,
+        bytes: &[u8],
+        sha256: &[u8; 32],
+        cache: Option<&ArtifactCache>,
+    ) -> Result<Self, String> {
+        let engine = runtime.engine();
+        if let Some(component) = cache.and_then(|cache| cache.get(engine, sha256)) {
+            return Ok(MachineCode {
+                component,
+                origin: CodeOrigin::Cached,
+            });
+        }
+        let component = Component::new(engine, bytes).map_err(|e| format!("{e:#}"))?;
+        if let Some(cache) = cache {
+            cache.put(sha256, &component);
+        }
+        Ok(MachineCode {
+            component,
+            origin: CodeOrigin::Compiled,
+        })
+    }
+}
+
 /// A compiled, checked, pre-instantiated policy component.
 #[derive(Clone)]
 pub struct PolicyComponent {
@@ -137,28 +172,27 @@ impl PolicyComponent {
         bytes: &[u8],
         cache: Option<&ArtifactCache>,
     ) -> Result<Self, LoadError> {
+        let sha256: [u8; 32] = Sha256::digest(bytes).into();
+        let code = MachineCode::obtain(runtime, bytes, &sha256, cache).map_err(|message| {
+            LoadError::Compile {
+                policy: name.to_owned(),
+                message,
+            }
+        })?;
+        Self::from_machine_code(runtime, name, sha256, code)
+    }
+
+    /// Checks already compiled `code` (of a component whose bytes hash to `sha256`) as policy
+    /// `name` and pre-instantiates it.
+    pub(crate) fn from_machine_code(
+        runtime: &WasmRuntime,
+        name: &str,
+        sha256: [u8; 32],
+        code: MachineCode,
+    ) -> Result<Self, LoadError> {
         let policy = name.to_owned();
         let engine = runtime.engine();
-        let sha256: [u8; 32] = Sha256::digest(bytes).into();
-        let cached = cache.and_then(|cache| cache.get(engine, &sha256));
-        let origin = if cached.is_some() {
-            CodeOrigin::Cached
-        } else {
-            CodeOrigin::Compiled
-        };
-        let component = match cached {
-            Some(component) => component,
-            None => {
-                let component = Component::new(engine, bytes).map_err(|e| LoadError::Compile {
-                    policy: policy.clone(),
-                    message: format!("{e:#}"),
-                })?;
-                if let Some(cache) = cache {
-                    cache.put(&sha256, &component);
-                }
-                component
-            }
-        };
+        let MachineCode { component, origin } = code;
         let ty = component.component_type();
 
         let mut forbidden = Vec::new();

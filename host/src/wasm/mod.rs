@@ -21,6 +21,7 @@ mod runtime;
 mod strategy;
 
 pub use cache::{ArtifactCache, CacheError, CacheStats};
+pub(crate) use component::MachineCode;
 pub use component::{CodeOrigin, LoadError, PolicyComponent, HOST_PACKAGE};
 pub use runtime::{Optimization, SandboxLimits, WasmRuntime};
 pub use strategy::{FailSafe, PolicyStats, QuarantineConfig, WasmStrategy, WasmStrategyConfig};
