@@ -70,6 +70,8 @@ pub mod budget;
 pub mod cassandra_types;
 pub mod classify;
 pub mod errormap;
+#[cfg(feature = "executor")]
+pub mod executor;
 pub mod orchestrator;
 pub mod outcome;
 pub mod reason;

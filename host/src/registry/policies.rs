@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use serde::Serialize;
@@ -342,10 +343,30 @@ impl PolicyRegistry {
         request: &mut Request,
         reason: &RetryReason,
     ) -> Result<Decided, RegistryError> {
+        self.decide(request, reason, None).await
+    }
+
+    /// As [`maybe_retry`](Self::maybe_retry), at the given moment `now` (virtual clocks,
+    /// replays, tokio's paused time).
+    pub async fn maybe_retry_at(
+        &self,
+        request: &mut Request,
+        reason: &RetryReason,
+        now: Instant,
+    ) -> Result<Decided, RegistryError> {
+        self.decide(request, reason, Some(now)).await
+    }
+
+    async fn decide(
+        &self,
+        request: &mut Request,
+        reason: &RetryReason,
+        now: Option<Instant>,
+    ) -> Result<Decided, RegistryError> {
         if let Some(strategy) = request.strategy().cloned() {
             let decision = self
                 .orchestrator
-                .maybe_retry_using(request, reason, &*strategy, Guard::Enforced, None)
+                .maybe_retry_using(request, reason, &*strategy, Guard::Enforced, now)
                 .await;
             return Ok(Decided {
                 decision,
@@ -361,7 +382,7 @@ impl PolicyRegistry {
         let decision = match &shadow {
             None => {
                 self.orchestrator
-                    .maybe_retry_using(request, reason, version.strategy(), version.guard(), None)
+                    .maybe_retry_using(request, reason, version.strategy(), version.guard(), now)
                     .await
             }
             Some(shadow) => {
@@ -370,7 +391,7 @@ impl PolicyRegistry {
                     shadow,
                 };
                 self.orchestrator
-                    .maybe_retry_using(request, reason, &strategy, version.guard(), None)
+                    .maybe_retry_using(request, reason, &strategy, version.guard(), now)
                     .await
             }
         };

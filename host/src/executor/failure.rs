@@ -1,0 +1,65 @@
+//! How the operation reports a failure: its own error, and what the executor needs to decide.
+
+use crate::classify::{classify, Classification, Response};
+use crate::errormap::ErrorMap;
+use crate::reason::RetryReason;
+
+/// Why an attempt failed, as the orchestrator needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cause {
+    /// A known retry reason (e.g. `SOCKET_NOT_AVAILABLE` when the connection was refused,
+    /// `SOCKET_CLOSED_WHILE_IN_FLIGHT` when it closed before the response).
+    Reason(RetryReason),
+    /// A server response, classified (reference 001 "Response Code Classification").
+    Classified(Classification),
+    /// Not retried whatever the policy says: the operation's error is the outcome.
+    Final,
+}
+
+/// A failed attempt: the operation's own error `E` and its [`Cause`].
+#[derive(Debug)]
+pub struct Failure<E> {
+    /// The operation's error, handed back if the request ends with it.
+    pub error: E,
+    /// Why it failed.
+    pub cause: Cause,
+    /// The node the request was written to, if the operation did not report it on the
+    /// [`Attempt`](super::Attempt) already.
+    pub dispatched_to: Option<String>,
+}
+
+impl<E> Failure<E> {
+    /// Failed for a known `reason`.
+    pub fn reason(error: E, reason: RetryReason) -> Self {
+        Failure {
+            error,
+            cause: Cause::Reason(reason),
+            dispatched_to: None,
+        }
+    }
+
+    /// Failed with a server `response`, classified now (with `error_map` for unknown KV
+    /// statuses, reference 001 "KV Error Map Handling").
+    pub fn response(error: E, response: Response<'_>, error_map: Option<&ErrorMap>) -> Self {
+        Failure {
+            error,
+            cause: Cause::Classified(classify(response, error_map)),
+            dispatched_to: None,
+        }
+    }
+
+    /// Failed in a way no retry can fix.
+    pub fn final_error(error: E) -> Self {
+        Failure {
+            error,
+            cause: Cause::Final,
+            dispatched_to: None,
+        }
+    }
+
+    /// The request was written to `node` before it failed.
+    pub fn dispatched_to(mut self, node: impl Into<String>) -> Self {
+        self.dispatched_to = Some(node.into());
+        self
+    }
+}

@@ -1,0 +1,28 @@
+//! Running an operation under retry handling in a tokio application: the [`Executor`] calls
+//! the operation, turns each failure into a reason (or classifies the raw response), asks the
+//! orchestrator (or a policy registry) what to do, sleeps on tokio's timer, dispatches again,
+//! and stops exactly at the request's deadline with the outcome error of reference 002.
+//!
+//! - [`Executor`]: the retry loop.
+//! - [`Attempt`]: what one call of the operation is told (attempt number, node, consistency,
+//!   deadline) and how it reports that the request went out.
+//! - [`Failure`]: how the operation reports a failure: its own error plus a reason, a raw
+//!   response to classify, or "final".
+//! - [`ExecuteError`]: how a request ends without a value.
+//! - [`Decider`]: what decides: an [`Orchestrator`](crate::Orchestrator) or a
+//!   `PolicyRegistry` (per-request policy names, profiles, hot reload).
+//!
+//! The loop spawns nothing and never blocks: dropping its future stops the request at once,
+//! the attempt in flight included.
+
+mod attempt;
+mod decider;
+mod error;
+mod failure;
+mod run;
+
+pub use attempt::Attempt;
+pub use decider::{DecideError, Decider};
+pub use error::ExecuteError;
+pub use failure::{Cause, Failure};
+pub use run::Executor;
