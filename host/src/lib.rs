@@ -72,6 +72,8 @@ pub mod classify;
 pub mod errormap;
 #[cfg(feature = "executor")]
 pub mod executor;
+#[cfg(feature = "tower")]
+pub mod layer;
 pub mod orchestrator;
 pub mod outcome;
 pub mod reason;

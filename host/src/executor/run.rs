@@ -19,7 +19,8 @@ use crate::request::Request;
 /// Runs operations under retry handling (see the [module docs](super)).
 ///
 /// ```
-/// /// use rebound::executor::{Executor, Failure};
+/// use std::time::Duration;
+/// use rebound::executor::{Executor, Failure};
 /// use rebound::{reasons, Orchestrator, Request, RequestType};
 ///
 /// # #[tokio::main(flavor = "current_thread")]

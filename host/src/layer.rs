@@ -1,0 +1,166 @@
+//! A tower [`Layer`] that runs a request/response service under Rebound's retry handling, in
+//! the manner of `tower::retry` (same names: [`RetryLayer`] makes [`Retry`] services).
+//!
+//! Where `tower::retry::Policy` both decides and clones, here the decision belongs to the
+//! [`Executor`] (orchestrator or policy registry, with its safety guard, backoff and deadline),
+//! and the [`Classifier`] only describes: which Rebound [`Request`] a service request is (type,
+//! timeout, idempotency, policy), and why an error happened ([`Failure`]).
+//!
+//! ```
+//! use std::time::Duration;
+//! use rebound::executor::{Executor, Failure};
+//! use rebound::layer::{Classifier, RetryLayer};
+//! use rebound::{reasons, Orchestrator, Request, RequestType};
+//! use tower::{service_fn, Layer, ServiceExt};
+//!
+//! #[derive(Clone)]
+//! struct Get(&'static str);
+//!
+//! #[derive(Clone)]
+//! struct KvClassifier;
+//!
+//! impl Classifier<Get, std::io::Error> for KvClassifier {
+//!     fn request(&self, _: &Get) -> Request {
+//!         Request::new(1, RequestType::Get, Duration::from_millis(2500)).unwrap()
+//!     }
+//!     fn failure(&self, error: std::io::Error) -> Failure<std::io::Error> {
+//!         Failure::reason(error, reasons::SOCKET_NOT_AVAILABLE)
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let layer = RetryLayer::new(Executor::new(std::sync::Arc::new(Orchestrator::default())), KvClassifier);
+//! let service = layer.layer(service_fn(|get: Get| async move {
+//!     Ok::<_, std::io::Error>(format!("value of {}", get.0))
+//! }));
+//! assert_eq!(service.oneshot(Get("k")).await.unwrap(), "value of k");
+//! # }
+//! ```
+
+use std::fmt::Debug;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::executor::{Decider, ExecuteError, Executor, Failure};
+use crate::request::Request;
+
+/// Describes a service's requests and errors to the executor.
+pub trait Classifier<Req, E> {
+    /// The Rebound request for `req`: its type (hence idempotency), timeout, client context
+    /// and policy.
+    fn request(&self, req: &Req) -> Request;
+
+    /// Why the service failed with `error`: a reason, a raw response to classify, or final.
+    fn failure(&self, error: E) -> Failure<E>;
+}
+
+/// Applies [`Retry`] to services.
+#[derive(Debug, Clone)]
+pub struct RetryLayer<D, C> {
+    executor: Executor<D>,
+    classifier: C,
+}
+
+impl<D, C> RetryLayer<D, C> {
+    /// A layer whose services retry with `executor`, described by `classifier`.
+    pub fn new(executor: Executor<D>, classifier: C) -> Self {
+        RetryLayer {
+            executor,
+            classifier,
+        }
+    }
+}
+
+impl<S, D: Clone, C: Clone> Layer<S> for RetryLayer<D, C> {
+    type Service = Retry<S, D, C>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Retry {
+            inner,
+            executor: self.executor.clone(),
+            classifier: self.classifier.clone(),
+        }
+    }
+}
+
+/// Runs each request through the inner service under the executor: a failed call is
+/// classified, the executor decides, and the request (cloned) is sent again after the delay,
+/// until a response or the outcome error. The service counts as dispatched once it has been
+/// handed the request, since what it does with it cannot be seen from here: a non-idempotent
+/// request it fails with or holds past the deadline is not retried unless the reason allows
+/// it, and times out as ambiguous.
+#[derive(Debug, Clone)]
+pub struct Retry<S, D, C> {
+    inner: S,
+    executor: Executor<D>,
+    classifier: C,
+}
+
+impl<S, D, C> Retry<S, D, C> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+/// The node recorded for requests handed to the inner service.
+const INNER_SERVICE: &str = "inner service";
+
+impl<S, D, C, Req> Service<Req> for Retry<S, D, C>
+where
+    S: Service<Req> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Send,
+    S::Error: Debug + Send,
+    D: Decider + Clone + 'static,
+    C: Classifier<Req, S::Error> + Clone + Send + 'static,
+    Req: Clone + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = ExecuteError<S::Error>;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, ExecuteError<S::Error>>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(ExecuteError::NotReady)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        // The service made ready by poll_ready serves the first attempt (tower's convention);
+        // a clone takes its place here, and each retry uses a clone made ready first.
+        let ready = self.inner.clone();
+        let mut readied = Some(std::mem::replace(&mut self.inner, ready));
+        let template = self.inner.clone();
+        let executor = self.executor.clone();
+        let classifier = self.classifier.clone();
+        Box::pin(async move {
+            let request = classifier.request(&req);
+            executor
+                .run(request, move |attempt| {
+                    let req = req.clone();
+                    let classifier = classifier.clone();
+                    let readied = readied.take();
+                    let template = template.clone();
+                    async move {
+                        let mut service = match readied {
+                            Some(service) => service,
+                            None => {
+                                let mut service = template;
+                                poll_fn(|cx| service.poll_ready(cx))
+                                    .await
+                                    .map_err(|e| classifier.failure(e))?;
+                                service
+                            }
+                        };
+                        attempt.dispatched(INNER_SERVICE);
+                        service.call(req).await.map_err(|e| classifier.failure(e))
+                    }
+                })
+                .await
+        })
+    }
+}
