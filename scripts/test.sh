@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The project's one test command (README "Run every test"; .ci/run calls exactly this).
 # Builds every guest from source (installing the guest toolchain if needed, idempotently),
-# then runs every test: the host workspace (engine, sandbox, parity) and the policies' own
-# native unit tests.
+# installs the servers the end-to-end tests start (memcached), then runs every test: the host
+# workspace (engine, sandbox, parity, executor, the memcached example end to end) and the
+# policies' own native unit tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build-guests.sh
+./scripts/test-services.sh
 cargo test --workspace --locked
 (cd policies && cargo test --locked)
