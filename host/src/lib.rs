@@ -6,7 +6,7 @@
 //! the reference documents specify (Couchbase RFC 0049 revision 16 for retry handling, RFC 0013
 //! for the KV error map, the Cassandra Java driver 4.x for its retry model). The part users
 //! customise, the [`RetryStrategy`], is a trait that native strategies implement and that
-//! sandboxed WebAssembly strategies will implement the same way.
+//! sandboxed WebAssembly strategies implement the same way.
 //!
 //! ## The flow
 //!
@@ -53,6 +53,40 @@
 //! # }).unwrap();
 //! ```
 //!
+//! ## In a tokio application
+//!
+//! The [`executor::Executor`] runs the whole loop around an async operation: it calls it,
+//! classifies its failure, asks the orchestrator (or a policy registry), sleeps on tokio's timer,
+//! dispatches again and stops exactly at the deadline with the outcome error and its context;
+//! dropping its future stops everything. [`layer::RetryLayer`] applies it to a tower service.
+//! Guide: `docs/executor.md`; end-to-end example: `examples/memcached/`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use rebound::executor::{Executor, Failure};
+//! use rebound::{reasons, Orchestrator, Request, RequestType};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let executor = Executor::new(Arc::new(Orchestrator::default()));
+//! let request = Request::new(1, RequestType::Get, Duration::from_millis(2500)).unwrap();
+//! let value = executor
+//!     .run(request, |attempt| async move {
+//!         match attempt.number() {
+//!             0 => Err(Failure::reason("refused", reasons::SOCKET_NOT_AVAILABLE)),
+//!             _ => {
+//!                 attempt.dispatched("10.0.0.1:11210");
+//!                 Ok("document")
+//!             }
+//!         }
+//!     })
+//!     .await
+//!     .unwrap();
+//! assert_eq!(value, "document");
+//! # }
+//! ```
+//!
 //! ## Modules
 //!
 //! - [`reason`]: the reason table and its flags; [`cassandra_types`]: Cassandra value types.
@@ -61,6 +95,8 @@
 //! - [`strategy`]: the strategy trait and the built-in strategies, Cassandra's included.
 //! - [`orchestrator`]: deciding; [`outcome`]: how a request ends, with its error context.
 //! - [`classify`]: response codes to reasons; [`errormap`]: the KV error map.
+//! - [`executor`]: the retry loop for tokio; [`layer`]: the tower layer (features `executor`
+//!   and `tower`, on by default).
 //! - `wasm`: sandboxed WebAssembly strategies; `registry`: named policies with hot reload
 //!   (features `wasm` and `registry`, both on by default).
 
@@ -96,6 +132,11 @@ pub use strategy::{BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy,
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// The executor guide's Rust snippets, compiled and run as doctests.
+#[cfg(all(doctest, feature = "tower"))]
+#[doc = include_str!("../../docs/executor.md")]
+struct ExecutorGuideDoctests;
 
 /// The registry guide's Rust snippets, compiled as doctests.
 #[cfg(all(doctest, feature = "registry"))]
