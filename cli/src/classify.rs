@@ -1,0 +1,156 @@
+//! `rebound classify`: one raw response through the library's classifier (reference 001
+//! "Response Code Classification"; unknown KV statuses through a KV error map, reference 004).
+
+use std::path::PathBuf;
+
+use std::io::Write;
+
+use anyhow::Context;
+use rebound::classify::{classify, Classification, FailureKind, KvOpcode, Response};
+use rebound::RequestType;
+use serde_json::json;
+
+use crate::errormap::load;
+
+/// Options of `rebound classify`: exactly one kind of response.
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("response").required(true).args(["kv", "query", "analytics", "search", "views"])))]
+pub struct Args {
+    /// A KV response status (decimal or 0x-hex), with --request.
+    #[arg(long, value_parser = parse_number::<u16>, requires = "request")]
+    kv: Option<u16>,
+    /// The KV request: a request type (get, upsert, unlock, ...) or an opcode in 0x-hex.
+    #[arg(long)]
+    request: Option<String>,
+    /// A KV error map (JSON) for statuses the host does not know.
+    #[arg(long)]
+    error_map: Option<PathBuf>,
+    /// A query error code.
+    #[arg(long, value_parser = parse_number::<u32>)]
+    query: Option<u32>,
+    /// The query error message (some codes are retried only for certain messages).
+    #[arg(long, default_value = "")]
+    message: String,
+    /// An analytics error code.
+    #[arg(long, value_parser = parse_number::<u32>)]
+    analytics: Option<u32>,
+    /// A search HTTP status.
+    #[arg(long, value_parser = parse_number::<u16>)]
+    search: Option<u16>,
+    /// A views HTTP status, with --body.
+    #[arg(long, value_parser = parse_number::<u16>)]
+    views: Option<u16>,
+    /// The views response body.
+    #[arg(long, default_value = "")]
+    body: String,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A decimal or 0x-hexadecimal number.
+pub fn parse_number<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
+    let value = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    }
+    .map_err(|_| format!("`{text}` is not a number (decimal, or hexadecimal with 0x)"))?;
+    T::try_from(value).map_err(|_| format!("{text} is out of range"))
+}
+
+fn opcode(request: &str) -> anyhow::Result<KvOpcode> {
+    if request.starts_with("0x") || request.starts_with("0X") {
+        return Ok(KvOpcode(parse_number(request).map_err(anyhow::Error::msg)?));
+    }
+    let ty = RequestType::from_name(request).with_context(|| {
+        format!("--request `{request}` is neither a request type (get, upsert, unlock, ...) nor an opcode (0x..)")
+    })?;
+    KvOpcode::of(ty).with_context(|| format!("--request `{request}` is not a KV request type"))
+}
+
+fn failure_kind(kind: FailureKind) -> &'static str {
+    match kind {
+        FailureKind::NotRetryable => "not_retryable",
+        FailureKind::CasMismatch => "cas_mismatch",
+        FailureKind::CollectionNotFound => "collection_not_found",
+        FailureKind::DcpExcluded => "dcp_excluded",
+        FailureKind::ErrorMapNoRetry => "error_map_no_retry",
+        FailureKind::UnknownStatus => "unknown_status",
+    }
+}
+
+/// Classifies the response the options describe and prints the classification.
+pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
+    let map = args.error_map.as_deref().map(load).transpose()?;
+    let response = if let Some(status) = args.kv {
+        let request = args.request.as_deref().unwrap_or_default();
+        Response::Kv {
+            opcode: opcode(request)?,
+            status,
+        }
+    } else if let Some(code) = args.query {
+        Response::Query {
+            code,
+            message: &args.message,
+        }
+    } else if let Some(code) = args.analytics {
+        Response::Analytics { code }
+    } else if let Some(status) = args.search {
+        Response::Search { status }
+    } else if let Some(status) = args.views {
+        Response::Views {
+            status,
+            body: &args.body,
+        }
+    } else {
+        unreachable!("clap requires one response")
+    };
+    let classification = classify(response, map.as_ref());
+    let summary = match &classification {
+        Classification::Success => json!({"classification": "success"}),
+        Classification::Retry { reason, retry_spec } => json!({
+            "classification": "retry",
+            "reason": reason.name(),
+            "allows_non_idempotent_retry": reason.allows_non_idempotent_retry(),
+            "always_retry": reason.always_retry(),
+            "retry_spec": retry_spec,
+        }),
+        Classification::Fail(failure) => json!({
+            "classification": "not_retried",
+            "code": failure.code,
+            "name": failure.name,
+            "kind": failure_kind(failure.kind),
+        }),
+    };
+    if args.json {
+        writeln!(out, "{summary}")?;
+        return Ok(());
+    }
+    match classification {
+        Classification::Success => writeln!(out, "success")?,
+        Classification::Retry { reason, retry_spec } => {
+            writeln!(
+                out,
+                "retry: {} (non-idempotent retry allowed: {}, always retried: {})",
+                reason.name(),
+                reason.allows_non_idempotent_retry(),
+                reason.always_retry()
+            )?;
+            if let Some(spec) = retry_spec {
+                writeln!(
+                    out,
+                    "error-map retry spec: {}",
+                    serde_json::to_string(&spec)?
+                )?;
+            }
+        }
+        Classification::Fail(failure) => writeln!(
+            out,
+            "not retried: {} (code {:#x}): {}",
+            failure.name.as_deref().unwrap_or("unnamed"),
+            failure.code,
+            failure_kind(failure.kind)
+        )?,
+    }
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! The `rebound` binary end to end (issue 5, points 3 and 8): `reasons`, `classify` and
+//! `errormap` run as a user runs them, their output checked against the library's own tables,
+//! and bad input of each kind refused with a message that names it.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use rebound::ReasonKind;
+use serde_json::Value;
+
+fn rebound() -> Command {
+    let mut command = Command::cargo_bin("rebound").unwrap();
+    command.env_remove("RUST_BACKTRACE");
+    command
+}
+
+fn json(args: &[&str]) -> Value {
+    let output = rebound()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&output).unwrap()
+}
+
+fn stderr_of_failure(args: &[&str]) -> String {
+    let output = rebound()
+        .args(args)
+        .assert()
+        .failure()
+        .get_output()
+        .stderr
+        .clone();
+    String::from_utf8(output).unwrap()
+}
+
+/// Real server maps, kept as the host's test fixtures (provenance in their README).
+fn error_map(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../host/tests/fixtures/error_maps")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// Reference 001 "RetryReason": every reason with both flags, as the library defines them.
+#[test]
+fn reasons_lists_every_reason_with_both_flags() {
+    let rows = json(&["reasons", "--json"]);
+    let rows = rows.as_array().unwrap();
+    let kinds: Vec<_> = ReasonKind::ALL
+        .iter()
+        .filter(|k| **k != ReasonKind::Other)
+        .collect();
+    assert_eq!(rows.len(), kinds.len());
+    for (row, kind) in rows.iter().zip(kinds) {
+        assert_eq!(row["name"], kind.name());
+        assert_eq!(
+            row["allows_non_idempotent_retry"],
+            kind.allows_non_idempotent_retry()
+        );
+        assert_eq!(row["always_retry"], kind.always_retry());
+    }
+    let text = rebound()
+        .arg("reasons")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    let locked = text.lines().find(|l| l.starts_with("KV_LOCKED ")).unwrap();
+    assert_eq!(
+        locked.split_whitespace().take(3).collect::<Vec<_>>(),
+        ["KV_LOCKED", "true", "false"]
+    );
+}
+
+/// Reference 001 "Response Code Retry List": TMPFAIL is retried (even for an upsert), KEY_ENOENT
+/// is not; a query code maps to its reason.
+#[test]
+fn classify_maps_raw_responses_to_reasons() {
+    let tmpfail = json(&["classify", "--kv", "0x86", "--request", "upsert", "--json"]);
+    assert_eq!(tmpfail["classification"], "retry");
+    assert_eq!(tmpfail["reason"], "KV_TEMPORARY_FAILURE");
+    assert_eq!(tmpfail["allows_non_idempotent_retry"], true);
+    let missing = json(&["classify", "--kv", "1", "--request", "get", "--json"]);
+    assert_eq!(missing["classification"], "not_retried");
+    assert_eq!(missing["kind"], "not_retryable");
+    let locked_unlock = json(&["classify", "--kv", "0x09", "--request", "unlock", "--json"]);
+    assert_eq!(locked_unlock["kind"], "cas_mismatch", "LOCKED on unlock");
+    let prepared = json(&["classify", "--query", "4040", "--json"]);
+    assert_eq!(prepared["reason"], "QUERY_PREPARED_STATEMENT_FAILURE");
+}
+
+/// Reference 001 "KV Error Map Handling" and reference 004 "Retry Intervals": an unknown status
+/// is retried when the map's entry indicates it, with the entry's retry spec.
+#[test]
+fn classify_consults_the_error_map_for_unknown_statuses() {
+    let map = error_map("couchbasemock_errmap_v1.json");
+    let out = json(&[
+        "classify",
+        "--kv",
+        "0x7ff0",
+        "--request",
+        "get",
+        "--error-map",
+        &map,
+        "--json",
+    ]);
+    assert_eq!(out["reason"], "KV_ERROR_MAP_RETRY_INDICATED");
+    assert_eq!(out["retry_spec"]["strategy"], "constant");
+    let without = json(&["classify", "--kv", "0x7ff0", "--request", "get", "--json"]);
+    assert_eq!(without["kind"], "unknown_status");
+}
+
+/// Reference 004: every real map validates; the summary counts what the library counts.
+#[test]
+fn errormap_validates_and_summarises_the_real_maps() {
+    for (file, version, revision, entries) in [
+        ("error_map_v1.json", 1, 4, 61),
+        ("error_map_v2.json", 2, 9, 83),
+        ("gocbcore_testdata_err_map70_v1.json", 1, 2, 58),
+        ("gocbcore_testdata_err_map71_v2.json", 2, 1, 65),
+        ("couchbasemock_errmap_v1.json", 1, 1, 49),
+    ] {
+        let summary = json(&["errormap", &error_map(file), "--json"]);
+        assert_eq!(
+            (
+                &summary["version"],
+                &summary["revision"],
+                &summary["entries"]
+            ),
+            (
+                &Value::from(version),
+                &Value::from(revision),
+                &Value::from(entries)
+            ),
+            "{file}"
+        );
+    }
+    let entry = json(&[
+        "errormap",
+        &error_map("couchbasemock_errmap_v1.json"),
+        "--code",
+        "0x7ff2",
+        "--json",
+    ]);
+    assert_eq!(entry["entry"]["name"], "DUMMY_ERROR_RETRY_EXPONENTIAL");
+    assert_eq!(entry["verdict"], "retry (KV_ERROR_MAP_RETRY_INDICATED)");
+    let absent = json(&[
+        "errormap",
+        &error_map("error_map_v2.json"),
+        "--code",
+        "0x7ff2",
+        "--json",
+    ]);
+    assert_eq!(absent["verdict"], "not retried: not in the map");
+}
+
+/// Bad input of each kind: a missing file, a corrupt map (the field named), a bad number, a
+/// request that is not a KV type, a missing companion option.
+#[test]
+fn bad_input_is_refused_with_what_was_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let corrupt = dir.path().join("corrupt.json");
+    std::fs::write(&corrupt, r#"{"version":1,"revision":1,"errors":{"zz":{}}}"#).unwrap();
+    let corrupt = corrupt.display().to_string();
+
+    let missing = stderr_of_failure(&["errormap", "/no/such/map.json"]);
+    assert!(
+        missing.contains("cannot read error map /no/such/map.json"),
+        "{missing}"
+    );
+    let bad = stderr_of_failure(&["errormap", &corrupt]);
+    assert!(bad.contains(&corrupt) && bad.contains("errors.zz"), "{bad}");
+    let number = stderr_of_failure(&["classify", "--kv", "tmpfail", "--request", "get"]);
+    assert!(number.contains("`tmpfail` is not a number"), "{number}");
+    let query = stderr_of_failure(&["classify", "--kv", "0x86", "--request", "query"]);
+    assert!(
+        query.contains("`query` is not a KV request type"),
+        "{query}"
+    );
+    let unknown = stderr_of_failure(&["classify", "--kv", "0x86", "--request", "fetch"]);
+    assert!(unknown.contains("neither a request type"), "{unknown}");
+    let alone = stderr_of_failure(&["classify", "--kv", "0x86"]);
+    assert!(alone.contains("--request"), "{alone}");
+}
