@@ -131,7 +131,7 @@ where
 
     fn call(&mut self, req: Req) -> Self::Future {
         // The service made ready by poll_ready serves the first attempt (tower's convention);
-        // a clone takes its place here, and each retry uses a clone made ready first.
+        // a clone takes its place here.
         let ready = self.inner.clone();
         let mut readied = Some(std::mem::replace(&mut self.inner, ready));
         let template = self.inner.clone();
@@ -143,19 +143,18 @@ where
                 .run(request, move |attempt| {
                     let req = req.clone();
                     let classifier = classifier.clone();
-                    let readied = readied.take();
-                    let template = template.clone();
+                    // The first attempt takes the service poll_ready readied; a retry clones
+                    // a fresh one, which must be made ready first.
+                    let (mut service, must_poll) = match readied.take() {
+                        Some(service) => (service, false),
+                        None => (template.clone(), true),
+                    };
                     async move {
-                        let mut service = match readied {
-                            Some(service) => service,
-                            None => {
-                                let mut service = template;
-                                poll_fn(|cx| service.poll_ready(cx))
-                                    .await
-                                    .map_err(|e| classifier.failure(e))?;
-                                service
-                            }
-                        };
+                        if must_poll {
+                            poll_fn(|cx| service.poll_ready(cx))
+                                .await
+                                .map_err(|e| classifier.failure(e))?;
+                        }
                         attempt.dispatched(INNER_SERVICE);
                         service.call(req).await.map_err(|e| classifier.failure(e))
                     }

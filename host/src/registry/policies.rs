@@ -580,7 +580,7 @@ impl PolicyRegistry {
             .flat_map(|s| s.versions())
             .any(|v| v.component().is_some_and(|c| c.sha256() == &sha256));
         if !known {
-            let started = std::time::Instant::now();
+            let started = Instant::now();
             if self
                 .ahead
                 .prepare(&self.runtime, &bytes, &sha256, self.cache.as_ref())
