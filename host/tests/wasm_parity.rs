@@ -1,7 +1,9 @@
 //! Spec: each WebAssembly policy with a native twin decides exactly as the twin, through the
 //! orchestrator, on the full grid: every reason (with Cassandra data variants and an unknown
 //! name) × idempotent or not × attempts 0..=10 × several elapsed/timeout pairs × with and
-//! without a robot marker in the client context.
+//! without a robot marker in the client context. Issue 6: the Python, JavaScript, C and Zig
+//! versions of best-effort, no-retry-for-robots and cassandra-default are held to the same
+//! twins as the Rust ones.
 
 mod common;
 mod wasm_support;
@@ -180,32 +182,71 @@ fn cassandra_downgrading_parity() {
     );
 }
 
+/// Best effort, except where the rule says no retry.
+#[derive(Debug)]
+struct Except(fn(&Request, &RetryReason) -> bool);
+
+impl SyncStrategy for Except {
+    fn name(&self) -> &str {
+        "twin"
+    }
+    fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction {
+        if (self.0)(request, reason) {
+            RetryAction::NoRetry
+        } else {
+            BestEffort::<ExponentialBackoff>::default().decide(request, reason)
+        }
+    }
+}
+
+/// Reference 001 "Accessible Context": no retry for a robot request, best effort otherwise.
+fn robots_twin() -> Arc<Except> {
+    Arc::new(Except(|q, _| {
+        q.client_context().contains_key("isRobotRequest")
+    }))
+}
+
 /// Twins defined by their reference rule: no retry on an open circuit (reference 002 example)
 /// or for a robot request (reference 001 "Accessible Context"), best effort otherwise.
 #[test]
 fn delegating_policies_parity() {
-    #[derive(Debug)]
-    struct Except(fn(&Request, &RetryReason) -> bool);
-    impl SyncStrategy for Except {
-        fn name(&self) -> &str {
-            "twin"
-        }
-        fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction {
-            if (self.0)(request, reason) {
-                RetryAction::NoRetry
-            } else {
-                BestEffort::<ExponentialBackoff>::default().decide(request, reason)
-            }
-        }
-    }
     let circuit = Arc::new(Except(|_, r| *r == reasons::CIRCUIT_BREAKER_OPEN));
     assert_parity(
         wasm("fail_fast_on_open_circuit"),
         circuit,
         RequestType::Upsert,
     );
-    let robots = Arc::new(Except(|q, _| {
-        q.client_context().contains_key("isRobotRequest")
-    }));
-    assert_parity(wasm("no_retry_for_robots"), robots, RequestType::Get);
+    assert_parity(wasm("no_retry_for_robots"), robots_twin(), RequestType::Get);
+}
+
+/// The three example policies of one language against the twins of their Rust versions.
+fn language_parity(language: &str) {
+    let policy = |name: &str| wasm(&format!("{language}_{name}"));
+    let best_effort = Arc::new(BestEffort::<ExponentialBackoff>::default());
+    for ty in [RequestType::Get, RequestType::Upsert] {
+        assert!(assert_parity(policy("best_effort"), best_effort.clone(), ty) > 10_000);
+        assert_parity(policy("no_retry_for_robots"), robots_twin(), ty);
+    }
+    let cassandra = Arc::new(Cassandra::new(DefaultRetryPolicy));
+    assert_parity(policy("cassandra_default"), cassandra, RequestType::Cql);
+}
+
+#[test]
+fn python_policies_parity() {
+    language_parity("python");
+}
+
+#[test]
+fn javascript_policies_parity() {
+    language_parity("javascript");
+}
+
+#[test]
+fn c_policies_parity() {
+    language_parity("c");
+}
+
+#[test]
+fn zig_policies_parity() {
+    language_parity("zig");
 }

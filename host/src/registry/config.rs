@@ -13,7 +13,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::request::{RequestType, Service};
-use crate::wasm::{FailSafe, Optimization, QuarantineConfig, SandboxLimits};
+use crate::wasm::{FailSafe, Optimization, QuarantineConfig, SandboxLimits, WasiConfig};
 
 /// A built-in native strategy a policy may name instead of a component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -103,6 +103,8 @@ struct RawPolicy {
     #[serde(default)]
     quarantine: QuarantineConfig,
     #[serde(default)]
+    wasi: WasiConfig,
+    #[serde(default)]
     guard_exempt: bool,
 }
 
@@ -174,6 +176,8 @@ pub struct PolicyDefinition {
     pub fail_safe: FailSafe,
     /// Quarantine of a component that keeps failing.
     pub quarantine: QuarantineConfig,
+    /// What the component's WASI imports answer (clocks, randomness).
+    pub wasi: WasiConfig,
     /// Whether the safety guard lets this policy retry non-idempotent requests for reasons
     /// that do not allow it (see [`Orchestrator::exempt_from_guard`](crate::Orchestrator::exempt_from_guard)).
     pub guard_exempt: bool,
@@ -373,6 +377,7 @@ impl RawConfig {
                     limits: raw.limits,
                     fail_safe: raw.fail_safe,
                     quarantine: raw.quarantine,
+                    wasi: raw.wasi,
                     guard_exempt: raw.guard_exempt,
                 },
             );

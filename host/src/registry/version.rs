@@ -243,6 +243,7 @@ impl PolicyVersion {
             fail_safe: definition.fail_safe,
             quarantine: definition.quarantine,
             params: definition.params.clone(),
+            wasi: definition.wasi,
         };
         let wasm = Arc::new(WasmStrategy::new(
             component,

@@ -10,6 +10,7 @@ use super::bindings::{RetryPolicy, RetryPolicyPre};
 use super::cache::ArtifactCache;
 use super::imports::CallState;
 use super::runtime::WasmRuntime;
+use super::wasi;
 
 /// The WIT package (and version) this host implements.
 pub const HOST_PACKAGE: &str = "rebound:policy@0.1.0";
@@ -38,7 +39,7 @@ pub enum LoadError {
         message: String,
     },
     /// The component imports what the host does not grant.
-    #[error("policy `{policy}` imports what the host does not grant: {}; a policy may import only {PACKAGE_PREFIX}{{{}}}@{VERSION} (no WASI, files, network, clocks)", .imports.join(", "), GRANTED_INTERFACES.join(","))]
+    #[error("policy `{policy}` imports what the host does not grant: {}; a policy may import only {PACKAGE_PREFIX}{{{}}}@{VERSION} and the inert WASI 0.2 interfaces (io, clocks, random, cli, filesystem, sockets)", .imports.join(", "), GRANTED_INTERFACES.join(","))]
     ForbiddenImports {
         /// The policy.
         policy: String,
@@ -205,6 +206,7 @@ impl PolicyComponent {
                         found: import.to_owned(),
                     })
                 }
+                _ if wasi::is_granted(import) => {}
                 _ => forbidden.push(import.to_owned()),
             }
         }
@@ -238,6 +240,7 @@ impl PolicyComponent {
         };
         RetryPolicy::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
             .map_err(mismatch)?;
+        wasi::add_to_linker(&mut linker, &component).map_err(mismatch)?;
         let pre = linker.instantiate_pre(&component).map_err(mismatch)?;
         let pre = RetryPolicyPre::new(pre).map_err(mismatch)?;
         let version = sha256.iter().take(6).map(|b| format!("{b:02x}")).collect();

@@ -10,6 +10,7 @@ use wasmtime::ResourceLimiter;
 use super::bindings::rebound::policy::host::{self, LogLevel};
 use super::bindings::{self as b, wit};
 use super::deadline::DeadlineGrace;
+use super::wasi::{WasiConfig, WasiState};
 use crate::backoff::{controlled_backoff, lenient_exponential_ms};
 use crate::budget::RetryBudgets;
 use crate::errormap::RetrySpec;
@@ -22,6 +23,9 @@ pub(crate) enum HostTrap {
     /// The guest called `abort` (its panic hook).
     #[error("policy panicked: {0}")]
     Panic(String),
+    /// The guest used a WASI function the sandbox denies (exit, sleeping, files, sockets).
+    #[error("denied: {0}")]
+    Denied(String),
     /// The guest tried to grow memory past the cap.
     #[error("memory limit exceeded: the policy asked for {desired} bytes, the cap is {cap}")]
     MemoryLimitExceeded {
@@ -47,11 +51,18 @@ pub(crate) struct CallState {
     pub error_map_spec: Option<RetrySpec>,
     pub memory_cap: usize,
     pub deadline: DeadlineGrace,
+    pub wasi: WasiState,
 }
 
 impl CallState {
-    pub fn new(label: PolicyLabel, budgets: Arc<RetryBudgets>, memory_cap: usize) -> Self {
+    pub fn new(
+        label: PolicyLabel,
+        budgets: Arc<RetryBudgets>,
+        memory_cap: usize,
+        wasi: WasiConfig,
+    ) -> Self {
         CallState {
+            wasi: WasiState::new(wasi, label.clone(), memory_cap),
             label,
             budgets,
             client_context: Arc::default(),

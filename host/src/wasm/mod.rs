@@ -4,9 +4,11 @@
 //!
 //! - [`WasmRuntime`]: one engine (component model, pooling allocator, fuel, epoch
 //!   interruption) and the epoch ticker that enforces wall-clock deadlines.
+//! - [`WasiConfig`]: the inert WASI 0.2 a policy's language runtime may import (no files, no
+//!   network, no environment; clocks and randomness as configured).
 //! - [`PolicyComponent`]: a compiled, checked, pre-instantiated component. Loading rejects a
 //!   component of the wrong world or package version and one that imports anything the host
-//!   does not grant (no WASI, no files, no network).
+//!   does not grant (no real files, network or environment).
 //! - [`WasmStrategy`]: the strategy. Each call runs under a deadline, a fuel budget and a
 //!   memory cap; any failure yields the configured fail-safe, discards the instance, and
 //!   repeated failures quarantine the policy.
@@ -19,9 +21,11 @@ mod deadline;
 mod imports;
 mod runtime;
 mod strategy;
+mod wasi;
 
 pub use cache::{ArtifactCache, CacheError, CacheStats};
 pub(crate) use component::MachineCode;
 pub use component::{CodeOrigin, LoadError, PolicyComponent, HOST_PACKAGE};
 pub use runtime::{Optimization, SandboxLimits, WasmRuntime};
 pub use strategy::{FailSafe, PolicyStats, QuarantineConfig, WasmStrategy, WasmStrategyConfig};
+pub use wasi::{WasiClocks, WasiConfig, WasiRandom};

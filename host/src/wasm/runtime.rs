@@ -21,7 +21,14 @@ pub struct SandboxLimits {
     pub memory_bytes: u64,
     /// Largest delay a policy may answer, in milliseconds; a larger one is an invalid answer.
     pub max_delay_ms: u64,
+    /// Wall-clock budget of creating and configuring an instance, in milliseconds (a Python
+    /// runtime takes about half a millisecond to instantiate); the fuel budget is then
+    /// [`SETUP_FUEL_FACTOR`] times `fuel`.
+    pub setup_deadline_ms: u64,
 }
+
+/// How many times a call's fuel budget creating and configuring an instance may use.
+pub const SETUP_FUEL_FACTOR: u64 = 100;
 
 impl Default for SandboxLimits {
     fn default() -> Self {
@@ -30,6 +37,7 @@ impl Default for SandboxLimits {
             fuel: 10_000_000,
             memory_bytes: 64 << 20,
             max_delay_ms: 10 * 60 * 1000,
+            setup_deadline_ms: 1000,
         }
     }
 }

@@ -12,7 +12,8 @@ use wasmtime::{Store, Trap};
 use super::bindings::{self as b, RetryPolicy};
 use super::component::{LoadError, PolicyComponent};
 use super::imports::{CallState, HostTrap, PolicyLabel};
-use super::runtime::{SandboxLimits, EPOCH_TICK};
+use super::runtime::{SandboxLimits, EPOCH_TICK, SETUP_FUEL_FACTOR};
+use super::wasi::WasiConfig;
 use crate::action::{PolicyFailureKind, RetryAction};
 use crate::backoff::ExponentialBackoff;
 use crate::budget::RetryBudgets;
@@ -62,6 +63,8 @@ pub struct WasmStrategyConfig {
     pub quarantine: QuarantineConfig,
     /// Parameters handed to the policy's `configure`.
     pub params: BTreeMap<String, String>,
+    /// What the policy's WASI imports answer, if it has any.
+    pub wasi: WasiConfig,
 }
 
 const FAILURE_KINDS: [PolicyFailureKind; 8] = [
@@ -204,12 +207,21 @@ impl WasmStrategy {
         }
     }
 
-    fn arm(&self, store: &mut Store<CallState>) -> Result<(), CallFailure> {
+    /// Arms `store` for one call: a decision's budgets, or an instance's setup budgets.
+    fn arm(&self, store: &mut Store<CallState>, setup: bool) -> Result<(), CallFailure> {
         let limits = &self.config.limits;
+        let (fuel, deadline_ms) = if setup {
+            (
+                limits.fuel.saturating_mul(SETUP_FUEL_FACTOR),
+                limits.setup_deadline_ms,
+            )
+        } else {
+            (limits.fuel, limits.deadline_ms)
+        };
         store
-            .set_fuel(limits.fuel)
+            .set_fuel(fuel)
             .map_err(|e| (PolicyFailureKind::Trap, format!("{e:#}")))?;
-        let ticks = limits.deadline_ms.div_ceil(EPOCH_TICK.as_millis() as u64) + 1;
+        let ticks = deadline_ms.div_ceil(EPOCH_TICK.as_millis() as u64) + 1;
         store.set_epoch_deadline(ticks);
         store.data_mut().deadline.reset();
         Ok(())
@@ -217,11 +229,16 @@ impl WasmStrategy {
 
     fn instantiate(&self) -> Result<Warm, CallFailure> {
         let memory_cap = usize::try_from(self.config.limits.memory_bytes).unwrap_or(usize::MAX);
-        let state = CallState::new(self.label.clone(), Arc::clone(&self.budgets), memory_cap);
+        let state = CallState::new(
+            self.label.clone(),
+            Arc::clone(&self.budgets),
+            memory_cap,
+            self.config.wasi,
+        );
         let mut store = Store::new(self.component.runtime().engine(), state);
         store.limiter(|state| state);
         store.epoch_deadline_callback(|mut store| Ok(store.data_mut().deadline.on_deadline()));
-        self.arm(&mut store)?;
+        self.arm(&mut store, true)?;
         let policy = self
             .component
             .pre()
@@ -259,7 +276,7 @@ impl WasmStrategy {
             Some(warm) => warm,
             None => self.instantiate()?,
         };
-        self.arm(&mut warm.store)?;
+        self.arm(&mut warm.store, false)?;
         let state = warm.store.data_mut();
         if !Arc::ptr_eq(&state.client_context, request.shared_client_context()) {
             state.client_context = Arc::clone(request.shared_client_context());
@@ -356,6 +373,7 @@ fn classify(error: wasmtime::Error) -> CallFailure {
     if let Some(trap) = error.downcast_ref::<HostTrap>() {
         let kind = match trap {
             HostTrap::Panic(_) => PolicyFailureKind::Panic,
+            HostTrap::Denied(_) => PolicyFailureKind::Trap,
             HostTrap::MemoryLimitExceeded { .. } => PolicyFailureKind::MemoryLimitExceeded,
         };
         return (kind, trap.to_string());

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use rebound::budget::RetryBudgets;
-use rebound::wasm::{LoadError, PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig};
+use rebound::wasm::{
+    ArtifactCache, LoadError, PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig,
+};
 
 /// The component `name` built by `scripts/build-guests.sh`.
 pub fn guest(name: &str) -> PathBuf {
@@ -26,9 +28,21 @@ pub fn runtime() -> &'static WasmRuntime {
     RUNTIME.get_or_init(|| WasmRuntime::new(64 << 20).expect("wasmtime engine"))
 }
 
-/// Loads guest `name` as a policy of the same name.
+/// The compiled-artifact cache the test binaries share (under `build/`), so that each Python
+/// or JavaScript guest, seconds to compile, is compiled once per build.
+pub fn cache() -> &'static ArtifactCache {
+    static CACHE: OnceLock<ArtifactCache> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../build/test-artifact-cache");
+        ArtifactCache::open(&dir, runtime().engine()).expect("the test artifact cache")
+    })
+}
+
+/// Loads guest `name` as a policy of the same name, its machine code from the shared cache.
 pub fn load(name: &str) -> Result<PolicyComponent, LoadError> {
-    PolicyComponent::load_file(runtime(), name, &guest(name))
+    let path = guest(name);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    PolicyComponent::load_cached(runtime(), name, &bytes, Some(cache()))
 }
 
 /// Loads guest `name` and runs it with `config`.

@@ -1,0 +1,18 @@
+// RFC 0049 "Accessible Context in the RetryStrategy": a request whose client context holds the
+// key `isRobotRequest` (or the parameter `key`) is never retried; others get the host's best
+// effort. The JavaScript twin of policies/no-retry-for-robots (Rust).
+import { bestEffort, clientContext } from "rebound:policy/host@0.1.0";
+
+let robotKey = "isRobotRequest";
+
+export const strategy = {
+  configure(params) {
+    for (const [name, value] of params) {
+      if (name === "key") robotKey = value;
+    }
+  },
+  retryAfter(request, reason) {
+    if (clientContext(robotKey) !== undefined) return { tag: "no-retry" };
+    return bestEffort(request, reason);
+  },
+};

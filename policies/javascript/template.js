@@ -1,0 +1,27 @@
+// A starting point for a Rebound policy in JavaScript: copy this file to a new name, change
+// `retryAfter`, and build it with ./scripts/build-guests.sh (see docs/policy-javascript.md).
+//
+// This template caps retries at the parameter `max_attempts` (default 3) and otherwise takes
+// the host's best-effort decision, which already refuses unsafe retries of non-idempotent
+// requests.
+import { bestEffort } from "rebound:policy/host@0.1.0";
+
+let maxAttempts = 3;
+
+export const strategy = {
+  // Called once per instance with the policy's `params` ([name, value] pairs) from the host
+  // configuration. Throw a string to reject them.
+  configure(params) {
+    for (const [name, value] of params) {
+      if (name !== "max_attempts") continue;
+      if (!/^[0-9]+$/.test(value)) throw `max_attempts: expected a whole number, got "${value}"`;
+      maxAttempts = Number(value);
+    }
+  },
+  // Decides for `request` ({ retryAttempts, idempotent, ... }), which failed for `reason`
+  // ({ tag: "kv-locked" }, { tag: "read-timeout", val: {...} }, ...).
+  retryAfter(request, reason) {
+    if (request.retryAttempts >= maxAttempts) return { tag: "no-retry" };
+    return bestEffort(request, reason);
+  },
+};

@@ -1,0 +1,30 @@
+"""A starting point for a Rebound policy in Python: copy this file to a new name, change
+`retry_after`, and build it with ./scripts/build-guests.sh (see docs/policy-python.md).
+
+This template caps retries at the parameter `max_attempts` (default 3) and otherwise takes the
+host's best-effort decision, which already refuses unsafe retries of non-idempotent requests.
+"""
+
+from wit_world import exports
+from wit_world.imports import host, types
+
+max_attempts = 3
+
+
+class Strategy(exports.Strategy):
+    def configure(self, params):
+        """Called once per instance with the policy's `params` from the host configuration.
+        Raise `componentize_py_types.Err("...")` to reject them."""
+        global max_attempts
+        value = dict(params).get("max_attempts", "3")
+        if not value.isdigit():
+            from componentize_py_types import Err
+            raise Err(f"max_attempts: expected a whole number, got {value!r}")
+        max_attempts = int(value)
+
+    def retry_after(self, request, reason):
+        """Decides for `request` (types.Request), which failed for `reason` (a
+        types.RetryReason_* value); returns a types.RetryAction_* value."""
+        if request.retry_attempts >= max_attempts:
+            return types.RetryAction_NoRetry()
+        return host.best_effort(request, reason)

@@ -1,0 +1,43 @@
+//! A starting point for a Rebound policy in Zig: copy this file to a new name, change
+//! `exports_rebound_policy_strategy_retry_after`, and build it with ./scripts/build-guests.sh
+//! (see docs/policy-zig.md). The module `bindings` is wit-bindgen's C bindings of
+//! wit/policy.wit, translated to Zig.
+//!
+//! This template caps retries at the parameter `max_attempts` (default 3) and otherwise takes
+//! the host's best-effort decision, which already refuses unsafe retries of non-idempotent
+//! requests.
+const std = @import("std");
+const c = @import("bindings");
+
+var max_attempts: u32 = 3;
+
+/// Called once per instance with the policy's `params`; return false with `err` set to reject
+/// them. Arguments are owned by the callee: free them.
+export fn exports_rebound_policy_strategy_configure(
+    params: *c.retry_policy_list_tuple2_string_string_t,
+    err: *c.retry_policy_string_t,
+) bool {
+    defer c.retry_policy_list_tuple2_string_string_free(params);
+    for (params.ptr[0..params.len]) |param| {
+        if (!std.mem.eql(u8, param.f0.ptr[0..param.f0.len], "max_attempts")) continue;
+        max_attempts = std.fmt.parseInt(u32, param.f1.ptr[0..param.f1.len], 10) catch {
+            c.retry_policy_string_dup(err, "max_attempts: expected a whole number");
+            return false;
+        };
+    }
+    return true;
+}
+
+/// Decides for `request`, which failed for `reason`, into `ret`.
+export fn exports_rebound_policy_strategy_retry_after(
+    request: *c.exports_rebound_policy_strategy_request_t,
+    reason: *c.exports_rebound_policy_strategy_retry_reason_t,
+    ret: *c.exports_rebound_policy_strategy_retry_action_t,
+) void {
+    if (request.retry_attempts >= max_attempts) {
+        ret.tag = c.REBOUND_POLICY_TYPES_RETRY_ACTION_NO_RETRY;
+    } else {
+        c.rebound_policy_host_best_effort(request, reason, ret);
+    }
+    c.exports_rebound_policy_strategy_retry_reason_free(reason);
+}
