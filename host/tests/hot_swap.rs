@@ -13,6 +13,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rebound::registry::{PolicyRegistry, RegistryWatcher};
+use rebound::wasm::CodeOrigin;
 use rebound::{reasons, CancelReason, Decision, RequestType, RetryError};
 use registry_support::{active_hash, decide, guest, guest_hash, request, wait_for, Workspace};
 
@@ -333,4 +334,55 @@ fn write_then_rename_config(path: &Path, text: &str) {
     let temp = path.with_file_name(".rebound.toml.tmp");
     std::fs::write(&temp, text).unwrap();
     std::fs::rename(&temp, path).unwrap();
+}
+
+/// Issue 6 point 5 (and issue 4 point 4): Python and JavaScript policies swap like any other
+/// while a thread decides, and a version this registry never loaded comes from the
+/// compiled-artifact cache (another process compiled it) instead of being compiled again,
+/// which takes seconds for these runtimes.
+#[test]
+fn python_and_javascript_policies_swap_and_come_from_the_cache() {
+    let ws = Workspace::new();
+    ws.config(
+        "default_policy = \"p\"\ncache_dir = \"cache\"\n[policies.p]\ncomponent = \"policy.wasm\"\n",
+    );
+    // An earlier run compiled the Python version into the cache.
+    ws.install("policy.wasm", "python_best_effort");
+    drop(ws.registry());
+    ws.install("policy.wasm", "javascript_cassandra_default");
+    let registry = Arc::new(ws.registry());
+    let _watcher = registry.watch().unwrap().expect("watching enabled");
+    let stop = Arc::new(AtomicBool::new(false));
+    let decider = {
+        let (registry, stop) = (Arc::clone(&registry), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut failures = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let decided = decide(&registry, request(RequestType::Get), &reasons::KV_LOCKED);
+                if let Decision::Fail(RetryError::RequestCanceled {
+                    reason: CancelReason::PolicyFailed(kind, _),
+                    ..
+                }) = decided.decision
+                {
+                    failures.push(kind.to_string());
+                }
+            }
+            failures
+        })
+    };
+    write_then_rename(&ws.path("policy.wasm"), &bytes("python_best_effort"));
+    let python = guest_hash("python_best_effort");
+    wait_for(SWAP_LIMIT, "the Python version", || {
+        active_hash(&registry, "p") == python
+    });
+    // KV_LOCKED on a get: cassandra-default rethrows, best effort retries.
+    assert!(matches!(
+        decide(&registry, request(RequestType::Get), &reasons::KV_LOCKED).decision,
+        Decision::Retry(_)
+    ));
+    stop.store(true, Ordering::Relaxed);
+    assert_eq!(decider.join().unwrap(), Vec::<String>::new());
+    let status = registry.policy_status("p").unwrap();
+    assert_eq!(status.swaps, 1);
+    assert_eq!(status.active.origin, Some(CodeOrigin::Cached), "{status:?}");
 }

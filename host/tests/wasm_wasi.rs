@@ -1,0 +1,263 @@
+//! Spec (issue 6, points 3 and 4): a Python policy's WASI imports are inert and grant nothing
+//! (no environment, no files, no sockets, empty stdin, stdout/stderr into the host's log,
+//! clocks and randomness as configured, exit and sleeping end the call), and the sandbox holds
+//! for Python and JavaScript runtimes: an infinite loop is stopped at the deadline and a memory
+//! bomb hits the cap. docs/wasi.md lists what each import does.
+
+mod wasm_support;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rebound::action::PolicyFailureKind;
+use rebound::budget::RetryBudgets;
+use rebound::wasm::{
+    SandboxLimits, WasiClocks, WasiConfig, WasiRandom, WasmStrategy, WasmStrategyConfig,
+};
+use rebound::{reasons, Request, RequestType, RetryAction, SyncStrategy};
+
+/// Everything logged in this test binary (every test installs the same subscriber first, so
+/// callsite interest is the same for all of them).
+fn logs() -> &'static Mutex<Vec<u8>> {
+    static LOGS: OnceLock<&'static Mutex<Vec<u8>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs: &'static Mutex<Vec<u8>> = Box::leak(Box::default());
+        struct Sink(&'static Mutex<Vec<u8>>);
+        impl Write for Sink {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || Sink(logs))
+            .init();
+        logs
+    })
+}
+
+fn strategy(
+    guest: &str,
+    params: &[(&str, &str)],
+    limits: SandboxLimits,
+    wasi: WasiConfig,
+) -> WasmStrategy {
+    logs();
+    let config = WasmStrategyConfig {
+        limits,
+        wasi,
+        params: params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Default::default()
+    };
+    let component = wasm_support::load(guest).unwrap_or_else(|e| panic!("{e}"));
+    WasmStrategy::new(component, config, Arc::new(RetryBudgets::new()))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Limits that let a probe report any number (as its delay).
+fn roomy() -> SandboxLimits {
+    SandboxLimits {
+        max_delay_ms: u64::MAX,
+        deadline_ms: 1_000,
+        fuel: u64::MAX / 4,
+        ..Default::default()
+    }
+}
+
+fn request() -> Request {
+    Request::new(1, RequestType::Get, Duration::from_secs(2)).unwrap()
+}
+
+/// What the Python probe saw, reported as its retry delay.
+fn observe(probe: &str, wasi: WasiConfig) -> u64 {
+    let policy = strategy("python_wasi_probe", &[("probe", probe)], roomy(), wasi);
+    match policy.decide(&request(), &reasons::KV_LOCKED) {
+        RetryAction::RetryAfter { delay, .. } => delay.as_millis() as u64,
+        other => panic!("probe {probe}: {other:?} {:?}", policy.stats()),
+    }
+}
+
+/// How a call that must not complete ended: the failure's kind and message, and how long the
+/// call took.
+fn failure(
+    guest: &str,
+    params: &[(&str, &str)],
+    limits: SandboxLimits,
+) -> (PolicyFailureKind, String, Duration) {
+    let policy = strategy(guest, params, limits, WasiConfig::default());
+    let started = Instant::now();
+    let action = policy.decide(&request(), &reasons::KV_LOCKED);
+    let took = started.elapsed();
+    let stats = policy.stats();
+    let kind = match action {
+        RetryAction::PolicyFailed(kind) => kind,
+        other => panic!("{guest} {params:?}: expected the fail-safe, got {other:?}"),
+    };
+    (kind, stats.last_failure.unwrap_or_default(), took)
+}
+
+#[test]
+fn no_environment_and_no_arguments() {
+    assert_eq!(observe("environment", WasiConfig::default()), 0);
+}
+
+#[test]
+fn stdin_is_empty() {
+    assert_eq!(observe("stdin", WasiConfig::default()), 0);
+}
+
+#[test]
+fn clocks_are_frozen_by_default_and_real_when_configured() {
+    assert_eq!(observe("wall_clock", WasiConfig::default()), 0);
+    assert_eq!(observe("monotonic_clock", WasiConfig::default()), 0);
+    let real = WasiConfig {
+        clocks: WasiClocks::Real,
+        ..Default::default()
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(observe("wall_clock", real).abs_diff(now) <= 60);
+    assert!(observe("monotonic_clock", real) > 0);
+}
+
+#[test]
+fn randomness_is_seeded_by_default_and_from_the_system_when_configured() {
+    let seeded = |seed| WasiConfig {
+        seed,
+        ..Default::default()
+    };
+    assert_eq!(observe("random", seeded(7)), observe("random", seeded(7)));
+    assert_ne!(observe("random", seeded(7)), observe("random", seeded(8)));
+    let os = WasiConfig {
+        random: WasiRandom::Os,
+        ..Default::default()
+    };
+    assert_ne!(observe("random", os), observe("random", os));
+}
+
+/// No socket can be made: Python sees an OSError (access denied), the policy goes on.
+#[test]
+fn sockets_are_denied_as_errors() {
+    const WASI_EACCES: u64 = 2;
+    assert_eq!(observe("socket", WasiConfig::default()), 1000 + WASI_EACCES);
+}
+
+/// No directory is preopened: opening a file is an OSError, the policy goes on.
+#[test]
+fn files_do_not_exist() {
+    assert!(observe("file", WasiConfig::default()) > 1000);
+}
+
+#[test]
+fn stdout_and_stderr_go_to_the_log() {
+    assert_eq!(observe("print", WasiConfig::default()), 1);
+    let text = String::from_utf8_lossy(&logs().lock().unwrap()).into_owned();
+    let line = |needle: &str| text.lines().find(|l| l.contains(needle)).map(str::to_owned);
+    let out = line("probe says hello").unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        out.contains("DEBUG") && out.contains("python_wasi_probe") && out.contains("stdout"),
+        "{out}"
+    );
+    let err = line("probe warns").unwrap_or_else(|| panic!("{text}"));
+    assert!(err.contains("WARN") && err.contains("stderr"), "{err}");
+}
+
+#[test]
+fn exit_ends_the_call() {
+    let (kind, message, _) = failure("python_wasi_probe", &[("probe", "exit")], roomy());
+    assert_eq!(kind, PolicyFailureKind::Trap);
+    assert!(
+        message.contains("exit(1)") || message.contains("exit(3)"),
+        "{message}"
+    );
+}
+
+/// Sleeping would block the deciding thread, where the deadline cannot reach: it ends the call
+/// at once instead.
+#[test]
+fn sleeping_ends_the_call_at_once() {
+    let (kind, message, took) = failure("python_wasi_probe", &[("probe", "sleep")], roomy());
+    assert_eq!(kind, PolicyFailureKind::Trap);
+    assert!(message.contains("may not sleep"), "{message}");
+    assert!(
+        took < Duration::from_secs(4),
+        "did not wait for the 5 s sleep"
+    );
+}
+
+fn looping() -> SandboxLimits {
+    SandboxLimits {
+        deadline_ms: 30,
+        fuel: u64::MAX / 4,
+        ..Default::default()
+    }
+}
+
+fn bombing() -> SandboxLimits {
+    SandboxLimits {
+        deadline_ms: 10_000,
+        fuel: u64::MAX / 4,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn python_infinite_loop_is_stopped_at_the_deadline() {
+    let (kind, _, took) = failure(
+        "python_wasi_probe",
+        &[("probe", "infinite_loop")],
+        looping(),
+    );
+    assert_eq!(kind, PolicyFailureKind::Timeout);
+    assert!(
+        took < Duration::from_secs(2),
+        "stopped near the 30 ms deadline: {took:?}"
+    );
+}
+
+#[test]
+fn python_memory_bomb_hits_the_cap() {
+    let (kind, message, _) = failure("python_wasi_probe", &[("probe", "memory_bomb")], bombing());
+    assert_eq!(kind, PolicyFailureKind::MemoryLimitExceeded, "{message}");
+}
+
+#[test]
+fn javascript_infinite_loop_is_stopped_at_the_deadline() {
+    let (kind, _, took) = failure(
+        "javascript_adversary",
+        &[("mode", "infinite_loop")],
+        looping(),
+    );
+    assert_eq!(kind, PolicyFailureKind::Timeout);
+    assert!(
+        took < Duration::from_secs(2),
+        "stopped near the 30 ms deadline: {took:?}"
+    );
+}
+
+#[test]
+fn javascript_memory_bomb_hits_the_cap() {
+    let (kind, message, _) = failure(
+        "javascript_adversary",
+        &[("mode", "memory_bomb")],
+        bombing(),
+    );
+    assert_eq!(kind, PolicyFailureKind::MemoryLimitExceeded, "{message}");
+}
+
+#[test]
+fn javascript_exception_is_a_policy_failure() {
+    let (kind, _, _) = failure("javascript_adversary", &[("mode", "throw")], roomy());
+    assert_eq!(kind, PolicyFailureKind::Trap);
+}
