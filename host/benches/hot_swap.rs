@@ -6,6 +6,8 @@
 //! 2. Decision latency percentiles with no swaps, and while the policy file is swapped every
 //!    100 ms (reused versions, and fresh content that must compile on the other core).
 //!
+//! Rust guests, then the Python and JavaScript best-effort policies (issue 6).
+//!
 //! Run: `./scripts/build-guests.sh && cargo bench -p rebound --bench hot_swap`.
 
 use std::path::{Path, PathBuf};
@@ -123,16 +125,17 @@ fn setup(initial: &[u8]) -> Setup {
     }
 }
 
-fn swap_table(name: &str, best: &[u8]) {
+/// Swap latencies of `guest`, a `language` policy, with `runs` swaps of each kind.
+fn swap_table(language: &str, name: &str, best: &[u8], runs: u32) {
     let s = setup(best);
     let mut rows = Vec::new();
     // Content never seen: compiled after the rename.
-    let compiled: Vec<_> = (1..=15)
+    let compiled: Vec<_> = (1..=runs)
         .map(|n| swap_latency(&s.registry, &s.path, &variant(best, n)))
         .collect();
     rows.push(("new content (compile)", compiled));
     // Content seen before but neither active nor previous: from the artifact cache.
-    let cached: Vec<_> = (1..=15)
+    let cached: Vec<_> = (1..=runs)
         .map(|n| swap_latency(&s.registry, &s.path, &variant(best, n)))
         .collect();
     rows.push(("seen before (artifact cache)", cached));
@@ -140,13 +143,13 @@ fn swap_table(name: &str, best: &[u8]) {
     let (a, b) = (variant(best, 100), variant(best, 101));
     swap_latency(&s.registry, &s.path, &a);
     swap_latency(&s.registry, &s.path, &b);
-    let reused: Vec<_> = (0..30)
+    let reused: Vec<_> = (0..2 * runs)
         .map(|i| swap_latency(&s.registry, &s.path, if i % 2 == 0 { &a } else { &b }))
         .collect();
     rows.push(("back to previous (in memory)", reused));
 
     println!(
-        "\nRename-to-first-decision latency, Rust {name} guest ({} KB), debounce {} ms",
+        "\nRename-to-first-decision latency, {language} {name} guest ({} KB), debounce {} ms",
         best.len() / 1024,
         DEBOUNCE.as_millis()
     );
@@ -265,7 +268,15 @@ fn main() {
         return; // `cargo test --benches` smoke-runs bench targets: nothing to check here
     }
     let best = guest("best_effort");
-    swap_table("best-effort", &best);
-    swap_table("fail-fast", &guest("fail_fast"));
+    swap_table("Rust", "best-effort", &best, 15);
+    swap_table("Rust", "fail-fast", &guest("fail_fast"), 15);
+    // Issue 6: a Python or JavaScript runtime takes seconds to compile; cached, it must not.
+    swap_table("Python", "best-effort", &guest("python_best_effort"), 3);
+    swap_table(
+        "JavaScript",
+        "best-effort",
+        &guest("javascript_best_effort"),
+        3,
+    );
     latency_table(&best);
 }

@@ -497,8 +497,8 @@ fn the_cache_serves_a_compiled_component_and_discards_corrupt_or_foreign_entries
 
     // Foreign: a well-formed entry whose payload wasmtime did not produce.
     let payload = b"not a wasmtime artifact";
-    let mut foreign = b"rebound-artifact-v1\n".to_vec();
-    foreign.extend_from_slice(&<sha2::Sha256 as sha2::Digest>::digest(payload));
+    let mut foreign = b"rebound-artifact-v2\n".to_vec();
+    foreign.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
     foreign.extend_from_slice(payload);
     std::fs::write(&entry, foreign).unwrap();
     let fourth = ws.registry();

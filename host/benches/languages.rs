@@ -1,0 +1,177 @@
+//! Policies per language (issue 6, point 6), printed as one table from one run: the warm
+//! decision latency of the best-effort (a call back into the host) and cassandra-default
+//! (decided in the guest) policies of Rust, Python, JavaScript, C and Zig, beside the native
+//! strategies; and per language the component's size, its compile time, the load of its
+//! compiled artifact from the cache, and the creation of one configured instance.
+//!
+//! Run: `./scripts/build-guests.sh && cargo bench -p rebound --bench languages`.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rebound::budget::RetryBudgets;
+use rebound::cassandra_types::ConsistencyLevel;
+use rebound::reason::ReadTimeout;
+use rebound::strategy::cassandra::{Cassandra, DefaultRetryPolicy};
+use rebound::wasm::{
+    ArtifactCache, PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig,
+};
+use rebound::{reasons, BestEffort, Request, RequestType, RetryReason, SyncStrategy};
+
+fn guest(name: &str) -> Vec<u8> {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../build/guests/{name}.wasm"));
+    std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run ./scripts/build-guests.sh", path.display()))
+}
+
+/// Median over `rounds` of the mean time per call of `f` over `iters` calls.
+fn measure(rounds: usize, iters: u32, mut f: impl FnMut()) -> Duration {
+    f();
+    let mut samples: Vec<Duration> = (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            start.elapsed() / iters
+        })
+        .collect();
+    samples.sort();
+    samples[rounds / 2]
+}
+
+/// Warm latency of one decision of `strategy` for `request` failing with `reason`.
+fn decision(strategy: &dyn SyncStrategy, request: &Request, reason: &RetryReason) -> Duration {
+    measure(11, 5_000, || {
+        black_box(strategy.decide(black_box(request), reason));
+    })
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1e6)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1e3)
+}
+
+struct Inputs {
+    get: Request,
+    cql: Request,
+    locked: RetryReason,
+    read_timeout: RetryReason,
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--test" || a == "--list") {
+        return; // `cargo test --benches` smoke-runs bench targets: nothing to check here
+    }
+    let runtime = WasmRuntime::new(64 << 20).expect("engine");
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = ArtifactCache::open(cache_dir.path(), runtime.engine()).unwrap();
+    let budgets = Arc::new(RetryBudgets::new());
+    let hour = Duration::from_secs(3600);
+    let inputs = Inputs {
+        get: Request::new(1, RequestType::Get, hour).unwrap(),
+        cql: Request::new(1, RequestType::Cql, hour)
+            .unwrap()
+            .idempotent(true),
+        locked: reasons::KV_LOCKED,
+        read_timeout: ReadTimeout {
+            consistency: ConsistencyLevel::Quorum,
+            block_for: 2,
+            received: 2,
+            data_present: false,
+        }
+        .into(),
+    };
+
+    let native_best = decision(
+        &BestEffort::<rebound::backoff::ExponentialBackoff>::default(),
+        &inputs.get,
+        &inputs.locked,
+    );
+    let native_cassandra = decision(
+        &Cassandra::new(DefaultRetryPolicy),
+        &inputs.cql,
+        &inputs.read_timeout,
+    );
+
+    println!(
+        "\nPolicies per language (wasmtime 48.0.8, one instance, warm; RUST_BACKTRACE={})",
+        std::env::var("RUST_BACKTRACE").unwrap_or_else(|_| "unset".into())
+    );
+    println!("| language | component KB | compile ms | cached load ms | instance ms | best-effort µs | × native | cassandra-default µs | × native |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!(
+        "| native Rust | – | – | – | – | {} | 1.0 | {} | 1.0 |",
+        us(native_best),
+        us(native_cassandra)
+    );
+    for (language, prefix) in [
+        ("Rust", ""),
+        ("Python", "python_"),
+        ("JavaScript", "javascript_"),
+        ("C", "c_"),
+        ("Zig", "zig_"),
+    ] {
+        let best_bytes = guest(&format!("{prefix}best_effort"));
+        let name = format!("{prefix}best_effort");
+        let started = Instant::now();
+        let component =
+            PolicyComponent::load_cached(&runtime, &name, &best_bytes, Some(&cache)).unwrap();
+        let compile = started.elapsed();
+        let started = Instant::now();
+        black_box(
+            PolicyComponent::load_cached(&runtime, &name, &best_bytes, Some(&cache)).unwrap(),
+        );
+        let cached = started.elapsed();
+        let started = Instant::now();
+        let best = WasmStrategy::new(
+            component,
+            WasmStrategyConfig::default(),
+            Arc::clone(&budgets),
+        )
+        .unwrap();
+        let instance = started.elapsed();
+
+        let cassandra_name = format!("{prefix}cassandra_default");
+        let cassandra_bytes = guest(&cassandra_name);
+        let cassandra = WasmStrategy::new(
+            PolicyComponent::load_cached(&runtime, &cassandra_name, &cassandra_bytes, Some(&cache))
+                .unwrap(),
+            WasmStrategyConfig::default(),
+            Arc::clone(&budgets),
+        )
+        .unwrap();
+
+        let best_latency = decision(&best, &inputs.get, &inputs.locked);
+        let cassandra_latency = decision(&cassandra, &inputs.cql, &inputs.read_timeout);
+        assert_eq!(
+            best.stats().failures.values().sum::<u64>(),
+            0,
+            "{language}: {:?}",
+            best.stats()
+        );
+        assert_eq!(
+            cassandra.stats().failures.values().sum::<u64>(),
+            0,
+            "{language}: {:?}",
+            cassandra.stats()
+        );
+        println!(
+            "| {language} | {} | {} | {} | {} | {} | {:.0} | {} | {:.0} |",
+            best_bytes.len() / 1024,
+            ms(compile),
+            ms(cached),
+            ms(instance),
+            us(best_latency),
+            best_latency.as_secs_f64() / native_best.as_secs_f64(),
+            us(cassandra_latency),
+            cassandra_latency.as_secs_f64() / native_cassandra.as_secs_f64(),
+        );
+    }
+}
