@@ -250,3 +250,43 @@ fn c_policies_parity() {
 fn zig_policies_parity() {
     language_parity("zig");
 }
+
+/// The starting templates (issue 6, point 1) load in every language, refuse a bad parameter
+/// naming it, and do what they say: no retry once `max_attempts` retries were made, the host's
+/// best effort before.
+#[test]
+fn templates_load_and_cap_attempts() {
+    let best_effort = BestEffort::<ExponentialBackoff>::default();
+    for language in ["python", "javascript", "c", "zig"] {
+        let name = format!("{language}_template");
+        let config = |value: &str| WasmStrategyConfig {
+            params: [("max_attempts".to_owned(), value.to_owned())].into(),
+            ..Default::default()
+        };
+        let component = wasm_support::load(&name).unwrap_or_else(|e| panic!("{e}"));
+        let refused = rebound::wasm::WasmStrategy::new(
+            component.clone(),
+            config("many"),
+            Arc::new(rebound::budget::RetryBudgets::new()),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(refused.contains("max_attempts"), "{name}: {refused}");
+        let policy = wasm_support::strategy(&name, config("2"));
+        for attempts in 0..4 {
+            let request = Request::new(1, RequestType::Get, Duration::from_secs(2))
+                .unwrap()
+                .with_retry_attempts(attempts);
+            let expected = if attempts >= 2 {
+                RetryAction::NoRetry
+            } else {
+                best_effort.decide(&request, &reasons::KV_LOCKED)
+            };
+            assert_eq!(
+                policy.decide(&request, &reasons::KV_LOCKED),
+                expected,
+                "{name} attempts={attempts}"
+            );
+        }
+    }
+}

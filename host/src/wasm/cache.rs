@@ -191,7 +191,7 @@ impl ArtifactCache {
             .map_err(|e| std::io::Error::other(format!("{e:#}")))
             .and_then(|payload| {
                 // Written beside the entry, then renamed: a reader never sees a partial entry.
-                // Not synced: after a crash a torn entry fails its digest and is recompiled,
+                // Not synced: after a crash a torn entry fails its checksum and is recompiled,
                 // so the swap does not wait for the disk.
                 let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
                 file.write_all(MAGIC)?;
