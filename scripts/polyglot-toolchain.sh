@@ -3,7 +3,7 @@
 # JavaScript, C and Zig, and exports how to call them. Sourced by build-guests.sh; run it
 # directly to install. Routes (shared/TOOLCHAINS.md):
 #   Python      componentize-py (PyPI) into .tools/venv
-#   JavaScript  componentize-js (npm, locked by scripts/js-toolchain/package-lock.json) into .tools/node
+#   JavaScript  componentize-js (npm, with scripts/js-toolchain/package-lock.json) into .tools/node
 #   C           wit-bindgen-cli (crates.io, cargo install into .tools/cargo) + Debian's clang-14
 #   Zig         ziglang (PyPI) into .tools/venv, with the same C bindings
 # Exports: COMPONENTIZE_PY, COMPONENTIZE_JS, WIT_BINDGEN, CLANG, ZIG (command as a string).
@@ -27,13 +27,17 @@ if [ "$("$venv/bin/componentize-py" --version 2>/dev/null | awk '{print $2}')" !
 fi
 export COMPONENTIZE_PY="$venv/bin/componentize-py" ZIG="$venv/bin/python -m ziglang"
 
+# `npm install` with the committed lock, not `npm ci`: some packages list optional platform
+# binaries that the registry does not have, which `npm ci` refuses as an out-of-sync lock.
 node_dir="$root/.tools/node"
-if ! cmp -s "$root/scripts/js-toolchain/package-lock.json" "$node_dir/package-lock.json" \
+lock="$root/scripts/js-toolchain/package-lock.json"
+if ! cmp -s "$lock" "$node_dir/.installed-lock.json" \
   || [ ! -x "$node_dir/node_modules/.bin/componentize-js" ]; then
   note "installing componentize-js (scripts/js-toolchain/package-lock.json) into .tools/node"
   mkdir -p "$node_dir"
-  cp "$root/scripts/js-toolchain/package.json" "$root/scripts/js-toolchain/package-lock.json" "$node_dir/"
-  (cd "$node_dir" && npm ci --silent --no-audit --no-fund)
+  cp "$root/scripts/js-toolchain/package.json" "$lock" "$node_dir/"
+  (cd "$node_dir" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+  cp "$lock" "$node_dir/.installed-lock.json"
 fi
 export COMPONENTIZE_JS="$node_dir/node_modules/.bin/componentize-js"
 
