@@ -6,7 +6,7 @@
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::FutureExt;
 use rebound::budget::RetryBudgets;
@@ -15,26 +15,12 @@ use rebound::{
     reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryStrategy, SyncStrategy,
 };
 
+#[path = "support/measure.rs"]
+mod measure;
+use measure::measure;
+
 fn guest(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../build/guests/{name}.wasm"))
-}
-
-/// Median over `rounds` of the mean time per call of `f` over `iters` calls.
-fn measure(rounds: usize, iters: u32, mut f: impl FnMut()) -> Duration {
-    for _ in 0..iters {
-        f();
-    }
-    let mut samples: Vec<Duration> = (0..rounds)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..iters {
-                f();
-            }
-            start.elapsed() / iters
-        })
-        .collect();
-    samples.sort();
-    samples[rounds / 2]
 }
 
 fn decision_latency(strategy: Arc<dyn RetryStrategy>) -> Duration {

@@ -20,27 +20,15 @@ use rebound::wasm::{
 };
 use rebound::{reasons, BestEffort, Request, RequestType, RetryReason, SyncStrategy};
 
+#[path = "support/measure.rs"]
+mod measure;
+use measure::measure;
+
 fn guest(name: &str) -> Vec<u8> {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../build/guests/{name}.wasm"));
     std::fs::read(&path)
         .unwrap_or_else(|e| panic!("{}: {e}; run ./scripts/build-guests.sh", path.display()))
-}
-
-/// Median over `rounds` of the mean time per call of `f` over `iters` calls.
-fn measure(rounds: usize, iters: u32, mut f: impl FnMut()) -> Duration {
-    f();
-    let mut samples: Vec<Duration> = (0..rounds)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..iters {
-                f();
-            }
-            start.elapsed() / iters
-        })
-        .collect();
-    samples.sort();
-    samples[rounds / 2]
 }
 
 /// Warm latency of one decision of `strategy` for `request` failing with `reason`.

@@ -196,64 +196,54 @@ fn sleeping_ends_the_call_at_once() {
     );
 }
 
-fn looping() -> SandboxLimits {
-    SandboxLimits {
+/// The guest's infinite loop (selected by `param`) ends as a timeout near a 30 ms deadline.
+fn assert_loop_stopped_at_the_deadline(guest: &str, param: (&str, &str)) {
+    let limits = SandboxLimits {
         deadline_ms: 30,
         fuel: u64::MAX / 4,
         ..Default::default()
-    }
+    };
+    let (kind, _, took) = failure(guest, &[param], limits);
+    assert_eq!(kind, PolicyFailureKind::Timeout, "{guest}");
+    assert!(
+        took < Duration::from_secs(2),
+        "{guest}: stopped at {took:?}"
+    );
 }
 
-fn bombing() -> SandboxLimits {
-    SandboxLimits {
+/// The guest's memory bomb (selected by `param`) ends at the memory cap, with time to reach it.
+fn assert_bomb_hits_the_cap(guest: &str, param: (&str, &str)) {
+    let limits = SandboxLimits {
         deadline_ms: 10_000,
         fuel: u64::MAX / 4,
         ..Default::default()
-    }
+    };
+    let (kind, message, _) = failure(guest, &[param], limits);
+    assert_eq!(
+        kind,
+        PolicyFailureKind::MemoryLimitExceeded,
+        "{guest}: {message}"
+    );
 }
 
 #[test]
 fn python_infinite_loop_is_stopped_at_the_deadline() {
-    let (kind, _, took) = failure(
-        "python_wasi_probe",
-        &[("probe", "infinite_loop")],
-        looping(),
-    );
-    assert_eq!(kind, PolicyFailureKind::Timeout);
-    assert!(
-        took < Duration::from_secs(2),
-        "stopped near the 30 ms deadline: {took:?}"
-    );
+    assert_loop_stopped_at_the_deadline("python_wasi_probe", ("probe", "infinite_loop"));
 }
 
 #[test]
 fn python_memory_bomb_hits_the_cap() {
-    let (kind, message, _) = failure("python_wasi_probe", &[("probe", "memory_bomb")], bombing());
-    assert_eq!(kind, PolicyFailureKind::MemoryLimitExceeded, "{message}");
+    assert_bomb_hits_the_cap("python_wasi_probe", ("probe", "memory_bomb"));
 }
 
 #[test]
 fn javascript_infinite_loop_is_stopped_at_the_deadline() {
-    let (kind, _, took) = failure(
-        "javascript_adversary",
-        &[("mode", "infinite_loop")],
-        looping(),
-    );
-    assert_eq!(kind, PolicyFailureKind::Timeout);
-    assert!(
-        took < Duration::from_secs(2),
-        "stopped near the 30 ms deadline: {took:?}"
-    );
+    assert_loop_stopped_at_the_deadline("javascript_adversary", ("mode", "infinite_loop"));
 }
 
 #[test]
 fn javascript_memory_bomb_hits_the_cap() {
-    let (kind, message, _) = failure(
-        "javascript_adversary",
-        &[("mode", "memory_bomb")],
-        bombing(),
-    );
-    assert_eq!(kind, PolicyFailureKind::MemoryLimitExceeded, "{message}");
+    assert_bomb_hits_the_cap("javascript_adversary", ("mode", "memory_bomb"));
 }
 
 #[test]

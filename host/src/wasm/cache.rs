@@ -27,7 +27,7 @@ const MAGIC: &[u8] = b"rebound-artifact-v2\n";
 const CHECKSUM_LEN: usize = 4;
 
 /// The checksum written before a payload.
-pub(crate) fn checksum(payload: &[u8]) -> [u8; CHECKSUM_LEN] {
+fn checksum(payload: &[u8]) -> [u8; CHECKSUM_LEN] {
     crc32fast::hash(payload).to_le_bytes()
 }
 

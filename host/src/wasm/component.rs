@@ -197,6 +197,7 @@ impl PolicyComponent {
         let ty = component.component_type();
 
         let mut forbidden = Vec::new();
+        let mut imports_wasi = false;
         for (import, _) in ty.imports(engine) {
             match ours(import) {
                 Some((iface, VERSION)) if GRANTED_INTERFACES.contains(&iface) => {}
@@ -206,7 +207,7 @@ impl PolicyComponent {
                         found: import.to_owned(),
                     })
                 }
-                _ if wasi::is_granted(import) => {}
+                _ if wasi::is_granted(import) => imports_wasi = true,
                 _ => forbidden.push(import.to_owned()),
             }
         }
@@ -240,7 +241,9 @@ impl PolicyComponent {
         };
         RetryPolicy::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
             .map_err(mismatch)?;
-        wasi::add_to_linker(&mut linker, &component).map_err(mismatch)?;
+        if imports_wasi {
+            wasi::add_to_linker(&mut linker, &component).map_err(mismatch)?;
+        }
         let pre = linker.instantiate_pre(&component).map_err(mismatch)?;
         let pre = RetryPolicyPre::new(pre).map_err(mismatch)?;
         let version = sha256.iter().take(6).map(|b| format!("{b:02x}")).collect();
