@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::io::Write;
 
 use anyhow::Context;
-use rebound::classify::{classify, Classification, FailureKind, KvOpcode, Response};
+use rebound::classify::{classify, Classification, KvOpcode, Response};
 use rebound::RequestType;
-use serde_json::json;
 
 use crate::errormap::load;
+use crate::wire::output::{self, failure_kind};
 
 /// Options of `rebound classify`: exactly one kind of response.
 #[derive(clap::Args)]
@@ -68,17 +68,6 @@ fn opcode(request: &str) -> anyhow::Result<KvOpcode> {
     KvOpcode::of(ty).with_context(|| format!("--request `{request}` is not a KV request type"))
 }
 
-fn failure_kind(kind: FailureKind) -> &'static str {
-    match kind {
-        FailureKind::NotRetryable => "not_retryable",
-        FailureKind::CasMismatch => "cas_mismatch",
-        FailureKind::CollectionNotFound => "collection_not_found",
-        FailureKind::DcpExcluded => "dcp_excluded",
-        FailureKind::ErrorMapNoRetry => "error_map_no_retry",
-        FailureKind::UnknownStatus => "unknown_status",
-    }
-}
-
 /// Classifies the response the options describe and prints the classification.
 pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let map = args.error_map.as_deref().map(load).transpose()?;
@@ -106,22 +95,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         unreachable!("clap requires one response")
     };
     let classification = classify(response, map.as_ref());
-    let summary = match &classification {
-        Classification::Success => json!({"classification": "success"}),
-        Classification::Retry { reason, retry_spec } => json!({
-            "classification": "retry",
-            "reason": reason.name(),
-            "allows_non_idempotent_retry": reason.allows_non_idempotent_retry(),
-            "always_retry": reason.always_retry(),
-            "retry_spec": retry_spec,
-        }),
-        Classification::Fail(failure) => json!({
-            "classification": "not_retried",
-            "code": failure.code,
-            "name": failure.name,
-            "kind": failure_kind(failure.kind),
-        }),
-    };
+    let summary = output::classification(&classification);
     if args.json {
         writeln!(out, "{summary}")?;
         return Ok(());

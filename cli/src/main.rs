@@ -1,13 +1,19 @@
-//! `rebound`: the library's reference tables and classifiers from the command line.
+//! `rebound`: a decision service with hot reload, and the tools a policy author needs.
 //!
+//! - `rebound serve` — the decision service (HTTP/JSON, hot reload, metrics; docs/serve.md).
+//! - `rebound eval` — JSON lines in, one decision per line out (docs/decision-json.md).
 //! - `rebound reasons` — the reason table with both flags (text or `--json`).
 //! - `rebound classify` — a raw response (KV status, query/analytics code, search/views HTTP
 //!   status) to its retry reason, or why it is not retried.
 //! - `rebound errormap FILE` — validate and summarise a KV error map, or look a code up in it.
 
 mod classify;
+mod decider;
 mod errormap;
+mod eval;
 mod reasons;
+mod serve;
+mod wire;
 
 use clap::{Parser, Subcommand};
 
@@ -30,15 +36,48 @@ enum Command {
     Classify(classify::Args),
     /// Validates and summarises a KV error map, or looks a code up (reference 004).
     Errormap(errormap::Args),
+    /// Serves decisions over HTTP/JSON with hot reload and metrics.
+    Serve(serve::Args),
+    /// Decides JSON lines (a file or stdin), one decision per line out.
+    Eval(eval::Args),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs to standard error; `RUST_LOG` overrides the level (`info` for the server, `warn` for
+/// the tools).
+fn init_logging(command: &Command) {
+    let default = match command {
+        Command::Serve(_) => "info",
+        _ => "warn",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}
+
+fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    init_logging(&cli.command);
     let mut out = std::io::stdout().lock();
     let result = match cli.command {
         Command::Reasons(args) => reasons::run(&args, &mut out),
         Command::Classify(args) => classify::run(&args, &mut out),
         Command::Errormap(args) => errormap::run(&args, &mut out),
+        Command::Serve(args) => serve::run(&args),
+        Command::Eval(args) => eval::run(&args, &mut out),
     };
     match result {
         // The reader went away (`rebound reasons | head`): not an error of ours.

@@ -190,6 +190,8 @@ pub struct RegistryConfig {
     pub file: Option<PathBuf>,
     /// The policy used when nothing more specific applies.
     pub default_policy: String,
+    /// The directory relative component paths are resolved against (absolute).
+    pub policy_dir: PathBuf,
     /// Directory of the compiled-artifact cache; none: no cache.
     pub cache_dir: Option<PathBuf>,
     /// File watching.
@@ -405,6 +407,7 @@ impl RawConfig {
         Ok(RegistryConfig {
             file: None,
             default_policy,
+            policy_dir,
             cache_dir: self.cache_dir.map(|dir| base.join(dir)),
             watch: self.watch,
             engine: self.engine,

@@ -321,6 +321,16 @@ impl PolicyRegistry {
         &self.orchestrator
     }
 
+    /// The engine the policies run in (for components loaded beside the registry's).
+    pub fn runtime(&self) -> &WasmRuntime {
+        &self.runtime
+    }
+
+    /// The compiled-artifact cache, if the configuration names one.
+    pub fn cache(&self) -> Option<&ArtifactCache> {
+        self.cache.as_ref()
+    }
+
     /// The running configuration.
     pub fn config(&self) -> RegistryConfig {
         self.table.load().config.clone()

@@ -1,0 +1,266 @@
+//! Decides one JSON decision request (`rebound eval`, `rebound serve`): builds the request,
+//! classifies a raw response, resolves the policy (the registry's routing, a registry policy by
+//! name, or a component file with parameters) and asks the registry's orchestrator.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rebound::budget::RetryBudgets;
+use rebound::classify::{classify, Classification};
+use rebound::errormap::ErrorMap;
+use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::wasm::{PolicyComponent, WasmStrategy, WasmStrategyConfig};
+use rebound::RetryStrategy;
+use serde_json::Value;
+
+use crate::wire::input::{DecideInput, Failure, InputError, PolicyChoice};
+use crate::wire::output;
+
+/// The built-in strategies as a registry configuration: what `eval` decides with when no
+/// configuration file is given.
+const BUILTINS: &str = r#"
+default_policy = "best-effort"
+[watch]
+enabled = false
+[policies.best-effort]
+builtin = "best-effort"
+[policies.fail-fast]
+builtin = "fail-fast"
+[policies.fast-fail-on-terminal-error]
+builtin = "fast-fail-on-terminal-error"
+[policies.cassandra-default]
+builtin = "cassandra-default"
+[policies.cassandra-downgrading-consistency]
+builtin = "cassandra-downgrading-consistency"
+"#;
+
+/// The registry of the built-in strategies, named as in registry configurations.
+pub fn builtin_registry() -> anyhow::Result<PolicyRegistry> {
+    let config = RegistryConfig::parse(BUILTINS, Path::new("<built-in>"), Path::new("."))?;
+    Ok(PolicyRegistry::new(config)?)
+}
+
+type ComponentKey = (PathBuf, BTreeMap<String, String>);
+
+/// Where component files and error maps named in a request may come from.
+#[derive(Debug, Clone)]
+pub enum FileAccess {
+    /// Any readable file (a local tool run by its user).
+    Any,
+    /// Only files inside this directory (a server taking paths from the network).
+    Inside(PathBuf),
+}
+
+/// Decides decision requests against a registry.
+pub struct Decider {
+    registry: Arc<PolicyRegistry>,
+    access: FileAccess,
+    budgets: Arc<RetryBudgets>,
+    components: Mutex<HashMap<ComponentKey, Arc<WasmStrategy>>>,
+    error_maps: Mutex<HashMap<PathBuf, Arc<ErrorMap>>>,
+}
+
+/// A decided request: the answer, and the policy that gave it (for metrics).
+pub struct Answer {
+    /// The JSON answer.
+    pub json: Value,
+    /// The policy and version that decided, if a policy was asked.
+    pub policy: Option<(String, String)>,
+}
+
+impl Decider {
+    /// Decides with `registry`, reading named files as `access` allows.
+    pub fn new(registry: Arc<PolicyRegistry>, access: FileAccess) -> Self {
+        Decider {
+            registry,
+            access,
+            budgets: Arc::new(RetryBudgets::new()),
+            components: Mutex::default(),
+            error_maps: Mutex::default(),
+        }
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Arc<PolicyRegistry> {
+        &self.registry
+    }
+
+    /// Resolves `path` as `access` allows; the error names `field`.
+    pub fn resolve(&self, path: &Path, field: &str) -> Result<PathBuf, InputError> {
+        match &self.access {
+            FileAccess::Any => Ok(path.to_owned()),
+            FileAccess::Inside(root) => inside(root, path).ok_or_else(|| {
+                InputError::new(
+                    field,
+                    format!(
+                        "`{}` is not a file inside the policy directory {}",
+                        path.display(),
+                        root.display()
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// Decides one request, read from `text`, numbered `id` unless it gives its own id.
+    pub async fn decide_text(&self, text: &str, id: u64) -> Result<Answer, InputError> {
+        self.decide(DecideInput::parse(text)?, id).await
+    }
+
+    /// Decides one request.
+    pub async fn decide(&self, input: DecideInput, id: u64) -> Result<Answer, InputError> {
+        let now = Instant::now();
+        let mut request = input.request(now, id)?;
+        let reason = match input.failure(request.request_type())? {
+            Failure::Reason(reason) => {
+                if input.error_map.is_some() {
+                    return Err(InputError::new(
+                        "error_map",
+                        "an error map classifies a `response`; this line gives a `reason`",
+                    ));
+                }
+                reason
+            }
+            Failure::Response(response) => {
+                let map = match &input.error_map {
+                    Some(path) => Some(self.error_map(path)?),
+                    None => None,
+                };
+                match classify(response, map.as_deref()) {
+                    Classification::Retry { reason, retry_spec } => {
+                        request.set_error_map_spec(retry_spec);
+                        reason
+                    }
+                    settled => {
+                        return Ok(Answer {
+                            json: output::settled(&settled).expect("settled"),
+                            policy: None,
+                        })
+                    }
+                }
+            }
+        };
+        let choice = match input.policy {
+            Some(policy) => policy.choice()?,
+            None => PolicyChoice::Routed,
+        };
+        let component = match choice {
+            PolicyChoice::Routed => None,
+            PolicyChoice::Named(name) => {
+                self.registry
+                    .active(&name)
+                    .map_err(|e| InputError::new("policy", e.to_string()))?;
+                request = request.policy(name);
+                None
+            }
+            PolicyChoice::Component { path, params } => {
+                let strategy = self.component(&path, params)?;
+                request = request.with_strategy(Arc::clone(&strategy) as Arc<dyn RetryStrategy>);
+                Some(strategy)
+            }
+        };
+        let decided = self
+            .registry
+            .maybe_retry_at(&mut request, &reason, now)
+            .await
+            .map_err(|e| InputError::new("policy", e.to_string()))?;
+        let json = output::decision(&decided.decision, &reason, request.retry_attempts());
+        let policy = match (&decided.version, &component) {
+            (Some(version), _) => Some((version.name().to_owned(), version.version().to_owned())),
+            (None, Some(strategy)) => Some((
+                strategy.component().name().to_owned(),
+                strategy.component().version().to_owned(),
+            )),
+            (None, None) => None,
+        };
+        let json = match &policy {
+            Some((name, version)) => output::with_policy(json, name, version),
+            None => json,
+        };
+        Ok(Answer { json, policy })
+    }
+
+    /// Classifies the `response` of one request read from `text` (reference 001 "Response
+    /// Code Classification"), without deciding.
+    pub fn classify_text(&self, text: &str) -> Result<Value, InputError> {
+        let input = DecideInput::parse(text)?;
+        if input.reason.is_some() {
+            return Err(InputError::new(
+                "reason",
+                "classify takes a raw `response`, not a `reason`",
+            ));
+        }
+        let request = input.request(Instant::now(), 0)?;
+        let Failure::Response(response) = input.failure(request.request_type())? else {
+            unreachable!("no reason was given")
+        };
+        let map = match &input.error_map {
+            Some(path) => Some(self.error_map(path)?),
+            None => None,
+        };
+        Ok(output::classification(&classify(response, map.as_deref())))
+    }
+
+    fn error_map(&self, path: &Path) -> Result<Arc<ErrorMap>, InputError> {
+        let path = self.resolve(path, "error_map")?;
+        if let Some(map) = lock(&self.error_maps).get(&path) {
+            return Ok(Arc::clone(map));
+        }
+        let map = crate::errormap::load(&path)
+            .map_err(|e| InputError::new("error_map", format!("{e:#}")))?;
+        let map = Arc::new(map);
+        lock(&self.error_maps).insert(path, Arc::clone(&map));
+        Ok(map)
+    }
+
+    /// The component at `path` configured with `params`, loaded once.
+    fn component(
+        &self,
+        path: &Path,
+        params: BTreeMap<String, String>,
+    ) -> Result<Arc<WasmStrategy>, InputError> {
+        let path = self.resolve(path, "policy")?;
+        let key = (path, params);
+        if let Some(strategy) = lock(&self.components).get(&key) {
+            return Ok(Arc::clone(strategy));
+        }
+        let (path, params) = key;
+        let error = |message: String| InputError::new("policy", message);
+        let bytes = std::fs::read(&path)
+            .map_err(|e| error(format!("cannot read {}: {e}", path.display())))?;
+        let name = path
+            .file_stem()
+            .map_or_else(|| "component".into(), |s| s.to_string_lossy().into_owned());
+        let component = PolicyComponent::load_cached(
+            self.registry.runtime(),
+            &name,
+            &bytes,
+            self.registry.cache(),
+        )
+        .map_err(|e| error(format!("{}: {e}", path.display())))?;
+        let config = WasmStrategyConfig {
+            params: params.clone(),
+            ..WasmStrategyConfig::default()
+        };
+        let strategy = Arc::new(
+            WasmStrategy::new(component, config, Arc::clone(&self.budgets))
+                .map_err(|e| error(format!("{}: {e}", path.display())))?,
+        );
+        lock(&self.components).insert((path, params), Arc::clone(&strategy));
+        Ok(strategy)
+    }
+}
+
+/// `path` (relative to `root`, or absolute) if it names an existing file inside `root` once
+/// every `..` and symbolic link is resolved.
+pub fn inside(root: &Path, path: &Path) -> Option<PathBuf> {
+    let root = root.canonicalize().ok()?;
+    let file = root.join(path).canonicalize().ok()?;
+    (file.starts_with(&root) && file.is_file()).then_some(file)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,73 @@
+//! `rebound eval`: JSON lines in (a file or stdin), one decision per line out, in order. A bad
+//! line gets an error object on its own line and the rest continue; the exit status is 1 if
+//! any line was refused.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use rebound::registry::PolicyRegistry;
+
+use crate::decider::{builtin_registry, Decider, FileAccess};
+use crate::wire::output;
+
+/// Options of `rebound eval`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// JSON lines to decide (schema: docs/decision-json.md); `-` or none: standard input.
+    input: Option<PathBuf>,
+    /// A registry configuration whose policies, routes and profiles the lines may use;
+    /// without one, the built-in strategies by name (default best-effort).
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+/// Lines refused, for the exit status.
+#[derive(Debug, thiserror::Error)]
+#[error("{refused} of {total} lines were refused (see their error objects)")]
+pub struct Refused {
+    refused: usize,
+    total: usize,
+}
+
+/// Decides every line of the input.
+pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
+    let registry = match &args.config {
+        Some(path) => PolicyRegistry::from_file(path)?,
+        None => builtin_registry()?,
+    };
+    let decider = Decider::new(Arc::new(registry), FileAccess::Any);
+    let input: Box<dyn BufRead> = match &args.input {
+        Some(path) if path.as_os_str() != "-" => Box::new(std::io::BufReader::new(
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
+        )),
+        _ => Box::new(std::io::stdin().lock()),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    let (mut total, mut refused) = (0, 0);
+    for (index, line) in input.lines().enumerate() {
+        let number = index + 1;
+        let line = line.with_context(|| format!("cannot read line {number}"))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        total += 1;
+        let answer = runtime.block_on(decider.decide_text(&line, number as u64));
+        let json = match answer {
+            Ok(answer) => answer.json,
+            Err(error) => {
+                refused += 1;
+                output::input_error(&error.field, &error.message, Some(number))
+            }
+        };
+        writeln!(out, "{json}")?;
+        out.flush()?;
+    }
+    if refused > 0 {
+        return Err(Refused { refused, total }.into());
+    }
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! Who may change what decides: the bearer token of the privileged endpoints (reload,
+//! rollback, shadow, promote, abandon), compared in constant time, and the rule for a server
+//! without a token (allowed on a loopback-only address, refused otherwise).
+
+use std::net::SocketAddr;
+
+use axum::http::{header, HeaderMap, StatusCode};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// How privileged requests are admitted.
+#[derive(Clone)]
+pub enum AdminAccess {
+    /// With this token (kept as its SHA-256, so comparing leaks neither content nor length).
+    Token([u8; 32]),
+    /// Without a token: the server listens on loopback only.
+    LoopbackOnly,
+    /// Refused: no token and a non-loopback address.
+    Disabled,
+}
+
+impl std::fmt::Debug for AdminAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AdminAccess::Token(_) => "Token(..)",
+            AdminAccess::LoopbackOnly => "LoopbackOnly",
+            AdminAccess::Disabled => "Disabled",
+        })
+    }
+}
+
+/// A refused privileged request.
+pub struct Refusal {
+    pub status: StatusCode,
+    pub message: &'static str,
+}
+
+impl AdminAccess {
+    /// The access for a server on `listen` with `token` (none, or empty: no token).
+    pub fn new(token: Option<&str>, listen: SocketAddr) -> Self {
+        match token.map(str::trim).filter(|t| !t.is_empty()) {
+            Some(token) => AdminAccess::Token(Sha256::digest(token.as_bytes()).into()),
+            None if listen.ip().is_loopback() => AdminAccess::LoopbackOnly,
+            None => AdminAccess::Disabled,
+        }
+    }
+
+    /// Admits or refuses a privileged request from `peer` with `headers`; admitted, it says
+    /// who the caller is, for the log.
+    pub fn admit(&self, headers: &HeaderMap, peer: SocketAddr) -> Result<String, Refusal> {
+        match self {
+            AdminAccess::Disabled => Err(Refusal {
+                status: StatusCode::FORBIDDEN,
+                message: "privileged endpoints are disabled: no admin token is configured and the server listens beyond loopback (set REBOUND_ADMIN_TOKEN or --admin-token-file)",
+            }),
+            AdminAccess::LoopbackOnly => Ok(format!("{peer} (loopback, no token configured)")),
+            AdminAccess::Token(expected) => {
+                let given = headers
+                    .get(header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("Bearer "))
+                    .ok_or(Refusal {
+                        status: StatusCode::UNAUTHORIZED,
+                        message: "this endpoint needs `Authorization: Bearer <admin token>`",
+                    })?;
+                let given: [u8; 32] = Sha256::digest(given.trim().as_bytes()).into();
+                if bool::from(given.ct_eq(expected)) {
+                    Ok(format!("{peer} (admin token)"))
+                } else {
+                    tracing::warn!(%peer, "privileged request with a wrong admin token refused");
+                    Err(Refusal {
+                        status: StatusCode::UNAUTHORIZED,
+                        message: "wrong admin token",
+                    })
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Prometheus metrics of `rebound serve`: decisions by policy, version and outcome, decision
+//! latency, and, read from the registry at each scrape, policy failures by kind, quarantines
+//! and swaps.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use rebound::registry::PolicyRegistry;
+
+/// Labels of a decision.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabels {
+    policy: String,
+    version: String,
+    outcome: String,
+}
+
+/// The server's metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    decisions: Family<DecisionLabels, Counter>,
+    latency: Histogram,
+    refused: Counter,
+}
+
+impl Metrics {
+    /// Metrics of a server deciding with `policies`.
+    pub fn new(policies: Arc<PolicyRegistry>) -> Self {
+        let mut registry = Registry::with_prefix("rebound");
+        let decisions = Family::<DecisionLabels, Counter>::default();
+        registry.register(
+            "decisions",
+            "Decisions answered, by policy, version and outcome (retry, cancel, timeout, ignore, not_retried, success)",
+            decisions.clone(),
+        );
+        // 10 µs to about 330 ms.
+        let latency = Histogram::new(exponential_buckets(0.000_01, 2.0, 16));
+        registry.register(
+            "decision_duration_seconds",
+            "Time to decide one request, from the parsed body to the answer",
+            latency.clone(),
+        );
+        let refused = Counter::default();
+        registry.register(
+            "refused_requests",
+            "Decision requests refused as bad input (4xx)",
+            refused.clone(),
+        );
+        registry.register_collector(Box::new(PolicyCollector(policies)));
+        Metrics {
+            registry,
+            decisions,
+            latency,
+            refused,
+        }
+    }
+
+    /// Counts a decision of `policy` (name, version; none for a response the classifier
+    /// settled) with `outcome`, which took `took`.
+    pub fn decided(&self, policy: Option<&(String, String)>, outcome: &str, took: Duration) {
+        let (name, version) = policy.map_or(("", ""), |(n, v)| (n.as_str(), v.as_str()));
+        self.decisions
+            .get_or_create(&DecisionLabels {
+                policy: name.to_owned(),
+                version: version.to_owned(),
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+        self.latency.observe(took.as_secs_f64());
+    }
+
+    /// Counts a refused request.
+    pub fn refused(&self) {
+        self.refused.inc();
+    }
+
+    /// The text exposition format.
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
+        Ok(text)
+    }
+}
+
+/// The registry's own counters, read at each scrape.
+#[derive(Debug)]
+struct PolicyCollector(Arc<PolicyRegistry>);
+
+impl Collector for PolicyCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let status = self.0.status();
+        let mut failures = encoder.encode_descriptor(
+            "policy_failures",
+            "Policy calls that failed (trap, panic, timeout, fuel_exhausted, ...) by policy and kind",
+            None,
+            MetricType::Counter,
+        )?;
+        for policy in &status.policies {
+            for (kind, count) in &policy.failures {
+                let labels = [("policy", policy.name.as_str()), ("kind", kind)];
+                ConstCounter::new(*count).encode(failures.encode_family(&labels)?)?;
+            }
+        }
+        let mut quarantines = encoder.encode_descriptor(
+            "policy_quarantines",
+            "Times a policy was quarantined after repeated failures",
+            None,
+            MetricType::Counter,
+        )?;
+        for policy in &status.policies {
+            let labels = [("policy", policy.name.as_str())];
+            ConstCounter::new(policy.quarantines).encode(quarantines.encode_family(&labels)?)?;
+        }
+        let mut quarantined = encoder.encode_descriptor(
+            "policy_quarantined",
+            "1 while a policy is quarantined",
+            None,
+            MetricType::Gauge,
+        )?;
+        for policy in &status.policies {
+            let labels = [("policy", policy.name.as_str())];
+            ConstGauge::new(i64::from(policy.quarantined))
+                .encode(quarantined.encode_family(&labels)?)?;
+        }
+        let mut swaps = encoder.encode_descriptor(
+            "policy_swaps",
+            "Versions swapped in (reload, rollback, promote) by policy",
+            None,
+            MetricType::Counter,
+        )?;
+        for policy in &status.policies {
+            let labels = [("policy", policy.name.as_str())];
+            ConstCounter::new(policy.swaps).encode(swaps.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}

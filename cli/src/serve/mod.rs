@@ -1,0 +1,127 @@
+//! `rebound serve`: the decision service. HTTP/JSON on a configurable address (loopback by
+//! default), the registry's policies hot-reloaded from the configuration's files, Prometheus
+//! metrics, privileged endpoints behind a bearer token, graceful shutdown on SIGTERM/SIGINT.
+
+mod admin;
+mod metrics;
+mod routes;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use anyhow::Context;
+use rebound::registry::PolicyRegistry;
+
+use crate::decider::{Decider, FileAccess};
+use admin::AdminAccess;
+
+/// The environment variable holding the admin token.
+pub const TOKEN_VARIABLE: &str = "REBOUND_ADMIN_TOKEN";
+
+/// Options of `rebound serve`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The registry configuration (policies, routes, watch settings): see docs/registry.md.
+    config: PathBuf,
+    /// Address to listen on; port 0 picks a free port (the address is printed on start).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// A file holding the admin token for the privileged endpoints (otherwise the
+    /// REBOUND_ADMIN_TOKEN environment variable; with neither, they are open on a loopback
+    /// address only).
+    #[arg(long)]
+    admin_token_file: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    workers: Option<usize>,
+}
+
+fn admin_token(args: &Args) -> anyhow::Result<Option<String>> {
+    if let Some(file) = &args.admin_token_file {
+        let token = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read the admin token file {}", file.display()))?;
+        anyhow::ensure!(
+            !token.trim().is_empty(),
+            "the admin token file {} is empty",
+            file.display()
+        );
+        return Ok(Some(token));
+    }
+    Ok(std::env::var(TOKEN_VARIABLE).ok())
+}
+
+/// Serves until SIGTERM or SIGINT, then finishes the requests in flight.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let token = admin_token(args)?;
+    let registry = Arc::new(PolicyRegistry::from_file(&args.config)?);
+    let _watcher = registry
+        .watch()
+        .context("cannot watch the configuration's files")?;
+    let policy_dir = registry.config().policy_dir;
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = args.workers {
+        runtime.worker_threads(workers);
+    }
+    let runtime = runtime.enable_all().build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.listen))?;
+        let local = listener.local_addr()?;
+        let admin = AdminAccess::new(token.as_deref(), local);
+        match admin {
+            AdminAccess::Token(_) => {}
+            AdminAccess::LoopbackOnly => tracing::warn!(
+                "no admin token: reload, rollback, shadow and promote are open to local clients"
+            ),
+            AdminAccess::Disabled => tracing::warn!(
+                "no admin token and a non-loopback address: reload, rollback, shadow and promote are disabled"
+            ),
+        }
+        let app = Arc::new(routes::App {
+            metrics: metrics::Metrics::new(Arc::clone(&registry)),
+            decider: Decider::new(registry, FileAccess::Inside(policy_dir.clone())),
+            admin,
+            policy_dir,
+            next_id: AtomicU64::new(1),
+        });
+        println!("rebound serve listening on http://{local}");
+        tracing::info!(%local, config = %args.config.display(), "serving");
+        axum::serve(
+            listener,
+            routes::router(app).into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown())
+        .await
+        .context("the server failed")?;
+        tracing::info!("stopped: requests in flight were answered");
+        Ok(())
+    })
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => tracing::info!("SIGINT: shutting down"),
+        () = terminate => tracing::info!("SIGTERM: shutting down"),
+    }
+}

@@ -1,0 +1,335 @@
+//! The HTTP API of `rebound serve` (docs/serve.md): deciding and classifying, the policies'
+//! status, health and metrics for anyone who can reach the server; reload, rollback, shadow,
+//! promote and abandon for an admitted admin only, each logged with who and what.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use rebound::registry::RegistryError;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::admin::AdminAccess;
+use super::metrics::Metrics;
+use crate::decider::Decider;
+use crate::wire::input::InputError;
+use crate::wire::output;
+
+/// The largest request body accepted.
+pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// What every handler shares.
+pub struct App {
+    pub decider: Decider,
+    pub metrics: Metrics,
+    pub admin: AdminAccess,
+    /// Where policy paths given through the API must resolve.
+    pub policy_dir: PathBuf,
+    pub next_id: AtomicU64,
+}
+
+type Shared = State<Arc<App>>;
+
+/// The router.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/v1/decide", post(decide))
+        .route("/v1/classify", post(classify))
+        .route("/v1/policies", get(policies))
+        .route("/v1/policies/{name}", get(policy))
+        .route("/v1/policies/{name}/reload", post(reload))
+        .route("/v1/policies/{name}/rollback", post(rollback))
+        .route("/v1/policies/{name}/shadow", post(shadow))
+        .route("/v1/policies/{name}/promote", post(promote))
+        .route("/v1/policies/{name}/abandon", post(abandon))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(app)
+}
+
+/// An error answer: `{"error": {"field", "message"}}`.
+fn error(status: StatusCode, field: &str, message: &str) -> Response {
+    (status, Json(output::input_error(field, message, None))).into_response()
+}
+
+fn bad_input(app: &App, e: InputError) -> Response {
+    app.metrics.refused();
+    error(StatusCode::BAD_REQUEST, &e.field, &e.message)
+}
+
+/// The body as UTF-8 text, or the 4xx status and message that say why not.
+fn body_text(body: &Result<Bytes, BytesRejection>) -> Result<&str, (StatusCode, String)> {
+    match body {
+        Ok(bytes) => std::str::from_utf8(bytes)
+            .map_err(|_| (StatusCode::BAD_REQUEST, "the body is not UTF-8 text".into())),
+        Err(rejection) => Err((
+            rejection.status(),
+            format!(
+                "{} (the limit is {BODY_LIMIT} bytes)",
+                rejection.body_text()
+            ),
+        )),
+    }
+}
+
+async fn not_found() -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "",
+        "no such endpoint; see docs/serve.md",
+    )
+}
+
+async fn health(State(app): Shared) -> Response {
+    let status = app.decider.registry().status();
+    Json(json!({
+        "status": "ok",
+        "policies": status.policies.len(),
+        "config_error": status.config_error,
+    }))
+    .into_response()
+}
+
+async fn metrics(State(app): Shared) -> Response {
+    match app.metrics.encode() {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "",
+            "metrics could not be encoded",
+        ),
+    }
+}
+
+async fn decide(State(app): Shared, body: Result<Bytes, BytesRejection>) -> Response {
+    let text = match body_text(&body) {
+        Ok(text) => text,
+        Err((status, message)) => return error(status, "", &message),
+    };
+    let started = Instant::now();
+    let id = app.next_id.fetch_add(1, Ordering::Relaxed);
+    match app.decider.decide_text(text, id).await {
+        Ok(answer) => {
+            let outcome = answer.json["decision"].as_str().unwrap_or_default();
+            app.metrics
+                .decided(answer.policy.as_ref(), outcome, started.elapsed());
+            Json(answer.json).into_response()
+        }
+        Err(e) => bad_input(&app, e),
+    }
+}
+
+async fn classify(State(app): Shared, body: Result<Bytes, BytesRejection>) -> Response {
+    let text = match body_text(&body) {
+        Ok(text) => text,
+        Err((status, message)) => return error(status, "", &message),
+    };
+    match app.decider.classify_text(text) {
+        Ok(json) => Json(json).into_response(),
+        Err(e) => bad_input(&app, e),
+    }
+}
+
+async fn policies(State(app): Shared) -> Response {
+    Json(app.decider.registry().status()).into_response()
+}
+
+async fn policy(State(app): Shared, Path(name): Path<String>) -> Response {
+    match app.decider.registry().policy_status(&name) {
+        Ok(status) => Json(status).into_response(),
+        Err(e) => registry_error(&e),
+    }
+}
+
+/// The HTTP status of a refused registry operation: all are the caller's doing except an
+/// engine or cache failure.
+fn registry_error(e: &RegistryError) -> Response {
+    let status = match e {
+        RegistryError::UnknownPolicy { .. } | RegistryError::UnknownProfile { .. } => {
+            StatusCode::NOT_FOUND
+        }
+        RegistryError::NoPrevious(_) | RegistryError::NoShadow(_) | RegistryError::Builtin(_) => {
+            StatusCode::CONFLICT
+        }
+        RegistryError::Build(_) | RegistryError::Config(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        RegistryError::Cache(_) | RegistryError::Engine(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    error(status, "", &e.to_string())
+}
+
+/// Runs a privileged `action` on policy `name` for an admitted caller, off the async
+/// threads (a reload compiles), and logs who did what and how it went.
+async fn privileged<T: serde::Serialize + Send + 'static>(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    peer: SocketAddr,
+    what: String,
+    action: impl FnOnce(&App) -> Result<T, RegistryError> + Send + 'static,
+) -> Response {
+    let who = match app.admin.admit(headers, peer) {
+        Ok(who) => who,
+        Err(refusal) => {
+            tracing::warn!(%peer, what, "privileged request refused: {}", refusal.message);
+            return error(refusal.status, "", refusal.message);
+        }
+    };
+    let worker = Arc::clone(app);
+    let result = tokio::task::spawn_blocking(move || action(&worker)).await;
+    match result {
+        Ok(Ok(outcome)) => {
+            tracing::info!(who, what, outcome = %json!(&outcome), "privileged action done");
+            Json(outcome).into_response()
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(who, what, error = %e, "privileged action refused");
+            registry_error(&e)
+        }
+        Err(join) => {
+            tracing::error!(who, what, error = %join, "privileged action panicked");
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "",
+                "the action failed unexpectedly; see the server log",
+            )
+        }
+    }
+}
+
+async fn reload(
+    State(app): Shared,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    let what = format!("reload {name}");
+    privileged(&app, &headers, peer, what, move |app| {
+        app.decider.registry().reload(&name)
+    })
+    .await
+}
+
+async fn rollback(
+    State(app): Shared,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    let what = format!("rollback {name}");
+    privileged(&app, &headers, peer, what, move |app| {
+        app.decider.registry().rollback(&name)
+    })
+    .await
+}
+
+async fn promote(
+    State(app): Shared,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    let what = format!("promote {name}");
+    privileged(&app, &headers, peer, what, move |app| {
+        app.decider.registry().promote(&name)
+    })
+    .await
+}
+
+async fn abandon(
+    State(app): Shared,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    let what = format!("abandon {name}");
+    privileged(&app, &headers, peer, what, move |app| {
+        app.decider.registry().abandon(&name)
+    })
+    .await
+}
+
+/// The body of a shadow request.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShadowBody {
+    /// The candidate component, relative to the policy directory.
+    path: PathBuf,
+    /// Share of decisions the candidate also answers (0..=1).
+    #[serde(default = "full_sample")]
+    sample: f64,
+}
+
+fn full_sample() -> f64 {
+    1.0
+}
+
+async fn shadow(
+    State(app): Shared,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let text = match body_text(&body) {
+        Ok(text) => text,
+        Err((status, message)) => return error(status, "", &message),
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let request: ShadowBody = match serde_path_to_error::deserialize(&mut deserializer) {
+        Ok(request) => request,
+        Err(e) => {
+            let field = e.path().to_string();
+            return error(StatusCode::BAD_REQUEST, &field, &e.into_inner().to_string());
+        }
+    };
+    if !(0.0..=1.0).contains(&request.sample) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "sample",
+            "expected a share of decisions from 0 to 1",
+        );
+    }
+    // The admission comes first: an outsider learns nothing about the policy directory.
+    if let Err(refusal) = app.admin.admit(&headers, peer) {
+        return error(refusal.status, "", refusal.message);
+    }
+    let Some(path) = crate::decider::inside(&app.policy_dir, &request.path) else {
+        tracing::warn!(%peer, policy = name, path = %request.path.display(),
+            "shadow refused: the path is not a file inside the policy directory");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "path",
+            &format!(
+                "`{}` is not a file inside the policy directory",
+                request.path.display()
+            ),
+        );
+    };
+    let what = format!(
+        "shadow {name} with {} (sample {})",
+        path.display(),
+        request.sample
+    );
+    privileged(&app, &headers, peer, what, move |app| {
+        app.decider.registry().shadow(&name, &path, request.sample)
+    })
+    .await
+}

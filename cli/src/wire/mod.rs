@@ -1,0 +1,4 @@
+//! The JSON decision format shared by `rebound eval` and `rebound serve`.
+
+pub mod input;
+pub mod output;

@@ -1,0 +1,138 @@
+//! A decision as JSON (`rebound eval` lines, `POST /v1/decide` answers); the schema is
+//! documented in `docs/decision-json.md`.
+
+use std::time::Duration;
+
+use rebound::classify::{Classification, FailureKind};
+use rebound::{CancelReason, Decision, RetryError, RetryReason};
+use serde_json::{json, Map, Value};
+
+/// Milliseconds with microsecond precision.
+fn millis(d: Duration) -> f64 {
+    (d.as_micros() as f64) / 1000.0
+}
+
+/// The name of a cancellation's cause, as in error contexts.
+fn cancel_reason(reason: &CancelReason) -> &'static str {
+    match reason {
+        CancelReason::NoMoreRetries(_) => "NO_MORE_RETRIES",
+        CancelReason::UnsafeRetryRefused(_) => "UNSAFE_RETRY_REFUSED",
+        CancelReason::NeverRetried(_) => "NEVER_RETRIED",
+        CancelReason::PolicyFailed(..) => "POLICY_FAILED",
+    }
+}
+
+/// A request ending with `error`: `cancel` with the error's name, the reason and the context.
+fn ended(error: &RetryError, reason: &RetryReason) -> Value {
+    let mut out = json!({
+        "decision": "cancel",
+        "error": error.name(),
+        "reason": reason.name(),
+    });
+    if let RetryError::RequestCanceled { reason: why, .. } = error {
+        out["cancel_reason"] = cancel_reason(why).into();
+        if let CancelReason::PolicyFailed(kind, _) = why {
+            out["policy_failure"] = kind.name().into();
+        }
+    }
+    out["error_context"] = serde_json::to_value(error.context()).expect("serialisable");
+    out
+}
+
+/// The orchestrator's `decision` for a request that failed for `reason`, made after
+/// `attempts` retries (including this decision's).
+pub fn decision(decision: &Decision, reason: &RetryReason, attempts: u32) -> Value {
+    match decision {
+        Decision::Retry(plan) => json!({
+            "decision": "retry",
+            "delay_ms": millis(plan.delay),
+            "node": plan.node,
+            "consistency": plan.consistency,
+            "capped": false,
+            "source": match plan.source {
+                rebound::DelaySource::ControlledBackoff => "controlled_backoff",
+                rebound::DelaySource::Strategy => "strategy",
+            },
+            "reason": reason.name(),
+            "retry_attempts": plan.attempt,
+        }),
+        Decision::Timeout { after, error } => json!({
+            "decision": "timeout",
+            "error": error.name(),
+            "delay_ms": millis(*after),
+            "capped": true,
+            "reason": reason.name(),
+            "retry_attempts": attempts,
+            "error_context": error.context(),
+        }),
+        Decision::Fail(error) => ended(error, reason),
+        Decision::Ignore => json!({"decision": "ignore", "reason": reason.name()}),
+        Decision::AlreadyDone => json!({"decision": "already_done", "reason": reason.name()}),
+    }
+}
+
+/// A response the classifier settles without the orchestrator: a success, or a failure that is
+/// not retried. `None` for a retryable response.
+pub fn settled(classification: &Classification) -> Option<Value> {
+    match classification {
+        Classification::Success => Some(json!({"decision": "success"})),
+        Classification::Retry { .. } => None,
+        Classification::Fail(failure) => Some(json!({
+            "decision": "not_retried",
+            "code": failure.code,
+            "name": failure.name,
+            "kind": failure_kind(failure.kind),
+        })),
+    }
+}
+
+/// A classification as `rebound classify --json` and `POST /v1/classify` print it.
+pub fn classification(classification: &Classification) -> Value {
+    match classification {
+        Classification::Success => json!({"classification": "success"}),
+        Classification::Retry { reason, retry_spec } => json!({
+            "classification": "retry",
+            "reason": reason.name(),
+            "allows_non_idempotent_retry": reason.allows_non_idempotent_retry(),
+            "always_retry": reason.always_retry(),
+            "retry_spec": retry_spec,
+        }),
+        Classification::Fail(failure) => json!({
+            "classification": "not_retried",
+            "code": failure.code,
+            "name": failure.name,
+            "kind": failure_kind(failure.kind),
+        }),
+    }
+}
+
+/// The JSON name of a failure kind.
+pub fn failure_kind(kind: FailureKind) -> &'static str {
+    match kind {
+        FailureKind::NotRetryable => "not_retryable",
+        FailureKind::CasMismatch => "cas_mismatch",
+        FailureKind::CollectionNotFound => "collection_not_found",
+        FailureKind::DcpExcluded => "dcp_excluded",
+        FailureKind::ErrorMapNoRetry => "error_map_no_retry",
+        FailureKind::UnknownStatus => "unknown_status",
+    }
+}
+
+/// An input that could not be decided: `{"error": {"field", "message"}}`, plus the line number
+/// for `eval`.
+pub fn input_error(field: &str, message: &str, line: Option<usize>) -> Value {
+    let mut error = Map::new();
+    if let Some(line) = line {
+        error.insert("line".into(), line.into());
+    }
+    error.insert("field".into(), field.into());
+    error.insert("message".into(), message.into());
+    json!({ "error": error })
+}
+
+/// Adds who decided: the policy and its version.
+pub fn with_policy(mut out: Value, policy: &str, version: &str) -> Value {
+    out["policy"] = policy.into();
+    out["version"] = version.into();
+    out
+}
