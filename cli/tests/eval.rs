@@ -1,0 +1,193 @@
+//! `rebound eval` end to end on a fixture file (issue 5, points 2 and 8): one answer per line
+//! in order, the decisions the references require, and each bad line answered by an error
+//! object naming its line and field while the rest continue.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn guest(name: &str) -> String {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../build/guests/{name}.wasm"));
+    assert!(
+        path.is_file(),
+        "{}: run ./scripts/build-guests.sh",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+/// Runs `rebound eval` on `input` (stdin), returning the exit success and the answers.
+fn eval(args: &[&str], input: &str) -> (bool, Vec<Value>) {
+    let output = Command::cargo_bin("rebound")
+        .unwrap()
+        .env_remove("RUST_BACKTRACE")
+        .arg("eval")
+        .args(args)
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    let answers = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
+        .collect();
+    (output.status.success(), answers)
+}
+
+#[test]
+fn the_fixture_file_is_decided_line_by_line_in_order() {
+    let path = fixture("decisions.jsonl");
+    let output = Command::cargo_bin("rebound")
+        .unwrap()
+        .env_remove("RUST_BACKTRACE")
+        .args(["eval", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    // Four lines are bad: the run says so in its exit status, after answering every line.
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("4 of 14 lines were refused"), "{stderr}");
+    let answers: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 14, "one answer per non-blank line");
+
+    // 001 "RetryReason": KV_LOCKED allows the retry of a non-idempotent upsert.
+    assert_eq!(answers[0]["decision"], "retry");
+    assert_eq!(answers[0]["reason"], "KV_LOCKED");
+    assert_eq!(answers[0]["retry_attempts"], 1);
+    assert_eq!(answers[0]["policy"], "best-effort");
+    // 001 "RetryReason": a socket closed while a non-idempotent request was in flight is not
+    // retried; the error context names the node (002 "ErrorContext").
+    assert_eq!(answers[1]["decision"], "cancel");
+    assert_eq!(answers[1]["error"], "RequestCanceled");
+    assert_eq!(
+        answers[1]["error_context"]["lastDispatchedTo"],
+        "10.0.0.1:11210"
+    );
+    assert_eq!(answers[1]["error_context"]["idempotent"], false);
+    // 001 "Response Code Classification": TMPFAIL (0x86) is KV_TEMPORARY_FAILURE, retried
+    // even for an upsert; KEY_ENOENT (0x01) is not retried at all.
+    assert_eq!(answers[2]["decision"], "retry");
+    assert_eq!(answers[2]["reason"], "KV_TEMPORARY_FAILURE");
+    assert_eq!(answers[3]["decision"], "not_retried");
+    assert_eq!(answers[3]["name"], "KEY_ENOENT");
+    // 001 "Controlled Backoff for Always Retry": the third retry waits 50 ms, whatever the
+    // strategy.
+    assert_eq!(answers[4]["decision"], "retry");
+    assert_eq!(answers[4]["delay_ms"], 50.0);
+    assert_eq!(answers[4]["source"], "controlled_backoff");
+    // 001 "Capping the Retry Duration": 1000 ms asked with 100 ms left ends the request when
+    // the 100 ms pass; 002: unambiguous for a get, ambiguous for a dispatched upsert.
+    assert_eq!(answers[5]["decision"], "timeout");
+    assert_eq!(answers[5]["error"], "UnambiguousTimeout");
+    assert_eq!(answers[5]["delay_ms"], 100.0);
+    assert_eq!(answers[5]["capped"], true);
+    assert_eq!(answers[6]["error"], "AmbiguousTimeout");
+    // 003 "Behavior": READ_TIMEOUT with enough replies but no data is retried once on the
+    // same node; WRITE_TIMEOUT of a non-idempotent statement is rethrown.
+    assert_eq!(answers[7]["decision"], "retry");
+    assert_eq!(answers[7]["node"], "same");
+    assert_eq!(answers[7]["policy"], "cassandra-default");
+    assert_eq!(answers[8]["decision"], "cancel");
+    assert_eq!(answers[8]["error"], "rethrow");
+    // Bad lines: the error names the line (blank lines are skipped but counted) and field.
+    assert_eq!(answers[9]["error"]["line"], 10);
+    assert_eq!(answers[9]["error"]["field"], "request.retry_attempts");
+    assert_eq!(answers[10]["error"]["line"], 12);
+    assert_eq!(answers[10]["error"]["field"], "reason");
+    assert!(answers[10]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("KV_LOKED"));
+    assert_eq!(answers[11]["error"]["line"], 13);
+    assert!(answers[11]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("not a JSON object"));
+    assert_eq!(answers[12]["error"]["field"], "policy");
+    // ... and the line after them is decided: 4050 is a prepared-statement failure (001).
+    assert_eq!(answers[13]["decision"], "retry");
+    assert_eq!(answers[13]["reason"], "QUERY_PREPARED_STATEMENT_FAILURE");
+}
+
+#[test]
+fn a_component_file_with_parameters_decides_a_line() {
+    let template = guest("python_template");
+    let line = |attempts: u32| {
+        format!(
+            r#"{{"policy": {{"name": "{template}", "params": {{"max_attempts": 2}}}}, "request": {{"retry_attempts": {attempts}}}, "reason": "KV_TEMPORARY_FAILURE"}}"#
+        )
+    };
+    let (ok, answers) = eval(&[], &format!("{}\n{}\n", line(1), line(2)));
+    assert!(ok, "{answers:?}");
+    assert_eq!(answers[0]["decision"], "retry");
+    assert_eq!(answers[0]["policy"], "python_template");
+    assert_eq!(answers[1]["decision"], "cancel");
+    assert_eq!(answers[1]["cancel_reason"], "NO_MORE_RETRIES");
+}
+
+#[test]
+fn a_registry_configuration_routes_lines_by_request_type() {
+    let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/rebound.toml");
+    let (ok, answers) = eval(
+        &["--config", config.to_str().unwrap()],
+        concat!(
+            r#"{"request": {"type": "upsert"}, "reason": "KV_LOCKED"}"#,
+            "\n",
+            r#"{"policy": "strict", "reason": "KV_LOCKED"}"#,
+            "\n"
+        ),
+    );
+    assert!(ok, "{answers:?}");
+    // examples/rebound.toml routes upserts to `budgeted`; `strict` is fail-fast.
+    assert_eq!(answers[0]["policy"], "budgeted");
+    assert_eq!(answers[1]["policy"], "strict");
+    assert_eq!(answers[1]["decision"], "cancel");
+}
+
+#[test]
+fn params_for_a_named_policy_and_reason_with_response_are_refused_by_field() {
+    let (ok, answers) = eval(
+        &[],
+        concat!(
+            r#"{"policy": {"name": "best-effort", "params": {"x": 1}}, "reason": "KV_LOCKED"}"#,
+            "\n",
+            r#"{"reason": "KV_LOCKED", "response": {"status": 134}}"#,
+            "\n",
+            r#"{"request": {"type": "get", "service": "query"}, "reason": "KV_LOCKED"}"#,
+            "\n",
+            r#"{"request": {"type": "cql"}, "reason": "READ_TIMEOUT"}"#,
+            "\n",
+            r#"{"reason": "KV_LOCKED", "extra": 1}"#,
+            "\n",
+        ),
+    );
+    assert!(!ok);
+    let fields: Vec<&str> = answers
+        .iter()
+        .map(|a| a["error"]["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        ["policy.params", "", "request.service", "reason", "extra"]
+    );
+    assert!(answers[3]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("needs data"));
+    assert!(answers[4]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("unknown field `extra`"));
+}

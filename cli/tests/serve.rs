@@ -1,0 +1,420 @@
+//! `rebound serve` as a real process on loopback (issue 5, points 1 and 8): deciding,
+//! classifying, status, health and metrics; bad input answered 4xx naming the field, never
+//! 500; the admin token and the loopback rule; path confinement; a reload while requests
+//! flow; graceful shutdown on SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+fn guest(name: &str) -> PathBuf {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../build/guests/{name}.wasm"));
+    assert!(
+        path.is_file(),
+        "{}: run ./scripts/build-guests.sh",
+        path.display()
+    );
+    path
+}
+
+/// A server process, killed when dropped.
+struct Server {
+    child: Child,
+    base: String,
+    dir: tempfile::TempDir,
+}
+
+/// A policy directory with `policy.wasm` (the robots policy) and a configuration naming it
+/// `robots` (default `standard`, best-effort), watched with a short debounce.
+fn policy_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("policies")).unwrap();
+    std::fs::copy(
+        guest("no_retry_for_robots"),
+        dir.path().join("policies/policy.wasm"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        r#"
+default_policy = "standard"
+policy_dir = "policies"
+[watch]
+enabled = true
+debounce_ms = 20
+[policies.standard]
+builtin = "best-effort"
+[policies.robots]
+component = "policy.wasm"
+"#,
+    )
+    .unwrap();
+    dir
+}
+
+impl Server {
+    fn start(listen: &str, token: Option<&str>) -> Server {
+        Self::start_in(policy_dir(), listen, token)
+    }
+
+    fn start_in(dir: tempfile::TempDir, listen: &str, token: Option<&str>) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rebound"));
+        command
+            .args(["serve", "--listen", listen, "--workers", "2"])
+            .arg(dir.path().join("rebound.toml"))
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("REBOUND_ADMIN_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(token) = token {
+            command.env("REBOUND_ADMIN_TOKEN", token);
+        }
+        let mut child = command.spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("rebound serve listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .replace("0.0.0.0", "127.0.0.1");
+        Server { child, base, dir }
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn call(&self, method: &str, path: &str, body: &str, token: Option<&str>) -> (u16, Value) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let url = format!("{}{path}", self.base);
+        let mut response = match method {
+            "GET" => agent.get(&url).call(),
+            _ => {
+                let mut request = agent.post(&url);
+                if let Some(token) = token {
+                    request = request.header("Authorization", &format!("Bearer {token}"));
+                }
+                request.send(body)
+            }
+        }
+        .unwrap();
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap();
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call("POST", path, &body.to_string(), None)
+    }
+
+    /// Sends SIGTERM and waits for the exit; returns the exit success and the log.
+    fn terminate(mut self) -> (bool, String) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                let mut log = String::new();
+                std::io::Read::read_to_string(self.child.stderr.as_mut().unwrap(), &mut log)
+                    .unwrap();
+                return (status.success(), log);
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "no exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn robot_get() -> Value {
+    json!({"policy": "robots", "request": {"type": "get", "client_context": {"isRobotRequest": "true"}}, "reason": "KV_TEMPORARY_FAILURE"})
+}
+
+#[test]
+fn decides_classifies_and_reports_status_health_and_metrics() {
+    let server = Server::start("127.0.0.1:0", None);
+    let (status, answer) = server.post(
+        "/v1/decide",
+        json!({"request": {"type": "upsert"}, "reason": "KV_LOCKED"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["decision"], "retry");
+    assert_eq!(answer["policy"], "standard");
+    // The robots policy (a component) refuses every retry for a robot's request.
+    let (status, answer) = server.post("/v1/decide", robot_get());
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["decision"], "cancel");
+    assert_eq!(answer["policy"], "robots");
+    let version = answer["version"].as_str().unwrap().to_owned();
+    // A raw KV response goes through the classifier (001 "Response Code Classification").
+    let (status, answer) = server.post(
+        "/v1/classify",
+        json!({"request": {"type": "get"}, "response": {"status": "0x86"}}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["reason"], "KV_TEMPORARY_FAILURE");
+
+    let (status, policies) = server.call("GET", "/v1/policies", "", None);
+    assert_eq!(status, 200);
+    let names: Vec<&str> = policies["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["robots", "standard"]);
+    let (status, health) = server.call("GET", "/health", "", None);
+    assert_eq!((status, &health["status"]), (200, &json!("ok")));
+
+    let (status, metrics) = server.call("GET", "/metrics", "", None);
+    assert_eq!(status, 200);
+    let metrics = metrics.as_str().unwrap();
+    assert!(
+        metrics.contains(&format!(
+            r#"rebound_decisions_total{{policy="robots",version="{version}",outcome="cancel"}} 1"#
+        )),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("rebound_decision_duration_seconds_count 2"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"rebound_policy_swaps_total{policy="robots"} 0"#),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn bad_input_is_a_4xx_naming_the_field_never_a_500() {
+    let server = Server::start("127.0.0.1:0", None);
+    let cases: [(&str, &str, u16, &str); 7] = [
+        ("/v1/decide", "not json", 400, ""),
+        (
+            "/v1/decide",
+            r#"{"reason": "KV_LOCKED", "request": {"timeout_ms": "soon"}}"#,
+            400,
+            "request.timeout_ms",
+        ),
+        (
+            "/v1/decide",
+            r#"{"reason": "NO_SUCH_REASON"}"#,
+            400,
+            "reason",
+        ),
+        (
+            "/v1/decide",
+            r#"{"reason": "KV_LOCKED", "policy": "nope"}"#,
+            400,
+            "policy",
+        ),
+        // A component path outside the policy directory is refused like any bad field.
+        (
+            "/v1/decide",
+            r#"{"reason": "KV_LOCKED", "policy": "../../../etc/hostname.wasm"}"#,
+            400,
+            "policy",
+        ),
+        (
+            "/v1/classify",
+            r#"{"request": {"type": "cql"}, "response": {"code": 1}}"#,
+            400,
+            "response",
+        ),
+        (
+            "/v1/policies/robots/shadow",
+            r#"{"path": "policy.wasm", "sample": 2}"#,
+            400,
+            "sample",
+        ),
+    ];
+    for (path, body, status, field) in cases {
+        let (got, answer) = server.call("POST", path, body, None);
+        assert_eq!(got, status, "{path} {body}: {answer}");
+        assert_eq!(answer["error"]["field"], field, "{path} {body}: {answer}");
+        assert!(!answer["error"]["message"].as_str().unwrap().is_empty());
+    }
+    let (status, answer) = server.call("POST", "/v1/decide", &"x".repeat(100_000), None);
+    assert_eq!(status, 413, "{answer}");
+    let (status, _) = server.call("POST", "/v1/policies/nope/reload", "", None);
+    assert_eq!(status, 404);
+    let (status, _) = server.call("POST", "/v1/policies/standard/reload", "", None);
+    assert_eq!(status, 409, "a built-in has no file to reload");
+    let (status, _) = server.call("GET", "/v2/anything", "", None);
+    assert_eq!(status, 404);
+    let (_, metrics) = server.call("GET", "/metrics", "", None);
+    assert!(metrics
+        .as_str()
+        .unwrap()
+        .contains("rebound_refused_requests_total 6"));
+}
+
+#[test]
+fn privileged_endpoints_need_the_token_compared_exactly() {
+    let server = Server::start("127.0.0.1:0", Some("s3cret-token"));
+    // Deciding needs no token.
+    assert_eq!(server.post("/v1/decide", robot_get()).0, 200);
+    let reload = "/v1/policies/robots/reload";
+    assert_eq!(server.call("POST", reload, "", None).0, 401);
+    assert_eq!(server.call("POST", reload, "", Some("s3cret-toke")).0, 401);
+    assert_eq!(
+        server.call("POST", reload, "", Some("s3cret-token-")).0,
+        401
+    );
+    let (status, outcome) = server.call("POST", reload, "", Some("s3cret-token"));
+    assert_eq!(status, 200, "{outcome}");
+    assert_eq!(outcome["outcome"], "unchanged");
+    // Each privileged action is logged with who and what; refusals too.
+    let (ok, log) = server.terminate();
+    assert!(ok, "{log}");
+    assert!(log.contains("privileged action done"), "{log}");
+    assert!(
+        log.contains("(admin token)") && log.contains("reload robots"),
+        "{log}"
+    );
+    assert!(log.contains("wrong admin token"), "{log}");
+}
+
+#[test]
+fn without_a_token_privileged_endpoints_are_refused_beyond_loopback() {
+    let server = Server::start("0.0.0.0:0", None);
+    let (status, answer) = server.call("POST", "/v1/policies/robots/reload", "", None);
+    assert_eq!(status, 403, "{answer}");
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("no admin token"));
+    // Deciding still works.
+    assert_eq!(server.post("/v1/decide", robot_get()).0, 200);
+}
+
+#[test]
+fn shadow_paths_must_resolve_inside_the_policy_directory() {
+    let server = Server::start("127.0.0.1:0", None);
+    let outside = server.dir().join("outside.wasm");
+    std::fs::copy(guest("fail_fast"), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, server.dir().join("policies/link.wasm")).unwrap();
+    for path in [
+        "../outside.wasm",
+        outside.to_str().unwrap(),
+        "link.wasm",
+        "missing.wasm",
+    ] {
+        let (status, answer) = server.post(
+            "/v1/policies/robots/shadow",
+            json!({"path": path, "sample": 1.0}),
+        );
+        assert_eq!(status, 400, "{path}: {answer}");
+        assert_eq!(answer["error"]["field"], "path", "{path}");
+    }
+    std::fs::copy(
+        guest("fail_fast"),
+        server.dir().join("policies/candidate.wasm"),
+    )
+    .unwrap();
+    let (status, answer) = server.post(
+        "/v1/policies/robots/shadow",
+        json!({"path": "candidate.wasm", "sample": 1.0}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(server.post("/v1/policies/robots/promote", json!({})).0, 200);
+    let (_, status) = server.call("GET", "/v1/policies/robots", "", None);
+    assert_eq!(status["active"]["version"], answer["version"]);
+}
+
+#[test]
+fn a_reload_while_requests_flow_loses_none_and_switches_versions() {
+    let server = Arc::new(Server::start("127.0.0.1:0", None));
+    let (_, first) = server.post("/v1/decide", robot_get());
+    let old_version = first["version"].as_str().unwrap().to_owned();
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            let server = Arc::clone(&server);
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut versions = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let (status, answer) = server.post("/v1/decide", robot_get());
+                    assert_eq!(status, 200, "{answer}");
+                    versions.push(answer["version"].as_str().unwrap().to_owned());
+                }
+                versions
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    // A new policy file replaces the old one (written aside, then renamed: the way deploys do
+    // it), and the watcher reloads it.
+    let policies = server.dir().join("policies");
+    std::fs::copy(guest("fail_fast"), policies.join("policy.wasm.new")).unwrap();
+    std::fs::rename(
+        policies.join("policy.wasm.new"),
+        policies.join("policy.wasm"),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let new_version = loop {
+        let (_, status) = server.call("GET", "/v1/policies/robots", "", None);
+        let active = status["active"]["version"].as_str().unwrap().to_owned();
+        if active != old_version {
+            break active;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the watcher did not reload: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    let versions: Vec<String> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    assert!(versions.contains(&old_version), "{versions:?}");
+    assert!(versions.contains(&new_version), "{versions:?}");
+    // Every answer came from one of the two versions: no request lost or failed meanwhile.
+    assert!(versions
+        .iter()
+        .all(|v| *v == old_version || *v == new_version));
+    // A rollback through the API brings the old version back.
+    let (status, outcome) = server.post("/v1/policies/robots/rollback", json!({}));
+    assert_eq!(status, 200, "{outcome}");
+    assert_eq!(outcome["to"], old_version.as_str());
+}
+
+#[test]
+fn sigterm_stops_the_server_gracefully() {
+    let server = Server::start("127.0.0.1:0", None);
+    assert_eq!(server.post("/v1/decide", robot_get()).0, 200);
+    let (ok, log) = server.terminate();
+    assert!(ok, "exit status after SIGTERM: {log}");
+    assert!(log.contains("SIGTERM: shutting down"), "{log}");
+    assert!(log.contains("stopped"), "{log}");
+}
