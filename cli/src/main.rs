@@ -2,11 +2,13 @@
 //!
 //! - `rebound serve` — the decision service (HTTP/JSON, hot reload, metrics; docs/serve.md).
 //! - `rebound eval` — JSON lines in, one decision per line out (docs/decision-json.md).
+//! - `rebound bench POLICY.wasm` — a policy's decision latency beside the native baseline.
 //! - `rebound reasons` — the reason table with both flags (text or `--json`).
 //! - `rebound classify` — a raw response (KV status, query/analytics code, search/views HTTP
 //!   status) to its retry reason, or why it is not retried.
 //! - `rebound errormap FILE` — validate and summarise a KV error map, or look a code up in it.
 
+mod bench;
 mod classify;
 mod decider;
 mod errormap;
@@ -40,6 +42,8 @@ enum Command {
     Serve(serve::Args),
     /// Decides JSON lines (a file or stdin), one decision per line out.
     Eval(eval::Args),
+    /// Measures a policy's decision latency beside the native best-effort strategy.
+    Bench(bench::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -78,6 +82,7 @@ fn run() -> anyhow::Result<()> {
         Command::Errormap(args) => errormap::run(&args, &mut out),
         Command::Serve(args) => serve::run(&args),
         Command::Eval(args) => eval::run(&args, &mut out),
+        Command::Bench(args) => bench::run(&args, &mut out),
     };
     match result {
         // The reader went away (`rebound reasons | head`): not an error of ours.

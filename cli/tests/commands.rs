@@ -188,3 +188,26 @@ fn bad_input_is_refused_with_what_was_wrong() {
     let alone = stderr_of_failure(&["classify", "--kv", "0x86"]);
     assert!(alone.contains("--request"), "{alone}");
 }
+
+#[test]
+fn bench_measures_a_policy_beside_the_native_baseline() {
+    let policy = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../build/guests/best_effort.wasm");
+    let report = json(&[
+        "bench",
+        policy.to_str().unwrap(),
+        "--iterations",
+        "200",
+        "--rounds",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(report["policy"], "best_effort");
+    assert_eq!(report["failed_calls"], 0, "{report}");
+    assert!(report["decision_ns"].as_u64().unwrap() > 0);
+    assert!(report["native_best_effort_ns"].as_u64().unwrap() > 0);
+    let stderr = stderr_of_failure(&["bench", "no/such/policy.wasm"]);
+    assert!(
+        stderr.contains("cannot read no/such/policy.wasm"),
+        "{stderr}"
+    );
+}
