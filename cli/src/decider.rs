@@ -44,12 +44,14 @@ pub fn builtin_registry() -> anyhow::Result<PolicyRegistry> {
 
 type ComponentKey = (PathBuf, BTreeMap<String, String>);
 
-/// Where component files and error maps named in a request may come from.
+/// Which files a request may name.
 #[derive(Debug, Clone)]
 pub enum FileAccess {
-    /// Any readable file (a local tool run by its user).
+    /// Any readable component or error map (a local tool run by its user).
     Any,
-    /// Only files inside this directory (a server taking paths from the network).
+    /// No component files (a server decides with its configured policies only, so a client
+    /// cannot make it compile and keep arbitrary components), and error maps only from inside
+    /// this directory.
     Inside(PathBuf),
 }
 
@@ -154,6 +156,17 @@ impl Decider {
                     .map_err(|e| InputError::new("policy", e.to_string()))?;
                 request = request.policy(name);
                 None
+            }
+            PolicyChoice::Component { path, .. }
+                if matches!(self.access, FileAccess::Inside(_)) =>
+            {
+                return Err(InputError::new(
+                    "policy",
+                    format!(
+                        "`{}`: this server decides with its configured policies only; name one of them (GET /v1/policies)",
+                        path.display()
+                    ),
+                ));
             }
             PolicyChoice::Component { path, params } => {
                 let strategy = self.component(&path, params)?;

@@ -213,7 +213,7 @@ fn decides_classifies_and_reports_status_health_and_metrics() {
 #[test]
 fn bad_input_is_a_4xx_naming_the_field_never_a_500() {
     let server = Server::start("127.0.0.1:0", None);
-    let cases: [(&str, &str, u16, &str); 7] = [
+    let cases: [(&str, &str, u16, &str); 8] = [
         ("/v1/decide", "not json", 400, ""),
         (
             "/v1/decide",
@@ -233,10 +233,17 @@ fn bad_input_is_a_4xx_naming_the_field_never_a_500() {
             400,
             "policy",
         ),
-        // A component path outside the policy directory is refused like any bad field.
+        // The server decides with its configured policies only: no component files, inside
+        // the policy directory or out.
         (
             "/v1/decide",
             r#"{"reason": "KV_LOCKED", "policy": "../../../etc/hostname.wasm"}"#,
+            400,
+            "policy",
+        ),
+        (
+            "/v1/decide",
+            r#"{"reason": "KV_LOCKED", "policy": "policy.wasm"}"#,
             400,
             "policy",
         ),
@@ -271,7 +278,7 @@ fn bad_input_is_a_4xx_naming_the_field_never_a_500() {
     assert!(metrics
         .as_str()
         .unwrap()
-        .contains("rebound_refused_requests_total 6"));
+        .contains("rebound_refused_requests_total 7"));
 }
 
 #[test]

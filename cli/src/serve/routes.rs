@@ -288,6 +288,10 @@ async fn shadow(
     Path(name): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    // The admission comes first: an outsider learns nothing about the policy directory.
+    if let Err(refusal) = app.admin.admit(&headers, peer) {
+        return error(refusal.status, "", refusal.message);
+    }
     let text = match body_text(&body) {
         Ok(text) => text,
         Err((status, message)) => return error(status, "", &message),
@@ -306,10 +310,6 @@ async fn shadow(
             "sample",
             "expected a share of decisions from 0 to 1",
         );
-    }
-    // The admission comes first: an outsider learns nothing about the policy directory.
-    if let Err(refusal) = app.admin.admit(&headers, peer) {
-        return error(refusal.status, "", refusal.message);
     }
     let Some(path) = crate::decider::inside(&app.policy_dir, &request.path) else {
         tracing::warn!(%peer, policy = name, path = %request.path.display(),
