@@ -2,7 +2,9 @@
 //! in order, the decisions the references require, and each bad line answered by an error
 //! object naming its line and field while the rest continue.
 
+mod support;
 use std::path::PathBuf;
+use support::guest;
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -11,17 +13,6 @@ fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name)
-}
-
-fn guest(name: &str) -> String {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../build/guests/{name}.wasm"));
-    assert!(
-        path.is_file(),
-        "{}: run ./scripts/build-guests.sh",
-        path.display()
-    );
-    path.display().to_string()
 }
 
 /// Runs `rebound eval` on `input` (stdin), returning the exit success and the answers.
@@ -123,7 +114,7 @@ fn the_fixture_file_is_decided_line_by_line_in_order() {
 
 #[test]
 fn a_component_file_with_parameters_decides_a_line() {
-    let template = guest("python_template");
+    let template = guest("python_template").display().to_string();
     let line = |attempts: u32| {
         format!(
             r#"{{"policy": {{"name": "{template}", "params": {{"max_attempts": 2}}}}, "request": {{"retry_attempts": {attempts}}}, "reason": "KV_TEMPORARY_FAILURE"}}"#

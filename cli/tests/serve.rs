@@ -3,25 +3,16 @@
 //! 500; the admin token and the loopback rule; path confinement; a reload while requests
 //! flow; graceful shutdown on SIGTERM.
 
+mod support;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::guest;
 
 use serde_json::{json, Value};
-
-fn guest(name: &str) -> PathBuf {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../build/guests/{name}.wasm"));
-    assert!(
-        path.is_file(),
-        "{}: run ./scripts/build-guests.sh",
-        path.display()
-    );
-    path
-}
 
 /// A server process, killed when dropped.
 struct Server {

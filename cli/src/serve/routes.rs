@@ -49,11 +49,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/classify", post(classify))
         .route("/v1/policies", get(policies))
         .route("/v1/policies/{name}", get(policy))
-        .route("/v1/policies/{name}/reload", post(reload))
-        .route("/v1/policies/{name}/rollback", post(rollback))
         .route("/v1/policies/{name}/shadow", post(shadow))
-        .route("/v1/policies/{name}/promote", post(promote))
-        .route("/v1/policies/{name}/abandon", post(abandon))
+        .route("/v1/policies/{name}/{action}", post(act))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(app)
@@ -214,56 +211,41 @@ async fn privileged<T: serde::Serialize + Send + 'static>(
     }
 }
 
-async fn reload(
+/// Reload, rollback, promote or abandon policy `name`: the privileged actions without a body.
+async fn act(
     State(app): Shared,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    Path(name): Path<String>,
+    Path((name, action)): Path<(String, String)>,
 ) -> Response {
-    let what = format!("reload {name}");
-    privileged(&app, &headers, peer, what, move |app| {
-        app.decider.registry().reload(&name)
-    })
-    .await
-}
-
-async fn rollback(
-    State(app): Shared,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Path(name): Path<String>,
-) -> Response {
-    let what = format!("rollback {name}");
-    privileged(&app, &headers, peer, what, move |app| {
-        app.decider.registry().rollback(&name)
-    })
-    .await
-}
-
-async fn promote(
-    State(app): Shared,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Path(name): Path<String>,
-) -> Response {
-    let what = format!("promote {name}");
-    privileged(&app, &headers, peer, what, move |app| {
-        app.decider.registry().promote(&name)
-    })
-    .await
-}
-
-async fn abandon(
-    State(app): Shared,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Path(name): Path<String>,
-) -> Response {
-    let what = format!("abandon {name}");
-    privileged(&app, &headers, peer, what, move |app| {
-        app.decider.registry().abandon(&name)
-    })
-    .await
+    let what = format!("{action} {name}");
+    match action.as_str() {
+        "reload" => {
+            privileged(&app, &headers, peer, what, move |app| {
+                app.decider.registry().reload(&name)
+            })
+            .await
+        }
+        "rollback" => {
+            privileged(&app, &headers, peer, what, move |app| {
+                app.decider.registry().rollback(&name)
+            })
+            .await
+        }
+        "promote" => {
+            privileged(&app, &headers, peer, what, move |app| {
+                app.decider.registry().promote(&name)
+            })
+            .await
+        }
+        "abandon" => {
+            privileged(&app, &headers, peer, what, move |app| {
+                app.decider.registry().abandon(&name)
+            })
+            .await
+        }
+        _ => not_found().await,
+    }
 }
 
 /// The body of a shadow request.
