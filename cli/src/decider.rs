@@ -10,7 +10,7 @@ use std::time::Instant;
 use rebound::budget::RetryBudgets;
 use rebound::classify::{classify, Classification};
 use rebound::errormap::ErrorMap;
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::registry::{PolicyRegistry, RegistryConfig, RegistryError};
 use rebound::wasm::{PolicyComponent, WasmStrategy, WasmStrategyConfig};
 use rebound::RetryStrategy;
 use serde_json::Value;
@@ -151,9 +151,7 @@ impl Decider {
         let component = match choice {
             PolicyChoice::Routed => None,
             PolicyChoice::Named(name) => {
-                self.registry
-                    .active(&name)
-                    .map_err(|e| InputError::new("policy", e.to_string()))?;
+                // The registry refuses an unknown name when it resolves the request.
                 request = request.policy(name);
                 None
             }
@@ -178,7 +176,13 @@ impl Decider {
             .registry
             .maybe_retry_at(&mut request, &reason, now)
             .await
-            .map_err(|e| InputError::new("policy", e.to_string()))?;
+            .map_err(|e| {
+                let field = match e {
+                    RegistryError::UnknownProfile { .. } => "request.profile",
+                    _ => "policy",
+                };
+                InputError::new(field, e.to_string())
+            })?;
         let json = output::decision(&decided.decision, &reason, request.retry_attempts());
         let policy = match (&decided.version, &component) {
             (Some(version), _) => Some((version.name().to_owned(), version.version().to_owned())),

@@ -162,6 +162,8 @@ fn params_for_a_named_policy_and_reason_with_response_are_refused_by_field() {
             "\n",
             r#"{"reason": "KV_LOCKED", "extra": 1}"#,
             "\n",
+            r#"{"reason": "KV_LOCKED", "request": {"profile": "nope"}}"#,
+            "\n",
         ),
     );
     assert!(!ok);
@@ -171,7 +173,14 @@ fn params_for_a_named_policy_and_reason_with_response_are_refused_by_field() {
         .collect();
     assert_eq!(
         fields,
-        ["policy.params", "", "request.service", "reason", "extra"]
+        [
+            "policy.params",
+            "",
+            "request.service",
+            "reason",
+            "extra",
+            "request.profile"
+        ]
     );
     assert!(answers[3]["error"]["message"]
         .as_str()
