@@ -60,7 +60,9 @@ fn main() -> std::process::ExitCode {
 /// the tools).
 fn init_logging(command: &Command) {
     let default = match command {
-        Command::Serve(_) => "info",
+        // One line per decision would be tens of thousands of lines a second; the metrics
+        // count decisions, the log keeps what changes (swaps, privileged actions, failures).
+        Command::Serve(_) => "info,rebound::orchestrator=warn",
         _ => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -9,17 +9,24 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use support::guest;
 
 use serde_json::{json, Value};
 
-/// A server process, killed when dropped.
+/// A server process, killed when dropped. Its standard error is read all along by a thread
+/// (a pipe nobody drains fills up and blocks the server's logging, and with it the server).
 struct Server {
     child: Child,
     base: String,
     dir: tempfile::TempDir,
+    log: Option<JoinHandle<String>>,
 }
+
+/// Longest wait for one HTTP exchange: a server that stops answering fails the test instead
+/// of hanging it.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A policy directory with `policy.wasm` (the robots policy) and a configuration naming it
 /// `robots` (default `standard`, best-effort), watched with a short debounce.
@@ -76,7 +83,18 @@ impl Server {
             .strip_prefix("rebound serve listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
             .replace("0.0.0.0", "127.0.0.1");
-        Server { child, base, dir }
+        let mut stderr = child.stderr.take().unwrap();
+        let log = std::thread::spawn(move || {
+            let mut log = String::new();
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut log);
+            log
+        });
+        Server {
+            child,
+            base,
+            dir,
+            log: Some(log),
+        }
     }
 
     fn dir(&self) -> &Path {
@@ -86,6 +104,7 @@ impl Server {
     fn call(&self, method: &str, path: &str, body: &str, token: Option<&str>) -> (u16, Value) {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            .timeout_global(Some(CALL_TIMEOUT))
             .build()
             .into();
         let url = format!("{}{path}", self.base);
@@ -121,9 +140,7 @@ impl Server {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                let mut log = String::new();
-                std::io::Read::read_to_string(self.child.stderr.as_mut().unwrap(), &mut log)
-                    .unwrap();
+                let log = self.log.take().unwrap().join().unwrap();
                 return (status.success(), log);
             }
             assert!(
@@ -415,4 +432,7 @@ fn sigterm_stops_the_server_gracefully() {
     assert!(ok, "exit status after SIGTERM: {log}");
     assert!(log.contains("SIGTERM: shutting down"), "{log}");
     assert!(log.contains("stopped"), "{log}");
+    // The default log has no line per decision (at tens of thousands a second they would
+    // drown the log, and a reader that falls behind would stall the server).
+    assert!(!log.contains("not retried"), "{log}");
 }
