@@ -95,6 +95,7 @@
 //! - [`strategy`]: the strategy trait and the built-in strategies, Cassandra's included.
 //! - [`orchestrator`]: deciding; [`outcome`]: how a request ends, with its error context.
 //! - [`classify`]: response codes to reasons; [`errormap`]: the KV error map.
+//! - [`grid`]: one of every reason variant, for checking policies over all of them.
 //! - [`executor`]: the retry loop for tokio; [`layer`]: the tower layer (features `executor`
 //!   and `tower`, on by default).
 //! - `wasm`: sandboxed WebAssembly strategies; `registry`: named policies with hot reload
@@ -108,6 +109,7 @@ pub mod classify;
 pub mod errormap;
 #[cfg(feature = "executor")]
 pub mod executor;
+pub mod grid;
 #[cfg(feature = "tower")]
 pub mod layer;
 pub mod orchestrator;

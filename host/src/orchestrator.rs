@@ -204,6 +204,8 @@ impl Orchestrator {
             tracing::debug!(request_id = request.id(), reason = %reason, "request already done; left alone");
             return Decision::AlreadyDone;
         }
+        // The strategy sees the caller's moment when there is one (virtual clocks, replays).
+        request.set_decision_time(now);
         if reason.always_retry() {
             let delay = controlled_backoff(request.retry_attempts());
             let now = now.unwrap_or_else(Instant::now);

@@ -228,6 +228,7 @@ pub struct Request {
     last_dispatched_to: Option<String>,
     dispatched: bool,
     consistency: Option<ConsistencyLevel>,
+    decision_time: Option<Instant>,
     state: RequestState,
     strategy: Option<Arc<dyn RetryStrategy>>,
     policy: Option<Arc<str>>,
@@ -260,6 +261,7 @@ impl Request {
             last_dispatched_to: None,
             dispatched: false,
             consistency: None,
+            decision_time: None,
             state: RequestState::Pending,
             strategy: None,
             policy: None,
@@ -404,6 +406,13 @@ impl Request {
     pub fn consistency_level(&self) -> Option<ConsistencyLevel> {
         self.consistency
     }
+    /// The moment of the decision in progress, when the caller fixed it
+    /// ([`Orchestrator::maybe_retry_at`](crate::Orchestrator::maybe_retry_at): replays, virtual
+    /// clocks). A strategy that reads the time (a WebAssembly policy's `elapsed-ms`, its retry
+    /// budget) uses this moment instead of the clock, so it sees the caller's time.
+    pub fn decision_time(&self) -> Option<Instant> {
+        self.decision_time
+    }
     /// The state.
     pub fn state(&self) -> &RequestState {
         &self.state
@@ -447,6 +456,12 @@ impl Request {
     /// Changes the consistency level for the next attempt (consistency downgrade).
     pub fn set_consistency(&mut self, level: ConsistencyLevel) {
         self.consistency = Some(level);
+    }
+
+    /// Fixes (or, with `None`, releases to the clock) the moment of the next decision; the
+    /// orchestrator sets it on every decision.
+    pub fn set_decision_time(&mut self, now: Option<Instant>) {
+        self.decision_time = now;
     }
 
     /// Counts one more retry for `reason` (reference 001 `incrementRetryAttempts`).

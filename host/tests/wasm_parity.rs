@@ -12,86 +12,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rebound::backoff::ExponentialBackoff;
-use rebound::cassandra_types::{AbortKind, ConsistencyLevel as CL, ServerErrorKind, WriteType};
-use rebound::reason::{ReadTimeout, Unavailable, WriteTimeout};
 use rebound::strategy::cassandra::{
     Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
 };
 use rebound::wasm::WasmStrategyConfig;
 use rebound::{
-    reasons, BestEffort, FailFast, FastFailOnTerminalError, Orchestrator, ReasonKind, Request,
-    RequestType, RetryAction, RetryReason, RetryStrategy, SyncStrategy,
+    reasons, BestEffort, FailFast, FastFailOnTerminalError, Orchestrator, Request, RequestType,
+    RetryAction, RetryReason, RetryStrategy, SyncStrategy,
 };
-
-/// Every reason: all data-less kinds, Cassandra kinds with data around their thresholds, and a
-/// name no table knows.
-fn all_reasons() -> Vec<RetryReason> {
-    let mut reasons: Vec<RetryReason> = ReasonKind::ALL
-        .iter()
-        .filter_map(|k| RetryReason::simple(*k))
-        .collect();
-    for consistency in [CL::Quorum, CL::EachQuorum, CL::Serial] {
-        for (block_for, received) in [(2, 0), (2, 1), (2, 2), (5, 4)] {
-            for data_present in [false, true] {
-                reasons.push(
-                    ReadTimeout {
-                        consistency,
-                        block_for,
-                        received,
-                        data_present,
-                    }
-                    .into(),
-                );
-            }
-            for write_type in [
-                WriteType::Simple,
-                WriteType::Batch,
-                WriteType::UnloggedBatch,
-                WriteType::BatchLog,
-                WriteType::Counter,
-            ] {
-                reasons.push(
-                    WriteTimeout {
-                        consistency,
-                        write_type,
-                        block_for,
-                        received,
-                    }
-                    .into(),
-                );
-            }
-            reasons.push(
-                Unavailable {
-                    consistency,
-                    required: block_for,
-                    alive: received,
-                }
-                .into(),
-            );
-        }
-    }
-    for kind in [
-        AbortKind::ClosedConnection,
-        AbortKind::Heartbeat,
-        AbortKind::Other,
-    ] {
-        reasons.push(RetryReason::RequestAborted(kind));
-    }
-    for kind in [
-        ServerErrorKind::Overloaded,
-        ServerErrorKind::ServerError,
-        ServerErrorKind::Truncate,
-        ServerErrorKind::ReadFailure,
-        ServerErrorKind::WriteFailure,
-        ServerErrorKind::QueryValidation,
-        ServerErrorKind::FunctionFailure,
-        ServerErrorKind::ProtocolError,
-    ] {
-        reasons.push(RetryReason::ErrorResponse(kind));
-    }
-    reasons.push("A_REASON_FROM_THE_FUTURE".parse().unwrap());
-    reasons
-}
 
 /// (elapsed ms, timeout ms): early, near the deadline, past it.
 const TIMINGS: [(u64, u64); 3] = [(0, 2_500), (2_400, 2_500), (90, 75)];
@@ -106,7 +34,7 @@ fn assert_parity(
     let native_orchestrator = Orchestrator::new(native);
     let mut compared = 0;
     let start = Instant::now();
-    for reason in all_reasons() {
+    for reason in rebound::grid::every_reason() {
         for idempotent in [false, true] {
             for (attempts, robot) in (0..=10).flat_map(|a| [(a, false), (a, true)]) {
                 for (elapsed, timeout) in TIMINGS {

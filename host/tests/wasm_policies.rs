@@ -1,18 +1,19 @@
 //! Spec: the policies without a native twin — the opt-in error-map spec timings (reference 004
 //! "Retry Intervals", opted into as reference 001 "KV Error Map Handling" allows) and the
-//! host-kept retry budget.
+//! host-kept retry budget — and the time such policies read: the caller's decision moment.
 
+mod common;
 mod wasm_support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rebound::budget::RetryBudgets;
 use rebound::errormap::{RetrySpec, SpecStrategy};
 use rebound::strategy::SyncStrategy;
 use rebound::wasm::{WasmStrategy, WasmStrategyConfig};
-use rebound::{reasons, BestEffort, Request, RequestType, RetryAction};
+use rebound::{reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryAction};
 
 fn get(attempts: u32) -> Request {
     Request::new(1, RequestType::Get, Duration::from_secs(10))
@@ -88,5 +89,63 @@ fn retry_budget_is_host_kept_and_shared() {
     assert_eq!(
         a.decide(&upsert, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
         RetryAction::NoRetry
+    );
+}
+
+/// A request that starts an hour from now: the real clock is before its start, so only the
+/// decision moment the caller gives can make time pass for it.
+fn get_in_an_hour() -> Request {
+    get(0).started_at(Instant::now() + Duration::from_secs(3600))
+}
+
+/// `Orchestrator::maybe_retry_at` decides at the caller's moment (replays, simulations): a
+/// policy's `elapsed-ms` and its retry budget follow that moment, not the real clock.
+#[test]
+fn a_policy_reads_the_decision_moment_the_caller_gives() {
+    let spec = RetrySpec {
+        strategy: SpecStrategy::Constant,
+        after: 50,
+        interval: 10,
+        ceil: None,
+        max_duration: Some(100),
+    };
+    let orchestrator = Orchestrator::new(wasm_support::strategy(
+        "honor_error_map_spec",
+        WasmStrategyConfig::default(),
+    ));
+    let decide_at = |elapsed_ms| {
+        let mut request = get_in_an_hour();
+        request.set_error_map_spec(Some(spec));
+        common::decide_at(
+            &orchestrator,
+            &mut request,
+            &reasons::KV_ERROR_MAP_RETRY_INDICATED,
+            elapsed_ms,
+        )
+    };
+    // 10 ms into the request the spec's `after` applies; 150 ms in, its 100 ms are used up.
+    assert_eq!(common::retry_delay_ms(&decide_at(10)), 50);
+    assert_eq!(common::fail_name(&decide_at(150)), "RequestCanceled");
+
+    let config = WasmStrategyConfig {
+        params: BTreeMap::from([
+            ("burst".into(), "1".into()),
+            ("per_second".into(), "1".into()),
+            ("budget".into(), "virtual".into()),
+        ]),
+        ..Default::default()
+    };
+    let budgeted = Orchestrator::new(wasm_support::strategy("retry_budget", config));
+    let start = get_in_an_hour().start();
+    let at = |elapsed_ms| {
+        let mut request = get(0).started_at(start);
+        common::decide_at(&budgeted, &mut request, &reasons::KV_LOCKED, elapsed_ms)
+    };
+    assert!(matches!(at(0), Decision::Retry(_)), "the burst of one");
+    assert!(!matches!(at(0), Decision::Retry(_)), "the bucket is empty");
+    // A virtual second and a half later the bucket holds a token again.
+    assert!(
+        matches!(at(1_500), Decision::Retry(_)),
+        "refilled by the decision moment"
     );
 }

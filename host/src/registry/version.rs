@@ -307,11 +307,11 @@ fn smoke(name: &str, strategy: &WasmStrategy) -> Result<(), BuildError> {
         (request(RequestType::Cql).idempotent(true), read_timeout),
     ];
     for (request, reason) in &inputs {
-        if let Err((kind, detail)) = strategy.call(request, reason) {
+        if let Err(failure) = strategy.try_decide(request, reason) {
             return Err(BuildError::Smoke {
                 policy: name.to_owned(),
                 input: format!("{} after {reason}", request.request_type()),
-                failure: format!("{kind}: {detail}"),
+                failure: failure.to_string(),
             });
         }
     }

@@ -137,6 +137,7 @@ pub struct PolicyComponent {
     version: String,
     sha256: [u8; 32],
     origin: CodeOrigin,
+    imports: std::sync::Arc<[String]>,
     pre: RetryPolicyPre<CallState>,
     runtime: WasmRuntime,
 }
@@ -198,7 +199,8 @@ impl PolicyComponent {
 
         let mut forbidden = Vec::new();
         let mut imports_wasi = false;
-        for (import, _) in ty.imports(engine) {
+        let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_owned()).collect();
+        for import in imports.iter().map(String::as_str) {
             match ours(import) {
                 Some((iface, VERSION)) if GRANTED_INTERFACES.contains(&iface) => {}
                 Some((iface, _)) if GRANTED_INTERFACES.contains(&iface) => {
@@ -252,6 +254,7 @@ impl PolicyComponent {
             version,
             sha256,
             origin,
+            imports: imports.into(),
             pre,
             runtime: runtime.clone(),
         })
@@ -270,6 +273,12 @@ impl PolicyComponent {
     /// The sha256 of the component's bytes.
     pub fn sha256(&self) -> &[u8; 32] {
         &self.sha256
+    }
+
+    /// What the component imports: `rebound:policy` interfaces and inert WASI ones, all
+    /// granted (a component importing anything else does not load).
+    pub fn imports(&self) -> &[String] {
+        &self.imports
     }
 
     /// Whether the machine code was compiled on load or read from the cache.

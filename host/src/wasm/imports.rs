@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::ResourceLimiter;
 
@@ -49,6 +49,8 @@ pub(crate) struct CallState {
     pub budgets: Arc<RetryBudgets>,
     pub client_context: Arc<BTreeMap<String, String>>,
     pub error_map_spec: Option<RetrySpec>,
+    /// The decision's moment when the caller fixed it (retry budgets refill by it).
+    pub decision_time: Option<Instant>,
     pub memory_cap: usize,
     pub deadline: DeadlineGrace,
     pub wasi: WasiState,
@@ -67,6 +69,7 @@ impl CallState {
             budgets,
             client_context: Arc::default(),
             error_map_spec: None,
+            decision_time: None,
             memory_cap,
             deadline: DeadlineGrace::default(),
         }
@@ -124,7 +127,7 @@ impl host::Host for CallState {
         request: wit::Request,
         reason: wit::RetryReason,
     ) -> wasmtime::Result<wit::RetryAction> {
-        let now = std::time::Instant::now();
+        let now = Instant::now();
         let action = BestEffort::<crate::backoff::ExponentialBackoff>::default().decide(
             &b::request_to_host(&request, now),
             &b::reason_to_host(&reason),
@@ -171,6 +174,7 @@ impl host::Host for CallState {
         per_second: u32,
         burst: u32,
     ) -> wasmtime::Result<bool> {
-        Ok(self.budgets.try_acquire(&name, per_second, burst))
+        let now = self.decision_time.unwrap_or_else(Instant::now);
+        Ok(self.budgets.try_acquire_at(&name, per_second, burst, now))
     }
 }

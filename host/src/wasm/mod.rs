@@ -27,5 +27,7 @@ pub use cache::{ArtifactCache, CacheError, CacheStats};
 pub(crate) use component::MachineCode;
 pub use component::{CodeOrigin, LoadError, PolicyComponent, HOST_PACKAGE};
 pub use runtime::{Optimization, SandboxLimits, WasmRuntime};
-pub use strategy::{FailSafe, PolicyStats, QuarantineConfig, WasmStrategy, WasmStrategyConfig};
+pub use strategy::{
+    CallFailure, FailSafe, PolicyStats, QuarantineConfig, WasmStrategy, WasmStrategyConfig,
+};
 pub use wasi::{WasiClocks, WasiConfig, WasiRandom};

@@ -129,8 +129,25 @@ impl std::fmt::Debug for WasmStrategy {
     }
 }
 
-/// A failed call: its kind and what happened.
-type CallFailure = (PolicyFailureKind, String);
+/// A policy call that failed: the kind of failure and what happened (e.g. the guest's panic
+/// message, the trap, the limit it hit).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind}: {detail}")]
+pub struct CallFailure {
+    /// The kind of failure.
+    pub kind: PolicyFailureKind,
+    /// What happened.
+    pub detail: String,
+}
+
+impl CallFailure {
+    fn new(kind: PolicyFailureKind, detail: impl Into<String>) -> Self {
+        CallFailure {
+            kind,
+            detail: detail.into(),
+        }
+    }
+}
 
 impl WasmStrategy {
     /// Runs `component` with `config`, sharing `budgets` with other policies. One instance is
@@ -168,9 +185,9 @@ impl WasmStrategy {
         };
         let warm = strategy
             .instantiate()
-            .map_err(|(kind, message)| LoadError::Configure {
+            .map_err(|failure| LoadError::Configure {
                 policy: strategy.component.name().to_owned(),
-                message: format!("{kind}: {message}"),
+                message: failure.to_string(),
             })?;
         strategy.release(warm);
         Ok(strategy)
@@ -220,7 +237,7 @@ impl WasmStrategy {
         };
         store
             .set_fuel(fuel)
-            .map_err(|e| (PolicyFailureKind::Trap, format!("{e:#}")))?;
+            .map_err(|e| CallFailure::new(PolicyFailureKind::Trap, format!("{e:#}")))?;
         let ticks = deadline_ms.div_ceil(EPOCH_TICK.as_millis() as u64) + 1;
         store.set_epoch_deadline(ticks);
         store.data_mut().deadline.reset();
@@ -249,7 +266,7 @@ impl WasmStrategy {
             .call_configure(&mut store, &self.params)
             .map_err(classify)?
             .map_err(|message| {
-                (
+                CallFailure::new(
                     PolicyFailureKind::InvalidAnswer,
                     format!("configure: {message}"),
                 )
@@ -264,9 +281,11 @@ impl WasmStrategy {
         }
     }
 
-    /// Calls the policy once, outside the fail-safe and the health counters: the failure, if
-    /// any, is returned (kind and detail). The registry smoke-tests a version with it.
-    pub(crate) fn call(
+    /// Asks the policy once, outside the fail-safe, the quarantine and the health counters:
+    /// its answer as given (the orchestrator's safety guard has not seen it), or how the call
+    /// failed. The registry smoke-tests a version with it; `rebound check` runs a grid of
+    /// inputs through it.
+    pub fn try_decide(
         &self,
         request: &Request,
         reason: &RetryReason,
@@ -282,8 +301,12 @@ impl WasmStrategy {
             state.client_context = Arc::clone(request.shared_client_context());
         }
         state.error_map_spec = request.error_map_spec().copied();
-        // `elapsed-ms` is whole milliseconds: the epoch ticker's coarse clock is precise enough.
-        let now = self.component.runtime().coarse_now();
+        state.decision_time = request.decision_time();
+        // `elapsed-ms` is whole milliseconds: the epoch ticker's coarse clock is precise enough
+        // when the caller did not fix the decision's moment.
+        let now = request
+            .decision_time()
+            .unwrap_or_else(|| self.component.runtime().coarse_now());
         let wit_request = b::request_to_wit(request, now);
         let wit_reason = b::reason_to_wit(reason);
         let answer = warm
@@ -295,7 +318,7 @@ impl WasmStrategy {
         if let RetryAction::RetryAfter { delay, .. } = action {
             let max = Duration::from_millis(self.config.limits.max_delay_ms);
             if delay > max {
-                return Err((
+                return Err(CallFailure::new(
                     PolicyFailureKind::InvalidAnswer,
                     format!("delay {delay:?} exceeds the maximum of {max:?}"),
                 ));
@@ -345,7 +368,8 @@ impl WasmStrategy {
         }
     }
 
-    fn on_failure(&self, (kind, detail): CallFailure, request: &Request, reason: &RetryReason) {
+    fn on_failure(&self, failure: CallFailure, request: &Request, reason: &RetryReason) {
+        let CallFailure { kind, detail } = failure;
         self.record_failure(kind);
         *self.last_failure.lock().unwrap_or_else(|p| p.into_inner()) =
             Some(format!("{kind}: {detail}"));
@@ -376,7 +400,7 @@ fn classify(error: wasmtime::Error) -> CallFailure {
             HostTrap::Denied(_) => PolicyFailureKind::Trap,
             HostTrap::MemoryLimitExceeded { .. } => PolicyFailureKind::MemoryLimitExceeded,
         };
-        return (kind, trap.to_string());
+        return CallFailure::new(kind, trap.to_string());
     }
     let kind = match error.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => PolicyFailureKind::FuelExhausted,
@@ -384,7 +408,7 @@ fn classify(error: wasmtime::Error) -> CallFailure {
         Some(Trap::StackOverflow) => PolicyFailureKind::StackOverflow,
         _ => PolicyFailureKind::Trap,
     };
-    (kind, format!("{error:#}"))
+    CallFailure::new(kind, format!("{error:#}"))
 }
 
 impl SyncStrategy for WasmStrategy {
@@ -398,13 +422,13 @@ impl SyncStrategy for WasmStrategy {
             self.record_failure(PolicyFailureKind::Quarantined);
             return self.fail_safe(PolicyFailureKind::Quarantined, request, reason);
         }
-        match self.call(request, reason) {
+        match self.try_decide(request, reason) {
             Ok(action) => {
                 self.on_success();
                 action
             }
             Err(failure) => {
-                let kind = failure.0;
+                let kind = failure.kind;
                 self.on_failure(failure, request, reason);
                 self.fail_safe(kind, request, reason)
             }
