@@ -3,12 +3,15 @@
 //! - `rebound serve` — the decision service (HTTP/JSON, hot reload, metrics; docs/serve.md).
 //! - `rebound eval` — JSON lines in, one decision per line out (docs/decision-json.md).
 //! - `rebound bench POLICY.wasm` — a policy's decision latency beside the native baseline.
+//! - `rebound check POLICY.wasm` — a policy author's pre-flight: loads it against the WIT and
+//!   holds its answers on a generated grid to the invariants.
 //! - `rebound reasons` — the reason table with both flags (text or `--json`).
 //! - `rebound classify` — a raw response (KV status, query/analytics code, search/views HTTP
 //!   status) to its retry reason, or why it is not retried.
 //! - `rebound errormap FILE` — validate and summarise a KV error map, or look a code up in it.
 
 mod bench;
+mod check;
 mod classify;
 mod decider;
 mod errormap;
@@ -44,6 +47,8 @@ enum Command {
     Eval(eval::Args),
     /// Measures a policy's decision latency beside the native best-effort strategy.
     Bench(bench::Args),
+    /// Checks a policy component: WIT compatibility, then invariants on a generated grid.
+    Check(check::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -85,6 +90,7 @@ fn run() -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(&args),
         Command::Eval(args) => eval::run(&args, &mut out),
         Command::Bench(args) => bench::run(&args, &mut out),
+        Command::Check(args) => check::run(&args, &mut out),
     };
     match result {
         // The reader went away (`rebound reasons | head`): not an error of ours.

@@ -12,6 +12,24 @@ fn millis(d: Duration) -> f64 {
     (d.as_micros() as f64) / 1000.0
 }
 
+/// A reason as the decision JSON's `reason` field takes it: the name, or for a reason with
+/// data an object with one key (`{"read_timeout": {...}}`), which `parse_reason` reads back.
+pub fn reason(reason: &RetryReason) -> Value {
+    let data = |value: Value| {
+        let mut object = Map::new();
+        object.insert(reason.name().to_ascii_lowercase(), value);
+        Value::Object(object)
+    };
+    match reason {
+        RetryReason::ReadTimeout(d) => data(json!(d)),
+        RetryReason::WriteTimeout(d) => data(json!(d)),
+        RetryReason::Unavailable(d) => data(json!(d)),
+        RetryReason::RequestAborted(d) => data(json!(d)),
+        RetryReason::ErrorResponse(d) => data(json!(d)),
+        RetryReason::Simple(_) | RetryReason::Other(_) => reason.name().into(),
+    }
+}
+
 /// The name of a cancellation's cause, as in error contexts.
 fn cancel_reason(reason: &CancelReason) -> &'static str {
     match reason {
@@ -135,4 +153,23 @@ pub fn with_policy(mut out: Value, policy: &str, version: &str) -> Value {
     out["policy"] = policy.into();
     out["version"] = version.into();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::input::parse_reason;
+
+    /// What `reason` writes, `parse_reason` reads back: every variant a policy can be asked
+    /// about (the unknown name aside, which input refuses by design).
+    #[test]
+    fn reasons_round_trip_through_json() {
+        for sample in rebound::grid::every_reason() {
+            if matches!(sample, RetryReason::Other(_)) {
+                continue;
+            }
+            let written = reason(&sample);
+            assert_eq!(parse_reason(&written).unwrap(), sample, "{written}");
+        }
+    }
 }

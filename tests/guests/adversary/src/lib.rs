@@ -11,16 +11,22 @@
 //! | `panic` | panics with the value as message |
 //! | `trap` | executes `unreachable` |
 //! | `invalid` | answers a retry delay of u64::MAX ms |
+//! | `delay` | answers a retry after N ms |
+//! | `count` | answers a retry after as many ms as calls this instance has answered (state kept between calls: not deterministic) |
 //!
 //! Without any of these it answers "retry after 7 ms on the same node".
 //! Configured with parameter `reject=yes`, it refuses its configuration; with
 //! `always_panic=yes`, it panics on every call (a version that fails its smoke calls).
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rebound_guest::{
     export_policy, host, NodeChoice, Params, Policy, Request, Retry, RetryAction, RetryReason,
 };
+
+/// Calls answered by this instance, for `count`.
+static CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// The adversary.
 pub struct Adversary {
@@ -91,6 +97,12 @@ impl Policy for Adversary {
         }
         if host::client_context("invalid").is_some() {
             return retry(u64::MAX);
+        }
+        if let Some(n) = amount("delay") {
+            return retry(n);
+        }
+        if host::client_context("count").is_some() {
+            return retry(CALLS.fetch_add(1, Ordering::Relaxed));
         }
         retry(7)
     }

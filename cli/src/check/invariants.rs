@@ -1,0 +1,188 @@
+//! The rules `rebound check` holds a policy to, and the answers it judges.
+
+use std::time::Duration;
+
+use rebound::wasm::CallFailure;
+use rebound::RetryAction;
+use serde_json::{json, Value};
+
+use super::grid::Input;
+
+/// The policy's answer to one input, and how long it took.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// What the policy answered, before the orchestrator's safety guard, or how the call
+    /// failed.
+    pub result: Result<RetryAction, CallFailure>,
+    /// The call's duration.
+    pub took: Duration,
+}
+
+/// An invariant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Every input is answered within the sandbox's limits, without trapping.
+    WithinLimits,
+    /// The same input gets the same answer, whatever was asked before.
+    Deterministic,
+    /// No retry of a non-idempotent request for a reason that does not allow one
+    /// (reference 001 "RetryReason", the "allows non-idempotent retry" flag).
+    SafeRetries,
+    /// No retry delay as long as the request's whole timeout: such a retry is never sent.
+    DelaysWithinTimeout,
+}
+
+impl Rule {
+    /// Every rule, in report order.
+    pub const ALL: [Rule; 4] = [
+        Rule::WithinLimits,
+        Rule::Deterministic,
+        Rule::SafeRetries,
+        Rule::DelaysWithinTimeout,
+    ];
+
+    /// The rule's name in the JSON report.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Rule::WithinLimits => "within_limits",
+            Rule::Deterministic => "deterministic",
+            Rule::SafeRetries => "safe_retries",
+            Rule::DelaysWithinTimeout => "delays_within_timeout",
+        }
+    }
+
+    /// What holds when the rule does.
+    pub const fn statement(self) -> &'static str {
+        match self {
+            Rule::WithinLimits => {
+                "answers every input within the sandbox's limits, without trapping"
+            }
+            Rule::Deterministic => "gives the same answer to the same input, in any order",
+            Rule::SafeRetries => {
+                "never asks to retry a non-idempotent request for a reason that forbids it"
+            }
+            Rule::DelaysWithinTimeout => "asks for delays shorter than the request's timeout",
+        }
+    }
+}
+
+/// One input breaking one rule.
+#[derive(Debug, Clone)]
+pub struct Violation {
+    /// The rule.
+    pub rule: Rule,
+    /// The input's index in the grid.
+    pub input: usize,
+    /// What was wrong.
+    pub problem: String,
+}
+
+/// A failed call in one line: its kind and the last line of what happened (wasmtime puts the
+/// guest's backtrace first, the trap last).
+pub fn summary(failure: &CallFailure) -> String {
+    let last = failure
+        .detail
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or_default();
+    let last = last
+        .rsplit_once("wasm trap: ")
+        .map_or(last, |(_, trap)| trap);
+    format!("{}: {last}", failure.kind)
+}
+
+/// An answer in words.
+pub fn describe(result: &Result<RetryAction, CallFailure>) -> String {
+    match result {
+        Err(failure) => format!("failed ({})", summary(failure)),
+        Ok(RetryAction::RetryAfter {
+            delay,
+            node,
+            consistency,
+        }) => {
+            let mut text = format!("retry after {} ms on the {node:?} node", delay.as_millis());
+            if let Some(level) = consistency {
+                text.push_str(&format!(" at {level:?}"));
+            }
+            text.to_lowercase()
+        }
+        Ok(RetryAction::NoRetry) => "no retry".into(),
+        Ok(RetryAction::Ignore) => "ignore".into(),
+        Ok(RetryAction::Rethrow) => "rethrow".into(),
+        Ok(RetryAction::Fail(error)) => format!("fail with {error}"),
+        Ok(RetryAction::PolicyFailed(kind)) => format!("policy failed ({kind})"),
+    }
+}
+
+/// An answer as JSON.
+pub fn to_json(result: &Result<RetryAction, CallFailure>) -> Value {
+    match result {
+        Err(failure) => json!({"failed": failure.kind.name(), "detail": failure.detail}),
+        Ok(RetryAction::RetryAfter {
+            delay,
+            node,
+            consistency,
+        }) => json!({"retry": {
+            "delay_ms": delay.as_millis() as u64,
+            "node": node,
+            "consistency": consistency,
+        }}),
+        Ok(RetryAction::NoRetry) => json!("no_retry"),
+        Ok(RetryAction::Ignore) => json!("ignore"),
+        Ok(RetryAction::Rethrow) => json!("rethrow"),
+        Ok(RetryAction::Fail(error)) => json!({"fail": error.to_string()}),
+        Ok(RetryAction::PolicyFailed(kind)) => json!({"failed": kind.name()}),
+    }
+}
+
+/// Checks the answers of two passes over `inputs` against every rule.
+pub fn violations(inputs: &[Input], first: &[Answer], second: &[Answer]) -> Vec<Violation> {
+    let mut found = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let mut violate = |rule, problem| {
+            found.push(Violation {
+                rule,
+                input: i,
+                problem,
+            })
+        };
+        let (a, b) = (&first[i].result, &second[i].result);
+        match (a, b) {
+            (Err(failure), _) | (Ok(_), Err(failure)) => {
+                violate(Rule::WithinLimits, summary(failure));
+                continue;
+            }
+            (Ok(a), Ok(b)) if a != b => violate(
+                Rule::Deterministic,
+                format!("answered {} then {}", describe(&Ok(*a)), describe(&Ok(*b))),
+            ),
+            _ => {}
+        }
+        let Ok(RetryAction::RetryAfter { delay, .. }) = a else {
+            continue;
+        };
+        if !input.idempotent && !input.reason.allows_non_idempotent_retry() {
+            violate(
+                Rule::SafeRetries,
+                format!(
+                    "asks to retry a non-idempotent request after {}, which does not allow it",
+                    input.reason
+                ),
+            );
+        }
+        let timeout = Duration::from_millis(input.timeout_ms);
+        if *delay >= timeout {
+            violate(
+                Rule::DelaysWithinTimeout,
+                format!(
+                    "asks to wait {} ms, not less than the request's whole {} ms timeout",
+                    delay.as_millis(),
+                    input.timeout_ms
+                ),
+            );
+        }
+    }
+    found
+}

@@ -1,0 +1,128 @@
+//! `rebound check POLICY.wasm`: the policy author's pre-flight. Loads the component against
+//! the host's WIT package (reporting version compatibility and what it imports), then asks it
+//! about every input of a generated grid (`grid`) twice, in opposite orders, and checks the
+//! invariants (`invariants`). A human report or `--json`; exit status 1 on any violation.
+
+mod grid;
+mod invariants;
+mod report;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use rebound::budget::RetryBudgets;
+use rebound::wasm::{PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig};
+
+use self::invariants::Answer;
+use self::report::Report;
+
+/// Options of `rebound check`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The policy component (.wasm).
+    policy: PathBuf,
+    /// A parameter handed to the policy's `configure`, as KEY=VALUE (repeatable).
+    #[arg(long = "param", value_name = "KEY=VALUE", value_parser = key_value)]
+    params: Vec<(String, String)>,
+    /// A client-context entry the grid also runs with, as KEY=VALUE (repeatable; each is a
+    /// context of its own, beside the empty one).
+    #[arg(long = "context", value_name = "KEY=VALUE", value_parser = key_value)]
+    contexts: Vec<(String, String)>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, got `{text}`")),
+    }
+}
+
+/// Each decision happens at a moment of its own this far after the previous one, so a
+/// host-kept retry budget is full again for every input: the check judges the policy's
+/// answers, not the state its budget reached.
+const DECISION_SPACING: Duration = Duration::from_secs(3600);
+
+/// Runs the check and prints the report; an error when an invariant does not hold.
+pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
+    let path = &args.policy;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let name = path
+        .file_stem()
+        .map_or_else(|| "policy".into(), |s| s.to_string_lossy().into_owned());
+    let config = WasmStrategyConfig {
+        params: args.params.iter().cloned().collect(),
+        ..WasmStrategyConfig::default()
+    };
+    let runtime =
+        WasmRuntime::new(config.limits.memory_bytes).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    let mut report = Report::new(path, &config);
+    let strategy = PolicyComponent::load(&runtime, &name, &bytes)
+        .map_err(|e| e.to_string())
+        .and_then(|component| {
+            report.loaded(&component);
+            WasmStrategy::new(component, config, Arc::new(RetryBudgets::new()))
+                .map_err(|e| e.to_string())
+        });
+    match strategy {
+        Err(why) => report.not_loaded(why),
+        Ok(strategy) => {
+            let contexts: Vec<BTreeMap<String, String>> = args
+                .contexts
+                .iter()
+                .map(|(k, v)| BTreeMap::from([(k.clone(), v.clone())]))
+                .collect();
+            let inputs = grid::inputs(&contexts);
+            let base = Instant::now();
+            let first = ask(&strategy, &inputs, base, false);
+            let later = base + DECISION_SPACING * u32::try_from(inputs.len()).unwrap_or(u32::MAX);
+            let second = ask(&strategy, &inputs, later, true);
+            report.checked(&inputs, &first, &second);
+        }
+    }
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report.to_json())?)?;
+    } else {
+        report.write_text(out)?;
+    }
+    match report.violations() {
+        0 if report.is_loaded() => Ok(()),
+        0 => anyhow::bail!("{} does not load", path.display()),
+        n => anyhow::bail!("{n} violation(s) of the policy invariants"),
+    }
+}
+
+/// Asks the policy about every input, first to last or (`reverse`) last to first, the n-th
+/// question `n` spacings after `base`; the answers come back in the inputs' order.
+fn ask(
+    strategy: &WasmStrategy,
+    inputs: &[grid::Input],
+    base: Instant,
+    reverse: bool,
+) -> Vec<Answer> {
+    let order: Vec<usize> = if reverse {
+        (0..inputs.len()).rev().collect()
+    } else {
+        (0..inputs.len()).collect()
+    };
+    let mut answers = vec![None; inputs.len()];
+    for (n, &i) in order.iter().enumerate() {
+        let input = &inputs[i];
+        let start = base + DECISION_SPACING * u32::try_from(n).unwrap_or(u32::MAX);
+        let mut request = input.request(start);
+        request.set_decision_time(Some(start + Duration::from_millis(input.elapsed_ms)));
+        let started = Instant::now();
+        let result = strategy.try_decide(&request, &input.reason);
+        answers[i] = Some(Answer {
+            result,
+            took: started.elapsed(),
+        });
+    }
+    answers.into_iter().map(|a| a.expect("answered")).collect()
+}

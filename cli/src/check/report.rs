@@ -1,0 +1,245 @@
+//! The report of `rebound check`: what loaded, what was asked, which rules hold, and every
+//! input that breaks one — in words or as JSON.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use rebound::wasm::{PolicyComponent, WasmStrategyConfig, HOST_PACKAGE};
+use rebound::RetryAction;
+use serde_json::{json, Value};
+
+use super::grid::Input;
+use super::invariants::{self, Answer, Rule, Violation};
+
+/// Violations listed per rule in the human report (the JSON report lists every one).
+const SHOWN_PER_RULE: usize = 20;
+
+/// What the component is.
+struct Loaded {
+    version: String,
+    imports: Vec<String>,
+}
+
+/// What the grid asked and the policy answered.
+struct Checked {
+    inputs: Vec<Input>,
+    first: Vec<Answer>,
+    violations: Vec<Violation>,
+}
+
+/// The report, filled in as the check goes.
+pub struct Report {
+    policy: String,
+    deadline_ms: u64,
+    loaded: Option<Loaded>,
+    load_error: Option<String>,
+    checked: Option<Checked>,
+}
+
+impl Report {
+    /// A report on the component at `path`, run with `config`.
+    pub fn new(path: &Path, config: &WasmStrategyConfig) -> Self {
+        Report {
+            policy: path.display().to_string(),
+            deadline_ms: config.limits.deadline_ms,
+            loaded: None,
+            load_error: None,
+            checked: None,
+        }
+    }
+
+    /// The component loaded: it implements the host's package version.
+    pub fn loaded(&mut self, component: &PolicyComponent) {
+        self.loaded = Some(Loaded {
+            version: component.version().to_owned(),
+            imports: component.imports().to_vec(),
+        });
+    }
+
+    /// The component did not load (or did not configure), for `why`.
+    pub fn not_loaded(&mut self, why: String) {
+        self.load_error = Some(why);
+    }
+
+    /// Whether the policy loaded and configured.
+    pub fn is_loaded(&self) -> bool {
+        self.load_error.is_none() && self.loaded.is_some()
+    }
+
+    /// The grid's two passes.
+    pub fn checked(&mut self, inputs: &[Input], first: &[Answer], second: &[Answer]) {
+        self.checked = Some(Checked {
+            violations: invariants::violations(inputs, first, second),
+            inputs: inputs.to_vec(),
+            first: first.to_vec(),
+        });
+    }
+
+    /// How many violations were found.
+    pub fn violations(&self) -> usize {
+        self.checked.as_ref().map_or(0, |c| c.violations.len())
+    }
+
+    /// Answers of the first pass by kind.
+    fn answer_counts(checked: &Checked) -> BTreeMap<&'static str, usize> {
+        let mut counts = BTreeMap::new();
+        for answer in &checked.first {
+            let kind = match &answer.result {
+                Err(_) => "failed",
+                Ok(RetryAction::RetryAfter { .. }) => "retry",
+                Ok(RetryAction::NoRetry) => "no_retry",
+                Ok(RetryAction::Ignore) => "ignore",
+                Ok(RetryAction::Rethrow) => "rethrow",
+                Ok(RetryAction::Fail(_)) => "fail",
+                Ok(RetryAction::PolicyFailed(_)) => "failed",
+            };
+            *counts.entry(kind).or_default() += 1;
+        }
+        counts
+    }
+
+    fn slowest(checked: &Checked) -> Duration {
+        checked
+            .first
+            .iter()
+            .map(|a| a.took)
+            .max()
+            .unwrap_or_default()
+    }
+
+    fn interface(&self) -> Value {
+        json!({
+            "host": HOST_PACKAGE,
+            "compatible": self.is_loaded(),
+            "error": self.load_error,
+        })
+    }
+
+    /// The report as JSON.
+    pub fn to_json(&self) -> Value {
+        let mut out = json!({
+            "policy": self.policy,
+            "interface": self.interface(),
+            "passed": self.is_loaded() && self.violations() == 0,
+        });
+        if let Some(loaded) = &self.loaded {
+            out["version"] = loaded.version.clone().into();
+            out["imports"] = json!(loaded.imports);
+        }
+        if let Some(checked) = &self.checked {
+            out["inputs"] = checked.inputs.len().into();
+            out["answers"] = json!(Self::answer_counts(checked));
+            out["slowest_call_us"] = (Self::slowest(checked).as_micros() as u64).into();
+            out["rules"] = Rule::ALL
+                .iter()
+                .map(|rule| {
+                    let violations: Vec<Value> = checked
+                        .violations
+                        .iter()
+                        .filter(|v| v.rule == *rule)
+                        .map(|v| {
+                            json!({
+                                "input": checked.inputs[v.input].to_json(),
+                                "answer": invariants::to_json(&checked.first[v.input].result),
+                                "problem": v.problem,
+                            })
+                        })
+                        .collect();
+                    json!({
+                        "rule": rule.name(),
+                        "statement": rule.statement(),
+                        "holds": violations.is_empty(),
+                        "violations": violations,
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+
+    /// The report in words.
+    pub fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
+        writeln!(out, "rebound check {}", self.policy)?;
+        match (&self.loaded, &self.load_error) {
+            (Some(loaded), None) => {
+                writeln!(
+                    out,
+                    "  interface  {HOST_PACKAGE}: compatible with this host"
+                )?;
+                writeln!(out, "  version    {}", loaded.version)?;
+                let wasi = loaded
+                    .imports
+                    .iter()
+                    .filter(|i| i.starts_with("wasi:"))
+                    .count();
+                writeln!(
+                    out,
+                    "  imports    {} ({wasi} inert WASI interfaces)",
+                    loaded.imports.len()
+                )?;
+            }
+            (_, Some(why)) => {
+                writeln!(out, "  FAIL  does not load: {why}")?;
+                return Ok(());
+            }
+            (None, None) => unreachable!("the report is written after loading"),
+        }
+        let Some(checked) = &self.checked else {
+            return Ok(());
+        };
+        let counts = Self::answer_counts(checked);
+        let counts: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        writeln!(
+            out,
+            "  grid       {} inputs (every reason variant × 12 requests × dispatched or not × 4 attempt counts × 3 moments × contexts), each asked twice in opposite orders",
+            checked.inputs.len()
+        )?;
+        writeln!(out, "  answers    {}", counts.join(", "))?;
+        writeln!(
+            out,
+            "  slowest    {} µs per call (deadline {} ms)",
+            Self::slowest(checked).as_micros(),
+            self.deadline_ms
+        )?;
+        for rule in Rule::ALL {
+            let broken: Vec<&Violation> = checked
+                .violations
+                .iter()
+                .filter(|v| v.rule == rule)
+                .collect();
+            if broken.is_empty() {
+                writeln!(out, "  ok    {}", rule.statement())?;
+                continue;
+            }
+            writeln!(
+                out,
+                "  FAIL  {} — {} input(s) break it:",
+                rule.statement(),
+                broken.len()
+            )?;
+            for v in broken.iter().take(SHOWN_PER_RULE) {
+                writeln!(
+                    out,
+                    "        {}: {}",
+                    checked.inputs[v.input].describe(),
+                    v.problem
+                )?;
+            }
+            if broken.len() > SHOWN_PER_RULE {
+                writeln!(
+                    out,
+                    "        … and {} more (--json lists every one)",
+                    broken.len() - SHOWN_PER_RULE
+                )?;
+            }
+        }
+        let verdict = if self.violations() == 0 {
+            "PASS"
+        } else {
+            "FAIL"
+        };
+        writeln!(out, "{verdict}")
+    }
+}

@@ -1,0 +1,236 @@
+//! `rebound check POLICY.wasm` end to end (issue 5, point 4): a well-behaved policy passes
+//! every rule; each rule is broken by a policy that breaks it, and each breaking input is
+//! reported; a component of another package version, or one that refuses its configuration,
+//! does not load; the exit status says which.
+
+mod support;
+
+use assert_cmd::Command;
+use rebound::{ReasonKind, RetryReason};
+use serde_json::Value;
+use support::guest;
+
+fn rebound() -> Command {
+    let mut command = Command::cargo_bin("rebound").unwrap();
+    command.env_remove("RUST_BACKTRACE");
+    command
+}
+
+/// Runs `rebound check --json ARGS`; the report and whether the command succeeded.
+fn check(args: &[&str]) -> (Value, bool) {
+    let output = rebound()
+        .arg("check")
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (report, output.status.success())
+}
+
+/// The violations of `rule` in `report`.
+fn violations<'a>(report: &'a Value, rule: &str) -> &'a Vec<Value> {
+    report["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rule"] == rule)
+        .unwrap_or_else(|| panic!("no rule {rule} in {report}"))["violations"]
+        .as_array()
+        .unwrap()
+}
+
+fn path(name: &str) -> String {
+    guest(name).display().to_string()
+}
+
+/// The reason kind of a reported input (its name, or the key of its one-key object for a
+/// reason with data).
+fn kind_of(input: &Value) -> ReasonKind {
+    match &input["reason"] {
+        Value::String(name) => RetryReason::parse_name(name).unwrap().kind(),
+        Value::Object(object) => {
+            let (key, _) = object.iter().next().unwrap();
+            ReasonKind::from_name(&key.to_ascii_uppercase()).unwrap()
+        }
+        other => panic!("unexpected reason {other}"),
+    }
+}
+
+#[test]
+fn a_well_behaved_policy_passes_every_rule() {
+    let (report, ok) = check(&[&path("best_effort")]);
+    assert!(ok, "{report}");
+    assert_eq!(report["passed"], true);
+    assert_eq!(report["interface"]["compatible"], true);
+    assert_eq!(report["interface"]["host"], "rebound:policy@0.1.0");
+    let inputs = report["inputs"].as_u64().unwrap();
+    let answered: u64 = report["answers"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(answered, inputs);
+    assert!(inputs > 40_000, "{inputs}");
+    for rule in report["rules"].as_array().unwrap() {
+        assert_eq!(rule["holds"], true, "{rule}");
+    }
+    // The human report says the same, one line per rule.
+    let text = rebound()
+        .args(["check", &path("cassandra_default")])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    assert_eq!(text.matches("\n  ok    ").count(), 4, "{text}");
+    assert!(text.trim_end().ends_with("PASS"), "{text}");
+}
+
+/// Reference 001 "RetryReason": a reason without the "allows non-idempotent retry" flag must
+/// not retry a non-idempotent request. A policy that retries everything is reported for each
+/// such input — and only those — and the orchestrator still refuses such a retry when the
+/// input is replayed through `rebound eval`.
+#[test]
+fn unsafe_retries_of_non_idempotent_requests_are_reported_input_by_input() {
+    let (report, ok) = check(&[&path("adversary")]);
+    assert!(!ok);
+    assert_eq!(report["passed"], false);
+    let unsafe_retries = violations(&report, "safe_retries");
+    assert!(unsafe_retries.len() > 1_000, "{}", unsafe_retries.len());
+    for violation in unsafe_retries {
+        let input = &violation["input"];
+        assert_eq!(input["request"]["idempotent"], false, "{violation}");
+        assert!(!kind_of(input).allows_non_idempotent_retry(), "{violation}");
+        assert!(violation["answer"]["retry"].is_object(), "{violation}");
+    }
+    // Reasons that allow it are not reported: KV_TEMPORARY_FAILURE does (reference 001).
+    assert!(!unsafe_retries
+        .iter()
+        .any(|v| v["input"]["reason"] == "KV_TEMPORARY_FAILURE"));
+    // The other rules hold for this policy.
+    for rule in ["within_limits", "deterministic", "delays_within_timeout"] {
+        assert!(violations(&report, rule).is_empty(), "{rule}");
+    }
+    // Replayed through the orchestrator, a reported input is refused as unsafe: a socket
+    // closed while a non-idempotent request was in flight (it may have been applied).
+    let in_flight = unsafe_retries
+        .iter()
+        .find(|v| v["input"]["reason"] == "SOCKET_CLOSED_WHILE_IN_FLIGHT")
+        .expect("reported");
+    let mut line = in_flight["input"].clone();
+    line["policy"] = path("adversary").into();
+    let answer = rebound()
+        .arg("eval")
+        .write_stdin(format!("{line}\n"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(answer["decision"], "cancel", "{answer}");
+    assert_eq!(answer["cancel_reason"], "UNSAFE_RETRY_REFUSED", "{answer}");
+}
+
+#[test]
+fn a_policy_that_fails_is_reported_with_the_kind_of_failure() {
+    let (report, ok) = check(&[&path("adversary"), "--context", "panic=boom"]);
+    assert!(!ok);
+    let failures = violations(&report, "within_limits");
+    // Every input run with the `panic` context fails, and only those.
+    assert_eq!(
+        failures.len() as u64,
+        report["inputs"].as_u64().unwrap() / 2,
+        "half the grid runs with the context"
+    );
+    for failure in failures {
+        assert_eq!(
+            failure["input"]["request"]["client_context"]["panic"],
+            "boom"
+        );
+        assert_eq!(failure["answer"]["failed"], "panic", "{failure}");
+        assert!(
+            failure["problem"].as_str().unwrap().contains("boom"),
+            "{failure}"
+        );
+    }
+}
+
+#[test]
+fn nondeterministic_answers_and_delays_past_the_timeout_are_reported() {
+    // `count`: the answer depends on how many calls the instance answered before.
+    let (report, ok) = check(&[&path("adversary"), "--context", "count=1"]);
+    assert!(!ok);
+    let differing = violations(&report, "deterministic");
+    assert!(!differing.is_empty());
+    for violation in differing {
+        assert_eq!(
+            violation["input"]["request"]["client_context"]["count"],
+            "1"
+        );
+        assert!(violation["problem"]
+            .as_str()
+            .unwrap()
+            .starts_with("answered retry after"));
+    }
+    // `delay=100000`: 100 s, longer than the KV (2.5 s), CQL (2 s) and HTTP (75 s) timeouts.
+    let (report, ok) = check(&[&path("adversary"), "--context", "delay=100000"]);
+    assert!(!ok);
+    let long = violations(&report, "delays_within_timeout");
+    assert_eq!(long.len() as u64, report["inputs"].as_u64().unwrap() / 2);
+    for violation in long {
+        let request = &violation["input"]["request"];
+        assert!(request["timeout_ms"].as_u64().unwrap() <= 100_000);
+        assert_eq!(violation["answer"]["retry"]["delay_ms"], 100_000);
+    }
+}
+
+#[test]
+fn components_that_do_not_load_are_reported_and_fail() {
+    let (report, ok) = check(&[&path("wrong_version")]);
+    assert!(!ok);
+    assert_eq!(report["interface"]["compatible"], false);
+    let error = report["interface"]["error"].as_str().unwrap();
+    assert!(
+        error.contains("rebound:policy/strategy@0.2.0") && error.contains("rebound:policy@0.1.0"),
+        "{error}"
+    );
+    let (report, ok) = check(&[&path("wrong_world")]);
+    assert!(!ok);
+    assert!(report["interface"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("does not export"));
+    let (report, ok) = check(&[&path("adversary"), "--param", "reject=yes"]);
+    assert!(!ok);
+    assert!(report["interface"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("failed to configure"));
+    // Bad arguments name what was wrong.
+    let stderr = rebound()
+        .args(["check", &path("best_effort"), "--param", "no-equals-sign"])
+        .assert()
+        .failure()
+        .get_output()
+        .stderr
+        .clone();
+    assert!(String::from_utf8_lossy(&stderr).contains("expected KEY=VALUE"));
+    let stderr = rebound()
+        .args(["check", "no/such/policy.wasm"])
+        .assert()
+        .failure()
+        .get_output()
+        .stderr
+        .clone();
+    assert!(String::from_utf8_lossy(&stderr).contains("cannot read no/such/policy.wasm"));
+}
