@@ -5,6 +5,8 @@
 //! - `rebound bench POLICY.wasm` — a policy's decision latency beside the native baseline.
 //! - `rebound check POLICY.wasm` — a policy author's pre-flight: loads it against the WIT and
 //!   holds its answers on a generated grid to the invariants.
+//! - `rebound simulate SCENARIO.toml` — a workload and a fault timeline on a virtual clock
+//!   through several policies side by side: a comparison table and an SVG chart.
 //! - `rebound reasons` — the reason table with both flags (text or `--json`).
 //! - `rebound classify` — a raw response (KV status, query/analytics code, search/views HTTP
 //!   status) to its retry reason, or why it is not retried.
@@ -18,6 +20,7 @@ mod errormap;
 mod eval;
 mod reasons;
 mod serve;
+mod simulate;
 mod wire;
 
 use clap::{Parser, Subcommand};
@@ -49,6 +52,8 @@ enum Command {
     Bench(bench::Args),
     /// Checks a policy component: WIT compatibility, then invariants on a generated grid.
     Check(check::Args),
+    /// Simulates a workload and a fault timeline through policies side by side.
+    Simulate(simulate::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -91,6 +96,7 @@ fn run() -> anyhow::Result<()> {
         Command::Eval(args) => eval::run(&args, &mut out),
         Command::Bench(args) => bench::run(&args, &mut out),
         Command::Check(args) => check::run(&args, &mut out),
+        Command::Simulate(args) => simulate::run(&args, &mut out),
     };
     match result {
         // The reader went away (`rebound reasons | head`): not an error of ours.

@@ -1,0 +1,173 @@
+//! The SVG chart of a simulation: one panel per policy, sharing one time axis and one count
+//! scale, with attempts and the requests ended by outcome per bar, over the shaded fault
+//! windows. Plain SVG text (a few lines and rectangles; no plotting library needed).
+
+use std::fmt::Write;
+
+use super::engine::{Bucket, Run};
+use super::scenario::Scenario;
+
+const WIDTH: f64 = 1000.0;
+const PANEL: f64 = 200.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 190.0;
+const TOP: f64 = 50.0;
+const GAP: f64 = 50.0;
+
+/// A series drawn: its name, its colour, and how a bucket gives its value.
+type Series = (&'static str, &'static str, fn(&Bucket) -> u64);
+
+/// The series drawn.
+const SERIES: [Series; 5] = [
+    ("attempts", "#1f77b4", |b| b.attempts),
+    ("succeeded", "#2ca02c", |b| b.ended.succeeded),
+    ("cancelled", "#ff7f0e", |b| b.ended.cancelled),
+    ("ambiguous timeouts", "#d62728", |b| {
+        b.ended.ambiguous_timeouts
+    }),
+    ("unambiguous timeouts", "#9467bd", |b| {
+        b.ended.unambiguous_timeouts
+    }),
+];
+
+/// Escapes text for SVG.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A tick step giving about five ticks up to `max`.
+fn step(max: f64) -> f64 {
+    let raw = (max / 5.0).max(1e-9);
+    let magnitude = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * magnitude)
+}
+
+/// The chart of `runs` of `scenario`.
+pub fn render(scenario: &Scenario, title: &str, runs: &[Run]) -> String {
+    let bars = runs
+        .iter()
+        .map(|r| r.buckets.len())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let span_s = bars as f64 * scenario.bucket_s;
+    let max = runs
+        .iter()
+        .flat_map(|r| &r.buckets)
+        .flat_map(|b| SERIES.iter().map(move |(_, _, value)| value(b)))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let height = TOP + runs.len() as f64 * (PANEL + GAP) + 10.0;
+    let plot_width = WIDTH - LEFT - RIGHT;
+    let x = |t_s: f64| LEFT + t_s / span_s * plot_width;
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        svg,
+        r#"<text x="{LEFT}" y="24" font-size="15">{}</text>"#,
+        escape(title)
+    );
+    for (p, run) in runs.iter().enumerate() {
+        let top = TOP + p as f64 * (PANEL + GAP);
+        let bottom = top + PANEL;
+        let y = |v: f64| bottom - v / max * PANEL;
+        // Fault windows.
+        for fault in &scenario.faults {
+            let window = fault.window();
+            let (x0, x1) = (x(window.from_s), x(window.until_s.min(span_s)));
+            let _ = writeln!(
+                svg,
+                r##"<rect x="{x0:.1}" y="{top}" width="{:.1}" height="{PANEL}" fill="#000" fill-opacity="0.07"/><text x="{:.1}" y="{:.1}" fill="#555" font-size="10">{}</text>"##,
+                (x1 - x0).max(0.5),
+                x0 + 3.0,
+                top + 12.0,
+                fault.name()
+            );
+        }
+        // Axes, ticks and the panel's title.
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{LEFT}" y1="{bottom}" x2="{:.1}" y2="{bottom}" stroke="#333"/><line x1="{LEFT}" y1="{top}" x2="{LEFT}" y2="{bottom}" stroke="#333"/>"##,
+            LEFT + plot_width
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{LEFT}" y="{:.1}" font-weight="bold">{}</text>"#,
+            top - 6.0,
+            escape(&run.policy)
+        );
+        let y_step = step(max);
+        let mut v = 0.0;
+        while v <= max {
+            let _ = writeln!(
+                svg,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#333">{v}</text><line x1="{:.1}" y1="{:.1}" x2="{LEFT}" y2="{:.1}" stroke="#333"/>"##,
+                LEFT - 8.0,
+                y(v) + 4.0,
+                LEFT - 4.0,
+                y(v),
+                y(v)
+            );
+            v += y_step;
+        }
+        let t_step = step(span_s);
+        let mut t = 0.0;
+        while t <= span_s + 1e-9 {
+            let _ = writeln!(
+                svg,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#333">{t}s</text>"##,
+                x(t),
+                bottom + 15.0
+            );
+            t += t_step;
+        }
+        // One polyline per series, a point per bar's middle.
+        for (name, colour, value) in SERIES {
+            let points: Vec<String> = run
+                .buckets
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    let mid = (i as f64 + 0.5) * scenario.bucket_s;
+                    format!("{:.1},{:.1}", x(mid), y(value(b) as f64))
+                })
+                .collect();
+            let _ = writeln!(
+                svg,
+                r#"<polyline fill="none" stroke="{colour}" stroke-width="1.6" points="{}"><title>{name}</title></polyline>"#,
+                points.join(" ")
+            );
+        }
+        // Legend.
+        for (k, (name, colour, _)) in SERIES.iter().enumerate() {
+            let ly = top + 14.0 + k as f64 * 18.0;
+            let lx = LEFT + plot_width + 14.0;
+            let _ = writeln!(
+                svg,
+                r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{colour}" stroke-width="3"/><text x="{}" y="{}">{name}</text>"#,
+                lx + 18.0,
+                lx + 24.0,
+                ly + 4.0
+            );
+        }
+    }
+    let _ = writeln!(
+        svg,
+        r##"<text x="{LEFT}" y="{:.1}" fill="#555" font-size="10">per {} s bar; shaded: fault windows</text>"##,
+        height - 4.0,
+        scenario.bucket_s
+    );
+    svg.push_str("</svg>\n");
+    svg
+}

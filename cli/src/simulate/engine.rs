@@ -1,0 +1,426 @@
+//! One policy's run of a scenario: a discrete-event simulation on a virtual clock. Requests
+//! arrive as the workload says; each attempt goes to a node, takes a drawn latency and ends
+//! as the faults active at that moment say; a failed attempt is classified (KV statuses by
+//! the host's classifier) and decided by the policy through the registry at that virtual
+//! moment; a retry is dispatched after the delay it asks. Nothing sleeps. Every draw comes
+//! from generators seeded by the scenario's seed — the workload's from the seed, an attempt's
+//! from the seed, the request and the attempt number — so a run is the same for the same
+//! seed, and the same request meets the same first-attempt fate under every policy.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::time::{Duration, Instant};
+
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
+use rebound::classify::{classify, Classification, KvOpcode, Response};
+use rebound::registry::PolicyRegistry;
+use rebound::{reasons, Decision, NodeChoice, Request, RetryError, RetryReason, Service};
+
+use super::scenario::{Fault, Scenario};
+use crate::wire::input::default_timeout_ms;
+
+/// A request of the workload.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival {
+    /// When it arrives, in microseconds from the start.
+    pub t_us: u64,
+    /// Its entry in the mix.
+    pub mix: usize,
+    /// Its document key.
+    pub key: u64,
+}
+
+/// Draws the workload: Poisson arrivals over the scenario's duration, each of a mix entry
+/// drawn by weight and a key drawn uniformly.
+pub fn arrivals(scenario: &Scenario) -> Vec<Arrival> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(scenario.seed);
+    let workload = &scenario.workload;
+    let total_weight: f64 = workload.mix.iter().map(|m| m.weight).sum();
+    let end_us = (scenario.duration_s * 1e6) as u64;
+    let mean_gap_us = 1e6 / workload.rate_per_s;
+    let mut arrivals = Vec::new();
+    let mut t = 0.0;
+    loop {
+        t += exponential(&mut rng, mean_gap_us);
+        if t >= end_us as f64 {
+            return arrivals;
+        }
+        let mut pick = rng.random::<f64>() * total_weight;
+        let mix = workload
+            .mix
+            .iter()
+            .position(|m| {
+                pick -= m.weight;
+                pick < 0.0
+            })
+            .unwrap_or(workload.mix.len() - 1);
+        arrivals.push(Arrival {
+            t_us: t as u64,
+            mix,
+            key: rng.random_range(0..workload.keys),
+        });
+    }
+}
+
+/// An exponentially distributed draw with mean `mean`.
+fn exponential(rng: &mut Xoshiro256PlusPlus, mean: f64) -> f64 {
+    -(1.0 - rng.random::<f64>()).ln() * mean
+}
+
+/// How requests ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcomes {
+    /// Completed (a success, or a Cassandra IGNORE).
+    pub succeeded: u64,
+    /// Ended before the deadline by the policy or the guard (RequestCanceled, a terminal
+    /// error, rethrow).
+    pub cancelled: u64,
+    /// Timed out after being dispatched, not idempotent: the outcome is unknown.
+    pub ambiguous_timeouts: u64,
+    /// Timed out, idempotent or never dispatched.
+    pub unambiguous_timeouts: u64,
+}
+
+impl Outcomes {
+    /// Counts one request ended with `error` (`None`: succeeded).
+    fn count(&mut self, error: Option<&str>) {
+        match error {
+            None => self.succeeded += 1,
+            Some("AmbiguousTimeout") => self.ambiguous_timeouts += 1,
+            Some("UnambiguousTimeout") => self.unambiguous_timeouts += 1,
+            Some(_) => self.cancelled += 1,
+        }
+    }
+}
+
+/// What happened during one bar of the chart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bucket {
+    /// Requests that arrived.
+    pub arrivals: u64,
+    /// Attempts started (first attempts and retries).
+    pub attempts: u64,
+    /// Attempts that reached a node.
+    pub cluster_attempts: u64,
+    /// Requests that ended, by outcome.
+    pub ended: Outcomes,
+}
+
+/// One policy's run.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// The policy.
+    pub policy: String,
+    /// Requests.
+    pub requests: u64,
+    /// How they ended.
+    pub outcomes: Outcomes,
+    /// End-to-end latency of the requests that succeeded, in microseconds, sorted.
+    pub latencies_us: Vec<u64>,
+    /// Attempts started.
+    pub attempts: u64,
+    /// Attempts that reached a node.
+    pub cluster_attempts: u64,
+    /// The errors requests ended with, by name.
+    pub errors: BTreeMap<String, u64>,
+    /// The timeline, one bucket per `bucket_s`.
+    pub buckets: Vec<Bucket>,
+}
+
+/// How an attempt ends.
+#[derive(Debug, Clone)]
+enum AttemptEnd {
+    Success,
+    Failed(RetryReason),
+    /// The deadline came first.
+    Deadline,
+}
+
+/// A request being simulated.
+struct Live {
+    request: Request,
+    key: u64,
+    start_us: u64,
+    deadline_us: u64,
+    /// Added to the key's node when the policy asks for the next node.
+    node_offset: u32,
+    attempts: u64,
+    pending: Option<AttemptEnd>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// An attempt (first or retry) starts.
+    Dispatch,
+    /// The attempt in flight ends.
+    End,
+}
+
+/// The simulation of one policy.
+struct Simulation<'a> {
+    scenario: &'a Scenario,
+    registry: &'a PolicyRegistry,
+    base: Instant,
+    queue: BinaryHeap<Reverse<(u64, u64, usize, Event)>>,
+    sequence: u64,
+    live: Vec<Live>,
+    run: Run,
+}
+
+impl Simulation<'_> {
+    fn at(&self, t_us: u64) -> Instant {
+        self.base + Duration::from_micros(t_us)
+    }
+
+    fn schedule(&mut self, t_us: u64, request: usize, event: Event) {
+        self.sequence += 1;
+        self.queue
+            .push(Reverse((t_us, self.sequence, request, event)));
+    }
+
+    fn bucket(&mut self, t_us: u64) -> &mut Bucket {
+        let index = (t_us as f64 / (self.scenario.bucket_s * 1e6)) as usize;
+        if self.run.buckets.len() <= index {
+            self.run.buckets.resize(index + 1, Bucket::default());
+        }
+        &mut self.run.buckets[index]
+    }
+
+    fn active(&self, t_us: u64) -> impl Iterator<Item = &Fault> {
+        self.scenario
+            .faults
+            .iter()
+            .filter(move |f| f.window().contains(t_us))
+    }
+
+    /// The first moment in `(from_us, to_us]` at which `node` goes down, if it does.
+    fn goes_down(&self, node: u32, from_us: u64, to_us: u64) -> Option<u64> {
+        self.scenario
+            .faults
+            .iter()
+            .filter_map(|f| match f {
+                Fault::NodeDown {
+                    node: n, from_s, ..
+                } if *n == node => Some((from_s * 1e6) as u64),
+                _ => None,
+            })
+            .filter(|down| from_us < *down && *down <= to_us)
+            .min()
+    }
+
+    /// Starts an attempt of request `i` at `t`: draws its fate and schedules its end.
+    fn dispatch(&mut self, i: usize, t: u64) {
+        let seed = self.scenario.seed;
+        let nodes = self.scenario.cluster.nodes;
+        let mean_latency_us = self.scenario.cluster.latency_ms * 1e3;
+        let live = &mut self.live[i];
+        live.attempts += 1;
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(
+            seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                ^ live.attempts.wrapping_mul(0xC2B2_AE3D_27D4_EB4F),
+        );
+        // Every draw is made, in this order, whatever applies, so the streams stay aligned.
+        let latency = (mean_latency_us * 0.1 + exponential(&mut rng, mean_latency_us * 0.9))
+            .min(mean_latency_us * 50.0) as u64
+            + 1;
+        let close_roll = rng.random::<f64>();
+        let close_at = rng.random::<f64>();
+        let rebalance_roll = rng.random::<f64>();
+        let tmpfail_roll = rng.random::<f64>();
+        let node = ((live.key % u64::from(nodes)) as u32 + live.node_offset) % nodes;
+        let key = live.key;
+        let kv = live.request.service() == Service::Kv;
+        let opcode = KvOpcode::of(live.request.request_type());
+
+        let mut auth_failure = false;
+        let mut node_down = false;
+        let mut closed = false;
+        let mut status = None;
+        for fault in self.active(t) {
+            match *fault {
+                Fault::AuthFailure { .. } => auth_failure = true,
+                Fault::NodeDown { node: n, .. } if n == node => node_down = true,
+                Fault::SocketClose { rate, .. } if close_roll < rate => closed = true,
+                Fault::Rebalance { rate, .. } if kv && rebalance_roll < rate => {
+                    status = status.or(Some(0x07));
+                }
+                Fault::Locked { share, .. } if kv && locked(seed, key, share) => {
+                    status = status.or(Some(0x09));
+                }
+                Fault::Tmpfail { rate, .. } if kv && tmpfail_roll < rate => {
+                    status = status.or(Some(0x86));
+                }
+                _ => {}
+            }
+        }
+        let (end, outcome) = if auth_failure {
+            // The connection is refused at authentication: nothing is dispatched.
+            (
+                t + latency,
+                AttemptEnd::Failed(reasons::AUTHENTICATION_ERROR),
+            )
+        } else if node_down {
+            (t + 100, AttemptEnd::Failed(reasons::SOCKET_NOT_AVAILABLE))
+        } else {
+            self.live[i].request.mark_dispatched(format!("node-{node}"));
+            self.bucket(t).cluster_attempts += 1;
+            self.run.cluster_attempts += 1;
+            if let Some(down) = self.goes_down(node, t, t + latency) {
+                (
+                    down,
+                    AttemptEnd::Failed(reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
+                )
+            } else if closed {
+                (
+                    t + (latency as f64 * close_at) as u64,
+                    AttemptEnd::Failed(reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
+                )
+            } else {
+                match (status, opcode) {
+                    (Some(status), Some(opcode)) => {
+                        match classify(Response::Kv { opcode, status }, None) {
+                            Classification::Retry { reason, .. } => {
+                                (t + latency, AttemptEnd::Failed(reason))
+                            }
+                            _ => (t + latency, AttemptEnd::Success),
+                        }
+                    }
+                    _ => (t + latency, AttemptEnd::Success),
+                }
+            }
+        };
+        self.run.attempts += 1;
+        self.bucket(t).attempts += 1;
+        let live = &mut self.live[i];
+        let (end, outcome) = if end >= live.deadline_us {
+            (live.deadline_us, AttemptEnd::Deadline)
+        } else {
+            (end, outcome)
+        };
+        live.pending = Some(outcome);
+        self.schedule(end, i, Event::End);
+    }
+
+    /// Records how request `i` ended at `t`: `None` for a success, else the error's name.
+    fn finish(&mut self, i: usize, t: u64, error: Option<&str>) {
+        self.bucket(t).ended.count(error);
+        self.run.outcomes.count(error);
+        match error {
+            None => {
+                let start = self.live[i].start_us;
+                self.run.latencies_us.push(t - start);
+            }
+            Some(name) => *self.run.errors.entry(name.to_owned()).or_default() += 1,
+        }
+    }
+
+    /// The attempt of request `i` in flight ended at `t`.
+    async fn end(&mut self, i: usize, t: u64) -> anyhow::Result<()> {
+        let outcome = self.live[i].pending.take().expect("an attempt in flight");
+        let reason = match outcome {
+            AttemptEnd::Success => {
+                self.finish(i, t, None);
+                return Ok(());
+            }
+            AttemptEnd::Deadline => {
+                let live = &self.live[i];
+                let total = Duration::from_micros(t - live.start_us);
+                let error = RetryError::timeout(&live.request, total);
+                self.finish(i, t, Some(error.name()));
+                return Ok(());
+            }
+            AttemptEnd::Failed(reason) => reason,
+        };
+        let now = self.at(t);
+        let decided = self
+            .registry
+            .maybe_retry_at(&mut self.live[i].request, &reason, now)
+            .await?;
+        match decided.decision {
+            Decision::Retry(plan) => {
+                if plan.node == NodeChoice::Next {
+                    self.live[i].node_offset += 1;
+                }
+                let delay = u64::try_from(plan.delay.as_micros()).unwrap_or(u64::MAX);
+                self.schedule(t.saturating_add(delay), i, Event::Dispatch);
+            }
+            Decision::Timeout { after, error } => {
+                let at = t + u64::try_from(after.as_micros()).unwrap_or(u64::MAX);
+                self.finish(i, at, Some(error.name()));
+            }
+            Decision::Fail(error) => self.finish(i, t, Some(error.name())),
+            Decision::Ignore | Decision::AlreadyDone => self.finish(i, t, None),
+        }
+        Ok(())
+    }
+}
+
+/// Whether document `key` is among the locked `share` of the keys.
+fn locked(seed: u64, key: u64, share: f64) -> bool {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ key.wrapping_mul(0xD6E8_FEB8_6659_FD93));
+    rng.random::<f64>() < share
+}
+
+/// Runs `arrivals` through `registry` (whose default policy is `policy`).
+pub async fn run(
+    scenario: &Scenario,
+    registry: &PolicyRegistry,
+    policy: &str,
+    arrivals: &[Arrival],
+) -> anyhow::Result<Run> {
+    let base = Instant::now();
+    let mut sim = Simulation {
+        scenario,
+        registry,
+        base,
+        queue: BinaryHeap::new(),
+        sequence: 0,
+        live: Vec::with_capacity(arrivals.len()),
+        run: Run {
+            policy: policy.to_owned(),
+            requests: arrivals.len() as u64,
+            outcomes: Outcomes::default(),
+            latencies_us: Vec::new(),
+            attempts: 0,
+            cluster_attempts: 0,
+            errors: BTreeMap::new(),
+            buckets: Vec::new(),
+        },
+    };
+    for (i, arrival) in arrivals.iter().enumerate() {
+        let entry = &scenario.workload.mix[arrival.mix];
+        let timeout_ms = entry
+            .timeout_ms
+            .unwrap_or_else(|| default_timeout_ms(entry.request_type.service()));
+        let mut request = Request::new(
+            i as u64 + 1,
+            entry.request_type,
+            Duration::from_millis(timeout_ms),
+        )?
+        .readonly(entry.readonly)
+        .started_at(sim.at(arrival.t_us));
+        if let Some(idempotent) = entry.idempotent {
+            request = request.idempotent(idempotent);
+        }
+        sim.live.push(Live {
+            request,
+            key: arrival.key,
+            start_us: arrival.t_us,
+            deadline_us: arrival.t_us + timeout_ms * 1000,
+            node_offset: 0,
+            attempts: 0,
+            pending: None,
+        });
+        sim.bucket(arrival.t_us).arrivals += 1;
+        sim.schedule(arrival.t_us, i, Event::Dispatch);
+    }
+    while let Some(Reverse((t, _, i, event))) = sim.queue.pop() {
+        match event {
+            Event::Dispatch => sim.dispatch(i, t),
+            Event::End => sim.end(i, t).await?,
+        }
+    }
+    sim.run.latencies_us.sort_unstable();
+    Ok(sim.run)
+}

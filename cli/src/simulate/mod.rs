@@ -1,0 +1,222 @@
+//! `rebound simulate SCENARIO.toml`: a workload and a fault timeline run on a virtual clock
+//! through each policy to compare (`engine`), from a scenario file (`scenario`); prints the
+//! comparison table (or `--json`) and writes an SVG chart of attempts and outcomes over time
+//! (`chart`). Documented in `docs/simulate.md`.
+
+mod chart;
+mod engine;
+mod scenario;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use rebound::registry::{PolicyRegistry, RegistryConfig};
+use serde_json::{json, Value};
+
+use self::engine::Run;
+use self::scenario::Scenario;
+
+/// Options of `rebound simulate`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The scenario (TOML; docs/simulate.md).
+    scenario: PathBuf,
+    /// Replace the scenario's seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Where to write the SVG chart [default: the scenario's name with .svg, in the current
+    /// directory].
+    #[arg(long)]
+    chart: Option<PathBuf>,
+    /// Print the results as JSON (with the timeline) instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The registry configuration restricted to `name`, which decides every request.
+fn only(config: &RegistryConfig, name: &str) -> RegistryConfig {
+    let mut one = config.clone();
+    one.default_policy = name.to_owned();
+    one.policies.retain(|k, _| k == name);
+    one.profiles.clear();
+    one.services.clear();
+    one.request_types.clear();
+    one.watch.enabled = false;
+    one
+}
+
+/// The value at quantile `q` of sorted `values` (nearest rank), in milliseconds.
+fn percentile_ms(values: &[u64], q: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    Some(values[rank - 1] as f64 / 1000.0)
+}
+
+/// Attempts that reached the cluster per request offered: over the run, and in the worst bar.
+fn amplification(run: &Run) -> (f64, f64) {
+    let overall = run.cluster_attempts as f64 / (run.requests.max(1)) as f64;
+    let peak = run
+        .buckets
+        .iter()
+        .filter(|b| b.arrivals > 0)
+        .map(|b| b.cluster_attempts as f64 / b.arrivals as f64)
+        .fold(0.0, f64::max);
+    (overall, peak)
+}
+
+fn run_json(run: &Run, scenario: &Scenario) -> Value {
+    let (load, peak) = amplification(run);
+    let o = &run.outcomes;
+    json!({
+        "policy": run.policy,
+        "requests": run.requests,
+        "succeeded": o.succeeded,
+        "cancelled": o.cancelled,
+        "ambiguous_timeouts": o.ambiguous_timeouts,
+        "unambiguous_timeouts": o.unambiguous_timeouts,
+        "latency_p50_ms": percentile_ms(&run.latencies_us, 0.50),
+        "latency_p99_ms": percentile_ms(&run.latencies_us, 0.99),
+        "attempts": run.attempts,
+        "attempts_per_request": run.attempts as f64 / run.requests.max(1) as f64,
+        "cluster_attempts": run.cluster_attempts,
+        "load_amplification": load,
+        "peak_load_amplification": peak,
+        "errors": run.errors,
+        "timeline": run.buckets.iter().enumerate().map(|(i, b)| json!({
+            "t_s": i as f64 * scenario.bucket_s,
+            "arrivals": b.arrivals,
+            "attempts": b.attempts,
+            "cluster_attempts": b.cluster_attempts,
+            "succeeded": b.ended.succeeded,
+            "cancelled": b.ended.cancelled,
+            "ambiguous_timeouts": b.ended.ambiguous_timeouts,
+            "unambiguous_timeouts": b.ended.unambiguous_timeouts,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn write_table(out: &mut impl Write, runs: &[Run]) -> std::io::Result<()> {
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.1}"));
+    writeln!(
+        out,
+        "| policy | succeeded | cancelled | ambiguous timeouts | unambiguous timeouts | p50 ms | p99 ms | attempts/request | load × (peak) |"
+    )?;
+    writeln!(
+        out,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )?;
+    for run in runs {
+        let o = &run.outcomes;
+        let (load, peak) = amplification(run);
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {load:.2} ({peak:.2}) |",
+            run.policy,
+            o.succeeded,
+            o.cancelled,
+            o.ambiguous_timeouts,
+            o.unambiguous_timeouts,
+            ms(percentile_ms(&run.latencies_us, 0.50)),
+            ms(percentile_ms(&run.latencies_us, 0.99)),
+            run.attempts as f64 / run.requests.max(1) as f64,
+        )?;
+    }
+    Ok(())
+}
+
+/// Loads the scenario and its policies, runs each, prints the results, writes the chart.
+pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
+    let mut scenario = Scenario::load(&args.scenario)?;
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    let config = RegistryConfig::load(&scenario.compare.config)?;
+    for (i, name) in scenario.compare.policies.iter().enumerate() {
+        if !config.policies.contains_key(name) {
+            anyhow::bail!(
+                "{}: compare.policies[{i}]: `{name}` is not a policy of {} (its policies: {})",
+                args.scenario.display(),
+                scenario.compare.config.display(),
+                config
+                    .policies
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    let arrivals = engine::arrivals(&scenario);
+    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    let mut runs = Vec::new();
+    for name in &scenario.compare.policies {
+        // A registry of its own per policy: nothing (a retry budget) carries over from another
+        // policy's run.
+        let registry = PolicyRegistry::new(only(&config, name))
+            .with_context(|| format!("policy `{name}` of {}", scenario.compare.config.display()))?;
+        let started = std::time::Instant::now();
+        let run = runtime.block_on(engine::run(&scenario, &registry, name, &arrivals))?;
+        tracing::info!(
+            policy = name,
+            requests = run.requests,
+            attempts = run.attempts,
+            took_ms = started.elapsed().as_millis() as u64,
+            "simulated"
+        );
+        runs.push(run);
+    }
+    let stem = args
+        .scenario
+        .file_stem()
+        .map_or_else(|| "simulation".into(), |s| s.to_string_lossy().into_owned());
+    let chart_path = args
+        .chart
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{stem}.svg")));
+    let title = format!(
+        "{stem}: {} requests over {} s, seed {}",
+        arrivals.len(),
+        scenario.duration_s,
+        scenario.seed
+    );
+    std::fs::write(&chart_path, chart::render(&scenario, &title, &runs))
+        .with_context(|| format!("cannot write the chart to {}", chart_path.display()))?;
+    if args.json {
+        let report = json!({
+            "scenario": args.scenario.display().to_string(),
+            "description": scenario.description,
+            "seed": scenario.seed,
+            "requests": arrivals.len(),
+            "duration_s": scenario.duration_s,
+            "faults": scenario.faults.iter().map(|f| {
+                let w = f.window();
+                json!({"kind": f.name(), "from_s": w.from_s, "until_s": w.until_s})
+            }).collect::<Vec<_>>(),
+            "chart": chart_path.display().to_string(),
+            "policies": runs.iter().map(|r| run_json(r, &scenario)).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        writeln!(out, "{title}")?;
+        if !scenario.description.is_empty() {
+            writeln!(out, "{}", scenario.description)?;
+        }
+        for fault in &scenario.faults {
+            let w = fault.window();
+            writeln!(
+                out,
+                "  fault {} from {} s to {} s",
+                fault.name(),
+                w.from_s,
+                w.until_s
+            )?;
+        }
+        writeln!(out)?;
+        write_table(out, &runs)?;
+        writeln!(out, "\nchart: {}", chart_path.display())?;
+    }
+    Ok(())
+}

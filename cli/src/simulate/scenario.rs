@@ -1,0 +1,361 @@
+//! A simulation scenario (TOML, documented in `docs/simulate.md`): the workload, the cluster,
+//! the fault timeline and the policies to compare. Refused with the file, line, field and
+//! what was expected.
+
+use std::path::{Path, PathBuf};
+
+use rebound::RequestType;
+use serde::Deserialize;
+
+/// A scenario as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// One line saying what the scenario shows.
+    #[serde(default)]
+    pub description: String,
+    /// Seeds every random draw: the same seed gives the same run.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Requests arrive during this many seconds (the run goes on until the last one ends).
+    pub duration_s: f64,
+    /// Width of a bar of the chart, in seconds.
+    #[serde(default = "default_bucket_s")]
+    pub bucket_s: f64,
+    /// The policies to compare.
+    pub compare: Compare,
+    /// The requests.
+    pub workload: Workload,
+    /// The nodes that answer them.
+    #[serde(default)]
+    pub cluster: Cluster,
+    /// What goes wrong, and when.
+    #[serde(default, rename = "fault")]
+    pub faults: Vec<Fault>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+fn default_bucket_s() -> f64 {
+    1.0
+}
+
+/// Policies of a registry configuration, each run alone over the same workload.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Compare {
+    /// The registry configuration (docs/registry.md), relative to the scenario file.
+    pub config: PathBuf,
+    /// Names of its policies; each decides every request of its own run.
+    pub policies: Vec<String>,
+}
+
+/// Request arrivals.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// Mean arrivals per second (a Poisson process).
+    pub rate_per_s: f64,
+    /// Distinct document keys (which node a KV request goes to; which documents are locked).
+    #[serde(default = "default_keys")]
+    pub keys: u64,
+    /// The kinds of request, drawn by weight.
+    pub mix: Vec<MixEntry>,
+}
+
+fn default_keys() -> u64 {
+    10_000
+}
+
+/// One kind of request in the mix.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MixEntry {
+    /// The request type (`get`, `upsert`, `query`, `cql`, ...).
+    #[serde(rename = "type")]
+    pub request_type: RequestType,
+    /// Relative share of arrivals.
+    pub weight: f64,
+    /// Timeout in milliseconds; the service's default when absent (2500 KV, 2000 CQL, 75000
+    /// others).
+    pub timeout_ms: Option<u64>,
+    /// Declared idempotency (CQL statements); the type's rule when absent.
+    pub idempotent: Option<bool>,
+    /// A read-only query or analytics request (idempotent).
+    #[serde(default)]
+    pub readonly: bool,
+}
+
+/// The cluster.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    /// Nodes; a request goes to its key's node, or the next ones when a policy asks.
+    pub nodes: u32,
+    /// Mean time an attempt takes on a node, in milliseconds (exponentially distributed
+    /// above a tenth of it).
+    pub latency_ms: f64,
+}
+
+impl Default for Cluster {
+    fn default() -> Self {
+        Cluster {
+            nodes: 3,
+            latency_ms: 2.0,
+        }
+    }
+}
+
+/// A time window, in seconds from the start.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    /// Start.
+    pub from_s: f64,
+    /// End (exclusive).
+    pub until_s: f64,
+}
+
+impl Window {
+    /// Whether `t_us` (microseconds from the start) falls in the window.
+    pub fn contains(&self, t_us: u64) -> bool {
+        let t = t_us as f64 / 1e6;
+        self.from_s <= t && t < self.until_s
+    }
+}
+
+/// A fault.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Fault {
+    /// A node is down: attempts sent to it fail at once (SOCKET_NOT_AVAILABLE, never
+    /// dispatched); attempts on it when it goes down fail as SOCKET_CLOSED_WHILE_IN_FLIGHT.
+    NodeDown {
+        /// The node (0-based).
+        node: u32,
+        /// When it goes down (seconds from the start).
+        from_s: f64,
+        /// When it is back.
+        until_s: f64,
+    },
+    /// A rebalance: this share of KV attempts is answered NOT_MY_VBUCKET (0x07).
+    Rebalance {
+        /// Share of attempts, 0 to 1.
+        rate: f64,
+        /// Start (seconds from the start of the run).
+        from_s: f64,
+        /// End (exclusive).
+        until_s: f64,
+    },
+    /// This share of KV attempts is answered TMPFAIL (0x86).
+    Tmpfail {
+        /// Share of attempts, 0 to 1.
+        rate: f64,
+        /// Start (seconds from the start of the run).
+        from_s: f64,
+        /// End (exclusive).
+        until_s: f64,
+    },
+    /// This share of attempts loses its connection while in flight
+    /// (SOCKET_CLOSED_WHILE_IN_FLIGHT).
+    SocketClose {
+        /// Share of attempts, 0 to 1.
+        rate: f64,
+        /// Start (seconds from the start of the run).
+        from_s: f64,
+        /// End (exclusive).
+        until_s: f64,
+    },
+    /// This share of the documents is locked: KV attempts on them are answered LOCKED (0x09).
+    Locked {
+        /// Share of the keys, 0 to 1.
+        share: f64,
+        /// Start (seconds from the start of the run).
+        from_s: f64,
+        /// End (exclusive).
+        until_s: f64,
+    },
+    /// The credentials are wrong: connections fail authentication and no attempt is
+    /// dispatched (AUTHENTICATION_ERROR).
+    AuthFailure {
+        /// Start (seconds from the start of the run).
+        from_s: f64,
+        /// End (exclusive).
+        until_s: f64,
+    },
+}
+
+impl Fault {
+    /// The fault's name as written in the scenario.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fault::NodeDown { .. } => "node_down",
+            Fault::Rebalance { .. } => "rebalance",
+            Fault::Tmpfail { .. } => "tmpfail",
+            Fault::SocketClose { .. } => "socket_close",
+            Fault::Locked { .. } => "locked",
+            Fault::AuthFailure { .. } => "auth_failure",
+        }
+    }
+
+    /// When it happens.
+    pub fn window(&self) -> Window {
+        let (from_s, until_s) = match *self {
+            Fault::NodeDown {
+                from_s, until_s, ..
+            }
+            | Fault::Rebalance {
+                from_s, until_s, ..
+            }
+            | Fault::Tmpfail {
+                from_s, until_s, ..
+            }
+            | Fault::SocketClose {
+                from_s, until_s, ..
+            }
+            | Fault::Locked {
+                from_s, until_s, ..
+            }
+            | Fault::AuthFailure { from_s, until_s } => (from_s, until_s),
+        };
+        Window { from_s, until_s }
+    }
+}
+
+/// A scenario that was refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}{at}: {field}{message}")]
+pub struct ScenarioError {
+    file: String,
+    at: String,
+    field: String,
+    message: String,
+}
+
+impl ScenarioError {
+    fn new(file: &Path, at: Option<(usize, usize)>, field: &str, message: String) -> Self {
+        ScenarioError {
+            file: file.display().to_string(),
+            at: at.map_or_else(String::new, |(l, c)| format!(":{l}:{c}")),
+            field: if field.is_empty() {
+                String::new()
+            } else {
+                format!("{field}: ")
+            },
+            message,
+        }
+    }
+}
+
+/// Line and column (from 1) of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+impl Scenario {
+    /// Reads and validates the scenario at `path`; the configuration it names is resolved
+    /// against the scenario's directory.
+    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError::new(path, None, "", format!("cannot read it: {e}")))?;
+        let deserializer = toml::Deserializer::parse(&text).map_err(|e| {
+            let at = e.span().map(|s| line_column(&text, s.start));
+            ScenarioError::new(path, at, "", e.message().trim().to_owned())
+        })?;
+        let mut scenario: Scenario =
+            serde_path_to_error::deserialize(deserializer).map_err(|e| {
+                let field = e.path().to_string();
+                let inner = e.into_inner();
+                let at = inner.span().map(|s| line_column(&text, s.start));
+                ScenarioError::new(path, at, &field, inner.message().trim().to_owned())
+            })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        scenario.compare.config = base.join(&scenario.compare.config);
+        scenario
+            .validate()
+            .map_err(|(field, message)| ScenarioError::new(path, None, &field, message))?;
+        Ok(scenario)
+    }
+
+    /// Checks what the types cannot: the field and what was expected.
+    fn validate(&self) -> Result<(), (String, String)> {
+        let positive = |field: &str, value: f64| {
+            if value.is_finite() && value > 0.0 {
+                Ok(())
+            } else {
+                Err((
+                    field.to_owned(),
+                    format!("expected a positive number, got {value}"),
+                ))
+            }
+        };
+        positive("duration_s", self.duration_s)?;
+        positive("bucket_s", self.bucket_s)?;
+        positive("workload.rate_per_s", self.workload.rate_per_s)?;
+        positive("cluster.latency_ms", self.cluster.latency_ms)?;
+        if self.workload.keys == 0 {
+            return Err(("workload.keys".into(), "expected at least one key".into()));
+        }
+        if self.cluster.nodes == 0 {
+            return Err(("cluster.nodes".into(), "expected at least one node".into()));
+        }
+        if self.compare.policies.is_empty() {
+            return Err((
+                "compare.policies".into(),
+                "name at least one policy of the configuration".into(),
+            ));
+        }
+        if self.workload.mix.is_empty() {
+            return Err(("workload.mix".into(), "expected at least one entry".into()));
+        }
+        for (i, entry) in self.workload.mix.iter().enumerate() {
+            positive(&format!("workload.mix[{i}].weight"), entry.weight)?;
+            if entry.timeout_ms == Some(0) {
+                return Err((
+                    format!("workload.mix[{i}].timeout_ms"),
+                    "a zero timeout can never be met".into(),
+                ));
+            }
+        }
+        for (i, fault) in self.faults.iter().enumerate() {
+            let field = |name: &str| format!("fault[{i}].{name}");
+            let window = fault.window();
+            if !(window.from_s >= 0.0 && window.from_s < window.until_s) {
+                return Err((
+                    field("until_s"),
+                    format!(
+                        "expected 0 <= from_s < until_s, got from_s = {} and until_s = {}",
+                        window.from_s, window.until_s
+                    ),
+                ));
+            }
+            match fault {
+                Fault::NodeDown { node, .. } if *node >= self.cluster.nodes => {
+                    return Err((
+                        field("node"),
+                        format!(
+                            "the cluster has nodes 0 to {}, not {node}",
+                            self.cluster.nodes - 1
+                        ),
+                    ))
+                }
+                Fault::Rebalance { rate, .. }
+                | Fault::Tmpfail { rate, .. }
+                | Fault::SocketClose { rate, .. }
+                    if !(0.0..=1.0).contains(rate) =>
+                {
+                    return Err((field("rate"), format!("expected 0 to 1, got {rate}")))
+                }
+                Fault::Locked { share, .. } if !(0.0..=1.0).contains(share) => {
+                    return Err((field("share"), format!("expected 0 to 1, got {share}")))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}

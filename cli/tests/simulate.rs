@@ -1,0 +1,254 @@
+//! `rebound simulate` end to end (issue 5, points 5 and 8): the same seed gives the same run
+//! (table, timeline and chart), every example scenario runs and shows the rule its fault
+//! exercises, and bad scenarios are refused naming the file, line and field.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn rebound() -> Command {
+    let mut command = Command::cargo_bin("rebound").unwrap();
+    command.env_remove("RUST_BACKTRACE");
+    command
+}
+
+fn scenario(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/scenarios/{name}.toml"))
+}
+
+/// Runs `rebound simulate --json` on `path` with `extra` arguments, the chart written to
+/// `chart`; the report.
+fn simulate(path: &Path, chart: &Path, extra: &[&str]) -> Value {
+    let output = rebound()
+        .arg("simulate")
+        .arg(path)
+        .arg("--json")
+        .arg("--chart")
+        .arg(chart)
+        .args(extra)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&output).unwrap()
+}
+
+/// The run of `policy` in `report`.
+fn policy<'a>(report: &'a Value, policy: &str) -> &'a Value {
+    report["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["policy"] == policy)
+        .unwrap_or_else(|| panic!("no {policy} in {report}"))
+}
+
+fn count(run: &Value, field: &str) -> u64 {
+    run[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{field} in {run}"))
+}
+
+#[test]
+fn the_same_seed_gives_the_same_run_and_another_seed_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        dir.path().join("a.svg"),
+        dir.path().join("b.svg"),
+        dir.path().join("c.svg"),
+    );
+    let first = simulate(&scenario("socket-close"), &a, &[]);
+    let second = simulate(&scenario("socket-close"), &b, &[]);
+    let without_chart = |mut report: Value| {
+        report["chart"] = Value::Null;
+        report
+    };
+    assert_eq!(without_chart(first.clone()), without_chart(second));
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        std::fs::read(&b).unwrap(),
+        "the same chart"
+    );
+    let svg = std::fs::read_to_string(&a).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("socket_close") && svg.contains("standard"));
+    let other = simulate(&scenario("socket-close"), &c, &["--seed", "4"]);
+    assert_eq!(other["seed"], 4);
+    assert_ne!(
+        without_chart(first)["policies"],
+        without_chart(other)["policies"]
+    );
+}
+
+/// Every request ends exactly once, and the timeline adds up to the totals.
+fn assert_accounted(report: &Value) {
+    let requests = count(report, "requests");
+    for run in report["policies"].as_array().unwrap() {
+        let ended = [
+            "succeeded",
+            "cancelled",
+            "ambiguous_timeouts",
+            "unambiguous_timeouts",
+        ];
+        let total: u64 = ended.iter().map(|f| count(run, f)).sum();
+        assert_eq!(total, requests, "{}", run["policy"]);
+        for field in ended.iter().chain(&["attempts", "cluster_attempts"]) {
+            let over_time: u64 = run["timeline"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| count(b, field))
+                .sum();
+            assert_eq!(over_time, count(run, field), "{} {field}", run["policy"]);
+        }
+    }
+}
+
+#[test]
+fn every_example_scenario_runs_and_shows_its_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str| {
+        let report = simulate(
+            &scenario(name),
+            &dir.path().join(format!("{name}.svg")),
+            &[],
+        );
+        assert_accounted(&report);
+        assert!(dir.path().join(format!("{name}.svg")).is_file());
+        report
+    };
+
+    // Reference 001: NOT_MY_VBUCKET is an always-retry reason, retried with the controlled
+    // backoff without asking the strategy — every policy runs the same.
+    let report = run("rebalance");
+    let standard = policy(&report, "standard");
+    for other in ["strict", "budgeted"] {
+        let other = policy(&report, other);
+        for field in ["succeeded", "cancelled", "attempts"] {
+            assert_eq!(standard[field], other[field], "{field}");
+        }
+    }
+    assert!(count(standard, "attempts") > count(&report, "requests"));
+
+    // Reference 002: a request never dispatched (authentication fails before) times out
+    // unambiguously; fail-fast cancels at once.
+    let report = run("auth-failure");
+    let standard = policy(&report, "standard");
+    assert!(count(standard, "unambiguous_timeouts") > 0);
+    assert_eq!(count(standard, "ambiguous_timeouts"), 0);
+    assert_eq!(count(standard, "cluster_attempts"), {
+        // Only attempts outside the fault window reach the cluster: one per request there.
+        count(standard, "succeeded")
+    });
+    assert!(count(policy(&report, "strict"), "cancelled") > 0);
+
+    // Reference 001: a socket closed while a non-idempotent write was in flight is never
+    // retried (it may have been applied); the reads are.
+    let report = run("socket-close");
+    let standard = policy(&report, "standard");
+    assert!(count(standard, "cancelled") > 0);
+    assert_eq!(count(standard, "ambiguous_timeouts"), 0);
+    assert_eq!(standard["errors"]["RequestCanceled"], standard["cancelled"]);
+    assert!(count(standard, "succeeded") > count(policy(&report, "strict"), "succeeded"));
+
+    // A node down: best effort retries the same node until the deadline (never dispatched:
+    // unambiguous); fail-fast makes one attempt per request.
+    let report = run("node-down");
+    assert!(count(policy(&report, "standard"), "unambiguous_timeouts") > 0);
+    assert_eq!(policy(&report, "strict")["attempts_per_request"], 1.0);
+
+    // TMPFAIL may be retried even for writes: best effort saves requests fail-fast loses,
+    // at the price of more load; the budget caps the load.
+    let report = run("tmpfail");
+    let (standard, strict, budgeted) = (
+        policy(&report, "standard"),
+        policy(&report, "strict"),
+        policy(&report, "budgeted"),
+    );
+    assert!(count(standard, "succeeded") > count(strict, "succeeded"));
+    let load = |run: &Value| run["peak_load_amplification"].as_f64().unwrap();
+    assert!(load(standard) > load(budgeted) && load(budgeted) >= load(strict));
+
+    // Locked documents: a locked write retried until its deadline after being dispatched
+    // times out ambiguously (reference 002).
+    let report = run("locked");
+    assert!(count(policy(&report, "standard"), "ambiguous_timeouts") > 0);
+    assert_eq!(count(policy(&report, "strict"), "ambiguous_timeouts"), 0);
+}
+
+#[test]
+fn bad_scenarios_are_refused_naming_the_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/rebound.toml");
+    let valid = format!(
+        "duration_s = 5\n[compare]\nconfig = {config:?}\npolicies = [\"standard\"]\n[workload]\nrate_per_s = 10\n[[workload.mix]]\ntype = \"get\"\nweight = 1\n"
+    );
+    let refused = |text: &str| {
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, text).unwrap();
+        let stderr = rebound()
+            .arg("simulate")
+            .arg(&path)
+            .arg("--chart")
+            .arg(dir.path().join("bad.svg"))
+            .assert()
+            .failure()
+            .get_output()
+            .stderr
+            .clone();
+        String::from_utf8(stderr).unwrap()
+    };
+    // The valid base runs.
+    std::fs::write(dir.path().join("ok.toml"), &valid).unwrap();
+    rebound()
+        .arg("simulate")
+        .arg(dir.path().join("ok.toml"))
+        .arg("--chart")
+        .arg(dir.path().join("ok.svg"))
+        .assert()
+        .success();
+    for (text, expected) in [
+        (
+            format!("{valid}speed = 3\n"),
+            vec!["bad.toml:10:1", "unknown field `speed`"],
+        ),
+        (
+            format!("{valid}[[fault]]\nkind = \"meteor\"\nfrom_s = 1\nuntil_s = 2\n"),
+            vec!["fault[0]", "unknown variant `meteor`"],
+        ),
+        (
+            format!("{valid}[[fault]]\nkind = \"tmpfail\"\nrate = 1.5\nfrom_s = 1\nuntil_s = 2\n"),
+            vec!["fault[0].rate", "expected 0 to 1, got 1.5"],
+        ),
+        (
+            format!("{valid}[[fault]]\nkind = \"node_down\"\nnode = 3\nfrom_s = 1\nuntil_s = 2\n"),
+            vec!["fault[0].node", "nodes 0 to 2, not 3"],
+        ),
+        (
+            format!("{valid}[[fault]]\nkind = \"locked\"\nshare = 0.1\nfrom_s = 3\nuntil_s = 2\n"),
+            vec!["fault[0].until_s", "from_s < until_s"],
+        ),
+        (
+            valid.replace("type = \"get\"", "type = \"fetch\""),
+            vec!["workload.mix[0].type", "unknown variant `fetch`"],
+        ),
+        (
+            valid.replace("[\"standard\"]", "[\"standard\", \"nonesuch\"]"),
+            vec![
+                "compare.policies[1]",
+                "`nonesuch` is not a policy",
+                "standard",
+            ],
+        ),
+        (
+            valid.replace("duration_s = 5", "duration_s = -1"),
+            vec!["duration_s", "expected a positive number"],
+        ),
+    ] {
+        let stderr = refused(&text);
+        for part in expected {
+            assert!(stderr.contains(part), "{part:?} not in {stderr}");
+        }
+    }
+}
