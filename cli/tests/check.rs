@@ -5,16 +5,9 @@
 
 mod support;
 
-use assert_cmd::Command;
 use rebound::{ReasonKind, RetryReason};
 use serde_json::Value;
-use support::guest;
-
-fn rebound() -> Command {
-    let mut command = Command::cargo_bin("rebound").unwrap();
-    command.env_remove("RUST_BACKTRACE");
-    command
-}
+use support::{guest, rebound};
 
 /// Runs `rebound check --json ARGS`; the report and whether the command succeeded.
 fn check(args: &[&str]) -> (Value, bool) {

@@ -4,15 +4,11 @@
 
 use std::path::PathBuf;
 
-use assert_cmd::Command;
+mod support;
+use support::rebound;
+
 use rebound::ReasonKind;
 use serde_json::Value;
-
-fn rebound() -> Command {
-    let mut command = Command::cargo_bin("rebound").unwrap();
-    command.env_remove("RUST_BACKTRACE");
-    command
-}
 
 fn json(args: &[&str]) -> Value {
     let output = rebound()

@@ -4,14 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
-use serde_json::Value;
+mod support;
 
-fn rebound() -> Command {
-    let mut command = Command::cargo_bin("rebound").unwrap();
-    command.env_remove("RUST_BACKTRACE");
-    command
-}
+use serde_json::Value;
+use support::rebound;
 
 fn scenario(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/scenarios/{name}.toml"))

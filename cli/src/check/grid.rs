@@ -4,14 +4,14 @@
 //! context the author names.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rebound::cassandra_types::ConsistencyLevel;
 use rebound::request::HttpMethod;
 use rebound::{Request, RequestType, RetryReason};
 use serde_json::{json, Value};
 
-use crate::wire::input::default_timeout_ms;
+use crate::wire::input::{default_timeout_ms, DecideInput};
 use crate::wire::output;
 
 /// Retries already made.
@@ -72,106 +72,112 @@ const SHAPES: [Shape; 12] = [
     },
 ];
 
-/// One question to the policy.
+/// One question to the policy: a decision-JSON line (the request and the reason), so the
+/// request is built exactly as `rebound eval` builds it and a reported input replays there.
 #[derive(Debug, Clone)]
 pub struct Input {
     /// Why the request failed.
     pub reason: RetryReason,
-    shape: Shape,
     /// Whether the request is idempotent (its type's rule, refined by the shape).
     pub idempotent: bool,
-    dispatched: bool,
-    /// Retries already made.
-    pub attempts: u32,
     /// Time since the request started.
     pub elapsed_ms: u64,
     /// The request's timeout.
     pub timeout_ms: u64,
-    context: BTreeMap<String, String>,
+    line: Value,
+    decide: DecideInput,
+    description: String,
 }
 
 impl Input {
-    /// The request, started at `start`.
-    pub fn request(&self, start: Instant) -> Request {
-        let shape = &self.shape;
-        let mut request = Request::new(
-            1,
-            shape.request_type,
-            Duration::from_millis(self.timeout_ms),
-        )
-        .expect("grid timeouts are positive")
-        .readonly(shape.readonly)
-        .with_retry_attempts(self.attempts)
-        .started_at(start);
-        if let Some(method) = shape.method {
-            request = request.method(method);
-        }
-        if let Some(idempotent) = shape.idempotent {
-            request = request.idempotent(idempotent);
-        }
-        if let Some(level) = shape.consistency {
-            request = request.consistency(level);
-        }
-        for (key, value) in &self.context {
-            request = request.context(key.as_str(), value.as_str());
-        }
-        if self.dispatched {
-            request.mark_dispatched("node-1");
-        }
-        request
-    }
-
-    /// The input as a `rebound eval` line (the decision JSON), so it can be replayed.
-    pub fn to_json(&self) -> Value {
-        let shape = &self.shape;
+    fn new(
+        reason: RetryReason,
+        shape: Shape,
+        dispatched: bool,
+        attempts: u32,
+        (elapsed_ms, timeout_ms): (u64, u64),
+        context: &BTreeMap<String, String>,
+    ) -> Self {
         let mut request = json!({
             "type": shape.request_type,
-            "idempotent": self.idempotent,
             "readonly": shape.readonly,
-            "dispatched": self.dispatched,
-            "retry_attempts": self.attempts,
-            "elapsed_ms": self.elapsed_ms,
-            "timeout_ms": self.timeout_ms,
-            "client_context": self.context,
+            "dispatched": dispatched,
+            "retry_attempts": attempts,
+            "elapsed_ms": elapsed_ms,
+            "timeout_ms": timeout_ms,
+            "client_context": context,
         });
-        if let Some(method) = shape.method {
-            request["method"] = json!(method);
+        for (field, value) in [
+            ("method", shape.method.map(|m| json!(m))),
+            ("idempotent", shape.idempotent.map(Value::from)),
+            ("consistency", shape.consistency.map(|c| json!(c))),
+        ] {
+            if let Some(value) = value {
+                request[field] = value;
+            }
         }
-        if let Some(level) = shape.consistency {
-            request["consistency"] = json!(level);
-        }
-        json!({"request": request, "reason": output::reason(&self.reason)})
-    }
-
-    /// A one-line description for the human report.
-    pub fn describe(&self) -> String {
-        let shape = &self.shape;
-        let mut what = format!("{} {}", self.reason, shape.request_type);
+        let mut line = json!({"request": request, "reason": output::reason(&reason)});
+        let decide =
+            DecideInput::parse(&line.to_string()).expect("the grid writes valid decision JSON");
+        let idempotent = decide
+            .request(Instant::now(), 1)
+            .expect("the grid's requests are valid")
+            .is_idempotent();
+        // Stated in the line, so a reader of the report need not know the rules.
+        line["request"]["idempotent"] = idempotent.into();
+        let mut description = format!("{reason} {}", shape.request_type);
         if shape.readonly {
-            what.push_str(" readonly");
+            description.push_str(" readonly");
         }
         if let Some(method) = shape.method {
-            what.push_str(&format!(" {method:?}").to_uppercase());
+            description.push_str(&format!(" {method:?}").to_uppercase());
         }
-        what.push_str(if self.idempotent {
+        description.push_str(if idempotent {
             " idempotent"
         } else {
             " non-idempotent"
         });
-        if !self.dispatched {
-            what.push_str(" not-dispatched");
+        if !dispatched {
+            description.push_str(" not-dispatched");
         }
-        what.push_str(&format!(
-            " attempts={} elapsed={}ms timeout={}ms",
-            self.attempts, self.elapsed_ms, self.timeout_ms
+        description.push_str(&format!(
+            " attempts={attempts} elapsed={elapsed_ms}ms timeout={timeout_ms}ms"
         ));
-        for (key, value) in &self.context {
-            what.push_str(&format!(" {key}={value}"));
+        for (key, value) in context {
+            description.push_str(&format!(" {key}={value}"));
         }
-        match &self.reason {
-            RetryReason::Simple(_) | RetryReason::Other(_) => what,
-            data => format!("{what} data={}", output::reason(data)),
+        if !matches!(reason, RetryReason::Simple(_) | RetryReason::Other(_)) {
+            description.push_str(&format!(" data={}", output::reason(&reason)));
         }
+        Input {
+            reason,
+            idempotent,
+            elapsed_ms,
+            timeout_ms,
+            line,
+            decide,
+            description,
+        }
+    }
+
+    /// The request, as decided at `now` (it started `elapsed_ms` before).
+    pub fn request(&self, now: Instant) -> Request {
+        let mut request = self
+            .decide
+            .request(now, 1)
+            .expect("the grid's requests are valid");
+        request.set_decision_time(Some(now));
+        request
+    }
+
+    /// The input as a `rebound eval` line.
+    pub fn to_json(&self) -> Value {
+        self.line.clone()
+    }
+
+    /// A one-line description for the human report.
+    pub fn describe(&self) -> &str {
+        &self.description
     }
 }
 
@@ -188,18 +194,14 @@ pub fn inputs(contexts: &[BTreeMap<String, String>]) -> Vec<Input> {
                     // Early, just before the deadline, past it.
                     for elapsed_ms in [0, timeout_ms - 1, timeout_ms + 10] {
                         for context in &all_contexts {
-                            let mut input = Input {
-                                reason: reason.clone(),
+                            inputs.push(Input::new(
+                                reason.clone(),
                                 shape,
-                                idempotent: false,
                                 dispatched,
                                 attempts,
-                                elapsed_ms,
-                                timeout_ms,
-                                context: context.clone(),
-                            };
-                            input.idempotent = input.request(Instant::now()).is_idempotent();
-                            inputs.push(input);
+                                (elapsed_ms, timeout_ms),
+                                context,
+                            ));
                         }
                     }
                 }

@@ -115,8 +115,7 @@ fn ask(
     for (n, &i) in order.iter().enumerate() {
         let input = &inputs[i];
         let start = base + DECISION_SPACING * u32::try_from(n).unwrap_or(u32::MAX);
-        let mut request = input.request(start);
-        request.set_decision_time(Some(start + Duration::from_millis(input.elapsed_ms)));
+        let request = input.request(start + Duration::from_millis(input.elapsed_ms));
         let started = Instant::now();
         let result = strategy.try_decide(&request, &input.reason);
         answers[i] = Some(Answer {

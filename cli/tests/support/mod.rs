@@ -1,6 +1,16 @@
 //! Helpers shared by the binary's integration tests.
+#![allow(dead_code)] // each test binary uses a subset
 
 use std::path::PathBuf;
+
+use assert_cmd::Command;
+
+/// The `rebound` binary, without the backtrace variable a developer's shell may set.
+pub fn rebound() -> Command {
+    let mut command = Command::cargo_bin("rebound").unwrap();
+    command.env_remove("RUST_BACKTRACE");
+    command
+}
 
 /// A component built by ./scripts/build-guests.sh.
 pub fn guest(name: &str) -> PathBuf {
