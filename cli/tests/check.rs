@@ -203,8 +203,10 @@ fn components_that_do_not_load_are_reported_and_fail() {
         .as_str()
         .unwrap()
         .contains("does not export"));
+    // A compatible component that refuses its parameters does not run either.
     let (report, ok) = check(&[&path("adversary"), "--param", "reject=yes"]);
     assert!(!ok);
+    assert_eq!(report["interface"]["compatible"], true);
     assert!(report["interface"]["error"]
         .as_str()
         .unwrap()

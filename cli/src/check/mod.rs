@@ -93,7 +93,10 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     }
     match report.violations() {
         0 if report.is_loaded() => Ok(()),
-        0 => anyhow::bail!("{} does not load", path.display()),
+        0 => anyhow::bail!(
+            "{} was not checked: it does not load or configure",
+            path.display()
+        ),
         n => anyhow::bail!("{n} violation(s) of the policy invariants"),
     }
 }
