@@ -72,8 +72,10 @@ const SHAPES: [Shape; 12] = [
     },
 ];
 
-/// One question to the policy: a decision-JSON line (the request and the reason), so the
-/// request is built exactly as `rebound eval` builds it and a reported input replays there.
+/// One question to the policy. Its request is read from a decision-JSON line (the request
+/// and the reason), so it is built exactly as `rebound eval` builds it and a reported input
+/// replays there. The line and the description are written again only for the inputs a
+/// report shows, to keep the 40 000 inputs small.
 #[derive(Debug, Clone)]
 pub struct Input {
     /// Why the request failed.
@@ -84,9 +86,11 @@ pub struct Input {
     pub elapsed_ms: u64,
     /// The request's timeout.
     pub timeout_ms: u64,
-    line: Value,
+    shape: Shape,
+    dispatched: bool,
+    attempts: u32,
+    context: BTreeMap<String, String>,
     decide: DecideInput,
-    description: String,
 }
 
 impl Input {
@@ -98,66 +102,48 @@ impl Input {
         (elapsed_ms, timeout_ms): (u64, u64),
         context: &BTreeMap<String, String>,
     ) -> Self {
+        let mut input = Input {
+            reason,
+            idempotent: false,
+            elapsed_ms,
+            timeout_ms,
+            shape,
+            dispatched,
+            attempts,
+            context: context.clone(),
+            decide: DecideInput::default(),
+        };
+        input.decide = DecideInput::parse(&input.line(None).to_string())
+            .expect("the grid writes valid decision JSON");
+        input.idempotent = input.request(Instant::now()).is_idempotent();
+        input
+    }
+
+    /// The decision-JSON line, stating `idempotent` when given.
+    fn line(&self, idempotent: Option<bool>) -> Value {
+        let shape = &self.shape;
         let mut request = json!({
             "type": shape.request_type,
             "readonly": shape.readonly,
-            "dispatched": dispatched,
-            "retry_attempts": attempts,
-            "elapsed_ms": elapsed_ms,
-            "timeout_ms": timeout_ms,
-            "client_context": context,
+            "dispatched": self.dispatched,
+            "retry_attempts": self.attempts,
+            "elapsed_ms": self.elapsed_ms,
+            "timeout_ms": self.timeout_ms,
+            "client_context": self.context,
         });
         for (field, value) in [
             ("method", shape.method.map(|m| json!(m))),
-            ("idempotent", shape.idempotent.map(Value::from)),
+            (
+                "idempotent",
+                shape.idempotent.or(idempotent).map(Value::from),
+            ),
             ("consistency", shape.consistency.map(|c| json!(c))),
         ] {
             if let Some(value) = value {
                 request[field] = value;
             }
         }
-        let mut line = json!({"request": request, "reason": output::reason(&reason)});
-        let decide =
-            DecideInput::parse(&line.to_string()).expect("the grid writes valid decision JSON");
-        let idempotent = decide
-            .request(Instant::now(), 1)
-            .expect("the grid's requests are valid")
-            .is_idempotent();
-        // Stated in the line, so a reader of the report need not know the rules.
-        line["request"]["idempotent"] = idempotent.into();
-        let mut description = format!("{reason} {}", shape.request_type);
-        if shape.readonly {
-            description.push_str(" readonly");
-        }
-        if let Some(method) = shape.method {
-            description.push_str(&format!(" {method:?}").to_uppercase());
-        }
-        description.push_str(if idempotent {
-            " idempotent"
-        } else {
-            " non-idempotent"
-        });
-        if !dispatched {
-            description.push_str(" not-dispatched");
-        }
-        description.push_str(&format!(
-            " attempts={attempts} elapsed={elapsed_ms}ms timeout={timeout_ms}ms"
-        ));
-        for (key, value) in context {
-            description.push_str(&format!(" {key}={value}"));
-        }
-        if !matches!(reason, RetryReason::Simple(_) | RetryReason::Other(_)) {
-            description.push_str(&format!(" data={}", output::reason(&reason)));
-        }
-        Input {
-            reason,
-            idempotent,
-            elapsed_ms,
-            timeout_ms,
-            line,
-            decide,
-            description,
-        }
+        json!({"request": request, "reason": output::reason(&self.reason)})
     }
 
     /// The request, as decided at `now` (it started `elapsed_ms` before).
@@ -170,14 +156,41 @@ impl Input {
         request
     }
 
-    /// The input as a `rebound eval` line.
+    /// The input as a `rebound eval` line, its idempotency stated so a reader of the report
+    /// need not know the rules.
     pub fn to_json(&self) -> Value {
-        self.line.clone()
+        self.line(Some(self.idempotent))
     }
 
     /// A one-line description for the human report.
-    pub fn describe(&self) -> &str {
-        &self.description
+    pub fn describe(&self) -> String {
+        let shape = &self.shape;
+        let mut text = format!("{} {}", self.reason, shape.request_type);
+        if shape.readonly {
+            text.push_str(" readonly");
+        }
+        if let Some(method) = shape.method {
+            text.push_str(&format!(" {method:?}").to_uppercase());
+        }
+        text.push_str(if self.idempotent {
+            " idempotent"
+        } else {
+            " non-idempotent"
+        });
+        if !self.dispatched {
+            text.push_str(" not-dispatched");
+        }
+        text.push_str(&format!(
+            " attempts={} elapsed={}ms timeout={}ms",
+            self.attempts, self.elapsed_ms, self.timeout_ms
+        ));
+        for (key, value) in &self.context {
+            text.push_str(&format!(" {key}={value}"));
+        }
+        if !matches!(self.reason, RetryReason::Simple(_) | RetryReason::Other(_)) {
+            text.push_str(&format!(" data={}", output::reason(&self.reason)));
+        }
+        text
     }
 }
 

@@ -83,7 +83,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             let first = ask(&strategy, &inputs, base, false);
             let later = base + DECISION_SPACING * u32::try_from(inputs.len()).unwrap_or(u32::MAX);
             let second = ask(&strategy, &inputs, later, true);
-            report.checked(&inputs, &first, &second);
+            report.checked(inputs, first, &second);
         }
     }
     if args.json {

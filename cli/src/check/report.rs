@@ -69,11 +69,11 @@ impl Report {
     }
 
     /// The grid's two passes.
-    pub fn checked(&mut self, inputs: &[Input], first: &[Answer], second: &[Answer]) {
+    pub fn checked(&mut self, inputs: Vec<Input>, first: Vec<Answer>, second: &[Answer]) {
         self.checked = Some(Checked {
-            violations: invariants::violations(inputs, first, second),
-            inputs: inputs.to_vec(),
-            first: first.to_vec(),
+            violations: invariants::violations(&inputs, &first, second),
+            inputs,
+            first,
         });
     }
 

@@ -170,7 +170,7 @@ pub struct ResponseSpec {
 }
 
 /// One decision request, as read.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DecideInput {
     #[serde(default)]
