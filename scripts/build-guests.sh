@@ -58,6 +58,15 @@ for source in policies/javascript/*.js tests/guests/javascript/*.js; do
     -o "$out/javascript_$name.wasm" >/dev/null
 done
 
+# The same JavaScript sources on QuickJS: a smaller engine whose calls cost less (docs/javascript.md
+# "Two engines"). Its WASI imports are answered inertly by the host (docs/wasi.md).
+for source in policies/javascript/*.js tests/guests/javascript/*.js; do
+  name="$(basename "$source" .js)"
+  stale "$out/quickjs_$name.wasm" "$source" "${wit_files[@]}" || continue
+  echo "building $source (QuickJS)" >&2
+  "$COMPONENTIZE_QJS" --sync -w wit -n retry-policy -j "$source" -o "$out/quickjs_$name.wasm" >/dev/null
+done
+
 # C and Zig share wit-bindgen's C bindings; Zig reads them through translate-c.
 bindings="$target/c-bindings"
 if stale "$bindings/retry_policy.zig" "${wit_files[@]}"; then

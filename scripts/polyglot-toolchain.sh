@@ -3,10 +3,11 @@
 # JavaScript, C and Zig, and exports how to call them. Sourced by build-guests.sh; run it
 # directly to install. Routes (shared/TOOLCHAINS.md):
 #   Python      componentize-py (PyPI) into .tools/venv
-#   JavaScript  componentize-js (npm, with scripts/js-toolchain/package-lock.json) into .tools/node
+#   JavaScript  componentize-js (SpiderMonkey) and componentize-qjs (QuickJS) (npm, with
+#               scripts/js-toolchain/package-lock.json) into .tools/node
 #   C           wit-bindgen-cli (crates.io, cargo install into .tools/cargo) + Debian's clang-14
 #   Zig         ziglang (PyPI) into .tools/venv, with the same C bindings
-# Exports: COMPONENTIZE_PY, COMPONENTIZE_JS, WIT_BINDGEN, CLANG, ZIG (command as a string).
+# Exports: COMPONENTIZE_PY, COMPONENTIZE_JS, COMPONENTIZE_QJS, WIT_BINDGEN, CLANG, ZIG (command as a string).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 COMPONENTIZE_PY_VERSION=0.25.1
@@ -32,14 +33,16 @@ export COMPONENTIZE_PY="$venv/bin/componentize-py" ZIG="$venv/bin/python -m zigl
 node_dir="$root/.tools/node"
 lock="$root/scripts/js-toolchain/package-lock.json"
 if ! cmp -s "$lock" "$node_dir/.installed-lock.json" \
-  || [ ! -x "$node_dir/node_modules/.bin/componentize-js" ]; then
-  note "installing componentize-js (scripts/js-toolchain/package-lock.json) into .tools/node"
+  || [ ! -x "$node_dir/node_modules/.bin/componentize-js" ] \
+  || [ ! -x "$node_dir/node_modules/.bin/componentize-qjs" ]; then
+  note "installing componentize-js and componentize-qjs (scripts/js-toolchain/package-lock.json) into .tools/node"
   mkdir -p "$node_dir"
   cp "$root/scripts/js-toolchain/package.json" "$lock" "$node_dir/"
   (cd "$node_dir" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
   cp "$lock" "$node_dir/.installed-lock.json"
 fi
 export COMPONENTIZE_JS="$node_dir/node_modules/.bin/componentize-js"
+export COMPONENTIZE_QJS="$node_dir/node_modules/.bin/componentize-qjs"
 
 cargo_root="$root/.tools/cargo"
 if [ "$("$cargo_root/bin/wit-bindgen" --version 2>/dev/null | awk '{print $2}')" != "$WIT_BINDGEN_VERSION" ]; then

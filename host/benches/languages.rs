@@ -1,6 +1,7 @@
 //! Policies per language (issue 6, point 6), printed as one table from one run: the warm
 //! decision latency of the best-effort (a call back into the host) and cassandra-default
-//! (decided in the guest) policies of Rust, Python, JavaScript, C and Zig, beside the native
+//! (decided in the guest) policies of Rust, Python, JavaScript (on SpiderMonkey and on QuickJS),
+//! C and Zig, beside the native
 //! strategies; and per language the component's size, its compile time, the load of its
 //! compiled artifact from the cache, and the creation of one configured instance.
 //!
@@ -102,7 +103,8 @@ fn main() {
     for (language, prefix) in [
         ("Rust", ""),
         ("Python", "python_"),
-        ("JavaScript", "javascript_"),
+        ("JavaScript (SpiderMonkey)", "javascript_"),
+        ("JavaScript (QuickJS)", "quickjs_"),
         ("C", "c_"),
         ("Zig", "zig_"),
     ] {

@@ -1,9 +1,9 @@
 //! Spec: each WebAssembly policy with a native twin decides exactly as the twin, through the
 //! orchestrator, on the full grid: every reason (with Cassandra data variants and an unknown
 //! name) × idempotent or not × attempts 0..=10 × several elapsed/timeout pairs × with and
-//! without a robot marker in the client context. Issue 6: the Python, JavaScript, C and Zig
-//! versions of best-effort, no-retry-for-robots and cassandra-default are held to the same
-//! twins as the Rust ones.
+//! without a robot marker in the client context. Issue 6: the Python, JavaScript (on both
+//! engines, SpiderMonkey and QuickJS), C and Zig versions of best-effort, no-retry-for-robots
+//! and cassandra-default are held to the same twins as the Rust ones.
 
 mod common;
 mod wasm_support;
@@ -169,6 +169,12 @@ fn javascript_policies_parity() {
     language_parity("javascript");
 }
 
+/// The same JavaScript sources built with componentize-qjs (QuickJS).
+#[test]
+fn quickjs_policies_parity() {
+    language_parity("quickjs");
+}
+
 #[test]
 fn c_policies_parity() {
     language_parity("c");
@@ -185,7 +191,7 @@ fn zig_policies_parity() {
 #[test]
 fn templates_load_and_cap_attempts() {
     let best_effort = BestEffort::<ExponentialBackoff>::default();
-    for language in ["python", "javascript", "c", "zig"] {
+    for language in ["python", "javascript", "quickjs", "c", "zig"] {
         let name = format!("{language}_template");
         let config = |value: &str| WasmStrategyConfig {
             params: [("max_attempts".to_owned(), value.to_owned())].into(),

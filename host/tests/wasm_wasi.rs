@@ -1,8 +1,8 @@
 //! Spec (issue 6, points 3 and 4): a Python policy's WASI imports are inert and grant nothing
 //! (no environment, no files, no sockets, empty stdin, stdout/stderr into the host's log,
 //! clocks and randomness as configured, exit and sleeping end the call), and the sandbox holds
-//! for Python and JavaScript runtimes: an infinite loop is stopped at the deadline and a memory
-//! bomb hits the cap. docs/wasi.md lists what each import does.
+//! for Python and JavaScript runtimes (SpiderMonkey and QuickJS): an infinite loop is stopped at
+//! the deadline and a memory bomb hits the cap. docs/wasi.md lists what each import does.
 
 mod wasm_support;
 
@@ -249,5 +249,21 @@ fn javascript_memory_bomb_hits_the_cap() {
 #[test]
 fn javascript_exception_is_a_policy_failure() {
     let (kind, _, _) = failure("javascript_adversary", &[("mode", "throw")], roomy());
+    assert_eq!(kind, PolicyFailureKind::Trap);
+}
+
+#[test]
+fn quickjs_infinite_loop_is_stopped_at_the_deadline() {
+    assert_loop_stopped_at_the_deadline("quickjs_adversary", ("mode", "infinite_loop"));
+}
+
+#[test]
+fn quickjs_memory_bomb_hits_the_cap() {
+    assert_bomb_hits_the_cap("quickjs_adversary", ("mode", "memory_bomb"));
+}
+
+#[test]
+fn quickjs_exception_is_a_policy_failure() {
+    let (kind, _, _) = failure("quickjs_adversary", &[("mode", "throw")], roomy());
     assert_eq!(kind, PolicyFailureKind::Trap);
 }

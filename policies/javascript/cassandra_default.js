@@ -18,7 +18,8 @@ const RETHROWN_ERRORS = new Set([
   "query-validation", "function-failure", "protocol-error", "read-failure", "write-failure",
 ]);
 
-const retryNow = (node) => ({ tag: "retry", val: { delayMs: 0n, node, consistency: undefined } });
+// Numbers and null, not BigInt and undefined: both JavaScript engines accept them (docs/policy-javascript.md).
+const retryNow = (node) => ({ tag: "retry", val: { delayMs: 0, node, consistency: null } });
 
 function decide(request, reason) {
   const retries = request.retryAttempts;

@@ -12,7 +12,8 @@ export const strategy = {
     }
   },
   retryAfter(request, reason) {
-    if (clientContext(robotKey) !== undefined) return { tag: "no-retry" };
+    // An absent key is undefined on SpiderMonkey and null on QuickJS: `!= null` means present.
+    if (clientContext(robotKey) != null) return { tag: "no-retry" };
     return bestEffort(request, reason);
   },
 };
