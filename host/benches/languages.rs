@@ -1,9 +1,10 @@
 //! Policies per language (issue 6, point 6), printed as one table from one run: the warm
 //! decision latency of the best-effort (a call back into the host) and cassandra-default
-//! (decided in the guest) policies of Rust, Python, JavaScript (on SpiderMonkey and on QuickJS),
-//! C and Zig, beside the native
-//! strategies; and per language the component's size, its compile time, the load of its
-//! compiled artifact from the cache, and the creation of one configured instance.
+//! (decided in the guest) policies of Rust, Python, JavaScript (on SpiderMonkey and on
+//! QuickJS), C and Zig, beside the native strategies; the empty call (a test guest answering a
+//! constant without reading its arguments: what crossing into the language costs); and per
+//! language the component's size, its compile time, the load of its compiled artifact from the
+//! cache, and the creation of one configured instance.
 //!
 //! Run: `./scripts/build-guests.sh && cargo bench -p rebound --bench languages`.
 
@@ -93,20 +94,21 @@ fn main() {
         "\nPolicies per language (wasmtime 48.0.8, one instance, warm; RUST_BACKTRACE={})",
         std::env::var("RUST_BACKTRACE").unwrap_or_else(|_| "unset".into())
     );
-    println!("| language | component KB | compile ms | cached load ms | instance ms | best-effort µs | × native | cassandra-default µs | × native |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| language | component KB | compile ms | cached load ms | instance ms | empty call µs | best-effort µs | × native | cassandra-default µs | × native |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     println!(
-        "| native Rust | – | – | – | – | {} | 1.0 | {} | 1.0 |",
+        "| native Rust | – | – | – | – | – | {} | 1.0 | {} | 1.0 |",
         us(native_best),
         us(native_cassandra)
     );
-    for (language, prefix) in [
-        ("Rust", ""),
-        ("Python", "python_"),
-        ("JavaScript (SpiderMonkey)", "javascript_"),
-        ("JavaScript (QuickJS)", "quickjs_"),
-        ("C", "c_"),
-        ("Zig", "zig_"),
+    // (language, guest prefix, whether it has a `noop` test guest)
+    for (language, prefix, has_noop) in [
+        ("Rust", "", true),
+        ("Python", "python_", true),
+        ("JavaScript (SpiderMonkey)", "javascript_", true),
+        ("JavaScript (QuickJS)", "quickjs_", true),
+        ("C", "c_", false),
+        ("Zig", "zig_", false),
     ] {
         let best_bytes = guest(&format!("{prefix}best_effort"));
         let name = format!("{prefix}best_effort");
@@ -127,6 +129,17 @@ fn main() {
         )
         .unwrap();
         let instance = started.elapsed();
+
+        let empty_call = has_noop.then(|| {
+            let name = format!("{prefix}noop");
+            let noop = WasmStrategy::new(
+                PolicyComponent::load_cached(&runtime, &name, &guest(&name), Some(&cache)).unwrap(),
+                WasmStrategyConfig::default(),
+                Arc::clone(&budgets),
+            )
+            .unwrap();
+            decision(&noop, &inputs.get, &inputs.locked)
+        });
 
         let cassandra_name = format!("{prefix}cassandra_default");
         let cassandra_bytes = guest(&cassandra_name);
@@ -153,11 +166,12 @@ fn main() {
             cassandra.stats()
         );
         println!(
-            "| {language} | {} | {} | {} | {} | {} | {:.0} | {} | {:.0} |",
+            "| {language} | {} | {} | {} | {} | {} | {} | {:.0} | {} | {:.0} |",
             best_bytes.len() / 1024,
             ms(compile),
             ms(cached),
             ms(instance),
+            empty_call.map_or_else(|| "–".to_owned(), us),
             us(best_latency),
             best_latency.as_secs_f64() / native_best.as_secs_f64(),
             us(cassandra_latency),
