@@ -58,8 +58,9 @@ for source in policies/javascript/*.js tests/guests/javascript/*.js; do
     -o "$out/javascript_$name.wasm" >/dev/null
 done
 
-# The same JavaScript sources on QuickJS: a smaller engine whose calls cost less (docs/javascript.md
-# "Two engines"). Its WASI imports are answered inertly by the host (docs/wasi.md).
+# The same JavaScript sources on QuickJS: a smaller engine whose calls cost less
+# (docs/policy-javascript.md "Two engines"). The host answers its WASI imports inertly
+# (docs/wasi.md).
 for source in policies/javascript/*.js tests/guests/javascript/*.js; do
   name="$(basename "$source" .js)"
   stale "$out/quickjs_$name.wasm" "$source" "${wit_files[@]}" || continue
