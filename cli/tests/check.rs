@@ -7,7 +7,7 @@ mod support;
 
 use rebound::{ReasonKind, RetryReason};
 use serde_json::Value;
-use support::{guest, rebound};
+use support::{guest, rebound, success_stdout};
 
 /// Runs `rebound check --json ARGS`; the report and whether the command succeeded.
 fn check(args: &[&str]) -> (Value, bool) {
@@ -76,13 +76,7 @@ fn a_well_behaved_policy_passes_every_rule() {
         assert_eq!(rule["holds"], true, "{rule}");
     }
     // The human report says the same, one line per rule.
-    let text = rebound()
-        .args(["check", &path("cassandra_default")])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let text = success_stdout(rebound().args(["check", &path("cassandra_default")]));
     let text = String::from_utf8(text).unwrap();
     assert_eq!(text.matches("\n  ok    ").count(), 4, "{text}");
     assert!(text.trim_end().ends_with("PASS"), "{text}");
@@ -121,14 +115,7 @@ fn unsafe_retries_of_non_idempotent_requests_are_reported_input_by_input() {
         .expect("reported");
     let mut line = in_flight["input"].clone();
     line["policy"] = path("adversary").into();
-    let answer = rebound()
-        .arg("eval")
-        .write_stdin(format!("{line}\n"))
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let answer = success_stdout(rebound().arg("eval").write_stdin(format!("{line}\n")));
     let answer: Value = serde_json::from_slice(&answer).unwrap();
     assert_eq!(answer["decision"], "cancel", "{answer}");
     assert_eq!(answer["cancel_reason"], "UNSAFE_RETRY_REFUSED", "{answer}");

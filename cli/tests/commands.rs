@@ -5,19 +5,13 @@
 use std::path::PathBuf;
 
 mod support;
-use support::rebound;
+use support::{rebound, success_stdout};
 
 use rebound::ReasonKind;
 use serde_json::Value;
 
 fn json(args: &[&str]) -> Value {
-    let output = rebound()
-        .args(args)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let output = success_stdout(rebound().args(args));
     serde_json::from_slice(&output).unwrap()
 }
 
@@ -59,13 +53,7 @@ fn reasons_lists_every_reason_with_both_flags() {
         );
         assert_eq!(row["always_retry"], kind.always_retry());
     }
-    let text = rebound()
-        .arg("reasons")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let text = success_stdout(rebound().arg("reasons"));
     let text = String::from_utf8(text).unwrap();
     let locked = text.lines().find(|l| l.starts_with("KV_LOCKED ")).unwrap();
     assert_eq!(

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 mod support;
 
 use serde_json::Value;
-use support::rebound;
+use support::{rebound, success_stdout};
 
 fn scenario(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/scenarios/{name}.toml"))
@@ -16,18 +16,15 @@ fn scenario(name: &str) -> PathBuf {
 /// Runs `rebound simulate --json` on `path` with `extra` arguments, the chart written to
 /// `chart`; the report.
 fn simulate(path: &Path, chart: &Path, extra: &[&str]) -> Value {
-    let output = rebound()
-        .arg("simulate")
-        .arg(path)
-        .arg("--json")
-        .arg("--chart")
-        .arg(chart)
-        .args(extra)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let output = success_stdout(
+        rebound()
+            .arg("simulate")
+            .arg(path)
+            .arg("--json")
+            .arg("--chart")
+            .arg(chart)
+            .args(extra),
+    );
     serde_json::from_slice(&output).unwrap()
 }
 

@@ -12,6 +12,11 @@ pub fn rebound() -> Command {
     command
 }
 
+/// The standard output of `command`, which must succeed.
+pub fn success_stdout(command: &mut Command) -> Vec<u8> {
+    command.assert().success().get_output().stdout.clone()
+}
+
 /// A component built by ./scripts/build-guests.sh.
 pub fn guest(name: &str) -> PathBuf {
     let path =
