@@ -62,7 +62,7 @@ fn a_well_behaved_policy_passes_every_rule() {
     assert!(ok, "{report}");
     assert_eq!(report["passed"], true);
     assert_eq!(report["interface"]["compatible"], true);
-    assert_eq!(report["interface"]["host"], "rebound:policy@0.1.0");
+    assert_eq!(report["interface"]["host"], "rebound:policy@0.2.0");
     let inputs = report["inputs"].as_u64().unwrap();
     let answered: u64 = report["answers"]
         .as_object()
@@ -181,7 +181,7 @@ fn components_that_do_not_load_are_reported_and_fail() {
     assert_eq!(report["interface"]["compatible"], false);
     let error = report["interface"]["error"].as_str().unwrap();
     assert!(
-        error.contains("rebound:policy/strategy@0.2.0") && error.contains("rebound:policy@0.1.0"),
+        error.contains("rebound:policy/strategy@0.1.0") && error.contains("rebound:policy@0.2.0"),
         "{error}"
     );
     let (report, ok) = check(&[&path("wrong_world")]);

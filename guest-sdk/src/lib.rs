@@ -3,8 +3,9 @@
 //! Write a Rebound retry policy in Rust. A policy implements [`Policy`]: it is built once per
 //! instance from the host configuration's parameters, then answers
 //! [`retry_after`](Policy::retry_after) for each failure. The default answer is the host's
-//! built-in best effort, so a policy overrides only the cases it cares about and delegates the
-//! rest ("call super", Couchbase SDK "Customizing the RetryStrategy").
+//! built-in best effort ([`RetryAction::BestEffort`]), so a policy overrides only the cases it
+//! cares about and delegates the rest ("call super", Couchbase SDK "Customizing the
+//! RetryStrategy"); [`host::best_effort`] gives that decision to a policy that inspects it.
 //!
 //! ```ignore
 //! use rebound_guest::{export_policy, host, Params, Policy, Request, RetryAction, RetryReason};
@@ -17,7 +18,7 @@
 //!         if host::client_context("isRobotRequest").is_some() {
 //!             return RetryAction::NoRetry;
 //!         }
-//!         host::best_effort(request, reason)
+//!         RetryAction::BestEffort
 //!     }
 //! }
 //!
@@ -73,9 +74,9 @@ pub mod host {
     use crate::{Request, RetryAction, RetryReason, RetrySpec};
 
     #[cfg(target_arch = "wasm32")]
-    use crate::bindings::rebound::policy::host as imp;
+    use crate::bindings::rebound::policy::{failure, host as imp};
     #[cfg(not(target_arch = "wasm32"))]
-    use crate::native as imp;
+    use crate::native::{self as imp, self as failure};
 
     /// Logs into the host's tracing, tagged with the policy's name and version.
     pub fn log(level: LogLevel, message: &str) {
@@ -105,12 +106,12 @@ pub mod host {
 
     /// The error-map retry spec of the current failure, if any.
     pub fn error_map_spec() -> Option<RetrySpec> {
-        imp::error_map_spec()
+        failure::error_map_spec()
     }
 
     /// A client-context entry of the current request.
     pub fn client_context(key: &str) -> Option<String> {
-        imp::client_context(key)
+        failure::client_context(key)
     }
 
     /// Takes a token from the host's token bucket `name`; false when it is empty.
@@ -132,8 +133,8 @@ pub trait Policy: Sized + Send + Sync + 'static {
     fn configure(params: &Params) -> Result<Self, String>;
 
     /// Decides for `request`, which failed for `reason`. Defaults to the host's best effort.
-    fn retry_after(&self, request: &Request, reason: &RetryReason) -> RetryAction {
-        host::best_effort(request, reason)
+    fn retry_after(&self, _request: &Request, _reason: &RetryReason) -> RetryAction {
+        RetryAction::BestEffort
     }
 }
 
@@ -141,7 +142,7 @@ pub trait Policy: Sized + Send + Sync + 'static {
 pub mod export {
     use std::sync::{Once, OnceLock};
 
-    use crate::{Params, Policy, Request, RetryAction, RetryReason};
+    use crate::{Params, Policy};
 
     fn install_panic_hook() {
         static HOOK: Once = Once::new();
@@ -161,12 +162,14 @@ pub mod export {
             .map_err(|_| "configure called twice on one instance".to_owned())
     }
 
-    /// `retry-after` of the export.
+    /// `retry-after` of the export: the policy decides for the failed request, read from the
+    /// host in one call.
+    #[cfg(target_arch = "wasm32")]
     pub fn retry_after<P: Policy>(
         slot: &OnceLock<P>,
-        request: Request,
-        reason: RetryReason,
-    ) -> RetryAction {
+        reason: crate::RetryReason,
+    ) -> crate::RetryAction {
+        let request = crate::bindings::rebound::policy::failure::request();
         install_panic_hook();
         let policy = slot.get_or_init(|| match P::configure(&Params::new(Vec::new())) {
             Ok(policy) => policy,
@@ -193,11 +196,8 @@ macro_rules! export_policy {
                 ) -> ::std::result::Result<(), ::std::string::String> {
                     $crate::export::configure::<$policy>(&POLICY, params)
                 }
-                fn retry_after(
-                    request: $crate::Request,
-                    reason: $crate::RetryReason,
-                ) -> $crate::RetryAction {
-                    $crate::export::retry_after::<$policy>(&POLICY, request, reason)
+                fn retry_after(reason: $crate::RetryReason) -> $crate::RetryAction {
+                    $crate::export::retry_after::<$policy>(&POLICY, reason)
                 }
             }
     $crate::bindings::export_bindings!(Export with_types_in $crate::bindings);

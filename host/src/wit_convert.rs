@@ -67,11 +67,21 @@ macro_rules! __wit_conversions {
             }
         }
 
-        /// The policy's answer as an engine action.
+        /// The policy's answer for `request`, which failed for `reason`, as an engine action
+        /// (`best-effort` is the built-in best effort's decision for them).
         #[allow(dead_code)]
-        pub(crate) fn action_to_host(a: &$w::RetryAction) -> $crate::action::RetryAction {
+        pub(crate) fn action_to_host(
+            a: &$w::RetryAction,
+            request: &$crate::request::Request,
+            reason: &$crate::reason::RetryReason,
+        ) -> $crate::action::RetryAction {
             use $crate::action::RetryAction as H;
+            use $crate::strategy::SyncStrategy as _;
             match a {
+                $w::RetryAction::BestEffort => {
+                    $crate::BestEffort::<$crate::backoff::ExponentialBackoff>::default()
+                        .decide(request, reason)
+                }
                 $w::RetryAction::NoRetry => H::NoRetry,
                 $w::RetryAction::Retry(r) => H::RetryAfter {
                     delay: ::std::time::Duration::from_millis(r.delay_ms),

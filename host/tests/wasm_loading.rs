@@ -38,7 +38,7 @@ fn wrong_world_is_rejected() {
     let err = load("wrong_world").unwrap_err();
     assert!(matches!(err, LoadError::WrongWorld { .. }), "{err}");
     assert!(
-        err.to_string().contains("rebound:policy/strategy@0.1.0"),
+        err.to_string().contains("rebound:policy/strategy@0.2.0"),
         "{err}"
     );
 }
@@ -53,7 +53,7 @@ fn incompatible_package_version_is_rejected() {
     );
     let text = err.to_string();
     assert!(
-        text.contains("strategy@0.2.0") && text.contains("rebound:policy@0.1.0"),
+        text.contains("strategy@0.1.0") && text.contains("rebound:policy@0.2.0"),
         "{text}"
     );
 }
@@ -108,6 +108,26 @@ fn configure_rejection_is_a_load_error() {
     assert!(matches!(err, LoadError::Configure { .. }), "{err}");
     assert!(
         err.to_string().contains("refuse its configuration"),
+        "{err}"
+    );
+}
+
+/// `failure` answers for the request of the `retry-after` call in progress (wit/policy.wit):
+/// read while configuring, when no failure is being decided, it fails the call, and the policy
+/// is refused at load saying what it read.
+#[test]
+fn reading_the_failure_while_configuring_is_a_load_error() {
+    let component =
+        PolicyComponent::load_file(runtime(), "adversary", &guest("adversary")).unwrap();
+    let config = WasmStrategyConfig {
+        params: BTreeMap::from([("read_failure".to_owned(), "yes".to_owned())]),
+        ..Default::default()
+    };
+    let err = WasmStrategy::new(component, config, Arc::new(RetryBudgets::new())).unwrap_err();
+    assert!(matches!(err, LoadError::Configure { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("`failure.client-context` is answered only during retry-after"),
         "{err}"
     );
 }

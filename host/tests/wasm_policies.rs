@@ -1,6 +1,7 @@
 //! Spec: the policies without a native twin — the opt-in error-map spec timings (reference 004
 //! "Retry Intervals", opted into as reference 001 "KV Error Map Handling" allows) and the
-//! host-kept retry budget — and the time such policies read: the caller's decision moment.
+//! host-kept retry budget —, the time such policies read (the caller's decision moment), and the
+//! `best-effort` answer, which the host decides.
 
 mod common;
 mod wasm_support;
@@ -9,11 +10,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rebound::backoff::ExponentialBackoff;
 use rebound::budget::RetryBudgets;
 use rebound::errormap::{RetrySpec, SpecStrategy};
 use rebound::strategy::SyncStrategy;
 use rebound::wasm::{WasmStrategy, WasmStrategyConfig};
-use rebound::{reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryAction};
+use rebound::{
+    grid, reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryAction,
+};
 
 fn get(attempts: u32) -> Request {
     Request::new(1, RequestType::Get, Duration::from_secs(10))
@@ -148,4 +152,52 @@ fn a_policy_reads_the_decision_moment_the_caller_gives() {
         matches!(at(1_500), Decision::Retry(_)),
         "refilled by the decision moment"
     );
+}
+
+/// Reference 001 "Best Effort" and the reason table's allowsNonIdempotentRetry: a policy that
+/// answers the `best-effort` action gets the host's best effort, decided by the host, so a
+/// non-idempotent request is retried only for a reason that allows it, exactly as when the
+/// policy asked `host.best-effort` and returned its answer (the only way before the action).
+#[test]
+fn a_best_effort_answer_is_the_host_best_effort_and_keeps_non_idempotent_requests_safe() {
+    let native = BestEffort::<ExponentialBackoff>::default();
+    for guest in [
+        "fail_fast_on_open_circuit",
+        "no_retry_for_robots",
+        "c_best_effort",
+        "zig_best_effort",
+    ] {
+        let strategy = wasm_support::strategy(guest, WasmStrategyConfig::default());
+        for request_type in [
+            RequestType::Get,
+            RequestType::Upsert,
+            RequestType::Increment,
+        ] {
+            for attempts in [0, 3] {
+                let request = Request::new(1, request_type, Duration::from_secs(10))
+                    .unwrap()
+                    .with_retry_attempts(attempts);
+                for reason in grid::every_reason() {
+                    if guest == "fail_fast_on_open_circuit"
+                        && reason == reasons::CIRCUIT_BREAKER_OPEN
+                    {
+                        continue; // the one reason it decides itself
+                    }
+                    let answer = strategy.decide(&request, &reason);
+                    assert_eq!(
+                        answer,
+                        native.decide(&request, &reason),
+                        "{guest}: {request_type:?} after {attempts} retries, {reason}"
+                    );
+                    if !request.is_idempotent() && !reason.allows_non_idempotent_retry() {
+                        assert_eq!(
+                            answer,
+                            RetryAction::NoRetry,
+                            "{guest} retried a non-idempotent {request_type:?} for {reason}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -1,5 +1,6 @@
-// Best effort (RFC 0049 "Best Effort"), delegated to the host: the policy asks the host's own
-// best-effort decision for every failure. The C twin of policies/best-effort (Rust).
+// Best effort (RFC 0049 "Best Effort"), delegated to the host: the policy answers the
+// `best-effort` action for every failure, and the host's own best effort decides. The C twin of
+// policies/best-effort (Rust).
 #include "retry_policy.h"
 
 bool exports_rebound_policy_strategy_configure(retry_policy_list_tuple2_string_string_t *params,
@@ -9,9 +10,8 @@ bool exports_rebound_policy_strategy_configure(retry_policy_list_tuple2_string_s
   return true;
 }
 
-void exports_rebound_policy_strategy_retry_after(exports_rebound_policy_strategy_request_t *request,
-                                                 exports_rebound_policy_strategy_retry_reason_t *reason,
+void exports_rebound_policy_strategy_retry_after(exports_rebound_policy_strategy_retry_reason_t *reason,
                                                  exports_rebound_policy_strategy_retry_action_t *ret) {
-  rebound_policy_host_best_effort(request, reason, ret);
+  ret->tag = REBOUND_POLICY_TYPES_RETRY_ACTION_BEST_EFFORT;
   exports_rebound_policy_strategy_retry_reason_free(reason);
 }

@@ -1,5 +1,6 @@
 // The Cassandra driver's DefaultRetryPolicy (reference 003 "Behavior", "Hard-coded rules"): at
 // most one retry, only where success is likely. The C twin of policies/cassandra-default (Rust).
+// The request's facts are read from the `failure` import only where a rule needs them.
 #include "retry_policy.h"
 
 typedef exports_rebound_policy_strategy_retry_action_t action_t;
@@ -36,41 +37,42 @@ static bool pre_dispatch(uint8_t tag) {
   }
 }
 
-static void decide(const exports_rebound_policy_strategy_request_t *request,
-                   const exports_rebound_policy_strategy_retry_reason_t *reason, action_t *ret) {
-  uint32_t retries = request->retry_attempts;
+static bool first_try(void) { return rebound_policy_failure_retry_attempts() == 0; }
+
+static void decide(const exports_rebound_policy_strategy_retry_reason_t *reason, action_t *ret) {
   switch (reason->tag) {
   // The driver's verdict methods.
   case REBOUND_POLICY_TYPES_RETRY_REASON_READ_TIMEOUT: {
     const rebound_policy_types_read_timeout_t *e = &reason->val.read_timeout;
-    if (retries == 0 && e->received >= e->block_for && !e->data_present)
+    if (e->received >= e->block_for && !e->data_present && first_try())
       retry_now(ret, REBOUND_POLICY_TYPES_NODE_CHOICE_SAME);
     else
       rethrow(ret);
     return;
   }
   case REBOUND_POLICY_TYPES_RETRY_REASON_UNAVAILABLE:
-    if (retries == 0)
+    if (first_try())
       retry_now(ret, REBOUND_POLICY_TYPES_NODE_CHOICE_NEXT);
     else
       rethrow(ret);
     return;
   // Asked of the policy for idempotent requests only; rethrown otherwise.
   case REBOUND_POLICY_TYPES_RETRY_REASON_WRITE_TIMEOUT:
-    if (request->idempotent && retries == 0 &&
-        reason->val.write_timeout.write_type == REBOUND_POLICY_TYPES_WRITE_TYPE_BATCH_LOG)
+    if (reason->val.write_timeout.write_type == REBOUND_POLICY_TYPES_WRITE_TYPE_BATCH_LOG &&
+        rebound_policy_failure_idempotent() && first_try())
       retry_now(ret, REBOUND_POLICY_TYPES_NODE_CHOICE_SAME);
     else
       rethrow(ret);
     return;
   case REBOUND_POLICY_TYPES_RETRY_REASON_REQUEST_ABORTED:
-    if (request->idempotent && reason->val.request_aborted != REBOUND_POLICY_TYPES_ABORT_KIND_OTHER)
+    if (reason->val.request_aborted != REBOUND_POLICY_TYPES_ABORT_KIND_OTHER &&
+        rebound_policy_failure_idempotent())
       retry_now(ret, REBOUND_POLICY_TYPES_NODE_CHOICE_NEXT);
     else
       rethrow(ret);
     return;
   case REBOUND_POLICY_TYPES_RETRY_REASON_SOCKET_CLOSED_WHILE_IN_FLIGHT: // a closed connection
-    if (request->idempotent)
+    if (rebound_policy_failure_idempotent())
       retry_now(ret, REBOUND_POLICY_TYPES_NODE_CHOICE_NEXT);
     else
       rethrow(ret);
@@ -85,7 +87,7 @@ static void decide(const exports_rebound_policy_strategy_request_t *request,
       rethrow(ret);
       return;
     default:
-      if (request->idempotent)
+      if (rebound_policy_failure_idempotent())
         retry_now(ret, REBOUND_POLICY_TYPES_NODE_CHOICE_NEXT);
       else
         rethrow(ret);
@@ -113,9 +115,8 @@ bool exports_rebound_policy_strategy_configure(retry_policy_list_tuple2_string_s
   return true;
 }
 
-void exports_rebound_policy_strategy_retry_after(exports_rebound_policy_strategy_request_t *request,
-                                                 exports_rebound_policy_strategy_retry_reason_t *reason,
+void exports_rebound_policy_strategy_retry_after(exports_rebound_policy_strategy_retry_reason_t *reason,
                                                  action_t *ret) {
-  decide(request, reason, ret);
+  decide(reason, ret);
   exports_rebound_policy_strategy_retry_reason_free(reason);
 }

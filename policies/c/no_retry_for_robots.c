@@ -23,15 +23,14 @@ bool exports_rebound_policy_strategy_configure(retry_policy_list_tuple2_string_s
   return true;
 }
 
-void exports_rebound_policy_strategy_retry_after(exports_rebound_policy_strategy_request_t *request,
-                                                 exports_rebound_policy_strategy_retry_reason_t *reason,
+void exports_rebound_policy_strategy_retry_after(exports_rebound_policy_strategy_retry_reason_t *reason,
                                                  exports_rebound_policy_strategy_retry_action_t *ret) {
   retry_policy_string_t value;
-  if (rebound_policy_host_client_context(&robot_key, &value)) {
+  if (rebound_policy_failure_client_context(&robot_key, &value)) {
     retry_policy_string_free(&value);
     ret->tag = REBOUND_POLICY_TYPES_RETRY_ACTION_NO_RETRY;
   } else {
-    rebound_policy_host_best_effort(request, reason, ret);
+    ret->tag = REBOUND_POLICY_TYPES_RETRY_ACTION_BEST_EFFORT;
   }
   exports_rebound_policy_strategy_retry_reason_free(reason);
 }

@@ -2,9 +2,8 @@
 // `exports_rebound_policy_strategy_retry_after`, and build it with ./scripts/build-guests.sh
 // (see docs/policy-c.md). `retry_policy.h` is generated from wit/policy.wit by wit-bindgen.
 //
-// This template caps retries at the parameter `max_attempts` (default 3) and otherwise takes
-// the host's best-effort decision, which already refuses unsafe retries of non-idempotent
-// requests.
+// This template caps retries at the parameter `max_attempts` (default 3) and otherwise answers
+// the host's best effort, which already refuses unsafe retries of non-idempotent requests.
 #include <string.h>
 
 #include "retry_policy.h"
@@ -34,13 +33,14 @@ bool exports_rebound_policy_strategy_configure(retry_policy_list_tuple2_string_s
   return ok;
 }
 
-// Decides for `request`, which failed for `reason`, into `ret`.
-void exports_rebound_policy_strategy_retry_after(exports_rebound_policy_strategy_request_t *request,
-                                                 exports_rebound_policy_strategy_retry_reason_t *reason,
+// Decides for the failed request, which failed for `reason`, into `ret`. The request's facts
+// are functions of the `failure` import (rebound_policy_failure_retry_attempts(), ...;
+// rebound_policy_failure_request() reads them all at once).
+void exports_rebound_policy_strategy_retry_after(exports_rebound_policy_strategy_retry_reason_t *reason,
                                                  exports_rebound_policy_strategy_retry_action_t *ret) {
-  if (request->retry_attempts >= max_attempts)
+  if (rebound_policy_failure_retry_attempts() >= max_attempts)
     ret->tag = REBOUND_POLICY_TYPES_RETRY_ACTION_NO_RETRY;
   else
-    rebound_policy_host_best_effort(request, reason, ret);
+    ret->tag = REBOUND_POLICY_TYPES_RETRY_ACTION_BEST_EFFORT;
   exports_rebound_policy_strategy_retry_reason_free(reason);
 }

@@ -1,10 +1,11 @@
-// Best effort (RFC 0049 "Best Effort"), delegated to the host: the policy asks the host's own
-// best-effort decision for every failure. The JavaScript twin of policies/best-effort (Rust).
-import { bestEffort } from "rebound:policy/host@0.1.0";
+// Best effort (RFC 0049 "Best Effort"), delegated to the host: the policy answers the
+// `best-effort` action for every failure, and the host's own best effort decides. The
+// JavaScript twin of policies/best-effort (Rust).
+const BEST_EFFORT = { tag: "best-effort" };
 
 export const strategy = {
   configure(_params) {},
-  retryAfter(request, reason) {
-    return bestEffort(request, reason);
+  retryAfter(_reason) {
+    return BEST_EFFORT;
   },
 };

@@ -1,6 +1,8 @@
 // The Cassandra driver's DefaultRetryPolicy (reference 003 "Behavior", "Hard-coded rules"): at
 // most one retry, only where success is likely. The JavaScript twin of
-// policies/cassandra-default (Rust).
+// policies/cassandra-default (Rust). The request's facts are read from `failure` only where a
+// rule needs them.
+import { idempotent, retryAttempts } from "rebound:policy/failure@0.2.0";
 
 const RETHROW = { tag: "rethrow" };
 
@@ -20,38 +22,39 @@ const RETHROWN_ERRORS = new Set([
 
 // Numbers and null, not BigInt and undefined: both JavaScript engines accept them (docs/policy-javascript.md).
 const retryNow = (node) => ({ tag: "retry", val: { delayMs: 0, node, consistency: null } });
+const RETRY_SAME = retryNow("same");
+const RETRY_NEXT = retryNow("next");
 
-function decide(request, reason) {
-  const retries = request.retryAttempts;
+function decide(reason) {
   const e = reason.val;
   switch (reason.tag) {
     // The driver's verdict methods.
     case "read-timeout":
-      return retries === 0 && e.received >= e.blockFor && !e.dataPresent ? retryNow("same") : RETHROW;
+      return e.received >= e.blockFor && !e.dataPresent && retryAttempts() === 0 ? RETRY_SAME : RETHROW;
     case "unavailable":
-      return retries === 0 ? retryNow("next") : RETHROW;
+      return retryAttempts() === 0 ? RETRY_NEXT : RETHROW;
     // Asked of the policy for idempotent requests only; rethrown otherwise.
     case "write-timeout":
-      return request.idempotent && retries === 0 && e.writeType === "batch-log" ? retryNow("same") : RETHROW;
+      return e.writeType === "batch-log" && idempotent() && retryAttempts() === 0 ? RETRY_SAME : RETHROW;
     case "request-aborted":
-      return request.idempotent && e !== "other" ? retryNow("next") : RETHROW;
+      return e !== "other" && idempotent() ? RETRY_NEXT : RETHROW;
     case "socket-closed-while-in-flight": // a closed connection
-      return request.idempotent ? retryNow("next") : RETHROW;
+      return idempotent() ? RETRY_NEXT : RETHROW;
     case "error-response":
-      return request.idempotent && !RETHROWN_ERRORS.has(e) ? retryNow("next") : RETHROW;
+      return !RETHROWN_ERRORS.has(e) && idempotent() ? RETRY_NEXT : RETHROW;
     // The driver's hard-coded rules.
     case "bootstrapping":
-      return retryNow("next");
+      return RETRY_NEXT;
     case "unprepared":
-      return retryNow("same");
+      return RETRY_SAME;
     default:
-      return PRE_DISPATCH.has(reason.tag) ? retryNow("next") : RETHROW;
+      return PRE_DISPATCH.has(reason.tag) ? RETRY_NEXT : RETHROW;
   }
 }
 
 export const strategy = {
   configure(_params) {},
-  retryAfter(request, reason) {
-    return decide(request, reason);
+  retryAfter(reason) {
+    return decide(reason);
   },
 };

@@ -1,7 +1,7 @@
 // RFC 0049 "Accessible Context in the RetryStrategy": a request whose client context holds the
 // key `isRobotRequest` (or the parameter `key`) is never retried; others get the host's best
 // effort. The JavaScript twin of policies/no-retry-for-robots (Rust).
-import { bestEffort, clientContext } from "rebound:policy/host@0.1.0";
+import { clientContext } from "rebound:policy/failure@0.2.0";
 
 let robotKey = "isRobotRequest";
 
@@ -11,9 +11,9 @@ export const strategy = {
       if (name === "key") robotKey = value;
     }
   },
-  retryAfter(request, reason) {
+  retryAfter(_reason) {
     // An absent key is undefined on SpiderMonkey and null on QuickJS: `!= null` means present.
     if (clientContext(robotKey) != null) return { tag: "no-retry" };
-    return bestEffort(request, reason);
+    return { tag: "best-effort" };
   },
 };

@@ -1,10 +1,9 @@
 // A starting point for a Rebound policy in JavaScript: copy this file to a new name, change
 // `retryAfter`, and build it with ./scripts/build-guests.sh (see docs/policy-javascript.md).
 //
-// This template caps retries at the parameter `max_attempts` (default 3) and otherwise takes
-// the host's best-effort decision, which already refuses unsafe retries of non-idempotent
-// requests.
-import { bestEffort } from "rebound:policy/host@0.1.0";
+// This template caps retries at the parameter `max_attempts` (default 3) and otherwise answers
+// the host's best effort, which already refuses unsafe retries of non-idempotent requests.
+import { retryAttempts } from "rebound:policy/failure@0.2.0";
 
 let maxAttempts = 3;
 
@@ -18,10 +17,12 @@ export const strategy = {
       maxAttempts = Number(value);
     }
   },
-  // Decides for `request` ({ retryAttempts, idempotent, ... }), which failed for `reason`
-  // ({ tag: "kv-locked" }, { tag: "read-timeout", val: {...} }, ...).
-  retryAfter(request, reason) {
-    if (request.retryAttempts >= maxAttempts) return { tag: "no-retry" };
-    return bestEffort(request, reason);
+  // Decides for the failed request, which failed for `reason` ({ tag: "kv-locked" },
+  // { tag: "read-timeout", val: {...} }, ...). The request's facts are functions imported from
+  // "rebound:policy/failure@0.2.0" (retryAttempts(), idempotent(), ...; request() reads them
+  // all at once).
+  retryAfter(_reason) {
+    if (retryAttempts() >= maxAttempts) return { tag: "no-retry" };
+    return { tag: "best-effort" };
   },
 };

@@ -3,7 +3,10 @@ key `isRobotRequest` (or the parameter `key`) is never retried; others get the h
 effort. The Python twin of policies/no-retry-for-robots (Rust)."""
 
 from wit_world import exports
-from wit_world.imports import host, types
+from wit_world.imports import failure, types as t
+
+NO_RETRY = t.RetryAction_NoRetry()
+BEST_EFFORT = t.RetryAction_BestEffort()
 
 robot_key = "isRobotRequest"
 
@@ -13,7 +16,7 @@ class Strategy(exports.Strategy):
         global robot_key
         robot_key = dict(params).get("key", "isRobotRequest")
 
-    def retry_after(self, request, reason):
-        if host.client_context(robot_key) is not None:
-            return types.RetryAction_NoRetry()
-        return host.best_effort(request, reason)
+    def retry_after(self, reason):
+        if failure.client_context(robot_key) is not None:
+            return NO_RETRY
+        return BEST_EFFORT

@@ -1,12 +1,12 @@
 """A starting point for a Rebound policy in Python: copy this file to a new name, change
 `retry_after`, and build it with ./scripts/build-guests.sh (see docs/policy-python.md).
 
-This template caps retries at the parameter `max_attempts` (default 3) and otherwise takes the
-host's best-effort decision, which already refuses unsafe retries of non-idempotent requests.
+This template caps retries at the parameter `max_attempts` (default 3) and otherwise answers
+the host's best effort, which already refuses unsafe retries of non-idempotent requests.
 """
 
 from wit_world import exports
-from wit_world.imports import host, types
+from wit_world.imports import failure, types
 
 max_attempts = 3
 
@@ -22,9 +22,11 @@ class Strategy(exports.Strategy):
             raise Err(f"max_attempts: expected a whole number, got {value!r}")
         max_attempts = int(value)
 
-    def retry_after(self, request, reason):
-        """Decides for `request` (types.Request), which failed for `reason` (a
-        types.RetryReason_* value); returns a types.RetryAction_* value."""
-        if request.retry_attempts >= max_attempts:
+    def retry_after(self, reason):
+        """Decides for the failed request, which failed for `reason` (a types.RetryReason_*
+        value); returns a types.RetryAction_* value. The request's facts are functions of
+        `failure` (failure.retry_attempts(), failure.idempotent(), ...; failure.request() reads
+        them all at once)."""
+        if failure.retry_attempts() >= max_attempts:
             return types.RetryAction_NoRetry()
-        return host.best_effort(request, reason)
+        return types.RetryAction_BestEffort()

@@ -1,5 +1,6 @@
-//! Best effort (RFC 0049 "Best Effort"), delegated to the host: the policy asks the host's own
-//! best-effort decision for every failure. The Zig twin of policies/best-effort (Rust).
+//! Best effort (RFC 0049 "Best Effort"), delegated to the host: the policy answers the
+//! `best-effort` action for every failure, and the host's own best effort decides. The Zig twin
+//! of policies/best-effort (Rust).
 const c = @import("bindings");
 
 export fn exports_rebound_policy_strategy_configure(
@@ -12,10 +13,9 @@ export fn exports_rebound_policy_strategy_configure(
 }
 
 export fn exports_rebound_policy_strategy_retry_after(
-    request: *c.exports_rebound_policy_strategy_request_t,
     reason: *c.exports_rebound_policy_strategy_retry_reason_t,
     ret: *c.exports_rebound_policy_strategy_retry_action_t,
 ) void {
-    c.rebound_policy_host_best_effort(request, reason, ret);
+    ret.tag = c.REBOUND_POLICY_TYPES_RETRY_ACTION_BEST_EFFORT;
     c.exports_rebound_policy_strategy_retry_reason_free(reason);
 }

@@ -1,9 +1,8 @@
 //! The Cassandra driver's DefaultRetryPolicy (reference 003 "Behavior", "Hard-coded rules"): at
 //! most one retry, only where success is likely. The Zig twin of policies/cassandra-default
-//! (Rust).
+//! (Rust). The request's facts are read from the `failure` import only where a rule needs them.
 const c = @import("bindings");
 
-const Request = c.exports_rebound_policy_strategy_request_t;
 const Reason = c.exports_rebound_policy_strategy_retry_reason_t;
 const Action = c.exports_rebound_policy_strategy_retry_action_t;
 
@@ -54,24 +53,31 @@ fn rethrownError(kind: u8) bool {
     };
 }
 
-fn decide(request: *const Request, reason: *const Reason) Action {
-    const retries = request.retry_attempts;
+fn firstTry() bool {
+    return c.rebound_policy_failure_retry_attempts() == 0;
+}
+
+fn idempotent() bool {
+    return c.rebound_policy_failure_idempotent();
+}
+
+fn decide(reason: *const Reason) Action {
     return switch (reason.tag) {
         // The driver's verdict methods.
         c.REBOUND_POLICY_TYPES_RETRY_REASON_READ_TIMEOUT => blk: {
             const e = reason.val.read_timeout;
-            break :blk if (retries == 0 and e.received >= e.block_for and !e.data_present) retryNow(same) else rethrow;
+            break :blk if (e.received >= e.block_for and !e.data_present and firstTry()) retryNow(same) else rethrow;
         },
-        c.REBOUND_POLICY_TYPES_RETRY_REASON_UNAVAILABLE => if (retries == 0) retryNow(next) else rethrow,
+        c.REBOUND_POLICY_TYPES_RETRY_REASON_UNAVAILABLE => if (firstTry()) retryNow(next) else rethrow,
         // Asked of the policy for idempotent requests only; rethrown otherwise.
-        c.REBOUND_POLICY_TYPES_RETRY_REASON_WRITE_TIMEOUT => if (request.idempotent and retries == 0 and
-            reason.val.write_timeout.write_type == c.REBOUND_POLICY_TYPES_WRITE_TYPE_BATCH_LOG) retryNow(same) else rethrow,
-        c.REBOUND_POLICY_TYPES_RETRY_REASON_REQUEST_ABORTED => if (request.idempotent and
-            reason.val.request_aborted != c.REBOUND_POLICY_TYPES_ABORT_KIND_OTHER) retryNow(next) else rethrow,
+        c.REBOUND_POLICY_TYPES_RETRY_REASON_WRITE_TIMEOUT => if (reason.val.write_timeout.write_type ==
+            c.REBOUND_POLICY_TYPES_WRITE_TYPE_BATCH_LOG and idempotent() and firstTry()) retryNow(same) else rethrow,
+        c.REBOUND_POLICY_TYPES_RETRY_REASON_REQUEST_ABORTED => if (reason.val.request_aborted !=
+            c.REBOUND_POLICY_TYPES_ABORT_KIND_OTHER and idempotent()) retryNow(next) else rethrow,
         // A closed connection.
-        c.REBOUND_POLICY_TYPES_RETRY_REASON_SOCKET_CLOSED_WHILE_IN_FLIGHT => if (request.idempotent) retryNow(next) else rethrow,
-        c.REBOUND_POLICY_TYPES_RETRY_REASON_ERROR_RESPONSE => if (request.idempotent and
-            !rethrownError(reason.val.error_response)) retryNow(next) else rethrow,
+        c.REBOUND_POLICY_TYPES_RETRY_REASON_SOCKET_CLOSED_WHILE_IN_FLIGHT => if (idempotent()) retryNow(next) else rethrow,
+        c.REBOUND_POLICY_TYPES_RETRY_REASON_ERROR_RESPONSE => if (!rethrownError(reason.val.error_response) and
+            idempotent()) retryNow(next) else rethrow,
         // The driver's hard-coded rules.
         c.REBOUND_POLICY_TYPES_RETRY_REASON_BOOTSTRAPPING => retryNow(next),
         c.REBOUND_POLICY_TYPES_RETRY_REASON_UNPREPARED => retryNow(same),
@@ -89,10 +95,9 @@ export fn exports_rebound_policy_strategy_configure(
 }
 
 export fn exports_rebound_policy_strategy_retry_after(
-    request: *Request,
     reason: *Reason,
     ret: *Action,
 ) void {
-    ret.* = decide(request, reason);
+    ret.* = decide(reason);
     c.exports_rebound_policy_strategy_retry_reason_free(reason);
 }

@@ -23,16 +23,15 @@ export fn exports_rebound_policy_strategy_configure(
 }
 
 export fn exports_rebound_policy_strategy_retry_after(
-    request: *c.exports_rebound_policy_strategy_request_t,
     reason: *c.exports_rebound_policy_strategy_retry_reason_t,
     ret: *c.exports_rebound_policy_strategy_retry_action_t,
 ) void {
     var value: c.retry_policy_string_t = undefined;
-    if (c.rebound_policy_host_client_context(&robot_key, &value)) {
+    if (c.rebound_policy_failure_client_context(&robot_key, &value)) {
         c.retry_policy_string_free(&value);
         ret.tag = c.REBOUND_POLICY_TYPES_RETRY_ACTION_NO_RETRY;
     } else {
-        c.rebound_policy_host_best_effort(request, reason, ret);
+        ret.tag = c.REBOUND_POLICY_TYPES_RETRY_ACTION_BEST_EFFORT;
     }
     c.exports_rebound_policy_strategy_retry_reason_free(reason);
 }

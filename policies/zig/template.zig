@@ -3,9 +3,8 @@
 //! (see docs/policy-zig.md). The module `bindings` is wit-bindgen's C bindings of
 //! wit/policy.wit, translated to Zig.
 //!
-//! This template caps retries at the parameter `max_attempts` (default 3) and otherwise takes
-//! the host's best-effort decision, which already refuses unsafe retries of non-idempotent
-//! requests.
+//! This template caps retries at the parameter `max_attempts` (default 3) and otherwise answers
+//! the host's best effort, which already refuses unsafe retries of non-idempotent requests.
 const std = @import("std");
 const c = @import("bindings");
 
@@ -28,16 +27,17 @@ export fn exports_rebound_policy_strategy_configure(
     return true;
 }
 
-/// Decides for `request`, which failed for `reason`, into `ret`.
+/// Decides for the failed request, which failed for `reason`, into `ret`. The request's facts
+/// are functions of the `failure` import (c.rebound_policy_failure_retry_attempts(), ...;
+/// c.rebound_policy_failure_request() reads them all at once).
 export fn exports_rebound_policy_strategy_retry_after(
-    request: *c.exports_rebound_policy_strategy_request_t,
     reason: *c.exports_rebound_policy_strategy_retry_reason_t,
     ret: *c.exports_rebound_policy_strategy_retry_action_t,
 ) void {
-    if (request.retry_attempts >= max_attempts) {
+    if (c.rebound_policy_failure_retry_attempts() >= max_attempts) {
         ret.tag = c.REBOUND_POLICY_TYPES_RETRY_ACTION_NO_RETRY;
     } else {
-        c.rebound_policy_host_best_effort(request, reason, ret);
+        ret.tag = c.REBOUND_POLICY_TYPES_RETRY_ACTION_BEST_EFFORT;
     }
     c.exports_rebound_policy_strategy_retry_reason_free(reason);
 }

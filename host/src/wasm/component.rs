@@ -13,10 +13,10 @@ use super::runtime::WasmRuntime;
 use super::wasi;
 
 /// The WIT package (and version) this host implements.
-pub const HOST_PACKAGE: &str = "rebound:policy@0.1.0";
+pub const HOST_PACKAGE: &str = "rebound:policy@0.2.0";
 const PACKAGE_PREFIX: &str = "rebound:policy/";
-const VERSION: &str = "0.1.0";
-const GRANTED_INTERFACES: [&str; 2] = ["types", "host"];
+const VERSION: &str = "0.2.0";
+const GRANTED_INTERFACES: [&str; 3] = ["types", "failure", "host"];
 const EXPORTED_INTERFACE: &str = "strategy";
 
 /// Why a component could not be loaded.

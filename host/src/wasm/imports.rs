@@ -1,5 +1,6 @@
-//! What a policy instance can reach: the `rebound:policy/host` imports, backed by per-call
-//! state held in the instance's store, and the memory limiter that enforces the cap.
+//! What a policy instance can reach: the `rebound:policy/failure` and `rebound:policy/host`
+//! imports, backed by per-call state held in the instance's store, and the memory limiter that
+//! enforces the cap.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -7,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use wasmtime::ResourceLimiter;
 
+use super::bindings::rebound::policy::failure;
 use super::bindings::rebound::policy::host::{self, LogLevel};
 use super::bindings::{self as b, wit};
 use super::deadline::DeadlineGrace;
@@ -26,6 +28,9 @@ pub(crate) enum HostTrap {
     /// The guest used a WASI function the sandbox denies (exit, sleeping, files, sockets).
     #[error("denied: {0}")]
     Denied(String),
+    /// The guest read the failure outside a `retry-after` call (while configuring).
+    #[error("no failure is being decided: `failure.{0}` is answered only during retry-after")]
+    NoFailure(&'static str),
     /// The guest tried to grow memory past the cap.
     #[error("memory limit exceeded: the policy asked for {desired} bytes, the cap is {cap}")]
     MemoryLimitExceeded {
@@ -47,6 +52,8 @@ pub(crate) struct PolicyLabel {
 pub(crate) struct CallState {
     pub label: PolicyLabel,
     pub budgets: Arc<RetryBudgets>,
+    /// The request of the decision in progress; `None` before the instance's first decision.
+    pub request: Option<wit::Request>,
     pub client_context: Arc<BTreeMap<String, String>>,
     pub error_map_spec: Option<RetrySpec>,
     /// The decision's moment when the caller fixed it (retry budgets refill by it).
@@ -67,6 +74,7 @@ impl CallState {
             wasi: WasiState::new(wasi, label.clone(), memory_cap),
             label,
             budgets,
+            request: None,
             client_context: Arc::default(),
             error_map_spec: None,
             decision_time: None,
@@ -104,6 +112,71 @@ impl ResourceLimiter for CallState {
 }
 
 impl wit::Host for CallState {}
+
+impl CallState {
+    /// The request of the decision in progress, for the `failure` function `function`.
+    fn failed_request(&self, function: &'static str) -> wasmtime::Result<&wit::Request> {
+        self.request
+            .as_ref()
+            .ok_or_else(|| HostTrap::NoFailure(function).into())
+    }
+}
+
+impl failure::Host for CallState {
+    fn request(&mut self) -> wasmtime::Result<wit::Request> {
+        self.failed_request("request").copied()
+    }
+
+    fn id(&mut self) -> wasmtime::Result<u64> {
+        Ok(self.failed_request("id")?.id)
+    }
+
+    fn request_type(&mut self) -> wasmtime::Result<wit::RequestType> {
+        Ok(self.failed_request("request-type")?.request_type)
+    }
+
+    fn service(&mut self) -> wasmtime::Result<wit::Service> {
+        Ok(self.failed_request("service")?.service)
+    }
+
+    fn idempotent(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.failed_request("idempotent")?.idempotent)
+    }
+
+    fn readonly(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.failed_request("readonly")?.readonly)
+    }
+
+    fn retry_attempts(&mut self) -> wasmtime::Result<u32> {
+        Ok(self.failed_request("retry-attempts")?.retry_attempts)
+    }
+
+    fn elapsed_ms(&mut self) -> wasmtime::Result<u64> {
+        Ok(self.failed_request("elapsed-ms")?.elapsed_ms)
+    }
+
+    fn timeout_ms(&mut self) -> wasmtime::Result<u64> {
+        Ok(self.failed_request("timeout-ms")?.timeout_ms)
+    }
+
+    fn dispatched(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.failed_request("dispatched")?.dispatched)
+    }
+
+    fn consistency(&mut self) -> wasmtime::Result<Option<wit::ConsistencyLevel>> {
+        Ok(self.failed_request("consistency")?.consistency)
+    }
+
+    fn client_context(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+        self.failed_request("client-context")?;
+        Ok(self.client_context.get(&key).cloned())
+    }
+
+    fn error_map_spec(&mut self) -> wasmtime::Result<Option<wit::RetrySpec>> {
+        self.failed_request("error-map-spec")?;
+        Ok(self.error_map_spec.as_ref().map(b::spec_to_wit))
+    }
+}
 
 impl host::Host for CallState {
     fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
@@ -158,14 +231,6 @@ impl host::Host for CallState {
         Ok(b::spec_to_host(&spec)
             .next_delay(attempt, Duration::from_millis(elapsed_ms))
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
-    }
-
-    fn error_map_spec(&mut self) -> wasmtime::Result<Option<wit::RetrySpec>> {
-        Ok(self.error_map_spec.as_ref().map(b::spec_to_wit))
-    }
-
-    fn client_context(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.client_context.get(&key).cloned())
     }
 
     fn retry_budget(

@@ -307,14 +307,14 @@ impl WasmStrategy {
         let now = request
             .decision_time()
             .unwrap_or_else(|| self.component.runtime().coarse_now());
-        let wit_request = b::request_to_wit(request, now);
+        state.request = Some(b::request_to_wit(request, now));
         let wit_reason = b::reason_to_wit(reason);
         let answer = warm
             .policy
             .rebound_policy_strategy()
-            .call_retry_after(&mut warm.store, wit_request, &wit_reason)
+            .call_retry_after(&mut warm.store, &wit_reason)
             .map_err(classify)?;
-        let action = b::action_to_host(&answer);
+        let action = b::action_to_host(&answer, request, reason);
         if let RetryAction::RetryAfter { delay, .. } = action {
             let max = Duration::from_millis(self.config.limits.max_delay_ms);
             if delay > max {
@@ -397,7 +397,7 @@ fn classify(error: wasmtime::Error) -> CallFailure {
     if let Some(trap) = error.downcast_ref::<HostTrap>() {
         let kind = match trap {
             HostTrap::Panic(_) => PolicyFailureKind::Panic,
-            HostTrap::Denied(_) => PolicyFailureKind::Trap,
+            HostTrap::Denied(_) | HostTrap::NoFailure(_) => PolicyFailureKind::Trap,
             HostTrap::MemoryLimitExceeded { .. } => PolicyFailureKind::MemoryLimitExceeded,
         };
         return CallFailure::new(kind, trap.to_string());

@@ -1,7 +1,7 @@
 //! The Couchbase Java SDK guide's example ("Customizing the RetryStrategy"): fail fast when
 //! the endpoint's circuit breaker is open; best effort otherwise.
 
-use rebound_guest::{export_policy, host, Params, Policy, Request, RetryAction, RetryReason};
+use rebound_guest::{export_policy, Params, Policy, Request, RetryAction, RetryReason};
 
 /// The policy.
 pub struct FailFastOnOpenCircuit;
@@ -11,10 +11,10 @@ impl Policy for FailFastOnOpenCircuit {
         Ok(FailFastOnOpenCircuit)
     }
 
-    fn retry_after(&self, request: &Request, reason: &RetryReason) -> RetryAction {
+    fn retry_after(&self, _: &Request, reason: &RetryReason) -> RetryAction {
         match reason {
             RetryReason::CircuitBreakerOpen => RetryAction::NoRetry,
-            _ => host::best_effort(request, reason),
+            _ => RetryAction::BestEffort,
         }
     }
 }

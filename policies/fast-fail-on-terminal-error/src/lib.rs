@@ -2,7 +2,7 @@
 //! fail at once with their named error, in the RFC's order; everything else is best effort.
 
 use rebound_guest::{
-    export_policy, host, Params, Policy, Request, RetryAction, RetryReason, TerminalError,
+    export_policy, Params, Policy, Request, RetryAction, RetryReason, TerminalError,
 };
 
 /// The policy.
@@ -13,14 +13,14 @@ impl Policy for FastFailOnTerminalError {
         Ok(FastFailOnTerminalError)
     }
 
-    fn retry_after(&self, request: &Request, reason: &RetryReason) -> RetryAction {
+    fn retry_after(&self, _: &Request, reason: &RetryReason) -> RetryAction {
         let terminal = match reason {
             RetryReason::AuthenticationError => TerminalError::AuthenticationFailure,
             RetryReason::TlsError => TerminalError::Couchbase,
             RetryReason::BucketAccessError => TerminalError::Couchbase,
             RetryReason::ScopeNotFound => TerminalError::ScopeNotFound,
             RetryReason::CollectionNotFound => TerminalError::CollectionNotFound,
-            _ => return host::best_effort(request, reason),
+            _ => return RetryAction::BestEffort,
         };
         RetryAction::Fail(terminal)
     }
@@ -43,7 +43,7 @@ mod tests {
         );
         assert_eq!(
             p.retry_after(&req, &RetryReason::KvLocked),
-            host::best_effort(&req, &RetryReason::KvLocked)
+            RetryAction::BestEffort
         );
     }
 }

@@ -19,7 +19,7 @@ impl Policy for HonorErrorMapSpec {
     fn retry_after(&self, request: &Request, reason: &RetryReason) -> RetryAction {
         let spec = match (reason, host::error_map_spec()) {
             (RetryReason::KvErrorMapRetryIndicated, Some(spec)) => spec,
-            _ => return host::best_effort(request, reason),
+            _ => return RetryAction::BestEffort,
         };
         match host::spec_delay(spec, request.retry_attempts, request.elapsed_ms) {
             Some(delay_ms) => RetryAction::Retry(Retry {

@@ -7,7 +7,7 @@ export const strategy = {
   configure(params) {
     for (const [name, value] of params) if (name === "mode") mode = value;
   },
-  retryAfter(_request, _reason) {
+  retryAfter(_reason) {
     if (mode === "infinite_loop") for (;;) {}
     if (mode === "memory_bomb") for (;;) hoard.push(new Array(1 << 20).fill(7));
     if (mode === "throw") throw new Error("policy bug");

@@ -60,6 +60,6 @@ class Strategy(exports.Strategy):
         global probe
         probe = dict(params).get("probe", "")
 
-    def retry_after(self, request, reason):
+    def retry_after(self, reason):
         delay = observe()
         return types.RetryAction_Retry(types.Retry(delay_ms=delay, node=types.NodeChoice.SAME, consistency=None))

@@ -16,7 +16,8 @@
 //!
 //! Without any of these it answers "retry after 7 ms on the same node".
 //! Configured with parameter `reject=yes`, it refuses its configuration; with
-//! `always_panic=yes`, it panics on every call (a version that fails its smoke calls).
+//! `always_panic=yes`, it panics on every call (a version that fails its smoke calls); with
+//! `read_failure=yes`, it reads the failed request while configuring, when there is none.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,6 +56,9 @@ fn retry(delay_ms: u64) -> RetryAction {
 
 impl Policy for Adversary {
     fn configure(params: &Params) -> Result<Self, String> {
+        if params.get("read_failure").is_some() {
+            host::client_context("spin");
+        }
         match params.get("reject") {
             Some(_) => {
                 Err("parameter `reject` asks this policy to refuse its configuration".into())

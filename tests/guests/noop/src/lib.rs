@@ -1,9 +1,9 @@
 //! The bare export: `retry-after` with the world's signature that answers a constant retry
-//! (1 ms, same node) without looking at anything, so the orchestrator takes the same path as
+//! (1 ms, same node) without reading the request or the reason, so the orchestrator takes the same path as
 //! for a real retry decision. The benchmark measures the call floor with it.
 
 use rebound_guest::bindings::exports::rebound::policy::strategy::Guest;
-use rebound_guest::{NodeChoice, Request, Retry, RetryAction, RetryReason};
+use rebound_guest::{NodeChoice, Retry, RetryAction, RetryReason};
 
 struct Noop;
 
@@ -12,7 +12,7 @@ impl Guest for Noop {
         Ok(())
     }
 
-    fn retry_after(_: Request, _: RetryReason) -> RetryAction {
+    fn retry_after(_: RetryReason) -> RetryAction {
         RetryAction::Retry(Retry {
             delay_ms: 1,
             node: NodeChoice::Same,
