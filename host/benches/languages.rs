@@ -1,10 +1,12 @@
 //! Policies per language (issue 6, point 6), printed as one table from one run: the warm
-//! decision latency of the best-effort (a call back into the host) and cassandra-default
-//! (decided in the guest) policies of Rust, Python, JavaScript (on SpiderMonkey and on
-//! QuickJS), C and Zig, beside the native strategies; the empty call (a test guest answering a
-//! constant without reading its arguments: what crossing into the language costs); and per
-//! language the component's size, its compile time, the load of its compiled artifact from the
-//! cache, and the creation of one configured instance.
+//! decision latency of the three example policies of Rust, Python, JavaScript (on SpiderMonkey
+//! and on QuickJS), C and Zig — best-effort (the `best-effort` answer, decided by the host; the
+//! Rust one computes it in the guest), no-retry-for-robots (one `failure.client-context` read,
+//! then best effort) and cassandra-default (decided in the guest) — beside the native
+//! strategies; the empty call (a test guest answering a constant retry without reading the
+//! request or the reason: what crossing into the language costs); and per language the
+//! component's size, its compile time, the load of its compiled artifact from the cache, and
+//! the creation of one configured instance.
 //!
 //! Run: `./scripts/build-guests.sh && cargo bench -p rebound --bench languages`.
 
@@ -94,10 +96,10 @@ fn main() {
         "\nPolicies per language (wasmtime 48.0.8, one instance, warm; RUST_BACKTRACE={})",
         std::env::var("RUST_BACKTRACE").unwrap_or_else(|_| "unset".into())
     );
-    println!("| language | component KB | compile ms | cached load ms | instance ms | empty call µs | best-effort µs | × native | cassandra-default µs | × native |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| language | component KB | compile ms | cached load ms | instance ms | empty call µs | best-effort µs | × native | robots µs | cassandra-default µs | × native |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     println!(
-        "| native Rust | – | – | – | – | – | {} | 1.0 | {} | 1.0 |",
+        "| native Rust | – | – | – | – | – | {} | 1.0 | – | {} | 1.0 |",
         us(native_best),
         us(native_cassandra)
     );
@@ -130,43 +132,33 @@ fn main() {
         .unwrap();
         let instance = started.elapsed();
 
-        let empty_call = has_noop.then(|| {
-            let name = format!("{prefix}noop");
-            let noop = WasmStrategy::new(
+        // A warm instance of guest `{prefix}{policy}`.
+        let warm = |policy: &str| {
+            let name = format!("{prefix}{policy}");
+            WasmStrategy::new(
                 PolicyComponent::load_cached(&runtime, &name, &guest(&name), Some(&cache)).unwrap(),
                 WasmStrategyConfig::default(),
                 Arc::clone(&budgets),
             )
-            .unwrap();
-            decision(&noop, &inputs.get, &inputs.locked)
-        });
-
-        let cassandra_name = format!("{prefix}cassandra_default");
-        let cassandra_bytes = guest(&cassandra_name);
-        let cassandra = WasmStrategy::new(
-            PolicyComponent::load_cached(&runtime, &cassandra_name, &cassandra_bytes, Some(&cache))
-                .unwrap(),
-            WasmStrategyConfig::default(),
-            Arc::clone(&budgets),
-        )
-        .unwrap();
+            .unwrap()
+        };
+        let empty_call = has_noop.then(|| decision(&warm("noop"), &inputs.get, &inputs.locked));
+        let robots = warm("no_retry_for_robots");
+        let cassandra = warm("cassandra_default");
 
         let best_latency = decision(&best, &inputs.get, &inputs.locked);
+        let robots_latency = decision(&robots, &inputs.get, &inputs.locked);
         let cassandra_latency = decision(&cassandra, &inputs.cql, &inputs.read_timeout);
-        assert_eq!(
-            best.stats().failures.values().sum::<u64>(),
-            0,
-            "{language}: {:?}",
-            best.stats()
-        );
-        assert_eq!(
-            cassandra.stats().failures.values().sum::<u64>(),
-            0,
-            "{language}: {:?}",
-            cassandra.stats()
-        );
+        for strategy in [&best, &robots, &cassandra] {
+            assert_eq!(
+                strategy.stats().failures.values().sum::<u64>(),
+                0,
+                "{language}: {:?}",
+                strategy.stats()
+            );
+        }
         println!(
-            "| {language} | {} | {} | {} | {} | {} | {} | {:.0} | {} | {:.0} |",
+            "| {language} | {} | {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.0} |",
             best_bytes.len() / 1024,
             ms(compile),
             ms(cached),
@@ -174,6 +166,7 @@ fn main() {
             empty_call.map_or_else(|| "–".to_owned(), us),
             us(best_latency),
             best_latency.as_secs_f64() / native_best.as_secs_f64(),
+            us(robots_latency),
             us(cassandra_latency),
             cassandra_latency.as_secs_f64() / native_cassandra.as_secs_f64(),
         );
