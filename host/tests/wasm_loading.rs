@@ -94,17 +94,22 @@ fn every_policy_loads() {
     }
 }
 
+/// The error of creating the adversary's strategy with parameter `param = yes`.
+fn adversary_configured_with(param: &str) -> LoadError {
+    let component =
+        PolicyComponent::load_file(runtime(), "adversary", &guest("adversary")).unwrap();
+    let config = WasmStrategyConfig {
+        params: BTreeMap::from([(param.to_owned(), "yes".to_owned())]),
+        ..Default::default()
+    };
+    WasmStrategy::new(component, config, Arc::new(RetryBudgets::new())).unwrap_err()
+}
+
 /// A policy that rejects its parameters is refused when its strategy is created, with its
 /// message.
 #[test]
 fn configure_rejection_is_a_load_error() {
-    let component =
-        PolicyComponent::load_file(runtime(), "adversary", &guest("adversary")).unwrap();
-    let config = WasmStrategyConfig {
-        params: BTreeMap::from([("reject".to_owned(), "yes".to_owned())]),
-        ..Default::default()
-    };
-    let err = WasmStrategy::new(component, config, Arc::new(RetryBudgets::new())).unwrap_err();
+    let err = adversary_configured_with("reject");
     assert!(matches!(err, LoadError::Configure { .. }), "{err}");
     assert!(
         err.to_string().contains("refuse its configuration"),
@@ -117,13 +122,7 @@ fn configure_rejection_is_a_load_error() {
 /// is refused at load saying what it read.
 #[test]
 fn reading_the_failure_while_configuring_is_a_load_error() {
-    let component =
-        PolicyComponent::load_file(runtime(), "adversary", &guest("adversary")).unwrap();
-    let config = WasmStrategyConfig {
-        params: BTreeMap::from([("read_failure".to_owned(), "yes".to_owned())]),
-        ..Default::default()
-    };
-    let err = WasmStrategy::new(component, config, Arc::new(RetryBudgets::new())).unwrap_err();
+    let err = adversary_configured_with("read_failure");
     assert!(matches!(err, LoadError::Configure { .. }), "{err}");
     assert!(
         err.to_string()
