@@ -6,8 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use rebound::strategy::SyncStrategy;
-
 use crate::bindings::rebound::policy::host::LogLevel;
 use crate::convert::*;
 use crate::{Request, RetryAction, RetryReason, RetrySpec};
@@ -26,8 +24,10 @@ pub(crate) fn abort(message: &str) {
 
 pub(crate) fn best_effort(request: Request, reason: &RetryReason) -> RetryAction {
     let now = Instant::now();
-    let decision = rebound::BestEffort::<rebound::backoff::ExponentialBackoff>::default()
-        .decide(&request_to_host(&request, now), &reason_to_host(reason));
+    let decision = rebound::BestEffort::default_decision(
+        &request_to_host(&request, now),
+        &reason_to_host(reason),
+    );
     action_to_wit(&decision)
 }
 

@@ -76,12 +76,8 @@ macro_rules! __wit_conversions {
             reason: &$crate::reason::RetryReason,
         ) -> $crate::action::RetryAction {
             use $crate::action::RetryAction as H;
-            use $crate::strategy::SyncStrategy as _;
             match a {
-                $w::RetryAction::BestEffort => {
-                    $crate::BestEffort::<$crate::backoff::ExponentialBackoff>::default()
-                        .decide(request, reason)
-                }
+                $w::RetryAction::BestEffort => $crate::BestEffort::default_decision(request, reason),
                 $w::RetryAction::NoRetry => H::NoRetry,
                 $w::RetryAction::Retry(r) => H::RetryAfter {
                     delay: ::std::time::Duration::from_millis(r.delay_ms),

@@ -28,6 +28,15 @@ impl<C: BackoffCalculator> BestEffort<C> {
     }
 }
 
+impl BestEffort {
+    /// The decision of best effort with the default exponential backoff: what the WebAssembly
+    /// host answers a policy's `best-effort` (answer or `host.best-effort` call) and its
+    /// best-effort fail-safe.
+    pub fn default_decision(request: &Request, reason: &RetryReason) -> RetryAction {
+        BestEffort::<ExponentialBackoff>::default().decide(request, reason)
+    }
+}
+
 impl<C: BackoffCalculator> SyncStrategy for BestEffort<C> {
     fn name(&self) -> &str {
         "best-effort"

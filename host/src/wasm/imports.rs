@@ -16,7 +16,6 @@ use super::wasi::{WasiConfig, WasiState};
 use crate::backoff::{controlled_backoff, lenient_exponential_ms};
 use crate::budget::RetryBudgets;
 use crate::errormap::RetrySpec;
-use crate::strategy::SyncStrategy;
 use crate::BestEffort;
 
 /// Why a call failed inside a host import or the limiter (recovered from the trap's error).
@@ -201,7 +200,7 @@ impl host::Host for CallState {
         reason: wit::RetryReason,
     ) -> wasmtime::Result<wit::RetryAction> {
         let now = Instant::now();
-        let action = BestEffort::<crate::backoff::ExponentialBackoff>::default().decide(
+        let action = BestEffort::default_decision(
             &b::request_to_host(&request, now),
             &b::reason_to_host(&reason),
         );

@@ -15,7 +15,6 @@ use super::imports::{CallState, HostTrap, PolicyLabel};
 use super::runtime::{SandboxLimits, EPOCH_TICK, SETUP_FUEL_FACTOR};
 use super::wasi::WasiConfig;
 use crate::action::{PolicyFailureKind, RetryAction};
-use crate::backoff::ExponentialBackoff;
 use crate::budget::RetryBudgets;
 use crate::reason::RetryReason;
 use crate::request::Request;
@@ -336,9 +335,7 @@ impl WasmStrategy {
     ) -> RetryAction {
         match self.config.fail_safe {
             FailSafe::NoRetry => RetryAction::PolicyFailed(kind),
-            FailSafe::BestEffort => {
-                BestEffort::<ExponentialBackoff>::default().decide(request, reason)
-            }
+            FailSafe::BestEffort => BestEffort::default_decision(request, reason),
         }
     }
 
