@@ -1,16 +1,41 @@
 #!/usr/bin/env bash
 # The project's one test command (README "Run every test"; .ci/run calls exactly this).
-# Builds every guest from source (installing the guest toolchain if needed, idempotently),
-# installs the servers the end-to-end tests start (memcached), then runs every test: the host
-# workspace (engine, sandbox, parity, executor, the memcached example end to end) and the
-# policies' own native unit tests.
+# First the gates a reader relies on: formatting, clippy with warnings denied, the docs without
+# warnings, and the library built with each of its features alone and with none. Then it builds
+# every guest from source (installing the guest toolchain if needed, idempotently), installs
+# the servers the end-to-end tests start (memcached), and runs every test: the host workspace
+# (engine, sandbox, parity, executor, the memcached example end to end) and the policies' own
+# native unit tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A one-off CI build gains nothing from incremental state (hundreds of MB); local runs keep it.
 if [ -n "${CI:-}" ]; then
   export CARGO_INCREMENTAL=0
 fi
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "formatting (cargo fmt --check: the workspace, the policies, the test guests)"
+cargo fmt --all --check
+(cd policies && cargo fmt --all --check)
+(cd tests/guests && cargo fmt --all --check)
+
+step "clippy, warnings denied (every target of the workspace)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "each feature of the library alone, and none"
+for features in "" executor tower wasm registry; do
+  echo "rebound --no-default-features --features '$features'"
+  cargo clippy -p rebound --no-default-features --features "$features" --locked -- -D warnings
+done
+
+step "API docs, warnings denied"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
+step "guests and test services"
 ./scripts/build-guests.sh
 ./scripts/test-services.sh
+
+step "tests"
 cargo test --workspace --locked
 (cd policies && cargo test --locked)

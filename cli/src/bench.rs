@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use rebound::budget::RetryBudgets;
 use rebound::wasm::{PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig};
+use rebound::DecisionContext;
 use rebound::{reasons, BestEffort, Request, RequestType, RetryReason, SyncStrategy};
 use serde_json::json;
 
@@ -55,7 +56,7 @@ fn measure(strategy: &dyn SyncStrategy, cases: &[(Request, RetryReason)], args: 
         let started = Instant::now();
         for i in 0..per_round {
             let (request, reason) = &cases[i as usize % cases.len()];
-            black_box(strategy.decide(black_box(request), reason));
+            black_box(strategy.decide(black_box(request), &DecisionContext::new(reason)));
         }
         started.elapsed() / per_round
     };

@@ -12,7 +12,7 @@ use rebound::classify::{classify, Classification};
 use rebound::errormap::ErrorMap;
 use rebound::registry::{PolicyRegistry, RegistryConfig, RegistryError};
 use rebound::wasm::{PolicyComponent, WasmStrategy, WasmStrategyConfig};
-use rebound::RetryStrategy;
+use rebound::{DecisionContext, RetryStrategy};
 use serde_json::Value;
 
 use crate::wire::input::{DecideInput, Failure, InputError, PolicyChoice};
@@ -115,7 +115,7 @@ impl Decider {
     pub async fn decide(&self, input: DecideInput, id: u64) -> Result<Answer, InputError> {
         let now = Instant::now();
         let mut request = input.request(now, id)?;
-        let reason = match input.failure(request.request_type())? {
+        let (reason, spec) = match input.failure(request.request_type())? {
             Failure::Reason(reason) => {
                 if input.error_map.is_some() {
                     return Err(InputError::new(
@@ -123,7 +123,7 @@ impl Decider {
                         "an error map classifies a `response`; this line gives a `reason`",
                     ));
                 }
-                reason
+                (reason, None)
             }
             Failure::Response(response) => {
                 let map = match &input.error_map {
@@ -131,10 +131,7 @@ impl Decider {
                     None => None,
                 };
                 match classify(response, map.as_deref()) {
-                    Classification::Retry { reason, retry_spec } => {
-                        request.set_error_map_spec(retry_spec);
-                        reason
-                    }
+                    Classification::Retry { reason, retry_spec } => (reason, retry_spec),
                     settled => {
                         return Ok(Answer {
                             json: output::settled(&settled).expect("settled"),
@@ -172,9 +169,12 @@ impl Decider {
                 Some(strategy)
             }
         };
+        let context = DecisionContext::new(&reason)
+            .with_error_map_spec(spec)
+            .at(now);
         let decided = self
             .registry
-            .maybe_retry_at(&mut request, &reason, now)
+            .decide(&mut request, &context)
             .await
             .map_err(|e| {
                 let field = match e {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use rebound::budget::RetryBudgets;
 use rebound::wasm::{PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig};
+use rebound::DecisionContext;
 use rebound::{
     reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryStrategy, SyncStrategy,
 };
@@ -41,7 +42,7 @@ fn strategy_latency(strategy: &dyn SyncStrategy) -> Duration {
     let request = Request::new(1, RequestType::Get, Duration::from_secs(3600)).unwrap();
     let reason = reasons::KV_LOCKED;
     measure(15, 20_000, || {
-        black_box(strategy.decide(black_box(&request), &reason));
+        black_box(strategy.decide(black_box(&request), &DecisionContext::new(&reason)));
     })
 }
 

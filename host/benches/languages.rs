@@ -22,6 +22,7 @@ use rebound::strategy::cassandra::{Cassandra, DefaultRetryPolicy};
 use rebound::wasm::{
     ArtifactCache, PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig,
 };
+use rebound::DecisionContext;
 use rebound::{reasons, BestEffort, Request, RequestType, RetryReason, SyncStrategy};
 
 #[path = "support/measure.rs"]
@@ -38,7 +39,7 @@ fn guest(name: &str) -> Vec<u8> {
 /// Warm latency of one decision of `strategy` for `request` failing with `reason`.
 fn decision(strategy: &dyn SyncStrategy, request: &Request, reason: &RetryReason) -> Duration {
     measure(11, 5_000, || {
-        black_box(strategy.decide(black_box(request), reason));
+        black_box(strategy.decide(black_box(request), &DecisionContext::new(reason)));
     })
 }
 

@@ -46,7 +46,8 @@ use std::task::{Context, Poll};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::executor::{Decider, ExecuteError, Executor, Failure};
+use crate::decider::Decider;
+use crate::executor::{ExecuteError, Executor, Failure};
 use crate::request::Request;
 
 /// Describes a service's requests and errors to the executor.

@@ -101,11 +101,15 @@
 //! - `wasm`: sandboxed WebAssembly strategies; `registry`: named policies with hot reload
 //!   (features `wasm` and `registry`, both on by default).
 
+#![deny(missing_docs)]
+
 pub mod action;
 pub mod backoff;
 pub mod budget;
 pub mod cassandra_types;
 pub mod classify;
+mod context;
+mod decider;
 pub mod errormap;
 #[cfg(feature = "executor")]
 pub mod executor;
@@ -118,16 +122,20 @@ pub mod reason;
 #[cfg(feature = "registry")]
 pub mod registry;
 pub mod request;
+mod retry_loop;
 pub mod strategy;
 #[cfg(feature = "wasm")]
 pub mod wasm;
 mod wit_convert;
 
 pub use action::{NodeChoice, PolicyFailureKind, RetryAction, TerminalError};
+pub use context::DecisionContext;
+pub use decider::{DecideError, Decider};
 pub use orchestrator::{Decision, DelaySource, Guard, Orchestrator, RetryPlan};
 pub use outcome::{CancelReason, ErrorContext, RetryError};
 pub use reason::{reasons, ReasonKind, RetryReason};
 pub use request::{Request, RequestType, Service};
+pub use retry_loop::{Cause, Ending, NextAttempt, RetryLoop, Step};
 pub use strategy::{BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy, SyncStrategy};
 
 /// The README's Rust snippets, compiled and run as doctests so they cannot go stale.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use crate::action::{NodeChoice, RetryAction};
 use crate::backoff::controlled_backoff;
 use crate::cassandra_types::ConsistencyLevel;
+use crate::context::DecisionContext;
 use crate::outcome::{CancelReason, ErrorContext, RetryError};
 use crate::reason::RetryReason;
 use crate::request::Request;
@@ -154,7 +155,7 @@ impl Orchestrator {
     /// Decides what happens to `request`, which failed for `reason`, reading the clock once
     /// the strategy has answered.
     pub async fn maybe_retry(&self, request: &mut Request, reason: &RetryReason) -> Decision {
-        self.decide(request, reason, None).await
+        self.decide(request, &DecisionContext::new(reason)).await
     }
 
     /// As [`maybe_retry`](Self::maybe_retry), at the given moment `now` (for replays and
@@ -165,50 +166,47 @@ impl Orchestrator {
         reason: &RetryReason,
         now: Instant,
     ) -> Decision {
-        self.decide(request, reason, Some(now)).await
+        self.decide(request, &DecisionContext::new(reason).at(now))
+            .await
     }
 
-    async fn decide(
-        &self,
-        request: &mut Request,
-        reason: &RetryReason,
-        now: Option<Instant>,
-    ) -> Decision {
+    /// Decides what happens to `request`, whose failure `context` describes, with the
+    /// request's own strategy or the default one.
+    pub async fn decide(&self, request: &mut Request, context: &DecisionContext<'_>) -> Decision {
         // Own the strategy only when the request overrides it (rare): the shared default is
         // borrowed, so deciding writes no reference count on a cache line every thread shares.
         let override_strategy = request.strategy().cloned();
         let strategy = override_strategy
             .as_deref()
             .unwrap_or(&*self.default_strategy);
-        let guard = if self.guard_exempt.contains(strategy.name()) {
+        // No name is hashed when no strategy is exempt (the common case).
+        let guard = if !self.guard_exempt.is_empty() && self.guard_exempt.contains(strategy.name())
+        {
             Guard::Exempt
         } else {
             Guard::Enforced
         };
-        self.maybe_retry_using(request, reason, strategy, guard, now)
-            .await
+        self.decide_using(request, context, strategy, guard).await
     }
 
     /// Decides with `strategy` under `guard` instead of the request's or the default strategy
-    /// (the registry resolves the strategy itself), at `now` or, if `None`, when the strategy
-    /// has answered.
-    pub async fn maybe_retry_using(
+    /// (the registry resolves the strategy itself), at the context's moment or, if it fixes
+    /// none, when the strategy has answered.
+    pub async fn decide_using(
         &self,
         request: &mut Request,
-        reason: &RetryReason,
+        context: &DecisionContext<'_>,
         strategy: &dyn RetryStrategy,
         guard: Guard,
-        now: Option<Instant>,
     ) -> Decision {
+        let reason = context.reason();
         if request.is_done() {
             tracing::debug!(request_id = request.id(), reason = %reason, "request already done; left alone");
             return Decision::AlreadyDone;
         }
-        // The strategy sees the caller's moment when there is one (virtual clocks, replays).
-        request.set_decision_time(now);
         if reason.always_retry() {
             let delay = controlled_backoff(request.retry_attempts());
-            let now = now.unwrap_or_else(Instant::now);
+            let now = context.now();
             return self.schedule(
                 request,
                 reason,
@@ -219,8 +217,8 @@ impl Orchestrator {
             );
         }
 
-        let action = strategy.retry_after(request, reason).await;
-        let now = now.unwrap_or_else(Instant::now);
+        let action = strategy.retry_after(request, context).await;
+        let now = context.now();
         let name = strategy.name();
         match action {
             RetryAction::RetryAfter {

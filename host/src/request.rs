@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::cassandra_types::ConsistencyLevel;
-use crate::errormap::RetrySpec;
 use crate::reason::RetryReason;
 use crate::strategy::RetryStrategy;
 
@@ -224,11 +223,9 @@ pub struct Request {
     start: Instant,
     timeout: Duration,
     client_context: Arc<BTreeMap<String, String>>,
-    error_map_spec: Option<RetrySpec>,
     last_dispatched_to: Option<String>,
     dispatched: bool,
     consistency: Option<ConsistencyLevel>,
-    decision_time: Option<Instant>,
     state: RequestState,
     strategy: Option<Arc<dyn RetryStrategy>>,
     policy: Option<Arc<str>>,
@@ -257,11 +254,9 @@ impl Request {
             start: Instant::now(),
             timeout,
             client_context: Arc::default(),
-            error_map_spec: None,
             last_dispatched_to: None,
             dispatched: false,
             consistency: None,
-            decision_time: None,
             state: RequestState::Pending,
             strategy: None,
             policy: None,
@@ -390,10 +385,6 @@ impl Request {
     pub fn shared_client_context(&self) -> &Arc<BTreeMap<String, String>> {
         &self.client_context
     }
-    /// The error-map retry spec of the current failure, if the classification attached one.
-    pub fn error_map_spec(&self) -> Option<&RetrySpec> {
-        self.error_map_spec.as_ref()
-    }
     /// The node the request was last dispatched to.
     pub fn last_dispatched_to(&self) -> Option<&str> {
         self.last_dispatched_to.as_deref()
@@ -405,13 +396,6 @@ impl Request {
     /// The consistency level (CQL), if any.
     pub fn consistency_level(&self) -> Option<ConsistencyLevel> {
         self.consistency
-    }
-    /// The moment of the decision in progress, when the caller fixed it
-    /// ([`Orchestrator::maybe_retry_at`](crate::Orchestrator::maybe_retry_at): replays, virtual
-    /// clocks). A strategy that reads the time (a WebAssembly policy's `elapsed-ms`, its retry
-    /// budget) uses this moment instead of the clock, so it sees the caller's time.
-    pub fn decision_time(&self) -> Option<Instant> {
-        self.decision_time
     }
     /// The state.
     pub fn state(&self) -> &RequestState {
@@ -448,20 +432,9 @@ impl Request {
     pub fn cancel(&mut self, why: impl Into<String>) {
         self.state = RequestState::Cancelled(why.into());
     }
-    /// Attaches (or clears) the error-map retry spec of the current failure, for strategies
-    /// that opt in to its timings (reference 001 "KV Error Map Handling").
-    pub fn set_error_map_spec(&mut self, spec: Option<RetrySpec>) {
-        self.error_map_spec = spec;
-    }
     /// Changes the consistency level for the next attempt (consistency downgrade).
-    pub fn set_consistency(&mut self, level: ConsistencyLevel) {
+    pub(crate) fn set_consistency(&mut self, level: ConsistencyLevel) {
         self.consistency = Some(level);
-    }
-
-    /// Fixes (or, with `None`, releases to the clock) the moment of the next decision; the
-    /// orchestrator sets it on every decision.
-    pub fn set_decision_time(&mut self, now: Option<Instant>) {
-        self.decision_time = now;
     }
 
     /// Counts one more retry for `reason` (reference 001 `incrementRetryAttempts`).

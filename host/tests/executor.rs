@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use rebound::cassandra_types::ConsistencyLevel;
 use rebound::classify::{KvOpcode, Response};
+use rebound::errormap::{ErrorMap, RetrySpec};
 use rebound::executor::{ExecuteError, Executor, Failure};
 use rebound::reason::ReadTimeout;
+use rebound::DecisionContext;
 use rebound::{
     reasons, NodeChoice, Orchestrator, Request, RequestType, RetryAction, RetryError, RetryReason,
     SyncStrategy,
@@ -37,7 +39,7 @@ impl SyncStrategy for Fixed {
     fn name(&self) -> &str {
         "fixed"
     }
-    fn decide(&self, _: &Request, _: &RetryReason) -> RetryAction {
+    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         RetryAction::RetryAfter {
             delay: self.delay,
             node: self.node,
@@ -54,7 +56,7 @@ impl SyncStrategy for Answer {
     fn name(&self) -> &str {
         "answer"
     }
-    fn decide(&self, _: &Request, _: &RetryReason) -> RetryAction {
+    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         self.0
     }
 }
@@ -417,4 +419,68 @@ async fn a_registry_decides_with_the_policy_the_request_names() {
         error.to_string().contains("no policy named `nope`"),
         "{error}"
     );
+}
+
+/// Records the error-map retry spec every decision is given, and retries after 1 ms.
+#[derive(Debug, Default)]
+struct SeesSpec(Mutex<Vec<Option<RetrySpec>>>);
+
+impl SyncStrategy for SeesSpec {
+    fn name(&self) -> &str {
+        "sees-spec"
+    }
+    fn decide(&self, _: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        self.0
+            .lock()
+            .unwrap()
+            .push(context.error_map_spec().copied());
+        RetryAction::RetryAfter {
+            delay: Duration::from_millis(1),
+            node: NodeChoice::Same,
+            consistency: None,
+        }
+    }
+}
+
+/// Reference 001 "KV Error Map Handling": the retry spec belongs to the failure whose status
+/// the error map classified. A later failure for a plain reason (here KV_LOCKED) carries no
+/// spec: a policy must never be handed the spec of an earlier, different failure.
+#[tokio::test(start_paused = true)]
+async fn an_error_map_spec_is_given_only_to_the_failure_it_classified() {
+    let map = ErrorMap::parse(
+        r#"{"version":2,"revision":1,"errors":{"7ff0":{"name":"X","desc":"","attrs":["auto-retry"],
+        "retry":{"strategy":"constant","interval":5,"after":5,"max-duration":100}}}}"#,
+    )
+    .unwrap();
+    let strategy = Arc::new(SeesSpec::default());
+    let executor = Executor::new(Orchestrator::new(strategy.clone()));
+    let get = KvOpcode::of(RequestType::Get).unwrap();
+    let calls = AtomicU32::new(0);
+    let value = executor
+        .run(request(RequestType::Get, 2500), |attempt| {
+            let n = calls.fetch_add(1, Ordering::Relaxed);
+            let map = &map;
+            async move {
+                attempt.dispatched("node-1:11210");
+                match n {
+                    0 => Err(Failure::response(
+                        "unknown status",
+                        Response::Kv {
+                            opcode: get,
+                            status: 0x7ff0,
+                        },
+                        Some(map),
+                    )),
+                    1 => Err(Failure::reason("locked", reasons::KV_LOCKED)),
+                    _ => Ok("value"),
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(value, "value");
+    let seen = strategy.0.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[0].is_some(), "the classified failure carries its spec");
+    assert_eq!(seen[1], None, "KV_LOCKED was handed a stale spec: {seen:?}");
 }

@@ -8,9 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{decide_at, request};
-use rebound::{
-    reasons, Orchestrator, Request, RequestType, RetryAction, RetryReason, SyncStrategy,
-};
+use rebound::DecisionContext;
+use rebound::{reasons, Orchestrator, Request, RequestType, RetryAction, SyncStrategy};
 
 #[derive(Debug)]
 struct AlwaysRetry;
@@ -19,7 +18,7 @@ impl SyncStrategy for AlwaysRetry {
     fn name(&self) -> &str {
         "always"
     }
-    fn decide(&self, _: &Request, _: &RetryReason) -> RetryAction {
+    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         RetryAction::after(Duration::from_millis(5))
     }
 }

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 
 use common::{decide_at, fail_name, request, retry_delay_ms};
 use rebound::strategy::StrategyFuture;
+use rebound::DecisionContext;
 use rebound::{
     reasons, CancelReason, Decision, DelaySource, FailFast, Orchestrator, Request, RequestType,
-    RetryAction, RetryError, RetryReason, RetryStrategy, SyncStrategy,
+    RetryAction, RetryError, RetryStrategy, SyncStrategy,
 };
 
 /// A strategy that always asks for a fixed retry, whatever the request: the adversary of the
@@ -22,7 +23,7 @@ impl SyncStrategy for AlwaysRetry {
     fn name(&self) -> &str {
         self.0
     }
-    fn decide(&self, _: &Request, _: &RetryReason) -> RetryAction {
+    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         RetryAction::after(self.1)
     }
 }
@@ -304,7 +305,11 @@ fn asynchronous_strategies_are_awaited() {
         fn name(&self) -> &str {
             "later"
         }
-        fn retry_after<'a>(&'a self, _: &'a Request, _: &'a RetryReason) -> StrategyFuture<'a> {
+        fn retry_after<'a>(
+            &'a self,
+            _: &'a Request,
+            _: &'a DecisionContext<'a>,
+        ) -> StrategyFuture<'a> {
             StrategyFuture::pending(async {
                 let (tx, rx) = futures::channel::oneshot::channel();
                 std::thread::spawn(move || tx.send(Duration::from_millis(7)).unwrap());

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use rebound::backoff::{controlled_backoff, BackoffCalculator, ExponentialBackoff};
+use rebound::DecisionContext;
 use rebound::{
     Decision, NodeChoice, Orchestrator, ReasonKind, Request, RequestType, RetryAction, RetryReason,
     SyncStrategy,
@@ -19,7 +20,7 @@ impl SyncStrategy for Scripted {
     fn name(&self) -> &str {
         "scripted"
     }
-    fn decide(&self, _: &Request, _: &RetryReason) -> RetryAction {
+    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         self.0
     }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rebound::registry::{PolicyRegistry, RegistryError, ReloadOutcome};
 use rebound::strategy::SyncStrategy;
 use rebound::wasm::{ArtifactCache, CacheError, CodeOrigin};
+use rebound::DecisionContext;
 use rebound::{
     reasons, BestEffort, CancelReason, Decision, FailFast, Orchestrator, ReasonKind, RequestType,
     RetryError, RetryReason,
@@ -303,9 +304,9 @@ fn shadow_grid() -> Vec<(RequestType, RetryReason, bool)> {
                 continue; // decided by the controlled backoff: no strategy is asked
             }
             let req = request(ty);
-            let active =
-                BestEffort::<rebound::backoff::ExponentialBackoff>::default().decide(&req, &reason);
-            let candidate = FailFast.decide(&req, &reason);
+            let active = BestEffort::<rebound::backoff::ExponentialBackoff>::default()
+                .decide(&req, &DecisionContext::new(&reason));
+            let candidate = FailFast.decide(&req, &DecisionContext::new(&reason));
             grid.push((ty, reason, active != candidate));
         }
     }

@@ -12,6 +12,7 @@ use rebound::reason::{ReadTimeout, Unavailable, WriteTimeout};
 use rebound::strategy::cassandra::{
     Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
 };
+use rebound::DecisionContext;
 use rebound::{
     reasons, BestEffort, FailFast, FastFailOnTerminalError, NodeChoice, RequestType, RetryAction,
     RetryReason, SyncStrategy, TerminalError,
@@ -34,12 +35,15 @@ fn best_effort_retries_when_safe() {
     let upsert = request(RequestType::Upsert, 2500, start).with_retry_attempts(3);
     let closed = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
     assert_eq!(
-        strategy.decide(&get, &closed),
+        strategy.decide(&get, &DecisionContext::new(&closed)),
         RetryAction::after(Duration::from_millis(8))
     );
-    assert_eq!(strategy.decide(&upsert, &closed), RetryAction::NoRetry);
     assert_eq!(
-        strategy.decide(&upsert, &reasons::KV_LOCKED),
+        strategy.decide(&upsert, &DecisionContext::new(&closed)),
+        RetryAction::NoRetry
+    );
+    assert_eq!(
+        strategy.decide(&upsert, &DecisionContext::new(&reasons::KV_LOCKED)),
         RetryAction::after(Duration::from_millis(8))
     );
 }
@@ -57,7 +61,7 @@ fn best_effort_takes_a_custom_calculator() {
     let strategy = BestEffort::with_calculator(Fixed);
     let get = request(RequestType::Get, 2500, Instant::now()).with_retry_attempts(2);
     assert_eq!(
-        strategy.decide(&get, &reasons::KV_LOCKED),
+        strategy.decide(&get, &DecisionContext::new(&reasons::KV_LOCKED)),
         RetryAction::after(Duration::from_millis(102))
     );
 }
@@ -69,7 +73,7 @@ fn fail_fast_never_retries() {
     for kind in rebound::ReasonKind::ALL {
         if let Some(reason) = RetryReason::simple(*kind) {
             assert_eq!(
-                FailFast.decide(&get, &reason),
+                FailFast.decide(&get, &DecisionContext::new(&reason)),
                 RetryAction::NoRetry,
                 "{reason}"
             );
@@ -103,7 +107,7 @@ fn fast_fail_on_terminal_error_table() {
     ];
     for (reason, error) in table {
         assert_eq!(
-            strategy.decide(&get, &reason),
+            strategy.decide(&get, &DecisionContext::new(&reason)),
             RetryAction::Fail(error),
             "{reason}"
         );
@@ -117,8 +121,8 @@ fn fast_fail_on_terminal_error_table() {
     ] {
         for req in [&get, &upsert] {
             assert_eq!(
-                strategy.decide(req, &reason),
-                best_effort.decide(req, &reason),
+                strategy.decide(req, &DecisionContext::new(&reason)),
+                best_effort.decide(req, &DecisionContext::new(&reason)),
                 "{reason}"
             );
         }
@@ -164,7 +168,7 @@ fn check_rows(strategy: &dyn SyncStrategy, rows: &[(RetryReason, bool, u32, Retr
             .idempotent(*idempotent)
             .with_retry_attempts(*retries);
         assert_eq!(
-            &strategy.decide(&req, reason),
+            &strategy.decide(&req, &DecisionContext::new(reason)),
             want,
             "{} {reason:?} idempotent={idempotent} retries={retries}",
             strategy.name()

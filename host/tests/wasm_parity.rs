@@ -16,6 +16,7 @@ use rebound::strategy::cassandra::{
     Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
 };
 use rebound::wasm::WasmStrategyConfig;
+use rebound::DecisionContext;
 use rebound::{
     reasons, BestEffort, FailFast, FastFailOnTerminalError, Orchestrator, Request, RequestType,
     RetryAction, RetryReason, RetryStrategy, SyncStrategy,
@@ -118,11 +119,11 @@ impl SyncStrategy for Except {
     fn name(&self) -> &str {
         "twin"
     }
-    fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction {
-        if (self.0)(request, reason) {
+    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        if (self.0)(request, context.reason()) {
             RetryAction::NoRetry
         } else {
-            BestEffort::<ExponentialBackoff>::default().decide(request, reason)
+            BestEffort::<ExponentialBackoff>::default().decide(request, context)
         }
     }
 }
@@ -214,10 +215,10 @@ fn templates_load_and_cap_attempts() {
             let expected = if attempts >= 2 {
                 RetryAction::NoRetry
             } else {
-                best_effort.decide(&request, &reasons::KV_LOCKED)
+                best_effort.decide(&request, &DecisionContext::new(&reasons::KV_LOCKED))
             };
             assert_eq!(
-                policy.decide(&request, &reasons::KV_LOCKED),
+                policy.decide(&request, &DecisionContext::new(&reasons::KV_LOCKED)),
                 expected,
                 "{name} attempts={attempts}"
             );

@@ -15,6 +15,7 @@ use rebound::budget::RetryBudgets;
 use rebound::errormap::{RetrySpec, SpecStrategy};
 use rebound::strategy::SyncStrategy;
 use rebound::wasm::{WasmStrategy, WasmStrategyConfig};
+use rebound::DecisionContext;
 use rebound::{
     grid, reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryAction,
 };
@@ -39,22 +40,28 @@ fn honor_error_map_spec_follows_the_spec() {
     };
     let delays: Vec<_> = (0..6)
         .map(|attempts| {
-            let mut request = get(attempts);
-            request.set_error_map_spec(Some(spec));
-            strategy.decide(&request, &reasons::KV_ERROR_MAP_RETRY_INDICATED)
+            let context = DecisionContext::new(&reasons::KV_ERROR_MAP_RETRY_INDICATED)
+                .with_error_map_spec(Some(spec));
+            strategy.decide(&get(attempts), &context)
         })
         .collect();
     let ms = |d| RetryAction::after(Duration::from_millis(d));
     assert_eq!(delays, vec![ms(50), ms(2), ms(4), ms(8), ms(16), ms(20)]);
     let best_effort = BestEffort::<rebound::backoff::ExponentialBackoff>::default();
     assert_eq!(
-        strategy.decide(&get(3), &reasons::KV_ERROR_MAP_RETRY_INDICATED),
-        best_effort.decide(&get(3), &reasons::KV_ERROR_MAP_RETRY_INDICATED),
+        strategy.decide(
+            &get(3),
+            &DecisionContext::new(&reasons::KV_ERROR_MAP_RETRY_INDICATED)
+        ),
+        best_effort.decide(
+            &get(3),
+            &DecisionContext::new(&reasons::KV_ERROR_MAP_RETRY_INDICATED)
+        ),
         "no spec attached: best effort"
     );
     assert_eq!(
-        strategy.decide(&get(3), &reasons::KV_LOCKED),
-        best_effort.decide(&get(3), &reasons::KV_LOCKED)
+        strategy.decide(&get(3), &DecisionContext::new(&reasons::KV_LOCKED)),
+        best_effort.decide(&get(3), &DecisionContext::new(&reasons::KV_LOCKED))
     );
 }
 
@@ -83,7 +90,10 @@ fn retry_budget_is_host_kept_and_shared() {
     let mut retried = 0;
     for i in 0..10 {
         let strategy = if i % 2 == 0 { &a } else { &b };
-        if strategy.decide(&get(0), &reasons::KV_LOCKED).is_retry() {
+        if strategy
+            .decide(&get(0), &DecisionContext::new(&reasons::KV_LOCKED))
+            .is_retry()
+        {
             retried += 1;
         }
     }
@@ -91,7 +101,10 @@ fn retry_budget_is_host_kept_and_shared() {
     // Best effort's own refusals are kept (a non-idempotent in-flight failure is never retried).
     let upsert = Request::new(2, RequestType::Upsert, Duration::from_secs(1)).unwrap();
     assert_eq!(
-        a.decide(&upsert, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
+        a.decide(
+            &upsert,
+            &DecisionContext::new(&reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT)
+        ),
         RetryAction::NoRetry
     );
 }
@@ -119,13 +132,11 @@ fn a_policy_reads_the_decision_moment_the_caller_gives() {
     ));
     let decide_at = |elapsed_ms| {
         let mut request = get_in_an_hour();
-        request.set_error_map_spec(Some(spec));
-        common::decide_at(
-            &orchestrator,
-            &mut request,
-            &reasons::KV_ERROR_MAP_RETRY_INDICATED,
-            elapsed_ms,
-        )
+        let now = request.start() + Duration::from_millis(elapsed_ms);
+        let context = DecisionContext::new(&reasons::KV_ERROR_MAP_RETRY_INDICATED)
+            .with_error_map_spec(Some(spec))
+            .at(now);
+        futures::executor::block_on(orchestrator.decide(&mut request, &context))
     };
     // 10 ms into the request the spec's `after` applies; 150 ms in, its 100 ms are used up.
     assert_eq!(common::retry_delay_ms(&decide_at(10)), 50);
@@ -183,10 +194,10 @@ fn a_best_effort_answer_is_the_host_best_effort_and_keeps_non_idempotent_request
                     {
                         continue; // the one reason it decides itself
                     }
-                    let answer = strategy.decide(&request, &reason);
+                    let answer = strategy.decide(&request, &DecisionContext::new(&reason));
                     assert_eq!(
                         answer,
-                        native.decide(&request, &reason),
+                        native.decide(&request, &DecisionContext::new(&reason)),
                         "{guest}: {request_type:?} after {attempts} retries, {reason}"
                     );
                     if !request.is_idempotent() && !reason.allows_non_idempotent_retry() {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use rebound::strategy::SyncStrategy;
 use rebound::wasm::{FailSafe, QuarantineConfig, SandboxLimits, WasmStrategy, WasmStrategyConfig};
+use rebound::DecisionContext;
 use rebound::{
     reasons, CancelReason, Decision, NodeChoice, Orchestrator, PolicyFailureKind, Request,
     RequestType, RetryAction, RetryError,
@@ -44,14 +45,18 @@ fn plain() -> Request {
 /// Checks that `obeyed` is answered, `violated` fails with `kind`, and a plain call works after.
 fn pair(strategy: &WasmStrategy, obeyed: Request, violated: Request, kind: PolicyFailureKind) {
     let reason = reasons::KV_LOCKED;
-    assert_eq!(strategy.decide(&obeyed, &reason), OK, "obeyed");
     assert_eq!(
-        strategy.decide(&violated, &reason),
+        strategy.decide(&obeyed, &DecisionContext::new(&reason)),
+        OK,
+        "obeyed"
+    );
+    assert_eq!(
+        strategy.decide(&violated, &DecisionContext::new(&reason)),
         RetryAction::PolicyFailed(kind),
         "violated"
     );
     assert_eq!(
-        strategy.decide(&plain(), &reason),
+        strategy.decide(&plain(), &DecisionContext::new(&reason)),
         OK,
         "the next call is undisturbed"
     );
@@ -196,7 +201,7 @@ fn fail_safe_best_effort() {
     );
     let request = asking("trap", "").with_retry_attempts(3);
     assert_eq!(
-        strategy.decide(&request, &reasons::KV_LOCKED),
+        strategy.decide(&request, &DecisionContext::new(&reasons::KV_LOCKED)),
         RetryAction::after(Duration::from_millis(8))
     );
 }
@@ -218,7 +223,7 @@ fn quarantine_and_recovery() {
     let reason = reasons::KV_LOCKED;
     for _ in 0..3 {
         assert_eq!(
-            strategy.decide(&asking("trap", ""), &reason),
+            strategy.decide(&asking("trap", ""), &DecisionContext::new(&reason)),
             RetryAction::PolicyFailed(PolicyFailureKind::Trap)
         );
     }
@@ -226,13 +231,13 @@ fn quarantine_and_recovery() {
     assert!(stats.quarantined && stats.quarantines == 1, "{stats:?}");
     // While quarantined a healthy request is not even sent to the policy.
     assert_eq!(
-        strategy.decide(&plain(), &reason),
+        strategy.decide(&plain(), &DecisionContext::new(&reason)),
         RetryAction::PolicyFailed(PolicyFailureKind::Quarantined)
     );
     assert_eq!(strategy.stats().decisions, 0);
     std::thread::sleep(Duration::from_millis(250));
     assert_eq!(
-        strategy.decide(&plain(), &reason),
+        strategy.decide(&plain(), &DecisionContext::new(&reason)),
         OK,
         "the probe after the cooldown succeeds"
     );
@@ -241,7 +246,10 @@ fn quarantine_and_recovery() {
         !stats.quarantined && stats.consecutive_failures == 0,
         "{stats:?}"
     );
-    assert_eq!(strategy.decide(&plain(), &reason), OK);
+    assert_eq!(
+        strategy.decide(&plain(), &DecisionContext::new(&reason)),
+        OK
+    );
 }
 
 /// A failed probe quarantines the policy again.
@@ -257,9 +265,15 @@ fn failed_probe_requarantines() {
             ..Default::default()
         },
     );
-    strategy.decide(&asking("trap", ""), &reasons::KV_LOCKED);
+    strategy.decide(
+        &asking("trap", ""),
+        &DecisionContext::new(&reasons::KV_LOCKED),
+    );
     std::thread::sleep(Duration::from_millis(80));
-    strategy.decide(&asking("trap", ""), &reasons::KV_LOCKED);
+    strategy.decide(
+        &asking("trap", ""),
+        &DecisionContext::new(&reasons::KV_LOCKED),
+    );
     let stats = strategy.stats();
     assert!(stats.quarantined && stats.quarantines == 2, "{stats:?}");
 }

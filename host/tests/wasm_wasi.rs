@@ -15,6 +15,7 @@ use rebound::budget::RetryBudgets;
 use rebound::wasm::{
     SandboxLimits, WasiClocks, WasiConfig, WasiRandom, WasmStrategy, WasmStrategyConfig,
 };
+use rebound::DecisionContext;
 use rebound::{reasons, Request, RequestType, RetryAction, SyncStrategy};
 
 /// Everything logged in this test binary (every test installs the same subscriber first, so
@@ -80,7 +81,7 @@ fn request() -> Request {
 /// What the Python probe saw, reported as its retry delay.
 fn observe(probe: &str, wasi: WasiConfig) -> u64 {
     let policy = strategy("python_wasi_probe", &[("probe", probe)], roomy(), wasi);
-    match policy.decide(&request(), &reasons::KV_LOCKED) {
+    match policy.decide(&request(), &DecisionContext::new(&reasons::KV_LOCKED)) {
         RetryAction::RetryAfter { delay, .. } => delay.as_millis() as u64,
         other => panic!("probe {probe}: {other:?} {:?}", policy.stats()),
     }
@@ -95,7 +96,7 @@ fn failure(
 ) -> (PolicyFailureKind, String, Duration) {
     let policy = strategy(guest, params, limits, WasiConfig::default());
     let started = Instant::now();
-    let action = policy.decide(&request(), &reasons::KV_LOCKED);
+    let action = policy.decide(&request(), &DecisionContext::new(&reasons::KV_LOCKED));
     let took = started.elapsed();
     let stats = policy.stats();
     let kind = match action {

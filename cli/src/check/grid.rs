@@ -148,12 +148,9 @@ impl Input {
 
     /// The request, as decided at `now` (it started `elapsed_ms` before).
     pub fn request(&self, now: Instant) -> Request {
-        let mut request = self
-            .decide
+        self.decide
             .request(now, 1)
-            .expect("the grid's requests are valid");
-        request.set_decision_time(Some(now));
-        request
+            .expect("the grid's requests are valid")
     }
 
     /// The input as a `rebound eval` line, its idempotency stated so a reader of the report

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use rebound::budget::RetryBudgets;
 use rebound::wasm::{PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig};
+use rebound::DecisionContext;
 
 use self::invariants::Answer;
 use self::report::Report;
@@ -118,9 +119,11 @@ fn ask(
     for (n, &i) in order.iter().enumerate() {
         let input = &inputs[i];
         let start = base + DECISION_SPACING * u32::try_from(n).unwrap_or(u32::MAX);
-        let request = input.request(start + Duration::from_millis(input.elapsed_ms));
+        let now = start + Duration::from_millis(input.elapsed_ms);
+        let request = input.request(now);
+        let context = DecisionContext::new(&input.reason).at(now);
         let started = Instant::now();
-        let result = strategy.try_decide(&request, &input.reason);
+        let result = strategy.try_decide(&request, &context);
         answers[i] = Some(Answer {
             result,
             took: started.elapsed(),

@@ -1,8 +1,10 @@
 //! One policy's run of a scenario: a discrete-event simulation on a virtual clock. Requests
 //! arrive as the workload says; each attempt goes to a node, takes a drawn latency and ends
 //! as the faults active at that moment say; a failed attempt is classified (KV statuses by
-//! the host's classifier) and decided by the policy through the registry at that virtual
-//! moment; a retry is dispatched after the delay it asks. Nothing sleeps. Every draw comes
+//! the host's classifier) and handed to the request's [`RetryLoop`] — the same loop the
+//! executor drives in production — which the policy decides through the registry at that
+//! virtual moment; a retry is dispatched after the delay it asks, to the node it names.
+//! Nothing sleeps. Every draw comes
 //! from generators seeded by the scenario's seed — the workload's from the seed, an attempt's
 //! from the seed, the request and the attempt number — so a run is the same for the same
 //! seed, and the same request meets the same first-attempt fate under every policy.
@@ -15,7 +17,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use rebound::classify::{classify, Classification, KvOpcode, Response};
 use rebound::registry::PolicyRegistry;
-use rebound::{reasons, Decision, NodeChoice, Request, RetryError, RetryReason, Service};
+use rebound::{reasons, Cause, Ending, NodeChoice, Request, RetryLoop, RetryReason, Service, Step};
 
 use super::scenario::{Fault, Scenario};
 use crate::wire::input::default_timeout_ms;
@@ -139,7 +141,7 @@ enum AttemptEnd {
 
 /// A request being simulated.
 struct Live {
-    request: Request,
+    retry: RetryLoop,
     key: u64,
     start_us: u64,
     deadline_us: u64,
@@ -230,8 +232,8 @@ impl Simulation<'_> {
         let tmpfail_roll = rng.random::<f64>();
         let node = ((live.key % u64::from(nodes)) as u32 + live.node_offset) % nodes;
         let key = live.key;
-        let kv = live.request.service() == Service::Kv;
-        let opcode = KvOpcode::of(live.request.request_type());
+        let kv = live.retry.request().service() == Service::Kv;
+        let opcode = KvOpcode::of(live.retry.request().request_type());
 
         let mut auth_failure = false;
         let mut node_down = false;
@@ -263,7 +265,7 @@ impl Simulation<'_> {
         } else if node_down {
             (t + 100, AttemptEnd::Failed(reasons::SOCKET_NOT_AVAILABLE))
         } else {
-            self.live[i].request.mark_dispatched(format!("node-{node}"));
+            self.live[i].retry.dispatched(format!("node-{node}"));
             self.bucket(t).cluster_attempts += 1;
             self.run.cluster_attempts += 1;
             if let Some(down) = self.goes_down(node, t, t + latency) {
@@ -324,33 +326,33 @@ impl Simulation<'_> {
                 return Ok(());
             }
             AttemptEnd::Deadline => {
-                let live = &self.live[i];
-                let total = Duration::from_micros(t - live.start_us);
-                let error = RetryError::timeout(&live.request, total);
+                let now = self.at(t);
+                let error = self.live[i].retry.deadline_reached(now);
                 self.finish(i, t, Some(error.name()));
                 return Ok(());
             }
             AttemptEnd::Failed(reason) => reason,
         };
         let now = self.at(t);
-        let decided = self
-            .registry
-            .maybe_retry_at(&mut self.live[i].request, &reason, now)
+        let step = self.live[i]
+            .retry
+            .failed(self.registry, Cause::Reason(reason), now)
             .await?;
-        match decided.decision {
-            Decision::Retry(plan) => {
-                if plan.node == NodeChoice::Next {
+        match step {
+            Step::Retry { delay, attempt } => {
+                if attempt.node == NodeChoice::Next {
                     self.live[i].node_offset += 1;
                 }
-                let delay = u64::try_from(plan.delay.as_micros()).unwrap_or(u64::MAX);
+                let delay = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
                 self.schedule(t.saturating_add(delay), i, Event::Dispatch);
             }
-            Decision::Timeout { after, error } => {
-                let at = t + u64::try_from(after.as_micros()).unwrap_or(u64::MAX);
+            Step::End(Ending::Ended { error, after }) => {
+                let at = t.saturating_add(u64::try_from(after.as_micros()).unwrap_or(u64::MAX));
                 self.finish(i, at, Some(error.name()));
             }
-            Decision::Fail(error) => self.finish(i, t, Some(error.name())),
-            Decision::Ignore | Decision::AlreadyDone => self.finish(i, t, None),
+            // A Cassandra IGNORE completes the request with an empty result.
+            Step::End(Ending::Ignored(_)) => self.finish(i, t, None),
+            Step::End(_) => self.finish(i, t, Some("NotRetried")),
         }
         Ok(())
     }
@@ -404,7 +406,7 @@ pub async fn run(
             request = request.idempotent(idempotent);
         }
         sim.live.push(Live {
-            request,
+            retry: RetryLoop::new(request),
             key: arrival.key,
             start_us: arrival.t_us,
             deadline_us: arrival.t_us + timeout_ms * 1000,

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rebound::classify::{KvOpcode, Response};
-use rebound::executor::{Attempt, Decider, ExecuteError, Executor, Failure};
+use rebound::executor::{Attempt, ExecuteError, Executor, Failure};
+use rebound::Decider;
 use rebound::{reasons, Orchestrator, Request, RequestType};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;

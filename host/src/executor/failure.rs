@@ -1,20 +1,9 @@
 //! How the operation reports a failure: its own error, and what the executor needs to decide.
 
-use crate::classify::{classify, Classification, Response};
+use crate::classify::{classify, Response};
 use crate::errormap::ErrorMap;
 use crate::reason::RetryReason;
-
-/// Why an attempt failed, as the orchestrator needs it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Cause {
-    /// A known retry reason (e.g. `SOCKET_NOT_AVAILABLE` when the connection was refused,
-    /// `SOCKET_CLOSED_WHILE_IN_FLIGHT` when it closed before the response).
-    Reason(RetryReason),
-    /// A server response, classified (reference 001 "Response Code Classification").
-    Classified(Classification),
-    /// Not retried whatever the policy says: the operation's error is the outcome.
-    Final,
-}
+use crate::retry_loop::Cause;
 
 /// A failed attempt: the operation's own error `E` and its [`Cause`].
 #[derive(Debug)]

@@ -9,20 +9,19 @@
 //! - [`Failure`]: how the operation reports a failure: its own error plus a reason, a raw
 //!   response to classify, or "final".
 //! - [`ExecuteError`]: how a request ends without a value.
-//! - [`Decider`]: what decides: an [`Orchestrator`](crate::Orchestrator) or a
-//!   `PolicyRegistry` (per-request policy names, profiles, hot reload).
 //!
-//! The loop spawns nothing and never blocks: dropping its future stops the request at once,
-//! the attempt in flight included.
+//! What decides is a [`Decider`](crate::Decider): an [`Orchestrator`](crate::Orchestrator) or a
+//! `PolicyRegistry` (per-request policy names, profiles, hot reload). The loop itself is
+//! [`RetryLoop`](crate::RetryLoop), which the executor drives on tokio's clock and timer. It
+//! spawns nothing and never blocks: dropping its future stops the request at once, the attempt
+//! in flight included.
 
 mod attempt;
-mod decider;
 mod error;
 mod failure;
 mod run;
 
 pub use attempt::Attempt;
-pub use decider::{DecideError, Decider};
 pub use error::ExecuteError;
-pub use failure::{Cause, Failure};
+pub use failure::Failure;
 pub use run::Executor;

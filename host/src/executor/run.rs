@@ -1,5 +1,5 @@
-//! The retry loop: call, classify, decide, sleep, call again, until a value, an outcome error
-//! or the deadline.
+//! The executor: drives the [`RetryLoop`] on tokio — calls the operation, sleeps the planned
+//! delays on tokio's timer, and drops an attempt still running at the deadline.
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -7,14 +7,12 @@ use std::future::Future;
 use tokio::time::Instant;
 
 use super::attempt::Attempt;
-use super::decider::Decider;
 use super::error::ExecuteError;
-use super::failure::{Cause, Failure};
-use crate::action::NodeChoice;
-use crate::classify::Classification;
-use crate::orchestrator::{Decision, Orchestrator};
-use crate::outcome::{ErrorContext, RetryError};
+use super::failure::Failure;
+use crate::decider::Decider;
+use crate::orchestrator::Orchestrator;
 use crate::request::Request;
+use crate::retry_loop::{Ending, RetryLoop, Step};
 
 /// Runs operations under retry handling (see the [module docs](super)).
 ///
@@ -69,7 +67,7 @@ impl<D: Decider> Executor<D> {
     /// deadline, and a delay that would reach it becomes a timeout at the deadline exactly.
     pub async fn run<T, E, F, Fut>(
         &self,
-        mut request: Request,
+        request: Request,
         mut operation: F,
     ) -> Result<T, ExecuteError<E>>
     where
@@ -77,35 +75,23 @@ impl<D: Decider> Executor<D> {
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, Failure<E>>>,
     {
-        let started = Instant::from_std(request.start());
-        let deadline = started + request.timeout();
-        let mut node = NodeChoice::Same;
+        let deadline = Instant::from_std(request.start()) + request.timeout();
+        let mut retry = RetryLoop::new(request);
+        let mut next = retry.next_attempt();
         loop {
-            let attempt = Attempt::new(
-                request.retry_attempts(),
-                node,
-                request.consistency_level(),
-                deadline,
-            );
+            let attempt = Attempt::new(next.number, next.node, next.consistency, deadline);
             let call = tokio::time::timeout_at(deadline, operation(attempt.clone())).await;
             if let Some(to) = attempt.take_dispatched() {
-                request.mark_dispatched(to);
+                retry.dispatched(to);
             }
             let failure = match call {
                 Ok(Ok(value)) => {
-                    request.complete();
+                    retry.succeeded();
                     return Ok(value);
                 }
                 Ok(Err(failure)) => failure,
                 Err(_deadline) => {
-                    let error = RetryError::timeout(&request, started.elapsed());
-                    tracing::info!(
-                        request_id = request.id(),
-                        error = error.name(),
-                        attempts = request.retry_attempts(),
-                        "deadline reached during an attempt"
-                    );
-                    request.cancel("TIMEOUT");
+                    let error = retry.deadline_reached(Instant::now().into_std());
                     return Err(ExecuteError::Ended { error, last: None });
                 }
             };
@@ -115,60 +101,30 @@ impl<D: Decider> Executor<D> {
                 dispatched_to,
             } = failure;
             if let Some(to) = dispatched_to {
-                request.mark_dispatched(to);
+                retry.dispatched(to);
             }
-            let reason = match cause {
-                Cause::Reason(reason) => reason,
-                Cause::Classified(Classification::Retry { reason, retry_spec }) => {
-                    request.set_error_map_spec(retry_spec);
-                    reason
-                }
-                Cause::Classified(_) | Cause::Final => {
-                    return Err(ExecuteError::NotRetried {
-                        error,
-                        context: context(&request, started),
-                    })
-                }
-            };
             let now = Instant::now().into_std();
-            match self.decider.decide(&mut request, &reason, now).await? {
-                Decision::Retry(plan) => {
-                    node = plan.node;
-                    tokio::time::sleep(plan.delay).await;
+            match retry.failed(&self.decider, cause, now).await? {
+                Step::Retry { delay, attempt } => {
+                    next = attempt;
+                    tokio::time::sleep(delay).await;
                 }
-                Decision::Timeout { after, error: end } => {
-                    tokio::time::sleep(after).await;
+                Step::End(Ending::Ended { error: end, after }) => {
+                    if !after.is_zero() {
+                        tokio::time::sleep(after).await;
+                    }
                     return Err(ExecuteError::Ended {
                         error: end,
                         last: Some(error),
                     });
                 }
-                Decision::Fail(end) => {
-                    return Err(ExecuteError::Ended {
-                        error: end,
-                        last: Some(error),
-                    })
+                Step::End(Ending::Ignored(context)) => {
+                    return Err(ExecuteError::Ignored { error, context })
                 }
-                Decision::Ignore => {
-                    return Err(ExecuteError::Ignored {
-                        error,
-                        context: context(&request, started),
-                    })
-                }
-                Decision::AlreadyDone => {
-                    return Err(ExecuteError::NotRetried {
-                        error,
-                        context: context(&request, started),
-                    })
+                Step::End(Ending::NotRetried(context)) => {
+                    return Err(ExecuteError::NotRetried { error, context })
                 }
             }
         }
     }
-}
-
-/// The context of a request that ends now without the orchestrator cancelling it.
-fn context(request: &Request, started: Instant) -> Box<ErrorContext> {
-    let mut context = ErrorContext::new(request, None, started.elapsed());
-    context.cancelled = false;
-    Box::new(context)
 }

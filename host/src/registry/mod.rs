@@ -10,15 +10,20 @@
 
 mod compile_ahead;
 pub mod config;
-mod policies;
+mod error;
+mod policy_registry;
 mod shadow;
+mod slot;
 mod status;
+mod table;
 mod version;
 mod watch;
 
 pub use config::{ConfigError, PolicyDefinition, PolicySource, RegistryConfig};
-pub use policies::{Decided, PolicyRegistry, RegistryError, ReloadOutcome};
+pub use error::RegistryError;
+pub use policy_registry::{Decided, PolicyRegistry};
 pub use shadow::{Shadow, ShadowStatus};
+pub use slot::ReloadOutcome;
 pub use status::{PolicyStatus, RegistryStatus, VersionStatus};
 pub use version::{BuildError, PolicyVersion};
 pub use watch::{RegistryWatcher, WatchError};

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::version::PolicyVersion;
 use crate::action::RetryAction;
+use crate::context::DecisionContext;
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::strategy::{RetryStrategy, StrategyFuture};
@@ -125,9 +126,9 @@ impl RetryStrategy for Shadowed<'_> {
     fn retry_after<'a>(
         &'a self,
         request: &'a Request,
-        reason: &'a RetryReason,
+        context: &'a DecisionContext<'a>,
     ) -> StrategyFuture<'a> {
-        let active = self.active.strategy().retry_after(request, reason);
+        let active = self.active.strategy().retry_after(request, context);
         if !self.shadow.sampled() {
             return active;
         }
@@ -137,10 +138,10 @@ impl RetryStrategy for Shadowed<'_> {
                 .shadow
                 .candidate
                 .strategy()
-                .retry_after(request, reason)
+                .retry_after(request, context)
                 .await;
             self.shadow
-                .compare(self.active, request, reason, used, shadow);
+                .compare(self.active, request, context.reason(), used, shadow);
             used
         })
     }

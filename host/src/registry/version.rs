@@ -13,6 +13,7 @@ use super::compile_ahead::CompileAhead;
 use super::config::{Builtin, PolicyDefinition, PolicySource};
 use crate::budget::RetryBudgets;
 use crate::cassandra_types::ConsistencyLevel;
+use crate::context::DecisionContext;
 use crate::orchestrator::Guard;
 use crate::reason::{reasons, ReadTimeout, RetryReason};
 use crate::request::{Request, RequestType};
@@ -307,7 +308,7 @@ fn smoke(name: &str, strategy: &WasmStrategy) -> Result<(), BuildError> {
         (request(RequestType::Cql).idempotent(true), read_timeout),
     ];
     for (request, reason) in &inputs {
-        if let Err(failure) = strategy.try_decide(request, reason) {
+        if let Err(failure) = strategy.try_decide(request, &DecisionContext::new(reason)) {
             return Err(BuildError::Smoke {
                 policy: name.to_owned(),
                 input: format!("{} after {reason}", request.request_type()),

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::policies::PolicyRegistry;
+use super::policy_registry::PolicyRegistry;
 
 /// Why watching could not start.
 #[derive(Debug, thiserror::Error)]

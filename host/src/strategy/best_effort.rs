@@ -3,6 +3,7 @@
 
 use crate::action::RetryAction;
 use crate::backoff::{BackoffCalculator, ExponentialBackoff};
+use crate::context::DecisionContext;
 use crate::reason::RetryReason;
 use crate::request::Request;
 
@@ -33,7 +34,18 @@ impl BestEffort {
     /// host answers a policy's `best-effort` (answer or `host.best-effort` call) and its
     /// best-effort fail-safe.
     pub fn default_decision(request: &Request, reason: &RetryReason) -> RetryAction {
-        BestEffort::<ExponentialBackoff>::default().decide(request, reason)
+        BestEffort::<ExponentialBackoff>::default().decide_reason(request, reason)
+    }
+}
+
+impl<C: BackoffCalculator> BestEffort<C> {
+    /// Best effort needs only the reason of the failure.
+    pub(crate) fn decide_reason(&self, request: &Request, reason: &RetryReason) -> RetryAction {
+        if request.is_idempotent() || reason.allows_non_idempotent_retry() {
+            RetryAction::after(self.calculator.backoff(request.retry_attempts()))
+        } else {
+            RetryAction::NoRetry
+        }
     }
 }
 
@@ -42,11 +54,7 @@ impl<C: BackoffCalculator> SyncStrategy for BestEffort<C> {
         "best-effort"
     }
 
-    fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction {
-        if request.is_idempotent() || reason.allows_non_idempotent_retry() {
-            RetryAction::after(self.calculator.backoff(request.retry_attempts()))
-        } else {
-            RetryAction::NoRetry
-        }
+    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        self.decide_reason(request, context.reason())
     }
 }

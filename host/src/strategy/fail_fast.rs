@@ -2,7 +2,7 @@
 //! it only for the host's own commands; users should extend best effort instead.
 
 use crate::action::RetryAction;
-use crate::reason::RetryReason;
+use crate::context::DecisionContext;
 use crate::request::Request;
 
 use super::SyncStrategy;
@@ -16,7 +16,7 @@ impl SyncStrategy for FailFast {
         "fail-fast"
     }
 
-    fn decide(&self, _request: &Request, _reason: &RetryReason) -> RetryAction {
+    fn decide(&self, _request: &Request, _context: &DecisionContext<'_>) -> RetryAction {
         RetryAction::NoRetry
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::action::{RetryAction, TerminalError};
 use crate::backoff::{BackoffCalculator, ExponentialBackoff};
+use crate::context::DecisionContext;
 use crate::reason::{ReasonKind, RetryReason};
 use crate::request::Request;
 
@@ -55,10 +56,10 @@ impl<C: BackoffCalculator> SyncStrategy for FastFailOnTerminalError<C> {
         "fast-fail-on-terminal-error"
     }
 
-    fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction {
-        match Self::terminal_error(reason) {
+    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        match Self::terminal_error(context.reason()) {
             Some(error) => RetryAction::Fail(error),
-            None => self.best_effort.decide(request, reason),
+            None => self.best_effort.decide(request, context),
         }
     }
 }

@@ -16,7 +16,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::action::RetryAction;
-use crate::reason::RetryReason;
+use crate::context::DecisionContext;
 use crate::request::Request;
 
 /// Decides whether and how a request is retried.
@@ -29,11 +29,12 @@ pub trait RetryStrategy: Send + Sync + Debug {
     /// A stable name, used in logs, metrics and the safety guard's exemption list.
     fn name(&self) -> &str;
 
-    /// The action for `request`, which failed for `reason`.
+    /// The action for `request`, whose failure `context` describes (its reason, error-map
+    /// spec, server delay and the decision's moment).
     fn retry_after<'a>(
         &'a self,
         request: &'a Request,
-        reason: &'a RetryReason,
+        context: &'a DecisionContext<'a>,
     ) -> StrategyFuture<'a>;
 }
 
@@ -42,8 +43,8 @@ pub trait SyncStrategy: Send + Sync + Debug {
     /// A stable name, used in logs, metrics and the safety guard's exemption list.
     fn name(&self) -> &str;
 
-    /// The action for `request`, which failed for `reason`.
-    fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction;
+    /// The action for `request`, whose failure `context` describes.
+    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction;
 }
 
 impl<T: SyncStrategy> RetryStrategy for T {
@@ -54,9 +55,9 @@ impl<T: SyncStrategy> RetryStrategy for T {
     fn retry_after<'a>(
         &'a self,
         request: &'a Request,
-        reason: &'a RetryReason,
+        context: &'a DecisionContext<'a>,
     ) -> StrategyFuture<'a> {
-        StrategyFuture::ready(self.decide(request, reason))
+        StrategyFuture::ready(self.decide(request, context))
     }
 }
 

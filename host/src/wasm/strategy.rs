@@ -16,6 +16,7 @@ use super::runtime::{SandboxLimits, EPOCH_TICK, SETUP_FUEL_FACTOR};
 use super::wasi::WasiConfig;
 use crate::action::{PolicyFailureKind, RetryAction};
 use crate::budget::RetryBudgets;
+use crate::context::DecisionContext;
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::strategy::{BestEffort, SyncStrategy};
@@ -287,8 +288,9 @@ impl WasmStrategy {
     pub fn try_decide(
         &self,
         request: &Request,
-        reason: &RetryReason,
+        context: &DecisionContext<'_>,
     ) -> Result<RetryAction, CallFailure> {
+        let reason = context.reason();
         let warm = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut warm = match warm {
             Some(warm) => warm,
@@ -299,12 +301,12 @@ impl WasmStrategy {
         if !Arc::ptr_eq(&state.client_context, request.shared_client_context()) {
             state.client_context = Arc::clone(request.shared_client_context());
         }
-        state.error_map_spec = request.error_map_spec().copied();
-        state.decision_time = request.decision_time();
+        state.error_map_spec = context.error_map_spec().copied();
+        state.decision_time = context.moment();
         // `elapsed-ms` is whole milliseconds: the epoch ticker's coarse clock is precise enough
         // when the caller did not fix the decision's moment.
-        let now = request
-            .decision_time()
+        let now = context
+            .moment()
             .unwrap_or_else(|| self.component.runtime().coarse_now());
         state.request = Some(b::request_to_wit(request, now));
         let wit_reason = b::reason_to_wit(reason);
@@ -413,13 +415,14 @@ impl SyncStrategy for WasmStrategy {
         self.component.name()
     }
 
-    fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction {
+    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        let reason = context.reason();
         let until = self.quarantined_until.load(Ordering::Relaxed);
         if until != 0 && self.now_nanos() < until {
             self.record_failure(PolicyFailureKind::Quarantined);
             return self.fail_safe(PolicyFailureKind::Quarantined, request, reason);
         }
-        match self.try_decide(request, reason) {
+        match self.try_decide(request, context) {
             Ok(action) => {
                 self.on_success();
                 action

@@ -12,6 +12,7 @@ use std::fmt::Debug;
 
 use crate::action::{NodeChoice, RetryAction};
 use crate::cassandra_types::{AbortKind, ServerErrorKind};
+use crate::context::DecisionContext;
 use crate::reason::{ReadTimeout, ReasonKind, RetryReason, Stage, Unavailable, WriteTimeout};
 use crate::request::Request;
 
@@ -111,7 +112,8 @@ impl<P: CassandraPolicy> SyncStrategy for Cassandra<P> {
         self.policy.name()
     }
 
-    fn decide(&self, request: &Request, reason: &RetryReason) -> RetryAction {
+    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        let reason = context.reason();
         if let Route::Fixed(action) = route(reason, request.is_idempotent()) {
             return action;
         }

@@ -1,11 +1,10 @@
-//! What decides for the executor: the orchestrator alone, or a policy registry.
+//! What decides for a retry loop: the orchestrator alone, or a policy registry.
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
 
+use crate::context::DecisionContext;
 use crate::orchestrator::{Decision, Orchestrator};
-use crate::reason::RetryReason;
 use crate::request::Request;
 
 /// Nothing could decide for the request (an unknown policy or profile name).
@@ -16,13 +15,13 @@ pub struct DecideError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
 /// Decides what happens to a failed request: [`Orchestrator`] (the request's own strategy or
 /// the default) or `PolicyRegistry` (the request's policy by name, profile or route).
 pub trait Decider: Send + Sync {
-    /// The decision for `request`, which failed for `reason`, at `now` (tokio's clock, so
-    /// that paused time in tests moves the deadline too).
+    /// The decision for `request`, whose failure `context` describes. A retry loop fixes the
+    /// context's moment (tokio's clock in the executor, so that paused time in tests moves
+    /// the deadline too; the virtual clock in `rebound simulate`).
     fn decide<'a>(
         &'a self,
         request: &'a mut Request,
-        reason: &'a RetryReason,
-        now: Instant,
+        context: &'a DecisionContext<'a>,
     ) -> impl Future<Output = Result<Decision, DecideError>> + Send + 'a;
 }
 
@@ -30,10 +29,9 @@ impl Decider for Orchestrator {
     async fn decide(
         &self,
         request: &mut Request,
-        reason: &RetryReason,
-        now: Instant,
+        context: &DecisionContext<'_>,
     ) -> Result<Decision, DecideError> {
-        Ok(self.maybe_retry_at(request, reason, now).await)
+        Ok(Orchestrator::decide(self, request, context).await)
     }
 }
 
@@ -42,10 +40,9 @@ impl Decider for crate::registry::PolicyRegistry {
     async fn decide(
         &self,
         request: &mut Request,
-        reason: &RetryReason,
-        now: Instant,
+        context: &DecisionContext<'_>,
     ) -> Result<Decision, DecideError> {
-        match self.maybe_retry_at(request, reason, now).await {
+        match crate::registry::PolicyRegistry::decide(self, request, context).await {
             Ok(decided) => Ok(decided.decision),
             Err(error) => Err(DecideError(Box::new(error))),
         }
@@ -56,9 +53,8 @@ impl<D: Decider> Decider for Arc<D> {
     fn decide<'a>(
         &'a self,
         request: &'a mut Request,
-        reason: &'a RetryReason,
-        now: Instant,
+        context: &'a DecisionContext<'a>,
     ) -> impl Future<Output = Result<Decision, DecideError>> + Send + 'a {
-        (**self).decide(request, reason, now)
+        (**self).decide(request, context)
     }
 }

@@ -6,66 +6,26 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use arc_swap::{ArcSwap, ArcSwapOption};
-use serde::Serialize;
+use arc_swap::ArcSwap;
 use sha2::{Digest, Sha256};
 
 use super::compile_ahead::CompileAhead;
-use super::config::{ConfigError, PolicyDefinition, PolicySource, RegistryConfig};
+use super::config::{PolicySource, RegistryConfig};
+use super::error::RegistryError;
 use super::shadow::{Shadow, ShadowStatus, Shadowed};
-use super::status::{PolicyStatus, RegistryStatus, VersionStatus};
-use super::version::{read, BuildContext, BuildError, PolicyVersion};
+use super::slot::{lock, ReloadOutcome, Slot};
+use super::status::{PolicyStatus, RegistryStatus};
+use super::table::{build_table, Table};
+use super::version::{read, BuildContext, PolicyVersion};
 use crate::budget::RetryBudgets;
+use crate::context::DecisionContext;
 use crate::orchestrator::{Decision, Guard, Orchestrator};
 use crate::reason::RetryReason;
-use crate::request::{Request, RequestType, Service};
-use crate::wasm::{ArtifactCache, CacheError, SandboxLimits, WasmRuntime};
-
-/// Why a registry operation was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum RegistryError {
-    /// No policy has this name.
-    #[error("no policy named `{name}`; known policies: {known}")]
-    UnknownPolicy {
-        /// The name asked for.
-        name: String,
-        /// The configured names.
-        known: String,
-    },
-    /// No profile has this name.
-    #[error("no profile named `{name}`; known profiles: {known}")]
-    UnknownProfile {
-        /// The name asked for.
-        name: String,
-        /// The configured names.
-        known: String,
-    },
-    /// Rollback without a previous version.
-    #[error("policy `{0}` has no previous version to roll back to")]
-    NoPrevious(String),
-    /// Promote or abandon without a shadow trial.
-    #[error("policy `{0}` has no shadow candidate")]
-    NoShadow(String),
-    /// Reloading or shadowing a built-in policy.
-    #[error("policy `{0}` is a built-in strategy: it has no file to load")]
-    Builtin(String),
-    /// A version could not be built.
-    #[error(transparent)]
-    Build(#[from] BuildError),
-    /// The configuration was refused.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The compiled-artifact cache cannot be used.
-    #[error(transparent)]
-    Cache(#[from] CacheError),
-    /// The wasmtime engine could not be created.
-    #[error("cannot create the WebAssembly engine: {0}")]
-    Engine(String),
-}
+use crate::request::Request;
+use crate::wasm::{ArtifactCache, SandboxLimits, WasmRuntime};
 
 /// A decision and the version it was resolved to.
 #[derive(Debug)]
@@ -74,169 +34,6 @@ pub struct Decided {
     pub decision: Decision,
     /// The version that decided; `None` when the request carried its own strategy object.
     pub version: Option<Arc<PolicyVersion>>,
-}
-
-/// What a reload did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum ReloadOutcome {
-    /// The file has the active version's content: nothing changed.
-    Unchanged {
-        /// The active version.
-        version: String,
-    },
-    /// A new version is active; the old one is kept for rollback.
-    Swapped {
-        /// The version replaced.
-        from: String,
-        /// The version now active.
-        to: String,
-    },
-}
-
-/// A named policy: its definition and its versions.
-struct Slot {
-    name: String,
-    definition: PolicyDefinition,
-    active: ArcSwap<PolicyVersion>,
-    previous: ArcSwapOption<PolicyVersion>,
-    shadow: ArcSwapOption<Shadow>,
-    last_error: Mutex<Option<String>>,
-    swaps: AtomicU64,
-}
-
-impl Slot {
-    fn new(name: &str, definition: PolicyDefinition, version: PolicyVersion) -> Self {
-        Slot {
-            name: name.to_owned(),
-            definition,
-            active: ArcSwap::from_pointee(version),
-            previous: ArcSwapOption::empty(),
-            shadow: ArcSwapOption::empty(),
-            last_error: Mutex::new(None),
-            swaps: AtomicU64::new(0),
-        }
-    }
-
-    /// Makes `version` active, keeping the one it replaces for rollback.
-    fn install(&self, version: Arc<PolicyVersion>, why: &str) -> ReloadOutcome {
-        // Writers are serialised, so nothing replaces the active version between this load and
-        // the store below. The bookkeeping comes first: whoever sees the new version also sees
-        // the swap counted.
-        let to = version.version().to_owned();
-        let old = self.active.load_full();
-        let from = old.version().to_owned();
-        self.previous.store(Some(old));
-        self.swaps.fetch_add(1, Ordering::Relaxed);
-        *lock(&self.last_error) = None;
-        self.active.store(version);
-        tracing::info!(
-            policy = &*self.name,
-            from = &*from,
-            to = &*to,
-            why,
-            "policy version swapped"
-        );
-        ReloadOutcome::Swapped { from, to }
-    }
-
-    /// Builds a version of this policy from the component `bytes` read from `path`, reusing
-    /// the compiled component of a version it already holds with the same content.
-    fn build(
-        &self,
-        path: &Path,
-        bytes: &[u8],
-        ctx: &BuildContext<'_>,
-    ) -> Result<PolicyVersion, BuildError> {
-        PolicyVersion::from_component_bytes(
-            &self.name,
-            &self.definition,
-            path,
-            bytes,
-            ctx,
-            &self.versions(),
-        )
-    }
-
-    fn versions(&self) -> Vec<Arc<PolicyVersion>> {
-        let mut known = vec![self.active.load_full()];
-        known.extend(self.previous.load_full());
-        known.extend(self.shadow.load_full().map(|s| Arc::clone(s.candidate())));
-        known
-    }
-
-    fn status(&self) -> PolicyStatus {
-        let active = self.active.load_full();
-        let stats = active.wasm().map(|w| w.stats());
-        PolicyStatus {
-            name: self.name.clone(),
-            active: VersionStatus::of(&active),
-            previous: self.previous.load_full().map(|v| VersionStatus::of(&v)),
-            guard_exempt: active.guard() == Guard::Exempt,
-            failures: stats
-                .as_ref()
-                .map(|s| s.failures.clone())
-                .unwrap_or_default(),
-            quarantined: stats.as_ref().is_some_and(|s| s.quarantined),
-            quarantines: stats.as_ref().map_or(0, |s| s.quarantines),
-            last_failure: stats.and_then(|s| s.last_failure),
-            swaps: self.swaps.load(Ordering::Relaxed),
-            last_error: lock(&self.last_error).clone(),
-            shadow: self.shadow.load_full().map(|s| s.status()),
-        }
-    }
-}
-
-/// The published state: the configuration, its slots and routes. Replaced whole.
-struct Table {
-    config: RegistryConfig,
-    slots: HashMap<String, Arc<Slot>>,
-    default: Arc<Slot>,
-    profiles: HashMap<String, Option<Arc<Slot>>>,
-    services: HashMap<Service, Arc<Slot>>,
-    request_types: HashMap<RequestType, Arc<Slot>>,
-}
-
-impl Table {
-    fn slot(&self, name: &str) -> Result<&Arc<Slot>, RegistryError> {
-        self.slots
-            .get(name)
-            .ok_or_else(|| RegistryError::UnknownPolicy {
-                name: name.to_owned(),
-                known: self
-                    .config
-                    .policies
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
-    }
-
-    /// The policy deciding for `request`: its own policy name, else its profile's dedicated
-    /// policy, else the route of its request type, else of its service, else the default.
-    fn resolve(&self, request: &Request) -> Result<&Arc<Slot>, RegistryError> {
-        if let Some(name) = request.policy_name() {
-            return self.slot(name);
-        }
-        if let Some(profile) = request.profile_name() {
-            match self.profiles.get(profile) {
-                Some(Some(slot)) => return Ok(slot),
-                Some(None) => {}
-                None => {
-                    return Err(RegistryError::UnknownProfile {
-                        name: profile.to_owned(),
-                        known: self.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
-                    })
-                }
-            }
-        }
-        Ok(self
-            .request_types
-            .get(&request.request_type())
-            .or_else(|| self.services.get(&request.service()))
-            .unwrap_or(&self.default))
-    }
 }
 
 /// Named policies, each with an atomically replaceable active version.
@@ -258,10 +55,6 @@ impl std::fmt::Debug for PolicyRegistry {
             .field("policies", &self.table.load().config.policies.keys())
             .finish_non_exhaustive()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl PolicyRegistry {
@@ -353,7 +146,7 @@ impl PolicyRegistry {
         request: &mut Request,
         reason: &RetryReason,
     ) -> Result<Decided, RegistryError> {
-        self.decide(request, reason, None).await
+        self.decide(request, &DecisionContext::new(reason)).await
     }
 
     /// As [`maybe_retry`](Self::maybe_retry), at the given moment `now` (virtual clocks,
@@ -364,19 +157,21 @@ impl PolicyRegistry {
         reason: &RetryReason,
         now: Instant,
     ) -> Result<Decided, RegistryError> {
-        self.decide(request, reason, Some(now)).await
+        self.decide(request, &DecisionContext::new(reason).at(now))
+            .await
     }
 
-    async fn decide(
+    /// Decides for `request`, whose failure `context` describes, with the policy the request
+    /// resolves to (see [`maybe_retry`](Self::maybe_retry)).
+    pub async fn decide(
         &self,
         request: &mut Request,
-        reason: &RetryReason,
-        now: Option<Instant>,
+        context: &DecisionContext<'_>,
     ) -> Result<Decided, RegistryError> {
         if let Some(strategy) = request.strategy().cloned() {
             let decision = self
                 .orchestrator
-                .maybe_retry_using(request, reason, &*strategy, Guard::Enforced, now)
+                .decide_using(request, context, &*strategy, Guard::Enforced)
                 .await;
             return Ok(Decided {
                 decision,
@@ -392,7 +187,7 @@ impl PolicyRegistry {
         let decision = match &shadow {
             None => {
                 self.orchestrator
-                    .maybe_retry_using(request, reason, version.strategy(), version.guard(), now)
+                    .decide_using(request, context, version.strategy(), version.guard())
                     .await
             }
             Some(shadow) => {
@@ -401,7 +196,7 @@ impl PolicyRegistry {
                     shadow,
                 };
                 self.orchestrator
-                    .maybe_retry_using(request, reason, &strategy, version.guard(), now)
+                    .decide_using(request, context, &strategy, version.guard())
                     .await
             }
         };
@@ -645,51 +440,6 @@ impl PolicyRegistry {
     pub fn policy_status(&self, name: &str) -> Result<PolicyStatus, RegistryError> {
         Ok(self.slot(name)?.status())
     }
-}
-
-/// Builds the state for `config`, keeping the slots (versions, counters, shadows) of
-/// policies whose definition did not change.
-fn build_table(
-    ctx: &BuildContext<'_>,
-    config: RegistryConfig,
-    old: &HashMap<String, Arc<Slot>>,
-) -> Result<Table, RegistryError> {
-    let mut slots = HashMap::new();
-    for (name, definition) in &config.policies {
-        let slot = match old.get(name) {
-            Some(slot) if slot.definition == *definition => Arc::clone(slot),
-            other => {
-                let known = other.map(|s| s.versions()).unwrap_or_default();
-                let version = PolicyVersion::build(name, definition, ctx, &known)?;
-                tracing::info!(policy = &**name, version = version.version(),
-                    source = %version.source(), load_ms = version.load_time().as_millis() as u64,
-                    origin = ?version.origin(), "policy loaded");
-                Arc::new(Slot::new(name, definition.clone(), version))
-            }
-        };
-        slots.insert(name.clone(), slot);
-    }
-    let by_name = |name: &String| Arc::clone(&slots[name]);
-    Ok(Table {
-        default: by_name(&config.default_policy),
-        profiles: config
-            .profiles
-            .iter()
-            .map(|(p, policy)| (p.clone(), policy.as_ref().map(by_name)))
-            .collect(),
-        services: config
-            .services
-            .iter()
-            .map(|(s, p)| (*s, by_name(p)))
-            .collect(),
-        request_types: config
-            .request_types
-            .iter()
-            .map(|(t, p)| (*t, by_name(p)))
-            .collect(),
-        slots,
-        config,
-    })
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {

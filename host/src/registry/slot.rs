@@ -1,0 +1,132 @@
+//! A named policy's slot: its definition, its active version (swapped atomically), the
+//! previous one kept for rollback, a shadow candidate, and its status.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+use serde::Serialize;
+
+use super::config::PolicyDefinition;
+use super::shadow::Shadow;
+use super::status::{PolicyStatus, VersionStatus};
+use super::version::{BuildContext, BuildError, PolicyVersion};
+use crate::orchestrator::Guard;
+
+/// What a reload did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ReloadOutcome {
+    /// The file has the active version's content: nothing changed.
+    Unchanged {
+        /// The active version.
+        version: String,
+    },
+    /// A new version is active; the old one is kept for rollback.
+    Swapped {
+        /// The version replaced.
+        from: String,
+        /// The version now active.
+        to: String,
+    },
+}
+
+/// A named policy: its definition and its versions.
+pub(super) struct Slot {
+    pub name: String,
+    pub definition: PolicyDefinition,
+    pub active: ArcSwap<PolicyVersion>,
+    pub previous: ArcSwapOption<PolicyVersion>,
+    pub shadow: ArcSwapOption<Shadow>,
+    pub last_error: Mutex<Option<String>>,
+    swaps: AtomicU64,
+}
+
+impl Slot {
+    pub fn new(name: &str, definition: PolicyDefinition, version: PolicyVersion) -> Self {
+        Slot {
+            name: name.to_owned(),
+            definition,
+            active: ArcSwap::from_pointee(version),
+            previous: ArcSwapOption::empty(),
+            shadow: ArcSwapOption::empty(),
+            last_error: Mutex::new(None),
+            swaps: AtomicU64::new(0),
+        }
+    }
+
+    /// Makes `version` active, keeping the one it replaces for rollback.
+    pub fn install(&self, version: Arc<PolicyVersion>, why: &str) -> ReloadOutcome {
+        // Writers are serialised, so nothing replaces the active version between this load and
+        // the store below. The bookkeeping comes first: whoever sees the new version also sees
+        // the swap counted.
+        let to = version.version().to_owned();
+        let old = self.active.load_full();
+        let from = old.version().to_owned();
+        self.previous.store(Some(old));
+        self.swaps.fetch_add(1, Ordering::Relaxed);
+        *lock(&self.last_error) = None;
+        self.active.store(version);
+        tracing::info!(
+            policy = &*self.name,
+            from = &*from,
+            to = &*to,
+            why,
+            "policy version swapped"
+        );
+        ReloadOutcome::Swapped { from, to }
+    }
+
+    /// Builds a version of this policy from the component `bytes` read from `path`, reusing
+    /// the compiled component of a version it already holds with the same content.
+    pub fn build(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        ctx: &BuildContext<'_>,
+    ) -> Result<PolicyVersion, BuildError> {
+        PolicyVersion::from_component_bytes(
+            &self.name,
+            &self.definition,
+            path,
+            bytes,
+            ctx,
+            &self.versions(),
+        )
+    }
+
+    pub fn versions(&self) -> Vec<Arc<PolicyVersion>> {
+        let mut known = vec![self.active.load_full()];
+        known.extend(self.previous.load_full());
+        known.extend(self.shadow.load_full().map(|s| Arc::clone(s.candidate())));
+        known
+    }
+
+    pub fn status(&self) -> PolicyStatus {
+        let active = self.active.load_full();
+        let stats = active.wasm().map(|w| w.stats());
+        PolicyStatus {
+            name: self.name.clone(),
+            active: VersionStatus::of(&active),
+            previous: self.previous.load_full().map(|v| VersionStatus::of(&v)),
+            guard_exempt: active.guard() == Guard::Exempt,
+            failures: stats
+                .as_ref()
+                .map(|s| s.failures.clone())
+                .unwrap_or_default(),
+            quarantined: stats.as_ref().is_some_and(|s| s.quarantined),
+            quarantines: stats.as_ref().map_or(0, |s| s.quarantines),
+            last_failure: stats.and_then(|s| s.last_failure),
+            swaps: self.swaps.load(Ordering::Relaxed),
+            last_error: lock(&self.last_error).clone(),
+            shadow: self.shadow.load_full().map(|s| s.status()),
+        }
+    }
+}
+
+/// Locks `mutex`, recovering the data if a holder panicked (every value kept under these
+/// locks is replaced whole, so a panic cannot leave it half-written).
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}

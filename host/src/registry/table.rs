@@ -1,0 +1,108 @@
+//! The registry's published state: the configuration, its slots and the routes from a
+//! request to its policy. Replaced whole by a new configuration.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::config::RegistryConfig;
+use super::error::RegistryError;
+use super::slot::Slot;
+use super::version::{BuildContext, PolicyVersion};
+use crate::request::{Request, RequestType, Service};
+
+/// The published state: the configuration, its slots and routes. Replaced whole.
+pub(super) struct Table {
+    pub config: RegistryConfig,
+    pub slots: HashMap<String, Arc<Slot>>,
+    default: Arc<Slot>,
+    profiles: HashMap<String, Option<Arc<Slot>>>,
+    services: HashMap<Service, Arc<Slot>>,
+    request_types: HashMap<RequestType, Arc<Slot>>,
+}
+
+impl Table {
+    pub fn slot(&self, name: &str) -> Result<&Arc<Slot>, RegistryError> {
+        self.slots
+            .get(name)
+            .ok_or_else(|| RegistryError::UnknownPolicy {
+                name: name.to_owned(),
+                known: self
+                    .config
+                    .policies
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
+    /// The policy deciding for `request`: its own policy name, else its profile's dedicated
+    /// policy, else the route of its request type, else of its service, else the default.
+    pub fn resolve(&self, request: &Request) -> Result<&Arc<Slot>, RegistryError> {
+        if let Some(name) = request.policy_name() {
+            return self.slot(name);
+        }
+        if let Some(profile) = request.profile_name() {
+            match self.profiles.get(profile) {
+                Some(Some(slot)) => return Ok(slot),
+                Some(None) => {}
+                None => {
+                    return Err(RegistryError::UnknownProfile {
+                        name: profile.to_owned(),
+                        known: self.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
+                    })
+                }
+            }
+        }
+        Ok(self
+            .request_types
+            .get(&request.request_type())
+            .or_else(|| self.services.get(&request.service()))
+            .unwrap_or(&self.default))
+    }
+}
+
+/// Builds the state for `config`, keeping the slots (versions, counters, shadows) of
+/// policies whose definition did not change.
+pub(super) fn build_table(
+    ctx: &BuildContext<'_>,
+    config: RegistryConfig,
+    old: &HashMap<String, Arc<Slot>>,
+) -> Result<Table, RegistryError> {
+    let mut slots = HashMap::new();
+    for (name, definition) in &config.policies {
+        let slot = match old.get(name) {
+            Some(slot) if slot.definition == *definition => Arc::clone(slot),
+            other => {
+                let known = other.map(|s| s.versions()).unwrap_or_default();
+                let version = PolicyVersion::build(name, definition, ctx, &known)?;
+                tracing::info!(policy = &**name, version = version.version(),
+                    source = %version.source(), load_ms = version.load_time().as_millis() as u64,
+                    origin = ?version.origin(), "policy loaded");
+                Arc::new(Slot::new(name, definition.clone(), version))
+            }
+        };
+        slots.insert(name.clone(), slot);
+    }
+    let by_name = |name: &String| Arc::clone(&slots[name]);
+    Ok(Table {
+        default: by_name(&config.default_policy),
+        profiles: config
+            .profiles
+            .iter()
+            .map(|(p, policy)| (p.clone(), policy.as_ref().map(by_name)))
+            .collect(),
+        services: config
+            .services
+            .iter()
+            .map(|(s, p)| (*s, by_name(p)))
+            .collect(),
+        request_types: config
+            .request_types
+            .iter()
+            .map(|(t, p)| (*t, by_name(p)))
+            .collect(),
+        slots,
+        config,
+    })
+}
