@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use rebound::budget::RetryBudgets;
-use rebound::wasm::{PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig};
+use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
 use rebound::{reasons, BestEffort, Request, RequestType, RetryReason, SyncStrategy};
 use serde_json::json;
@@ -56,7 +56,7 @@ fn measure(strategy: &dyn SyncStrategy, cases: &[(Request, RetryReason)], args: 
         let started = Instant::now();
         for i in 0..per_round {
             let (request, reason) = &cases[i as usize % cases.len()];
-            black_box(strategy.decide(black_box(request), &DecisionContext::new(reason)));
+            let _ = black_box(strategy.decide(black_box(request), &DecisionContext::new(reason)));
         }
         started.elapsed() / per_round
     };
@@ -76,7 +76,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         .map_or_else(|| "policy".into(), |s| s.to_string_lossy().into_owned());
     let runtime = WasmRuntime::new(64 << 20).map_err(|e| anyhow::anyhow!("{e:#}"))?;
     let started = Instant::now();
-    let component = PolicyComponent::load(&runtime, &name, &bytes)
+    let component = PolicyPre::load(&runtime, &name, &bytes)
         .with_context(|| format!("{} does not load", args.policy.display()))?;
     let compile = started.elapsed();
     let strategy = WasmStrategy::new(

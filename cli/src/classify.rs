@@ -125,6 +125,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             failure.code,
             failure_kind(failure.kind)
         )?,
+        other => writeln!(out, "{other:?}")?,
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ use rebound::budget::RetryBudgets;
 use rebound::classify::{classify, Classification};
 use rebound::errormap::ErrorMap;
 use rebound::registry::{PolicyRegistry, RegistryConfig, RegistryError};
-use rebound::wasm::{PolicyComponent, WasmStrategy, WasmStrategyConfig};
+use rebound::wasm::{PolicyPre, WasmStrategy, WasmStrategyConfig};
 use rebound::{DecisionContext, RetryStrategy};
 use serde_json::Value;
 
@@ -250,7 +250,7 @@ impl Decider {
         let name = path
             .file_stem()
             .map_or_else(|| "component".into(), |s| s.to_string_lossy().into_owned());
-        let component = PolicyComponent::load_cached(
+        let component = PolicyPre::load_cached(
             self.registry.runtime(),
             &name,
             &bytes,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use rebound::budget::RetryBudgets;
-use rebound::wasm::{PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig};
+use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
 use rebound::{
     reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryStrategy, SyncStrategy,
@@ -42,7 +42,7 @@ fn strategy_latency(strategy: &dyn SyncStrategy) -> Duration {
     let request = Request::new(1, RequestType::Get, Duration::from_secs(3600)).unwrap();
     let reason = reasons::KV_LOCKED;
     measure(15, 20_000, || {
-        black_box(strategy.decide(black_box(&request), &DecisionContext::new(&reason)));
+        let _ = black_box(strategy.decide(black_box(&request), &DecisionContext::new(&reason)));
     })
 }
 
@@ -52,7 +52,7 @@ fn main() {
     let load = |name: &str| {
         let bytes = std::fs::read(guest(name))
             .unwrap_or_else(|e| panic!("{name}: {e}; run ./scripts/build-guests.sh"));
-        PolicyComponent::load(&runtime, name, &bytes).unwrap()
+        PolicyPre::load(&runtime, name, &bytes).unwrap()
     };
     let wasm = |name: &str| {
         Arc::new(
@@ -65,6 +65,30 @@ fn main() {
         )
     };
 
+    let extra: Vec<(String, Duration, Duration)> = std::env::var("REBOUND_BENCH_EXTRA")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|path| {
+            let bytes = std::fs::read(path).unwrap();
+            let c = PolicyPre::load(&runtime, "extra", &bytes).unwrap();
+            let s = Arc::new(
+                WasmStrategy::new(c, WasmStrategyConfig::default(), Arc::clone(&budgets)).unwrap(),
+            );
+            (
+                path.to_owned(),
+                decision_latency(s.clone()),
+                strategy_latency(s.as_ref()),
+            )
+        })
+        .collect();
+    for (path, d, c) in &extra {
+        println!(
+            "EXTRA {path}: decision {:.0} ns, call {:.0} ns",
+            d.as_nanos() as f64,
+            c.as_nanos() as f64
+        );
+    }
     let native_strategy = Arc::new(BestEffort::<rebound::backoff::ExponentialBackoff>::default());
     let (noop_strategy, best_effort_strategy) = (wasm("noop"), wasm("best_effort"));
     let native = decision_latency(native_strategy.clone());
@@ -76,7 +100,7 @@ fn main() {
 
     let bytes = std::fs::read(guest("best_effort")).unwrap();
     let compile = measure(5, 3, || {
-        black_box(PolicyComponent::load(&runtime, "best_effort", &bytes).unwrap());
+        black_box(PolicyPre::load(&runtime, "best_effort", &bytes).unwrap());
     });
     let component = load("best_effort");
     let instantiate = measure(9, 200, || {

@@ -19,9 +19,7 @@ use rebound::budget::RetryBudgets;
 use rebound::cassandra_types::ConsistencyLevel;
 use rebound::reason::ReadTimeout;
 use rebound::strategy::cassandra::{Cassandra, DefaultRetryPolicy};
-use rebound::wasm::{
-    ArtifactCache, PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig,
-};
+use rebound::wasm::{ArtifactCache, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
 use rebound::{reasons, BestEffort, Request, RequestType, RetryReason, SyncStrategy};
 
@@ -39,7 +37,7 @@ fn guest(name: &str) -> Vec<u8> {
 /// Warm latency of one decision of `strategy` for `request` failing with `reason`.
 fn decision(strategy: &dyn SyncStrategy, request: &Request, reason: &RetryReason) -> Duration {
     measure(11, 5_000, || {
-        black_box(strategy.decide(black_box(request), &DecisionContext::new(reason)));
+        let _ = black_box(strategy.decide(black_box(request), &DecisionContext::new(reason)));
     })
 }
 
@@ -116,13 +114,10 @@ fn main() {
         let best_bytes = guest(&format!("{prefix}best_effort"));
         let name = format!("{prefix}best_effort");
         let started = Instant::now();
-        let component =
-            PolicyComponent::load_cached(&runtime, &name, &best_bytes, Some(&cache)).unwrap();
+        let component = PolicyPre::load_cached(&runtime, &name, &best_bytes, Some(&cache)).unwrap();
         let compile = started.elapsed();
         let started = Instant::now();
-        black_box(
-            PolicyComponent::load_cached(&runtime, &name, &best_bytes, Some(&cache)).unwrap(),
-        );
+        black_box(PolicyPre::load_cached(&runtime, &name, &best_bytes, Some(&cache)).unwrap());
         let cached = started.elapsed();
         let started = Instant::now();
         let best = WasmStrategy::new(
@@ -137,7 +132,7 @@ fn main() {
         let warm = |policy: &str| {
             let name = format!("{prefix}{policy}");
             WasmStrategy::new(
-                PolicyComponent::load_cached(&runtime, &name, &guest(&name), Some(&cache)).unwrap(),
+                PolicyPre::load_cached(&runtime, &name, &guest(&name), Some(&cache)).unwrap(),
                 WasmStrategyConfig::default(),
                 Arc::clone(&budgets),
             )

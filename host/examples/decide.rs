@@ -14,7 +14,7 @@ use rebound::cassandra_types::ConsistencyLevel;
 use rebound::classify::{classify, KvOpcode, Response};
 use rebound::reason::Unavailable;
 use rebound::strategy::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
-use rebound::wasm::{PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig};
+use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::{reasons, Decision, Orchestrator, Request, RequestType, RetryReason};
 
 fn show(what: &str, decision: &Decision) {
@@ -32,6 +32,7 @@ fn show(what: &str, decision: &Decision) {
         Decision::Fail(error) => format!("{error}"),
         Decision::Ignore => "ignored".into(),
         Decision::AlreadyDone => "left alone".into(),
+        other => format!("{other:?}"),
     };
     println!("{what:<48} → {text}");
 }
@@ -98,7 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let budgets = Arc::new(RetryBudgets::new());
     let load = |name: &str| -> Result<Orchestrator, Box<dyn std::error::Error>> {
         let path = guests.join(format!("{name}.wasm"));
-        let component = PolicyComponent::load_file(&runtime, name, &path)?;
+        let component = PolicyPre::load_file(&runtime, name, &path)?;
         println!("loaded {name} version {}", component.version());
         let config = WasmStrategyConfig::default();
         let strategy = WasmStrategy::new(component, config, Arc::clone(&budgets))?;

@@ -54,6 +54,7 @@ impl fmt::Display for TerminalError {
 /// How a sandboxed policy failed to answer (the host then applies its fail-safe action).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum PolicyFailureKind {
     /// The guest trapped (e.g. `unreachable`, out-of-bounds access).
     Trap,
@@ -97,6 +98,8 @@ impl fmt::Display for PolicyFailureKind {
 
 /// A strategy's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+#[must_use]
 pub enum RetryAction {
     /// Do not retry: the request is cancelled (RequestCanceled).
     NoRetry,

@@ -19,6 +19,7 @@ use crate::strategy::{BestEffort, RetryStrategy};
 
 /// Where a retry delay came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DelaySource {
     /// The controlled backoff of an always-retry reason; the strategy was not asked.
     ControlledBackoff,
@@ -43,6 +44,8 @@ pub struct RetryPlan {
 
 /// What the orchestrator decided.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+#[must_use]
 pub enum Decision {
     /// Dispatch again after the plan's delay.
     Retry(RetryPlan),

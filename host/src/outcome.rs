@@ -14,6 +14,7 @@ use crate::request::Request;
 
 /// Why the orchestrator cancelled a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CancelReason {
     /// The strategy answered no retry.
     NoMoreRetries(RetryReason),
@@ -51,6 +52,7 @@ impl fmt::Display for CancelReason {
 
 /// The outcome error of a request that will not be dispatched again.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RetryError {
     /// RequestCanceled: not retried before its timeout.
     #[error("request canceled: {reason} {context}")]

@@ -243,6 +243,7 @@ impl SimpleReason {
 
 /// A reason name that could not be turned into a [`RetryReason`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReasonError {
     /// The kind needs data (e.g. `READ_TIMEOUT` needs consistency, block-for, ...).
     #[error("reason {0} needs data ({1}); give it as an object, not a bare name")]

@@ -204,6 +204,7 @@ pub enum RequestState {
 
 /// Invalid request parameters.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RequestError {
     /// A zero timeout can never be met.
     #[error("request timeout must be greater than zero")]

@@ -105,6 +105,9 @@ macro_rules! __wit_conversions {
                 H::Ignore => $w::RetryAction::Ignore,
                 H::Rethrow => $w::RetryAction::Rethrow,
                 H::Fail(t) => $w::RetryAction::Fail(terminal_to_wit(*t)),
+                // An action this version of the WIT cannot express answers the safe default.
+                #[allow(unreachable_patterns)]
+                _ => $w::RetryAction::NoRetry,
             }
         }
 

@@ -18,7 +18,7 @@ fn error_context_json_fields() {
     let orchestrator = Orchestrator::new(Arc::new(FailFast));
     let mut req = request(RequestType::Get, 2500, Instant::now()).context("isRobotRequest", "yes");
     req.mark_dispatched("10.0.0.1:11210");
-    decide_at(
+    let _ = decide_at(
         &Orchestrator::default(),
         &mut req,
         &reasons::SOCKET_NOT_AVAILABLE,

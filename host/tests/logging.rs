@@ -55,9 +55,9 @@ fn retries_and_refusals_are_logged_with_reason() {
     tracing::subscriber::with_default(subscriber, || {
         let orchestrator = always_retry();
         let mut req = request(RequestType::Get, 2500, Instant::now());
-        decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0);
+        let _ = decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0);
         let mut upsert = request(RequestType::Upsert, 2500, Instant::now());
-        decide_at(
+        let _ = decide_at(
             &orchestrator,
             &mut upsert,
             &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,

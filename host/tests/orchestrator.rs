@@ -84,9 +84,9 @@ fn collection_outdated_and_no_active_partition_always_retry() {
 fn a_retry_increments_attempts_and_records_reason() {
     let orchestrator = Orchestrator::default();
     let mut req = request(RequestType::Get, 2500, Instant::now());
-    decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0);
-    decide_at(&orchestrator, &mut req, &reasons::KV_TEMPORARY_FAILURE, 5);
-    decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 10);
+    let _ = decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0);
+    let _ = decide_at(&orchestrator, &mut req, &reasons::KV_TEMPORARY_FAILURE, 5);
+    let _ = decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 10);
     assert_eq!(req.retry_attempts(), 3);
     assert_eq!(
         req.retry_reasons(),

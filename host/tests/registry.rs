@@ -321,6 +321,7 @@ fn outcome(decision: &Decision) -> (&'static str, &'static str) {
         Decision::Fail(error) => ("fail", error.name()),
         Decision::Ignore => ("ignore", ""),
         Decision::AlreadyDone => ("done", ""),
+        other => panic!("a decision this test does not know: {other:?}"),
     }
 }
 
@@ -351,7 +352,7 @@ fn shadow_disagreements_are_counted_exactly_and_the_candidate_never_decides() {
     assert!((shadow.disagreement_rate - expected as f64 / grid.len() as f64).abs() < 1e-12);
 
     // Always-retry reasons never reach a strategy, so they are not compared.
-    decide(
+    let _ = decide(
         &registry,
         request(RequestType::Get),
         &reasons::KV_NOT_MY_VBUCKET,
@@ -381,7 +382,7 @@ fn an_abandoned_or_unsampled_shadow_changes_nothing() {
     let candidate = ws.install("candidate.wasm", "fail_fast");
     registry.shadow("p", &candidate, 0.0).unwrap();
     for _ in 0..20 {
-        decide(
+        let _ = decide(
             &registry,
             request(RequestType::Get),
             &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
@@ -408,7 +409,7 @@ fn an_abandoned_or_unsampled_shadow_changes_nothing() {
 fn a_new_configuration_keeps_unchanged_policies_and_a_bad_one_keeps_the_running_one() {
     let (ws, registry) = routed();
     for _ in 0..3 {
-        decide(&registry, request(RequestType::Get), &reasons::UNKNOWN);
+        let _ = decide(&registry, request(RequestType::Get), &reasons::UNKNOWN);
     }
     let robots_before = registry.active("robots").unwrap();
     ws.config(
@@ -528,7 +529,7 @@ fn status_reports_version_hash_load_time_decisions_and_failures() {
     );
     let panicking = || request(RequestType::Get).context("panic", "boom");
     for _ in 0..3 {
-        decide(
+        let _ = decide(
             &registry,
             panicking(),
             &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,

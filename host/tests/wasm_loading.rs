@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rebound::budget::RetryBudgets;
-use rebound::wasm::{LoadError, PolicyComponent, WasmStrategy, WasmStrategyConfig};
+use rebound::wasm::{LoadError, PolicyPre, WasmStrategy, WasmStrategyConfig};
 use wasm_support::{guest, load, runtime};
 
 /// A component importing interfaces outside `rebound:policy` and the inert WASI 0.2 set (an
@@ -61,12 +61,12 @@ fn incompatible_package_version_is_rejected() {
 /// Bytes that are not a component, and a missing file, get errors naming the problem.
 #[test]
 fn bad_bytes_and_missing_files() {
-    let err = PolicyComponent::load(runtime(), "junk", b"not wasm at all").unwrap_err();
+    let err = PolicyPre::load(runtime(), "junk", b"not wasm at all").unwrap_err();
     assert!(
         matches!(err, LoadError::Compile { .. }) && err.to_string().contains("junk"),
         "{err}"
     );
-    let err = PolicyComponent::load_file(
+    let err = PolicyPre::load_file(
         runtime(),
         "gone",
         std::path::Path::new("/nonexistent/p.wasm"),
@@ -96,8 +96,7 @@ fn every_policy_loads() {
 
 /// The error of creating the adversary's strategy with parameter `param = yes`.
 fn adversary_configured_with(param: &str) -> LoadError {
-    let component =
-        PolicyComponent::load_file(runtime(), "adversary", &guest("adversary")).unwrap();
+    let component = PolicyPre::load_file(runtime(), "adversary", &guest("adversary")).unwrap();
     let config = WasmStrategyConfig {
         params: BTreeMap::from([(param.to_owned(), "yes".to_owned())]),
         ..Default::default()

@@ -265,12 +265,12 @@ fn failed_probe_requarantines() {
             ..Default::default()
         },
     );
-    strategy.decide(
+    let _ = strategy.decide(
         &asking("trap", ""),
         &DecisionContext::new(&reasons::KV_LOCKED),
     );
     std::thread::sleep(Duration::from_millis(80));
-    strategy.decide(
+    let _ = strategy.decide(
         &asking("trap", ""),
         &DecisionContext::new(&reasons::KV_LOCKED),
     );

@@ -113,6 +113,7 @@ pub fn describe(result: &Result<RetryAction, CallFailure>) -> String {
         Ok(RetryAction::Rethrow) => "rethrow".into(),
         Ok(RetryAction::Fail(error)) => format!("fail with {error}"),
         Ok(RetryAction::PolicyFailed(kind)) => format!("policy failed ({kind})"),
+        Ok(other) => format!("{other:?}").to_lowercase(),
     }
 }
 
@@ -134,6 +135,7 @@ pub fn to_json(result: &Result<RetryAction, CallFailure>) -> Value {
         Ok(RetryAction::Rethrow) => json!("rethrow"),
         Ok(RetryAction::Fail(error)) => json!({"fail": error.to_string()}),
         Ok(RetryAction::PolicyFailed(kind)) => json!({"failed": kind.name()}),
+        Ok(other) => json!({"other": format!("{other:?}")}),
     }
 }
 

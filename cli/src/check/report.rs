@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use rebound::wasm::{PolicyComponent, WasmStrategyConfig, HOST_PACKAGE};
+use rebound::wasm::{PolicyPre, WasmStrategyConfig, HOST_PACKAGE};
 use rebound::RetryAction;
 use serde_json::{json, Value};
 
@@ -51,7 +51,7 @@ impl Report {
     }
 
     /// The component loaded: it implements the host's package version.
-    pub fn loaded(&mut self, component: &PolicyComponent) {
+    pub fn loaded(&mut self, component: &PolicyPre) {
         self.loaded = Some(Loaded {
             version: component.version().to_owned(),
             imports: component.imports().to_vec(),
@@ -94,6 +94,7 @@ impl Report {
                 Ok(RetryAction::Rethrow) => "rethrow",
                 Ok(RetryAction::Fail(_)) => "fail",
                 Ok(RetryAction::PolicyFailed(_)) => "failed",
+                Ok(_) => "other",
             };
             *counts.entry(kind).or_default() += 1;
         }

@@ -168,7 +168,7 @@ fn registry_error(e: &RegistryError) -> Response {
             StatusCode::CONFLICT
         }
         RegistryError::Build(_) | RegistryError::Config(_) => StatusCode::UNPROCESSABLE_ENTITY,
-        RegistryError::Cache(_) | RegistryError::Engine(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     error(status, "", &e.to_string())
 }

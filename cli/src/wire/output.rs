@@ -37,6 +37,7 @@ fn cancel_reason(reason: &CancelReason) -> &'static str {
         CancelReason::UnsafeRetryRefused(_) => "UNSAFE_RETRY_REFUSED",
         CancelReason::NeverRetried(_) => "NEVER_RETRIED",
         CancelReason::PolicyFailed(..) => "POLICY_FAILED",
+        _ => "OTHER",
     }
 }
 
@@ -70,6 +71,7 @@ pub fn decision(decision: &Decision, reason: &RetryReason, attempts: u32) -> Val
             "source": match plan.source {
                 rebound::DelaySource::ControlledBackoff => "controlled_backoff",
                 rebound::DelaySource::Strategy => "strategy",
+                _ => "other",
             },
             "reason": reason.name(),
             "retry_attempts": plan.attempt,
@@ -86,6 +88,9 @@ pub fn decision(decision: &Decision, reason: &RetryReason, attempts: u32) -> Val
         Decision::Fail(error) => ended(error, reason),
         Decision::Ignore => json!({"decision": "ignore", "reason": reason.name()}),
         Decision::AlreadyDone => json!({"decision": "already_done", "reason": reason.name()}),
+        other => {
+            json!({"decision": "other", "detail": format!("{other:?}"), "reason": reason.name()})
+        }
     }
 }
 
@@ -101,6 +106,7 @@ pub fn settled(classification: &Classification) -> Option<Value> {
             "name": failure.name,
             "kind": failure_kind(failure.kind),
         })),
+        other => Some(json!({"decision": "other", "detail": format!("{other:?}")})),
     }
 }
 
@@ -121,6 +127,7 @@ pub fn classification(classification: &Classification) -> Value {
             "name": failure.name,
             "kind": failure_kind(failure.kind),
         }),
+        other => json!({"classification": "other", "detail": format!("{other:?}")}),
     }
 }
 

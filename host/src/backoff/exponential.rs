@@ -10,6 +10,7 @@ use super::BackoffCalculator;
 
 /// An invalid backoff configuration.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BackoffConfigError {
     /// `min` was zero.
     #[error("backoff min must be greater than zero")]

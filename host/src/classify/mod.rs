@@ -80,6 +80,7 @@ pub struct Failure {
 
 /// The classification of a response.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Classification {
     /// The response is a success.
     Success,

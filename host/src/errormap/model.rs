@@ -109,6 +109,7 @@ pub enum ErrorMapVerdict<'a> {
 
 /// A map that could not be accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ErrorMapError {
     /// Not valid JSON, or a field of the wrong shape.
     #[error("error map is invalid at `{path}` (line {line}, column {column}): {message}")]

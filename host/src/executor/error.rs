@@ -7,6 +7,7 @@ use crate::outcome::{ErrorContext, RetryError};
 
 /// How a request ends without a value. `E` is the operation's error type.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ExecuteError<E: Debug> {
     /// The orchestrator ended the request (reference 002): `RequestCanceled`, an ambiguous or
     /// unambiguous timeout, a terminal error, or a Cassandra rethrow. `last` is the operation's

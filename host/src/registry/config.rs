@@ -13,7 +13,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::request::{RequestType, Service};
-use crate::wasm::{FailSafe, Optimization, QuarantineConfig, SandboxLimits, WasiConfig};
+use crate::wasm::{
+    FailSafe, Optimization, PoolConfig, QuarantineConfig, SandboxLimits, WasiConfig,
+};
 
 /// A built-in native strategy a policy may name instead of a component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -143,6 +145,8 @@ pub struct EngineConfig {
     /// Linear memory each instance may reach at most; unset: the largest `limits.memory_bytes`
     /// of the policies at start (at least the default 64 MiB).
     pub max_memory_bytes: Option<u64>,
+    /// The instance pool: slots for all policies, idle instances per policy.
+    pub pool: PoolConfig,
 }
 
 /// Where a policy comes from.

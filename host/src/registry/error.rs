@@ -6,6 +6,7 @@ use crate::wasm::CacheError;
 
 /// Why a registry operation was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistryError {
     /// No policy has this name.
     #[error("no policy named `{name}`; known policies: {known}")]

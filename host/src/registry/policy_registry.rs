@@ -29,6 +29,7 @@ use crate::wasm::{ArtifactCache, SandboxLimits, WasmRuntime};
 
 /// A decision and the version it was resolved to.
 #[derive(Debug)]
+#[must_use]
 pub struct Decided {
     /// The orchestrator's decision.
     pub decision: Decision,
@@ -74,7 +75,8 @@ impl PolicyRegistry {
                 .max()
                 .unwrap_or_default()
         });
-        let runtime = WasmRuntime::with_optimization(max_memory, config.engine.optimization)
+        let engine = &config.engine;
+        let runtime = WasmRuntime::with_pool(max_memory, engine.optimization, engine.pool)
             .map_err(|e| RegistryError::Engine(format!("{e:#}")))?;
         Self::with_runtime(config, runtime)
     }

@@ -22,12 +22,12 @@ use crate::strategy::cassandra::{
 };
 use crate::strategy::{BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy};
 use crate::wasm::{
-    ArtifactCache, CodeOrigin, LoadError, PolicyComponent, WasmRuntime, WasmStrategy,
-    WasmStrategyConfig,
+    ArtifactCache, CodeOrigin, LoadError, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig,
 };
 
 /// Why a version could not be built.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BuildError {
     /// The component file could not be read.
     #[error("policy `{policy}`: cannot read {path}: {source}")]
@@ -150,7 +150,7 @@ impl PolicyVersion {
         self.decisions.fetch_add(1, Ordering::Relaxed);
     }
     /// The component, for components.
-    pub(crate) fn component(&self) -> Option<&PolicyComponent> {
+    pub(crate) fn component(&self) -> Option<&PolicyPre> {
         self.wasm.as_deref().map(WasmStrategy::component)
     }
 
@@ -235,7 +235,7 @@ impl PolicyVersion {
                         policy: name.to_owned(),
                         message,
                     })?;
-                PolicyComponent::from_machine_code(ctx.runtime, name, sha256, code)?
+                PolicyPre::from_machine_code(ctx.runtime, name, sha256, code)?
             }
         };
         let origin = component.origin();

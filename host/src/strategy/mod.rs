@@ -25,6 +25,42 @@ use crate::request::Request;
 /// the caller; [`StrategyFuture::Ready`] keeps the common, synchronous case free of
 /// allocation. Strategies whose answer is always immediate implement [`SyncStrategy`] instead
 /// and get this trait for free.
+///
+/// A strategy is asked only for reasons the orchestrator does not settle itself (always-retry
+/// reasons get the controlled backoff first), and whatever it answers, the orchestrator still
+/// refuses unsafe retries of non-idempotent requests and caps the delay to the deadline.
+/// Extending best effort ("call super", reference 002):
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use rebound::{
+///     reasons, BestEffort, Decision, DecisionContext, Orchestrator, ReasonKind, Request,
+///     RequestType, RetryAction, SyncStrategy,
+/// };
+///
+/// /// Best effort, except that a locked document is not waited for.
+/// #[derive(Debug, Default)]
+/// struct NoWaitOnLock(BestEffort);
+///
+/// impl SyncStrategy for NoWaitOnLock {
+///     fn name(&self) -> &str {
+///         "no-wait-on-lock"
+///     }
+///     fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+///         match context.reason().kind() {
+///             ReasonKind::KvLocked => RetryAction::NoRetry,
+///             _ => self.0.decide(request, context),
+///         }
+///     }
+/// }
+///
+/// let orchestrator = Orchestrator::new(Arc::new(NoWaitOnLock::default()));
+/// let mut request = Request::new(1, RequestType::Get, Duration::from_secs(2)).unwrap();
+/// let decision =
+///     futures::executor::block_on(orchestrator.maybe_retry(&mut request, &reasons::KV_LOCKED));
+/// assert!(matches!(decision, Decision::Fail(_)));
+/// ```
 pub trait RetryStrategy: Send + Sync + Debug {
     /// A stable name, used in logs, metrics and the safety guard's exemption list.
     fn name(&self) -> &str;

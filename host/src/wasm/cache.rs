@@ -33,6 +33,7 @@ fn checksum(payload: &[u8]) -> [u8; CHECKSUM_LEN] {
 
 /// Why the cache directory cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CacheError {
     /// The directory could not be created or inspected.
     #[error("compiled-artifact cache {path}: {source}")]

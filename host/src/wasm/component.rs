@@ -8,8 +8,8 @@ use wasmtime::component::{Component, HasSelf, Linker};
 
 use super::bindings::{RetryPolicy, RetryPolicyPre};
 use super::cache::ArtifactCache;
-use super::imports::CallState;
 use super::runtime::WasmRuntime;
+use super::store::CallState;
 use super::wasi;
 
 /// The WIT package (and version) this host implements.
@@ -21,6 +21,7 @@ const EXPORTED_INTERFACE: &str = "strategy";
 
 /// Why a component could not be loaded.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// The file could not be read.
     #[error("cannot read policy file {path}: {source}")]
@@ -132,7 +133,7 @@ impl MachineCode {
 
 /// A compiled, checked, pre-instantiated policy component.
 #[derive(Clone)]
-pub struct PolicyComponent {
+pub struct PolicyPre {
     name: String,
     version: String,
     sha256: [u8; 32],
@@ -142,16 +143,16 @@ pub struct PolicyComponent {
     runtime: WasmRuntime,
 }
 
-impl std::fmt::Debug for PolicyComponent {
+impl std::fmt::Debug for PolicyPre {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PolicyComponent")
+        f.debug_struct("PolicyPre")
             .field("name", &self.name)
             .field("version", &self.version)
             .finish_non_exhaustive()
     }
 }
 
-impl PolicyComponent {
+impl PolicyPre {
     /// Loads the component file at `path` as policy `name`.
     pub fn load_file(runtime: &WasmRuntime, name: &str, path: &Path) -> Result<Self, LoadError> {
         let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
@@ -249,7 +250,7 @@ impl PolicyComponent {
         let pre = linker.instantiate_pre(&component).map_err(mismatch)?;
         let pre = RetryPolicyPre::new(pre).map_err(mismatch)?;
         let version = sha256.iter().take(6).map(|b| format!("{b:02x}")).collect();
-        Ok(PolicyComponent {
+        Ok(PolicyPre {
             name: policy,
             version,
             sha256,

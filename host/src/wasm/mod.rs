@@ -6,7 +6,7 @@
 //!   interruption) and the epoch ticker that enforces wall-clock deadlines.
 //! - [`WasiConfig`]: the inert WASI 0.2 a policy's language runtime may import (no files, no
 //!   network, no environment; clocks and randomness as configured).
-//! - [`PolicyComponent`]: a compiled, checked, pre-instantiated component. Loading rejects a
+//! - [`PolicyPre`]: a compiled, checked, pre-instantiated component. Loading rejects a
 //!   component of the wrong world or package version and one that imports anything the host
 //!   does not grant (no real files, network or environment).
 //! - [`WasmStrategy`]: the strategy. Each call runs under a deadline, a fuel budget and a
@@ -16,18 +16,26 @@
 
 mod bindings;
 mod cache;
+mod call;
 mod component;
+mod config;
 mod deadline;
+mod health;
 mod imports;
+mod instance;
+mod pool;
 mod runtime;
+mod store;
 mod strategy;
 mod wasi;
 
 pub use cache::{ArtifactCache, CacheError, CacheStats};
+pub use call::CallFailure;
+#[cfg(feature = "registry")]
 pub(crate) use component::MachineCode;
-pub use component::{CodeOrigin, LoadError, PolicyComponent, HOST_PACKAGE};
-pub use runtime::{Optimization, SandboxLimits, WasmRuntime};
-pub use strategy::{
-    CallFailure, FailSafe, PolicyStats, QuarantineConfig, WasmStrategy, WasmStrategyConfig,
-};
+pub use component::{CodeOrigin, LoadError, PolicyPre, HOST_PACKAGE};
+pub use config::{FailSafe, QuarantineConfig, WasmStrategyConfig};
+pub use health::PolicyStats;
+pub use runtime::{Optimization, PoolConfig, SandboxLimits, WasmRuntime};
+pub use strategy::WasmStrategy;
 pub use wasi::{WasiClocks, WasiConfig, WasiRandom};

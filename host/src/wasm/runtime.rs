@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use super::pool::IdleBudget;
+
 /// Per-call and per-instance limits of the sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -57,6 +59,31 @@ pub enum Optimization {
     Speed,
 }
 
+/// How many policy instances an engine holds: the pooling allocator's slots, shared by every
+/// policy of the engine, and how many instances one policy keeps idle for reuse. Half of the
+/// slots at most are ever idle (all policies together), so the other half is always free for
+/// calls in flight (one per thread deciding at that moment) however many policies are loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PoolConfig {
+    /// Component instances the engine can hold at once; each may use two core instances,
+    /// memories and tables. Default: 256, or 8 per available core when that is more.
+    pub instances: u32,
+    /// Instances one policy keeps idle for its next calls. Default: 2 per available core.
+    pub idle_per_policy: u32,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = u32::try_from(cores).unwrap_or(u32::MAX);
+        PoolConfig {
+            instances: cores.saturating_mul(8).max(256),
+            idle_per_policy: cores.saturating_mul(2),
+        }
+    }
+}
+
 /// How often the epoch advances: the granularity of call deadlines.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(1);
 
@@ -75,6 +102,8 @@ struct RuntimeInner {
     stop: Arc<AtomicBool>,
     ticker: Option<JoinHandle<()>>,
     max_memory_bytes: u64,
+    pool: PoolConfig,
+    idle: Arc<IdleBudget>,
 }
 
 impl std::fmt::Debug for WasmRuntime {
@@ -95,12 +124,22 @@ impl WasmRuntime {
         max_memory_bytes: u64,
         optimization: Optimization,
     ) -> wasmtime::Result<Self> {
+        Self::with_pool(max_memory_bytes, optimization, PoolConfig::default())
+    }
+
+    /// As [`with_optimization`](Self::with_optimization), with `pool` instance slots.
+    pub fn with_pool(
+        max_memory_bytes: u64,
+        optimization: Optimization,
+        pool: PoolConfig,
+    ) -> wasmtime::Result<Self> {
+        let instances = pool.instances.max(2);
         let mut pooling = PoolingAllocationConfig::default();
         pooling
-            .total_component_instances(256)
-            .total_core_instances(512)
-            .total_memories(512)
-            .total_tables(512)
+            .total_component_instances(instances)
+            .total_core_instances(instances.saturating_mul(2))
+            .total_memories(instances.saturating_mul(2))
+            .total_tables(instances.saturating_mul(2))
             .max_memory_size(usize::try_from(max_memory_bytes).unwrap_or(usize::MAX));
         let mut config = Config::new();
         config
@@ -141,6 +180,8 @@ impl WasmRuntime {
                 stop,
                 ticker: Some(ticker),
                 max_memory_bytes,
+                pool,
+                idle: Arc::new(IdleBudget::new(instances as usize / 2)),
             }),
         })
     }
@@ -160,6 +201,24 @@ impl WasmRuntime {
     /// The per-instance memory the pool reserves.
     pub fn max_memory_bytes(&self) -> u64 {
         self.inner.max_memory_bytes
+    }
+
+    /// The instance pool's configuration.
+    pub fn pool(&self) -> PoolConfig {
+        self.inner.pool
+    }
+
+    /// Instances idle now, all policies together, and the most that may be.
+    pub fn idle_instances(&self) -> (usize, usize) {
+        (self.inner.idle.held(), self.inner.idle.limit())
+    }
+
+    pub(crate) fn idle_budget(&self) -> Arc<IdleBudget> {
+        Arc::clone(&self.inner.idle)
+    }
+
+    pub(crate) fn idle_per_policy(&self) -> usize {
+        self.inner.pool.idle_per_policy as usize
     }
 }
 

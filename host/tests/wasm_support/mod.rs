@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use rebound::budget::RetryBudgets;
 use rebound::wasm::{
-    ArtifactCache, LoadError, PolicyComponent, WasmRuntime, WasmStrategy, WasmStrategyConfig,
+    ArtifactCache, LoadError, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig,
 };
 
 /// The component `name` built by `scripts/build-guests.sh`.
@@ -39,10 +39,10 @@ pub fn cache() -> &'static ArtifactCache {
 }
 
 /// Loads guest `name` as a policy of the same name, its machine code from the shared cache.
-pub fn load(name: &str) -> Result<PolicyComponent, LoadError> {
+pub fn load(name: &str) -> Result<PolicyPre, LoadError> {
     let path = guest(name);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    PolicyComponent::load_cached(runtime(), name, &bytes, Some(cache()))
+    PolicyPre::load_cached(runtime(), name, &bytes, Some(cache()))
 }
 
 /// Loads guest `name` and runs it with `config`.

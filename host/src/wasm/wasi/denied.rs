@@ -10,7 +10,8 @@ use wasmtime::component::{Component, Linker, Resource, ResourceAny, ResourceType
 use wasmtime::StoreContextMut;
 
 use super::inert::{InputStream, IoError, OutputStream, Pollable};
-use crate::wasm::imports::{CallState, HostTrap};
+use crate::wasm::imports::HostTrap;
+use crate::wasm::store::CallState;
 
 /// The denied packages.
 pub(super) const DENIED_PACKAGES: [&str; 2] = ["wasi:filesystem/", "wasi:sockets/"];

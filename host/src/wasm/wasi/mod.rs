@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 
-use super::imports::{CallState, PolicyLabel};
+use super::store::{CallState, PolicyLabel};
 
 /// The clocks a policy reads through `wasi:clocks`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

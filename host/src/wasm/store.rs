@@ -1,0 +1,86 @@
+//! The store data of one policy instance: who it is (for logs), the state of the call in
+//! progress (the failed request, its client context and error-map spec, the decision's
+//! moment), the deadline's grace, its WASI state, and the memory limiter enforcing its cap.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::ResourceLimiter;
+
+use super::bindings::wit;
+use super::deadline::DeadlineGrace;
+use super::imports::HostTrap;
+use super::wasi::{WasiConfig, WasiState};
+use crate::budget::RetryBudgets;
+use crate::errormap::RetrySpec;
+
+/// Names a policy in logs: its configured name and version (content hash prefix).
+#[derive(Debug, Clone)]
+pub(crate) struct PolicyLabel {
+    pub name: Arc<str>,
+    pub version: Arc<str>,
+}
+
+/// The store data of one policy instance.
+pub(crate) struct CallState {
+    pub label: PolicyLabel,
+    pub budgets: Arc<RetryBudgets>,
+    /// The request of the decision in progress; `None` before the instance's first decision.
+    pub request: Option<wit::Request>,
+    pub client_context: Arc<BTreeMap<String, String>>,
+    pub error_map_spec: Option<RetrySpec>,
+    /// The decision's moment when the caller fixed it (retry budgets refill by it).
+    pub decision_time: Option<Instant>,
+    pub memory_cap: usize,
+    pub deadline: DeadlineGrace,
+    pub wasi: WasiState,
+}
+
+impl CallState {
+    pub fn new(
+        label: PolicyLabel,
+        budgets: Arc<RetryBudgets>,
+        memory_cap: usize,
+        wasi: WasiConfig,
+    ) -> Self {
+        CallState {
+            wasi: WasiState::new(wasi, label.clone(), memory_cap),
+            label,
+            budgets,
+            request: None,
+            client_context: Arc::default(),
+            error_map_spec: None,
+            decision_time: None,
+            memory_cap,
+            deadline: DeadlineGrace::default(),
+        }
+    }
+}
+
+impl ResourceLimiter for CallState {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_cap {
+            return Err(HostTrap::MemoryLimitExceeded {
+                desired,
+                cap: self.memory_cap,
+            }
+            .into());
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
