@@ -52,10 +52,10 @@ pub fn decide(
     reason: &RetryReason,
 ) -> RetryAction {
     use rebound::strategy::cassandra::{route, Route};
-    if let Route::Fixed(action) = route(&reason_to_host(reason), request.idempotent) {
+    if let Route::Fixed(action) = route(&reason_to_host(reason), request.idempotent()) {
         return action_to_wit(&action);
     }
-    let retries = request.retry_attempts;
+    let retries = request.retry_attempts();
     match reason {
         RetryReason::ReadTimeout(e) => policy.on_read_timeout(e, retries),
         RetryReason::Unavailable(e) => policy.on_unavailable(e, retries),

@@ -4,11 +4,11 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::bindings::rebound::policy::host::LogLevel;
 use crate::convert::*;
-use crate::{Request, RetryAction, RetryReason, RetrySpec};
+use crate::{Request, RequestFacts, RetryAction, RetryReason, RetrySpec};
 
 thread_local! {
     static CALL: RefCell<testing::Call> = RefCell::new(testing::Call::new());
@@ -22,27 +22,13 @@ pub(crate) fn abort(message: &str) {
     panic!("policy aborted: {message}");
 }
 
-pub(crate) fn best_effort(request: Request, reason: &RetryReason) -> RetryAction {
+pub(crate) fn best_effort(request: RequestFacts, reason: &RetryReason) -> RetryAction {
     let now = Instant::now();
     let decision = rebound::BestEffort::default_decision(
         &request_to_host(&request, now),
         &reason_to_host(reason),
     );
     action_to_wit(&decision)
-}
-
-pub(crate) fn controlled_backoff(attempt: u32) -> u64 {
-    rebound::backoff::controlled_backoff(attempt).as_millis() as u64
-}
-
-pub(crate) fn exponential_backoff(attempt: u32, min_ms: u64, max_ms: u64, factor: f64) -> u64 {
-    rebound::backoff::lenient_exponential_ms(attempt, min_ms, max_ms, factor)
-}
-
-pub(crate) fn spec_delay(spec: RetrySpec, attempt: u32, elapsed_ms: u64) -> Option<u64> {
-    spec_to_host(&spec)
-        .next_delay(attempt, Duration::from_millis(elapsed_ms))
-        .map(|d| d.as_millis() as u64)
 }
 
 pub(crate) fn error_map_spec() -> Option<RetrySpec> {
@@ -99,10 +85,11 @@ pub mod testing {
         }
     }
 
-    /// A request record for tests: `request_type` with its derived idempotency, 2.5 s timeout.
+    /// A request for tests: `request_type` with its derived idempotency, 2.5 s timeout,
+    /// dispatched (change its facts with [`Request::from_facts`]).
     pub fn request(request_type: crate::RequestType, retry_attempts: u32) -> Request {
         let host = request_type_to_host(request_type);
-        Request {
+        Request::from_facts(RequestFacts {
             id: 1,
             request_type,
             service: service_to_wit(host.service()),
@@ -113,6 +100,6 @@ pub mod testing {
             timeout_ms: 2500,
             dispatched: true,
             consistency: None,
-        }
+        })
     }
 }

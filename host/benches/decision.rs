@@ -1,7 +1,9 @@
-//! Decision latency through the orchestrator — native BestEffort, the WASM best-effort policy,
-//! and a bare no-op export with the same signature — plus compile and instantiate costs, all
-//! in one run, printed as a table with ratios. Run: `./scripts/build-guests.sh && cargo bench
-//! -p rebound --bench decision`.
+//! Decision latency through the orchestrator — native BestEffort, a bare no-op export with the
+//! world's signature (the floor), and the best-effort policy in Rust, C and Zig — then the bare
+//! strategy calls, compile and instantiate costs, printed as a table with ratios. The latencies
+//! are measured interleaved, round by round, so every row of one run sees the same machine.
+//! Run: `./scripts/build-guests.sh && env -u RUST_BACKTRACE cargo bench -p rebound --bench
+//! decision`. `REBOUND_BENCH_EXTRA=a.wasm,b.wasm` adds rows for other components.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -18,91 +20,97 @@ use rebound::{
 
 #[path = "support/measure.rs"]
 mod measure;
-use measure::measure;
+use measure::{measure, measure_interleaved};
 
 fn guest(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../build/guests/{name}.wasm"))
 }
 
-fn decision_latency(strategy: Arc<dyn RetryStrategy>) -> Duration {
-    let orchestrator = Orchestrator::new(strategy);
-    let template = Request::new(1, RequestType::Get, Duration::from_secs(3600)).unwrap();
-    let reason = reasons::KV_LOCKED;
-    measure(15, 20_000, || {
-        let mut request = template.clone();
-        let decision = orchestrator
-            .maybe_retry(&mut request, &reason)
-            .now_or_never()
-            .expect("synchronous strategy");
-        black_box(matches!(decision, Decision::Retry(_) | Decision::Fail(_)));
-    })
+/// One decision through `orchestrator` for a fresh copy of `template`.
+fn decide(orchestrator: &Orchestrator, template: &Request) {
+    let mut request = template.clone();
+    let decision = orchestrator
+        .maybe_retry(&mut request, &reasons::KV_LOCKED)
+        .now_or_never()
+        .expect("synchronous strategy");
+    black_box(matches!(decision, Decision::Retry(_) | Decision::Fail(_)));
 }
 
-fn strategy_latency(strategy: &dyn SyncStrategy) -> Duration {
-    let request = Request::new(1, RequestType::Get, Duration::from_secs(3600)).unwrap();
-    let reason = reasons::KV_LOCKED;
-    measure(15, 20_000, || {
-        let _ = black_box(strategy.decide(black_box(&request), &DecisionContext::new(&reason)));
-    })
+/// One bare call of `strategy`.
+fn call(strategy: &dyn SyncStrategy, request: &Request) {
+    let _ = black_box(strategy.decide(
+        black_box(request),
+        &DecisionContext::new(&reasons::KV_LOCKED),
+    ));
+}
+
+/// A strategy as the orchestrator takes it and as a bare call takes it.
+type Both = (Arc<dyn RetryStrategy>, Arc<dyn SyncStrategy>);
+
+fn both<S: SyncStrategy + 'static>(strategy: Arc<S>) -> Both {
+    (strategy.clone(), strategy)
 }
 
 fn main() {
     let runtime = WasmRuntime::new(64 << 20).expect("engine");
     let budgets = Arc::new(RetryBudgets::new());
-    let load = |name: &str| {
-        let bytes = std::fs::read(guest(name))
-            .unwrap_or_else(|e| panic!("{name}: {e}; run ./scripts/build-guests.sh"));
-        PolicyPre::load(&runtime, name, &bytes).unwrap()
-    };
-    let wasm = |name: &str| {
-        Arc::new(
+    let load_path = |name: &str, path: &PathBuf| {
+        let bytes = std::fs::read(path)
+            .unwrap_or_else(|e| panic!("{}: {e}; run ./scripts/build-guests.sh", path.display()));
+        let component = PolicyPre::load(&runtime, name, &bytes).unwrap();
+        both(Arc::new(
             WasmStrategy::new(
-                load(name),
+                component,
                 WasmStrategyConfig::default(),
                 Arc::clone(&budgets),
             )
             .unwrap(),
-        )
+        ))
     };
+    let wasm = |name: &str| load_path(name, &guest(name));
 
-    let extra: Vec<(String, Duration, Duration)> = std::env::var("REBOUND_BENCH_EXTRA")
+    let native = Arc::new(BestEffort::<rebound::backoff::ExponentialBackoff>::default());
+    let mut strategies: Vec<(String, Both)> = vec![
+        ("native BestEffort".into(), both(native)),
+        ("WASM no-op export (the floor)".into(), wasm("noop")),
+        ("WASM best-effort, Rust".into(), wasm("best_effort")),
+        ("WASM best-effort, C".into(), wasm("c_best_effort")),
+        ("WASM best-effort, Zig".into(), wasm("zig_best_effort")),
+    ];
+    for path in std::env::var("REBOUND_BENCH_EXTRA")
         .unwrap_or_default()
         .split(',')
         .filter(|p| !p.is_empty())
-        .map(|path| {
-            let bytes = std::fs::read(path).unwrap();
-            let c = PolicyPre::load(&runtime, "extra", &bytes).unwrap();
-            let s = Arc::new(
-                WasmStrategy::new(c, WasmStrategyConfig::default(), Arc::clone(&budgets)).unwrap(),
-            );
-            (
-                path.to_owned(),
-                decision_latency(s.clone()),
-                strategy_latency(s.as_ref()),
-            )
-        })
-        .collect();
-    for (path, d, c) in &extra {
-        println!(
-            "EXTRA {path}: decision {:.0} ns, call {:.0} ns",
-            d.as_nanos() as f64,
-            c.as_nanos() as f64
-        );
+    {
+        strategies.push((path.to_owned(), load_path("extra", &PathBuf::from(path))));
     }
-    let native_strategy = Arc::new(BestEffort::<rebound::backoff::ExponentialBackoff>::default());
-    let (noop_strategy, best_effort_strategy) = (wasm("noop"), wasm("best_effort"));
-    let native = decision_latency(native_strategy.clone());
-    let noop = decision_latency(noop_strategy.clone());
-    let best_effort = decision_latency(best_effort_strategy.clone());
-    let native_call = strategy_latency(native_strategy.as_ref());
-    let noop_call = strategy_latency(noop_strategy.as_ref());
-    let best_effort_call = strategy_latency(best_effort_strategy.as_ref());
+
+    let template = Request::new(1, RequestType::Get, Duration::from_secs(3600)).unwrap();
+    let orchestrators: Vec<Orchestrator> = strategies
+        .iter()
+        .map(|(_, (s, _))| Orchestrator::new(Arc::clone(s)))
+        .collect();
+    let mut deciders: Vec<Box<dyn FnMut()>> = orchestrators
+        .iter()
+        .map(|o| Box::new(|| decide(o, &template)) as Box<dyn FnMut()>)
+        .collect();
+    let mut callers: Vec<Box<dyn FnMut()>> = strategies
+        .iter()
+        .map(|(_, (_, s))| Box::new(|| call(s.as_ref(), &template)) as Box<dyn FnMut()>)
+        .collect();
+    let mut all: Vec<&mut dyn FnMut()> = deciders
+        .iter_mut()
+        .chain(callers.iter_mut())
+        .map(|f| &mut **f as &mut dyn FnMut())
+        .collect();
+    let times = measure_interleaved(41, 10_000, &mut all);
+    let (decisions, calls) = times.split_at(strategies.len());
 
     let bytes = std::fs::read(guest("best_effort")).unwrap();
     let compile = measure(5, 3, || {
         black_box(PolicyPre::load(&runtime, "best_effort", &bytes).unwrap());
     });
-    let component = load("best_effort");
+    let component = PolicyPre::load(&runtime, "best_effort", &bytes).unwrap();
     let instantiate = measure(9, 200, || {
         black_box(
             WasmStrategy::new(
@@ -122,33 +130,27 @@ fn main() {
     println!();
     println!("| measurement | time | ratio |");
     println!("| --- | ---: | ---: |");
-    println!(
-        "| decision, native BestEffort (orchestrator) | {:.0} ns | 1.00× native |",
-        ns(native)
-    );
-    println!(
-        "| decision, WASM no-op export (orchestrator) | {:.0} ns | {:.2}× native |",
-        ns(noop),
-        ns(noop) / ns(native)
-    );
-    println!(
-        "| decision, WASM best-effort policy (orchestrator) | {:.0} ns | {:.2}× no-op floor |",
-        ns(best_effort),
-        ns(best_effort) / ns(noop)
-    );
-    println!(
-        "| strategy call only, native BestEffort | {:.0} ns | |",
-        ns(native_call)
-    );
-    println!(
-        "| strategy call only, WASM no-op export (the bare-call floor) | {:.0} ns | |",
-        ns(noop_call)
-    );
-    println!(
-        "| strategy call only, WASM best-effort policy | {:.0} ns | {:.2}× floor |",
-        ns(best_effort_call),
-        ns(best_effort_call) / ns(noop_call)
-    );
+    for (i, ((name, _), time)) in strategies.iter().zip(decisions).enumerate() {
+        let ratio = match i {
+            0 => "1.00× native".to_owned(),
+            1 => format!("{:.2}× native", ns(*time) / ns(decisions[0])),
+            _ => format!("{:.2}× floor", ns(*time) / ns(decisions[1])),
+        };
+        println!(
+            "| decision (orchestrator), {name} | {:.0} ns | {ratio} |",
+            ns(*time)
+        );
+    }
+    for (i, ((name, _), time)) in strategies.iter().zip(calls).enumerate() {
+        let ratio = match i {
+            0 | 1 => String::new(),
+            _ => format!("{:.2}× floor", ns(*time) / ns(calls[1])),
+        };
+        println!(
+            "| strategy call only, {name} | {:.0} ns | {ratio} |",
+            ns(*time)
+        );
+    }
     println!(
         "| instantiate + configure (pooling, pre-instantiated) | {:.1} µs | |",
         ns(instantiate) / 1e3

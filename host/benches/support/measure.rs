@@ -20,3 +20,36 @@ pub fn measure(rounds: usize, iters: u32, mut f: impl FnMut()) -> Duration {
     samples.sort();
     samples[rounds / 2]
 }
+
+/// Medians over `rounds` of the mean time per call of each of `fs` over `iters` calls, the
+/// functions taking turns round by round (after one warm-up round each), so that a slow
+/// spell of a noisy machine falls on all of them alike and their ratios stay meaningful.
+#[allow(dead_code)] // each bench binary uses one of the two
+pub fn measure_interleaved(
+    rounds: usize,
+    iters: u32,
+    fs: &mut [&mut dyn FnMut()],
+) -> Vec<Duration> {
+    for f in fs.iter_mut() {
+        for _ in 0..iters {
+            f();
+        }
+    }
+    let mut samples = vec![Vec::with_capacity(rounds); fs.len()];
+    for _ in 0..rounds {
+        for (f, samples) in fs.iter_mut().zip(&mut samples) {
+            let start = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            samples.push(start.elapsed() / iters);
+        }
+    }
+    samples
+        .into_iter()
+        .map(|mut s| {
+            s.sort();
+            s[rounds / 2]
+        })
+        .collect()
+}

@@ -36,11 +36,12 @@ impl Policy for BestEffort {
     }
 
     fn retry_after(&self, request: &Request, reason: &RetryReason) -> RetryAction {
-        if !(request.idempotent || reason.allows_non_idempotent_retry()) {
+        // The reason first: it is known without asking the host.
+        if !(reason.allows_non_idempotent_retry() || request.idempotent()) {
             return RetryAction::NoRetry;
         }
         let delay_ms = host::exponential_backoff(
-            request.retry_attempts,
+            request.retry_attempts(),
             self.min_ms,
             self.max_ms,
             self.factor,

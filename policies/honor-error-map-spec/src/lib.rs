@@ -21,7 +21,7 @@ impl Policy for HonorErrorMapSpec {
             (RetryReason::KvErrorMapRetryIndicated, Some(spec)) => spec,
             _ => return RetryAction::BestEffort,
         };
-        match host::spec_delay(spec, request.retry_attempts, request.elapsed_ms) {
+        match host::spec_delay(spec, request.retry_attempts(), request.elapsed_ms()) {
             Some(delay_ms) => RetryAction::Retry(Retry {
                 delay_ms,
                 node: NodeChoice::Same,
