@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use crate::cassandra_types::ConsistencyLevel;
 use crate::reason::RetryReason;
@@ -220,7 +221,8 @@ pub struct Request {
     readonly: bool,
     method: Option<HttpMethod>,
     retry_attempts: u32,
-    retry_reasons: Vec<RetryReason>,
+    /// Kept inline up to two reasons: a request's first retries allocate nothing.
+    retry_reasons: SmallVec<[RetryReason; 2]>,
     start: Instant,
     timeout: Duration,
     client_context: Arc<BTreeMap<String, String>>,
@@ -251,7 +253,7 @@ impl Request {
             readonly: false,
             method: None,
             retry_attempts: 0,
-            retry_reasons: Vec::new(),
+            retry_reasons: SmallVec::new(),
             start: Instant::now(),
             timeout,
             client_context: Arc::default(),
