@@ -560,7 +560,9 @@ fn the_example_configuration_loads_every_policy() {
     let dir = tempfile::tempdir().unwrap();
     // Keep the test's cache out of the source tree.
     let config = rebound::registry::RegistryConfig {
-        cache_dir: Some(dir.path().join("cache")),
+        cache_dir: Some(rebound::registry::CacheDir::Configured(
+            dir.path().join("cache"),
+        )),
         ..config
     };
     let registry =

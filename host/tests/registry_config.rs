@@ -262,3 +262,28 @@ fn a_configuration_file_is_named_in_its_errors() {
     let missing = RegistryConfig::load(&dir.path().join("absent.toml")).unwrap_err();
     assert!(missing.message.contains("cannot read"), "{missing}");
 }
+
+/// Issue 18, point 6: compiled policies are cached in the user's cache directory unless the
+/// configuration names another directory or turns the cache off; a configured directory is
+/// resolved against the configuration's directory.
+#[test]
+fn the_cache_is_the_users_unless_configured() {
+    use rebound::registry::CacheDir;
+    use rebound::wasm::ArtifactCache;
+    let dir = dir();
+    let minimal = "default_policy = \"p\"\n[policies.p]\nbuiltin = \"best-effort\"\n";
+    let config = parse(dir.path(), minimal).unwrap();
+    assert_eq!(
+        config.cache_dir,
+        ArtifactCache::default_dir().map(CacheDir::UserDefault)
+    );
+    let off = parse(dir.path(), &format!("cache_dir = false\n{minimal}")).unwrap();
+    assert_eq!(off.cache_dir, None);
+    let named = parse(dir.path(), &format!("cache_dir = \"compiled\"\n{minimal}")).unwrap();
+    assert_eq!(
+        named.cache_dir,
+        Some(CacheDir::Configured(dir.path().join("compiled")))
+    );
+    let error = parse(dir.path(), &format!("cache_dir = 7\n{minimal}")).unwrap_err();
+    assert!(error.to_string().contains("cache_dir"), "{error}");
+}

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use rebound::budget::RetryBudgets;
-use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
+use rebound::wasm::{ArtifactCache, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
 
 use self::invariants::Answer;
@@ -64,7 +64,8 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let runtime =
         WasmRuntime::new(config.limits.memory_bytes).map_err(|e| anyhow::anyhow!("{e:#}"))?;
     let mut report = Report::new(path, &config);
-    let strategy = PolicyPre::load(&runtime, &name, &bytes)
+    let cache = ArtifactCache::open_default(runtime.engine());
+    let strategy = PolicyPre::load_cached(&runtime, &name, &bytes, cache.as_ref())
         .map_err(|e| e.to_string())
         .and_then(|component| {
             report.loaded(&component);

@@ -14,7 +14,7 @@ use toml::Spanned;
 
 use crate::request::{RequestType, Service};
 use crate::wasm::{
-    FailSafe, Optimization, PoolConfig, QuarantineConfig, SandboxLimits, WasiConfig,
+    ArtifactCache, FailSafe, Optimization, PoolConfig, QuarantineConfig, SandboxLimits, WasiConfig,
 };
 
 /// A built-in native strategy a policy may name instead of a component.
@@ -75,7 +75,7 @@ struct RawConfig {
     #[serde(default)]
     policy_dir: Option<PathBuf>,
     #[serde(default)]
-    cache_dir: Option<PathBuf>,
+    cache_dir: Option<RawCacheDir>,
     #[serde(default)]
     watch: WatchConfig,
     #[serde(default)]
@@ -87,6 +87,33 @@ struct RawConfig {
     services: BTreeMap<Service, Spanned<String>>,
     #[serde(default)]
     request_types: BTreeMap<RequestType, Spanned<String>>,
+}
+
+/// `cache_dir = "path"`, or `cache_dir = false` for no cache.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawCacheDir {
+    Enabled(bool),
+    Dir(PathBuf),
+}
+
+/// Where compiled policies are cached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheDir {
+    /// The user's cache directory (`ArtifactCache::default_dir`), as no `cache_dir` is
+    /// configured; if it cannot be used, policies load without a cache.
+    UserDefault(PathBuf),
+    /// The configured `cache_dir`; if it cannot be used, the configuration is refused.
+    Configured(PathBuf),
+}
+
+impl CacheDir {
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        match self {
+            CacheDir::UserDefault(dir) | CacheDir::Configured(dir) => dir,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -196,8 +223,9 @@ pub struct RegistryConfig {
     pub default_policy: String,
     /// The directory relative component paths are resolved against (absolute).
     pub policy_dir: PathBuf,
-    /// Directory of the compiled-artifact cache; none: no cache.
-    pub cache_dir: Option<PathBuf>,
+    /// Directory of the compiled-artifact cache; none: no cache (`cache_dir = false`, or
+    /// no user cache directory on this platform).
+    pub cache_dir: Option<CacheDir>,
     /// File watching.
     pub watch: WatchConfig,
     /// The engine (read at start only).
@@ -412,7 +440,13 @@ impl RawConfig {
             file: None,
             default_policy,
             policy_dir,
-            cache_dir: self.cache_dir.map(|dir| base.join(dir)),
+            cache_dir: match self.cache_dir {
+                None | Some(RawCacheDir::Enabled(true)) => {
+                    ArtifactCache::default_dir().map(CacheDir::UserDefault)
+                }
+                Some(RawCacheDir::Enabled(false)) => None,
+                Some(RawCacheDir::Dir(dir)) => Some(CacheDir::Configured(base.join(dir))),
+            },
             watch: self.watch,
             engine: self.engine,
             policies,

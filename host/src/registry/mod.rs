@@ -19,7 +19,7 @@ mod table;
 mod version;
 mod watch;
 
-pub use config::{ConfigError, PolicyDefinition, PolicySource, RegistryConfig};
+pub use config::{CacheDir, ConfigError, PolicyDefinition, PolicySource, RegistryConfig};
 pub use error::RegistryError;
 pub use policy_registry::{Decided, PolicyRegistry};
 pub use shadow::{Shadow, ShadowStatus};

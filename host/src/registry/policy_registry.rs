@@ -13,7 +13,7 @@ use arc_swap::ArcSwap;
 use sha2::{Digest, Sha256};
 
 use super::compile_ahead::CompileAhead;
-use super::config::{PolicySource, RegistryConfig};
+use super::config::{CacheDir, PolicySource, RegistryConfig};
 use super::error::RegistryError;
 use super::shadow::{Shadow, ShadowStatus, Shadowed};
 use super::slot::{lock, ReloadOutcome, Slot};
@@ -87,7 +87,8 @@ impl PolicyRegistry {
         runtime: WasmRuntime,
     ) -> Result<Self, RegistryError> {
         let cache = match &config.cache_dir {
-            Some(dir) => Some(ArtifactCache::open(dir, runtime.engine())?),
+            Some(CacheDir::Configured(dir)) => Some(ArtifactCache::open(dir, runtime.engine())?),
+            Some(CacheDir::UserDefault(dir)) => ArtifactCache::open_or_warn(dir, runtime.engine()),
             None => None,
         };
         let budgets = Arc::new(RetryBudgets::new());

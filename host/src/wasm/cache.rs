@@ -94,6 +94,34 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 impl ArtifactCache {
+    /// The user's cache directory for Rebound (`$XDG_CACHE_HOME/rebound` or
+    /// `~/.cache/rebound` on Linux, `~/Library/Caches/rebound` on macOS), where the registry,
+    /// `rebound eval` and `rebound check` keep compiled policies unless told otherwise; `None`
+    /// when the platform has no such directory.
+    pub fn default_dir() -> Option<PathBuf> {
+        dirs::cache_dir().map(|dir| dir.join("rebound"))
+    }
+
+    /// Opens the cache in the user's cache directory ([`default_dir`](Self::default_dir)),
+    /// or `None` when there is none or it cannot be used (see
+    /// [`open_or_warn`](Self::open_or_warn)).
+    pub fn open_default(engine: &Engine) -> Option<Self> {
+        Self::open_or_warn(&Self::default_dir()?, engine)
+    }
+
+    /// Opens the cache in `dir`, or `None`, with a warning, when it cannot be used: for a
+    /// cache nobody asked for, whose absence must never stop a policy from loading.
+    pub fn open_or_warn(dir: &Path, engine: &Engine) -> Option<Self> {
+        match Self::open(dir, engine) {
+            Ok(cache) => Some(cache),
+            Err(error) => {
+                tracing::warn!(dir = %dir.display(), error = %error,
+                    "the default artifact cache cannot be used; compiling without it");
+                None
+            }
+        }
+    }
+
     /// Opens (creating it, private to this user) the cache in `dir` for `engine`.
     pub fn open(dir: &Path, engine: &Engine) -> Result<Self, CacheError> {
         let io = |source| CacheError::Io {
