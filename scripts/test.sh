@@ -30,7 +30,7 @@ for features in "" executor tower wasm registry; do
 done
 
 step "API docs, warnings denied"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
 
 step "guests and test services"
 ./scripts/build-guests.sh

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rebound::budget::RetryBudgets;
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
+use rebound::RetryBudgets;
 use rebound::{reasons, BestEffort, Request, RequestType, RetryReason, SyncStrategy};
 use serde_json::json;
 

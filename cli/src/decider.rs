@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rebound::budget::RetryBudgets;
 use rebound::classify::{classify, Classification};
 use rebound::errormap::ErrorMap;
 use rebound::registry::{PolicyRegistry, RegistryConfig, RegistryError};
 use rebound::wasm::{PolicyPre, WasmStrategy, WasmStrategyConfig};
+use rebound::RetryBudgets;
 use rebound::{DecisionContext, RetryStrategy};
 use serde_json::Value;
 

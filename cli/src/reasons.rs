@@ -3,8 +3,8 @@
 
 use std::io::Write;
 
-use rebound::reason::Stage;
 use rebound::ReasonKind;
+use rebound::Stage;
 use serde::Serialize;
 
 /// Options of `rebound reasons`.

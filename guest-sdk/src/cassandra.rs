@@ -29,29 +29,27 @@ pub trait CassandraVerdicts {
     /// both of the driver's policies give (next node on a closed connection or missed
     /// heartbeat, rethrow otherwise), from the host library itself.
     fn on_request_aborted(&self, kind: AbortKind, _retries: u32) -> RetryAction {
-        action_to_wit(&rebound::strategy::cassandra::aborted_verdict(
-            abort_to_host(kind),
-        ))
+        action_to_wit(&rebound::cassandra::aborted_verdict(abort_to_host(kind)))
     }
     /// Another coordinator error (asked for idempotent requests only). Default: the verdict
     /// both of the driver's policies give (rethrow read and write failures, next node
     /// otherwise), from the host library itself.
     fn on_error_response(&self, kind: ServerErrorKind, _retries: u32) -> RetryAction {
-        action_to_wit(&rebound::strategy::cassandra::error_response_verdict(
+        action_to_wit(&rebound::cassandra::error_response_verdict(
             server_error_to_host(kind),
         ))
     }
 }
 
 /// Applies the driver's hard-coded rules and idempotence gate — the host library's own
-/// [`route`](rebound::strategy::cassandra::route), so guest and host cannot drift — then asks
+/// [`route`](rebound::cassandra::route), so guest and host cannot drift — then asks
 /// `policy`.
 pub fn decide(
     policy: &impl CassandraVerdicts,
     request: &Request,
     reason: &RetryReason,
 ) -> RetryAction {
-    use rebound::strategy::cassandra::{route, Route};
+    use rebound::cassandra::{route, Route};
     if let Route::Fixed(action) = route(&reason_to_host(reason), request.idempotent()) {
         return action_to_wit(&action);
     }

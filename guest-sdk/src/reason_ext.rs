@@ -1,7 +1,7 @@
 //! The reason table, read from the engine itself, so a policy sees exactly the flags the host
 //! applies.
 
-use rebound::reason::Stage;
+use rebound::Stage;
 
 use crate::convert::reason_to_host;
 use crate::RetryReason;

@@ -8,7 +8,10 @@ use std::ops::{Deref, DerefMut};
 
 use crate::{ConsistencyLevel, RequestFacts, RequestType, Service};
 
-/// The failed request (see the [module docs](self)).
+/// The failed request a decision is about, read from the host on demand: each accessor
+/// (`request.retry_attempts()`) asks the host for one fact, and [`facts`](Self::facts) (or a
+/// field through `Deref`, `request.idempotent`) fetches the whole record once. A call out of
+/// the sandbox costs more than a decision's arithmetic: read only what the decision needs.
 #[derive(Debug)]
 pub struct Request {
     #[cfg(target_arch = "wasm32")]

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use rebound::budget::RetryBudgets;
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
+use rebound::RetryBudgets;
 use rebound::{
     reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryStrategy, SyncStrategy,
 };

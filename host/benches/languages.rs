@@ -15,12 +15,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rebound::budget::RetryBudgets;
-use rebound::cassandra_types::ConsistencyLevel;
-use rebound::reason::ReadTimeout;
-use rebound::strategy::cassandra::{Cassandra, DefaultRetryPolicy};
+use rebound::cassandra::ConsistencyLevel;
+use rebound::cassandra::{Cassandra, DefaultRetryPolicy};
 use rebound::wasm::{ArtifactCache, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
+use rebound::ReadTimeout;
+use rebound::RetryBudgets;
 use rebound::{reasons, BestEffort, Request, RequestType, RetryReason, SyncStrategy};
 
 #[path = "support/measure.rs"]

@@ -9,12 +9,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rebound::budget::RetryBudgets;
-use rebound::cassandra_types::ConsistencyLevel;
+use rebound::cassandra::ConsistencyLevel;
+use rebound::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
 use rebound::classify::{classify, KvOpcode, Response};
-use rebound::reason::Unavailable;
-use rebound::strategy::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
+use rebound::RetryBudgets;
+use rebound::Unavailable;
 use rebound::{reasons, Decision, Orchestrator, Request, RequestType, RetryReason};
 
 fn show(what: &str, decision: &Decision) {

@@ -87,26 +87,33 @@
 //! # }
 //! ```
 //!
-//! ## Modules
+//! ## The crate's layout
 //!
-//! - [`reason`]: the reason table and its flags; [`cassandra_types`]: Cassandra value types.
-//! - [`request`]: the request model and idempotency rules.
+//! The engine's types are at the crate root: the request ([`Request`], [`RequestType`],
+//! [`Service`]), why it failed ([`RetryReason`], the [`reasons`] table, [`ReasonKind`]), what
+//! a strategy answers ([`RetryAction`]) and what the orchestrator decides ([`Decision`],
+//! [`RetryError`] with its [`ErrorContext`]), the strategies ([`RetryStrategy`],
+//! [`SyncStrategy`], [`BestEffort`], [`FailFast`], [`FastFailOnTerminalError`]), the
+//! [`Orchestrator`], one failure's [`DecisionContext`], and the retry loop ([`RetryLoop`],
+//! [`Decider`]). Each area with a vocabulary of its own is a module:
+//!
 //! - [`backoff`]: controlled and exponential backoff.
-//! - [`strategy`]: the strategy trait and the built-in strategies, Cassandra's included.
-//! - [`orchestrator`]: deciding; [`outcome`]: how a request ends, with its error context.
+//! - [`cassandra`]: the Cassandra driver's retry model and value types (reference 003).
 //! - [`classify`]: response codes to reasons; [`errormap`]: the KV error map.
 //! - [`grid`]: one of every reason variant, for checking policies over all of them.
 //! - [`executor`]: the retry loop for tokio; [`layer`]: the tower layer (features `executor`
 //!   and `tower`, on by default).
 //! - `wasm`: sandboxed WebAssembly strategies; `registry`: named policies with hot reload
 //!   (features `wasm` and `registry`, both on by default).
+//!
+//! Every public item has one path.
 
 #![deny(missing_docs)]
 
-pub mod action;
+mod action;
 pub mod backoff;
-pub mod budget;
-pub mod cassandra_types;
+mod budget;
+mod cassandra_types;
 pub mod classify;
 mod context;
 mod decider;
@@ -116,27 +123,45 @@ pub mod executor;
 pub mod grid;
 #[cfg(feature = "tower")]
 pub mod layer;
-pub mod orchestrator;
-pub mod outcome;
-pub mod reason;
+mod orchestrator;
+mod outcome;
+mod reason;
 #[cfg(feature = "registry")]
 pub mod registry;
-pub mod request;
+mod request;
 mod retry_loop;
-pub mod strategy;
+mod strategy;
 #[cfg(feature = "wasm")]
 pub mod wasm;
 mod wit_convert;
 
 pub use action::{NodeChoice, PolicyFailureKind, RetryAction, TerminalError};
+pub use budget::RetryBudgets;
 pub use context::DecisionContext;
 pub use decider::{DecideError, Decider};
-pub use orchestrator::{Decision, DelaySource, Guard, Orchestrator, RetryPlan};
-pub use outcome::{CancelReason, ErrorContext, RetryError};
-pub use reason::{reasons, ReasonKind, RetryReason};
-pub use request::{Request, RequestType, Service};
+pub use orchestrator::{
+    Decision, DelaySource, Guard, Orchestrator, OrchestratorStats, RetryPlan, StatsSnapshot,
+};
+pub use outcome::{CancelReason, ErrorContext, RetryError, ServiceContext, Timings};
+pub use reason::{
+    reasons, ReadTimeout, ReasonError, ReasonKind, RetryReason, SimpleReason, Stage, Unavailable,
+    WriteTimeout,
+};
+pub use request::{HttpMethod, Request, RequestError, RequestState, RequestType, Service};
 pub use retry_loop::{Cause, Ending, NextAttempt, RetryLoop, Step};
-pub use strategy::{BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy, SyncStrategy};
+pub use strategy::{
+    BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy, StrategyFuture, SyncStrategy,
+};
+
+/// The Cassandra driver's retry model (reference 003 "Retries"): its policies, the adapter
+/// that applies the driver's hard-coded rules around them, and the driver's value types.
+pub mod cassandra {
+    pub use crate::cassandra_types::{AbortKind, ConsistencyLevel, ServerErrorKind, WriteType};
+    pub use crate::strategy::cassandra::{
+        aborted_verdict, error_response_verdict, route, Cassandra, CassandraPolicy,
+        ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy, Route,
+    };
+}
 
 /// The README's Rust snippets, compiled and run as doctests so they cannot go stale.
 #[cfg(doctest)]

@@ -80,7 +80,8 @@ pub enum Ending {
     Ignored(Box<ErrorContext>),
 }
 
-/// One request's retry loop (see the [module docs](self)).
+/// One request's retry loop: an I/O-free state machine that the executor, the tower layer and
+/// `rebound simulate` drive, each with its own clock and timer.
 ///
 /// ```
 /// use std::time::{Duration, Instant};

@@ -10,26 +10,26 @@
 macro_rules! __wit_conversions {
     ($w:ident) => {
         $crate::__wit_conversions!(@enum consistency_to_host, consistency_to_wit,
-            $w::ConsistencyLevel, $crate::cassandra_types::ConsistencyLevel,
+            $w::ConsistencyLevel, $crate::cassandra::ConsistencyLevel,
             [Any, One, Two, Three, Quorum, All, LocalQuorum, EachQuorum, Serial, LocalSerial, LocalOne]);
         $crate::__wit_conversions!(@enum write_type_to_host, write_type_to_wit,
-            $w::WriteType, $crate::cassandra_types::WriteType,
+            $w::WriteType, $crate::cassandra::WriteType,
             [Simple, Batch, UnloggedBatch, Counter, BatchLog, Cas, View, Cdc]);
         $crate::__wit_conversions!(@enum abort_to_host, abort_to_wit,
-            $w::AbortKind, $crate::cassandra_types::AbortKind, [ClosedConnection, Heartbeat, Other]);
+            $w::AbortKind, $crate::cassandra::AbortKind, [ClosedConnection, Heartbeat, Other]);
         $crate::__wit_conversions!(@enum server_error_to_host, server_error_to_wit,
-            $w::ServerErrorKind, $crate::cassandra_types::ServerErrorKind,
+            $w::ServerErrorKind, $crate::cassandra::ServerErrorKind,
             [Overloaded, ServerError, Truncate, ReadFailure, WriteFailure, QueryValidation,
              FunctionFailure, ProtocolError]);
         $crate::__wit_conversions!(@enum node_to_host, node_to_wit,
-            $w::NodeChoice, $crate::action::NodeChoice, [Same, Next]);
+            $w::NodeChoice, $crate::NodeChoice, [Same, Next]);
         $crate::__wit_conversions!(@enum spec_strategy_to_host, spec_strategy_to_wit,
             $w::SpecStrategy, $crate::errormap::SpecStrategy, [Constant, Linear, Exponential]);
         $crate::__wit_conversions!(@enum service_to_host, service_to_wit,
-            $w::Service, $crate::request::Service,
+            $w::Service, $crate::Service,
             [Kv, Query, Analytics, Search, Views, Management, Cql]);
         $crate::__wit_conversions!(@enum request_type_to_host, request_type_to_wit,
-            $w::RequestType, $crate::request::RequestType,
+            $w::RequestType, $crate::RequestType,
             [Get, GetAndLock, GetAndTouch, GetReplica, Exists, LookupIn, GetCollectionId,
              GetCollectionManifest, Noop, ObserveCas, ObserveSeqno, CarrierConfig, GlobalConfig,
              Insert, Upsert, Replace, Remove, Append, Prepend, Increment, Decrement, Touch, Unlock,
@@ -46,8 +46,8 @@ macro_rules! __wit_conversions {
              ScopeNotFound, CollectionNotFound, Bootstrapping, Unprepared]);
 
         #[allow(dead_code)]
-        pub(crate) fn terminal_to_host(t: $w::TerminalError) -> $crate::action::TerminalError {
-            use $crate::action::TerminalError as H;
+        pub(crate) fn terminal_to_host(t: $w::TerminalError) -> $crate::TerminalError {
+            use $crate::TerminalError as H;
             match t {
                 $w::TerminalError::AuthenticationFailure => H::AuthenticationFailureException,
                 $w::TerminalError::Couchbase => H::CouchbaseException,
@@ -57,8 +57,8 @@ macro_rules! __wit_conversions {
         }
 
         #[allow(dead_code)]
-        pub(crate) fn terminal_to_wit(t: $crate::action::TerminalError) -> $w::TerminalError {
-            use $crate::action::TerminalError as H;
+        pub(crate) fn terminal_to_wit(t: $crate::TerminalError) -> $w::TerminalError {
+            use $crate::TerminalError as H;
             match t {
                 H::AuthenticationFailureException => $w::TerminalError::AuthenticationFailure,
                 H::CouchbaseException => $w::TerminalError::Couchbase,
@@ -72,10 +72,10 @@ macro_rules! __wit_conversions {
         #[allow(dead_code)]
         pub(crate) fn action_to_host(
             a: &$w::RetryAction,
-            request: &$crate::request::Request,
-            reason: &$crate::reason::RetryReason,
-        ) -> $crate::action::RetryAction {
-            use $crate::action::RetryAction as H;
+            request: &$crate::Request,
+            reason: &$crate::RetryReason,
+        ) -> $crate::RetryAction {
+            use $crate::RetryAction as H;
             match a {
                 $w::RetryAction::BestEffort => $crate::BestEffort::default_decision(request, reason),
                 $w::RetryAction::NoRetry => H::NoRetry,
@@ -92,8 +92,8 @@ macro_rules! __wit_conversions {
 
         /// An engine action as a WIT action (delays in whole ms, saturating).
         #[allow(dead_code)]
-        pub(crate) fn action_to_wit(a: &$crate::action::RetryAction) -> $w::RetryAction {
-            use $crate::action::RetryAction as H;
+        pub(crate) fn action_to_wit(a: &$crate::RetryAction) -> $w::RetryAction {
+            use $crate::RetryAction as H;
             match a {
                 // A policy failure is host-side only; outward it is a plain no-retry.
                 H::NoRetry | H::PolicyFailed(_) => $w::RetryAction::NoRetry,
@@ -113,7 +113,7 @@ macro_rules! __wit_conversions {
 
         /// The engine's request as the WIT record, at `now`.
         #[allow(dead_code)]
-        pub(crate) fn request_to_wit(r: &$crate::request::Request, now: ::std::time::Instant) -> $w::Request {
+        pub(crate) fn request_to_wit(r: &$crate::Request, now: ::std::time::Instant) -> $w::Request {
             $w::Request {
                 id: r.id(),
                 request_type: request_type_to_wit(r.request_type()),
@@ -131,12 +131,12 @@ macro_rules! __wit_conversions {
         /// A WIT request as an engine request (a zero timeout counts as 1 ms), started
         /// `elapsed-ms` before `now`.
         #[allow(dead_code)]
-        pub(crate) fn request_to_host(r: &$w::Request, now: ::std::time::Instant) -> $crate::request::Request {
+        pub(crate) fn request_to_host(r: &$w::Request, now: ::std::time::Instant) -> $crate::Request {
             let timeout = ::std::time::Duration::from_millis(r.timeout_ms.max(1));
             let start = now
                 .checked_sub(::std::time::Duration::from_millis(r.elapsed_ms))
                 .unwrap_or(now);
-            let mut req = match $crate::request::Request::new(r.id, request_type_to_host(r.request_type), timeout) {
+            let mut req = match $crate::Request::new(r.id, request_type_to_host(r.request_type), timeout) {
                 Ok(req) => req,
                 Err(_) => unreachable!("timeout is at least 1 ms"),
             };
@@ -197,26 +197,26 @@ macro_rules! __wit_conversions {
     (@reasons $w:ident, [$($k:ident),* $(,)?]) => {
         /// A WIT reason as the engine's.
         #[allow(dead_code)]
-        pub(crate) fn reason_to_host(r: &$w::RetryReason) -> $crate::reason::RetryReason {
-            use $crate::reason::{ReasonKind, RetryReason as H};
+        pub(crate) fn reason_to_host(r: &$w::RetryReason) -> $crate::RetryReason {
+            use $crate::{ReasonKind, RetryReason as H};
             match r {
                 $($w::RetryReason::$k => match H::simple(ReasonKind::$k) {
                     Some(reason) => reason,
                     None => unreachable!("data-less kind"),
                 },)*
-                $w::RetryReason::ReadTimeout(d) => H::ReadTimeout($crate::reason::ReadTimeout {
+                $w::RetryReason::ReadTimeout(d) => H::ReadTimeout($crate::ReadTimeout {
                     consistency: consistency_to_host(d.consistency),
                     block_for: d.block_for,
                     received: d.received,
                     data_present: d.data_present,
                 }),
-                $w::RetryReason::WriteTimeout(d) => H::WriteTimeout($crate::reason::WriteTimeout {
+                $w::RetryReason::WriteTimeout(d) => H::WriteTimeout($crate::WriteTimeout {
                     consistency: consistency_to_host(d.consistency),
                     write_type: write_type_to_host(d.write_type),
                     block_for: d.block_for,
                     received: d.received,
                 }),
-                $w::RetryReason::Unavailable(d) => H::Unavailable($crate::reason::Unavailable {
+                $w::RetryReason::Unavailable(d) => H::Unavailable($crate::Unavailable {
                     consistency: consistency_to_host(d.consistency),
                     required: d.required,
                     alive: d.alive,
@@ -229,8 +229,8 @@ macro_rules! __wit_conversions {
 
         /// An engine reason as the WIT variant.
         #[allow(dead_code)]
-        pub(crate) fn reason_to_wit(r: &$crate::reason::RetryReason) -> $w::RetryReason {
-            use $crate::reason::{ReasonKind, RetryReason as H};
+        pub(crate) fn reason_to_wit(r: &$crate::RetryReason) -> $w::RetryReason {
+            use $crate::{ReasonKind, RetryReason as H};
             match r {
                 H::Simple(s) => match s.kind() {
                     $(ReasonKind::$k => $w::RetryReason::$k,)*

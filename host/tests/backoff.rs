@@ -98,7 +98,7 @@ fn lenient_exponential_sanitises() {
 /// Retry budgets: a bucket starts full, refills at its rate, never exceeds its burst.
 #[test]
 fn retry_budget_token_bucket() {
-    use rebound::budget::RetryBudgets;
+    use rebound::RetryBudgets;
     let budgets = RetryBudgets::new();
     let t0 = std::time::Instant::now();
     let grants = (0..5)

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use common::{decide_at, request};
-use rebound::cassandra_types::{ConsistencyLevel, WriteType};
-use rebound::reason::{Unavailable, WriteTimeout};
-use rebound::strategy::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
+use rebound::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
+use rebound::cassandra::{ConsistencyLevel, WriteType};
 use rebound::{reasons, Decision, FailFast, FastFailOnTerminalError, Orchestrator, RequestType};
+use rebound::{Unavailable, WriteTimeout};
 
 /// The context serialises with the field names of reference 002.
 #[test]

@@ -5,12 +5,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rebound::cassandra_types::ConsistencyLevel;
+use rebound::cassandra::ConsistencyLevel;
 use rebound::classify::{KvOpcode, Response};
 use rebound::errormap::{ErrorMap, RetrySpec};
 use rebound::executor::{ExecuteError, Executor, Failure};
-use rebound::reason::ReadTimeout;
 use rebound::DecisionContext;
+use rebound::ReadTimeout;
 use rebound::{
     reasons, NodeChoice, Orchestrator, Request, RequestType, RetryAction, RetryError, RetryReason,
     SyncStrategy,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{decide_at, fail_name, request, retry_delay_ms};
-use rebound::strategy::StrategyFuture;
 use rebound::DecisionContext;
+use rebound::StrategyFuture;
 use rebound::{
     reasons, CancelReason, Decision, DelaySource, FailFast, Orchestrator, Request, RequestType,
     RetryAction, RetryError, RetryStrategy, SyncStrategy,

@@ -1,7 +1,7 @@
 //! Spec: the reason table (reference 001 "RetryReason", reference 002 "RetryReasons").
 
-use rebound::reason::{ReasonKind, RetryReason, Stage};
 use rebound::reasons;
+use rebound::{ReasonKind, RetryReason, Stage};
 
 /// Reference 001 "RetryReason": the table, name by name, both flags.
 #[test]

@@ -8,9 +8,9 @@ mod registry_support;
 use std::sync::Arc;
 
 use rebound::registry::{PolicyRegistry, RegistryError, ReloadOutcome};
-use rebound::strategy::SyncStrategy;
 use rebound::wasm::{ArtifactCache, CacheError, CodeOrigin};
 use rebound::DecisionContext;
+use rebound::SyncStrategy;
 use rebound::{
     reasons, BestEffort, CancelReason, Decision, FailFast, Orchestrator, ReasonKind, RequestType,
     RetryError, RetryReason,

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use rebound::registry::config::{Builtin, ConfigError};
+use rebound::registry::{Builtin, ConfigError};
 use rebound::registry::{PolicySource, RegistryConfig};
-use rebound::request::{RequestType, Service};
 use rebound::wasm::FailSafe;
+use rebound::{RequestType, Service};
 
 /// A directory with an (empty) component file `robots.wasm`: validation only checks that
 /// component files exist.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use rebound::request::{HttpMethod, RequestError};
+use rebound::{HttpMethod, RequestError};
 use rebound::{Request, RequestType};
 
 fn req(ty: RequestType) -> Request {

@@ -5,11 +5,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rebound::cassandra_types::ConsistencyLevel as CL;
+use rebound::cassandra::ConsistencyLevel as CL;
+use rebound::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
 use rebound::classify::{classify, KvOpcode, Response};
 use rebound::errormap::{ErrorMap, RetrySpec};
-use rebound::reason::ReadTimeout;
-use rebound::strategy::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
+use rebound::ReadTimeout;
 use rebound::{
     reasons, Cause, DecisionContext, Ending, NodeChoice, Orchestrator, Request, RequestType,
     RetryAction, RetryLoop, Step, SyncStrategy,

@@ -7,16 +7,14 @@ use std::time::{Duration, Instant};
 
 use common::request;
 use rebound::backoff::{BackoffCalculator, ExponentialBackoff};
-use rebound::cassandra_types::{AbortKind, ConsistencyLevel as CL, ServerErrorKind, WriteType};
-use rebound::reason::{ReadTimeout, Unavailable, WriteTimeout};
-use rebound::strategy::cassandra::{
-    Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
-};
+use rebound::cassandra::{AbortKind, ConsistencyLevel as CL, ServerErrorKind, WriteType};
+use rebound::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy};
 use rebound::DecisionContext;
 use rebound::{
     reasons, BestEffort, FailFast, FastFailOnTerminalError, NodeChoice, RequestType, RetryAction,
     RetryReason, SyncStrategy, TerminalError,
 };
+use rebound::{ReadTimeout, Unavailable, WriteTimeout};
 
 const SAME: RetryAction = RetryAction::now_on(NodeChoice::Same, None);
 const NEXT: RetryAction = RetryAction::now_on(NodeChoice::Next, None);

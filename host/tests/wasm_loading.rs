@@ -6,8 +6,8 @@ mod wasm_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rebound::budget::RetryBudgets;
 use rebound::wasm::{LoadError, PolicyPre, WasmStrategy, WasmStrategyConfig};
+use rebound::RetryBudgets;
 use wasm_support::{guest, load, runtime};
 
 /// A component importing interfaces outside `rebound:policy` and the inert WASI 0.2 set (an

@@ -12,9 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rebound::backoff::ExponentialBackoff;
-use rebound::strategy::cassandra::{
-    Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
-};
+use rebound::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy};
 use rebound::wasm::WasmStrategyConfig;
 use rebound::DecisionContext;
 use rebound::{
@@ -202,7 +200,7 @@ fn templates_load_and_cap_attempts() {
         let refused = rebound::wasm::WasmStrategy::new(
             component.clone(),
             config("many"),
-            Arc::new(rebound::budget::RetryBudgets::new()),
+            Arc::new(rebound::RetryBudgets::new()),
         )
         .unwrap_err()
         .to_string();

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rebound::backoff::ExponentialBackoff;
-use rebound::budget::RetryBudgets;
 use rebound::errormap::{RetrySpec, SpecStrategy};
-use rebound::strategy::SyncStrategy;
 use rebound::wasm::{WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
+use rebound::RetryBudgets;
+use rebound::SyncStrategy;
 use rebound::{
     grid, reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryAction,
 };

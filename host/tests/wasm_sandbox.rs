@@ -7,9 +7,9 @@ mod wasm_support;
 
 use std::time::{Duration, Instant};
 
-use rebound::strategy::SyncStrategy;
 use rebound::wasm::{FailSafe, QuarantineConfig, SandboxLimits, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
+use rebound::SyncStrategy;
 use rebound::{
     reasons, CancelReason, Decision, NodeChoice, Orchestrator, PolicyFailureKind, Request,
     RequestType, RetryAction, RetryError,

@@ -10,12 +10,12 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rebound::action::PolicyFailureKind;
-use rebound::budget::RetryBudgets;
 use rebound::wasm::{
     SandboxLimits, WasiClocks, WasiConfig, WasiRandom, WasmStrategy, WasmStrategyConfig,
 };
 use rebound::DecisionContext;
+use rebound::PolicyFailureKind;
+use rebound::RetryBudgets;
 use rebound::{reasons, Request, RequestType, RetryAction, SyncStrategy};
 
 /// Everything logged in this test binary (every test installs the same subscriber first, so

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use rebound::cassandra_types::ConsistencyLevel;
-use rebound::request::HttpMethod;
+use rebound::cassandra::ConsistencyLevel;
+use rebound::HttpMethod;
 use rebound::{Request, RequestType, RetryReason};
 use serde_json::{json, Value};
 

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rebound::budget::RetryBudgets;
 use rebound::wasm::{ArtifactCache, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
+use rebound::RetryBudgets;
 
 use self::invariants::Answer;
 use self::report::Report;

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rebound::cassandra_types::{AbortKind, ConsistencyLevel, ServerErrorKind};
+use rebound::cassandra::{AbortKind, ConsistencyLevel, ServerErrorKind};
 use rebound::classify::{KvOpcode, Response};
-use rebound::reason::{ReadTimeout, Unavailable, WriteTimeout};
-use rebound::request::HttpMethod;
+use rebound::HttpMethod;
+use rebound::{ReadTimeout, Unavailable, WriteTimeout};
 use rebound::{ReasonKind, Request, RequestType, RetryReason, Service};
 use serde::Deserialize;
 use serde_json::Value;

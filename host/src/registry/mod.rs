@@ -1,7 +1,8 @@
 //! The policy registry: named policies from a TOML configuration, each an atomically
 //! replaceable version, with hot reload, rollback, shadow trials and status.
 //!
-//! - [`config`]: the configuration file and its validation (errors name file, line, field).
+//! - [`RegistryConfig`]: the configuration file and its validation (errors name file, line,
+//!   field).
 //! - [`PolicyVersion`]: one loaded build of a policy (hash, source, load time).
 //! - [`PolicyRegistry`]: resolving a request to its policy, deciding lock-free, reloading,
 //!   rolling back, shadowing and promoting.
@@ -9,7 +10,7 @@
 //! - [`Shadow`]: a candidate answering beside the active version, its answers never used.
 
 mod compile_ahead;
-pub mod config;
+mod config;
 mod error;
 mod policy_registry;
 mod shadow;
@@ -19,7 +20,10 @@ mod table;
 mod version;
 mod watch;
 
-pub use config::{CacheDir, ConfigError, PolicyDefinition, PolicySource, RegistryConfig};
+pub use config::{
+    Builtin, CacheDir, ConfigError, EngineConfig, PolicyDefinition, PolicySource, RegistryConfig,
+    WatchConfig,
+};
 pub use error::RegistryError;
 pub use policy_registry::{Decided, PolicyRegistry};
 pub use shadow::{Shadow, ShadowStatus};

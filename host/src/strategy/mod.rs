@@ -2,7 +2,7 @@
 //! a sandboxed or an I/O-performing strategy all look the same to the orchestrator.
 
 mod best_effort;
-pub mod cassandra;
+pub(crate) mod cassandra;
 mod fail_fast;
 mod fast_fail_terminal;
 

@@ -25,7 +25,7 @@ pub struct SandboxLimits {
     pub max_delay_ms: u64,
     /// Wall-clock budget of creating and configuring an instance, in milliseconds (a Python
     /// runtime takes about half a millisecond to instantiate); the fuel budget is then
-    /// [`SETUP_FUEL_FACTOR`] times `fuel`.
+    /// 100 times `fuel`.
     pub setup_deadline_ms: u64,
 }
 

@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use rebound::budget::RetryBudgets;
 use rebound::wasm::{
     ArtifactCache, LoadError, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig,
 };
+use rebound::RetryBudgets;
 
 /// The component `name` built by `scripts/build-guests.sh`.
 pub fn guest(name: &str) -> PathBuf {
