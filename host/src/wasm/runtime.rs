@@ -66,8 +66,9 @@ pub enum Optimization {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PoolConfig {
-    /// Component instances the engine can hold at once; each may use two core instances,
-    /// memories and tables. Default: 256, or 8 per available core when that is more.
+    /// Component instances the engine can hold at once; each may use up to eight core
+    /// instances and tables (a Rust policy uses three: its module, wit-component's shim and
+    /// fixups) and two memories. Default: 256, or 8 per available core when that is more.
     pub instances: u32,
     /// Instances one policy keeps idle for its next calls. Default: 2 per available core.
     pub idle_per_policy: u32,
@@ -137,9 +138,9 @@ impl WasmRuntime {
         let mut pooling = PoolingAllocationConfig::default();
         pooling
             .total_component_instances(instances)
-            .total_core_instances(instances.saturating_mul(2))
+            .total_core_instances(instances.saturating_mul(8))
             .total_memories(instances.saturating_mul(2))
-            .total_tables(instances.saturating_mul(2))
+            .total_tables(instances.saturating_mul(8))
             .max_memory_size(usize::try_from(max_memory_bytes).unwrap_or(usize::MAX));
         let mut config = Config::new();
         config
