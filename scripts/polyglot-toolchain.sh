@@ -5,7 +5,8 @@
 #   Python      componentize-py (PyPI) into .tools/venv
 #   JavaScript  componentize-js (SpiderMonkey) and componentize-qjs (QuickJS) (npm, with
 #               scripts/js-toolchain/package-lock.json) into .tools/node
-#   C           wit-bindgen-cli (crates.io, cargo install into .tools/cargo) + Debian's clang-14
+#   C           wit-bindgen-cli (crates.io, cargo install into ~/.cache/rebound-tools/cargo)
+#               + Debian's clang-14
 #   Zig         ziglang (PyPI) into .tools/venv, with the same C bindings
 # Exports: COMPONENTIZE_PY, COMPONENTIZE_JS, COMPONENTIZE_QJS, WIT_BINDGEN, CLANG, ZIG (command as a string).
 set -euo pipefail
@@ -44,9 +45,11 @@ fi
 export COMPONENTIZE_JS="$node_dir/node_modules/.bin/componentize-js"
 export COMPONENTIZE_QJS="$node_dir/node_modules/.bin/componentize-qjs"
 
-cargo_root="$root/.tools/cargo"
+# Built from source, so kept per user rather than per checkout: a fresh clone on a machine
+# that has built it once reuses it.
+cargo_root="${XDG_CACHE_HOME:-$HOME/.cache}/rebound-tools/cargo"
 if [ "$("$cargo_root/bin/wit-bindgen" --version 2>/dev/null | awk '{print $2}')" != "$WIT_BINDGEN_VERSION" ]; then
-  note "installing wit-bindgen-cli $WIT_BINDGEN_VERSION into .tools/cargo (about 3 minutes, once)"
+  note "installing wit-bindgen-cli $WIT_BINDGEN_VERSION into $cargo_root (about 3 minutes, once per user)"
   cargo install --quiet --locked "wit-bindgen-cli@$WIT_BINDGEN_VERSION" --root "$cargo_root"
 fi
 export WIT_BINDGEN="$cargo_root/bin/wit-bindgen"

@@ -19,6 +19,8 @@ step "formatting (cargo fmt --check: the workspace, the policies, the test guest
 cargo fmt --all --check
 (cd policies && cargo fmt --all --check)
 (cd tests/guests && cargo fmt --all --check)
+# Formatting only: building this bench compiles a second wasmtime (docs/performance.md).
+(cd benches/extism-compare && cargo fmt --check)
 
 step "clippy, warnings denied (every target of the workspace)"
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 /// Median over `rounds` of the mean time per call of `f` over `iters` calls, after `iters`
 /// warm-up calls.
+#[allow(dead_code)] // each bench binary uses one of the two
 pub fn measure(rounds: usize, iters: u32, mut f: impl FnMut()) -> Duration {
     for _ in 0..iters {
         f();
