@@ -1,13 +1,14 @@
 //! The retry executor (issue 7, point 1) on tokio's paused clock, so every wait is exact and
 //! no test sleeps for real. Each test names the rule it checks.
 
+mod common;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rebound::cassandra::ConsistencyLevel;
 use rebound::classify::{KvOpcode, Response};
-use rebound::errormap::{ErrorMap, RetrySpec};
 use rebound::executor::{ExecuteError, Executor, Failure};
 use rebound::DecisionContext;
 use rebound::ReadTimeout;
@@ -421,38 +422,13 @@ async fn a_registry_decides_with_the_policy_the_request_names() {
     );
 }
 
-/// Records the error-map retry spec every decision is given, and retries after 1 ms.
-#[derive(Debug, Default)]
-struct SeesSpec(Mutex<Vec<Option<RetrySpec>>>);
-
-impl SyncStrategy for SeesSpec {
-    fn name(&self) -> &str {
-        "sees-spec"
-    }
-    fn decide(&self, _: &Request, context: &DecisionContext<'_>) -> RetryAction {
-        self.0
-            .lock()
-            .unwrap()
-            .push(context.error_map_spec().copied());
-        RetryAction::RetryAfter {
-            delay: Duration::from_millis(1),
-            node: NodeChoice::Same,
-            consistency: None,
-        }
-    }
-}
-
 /// Reference 001 "KV Error Map Handling": the retry spec belongs to the failure whose status
 /// the error map classified. A later failure for a plain reason (here KV_LOCKED) carries no
 /// spec: a policy must never be handed the spec of an earlier, different failure.
 #[tokio::test(start_paused = true)]
 async fn an_error_map_spec_is_given_only_to_the_failure_it_classified() {
-    let map = ErrorMap::parse(
-        r#"{"version":2,"revision":1,"errors":{"7ff0":{"name":"X","desc":"","attrs":["auto-retry"],
-        "retry":{"strategy":"constant","interval":5,"after":5,"max-duration":100}}}}"#,
-    )
-    .unwrap();
-    let strategy = Arc::new(SeesSpec::default());
+    let map = common::error_map_with_spec();
+    let strategy = Arc::new(common::SeesSpec::default());
     let executor = Executor::new(Orchestrator::new(strategy.clone()));
     let get = KvOpcode::of(RequestType::Get).unwrap();
     let calls = AtomicU32::new(0);

@@ -2,13 +2,14 @@
 //! next attempt is told, how each decision ends the request, and that each failure is decided
 //! with its own context. Each test names the rule it checks.
 
-use std::sync::{Arc, Mutex};
+mod common;
+
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rebound::cassandra::ConsistencyLevel as CL;
 use rebound::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
 use rebound::classify::{classify, KvOpcode, Response};
-use rebound::errormap::{ErrorMap, RetrySpec};
 use rebound::ReadTimeout;
 use rebound::{
     reasons, Cause, DecisionContext, Ending, NodeChoice, Orchestrator, Request, RequestType,
@@ -59,33 +60,12 @@ fn the_next_attempt_carries_the_consistency_the_policy_chose() {
     assert_eq!(retry.next_attempt(), attempt);
 }
 
-/// Records the error-map spec every decision is given, and retries after 1 ms.
-#[derive(Debug, Default)]
-struct SeesSpec(Mutex<Vec<Option<RetrySpec>>>);
-
-impl SyncStrategy for SeesSpec {
-    fn name(&self) -> &str {
-        "sees-spec"
-    }
-    fn decide(&self, _: &Request, context: &DecisionContext<'_>) -> RetryAction {
-        self.0
-            .lock()
-            .unwrap()
-            .push(context.error_map_spec().copied());
-        RetryAction::after(Duration::from_millis(1))
-    }
-}
-
 /// Reference 001 "KV Error Map Handling": the retry spec belongs to the failure the error map
 /// classified; the next failure, for a plain reason, is decided without it.
 #[test]
 fn each_failure_is_decided_with_its_own_context() {
-    let map = ErrorMap::parse(
-        r#"{"version":2,"revision":1,"errors":{"7ff0":{"name":"X","desc":"","attrs":["auto-retry"],
-        "retry":{"strategy":"constant","interval":5,"after":5,"max-duration":100}}}}"#,
-    )
-    .unwrap();
-    let strategy = Arc::new(SeesSpec::default());
+    let map = common::error_map_with_spec();
+    let strategy = Arc::new(common::SeesSpec::default());
     let orchestrator = Orchestrator::new(strategy.clone());
     let start = Instant::now();
     let request = Request::new(1, RequestType::Get, Duration::from_secs(2))
@@ -113,7 +93,7 @@ fn each_failure_is_decided_with_its_own_context() {
 #[test]
 fn deadlines_end_the_loop_with_timeouts() {
     let start = Instant::now();
-    let orchestrator = Orchestrator::new(Arc::new(SeesSpec::default()));
+    let orchestrator = Orchestrator::new(Arc::new(common::SeesSpec::default()));
     let request = Request::new(1, RequestType::Get, Duration::from_millis(1))
         .unwrap()
         .started_at(start);
@@ -141,7 +121,7 @@ fn deadlines_end_the_loop_with_timeouts() {
 #[test]
 fn unretried_and_ignored_failures_end_the_loop() {
     let start = Instant::now();
-    let strategy = Arc::new(SeesSpec::default());
+    let strategy = Arc::new(common::SeesSpec::default());
     let orchestrator = Orchestrator::new(strategy.clone());
     let get = || {
         Request::new(1, RequestType::Get, Duration::from_secs(2))

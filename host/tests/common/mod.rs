@@ -3,7 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use rebound::{Decision, Orchestrator, Request, RequestType, RetryReason};
+use std::sync::Mutex;
+
+use rebound::errormap::{ErrorMap, RetrySpec};
+use rebound::{
+    Decision, DecisionContext, Orchestrator, Request, RequestType, RetryAction, RetryReason,
+    SyncStrategy,
+};
 
 /// A request of `ty` with `timeout_ms`, started at `start`.
 pub fn request(ty: RequestType, timeout_ms: u64, start: Instant) -> Request {
@@ -44,4 +50,28 @@ pub fn error_map_path(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/error_maps")
         .join(name)
+}
+
+/// Records the error-map retry spec every decision is given, and retries after 1 ms.
+#[derive(Debug, Default)]
+pub struct SeesSpec(pub Mutex<Vec<Option<RetrySpec>>>);
+
+impl SyncStrategy for SeesSpec {
+    fn name(&self) -> &str {
+        "sees-spec"
+    }
+    fn decide(&self, _: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        let spec = context.error_map_spec().copied();
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(spec);
+        RetryAction::after(Duration::from_millis(1))
+    }
+}
+
+/// An error map whose status 0x7ff0 is retried with a constant spec (reference 004).
+pub fn error_map_with_spec() -> ErrorMap {
+    ErrorMap::parse(
+        r#"{"version":2,"revision":1,"errors":{"7ff0":{"name":"X","desc":"","attrs":["auto-retry"],
+        "retry":{"strategy":"constant","interval":5,"after":5,"max-duration":100}}}}"#,
+    )
+    .expect("a valid error map")
 }
