@@ -5,7 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use crate::classify::Classification;
 use crate::errormap::RetrySpec;
 use crate::reason::RetryReason;
 
@@ -37,17 +36,6 @@ impl<'r> DecisionContext<'r> {
             error_map_spec: None,
             server_delay: None,
             at: None,
-        }
-    }
-
-    /// The failure a [`Classification::Retry`] describes (its reason and error-map spec);
-    /// `None` for a classification that is not retried.
-    pub fn classified(classification: &'r Classification) -> Option<Self> {
-        match classification {
-            Classification::Retry { reason, retry_spec } => {
-                Some(DecisionContext::new(reason).with_error_map_spec(*retry_spec))
-            }
-            _ => None,
         }
     }
 

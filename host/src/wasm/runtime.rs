@@ -204,11 +204,6 @@ impl WasmRuntime {
         self.inner.max_memory_bytes
     }
 
-    /// The instance pool's configuration.
-    pub fn pool(&self) -> PoolConfig {
-        self.inner.pool
-    }
-
     /// Instances idle now, all policies together, and the most that may be.
     pub fn idle_instances(&self) -> (usize, usize) {
         (self.inner.idle.held(), self.inner.idle.limit())
