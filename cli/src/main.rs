@@ -22,6 +22,7 @@ mod reasons;
 mod serve;
 mod simulate;
 mod wire;
+mod wit;
 
 use clap::{Parser, Subcommand};
 
@@ -54,6 +55,8 @@ enum Command {
     Check(check::Args),
     /// Simulates a workload and a fault timeline through policies side by side.
     Simulate(simulate::Args),
+    /// Prints (or writes) the WIT package `rebound:policy` of any version this host loads.
+    Wit(wit::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -97,6 +100,7 @@ fn run() -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(&args, &mut out),
         Command::Check(args) => check::run(&args, &mut out),
         Command::Simulate(args) => simulate::run(&args, &mut out),
+        Command::Wit(args) => wit::run(&args, &mut out),
     };
     match result {
         // The reader went away (`rebound reasons | head`): not an error of ours.

@@ -195,3 +195,45 @@ fn bench_measures_a_policy_beside_the_native_baseline() {
         "{stderr}"
     );
 }
+
+/// docs/wit-versions.md: `rebound wit` gives an author the exact WIT of every released version
+/// this host loads — the newest by default, the tree's `wit/policy.wit` — printed or written.
+#[test]
+fn wit_prints_and_writes_every_released_version() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let current = String::from_utf8(success_stdout(rebound().arg("wit"))).unwrap();
+    assert_eq!(
+        current,
+        std::fs::read_to_string(root.join("wit/policy.wit")).unwrap()
+    );
+    let old = String::from_utf8(success_stdout(rebound().args([
+        "wit",
+        "--version",
+        "0.1.0",
+    ])))
+    .unwrap();
+    assert_eq!(
+        old,
+        std::fs::read_to_string(root.join("wit/released/0.1.0/policy.wit")).unwrap()
+    );
+    assert!(old.contains("package rebound:policy@0.1.0;"));
+    let listed = String::from_utf8(success_stdout(rebound().args(["wit", "--list"]))).unwrap();
+    assert_eq!(listed, "rebound:policy@0.1.0\nrebound:policy@0.2.0\n");
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("project/wit");
+    let said = success_stdout(rebound().args(["wit", "--out", out.to_str().unwrap()]));
+    assert!(String::from_utf8(said)
+        .unwrap()
+        .contains("rebound:policy@0.2.0"));
+    assert_eq!(
+        std::fs::read_to_string(out.join("policy.wit")).unwrap(),
+        current
+    );
+
+    let unknown = stderr_of_failure(&["wit", "--version", "0.9.0"]);
+    assert!(
+        unknown.contains("--version 0.9.0") && unknown.contains("0.1.0, 0.2.0"),
+        "{unknown}"
+    );
+}

@@ -4,11 +4,13 @@
 //! identities, so the conversions are written once, as a macro applied to either module.
 
 /// Generates, in the calling module, conversion functions between the engine and the module
-/// `$w` of WIT-generated types (the `rebound:policy/types` interface). Not for direct use.
+/// `$w` of WIT-generated types (the `rebound:policy/types` interface of one released version).
+/// `best_effort = V` names the `retry-action` case that delegates to the built-in best effort,
+/// for the versions that have one (0.2.0 on). Not for direct use.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __wit_conversions {
-    ($w:ident) => {
+    ($w:ident $(, best_effort = $best_effort:ident)?) => {
         $crate::__wit_conversions!(@enum consistency_to_host, consistency_to_wit,
             $w::ConsistencyLevel, $crate::cassandra::ConsistencyLevel,
             [Any, One, Two, Three, Quorum, All, LocalQuorum, EachQuorum, Serial, LocalSerial, LocalOne]);
@@ -68,8 +70,9 @@ macro_rules! __wit_conversions {
         }
 
         /// The policy's answer for `request`, which failed for `reason`, as an engine action
-        /// (`best-effort` is the built-in best effort's decision for them).
-        #[allow(dead_code)]
+        /// (`best-effort`, where the version has it, is the built-in best effort's decision;
+        /// without it the request and reason are unused).
+        #[allow(dead_code, unused_variables)]
         pub(crate) fn action_to_host(
             a: &$w::RetryAction,
             request: &$crate::Request,
@@ -77,7 +80,9 @@ macro_rules! __wit_conversions {
         ) -> $crate::RetryAction {
             use $crate::RetryAction as H;
             match a {
-                $w::RetryAction::BestEffort => $crate::BestEffort::default_decision(request, reason),
+                $($w::RetryAction::$best_effort => {
+                    $crate::BestEffort::default_decision(request, reason)
+                })?
                 $w::RetryAction::NoRetry => H::NoRetry,
                 $w::RetryAction::Retry(r) => H::RetryAfter {
                     delay: ::std::time::Duration::from_millis(r.delay_ms),

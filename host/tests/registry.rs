@@ -8,7 +8,7 @@ mod registry_support;
 use std::sync::Arc;
 
 use rebound::registry::{PolicyRegistry, RegistryError, ReloadOutcome};
-use rebound::wasm::{ArtifactCache, CacheError, CodeOrigin};
+use rebound::wasm::{ArtifactCache, CacheError, CodeOrigin, WitVersion};
 use rebound::DecisionContext;
 use rebound::SyncStrategy;
 use rebound::{
@@ -517,6 +517,46 @@ fn a_cache_directory_others_can_write_is_refused() {
     let e = ArtifactCache::open(dir.path(), runtime().engine()).unwrap_err();
     assert!(matches!(e, CacheError::Unsafe { .. }));
     assert!(e.to_string().contains("777"), "{e}");
+}
+
+/// docs/wit-versions.md (issue 14, point 7): a deployed `rebound:policy@0.1.0` component serves
+/// under this host, status names the version it was built for, and it is hot-swapped for its
+/// 0.2.0 rebuild (and back) without a decision changing.
+#[test]
+fn a_released_0_1_0_component_serves_and_swaps_with_its_0_2_0_rebuild() {
+    let ws = Workspace::new();
+    let old = registry_support::released_0_1_0("no_retry_for_robots");
+    let registry = single(&ws, &old, "");
+    let robot = || request(RequestType::Get).context("isRobotRequest", "yes");
+    let reason = reasons::KV_LOCKED;
+    let wit_version =
+        |registry: &PolicyRegistry| registry.policy_status("p").unwrap().active.wit_version;
+    assert_eq!(wit_version(&registry), Some(WitVersion::V0_1_0));
+    let json = serde_json::to_value(registry.status()).unwrap();
+    assert_eq!(json["policies"][0]["active"]["wit_version"], "0.1.0");
+    // The retry delay, or none for an ending.
+    let answers = |registry: &PolicyRegistry| {
+        [robot(), request(RequestType::Get)].map(|r| match decide(registry, r, &reason).decision {
+            Decision::Retry(plan) => Some(plan.delay),
+            _ => None,
+        })
+    };
+    let before = answers(&registry);
+    assert!(before[0].is_none() && before[1].is_some(), "{before:?}");
+
+    for (guest, version) in [
+        ("no_retry_for_robots".to_owned(), WitVersion::V0_2_0),
+        (old, WitVersion::V0_1_0),
+    ] {
+        ws.install("policy.wasm", &guest);
+        assert!(matches!(
+            registry.reload("p").unwrap(),
+            ReloadOutcome::Swapped { .. }
+        ));
+        assert_eq!(active_hash(&registry, "p"), guest_hash(&guest));
+        assert_eq!(wit_version(&registry), Some(version));
+        assert_eq!(answers(&registry), before, "{guest}");
+    }
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod wasm_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rebound::wasm::{LoadError, PolicyPre, WasmStrategy, WasmStrategyConfig};
+use rebound::wasm::{LoadError, PolicyPre, WasmStrategy, WasmStrategyConfig, WitVersion};
 use rebound::RetryBudgets;
 use wasm_support::{guest, load, runtime};
 
@@ -38,12 +38,14 @@ fn wrong_world_is_rejected() {
     let err = load("wrong_world").unwrap_err();
     assert!(matches!(err, LoadError::WrongWorld { .. }), "{err}");
     assert!(
-        err.to_string().contains("rebound:policy/strategy@0.2.0"),
+        err.to_string()
+            .contains("rebound:policy/strategy of version 0.1.0, 0.2.0"),
         "{err}"
     );
 }
 
-/// A component built for another package version is rejected, naming both versions.
+/// docs/wit-versions.md: a component built for a version of the package this host does not
+/// load is rejected, naming its version and the ones the host loads.
 #[test]
 fn incompatible_package_version_is_rejected() {
     let err = load("wrong_version").unwrap_err();
@@ -53,9 +55,55 @@ fn incompatible_package_version_is_rejected() {
     );
     let text = err.to_string();
     assert!(
-        text.contains("strategy@0.1.0") && text.contains("rebound:policy@0.2.0"),
+        text.contains("strategy@0.9.0") && text.contains("loads rebound:policy 0.1.0, 0.2.0"),
         "{text}"
     );
+}
+
+/// docs/wit-versions.md: a component is built for one version; one that imports an interface
+/// of another version than the strategy it exports is refused, naming both.
+#[test]
+fn a_component_mixing_package_versions_is_rejected() {
+    let err = load("mixed_versions").unwrap_err();
+    assert!(
+        matches!(err, LoadError::IncompatibleVersion { .. }),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("rebound:policy/failure@0.2.0 next to rebound:policy/strategy@0.1.0"),
+        "{text}"
+    );
+}
+
+/// docs/wit-versions.md: the host loads every released version, each component as the version
+/// it was built for, and grants a 0.1.0 component exactly the 0.1.0 interfaces.
+#[test]
+fn each_component_loads_as_the_version_it_was_built_for() {
+    let old = load(&wasm_support::released_0_1_0("no_retry_for_robots")).unwrap();
+    assert_eq!(old.wit_version(), WitVersion::V0_1_0);
+    assert_eq!(
+        old.imports(),
+        ["rebound:policy/types@0.1.0", "rebound:policy/host@0.1.0"]
+    );
+    let current = load("no_retry_for_robots").unwrap();
+    assert_eq!(current.wit_version(), WitVersion::V0_2_0);
+    assert_eq!(WitVersion::CURRENT.package(), rebound::wasm::HOST_PACKAGE);
+    assert_eq!(
+        WitVersion::ALL.map(WitVersion::number),
+        ["0.1.0", "0.2.0"],
+        "oldest first"
+    );
+    for version in WitVersion::ALL {
+        assert!(
+            version
+                .wit()
+                .contains(&format!("package {};", version.package())),
+            "the WIT kept for {version} declares it"
+        );
+        assert_eq!(WitVersion::from_number(version.number()), Some(version));
+    }
+    assert_eq!(WitVersion::from_number("0.9.0"), None);
 }
 
 /// Bytes that are not a component, and a missing file, get errors naming the problem.

@@ -3,7 +3,9 @@
 //! name) × idempotent or not × attempts 0..=10 × several elapsed/timeout pairs × with and
 //! without a robot marker in the client context. Issue 6: the Python, JavaScript (on both
 //! engines, SpiderMonkey and QuickJS), C and Zig versions of best-effort, no-retry-for-robots
-//! and cassandra-default are held to the same twins as the Rust ones.
+//! and cassandra-default are held to the same twins as the Rust ones. Issue 14, point 7
+//! (docs/wit-versions.md): the components built for `rebound:policy@0.1.0` are held to their
+//! 0.2.0 twins built from today's source.
 
 mod common;
 mod wasm_support;
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use rebound::backoff::ExponentialBackoff;
 use rebound::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy};
-use rebound::wasm::WasmStrategyConfig;
+use rebound::wasm::{WasmStrategyConfig, WitVersion};
 use rebound::DecisionContext;
 use rebound::{
     reasons, BestEffort, FailFast, FastFailOnTerminalError, Orchestrator, Request, RequestType,
@@ -220,6 +222,43 @@ fn templates_load_and_cap_attempts() {
                 expected,
                 "{name} attempts={attempts}"
             );
+        }
+    }
+}
+
+/// docs/wit-versions.md "The rule": a component built for `rebound:policy@0.1.0` (bytes kept
+/// from the tree's history, `tests/fixtures/rebound-policy-0.1.0/`) keeps loading next to
+/// 0.2.0 ones, and decides exactly as its twin built from today's source for 0.2.0, on the
+/// whole grid, through the orchestrator.
+#[test]
+fn released_0_1_0_components_decide_as_their_0_2_0_twins() {
+    let kv = [RequestType::Get, RequestType::Upsert];
+    let pairs: [(&str, &[RequestType]); 12] = [
+        ("best_effort", &kv),
+        ("fail_fast", &kv),
+        ("fail_fast_on_open_circuit", &kv),
+        ("fast_fail_on_terminal_error", &kv),
+        ("no_retry_for_robots", &kv),
+        ("honor_error_map_spec", &kv),
+        ("retry_budget", &kv),
+        ("cassandra_default", &[RequestType::Cql]),
+        ("cassandra_downgrading_consistency", &[RequestType::Cql]),
+        ("c_best_effort", &kv),
+        ("c_no_retry_for_robots", &kv),
+        ("c_cassandra_default", &[RequestType::Cql]),
+    ];
+    for (name, types) in pairs {
+        let released = wasm_support::released_0_1_0(name);
+        let old = wasm_support::load(&released).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(old.wit_version(), WitVersion::V0_1_0, "{name}");
+        assert_eq!(
+            wasm_support::load(name).unwrap().wit_version(),
+            WitVersion::CURRENT,
+            "{name}"
+        );
+        for ty in types {
+            let compared = assert_parity(wasm(&released), wasm(name), *ty);
+            assert!(compared > 5_000, "{name}: {compared} decisions compared");
         }
     }
 }

@@ -1,7 +1,9 @@
 //! Spec: the policies without a native twin — the opt-in error-map spec timings (reference 004
 //! "Retry Intervals", opted into as reference 001 "KV Error Map Handling" allows) and the
 //! host-kept retry budget —, the time such policies read (the caller's decision moment), and the
-//! `best-effort` answer, which the host decides.
+//! `best-effort` answer, which the host decides. The error-map, budget and time rules hold for
+//! the components built for `rebound:policy@0.1.0` too, which read the spec through
+//! `host.error-map-spec` and their time from the request record (docs/wit-versions.md).
 
 mod common;
 mod wasm_support;
@@ -20,6 +22,11 @@ use rebound::{
     grid, reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryAction,
 };
 
+/// The current build of Rust policy `name` and its `rebound:policy@0.1.0` fixture.
+fn both_versions(name: &str) -> [String; 2] {
+    [name.to_owned(), wasm_support::released_0_1_0(name)]
+}
+
 fn get(attempts: u32) -> Request {
     Request::new(1, RequestType::Get, Duration::from_secs(10))
         .unwrap()
@@ -30,7 +37,13 @@ fn get(attempts: u32) -> Request {
 /// exponential interval capped at `ceil`; other reasons, or no spec, are best effort.
 #[test]
 fn honor_error_map_spec_follows_the_spec() {
-    let strategy = wasm_support::strategy("honor_error_map_spec", WasmStrategyConfig::default());
+    for guest in both_versions("honor_error_map_spec") {
+        honor_error_map_spec_follows_the_spec_in(&guest);
+    }
+}
+
+fn honor_error_map_spec_follows_the_spec_in(guest: &str) {
+    let strategy = wasm_support::strategy(guest, WasmStrategyConfig::default());
     let spec = RetrySpec {
         strategy: SpecStrategy::Exponential,
         after: 50,
@@ -46,7 +59,11 @@ fn honor_error_map_spec_follows_the_spec() {
         })
         .collect();
     let ms = |d| RetryAction::after(Duration::from_millis(d));
-    assert_eq!(delays, vec![ms(50), ms(2), ms(4), ms(8), ms(16), ms(20)]);
+    assert_eq!(
+        delays,
+        vec![ms(50), ms(2), ms(4), ms(8), ms(16), ms(20)],
+        "{guest}"
+    );
     let best_effort = BestEffort::<rebound::backoff::ExponentialBackoff>::default();
     assert_eq!(
         strategy.decide(
@@ -69,6 +86,12 @@ fn honor_error_map_spec_follows_the_spec() {
 /// share it, because the host keeps it.
 #[test]
 fn retry_budget_is_host_kept_and_shared() {
+    for guest in both_versions("retry_budget") {
+        retry_budget_is_host_kept_and_shared_in(&guest);
+    }
+}
+
+fn retry_budget_is_host_kept_and_shared_in(guest: &str) {
     let budgets = Arc::new(RetryBudgets::new());
     let config = WasmStrategyConfig {
         params: BTreeMap::from([
@@ -80,7 +103,7 @@ fn retry_budget_is_host_kept_and_shared() {
     };
     let make = || {
         WasmStrategy::new(
-            wasm_support::load("retry_budget").unwrap(),
+            wasm_support::load(guest).unwrap(),
             config.clone(),
             Arc::clone(&budgets),
         )
@@ -97,7 +120,7 @@ fn retry_budget_is_host_kept_and_shared() {
             retried += 1;
         }
     }
-    assert_eq!(retried, 4);
+    assert_eq!(retried, 4, "{guest}");
     // Best effort's own refusals are kept (a non-idempotent in-flight failure is never retried).
     let upsert = Request::new(2, RequestType::Upsert, Duration::from_secs(1)).unwrap();
     assert_eq!(
@@ -119,6 +142,15 @@ fn get_in_an_hour() -> Request {
 /// policy's `elapsed-ms` and its retry budget follow that moment, not the real clock.
 #[test]
 fn a_policy_reads_the_decision_moment_the_caller_gives() {
+    for [spec_guest, budget_guest] in [
+        ["honor_error_map_spec", "retry_budget"].map(str::to_owned),
+        ["honor_error_map_spec", "retry_budget"].map(wasm_support::released_0_1_0),
+    ] {
+        reads_the_decision_moment(&spec_guest, &budget_guest);
+    }
+}
+
+fn reads_the_decision_moment(spec_guest: &str, budget_guest: &str) {
     let spec = RetrySpec {
         strategy: SpecStrategy::Constant,
         after: 50,
@@ -127,7 +159,7 @@ fn a_policy_reads_the_decision_moment_the_caller_gives() {
         max_duration: Some(100),
     };
     let orchestrator = Orchestrator::new(wasm_support::strategy(
-        "honor_error_map_spec",
+        spec_guest,
         WasmStrategyConfig::default(),
     ));
     let decide_at = |elapsed_ms| {
@@ -150,7 +182,7 @@ fn a_policy_reads_the_decision_moment_the_caller_gives() {
         ]),
         ..Default::default()
     };
-    let budgeted = Orchestrator::new(wasm_support::strategy("retry_budget", config));
+    let budgeted = Orchestrator::new(wasm_support::strategy(budget_guest, config));
     let start = get_in_an_hour().start();
     let at = |elapsed_ms| {
         let mut request = get(0).started_at(start);
@@ -168,16 +200,23 @@ fn a_policy_reads_the_decision_moment_the_caller_gives() {
 /// Reference 001 "Best Effort" and the reason table's allowsNonIdempotentRetry: a policy that
 /// answers the `best-effort` action gets the host's best effort, decided by the host, so a
 /// non-idempotent request is retried only for a reason that allows it, exactly as when the
-/// policy asked `host.best-effort` and returned its answer (the only way before the action).
+/// policy asked `host.best-effort` and returned its answer (the only way before the action):
+/// the `rebound:policy@0.1.0` builds of the same policies, which do just that, are held to the
+/// same rule.
 #[test]
 fn a_best_effort_answer_is_the_host_best_effort_and_keeps_non_idempotent_requests_safe() {
     let native = BestEffort::<ExponentialBackoff>::default();
-    for guest in [
+    let asking_host = [
         "fail_fast_on_open_circuit",
         "no_retry_for_robots",
         "c_best_effort",
-        "zig_best_effort",
-    ] {
+    ];
+    let guests = ["zig_best_effort".to_owned()]
+        .into_iter()
+        .chain(asking_host.map(str::to_owned))
+        .chain(asking_host.map(wasm_support::released_0_1_0));
+    for guest in guests {
+        let guest = guest.as_str();
         let strategy = wasm_support::strategy(guest, WasmStrategyConfig::default());
         for request_type in [
             RequestType::Get,
@@ -189,7 +228,7 @@ fn a_best_effort_answer_is_the_host_best_effort_and_keeps_non_idempotent_request
                     .unwrap()
                     .with_retry_attempts(attempts);
                 for reason in grid::every_reason() {
-                    if guest == "fail_fast_on_open_circuit"
+                    if guest.ends_with("fail_fast_on_open_circuit")
                         && reason == reasons::CIRCUIT_BREAKER_OPEN
                     {
                         continue; // the one reason it decides itself

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use rebound::wasm::{PolicyPre, WasmStrategyConfig, HOST_PACKAGE};
+use rebound::wasm::{PolicyPre, WasmStrategyConfig, WitVersion, HOST_PACKAGE};
 use rebound::RetryAction;
 use serde_json::{json, Value};
 
@@ -19,6 +19,7 @@ const SHOWN_PER_RULE: usize = 20;
 /// What the component is.
 struct Loaded {
     version: String,
+    wit_version: WitVersion,
     imports: Vec<String>,
 }
 
@@ -54,6 +55,7 @@ impl Report {
     pub fn loaded(&mut self, component: &PolicyPre) {
         self.loaded = Some(Loaded {
             version: component.version().to_owned(),
+            wit_version: component.wit_version(),
             imports: component.imports().to_vec(),
         });
     }
@@ -110,11 +112,15 @@ impl Report {
             .unwrap_or_default()
     }
 
-    /// The component's compatibility with the host's package; `error` is why it does not
-    /// run (an incompatible component, or one that refused its parameters).
+    /// The component's compatibility with the host's package: the version it was built for,
+    /// the versions this host loads; `error` is why it does not run (an incompatible
+    /// component, or one that refused its parameters).
     fn interface(&self) -> Value {
         json!({
             "host": HOST_PACKAGE,
+            "host_loads": WitVersion::ALL.map(WitVersion::package),
+            "built_for": self.loaded.as_ref().map(|l| l.wit_version.package()),
+            "accepted_by": self.loaded.as_ref().map(|l| accepted_by(l.wit_version)),
             "compatible": self.loaded.is_some(),
             "error": self.load_error,
         })
@@ -168,7 +174,9 @@ impl Report {
         if let Some(loaded) = &self.loaded {
             writeln!(
                 out,
-                "  interface  {HOST_PACKAGE}: compatible with this host"
+                "  interface  {}: {}",
+                loaded.wit_version,
+                accepted_by(loaded.wit_version)
             )?;
             writeln!(out, "  version    {}", loaded.version)?;
             let wasi = loaded
@@ -242,4 +250,16 @@ impl Report {
         };
         writeln!(out, "{verdict}")
     }
+}
+
+/// Which hosts accept a component built for `version`: this one, and by the support rule
+/// (docs/wit-versions.md) every later one.
+fn accepted_by(version: WitVersion) -> String {
+    let loads: Vec<&str> = WitVersion::ALL.iter().map(|v| v.number()).collect();
+    format!(
+        "accepted by this host (rebound {}, which loads rebound:policy {}) and every later host; {} is the newest",
+        env!("CARGO_PKG_VERSION"),
+        loads.join(", "),
+        if version == WitVersion::CURRENT { "it" } else { HOST_PACKAGE },
+    )
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::shadow::ShadowStatus;
 use super::version::PolicyVersion;
-use crate::wasm::{CacheStats, CodeOrigin};
+use crate::wasm::{CacheStats, CodeOrigin, WitVersion};
 
 /// One version, as status reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -25,6 +25,8 @@ pub struct VersionStatus {
     pub load_time_us: u64,
     /// Whether the machine code was compiled or cached (components only).
     pub origin: Option<CodeOrigin>,
+    /// The version of `rebound:policy` the component was built for (components only).
+    pub wit_version: Option<WitVersion>,
     /// Decisions resolved to this version.
     pub decisions: u64,
 }
@@ -38,6 +40,7 @@ impl VersionStatus {
             loaded_at_unix_ms: unix_ms(version.loaded_at()),
             load_time_us: u64::try_from(version.load_time().as_micros()).unwrap_or(u64::MAX),
             origin: version.origin(),
+            wit_version: version.wit_version(),
             decisions: version.decisions(),
         }
     }

@@ -23,6 +23,7 @@ use crate::strategy::cassandra::{
 use crate::strategy::{BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy};
 use crate::wasm::{
     ArtifactCache, CodeOrigin, LoadError, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig,
+    WitVersion,
 };
 
 /// Why a version could not be built.
@@ -129,6 +130,10 @@ impl PolicyVersion {
     /// Whether the machine code was compiled or cached (components only).
     pub fn origin(&self) -> Option<CodeOrigin> {
         self.origin
+    }
+    /// The version of `rebound:policy` the component was built for (components only).
+    pub fn wit_version(&self) -> Option<WitVersion> {
+        self.wasm.as_ref().map(|w| w.component().wit_version())
     }
     /// The safety guard for this policy.
     pub fn guard(&self) -> Guard {

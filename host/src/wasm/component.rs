@@ -4,20 +4,33 @@
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::Component;
 
-use super::bindings::{RetryPolicy, RetryPolicyPre};
 use super::cache::ArtifactCache;
 use super::runtime::WasmRuntime;
-use super::store::CallState;
 use super::wasi;
+use super::world::{WitVersion, WorldPre};
 
-/// The WIT package (and version) this host implements.
+/// The newest WIT package (and version) this host implements; components built for every
+/// earlier released version load too ([`WitVersion::ALL`]).
 pub const HOST_PACKAGE: &str = "rebound:policy@0.2.0";
 const PACKAGE_PREFIX: &str = "rebound:policy/";
-const VERSION: &str = "0.2.0";
-const GRANTED_INTERFACES: [&str; 3] = ["types", "failure", "host"];
 const EXPORTED_INTERFACE: &str = "strategy";
+
+/// What each version grants, for error messages: `0.1.0: types, host; 0.2.0: …`.
+fn granted_by_version() -> String {
+    let versions: Vec<String> = WitVersion::ALL
+        .iter()
+        .map(|v| format!("{}: {}", v.number(), v.granted_interfaces().join(", ")))
+        .collect();
+    versions.join("; ")
+}
+
+/// The versions this host loads, for error messages: `0.1.0, 0.2.0`.
+fn loadable_versions() -> String {
+    let numbers: Vec<&str> = WitVersion::ALL.iter().map(|v| v.number()).collect();
+    numbers.join(", ")
+}
 
 /// Why a component could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -40,15 +53,16 @@ pub enum LoadError {
         message: String,
     },
     /// The component imports what the host does not grant.
-    #[error("policy `{policy}` imports what the host does not grant: {}; a policy may import only {PACKAGE_PREFIX}{{{}}}@{VERSION} and the inert WASI 0.2 interfaces (io, clocks, random, cli, filesystem, sockets)", .imports.join(", "), GRANTED_INTERFACES.join(","))]
+    #[error("policy `{policy}` imports what the host does not grant: {}; a policy may import only the {PACKAGE_PREFIX} interfaces of the version it was built for ({}) and the inert WASI 0.2 interfaces (io, clocks, random, cli, filesystem, sockets)", .imports.join(", "), granted_by_version())]
     ForbiddenImports {
         /// The policy.
         policy: String,
         /// The imports that are not granted.
         imports: Vec<String>,
     },
-    /// The component was built against another version of the WIT package.
-    #[error("policy `{policy}` was built for {found}, this host implements {HOST_PACKAGE}: incompatible package version")]
+    /// The component was built against a version of the WIT package this host does not load,
+    /// or mixes versions.
+    #[error("policy `{policy}` was built for {found}; this host loads rebound:policy {} (one version per component): incompatible package version", loadable_versions())]
     IncompatibleVersion {
         /// The policy.
         policy: String,
@@ -56,7 +70,7 @@ pub enum LoadError {
         found: String,
     },
     /// The component does not export the strategy interface.
-    #[error("policy `{policy}` is not a rebound:policy/retry-policy component: it does not export {PACKAGE_PREFIX}{EXPORTED_INTERFACE}@{VERSION} (its exports: [{}])", .exports.join(", "))]
+    #[error("policy `{policy}` is not a rebound:policy/retry-policy component: it does not export {PACKAGE_PREFIX}{EXPORTED_INTERFACE} of version {} (its exports: [{}])", loadable_versions(), .exports.join(", "))]
     WrongWorld {
         /// The policy.
         policy: String,
@@ -64,10 +78,12 @@ pub enum LoadError {
         exports: Vec<String>,
     },
     /// The exports or imports have the right names but the wrong types.
-    #[error("policy `{policy}` does not match {HOST_PACKAGE}: {message}")]
+    #[error("policy `{policy}` does not match {version}: {message}")]
     Mismatch {
         /// The policy.
         policy: String,
+        /// The version of `rebound:policy` it names.
+        version: WitVersion,
         /// wasmtime's explanation.
         message: String,
     },
@@ -139,7 +155,8 @@ pub struct PolicyPre {
     sha256: [u8; 32],
     origin: CodeOrigin,
     imports: std::sync::Arc<[String]>,
-    pre: RetryPolicyPre<CallState>,
+    wit_version: WitVersion,
+    pre: WorldPre,
     runtime: WasmRuntime,
 }
 
@@ -198,20 +215,44 @@ impl PolicyPre {
         let MachineCode { component, origin } = code;
         let ty = component.component_type();
 
+        let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_owned()).collect();
+        let exported = exports
+            .iter()
+            .find(|e| ours(e).is_some_and(|(iface, _)| iface == EXPORTED_INTERFACE));
+        let wit_version = match exported {
+            Some(exported) => Some(
+                ours(exported)
+                    .and_then(|(_, number)| WitVersion::from_number(number))
+                    .ok_or_else(|| LoadError::IncompatibleVersion {
+                        policy: policy.clone(),
+                        found: exported.clone(),
+                    })?,
+            ),
+            None => None,
+        };
+
         let mut forbidden = Vec::new();
         let mut imports_wasi = false;
         let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_owned()).collect();
         for import in imports.iter().map(String::as_str) {
-            match ours(import) {
-                Some((iface, VERSION)) if GRANTED_INTERFACES.contains(&iface) => {}
-                Some((iface, _)) if GRANTED_INTERFACES.contains(&iface) => {
+            let Some((iface, number)) = ours(import) else {
+                match wasi::is_granted(import) {
+                    true => imports_wasi = true,
+                    false => forbidden.push(import.to_owned()),
+                }
+                continue;
+            };
+            let granted_by = WitVersion::from_number(number)
+                .filter(|version| version.granted_interfaces().contains(&iface));
+            match (granted_by, wit_version, exported) {
+                (None, _, _) => forbidden.push(import.to_owned()),
+                (Some(found), Some(built_for), Some(exported)) if found != built_for => {
                     return Err(LoadError::IncompatibleVersion {
                         policy,
-                        found: import.to_owned(),
+                        found: format!("{import} next to {exported}"),
                     })
                 }
-                _ if wasi::is_granted(import) => imports_wasi = true,
-                _ => forbidden.push(import.to_owned()),
+                (Some(_), _, _) => {}
             }
         }
         if !forbidden.is_empty() {
@@ -220,35 +261,17 @@ impl PolicyPre {
                 imports: forbidden,
             });
         }
-        let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_owned()).collect();
-        match exports
-            .iter()
-            .find_map(|e| ours(e).filter(|(i, _)| *i == EXPORTED_INTERFACE))
-        {
-            Some((_, VERSION)) => {}
-            Some((_, _)) => {
-                let found = exports
-                    .iter()
-                    .find(|e| ours(e).is_some())
-                    .cloned()
-                    .unwrap_or_default();
-                return Err(LoadError::IncompatibleVersion { policy, found });
-            }
-            None => return Err(LoadError::WrongWorld { policy, exports }),
-        }
-
-        let mut linker = Linker::<CallState>::new(engine);
-        let mismatch = |e: wasmtime::Error| LoadError::Mismatch {
-            policy: name.to_owned(),
-            message: format!("{e:#}"),
+        let Some(wit_version) = wit_version else {
+            return Err(LoadError::WrongWorld { policy, exports });
         };
-        RetryPolicy::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
-            .map_err(mismatch)?;
-        if imports_wasi {
-            wasi::add_to_linker(&mut linker, &component).map_err(mismatch)?;
-        }
-        let pre = linker.instantiate_pre(&component).map_err(mismatch)?;
-        let pre = RetryPolicyPre::new(pre).map_err(mismatch)?;
+
+        let pre = WorldPre::new(wit_version, &component, imports_wasi).map_err(|e| {
+            LoadError::Mismatch {
+                policy: name.to_owned(),
+                version: wit_version,
+                message: format!("{e:#}"),
+            }
+        })?;
         let version = sha256.iter().take(6).map(|b| format!("{b:02x}")).collect();
         Ok(PolicyPre {
             name: policy,
@@ -256,6 +279,7 @@ impl PolicyPre {
             sha256,
             origin,
             imports: imports.into(),
+            wit_version,
             pre,
             runtime: runtime.clone(),
         })
@@ -282,12 +306,17 @@ impl PolicyPre {
         &self.imports
     }
 
+    /// The version of `rebound:policy` the component was built for.
+    pub fn wit_version(&self) -> WitVersion {
+        self.wit_version
+    }
+
     /// Whether the machine code was compiled on load or read from the cache.
     pub fn origin(&self) -> CodeOrigin {
         self.origin
     }
 
-    pub(crate) fn pre(&self) -> &RetryPolicyPre<CallState> {
+    pub(crate) fn pre(&self) -> &WorldPre {
         &self.pre
     }
 

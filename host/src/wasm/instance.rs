@@ -6,18 +6,18 @@ use std::sync::Arc;
 
 use wasmtime::Store;
 
-use super::bindings::RetryPolicy;
 use super::call::{arm, classify, Budgets, CallFailure};
 use super::component::PolicyPre;
 use super::config::WasmStrategyConfig;
 use super::store::{CallState, PolicyLabel};
+use super::world::World;
 use crate::action::PolicyFailureKind;
 use crate::budget::RetryBudgets;
 
 /// An instantiated, configured policy instance.
 pub(super) struct PolicyInstance {
     pub store: Store<CallState>,
-    pub policy: RetryPolicy,
+    pub policy: World,
 }
 
 impl PolicyInstance {
@@ -37,8 +37,7 @@ impl PolicyInstance {
         arm(&mut store, &config.limits, Budgets::Setup)?;
         let policy = pre.pre().instantiate(&mut store).map_err(classify)?;
         policy
-            .rebound_policy_strategy()
-            .call_configure(&mut store, params)
+            .configure(&mut store, params)
             .map_err(classify)?
             .map_err(|message| {
                 CallFailure::new(

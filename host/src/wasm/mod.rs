@@ -7,8 +7,10 @@
 //! - [`WasiConfig`]: the inert WASI 0.2 a policy's language runtime may import (no files, no
 //!   network, no environment; clocks and randomness as configured).
 //! - [`PolicyPre`]: a compiled, checked, pre-instantiated component. Loading rejects a
-//!   component of the wrong world or package version and one that imports anything the host
-//!   does not grant (no real files, network or environment).
+//!   component of the wrong world or of a package version the host does not load, and one
+//!   that imports anything the host does not grant (no real files, network or environment).
+//! - [`WitVersion`]: the released versions of `rebound:policy`; the host keeps one set of
+//!   bindings per version, so components built for any of them keep loading.
 //! - [`WasmStrategy`]: the strategy. Each call runs under a deadline, a fuel budget and a
 //!   memory cap; any failure yields the configured fail-safe, discards the instance, and
 //!   repeated failures quarantine the policy.
@@ -28,6 +30,7 @@ mod runtime;
 mod store;
 mod strategy;
 mod wasi;
+mod world;
 
 pub use cache::{ArtifactCache, CacheError, CacheStats};
 pub use call::CallFailure;
@@ -39,3 +42,4 @@ pub use health::PolicyStats;
 pub use runtime::{Optimization, PoolConfig, SandboxLimits, WasmRuntime};
 pub use strategy::WasmStrategy;
 pub use wasi::{WasiClocks, WasiConfig, WasiRandom};
+pub use world::WitVersion;

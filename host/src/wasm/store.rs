@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use wasmtime::ResourceLimiter;
 
-use super::bindings::wit;
+use super::bindings::v0_2::wit;
 use super::deadline::DeadlineGrace;
 use super::imports::HostTrap;
 use super::wasi::{WasiConfig, WasiState};

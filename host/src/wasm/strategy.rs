@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::bindings as b;
+use super::bindings::v0_2 as b;
 use super::call::{arm, classify, Budgets, CallFailure};
 use super::component::{LoadError, PolicyPre};
 use super::config::{FailSafe, WasmStrategyConfig};
@@ -131,13 +131,10 @@ impl WasmStrategy {
             .moment()
             .unwrap_or_else(|| self.component.runtime().coarse_now());
         state.request = Some(b::request_to_wit(request, now));
-        let wit_reason = b::reason_to_wit(reason);
-        let answer = instance
+        let action = instance
             .policy
-            .rebound_policy_strategy()
-            .call_retry_after(&mut instance.store, &wit_reason)
+            .retry_after(&mut instance.store, request, reason, now)
             .map_err(classify)?;
-        let action = b::action_to_host(&answer, request, reason);
         if let RetryAction::RetryAfter { delay, .. } = action {
             let max = Duration::from_millis(self.config.limits.max_delay_ms);
             if delay > max {

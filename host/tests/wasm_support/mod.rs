@@ -9,11 +9,24 @@ use rebound::wasm::{
 };
 use rebound::RetryBudgets;
 
-/// The component `name` built by `scripts/build-guests.sh`.
+/// The name under which [`guest`] finds the fixture `name` built for `rebound:policy@0.1.0`
+/// (`tests/fixtures/rebound-policy-0.1.0/`, bytes kept from the tree's history).
+pub fn released_0_1_0(name: &str) -> String {
+    format!("{RELEASED_0_1_0}{name}")
+}
+
+const RELEASED_0_1_0: &str = "0.1.0/";
+
+/// The component `name` built by `scripts/build-guests.sh`, or the 0.1.0 fixture when `name`
+/// comes from [`released_0_1_0`].
 pub fn guest(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../build/guests")
-        .join(format!("{name}.wasm"));
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    if let Some(fixture) = name.strip_prefix(RELEASED_0_1_0) {
+        return root
+            .join("../tests/fixtures/rebound-policy-0.1.0")
+            .join(format!("{fixture}.wasm"));
+    }
+    let path = root.join("../build/guests").join(format!("{name}.wasm"));
     assert!(
         path.exists(),
         "{} is missing: build the guests first with ./scripts/build-guests.sh (./scripts/test.sh does)",

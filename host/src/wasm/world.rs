@@ -1,0 +1,180 @@
+//! The released versions of the WIT package `rebound:policy` this host loads, and the
+//! version-independent face of a component's bindings: pre-instantiate, instantiate,
+//! configure and ask `retry-after`, whichever version the component was built for.
+
+use std::time::Instant;
+
+use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
+use wasmtime::Store;
+
+use super::bindings::{v0_1, v0_2};
+use super::store::CallState;
+use super::wasi;
+use crate::action::RetryAction;
+use crate::reason::RetryReason;
+use crate::request::Request;
+
+/// A released version of the WIT package `rebound:policy`. The host keeps one set of bindings
+/// per released version, so a component built for any of them keeps loading
+/// (docs/wit-versions.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[non_exhaustive]
+pub enum WitVersion {
+    /// `rebound:policy@0.1.0`: `retry-after(request, reason)`; context through `host`.
+    #[serde(rename = "0.1.0")]
+    V0_1_0,
+    /// `rebound:policy@0.2.0`: `retry-after(reason)`; the failure read through `failure`.
+    #[serde(rename = "0.2.0")]
+    V0_2_0,
+}
+
+impl WitVersion {
+    /// Every version this host loads, oldest first.
+    pub const ALL: [WitVersion; 2] = [WitVersion::V0_1_0, WitVersion::V0_2_0];
+    /// The newest version: the one `wit/policy.wit` and the guest SDK implement.
+    pub const CURRENT: WitVersion = WitVersion::V0_2_0;
+
+    /// The version number, e.g. `0.2.0`.
+    pub fn number(self) -> &'static str {
+        match self {
+            WitVersion::V0_1_0 => "0.1.0",
+            WitVersion::V0_2_0 => "0.2.0",
+        }
+    }
+
+    /// The versioned package name, e.g. `rebound:policy@0.2.0`.
+    pub fn package(self) -> &'static str {
+        match self {
+            WitVersion::V0_1_0 => "rebound:policy@0.1.0",
+            WitVersion::V0_2_0 => "rebound:policy@0.2.0",
+        }
+    }
+
+    /// The version with this number, if this host loads it.
+    pub fn from_number(number: &str) -> Option<WitVersion> {
+        WitVersion::ALL.into_iter().find(|v| v.number() == number)
+    }
+
+    /// The WIT text of this version, as released.
+    pub fn wit(self) -> &'static str {
+        match self {
+            WitVersion::V0_1_0 => include_str!("../../../wit/released/0.1.0/policy.wit"),
+            WitVersion::V0_2_0 => include_str!("../../../wit/policy.wit"),
+        }
+    }
+
+    /// The `rebound:policy` interfaces a component of this version may import.
+    pub(crate) fn granted_interfaces(self) -> &'static [&'static str] {
+        match self {
+            WitVersion::V0_1_0 => &["types", "host"],
+            WitVersion::V0_2_0 => &["types", "failure", "host"],
+        }
+    }
+}
+
+impl std::fmt::Display for WitVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.package())
+    }
+}
+
+/// A component's pre-instantiated bindings, of the version it was built for.
+#[derive(Clone)]
+pub(crate) enum WorldPre {
+    V0_1(v0_1::RetryPolicyPre<CallState>),
+    V0_2(v0_2::RetryPolicyPre<CallState>),
+}
+
+impl WorldPre {
+    /// Links `component` against `version`'s host imports (and the inert WASI when it
+    /// `imports_wasi`) and pre-instantiates it. The error is wasmtime's.
+    pub fn new(
+        version: WitVersion,
+        component: &Component,
+        imports_wasi: bool,
+    ) -> wasmtime::Result<Self> {
+        let mut linker = Linker::<CallState>::new(component.engine());
+        match version {
+            WitVersion::V0_1_0 => {
+                v0_1::RetryPolicy::add_to_linker::<CallState, HasSelf<CallState>>(
+                    &mut linker,
+                    |s| s,
+                )?
+            }
+            WitVersion::V0_2_0 => {
+                v0_2::RetryPolicy::add_to_linker::<CallState, HasSelf<CallState>>(
+                    &mut linker,
+                    |s| s,
+                )?
+            }
+        }
+        if imports_wasi {
+            wasi::add_to_linker(&mut linker, component)?;
+        }
+        let pre: InstancePre<CallState> = linker.instantiate_pre(component)?;
+        Ok(match version {
+            WitVersion::V0_1_0 => WorldPre::V0_1(v0_1::RetryPolicyPre::new(pre)?),
+            WitVersion::V0_2_0 => WorldPre::V0_2(v0_2::RetryPolicyPre::new(pre)?),
+        })
+    }
+
+    /// Instantiates the component in `store`.
+    pub fn instantiate(&self, store: &mut Store<CallState>) -> wasmtime::Result<World> {
+        Ok(match self {
+            WorldPre::V0_1(pre) => World::V0_1(pre.instantiate(store)?),
+            WorldPre::V0_2(pre) => World::V0_2(pre.instantiate(store)?),
+        })
+    }
+}
+
+/// An instance's exports, of the version it was built for.
+pub(crate) enum World {
+    V0_1(v0_1::RetryPolicy),
+    V0_2(v0_2::RetryPolicy),
+}
+
+impl World {
+    /// `strategy.configure`: the policy's verdict on its parameters.
+    pub fn configure(
+        &self,
+        store: &mut Store<CallState>,
+        params: &[(String, String)],
+    ) -> wasmtime::Result<Result<(), String>> {
+        match self {
+            World::V0_1(policy) => policy
+                .rebound_policy_strategy()
+                .call_configure(store, params),
+            World::V0_2(policy) => policy
+                .rebound_policy_strategy()
+                .call_configure(store, params),
+        }
+    }
+
+    /// `strategy.retry-after` for `request`, failed for `reason` (its facts at `now`), as the
+    /// engine's action. The store's call state already holds the failure (`failure` reads
+    /// it; 0.1.0 receives the request record instead).
+    pub fn retry_after(
+        &self,
+        store: &mut Store<CallState>,
+        request: &Request,
+        reason: &RetryReason,
+        now: Instant,
+    ) -> wasmtime::Result<RetryAction> {
+        match self {
+            World::V0_1(policy) => {
+                let answer = policy.rebound_policy_strategy().call_retry_after(
+                    store,
+                    v0_1::request_to_wit(request, now),
+                    &v0_1::reason_to_wit(reason),
+                )?;
+                Ok(v0_1::action_to_host(&answer, request, reason))
+            }
+            World::V0_2(policy) => {
+                let answer = policy
+                    .rebound_policy_strategy()
+                    .call_retry_after(store, &v0_2::reason_to_wit(reason))?;
+                Ok(v0_2::action_to_host(&answer, request, reason))
+            }
+        }
+    }
+}
