@@ -64,6 +64,20 @@ pub struct Decider {
     error_maps: Mutex<HashMap<PathBuf, Arc<ErrorMap>>>,
 }
 
+/// What a decision request asks, once read. A short-lived value on the stack: boxing the large
+/// variant would cost an allocation per decision.
+#[allow(clippy::large_enum_variant)]
+enum Prepared {
+    /// The request, why it failed, and the error-map spec its response carried.
+    Decide {
+        request: rebound::Request,
+        reason: rebound::RetryReason,
+        spec: Option<rebound::errormap::RetrySpec>,
+    },
+    /// The classifier settled the raw response: its answer.
+    Settled(Value),
+}
+
 /// A decided request: the answer, and the policy that gave it (for metrics).
 pub struct Answer {
     /// The JSON answer.
@@ -111,10 +125,10 @@ impl Decider {
         self.decide(DecideInput::parse(text)?, id).await
     }
 
-    /// Decides one request.
-    pub async fn decide(&self, input: DecideInput, id: u64) -> Result<Answer, InputError> {
-        let now = Instant::now();
-        let mut request = input.request(now, id)?;
+    /// The request, reason and error-map spec `input` asks about, or the answer when the
+    /// classifier settles its raw response without a decision.
+    fn prepare(&self, input: &DecideInput, now: Instant, id: u64) -> Result<Prepared, InputError> {
+        let request = input.request(now, id)?;
         let (reason, spec) = match input.failure(request.request_type())? {
             Failure::Reason(reason) => {
                 if input.error_map.is_some() {
@@ -133,13 +147,55 @@ impl Decider {
                 match classify(response, map.as_deref()) {
                     Classification::Retry { reason, retry_spec } => (reason, retry_spec),
                     settled => {
-                        return Ok(Answer {
-                            json: output::settled(&settled).expect("settled"),
-                            policy: None,
-                        })
+                        return Ok(Prepared::Settled(
+                            output::settled(&settled).expect("settled"),
+                        ))
                     }
                 }
             }
+        };
+        Ok(Prepared::Decide {
+            request,
+            reason,
+            spec,
+        })
+    }
+
+    /// Asks the component at `path`, configured with `params`, about `input` directly: its own
+    /// answer, before the orchestrator (`rebound test --raw`).
+    pub fn ask_component(
+        &self,
+        input: &DecideInput,
+        path: &Path,
+        params: BTreeMap<String, String>,
+        id: u64,
+    ) -> Result<Value, InputError> {
+        let now = Instant::now();
+        let (request, reason, spec) = match self.prepare(input, now, id)? {
+            Prepared::Settled(json) => return Ok(json),
+            Prepared::Decide {
+                request,
+                reason,
+                spec,
+            } => (request, reason, spec),
+        };
+        let strategy = self.component(path, params)?;
+        let context = DecisionContext::new(&reason)
+            .with_error_map_spec(spec)
+            .at(now);
+        Ok(output::action(&strategy.try_decide(&request, &context)))
+    }
+
+    /// Decides one request.
+    pub async fn decide(&self, input: DecideInput, id: u64) -> Result<Answer, InputError> {
+        let now = Instant::now();
+        let (mut request, reason, spec) = match self.prepare(&input, now, id)? {
+            Prepared::Settled(json) => return Ok(Answer { json, policy: None }),
+            Prepared::Decide {
+                request,
+                reason,
+                spec,
+            } => (request, reason, spec),
         };
         let choice = match input.policy {
             Some(policy) => policy.choice()?,

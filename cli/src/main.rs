@@ -18,6 +18,7 @@ mod classify;
 mod decider;
 mod errormap;
 mod eval;
+mod policy_test;
 mod reasons;
 mod serve;
 mod simulate;
@@ -55,6 +56,8 @@ enum Command {
     Check(check::Args),
     /// Simulates a workload and a fault timeline through policies side by side.
     Simulate(simulate::Args),
+    /// Runs a policy's declarative test cases (JSON lines with `expect`).
+    Test(policy_test::Args),
     /// Prints (or writes) the WIT package `rebound:policy` of any version this host loads.
     Wit(wit::Args),
 }
@@ -100,6 +103,7 @@ fn run() -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(&args, &mut out),
         Command::Check(args) => check::run(&args, &mut out),
         Command::Simulate(args) => simulate::run(&args, &mut out),
+        Command::Test(args) => policy_test::run(&args, &mut out),
         Command::Wit(args) => wit::run(&args, &mut out),
     };
     match result {

@@ -158,9 +158,13 @@ fn adversary_configured_with(param: &str) -> LoadError {
 fn configure_rejection_is_a_load_error() {
     let err = adversary_configured_with("reject");
     assert!(matches!(err, LoadError::Configure { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("refuse its configuration"), "{text}");
+    // Issue 14, point 9: a refused parameter is a configuration error, not an invalid answer.
     assert!(
-        err.to_string().contains("refuse its configuration"),
-        "{err}"
+        text.contains("failed to configure: it rejected its parameters: ")
+            && !text.contains("invalid_answer"),
+        "{text}"
     );
 }
 

@@ -1,10 +1,11 @@
-//! A decision as JSON (`rebound eval` lines, `POST /v1/decide` answers); the schema is
+//! A decision as JSON (`rebound eval` lines, `POST /v1/decide` answers, `rebound test`); the schema is
 //! documented in `docs/decision-json.md`.
 
 use std::time::Duration;
 
 use rebound::classify::{Classification, FailureKind};
-use rebound::{CancelReason, Decision, RetryError, RetryReason};
+use rebound::wasm::CallFailure;
+use rebound::{CancelReason, Decision, RetryAction, RetryError, RetryReason};
 use serde_json::{json, Map, Value};
 
 /// Milliseconds with microsecond precision.
@@ -91,6 +92,37 @@ pub fn decision(decision: &Decision, reason: &RetryReason, attempts: u32) -> Val
         other => {
             json!({"decision": "other", "detail": format!("{other:?}"), "reason": reason.name()})
         }
+    }
+}
+
+/// A policy's own answer, before the orchestrator (`rebound test --raw`): `decision` is
+/// `retry` (with `delay_ms`, `node`, `consistency`), `no_retry`, `ignore`, `rethrow`, `fail`
+/// (with `error`) or `policy_failed` (with `policy_failure` and `detail`).
+pub fn action(answer: &Result<RetryAction, CallFailure>) -> Value {
+    match answer {
+        Ok(RetryAction::RetryAfter {
+            delay,
+            node,
+            consistency,
+        }) => json!({
+            "decision": "retry",
+            "delay_ms": millis(*delay),
+            "node": node,
+            "consistency": consistency,
+        }),
+        Ok(RetryAction::NoRetry) => json!({"decision": "no_retry"}),
+        Ok(RetryAction::Ignore) => json!({"decision": "ignore"}),
+        Ok(RetryAction::Rethrow) => json!({"decision": "rethrow"}),
+        Ok(RetryAction::Fail(error)) => json!({"decision": "fail", "error": error.to_string()}),
+        Ok(RetryAction::PolicyFailed(kind)) => {
+            json!({"decision": "policy_failed", "policy_failure": kind.name(), "detail": null})
+        }
+        Err(failure) => json!({
+            "decision": "policy_failed",
+            "policy_failure": failure.kind.name(),
+            "detail": failure.detail,
+        }),
+        Ok(other) => json!({"decision": "other", "detail": format!("{other:?}")}),
     }
 }
 

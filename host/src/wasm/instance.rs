@@ -14,6 +14,34 @@ use super::world::World;
 use crate::action::PolicyFailureKind;
 use crate::budget::RetryBudgets;
 
+/// Why an instance could not be set up.
+#[derive(Debug)]
+pub(super) enum SetupError {
+    /// The policy's `configure` refused its parameters, with its message.
+    Rejected(String),
+    /// Instantiating or configuring failed (a trap, a limit).
+    Failed(CallFailure),
+}
+
+impl From<CallFailure> for SetupError {
+    fn from(failure: CallFailure) -> Self {
+        SetupError::Failed(failure)
+    }
+}
+
+impl From<SetupError> for CallFailure {
+    /// A refusal met after load (the parameters were accepted then) is an invalid answer.
+    fn from(error: SetupError) -> Self {
+        match error {
+            SetupError::Rejected(message) => CallFailure::new(
+                PolicyFailureKind::InvalidAnswer,
+                format!("configure: {message}"),
+            ),
+            SetupError::Failed(failure) => failure,
+        }
+    }
+}
+
 /// An instantiated, configured policy instance.
 pub(super) struct PolicyInstance {
     pub store: Store<CallState>,
@@ -28,7 +56,7 @@ impl PolicyInstance {
         config: &WasmStrategyConfig,
         params: &[(String, String)],
         budgets: &Arc<RetryBudgets>,
-    ) -> Result<Self, CallFailure> {
+    ) -> Result<Self, SetupError> {
         let memory_cap = usize::try_from(config.limits.memory_bytes).unwrap_or(usize::MAX);
         let state = CallState::new(label.clone(), Arc::clone(budgets), memory_cap, config.wasi);
         let mut store = Store::new(pre.runtime().engine(), state);
@@ -39,12 +67,7 @@ impl PolicyInstance {
         policy
             .configure(&mut store, params)
             .map_err(classify)?
-            .map_err(|message| {
-                CallFailure::new(
-                    PolicyFailureKind::InvalidAnswer,
-                    format!("configure: {message}"),
-                )
-            })?;
+            .map_err(SetupError::Rejected)?;
         Ok(PolicyInstance { store, policy })
     }
 }

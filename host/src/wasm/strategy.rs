@@ -10,7 +10,7 @@ use super::call::{arm, classify, Budgets, CallFailure};
 use super::component::{LoadError, PolicyPre};
 use super::config::{FailSafe, WasmStrategyConfig};
 use super::health::{Health, PolicyStats};
-use super::instance::PolicyInstance;
+use super::instance::{PolicyInstance, SetupError};
 use super::pool::InstancePool;
 use super::store::PolicyLabel;
 use crate::action::{PolicyFailureKind, RetryAction};
@@ -69,12 +69,16 @@ impl WasmStrategy {
             budgets,
             pool,
         };
-        let instance = strategy
-            .instantiate()
-            .map_err(|failure| LoadError::Configure {
+        let instance = strategy.instantiate().map_err(|error| {
+            let message = match error {
+                SetupError::Rejected(message) => format!("it rejected its parameters: {message}"),
+                SetupError::Failed(failure) => failure.to_string(),
+            };
+            LoadError::Configure {
                 policy: strategy.component.name().to_owned(),
-                message: failure.to_string(),
-            })?;
+                message,
+            }
+        })?;
         strategy.pool.put(instance);
         Ok(strategy)
     }
@@ -94,7 +98,7 @@ impl WasmStrategy {
         self.health.stats()
     }
 
-    fn instantiate(&self) -> Result<PolicyInstance, CallFailure> {
+    fn instantiate(&self) -> Result<PolicyInstance, SetupError> {
         PolicyInstance::new(
             &self.component,
             &self.label,
@@ -116,7 +120,7 @@ impl WasmStrategy {
         let reason = context.reason();
         let mut instance = match self.pool.take() {
             Some(instance) => instance,
-            None => self.instantiate()?,
+            None => self.instantiate().map_err(CallFailure::from)?,
         };
         arm(&mut instance.store, &self.config.limits, Budgets::Decision)?;
         let state = instance.store.data_mut();
