@@ -7,7 +7,7 @@ mod registry_support;
 
 use std::sync::Arc;
 
-use rebound::registry::{PolicyRegistry, RegistryError, ReloadOutcome};
+use rebound::registry::{BuildError, PolicyRegistry, RegistryError, ReloadOutcome};
 use rebound::wasm::{ArtifactCache, CacheError, CodeOrigin, WitVersion};
 use rebound::DecisionContext;
 use rebound::SyncStrategy;
@@ -557,6 +557,57 @@ fn a_released_0_1_0_component_serves_and_swaps_with_its_0_2_0_rebuild() {
         assert_eq!(wit_version(&registry), Some(version));
         assert_eq!(answers(&registry), before, "{guest}");
     }
+}
+
+/// Issue 14, point 5: a pinned component loads only with its digest; a file whose digest
+/// differs is refused at load, and at a reload the running version keeps serving with the
+/// error in status. Changing the pin in the configuration accepts the new file.
+#[test]
+fn a_pinned_component_refuses_any_other_file() {
+    let ws = Workspace::new();
+    ws.install("policy.wasm", "best_effort");
+    let best = guest_hash("best_effort");
+    let pinned = |hash: &str| {
+        format!("default_policy = \"p\"\n[policies.p]\ncomponent = {{ path = \"policy.wasm\", sha256 = \"{hash}\" }}\n")
+    };
+    ws.config(&pinned(&best));
+    let registry = ws.registry();
+    assert_eq!(active_hash(&registry, "p"), best);
+
+    // Another file under the pinned name: refused, the pinned version keeps deciding.
+    ws.install("policy.wasm", "fail_fast");
+    let fail = guest_hash("fail_fast");
+    let e = registry.reload("p").unwrap_err();
+    assert!(
+        matches!(&e, RegistryError::Build(BuildError::PinMismatch { .. })),
+        "{e}"
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains(&format!("has sha256 {fail}, the configuration pins {best}")),
+        "{text}"
+    );
+    assert_eq!(active_hash(&registry, "p"), best);
+    assert!(is_retry(
+        &decide(&registry, request(RequestType::Get), &reasons::KV_LOCKED).decision
+    ));
+    let status = registry.policy_status("p").unwrap();
+    assert!(
+        status.last_error.as_deref().unwrap().contains("pins"),
+        "{status:?}"
+    );
+
+    // At load, a mismatch is an error.
+    let fresh = Workspace::new();
+    fresh.install("policy.wasm", "fail_fast");
+    fresh.config(&pinned(&best));
+    let e = PolicyRegistry::with_runtime(fresh.load_config(), runtime().clone()).unwrap_err();
+    assert!(e.to_string().contains("the configuration pins"), "{e}");
+
+    // Moving the pin to the new file's digest accepts it.
+    ws.config(&pinned(&fail));
+    registry.reload_config().unwrap();
+    assert_eq!(active_hash(&registry, "p"), fail);
 }
 
 #[test]

@@ -287,3 +287,42 @@ fn the_cache_is_the_users_unless_configured() {
     let error = parse(dir.path(), &format!("cache_dir = 7\n{minimal}")).unwrap_err();
     assert!(error.to_string().contains("cache_dir"), "{error}");
 }
+
+/// Issue 14, point 5: `component = { path, sha256 }` pins the file's digest (either case, an
+/// optional `sha256:` prefix); a digest that is not 64 hex digits is refused at its line.
+#[test]
+fn a_component_may_be_pinned_by_its_sha256() {
+    let dir = dir();
+    let digest = "ab".repeat(32);
+    let config = parse(
+        dir.path(),
+        &format!("default_policy = \"r\"\n[policies.r]\ncomponent = {{ path = \"robots.wasm\", sha256 = \"sha256:{}\" }}\n", digest.to_uppercase()),
+    )
+    .unwrap();
+    let robots = &config.policies["r"];
+    assert_eq!(robots.pinned_sha256, Some([0xab; 32]));
+    assert_eq!(
+        robots.source,
+        PolicySource::Component(dir.path().join("robots.wasm"))
+    );
+    let unpinned = parse(
+        dir.path(),
+        "default_policy = \"r\"\n[policies.r]\ncomponent = \"robots.wasm\"\n",
+    )
+    .unwrap();
+    assert_eq!(unpinned.policies["r"].pinned_sha256, None);
+
+    let e = error("default_policy = \"r\"\n[policies.r]\ncomponent = { path = \"robots.wasm\", sha256 = \"abc\" }\n");
+    assert_eq!(
+        (e.line, e.field.as_str()),
+        (3, "policies.r.component.sha256"),
+        "{e}"
+    );
+    assert!(
+        e.message.contains("64 hexadecimal digits") && e.message.contains("`abc`"),
+        "{e}"
+    );
+    let e = error("default_policy = \"r\"\n[policies.r]\ncomponent = { path = \"robots.wasm\", sha = \"abc\" }\n");
+    assert_eq!(e.line, 3, "{e}");
+    assert!(e.message.contains("sha256 = "), "{e}");
+}

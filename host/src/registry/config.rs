@@ -122,7 +122,7 @@ struct RawPolicy {
     #[serde(default)]
     builtin: Option<Builtin>,
     #[serde(default)]
-    component: Option<Spanned<PathBuf>>,
+    component: Option<Spanned<RawComponent>>,
     #[serde(default)]
     params: Option<Spanned<BTreeMap<String, ParamValue>>>,
     #[serde(default)]
@@ -135,6 +135,53 @@ struct RawPolicy {
     wasi: WasiConfig,
     #[serde(default)]
     guard_exempt: bool,
+}
+
+/// `component = "FILE.wasm"`, or `component = { path = "FILE.wasm", sha256 = "…" }` pinned.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a component file (\"FILE.wasm\") or { path = \"FILE.wasm\", sha256 = \"64 hex digits\" }"
+)]
+enum RawComponent {
+    Path(PathBuf),
+    Pinned(RawPinnedComponent),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPinnedComponent {
+    path: PathBuf,
+    sha256: String,
+}
+
+impl RawComponent {
+    fn path(&self) -> &Path {
+        match self {
+            RawComponent::Path(path) => path,
+            RawComponent::Pinned(pinned) => &pinned.path,
+        }
+    }
+
+    fn sha256(&self) -> Option<&str> {
+        match self {
+            RawComponent::Path(_) => None,
+            RawComponent::Pinned(pinned) => Some(&pinned.sha256),
+        }
+    }
+}
+
+/// The sha256 digest written as 64 hexadecimal digits (either case), as bytes.
+fn parse_sha256(text: &str) -> Option<[u8; 32]> {
+    let text = text.strip_prefix("sha256:").unwrap_or(text);
+    if text.len() != 64 || !text.is_ascii() {
+        return None;
+    }
+    let mut digest = [0u8; 32];
+    for (i, byte) in digest.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(digest)
 }
 
 #[derive(Debug, Deserialize)]
@@ -212,6 +259,9 @@ pub struct PolicyDefinition {
     /// Whether the safety guard lets this policy retry non-idempotent requests for reasons
     /// that do not allow it (see [`Orchestrator::exempt_from_guard`](crate::Orchestrator::exempt_from_guard)).
     pub guard_exempt: bool,
+    /// The sha256 the component file must have (`component = { path, sha256 }`): a file with
+    /// another digest is refused at load and at every reload.
+    pub pinned_sha256: Option<[u8; 32]>,
 }
 
 /// A validated configuration.
@@ -358,11 +408,11 @@ impl RawConfig {
             let raw = spanned.get_ref();
             let source = match (&raw.builtin, &raw.component) {
                 (Some(builtin), None) => PolicySource::Builtin(*builtin),
-                (None, Some(path)) => {
-                    let file = policy_dir.join(path.get_ref());
+                (None, Some(component)) => {
+                    let file = policy_dir.join(component.get_ref().path());
                     if !file.is_file() {
                         return Err(errors.at(
-                            path.span(),
+                            component.span(),
                             format!("{field}.component"),
                             format!(
                                 "no component file at {} (relative paths are resolved against {})",
@@ -387,6 +437,19 @@ impl RawConfig {
                         "expected `builtin = \"best-effort\"` (or another built-in) or `component = \"FILE.wasm\"`",
                     ))
                 }
+            };
+            let pinned_sha256 = match raw.component.as_ref() {
+                Some(component) => match component.get_ref().sha256() {
+                    None => None,
+                    Some(text) => Some(parse_sha256(text).ok_or_else(|| {
+                        errors.at(
+                            component.span(),
+                            format!("{field}.component.sha256"),
+                            format!("expected the file's sha256 as 64 hexadecimal digits (`sha256sum FILE.wasm`), got `{text}`"),
+                        )
+                    })?),
+                },
+                None => None,
             };
             let params = raw.params.as_ref();
             if let (PolicySource::Builtin(_), Some(params)) = (&source, params) {
@@ -413,6 +476,7 @@ impl RawConfig {
                     quarantine: raw.quarantine,
                     wasi: raw.wasi,
                     guard_exempt: raw.guard_exempt,
+                    pinned_sha256,
                 },
             );
         }

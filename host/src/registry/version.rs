@@ -44,6 +44,18 @@ pub enum BuildError {
     /// imports, rejected parameters).
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// The component file's sha256 differs from the one the configuration pins.
+    #[error("policy `{policy}`: {path} has sha256 {found}, the configuration pins {expected}; refusing it")]
+    PinMismatch {
+        /// The policy.
+        policy: String,
+        /// The file.
+        path: String,
+        /// The pinned digest (hex).
+        expected: String,
+        /// The file's digest (hex).
+        found: String,
+    },
     /// The component loaded but failed its smoke calls.
     #[error("policy `{policy}` failed its smoke call ({input}): {failure}")]
     Smoke {
@@ -225,6 +237,15 @@ impl PolicyVersion {
             });
         }
         let sha256: [u8; 32] = Sha256::digest(bytes).into();
+        let hex = |digest: &[u8; 32]| digest.iter().map(|b| format!("{b:02x}")).collect();
+        if let Some(pinned) = definition.pinned_sha256.filter(|pinned| *pinned != sha256) {
+            return Err(BuildError::PinMismatch {
+                policy: name.to_owned(),
+                path: path.display().to_string(),
+                expected: hex(&pinned),
+                found: hex(&sha256),
+            });
+        }
         let reused = known
             .iter()
             .filter_map(|v| v.component())
@@ -259,7 +280,7 @@ impl PolicyVersion {
         smoke(name, &wasm)?;
         Ok(PolicyVersion {
             name: name.to_owned(),
-            hash: sha256.iter().map(|b| format!("{b:02x}")).collect(),
+            hash: hex(&sha256),
             source: PolicySource::Component(path.to_owned()),
             loaded_at: SystemTime::now(),
             load_time: started.elapsed(),
