@@ -18,6 +18,7 @@ mod classify;
 mod decider;
 mod errormap;
 mod eval;
+mod inspect;
 mod policy_test;
 mod reasons;
 mod serve;
@@ -56,6 +57,9 @@ enum Command {
     Check(check::Args),
     /// Simulates a workload and a fault timeline through policies side by side.
     Simulate(simulate::Args),
+    /// Shows what a component is (WIT version, hosts that accept it, imports, metadata)
+    /// without compiling it.
+    Inspect(inspect::Args),
     /// Runs a policy's declarative test cases (JSON lines with `expect`).
     Test(policy_test::Args),
     /// Prints (or writes) the WIT package `rebound:policy` of any version this host loads.
@@ -103,6 +107,7 @@ fn run() -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(&args, &mut out),
         Command::Check(args) => check::run(&args, &mut out),
         Command::Simulate(args) => simulate::run(&args, &mut out),
+        Command::Inspect(args) => inspect::run(&args, &mut out),
         Command::Test(args) => policy_test::run(&args, &mut out),
         Command::Wit(args) => wit::run(&args, &mut out),
     };

@@ -237,3 +237,69 @@ fn wit_prints_and_writes_every_released_version() {
         "{unknown}"
     );
 }
+
+/// Appends the custom section `name` holding `data` to a component's bytes (sizes below 128).
+fn with_custom_section(mut bytes: Vec<u8>, name: &str, data: &str) -> Vec<u8> {
+    let body_len = 1 + name.len() + data.len();
+    assert!(body_len < 128 && name.len() < 128);
+    bytes.extend([0, body_len as u8, name.len() as u8]);
+    bytes.extend(name.as_bytes());
+    bytes.extend(data.as_bytes());
+    bytes
+}
+
+/// Issue 14, points 4 and 7 (docs/wit-versions.md): `rebound inspect` reads a component
+/// without compiling it — the version it was built for and the hosts that accept it, its
+/// imports and exports, the metadata sections its build wrote — and refuses what is not one.
+#[test]
+fn inspect_reads_a_component_without_compiling_it() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let fixture = root.join("tests/fixtures/rebound-policy-0.1.0/no_retry_for_robots.wasm");
+    let report = json(&["inspect", "--json", fixture.to_str().unwrap()]);
+    assert_eq!(report["built_for"], "rebound:policy@0.1.0");
+    assert_eq!(
+        report["imports"],
+        serde_json::json!(["rebound:policy/types@0.1.0", "rebound:policy/host@0.1.0"])
+    );
+    assert_eq!(
+        report["exports"],
+        serde_json::json!(["rebound:policy/strategy@0.1.0"])
+    );
+    assert!(report["interface"]
+        .as_str()
+        .unwrap()
+        .contains("accepted by this host"));
+    assert_eq!(report["metadata"], serde_json::json!({}));
+
+    let dir = tempfile::tempdir().unwrap();
+    let annotated = dir.path().join("annotated.wasm");
+    let bytes = std::fs::read(root.join("build/guests/best_effort.wasm")).unwrap();
+    let bytes = with_custom_section(bytes, "version", "1.2.0");
+    let bytes = with_custom_section(bytes, "description", "Best effort, in the policy");
+    std::fs::write(&annotated, bytes).unwrap();
+    let text = String::from_utf8(success_stdout(
+        rebound().args(["inspect", annotated.to_str().unwrap()]),
+    ))
+    .unwrap();
+    assert!(
+        text.contains("interface  rebound:policy@0.2.0: accepted by this host"),
+        "{text}"
+    );
+    assert!(text.contains("  version    1.2.0\n"), "{text}");
+    assert!(text.contains("Best effort, in the policy"), "{text}");
+
+    let junk = dir.path().join("junk.wasm");
+    std::fs::write(&junk, b"junk").unwrap();
+    let error = stderr_of_failure(&["inspect", junk.to_str().unwrap()]);
+    assert!(
+        error.contains("junk.wasm is not a WebAssembly component: not WebAssembly"),
+        "{error}"
+    );
+    let version = root.join("build/guests/wrong_version.wasm");
+    let report = json(&["inspect", "--json", version.to_str().unwrap()]);
+    assert_eq!(report["built_for"], Value::Null);
+    assert!(report["interface"]
+        .as_str()
+        .unwrap()
+        .contains("strategy@0.9.0: a version this host does not load"));
+}

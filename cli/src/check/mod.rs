@@ -7,6 +7,8 @@ mod grid;
 mod invariants;
 mod report;
 
+pub use report::accepted_by;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;

@@ -254,7 +254,7 @@ impl Report {
 
 /// Which hosts accept a component built for `version`: this one, and by the support rule
 /// (docs/wit-versions.md) every later one.
-fn accepted_by(version: WitVersion) -> String {
+pub fn accepted_by(version: WitVersion) -> String {
     let loads: Vec<&str> = WitVersion::ALL.iter().map(|v| v.number()).collect();
     format!(
         "accepted by this host (rebound {}, which loads rebound:policy {}) and every later host; {} is the newest",
