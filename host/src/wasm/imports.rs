@@ -1,17 +1,12 @@
 //! What a policy instance can reach: the current version's `rebound:policy/failure` and
 //! `rebound:policy/host` imports, answered from the call state in the instance's store
-//! (`store`), and the helpers every version's imports share (`bindings::v0_1` answers the
-//! 0.1.0 `host` with them).
-
-use std::time::{Duration, Instant};
+//! (`store`), and the `host` functions every released version shares
+//! (`shared_host_functions!`, which `bindings::v0_1` expands for 0.1.0's `host` too).
 
 use super::bindings::v0_2::rebound::policy::failure;
-use super::bindings::v0_2::rebound::policy::host::{self, LogLevel};
+use super::bindings::v0_2::rebound::policy::host;
 use super::bindings::v0_2::{self as b, wit};
 use super::store::CallState;
-use crate::backoff::{controlled_backoff, lenient_exponential_ms};
-use crate::errormap::RetrySpec;
-use crate::BestEffort;
 
 /// Why a call failed inside a host import or the limiter (recovered from the trap's error).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,41 +38,6 @@ impl CallState {
         self.request
             .as_ref()
             .ok_or_else(|| HostTrap::NoFailure(function).into())
-    }
-
-    /// `host.log`: into the host's tracing, tagged with the policy's name and version.
-    pub(super) fn log_message(&self, level: tracing::Level, message: &str) {
-        let (name, version) = (&*self.label.name, &*self.label.version);
-        match level {
-            tracing::Level::TRACE => tracing::trace!(policy = name, version, "{message}"),
-            tracing::Level::DEBUG => tracing::debug!(policy = name, version, "{message}"),
-            tracing::Level::INFO => tracing::info!(policy = name, version, "{message}"),
-            tracing::Level::WARN => tracing::warn!(policy = name, version, "{message}"),
-            tracing::Level::ERROR => tracing::error!(policy = name, version, "{message}"),
-        }
-    }
-
-    /// `host.abort`: the trap that fails the call with the policy's panic message.
-    pub(super) fn panicked(&self, message: String) -> wasmtime::Error {
-        HostTrap::Panic(message).into()
-    }
-
-    /// `host.controlled-backoff`, in ms.
-    pub(super) fn controlled_backoff_ms(attempt: u32) -> u64 {
-        controlled_backoff(attempt).as_millis() as u64
-    }
-
-    /// `host.spec-delay`, in ms (saturating).
-    pub(super) fn spec_delay_ms(spec: &RetrySpec, attempt: u32, elapsed_ms: u64) -> Option<u64> {
-        spec.next_delay(attempt, Duration::from_millis(elapsed_ms))
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-    }
-
-    /// `host.retry-budget`: one token from the host-kept bucket `name`, refilled by the
-    /// decision's moment when the caller fixed it.
-    pub(super) fn take_budget_token(&self, name: &str, per_second: u32, burst: u32) -> bool {
-        let now = self.decision_time.unwrap_or_else(Instant::now);
-        self.budgets.try_acquire_at(name, per_second, burst, now)
     }
 }
 
@@ -137,69 +97,86 @@ impl failure::Host for CallState {
     }
 }
 
+/// The `host` functions every released version has, for the version whose bindings module is
+/// `$b` (its generated `rebound::policy::host` and `wit` types and its conversions), expanded
+/// inside that version's `impl host::Host for CallState`.
+macro_rules! shared_host_functions {
+    ($b:ident) => {
+        fn log(
+            &mut self,
+            level: $b::rebound::policy::host::LogLevel,
+            message: String,
+        ) -> wasmtime::Result<()> {
+            use $b::rebound::policy::host::LogLevel;
+            let (name, version) = (&*self.label.name, &*self.label.version);
+            match level {
+                LogLevel::Trace => tracing::trace!(policy = name, version, "{message}"),
+                LogLevel::Debug => tracing::debug!(policy = name, version, "{message}"),
+                LogLevel::Info => tracing::info!(policy = name, version, "{message}"),
+                LogLevel::Warn => tracing::warn!(policy = name, version, "{message}"),
+                LogLevel::Error => tracing::error!(policy = name, version, "{message}"),
+            }
+            Ok(())
+        }
+
+        fn abort(&mut self, message: String) -> wasmtime::Result<()> {
+            Err($crate::wasm::imports::HostTrap::Panic(message).into())
+        }
+
+        fn best_effort(
+            &mut self,
+            request: $b::wit::Request,
+            reason: $b::wit::RetryReason,
+        ) -> wasmtime::Result<$b::wit::RetryAction> {
+            let now = std::time::Instant::now();
+            let action = $crate::BestEffort::default_decision(
+                &$b::request_to_host(&request, now),
+                &$b::reason_to_host(&reason),
+            );
+            Ok($b::action_to_wit(&action))
+        }
+
+        fn controlled_backoff(&mut self, attempt: u32) -> wasmtime::Result<u64> {
+            Ok($crate::backoff::controlled_backoff(attempt).as_millis() as u64)
+        }
+
+        fn exponential_backoff(
+            &mut self,
+            attempt: u32,
+            min_ms: u64,
+            max_ms: u64,
+            factor: f64,
+        ) -> wasmtime::Result<u64> {
+            Ok($crate::backoff::lenient_exponential_ms(
+                attempt, min_ms, max_ms, factor,
+            ))
+        }
+
+        fn spec_delay(
+            &mut self,
+            spec: $b::wit::RetrySpec,
+            attempt: u32,
+            elapsed_ms: u64,
+        ) -> wasmtime::Result<Option<u64>> {
+            Ok($b::spec_to_host(&spec)
+                .next_delay(attempt, std::time::Duration::from_millis(elapsed_ms))
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
+        }
+
+        fn retry_budget(
+            &mut self,
+            name: String,
+            per_second: u32,
+            burst: u32,
+        ) -> wasmtime::Result<bool> {
+            // Budgets refill by the decision's moment when the caller fixed it.
+            let now = self.decision_time.unwrap_or_else(std::time::Instant::now);
+            Ok(self.budgets.try_acquire_at(&name, per_second, burst, now))
+        }
+    };
+}
+pub(crate) use shared_host_functions;
+
 impl host::Host for CallState {
-    fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
-        let level = match level {
-            LogLevel::Trace => tracing::Level::TRACE,
-            LogLevel::Debug => tracing::Level::DEBUG,
-            LogLevel::Info => tracing::Level::INFO,
-            LogLevel::Warn => tracing::Level::WARN,
-            LogLevel::Error => tracing::Level::ERROR,
-        };
-        self.log_message(level, &message);
-        Ok(())
-    }
-
-    fn abort(&mut self, message: String) -> wasmtime::Result<()> {
-        Err(self.panicked(message))
-    }
-
-    fn best_effort(
-        &mut self,
-        request: wit::Request,
-        reason: wit::RetryReason,
-    ) -> wasmtime::Result<wit::RetryAction> {
-        let now = Instant::now();
-        let action = BestEffort::default_decision(
-            &b::request_to_host(&request, now),
-            &b::reason_to_host(&reason),
-        );
-        Ok(b::action_to_wit(&action))
-    }
-
-    fn controlled_backoff(&mut self, attempt: u32) -> wasmtime::Result<u64> {
-        Ok(CallState::controlled_backoff_ms(attempt))
-    }
-
-    fn exponential_backoff(
-        &mut self,
-        attempt: u32,
-        min_ms: u64,
-        max_ms: u64,
-        factor: f64,
-    ) -> wasmtime::Result<u64> {
-        Ok(lenient_exponential_ms(attempt, min_ms, max_ms, factor))
-    }
-
-    fn spec_delay(
-        &mut self,
-        spec: wit::RetrySpec,
-        attempt: u32,
-        elapsed_ms: u64,
-    ) -> wasmtime::Result<Option<u64>> {
-        Ok(CallState::spec_delay_ms(
-            &b::spec_to_host(&spec),
-            attempt,
-            elapsed_ms,
-        ))
-    }
-
-    fn retry_budget(
-        &mut self,
-        name: String,
-        per_second: u32,
-        burst: u32,
-    ) -> wasmtime::Result<bool> {
-        Ok(self.take_budget_token(&name, per_second, burst))
-    }
+    shared_host_functions!(b);
 }
