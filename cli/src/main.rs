@@ -19,6 +19,7 @@ mod decider;
 mod errormap;
 mod eval;
 mod inspect;
+mod oci;
 mod policy_test;
 mod reasons;
 mod serve;
@@ -60,6 +61,10 @@ enum Command {
     /// Shows what a component is (WIT version, hosts that accept it, imports, metadata)
     /// without compiling it.
     Inspect(inspect::Args),
+    /// Pushes a policy component to an OCI registry.
+    Push(oci::PushArgs),
+    /// Pulls a policy component from an OCI registry.
+    Pull(oci::PullArgs),
     /// Runs a policy's declarative test cases (JSON lines with `expect`).
     Test(policy_test::Args),
     /// Prints (or writes) the WIT package `rebound:policy` of any version this host loads.
@@ -108,6 +113,8 @@ fn run() -> anyhow::Result<()> {
         Command::Check(args) => check::run(&args, &mut out),
         Command::Simulate(args) => simulate::run(&args, &mut out),
         Command::Inspect(args) => inspect::run(&args, &mut out),
+        Command::Push(args) => oci::push(&args, &mut out),
+        Command::Pull(args) => oci::pull(&args, &mut out),
         Command::Test(args) => policy_test::run(&args, &mut out),
         Command::Wit(args) => wit::run(&args, &mut out),
     };

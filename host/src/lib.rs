@@ -104,7 +104,8 @@
 //! - [`executor`]: the retry loop for tokio; [`layer`]: the tower layer (features `executor`
 //!   and `tower`, on by default).
 //! - `wasm`: sandboxed WebAssembly strategies; `registry`: named policies with hot reload
-//!   (features `wasm` and `registry`, both on by default).
+//!   (features `wasm` and `registry`, both on by default); `registry::oci`: policies pushed to
+//!   and pulled from OCI registries (feature `oci`, off by default: it brings an HTTP client).
 //!
 //! Every public item has one path.
 

@@ -326,3 +326,41 @@ fn a_component_may_be_pinned_by_its_sha256() {
     assert_eq!(e.line, 3, "{e}");
     assert!(e.message.contains("sha256 = "), "{e}");
 }
+
+/// Issue 14, point 6: `component = { oci = "registry/repository:tag", sha256 }` names a
+/// component in an OCI registry (the pin optional); a reference without a registry is refused
+/// at its line.
+#[test]
+fn a_component_may_come_from_an_oci_registry() {
+    let dir = dir();
+    let digest = "cd".repeat(32);
+    let config = parse(
+        dir.path(),
+        &format!("default_policy = \"r\"\n[policies.r]\ncomponent = {{ oci = \"ghcr.io/team/retry:1.0\", sha256 = \"{digest}\" }}\n"),
+    )
+    .unwrap();
+    let policy = &config.policies["r"];
+    assert_eq!(
+        policy.source,
+        PolicySource::Oci("ghcr.io/team/retry:1.0".into())
+    );
+    assert_eq!(policy.source.to_string(), "oci:ghcr.io/team/retry:1.0");
+    assert_eq!(policy.pinned_sha256, Some([0xcd; 32]));
+    let unpinned = parse(
+        dir.path(),
+        "default_policy = \"r\"\n[policies.r]\ncomponent = { oci = \"localhost:5000/retry:latest\" }\n",
+    )
+    .unwrap();
+    assert_eq!(unpinned.policies["r"].pinned_sha256, None);
+
+    let e = error("default_policy = \"r\"\n[policies.r]\ncomponent = { oci = \"retry:1.0\" }\n");
+    assert_eq!(
+        (e.line, e.field.as_str()),
+        (3, "policies.r.component.oci"),
+        "{e}"
+    );
+    assert!(
+        e.message.contains("expected registry/repository:tag"),
+        "{e}"
+    );
+}

@@ -137,15 +137,25 @@ struct RawPolicy {
     guard_exempt: bool,
 }
 
-/// `component = "FILE.wasm"`, or `component = { path = "FILE.wasm", sha256 = "…" }` pinned.
+/// `component = "FILE.wasm"`, `component = { path = "FILE.wasm", sha256 = "…" }` pinned, or
+/// `component = { oci = "registry/repository:tag", sha256 = "…" }` (the pin optional).
 #[derive(Debug, Deserialize)]
 #[serde(
     untagged,
-    expecting = "a component file (\"FILE.wasm\") or { path = \"FILE.wasm\", sha256 = \"64 hex digits\" }"
+    expecting = "a component file (\"FILE.wasm\"), { path = \"FILE.wasm\", sha256 = \"64 hex digits\" } or { oci = \"registry/repository:tag\", sha256 = \"64 hex digits\" }"
 )]
 enum RawComponent {
     Path(PathBuf),
     Pinned(RawPinnedComponent),
+    Oci(RawOciComponent),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOciComponent {
+    oci: String,
+    #[serde(default)]
+    sha256: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -156,19 +166,25 @@ struct RawPinnedComponent {
 }
 
 impl RawComponent {
-    fn path(&self) -> &Path {
-        match self {
-            RawComponent::Path(path) => path,
-            RawComponent::Pinned(pinned) => &pinned.path,
-        }
-    }
-
     fn sha256(&self) -> Option<&str> {
         match self {
             RawComponent::Path(_) => None,
             RawComponent::Pinned(pinned) => Some(&pinned.sha256),
+            RawComponent::Oci(oci) => oci.sha256.as_deref(),
         }
     }
+}
+
+/// Whether `reference` has the shape `registry/repository[:tag]` (the registry a host name,
+/// with an optional port): the client parses it fully when it pulls.
+fn valid_oci_reference(reference: &str) -> bool {
+    let Some((registry, repository)) = reference.split_once('/') else {
+        return false;
+    };
+    !registry.is_empty()
+        && !repository.is_empty()
+        && !reference.chars().any(char::is_whitespace)
+        && (registry.contains('.') || registry.contains(':') || registry == "localhost")
 }
 
 /// The sha256 digest written as 64 hexadecimal digits (either case), as bytes.
@@ -230,6 +246,9 @@ pub enum PolicySource {
     Builtin(Builtin),
     /// A component file (absolute, resolved against the policy directory).
     Component(PathBuf),
+    /// A component in an OCI registry (`registry/repository:tag`), pulled into the artifact
+    /// cache's directory (feature `oci`).
+    Oci(String),
 }
 
 impl fmt::Display for PolicySource {
@@ -237,6 +256,7 @@ impl fmt::Display for PolicySource {
         match self {
             PolicySource::Builtin(b) => write!(f, "builtin:{}", b.name()),
             PolicySource::Component(path) => write!(f, "{}", path.display()),
+            PolicySource::Oci(reference) => write!(f, "oci:{reference}"),
         }
     }
 }
@@ -408,21 +428,34 @@ impl RawConfig {
             let raw = spanned.get_ref();
             let source = match (&raw.builtin, &raw.component) {
                 (Some(builtin), None) => PolicySource::Builtin(*builtin),
-                (None, Some(component)) => {
-                    let file = policy_dir.join(component.get_ref().path());
-                    if !file.is_file() {
-                        return Err(errors.at(
-                            component.span(),
-                            format!("{field}.component"),
-                            format!(
-                                "no component file at {} (relative paths are resolved against {})",
-                                file.display(),
-                                policy_dir.display()
-                            ),
-                        ));
+                (None, Some(component)) => match component.get_ref() {
+                    RawComponent::Oci(oci) => {
+                        if !valid_oci_reference(&oci.oci) {
+                            return Err(errors.at(
+                                component.span(),
+                                format!("{field}.component.oci"),
+                                format!("`{}` is not an OCI reference; expected registry/repository:tag, e.g. \"ghcr.io/team/policy:1.0\"", oci.oci),
+                            ));
+                        }
+                        PolicySource::Oci(oci.oci.clone())
                     }
-                    PolicySource::Component(file)
-                }
+                    RawComponent::Path(path)
+                    | RawComponent::Pinned(RawPinnedComponent { path, .. }) => {
+                        let file = policy_dir.join(path);
+                        if !file.is_file() {
+                            return Err(errors.at(
+                                component.span(),
+                                format!("{field}.component"),
+                                format!(
+                                    "no component file at {} (relative paths are resolved against {})",
+                                    file.display(),
+                                    policy_dir.display()
+                                ),
+                            ));
+                        }
+                        PolicySource::Component(file)
+                    }
+                },
                 (Some(_), Some(path)) => {
                     return Err(errors.at(
                         path.span(),

@@ -12,6 +12,8 @@
 mod compile_ahead;
 mod config;
 mod error;
+#[cfg(feature = "oci")]
+pub mod oci;
 mod policy_registry;
 mod shadow;
 mod slot;

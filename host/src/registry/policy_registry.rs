@@ -19,7 +19,7 @@ use super::shadow::{Shadow, ShadowStatus, Shadowed};
 use super::slot::{lock, ReloadOutcome, Slot};
 use super::status::{PolicyStatus, RegistryStatus};
 use super::table::{build_table, Table};
-use super::version::{read, BuildContext, PolicyVersion};
+use super::version::{fetch_oci, read, BuildContext, PolicyVersion};
 use crate::budget::RetryBudgets;
 use crate::context::DecisionContext;
 use crate::orchestrator::{Decision, Guard, Orchestrator};
@@ -225,15 +225,20 @@ impl PolicyRegistry {
     pub fn reload(&self, name: &str) -> Result<ReloadOutcome, RegistryError> {
         let _writer = lock(&self.writer);
         let slot = self.slot(name)?;
-        let PolicySource::Component(path) = &slot.definition.source else {
-            return Err(RegistryError::Builtin(name.to_owned()));
+        let ctx = self.build_context();
+        // An OCI tag is resolved again: an explicit reload is when an unpinned tag moves.
+        let path = match &slot.definition.source {
+            PolicySource::Builtin(_) => return Err(RegistryError::Builtin(name.to_owned())),
+            PolicySource::Component(path) => Ok(path.clone()),
+            PolicySource::Oci(reference) => fetch_oci(name, reference, &slot.definition, &ctx),
         };
-        let result = read(name, path).and_then(|bytes| {
+        let result = path.and_then(|path| {
+            let bytes = read(name, &path)?;
             let active = slot.active.load_full();
             if hex_sha256(&bytes) == active.hash() {
                 return Ok(None);
             }
-            slot.build(path, &bytes, &self.build_context()).map(Some)
+            slot.build(&path, &bytes, &ctx).map(Some)
         });
         match result {
             Ok(None) => {
@@ -419,7 +424,8 @@ impl PolicyRegistry {
             .values()
             .filter_map(|d| match &d.source {
                 PolicySource::Component(path) => Some(path.clone()),
-                PolicySource::Builtin(_) => None,
+                // Builtins have no file; an OCI component changes by an explicit reload.
+                PolicySource::Builtin(_) | PolicySource::Oci(_) => None,
             })
             .collect();
         (table.config.file.clone(), files)

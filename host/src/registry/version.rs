@@ -2,7 +2,7 @@
 //! with its content hash, source and load time. Versions are immutable; the registry swaps
 //! whole versions, so a decision always runs on exactly one of them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -44,6 +44,27 @@ pub enum BuildError {
     /// imports, rejected parameters).
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// The component could not be fetched from its OCI registry.
+    #[cfg(feature = "oci")]
+    #[error("policy `{policy}`: {source}")]
+    Oci {
+        /// The policy.
+        policy: String,
+        /// Why.
+        source: super::oci::OciError,
+    },
+    /// The policy names an OCI component, and this build has no OCI client.
+    #[error("policy `{policy}`: `component = {{ oci = … }}` needs the `oci` feature of rebound, which this build lacks")]
+    OciUnsupported {
+        /// The policy.
+        policy: String,
+    },
+    /// An OCI component needs the artifact cache's directory to keep what it pulls.
+    #[error("policy `{policy}`: a component from an OCI registry is kept in the artifact cache's directory; set `cache_dir` (it is `false`)")]
+    OciWithoutCache {
+        /// The policy.
+        policy: String,
+    },
     /// The component file's sha256 differs from the one the configuration pins.
     #[error("policy `{policy}`: {path} has sha256 {found}, the configuration pins {expected}; refusing it")]
     PinMismatch {
@@ -186,6 +207,11 @@ impl PolicyVersion {
                 let bytes = read(name, path)?;
                 Self::from_component_bytes(name, definition, path, &bytes, ctx, known)
             }
+            PolicySource::Oci(reference) => {
+                let path = fetch_oci(name, reference, definition, ctx)?;
+                let bytes = read(name, &path)?;
+                Self::from_component_bytes(name, definition, &path, &bytes, ctx, known)
+            }
         }
     }
 
@@ -281,7 +307,10 @@ impl PolicyVersion {
         Ok(PolicyVersion {
             name: name.to_owned(),
             hash: hex(&sha256),
-            source: PolicySource::Component(path.to_owned()),
+            source: match &definition.source {
+                PolicySource::Oci(_) => definition.source.clone(),
+                _ => PolicySource::Component(path.to_owned()),
+            },
             loaded_at: SystemTime::now(),
             load_time: started.elapsed(),
             origin: Some(origin),
@@ -298,6 +327,38 @@ fn guard(definition: &PolicyDefinition) -> Guard {
         Guard::Exempt
     } else {
         Guard::Enforced
+    }
+}
+
+/// The local file holding policy `name`'s OCI component `reference`: pulled into the artifact
+/// cache's directory, or read from there (registry/oci.rs).
+pub(crate) fn fetch_oci(
+    name: &str,
+    reference: &str,
+    definition: &PolicyDefinition,
+    ctx: &BuildContext<'_>,
+) -> Result<PathBuf, BuildError> {
+    #[cfg(feature = "oci")]
+    {
+        let cache = ctx.cache.ok_or_else(|| BuildError::OciWithoutCache {
+            policy: name.to_owned(),
+        })?;
+        let pin: Option<String> = definition
+            .pinned_sha256
+            .map(|pin| pin.iter().map(|b| format!("{b:02x}")).collect());
+        super::oci::OciStore::new(cache.dir())
+            .resolve(reference, pin.as_deref())
+            .map_err(|source| BuildError::Oci {
+                policy: name.to_owned(),
+                source,
+            })
+    }
+    #[cfg(not(feature = "oci"))]
+    {
+        let _ = (reference, definition, ctx);
+        Err(BuildError::OciUnsupported {
+            policy: name.to_owned(),
+        })
     }
 }
 

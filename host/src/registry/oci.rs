@@ -1,0 +1,348 @@
+//! Components kept in an OCI registry, the way Spin, wasmCloud and Kubewarden ship them
+//! (the CNCF OCI Wasm artifact layout: one `application/wasm` layer). `push` and `pull` speak
+//! the distribution protocol through `oci-client`; `resolve` gives the registry a local file
+//! for `component = { oci = "host/repo:tag", sha256 = "…" }`, kept in the artifact cache's
+//! directory (`oci/`): a pinned digest is fetched by digest (the tag is not consulted) and read
+//! from the cache without the network once there; an unpinned tag is resolved at load and at
+//! each explicit reload, and when the registry cannot be reached the copy last pulled for it
+//! serves, with a warning.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+
+use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::manifest::OciImageManifest;
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use sha2::{Digest, Sha256};
+
+/// The layer media type of a Wasm component (CNCF OCI Wasm artifact).
+pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
+/// The config media type of a Wasm artifact (CNCF OCI Wasm artifact).
+pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
+/// The older wasm-to-oci layer type, also accepted when pulling.
+const LEGACY_LAYER_MEDIA_TYPE: &str = oci_client::manifest::WASM_LAYER_MEDIA_TYPE;
+
+/// Why a component could not be pushed, pulled or resolved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OciError {
+    /// The reference is not `registry/repository:tag` (or `@sha256:…`).
+    #[error("`{reference}` is not an OCI reference (expected registry/repository:tag): {message}")]
+    Reference {
+        /// The reference as given.
+        reference: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The registry answered with an error or could not be reached.
+    #[error("{action} {reference}: {message}")]
+    Registry {
+        /// `cannot push` / `cannot pull`.
+        action: &'static str,
+        /// The reference.
+        reference: String,
+        /// The client's explanation.
+        message: String,
+    },
+    /// The artifact holds no Wasm layer.
+    #[error("{reference} holds no Wasm component layer (its layers: {layers})")]
+    NoWasmLayer {
+        /// The reference.
+        reference: String,
+        /// The media types of its layers.
+        layers: String,
+    },
+    /// The pulled bytes do not have the digest they were asked for.
+    #[error("{reference}: the registry sent content with sha256 {found}, expected {expected}")]
+    DigestMismatch {
+        /// The reference.
+        reference: String,
+        /// The digest asked for (hex).
+        expected: String,
+        /// The digest received (hex).
+        found: String,
+    },
+    /// The registry cannot be reached and nothing is cached for the reference.
+    #[error("{reference}: {cause}; no copy of it is cached in {store}, so it cannot be loaded")]
+    Unavailable {
+        /// The reference.
+        reference: String,
+        /// Why pulling failed.
+        cause: String,
+        /// The store looked in.
+        store: String,
+    },
+    /// The local store could not be written or read.
+    #[error("OCI store {path}: {source}")]
+    Store {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// A pushed component: where, and its digest (the `sha256` to pin it with).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pushed {
+    /// The manifest's URL in the registry.
+    pub manifest_url: String,
+    /// The component's sha256 (hex): the layer's digest.
+    pub sha256: String,
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn parse(reference: &str) -> Result<Reference, OciError> {
+    reference.parse().map_err(|e| OciError::Reference {
+        reference: reference.to_owned(),
+        message: format!("{e}"),
+    })
+}
+
+/// A client speaking plain HTTP to loopback registries (a local registry, tests) and HTTPS to
+/// every other.
+fn client(reference: &Reference) -> Client {
+    let registry = reference.resolve_registry().to_owned();
+    let loopback = ["localhost", "127.0.0.1", "[::1]"]
+        .iter()
+        .any(|host| registry == *host || registry.starts_with(&format!("{host}:")));
+    let protocol = if loopback {
+        ClientProtocol::HttpsExcept(vec![registry])
+    } else {
+        ClientProtocol::Https
+    };
+    Client::new(ClientConfig {
+        protocol,
+        ..ClientConfig::default()
+    })
+}
+
+/// Runs `future` to completion on a runtime of its own, on a thread of its own, so it can be
+/// called from synchronous code and from inside another runtime alike.
+fn block_on<T: Send>(future: impl Future<Output = T> + Send) -> T {
+    // rustls needs a process-wide crypto provider; installing it twice is harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a tokio runtime for the OCI client")
+                    .block_on(future)
+            })
+            .join()
+            .expect("the OCI client thread")
+    })
+}
+
+/// Pushes the component `bytes` to `reference` as a CNCF OCI Wasm artifact.
+pub fn push(bytes: &[u8], reference: &str) -> Result<Pushed, OciError> {
+    let image = parse(reference)?;
+    let layer = ImageLayer::new(bytes.to_vec(), WASM_LAYER_MEDIA_TYPE.to_owned(), None);
+    let config = Config::new(
+        br#"{"architecture":"wasm","os":"wasip2","layerDigests":[]}"#.to_vec(),
+        WASM_CONFIG_MEDIA_TYPE.to_owned(),
+        None,
+    );
+    let layers = [layer];
+    let manifest = OciImageManifest::build(&layers, &config, None);
+    let pushed = block_on(async {
+        client(&image)
+            .push(
+                &image,
+                &layers,
+                config,
+                &RegistryAuth::Anonymous,
+                Some(manifest),
+            )
+            .await
+    })
+    .map_err(|e| OciError::Registry {
+        action: "cannot push to",
+        reference: reference.to_owned(),
+        message: format!("{e}"),
+    })?;
+    Ok(Pushed {
+        manifest_url: pushed.manifest_url,
+        sha256: hex(&Sha256::digest(bytes)),
+    })
+}
+
+/// Pulls the component at `reference` (a tag or a manifest digest): its bytes, checked
+/// against the layer's digest.
+pub fn pull(reference: &str) -> Result<Vec<u8>, OciError> {
+    let image = parse(reference)?;
+    let error = |e: oci_client::errors::OciDistributionError| OciError::Registry {
+        action: "cannot pull",
+        reference: reference.to_owned(),
+        message: format!("{e}"),
+    };
+    block_on(async {
+        let client = client(&image);
+        let (manifest, _) = client
+            .pull_image_manifest(&image, &RegistryAuth::Anonymous)
+            .await
+            .map_err(error)?;
+        let layer = manifest
+            .layers
+            .iter()
+            .find(|l| {
+                l.media_type == WASM_LAYER_MEDIA_TYPE || l.media_type == LEGACY_LAYER_MEDIA_TYPE
+            })
+            .ok_or_else(|| OciError::NoWasmLayer {
+                reference: reference.to_owned(),
+                layers: manifest
+                    .layers
+                    .iter()
+                    .map(|l| l.media_type.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        let mut bytes = Vec::new();
+        client
+            .pull_blob(&image, layer, &mut bytes)
+            .await
+            .map_err(error)?;
+        let expected = layer.digest.trim_start_matches("sha256:");
+        check(reference, &bytes, expected)?;
+        Ok(bytes)
+    })
+}
+
+/// Pulls the blob `sha256:{pin}` of `reference`'s repository, whatever its tag names now.
+fn pull_pinned(reference: &str, pin: &str) -> Result<Vec<u8>, OciError> {
+    let image = parse(reference)?;
+    let digest = format!("sha256:{pin}");
+    let bytes = block_on(async {
+        let mut bytes = Vec::new();
+        client(&image)
+            .pull_blob(&image, digest.as_str(), &mut bytes)
+            .await
+            .map(|()| bytes)
+    })
+    .map_err(|e| OciError::Registry {
+        action: "cannot pull",
+        reference: format!("{reference} ({digest})"),
+        message: format!("{e}"),
+    })?;
+    check(reference, &bytes, pin)?;
+    Ok(bytes)
+}
+
+fn check(reference: &str, bytes: &[u8], expected: &str) -> Result<(), OciError> {
+    let found = hex(&Sha256::digest(bytes));
+    if found != expected {
+        return Err(OciError::DigestMismatch {
+            reference: reference.to_owned(),
+            expected: expected.to_owned(),
+            found,
+        });
+    }
+    Ok(())
+}
+
+/// Pulled components on disk: `blobs/HEX.wasm` by content digest, and `tags/REF` holding the
+/// digest last pulled for an unpinned reference.
+#[derive(Debug, Clone)]
+pub(crate) struct OciStore {
+    dir: PathBuf,
+}
+
+impl OciStore {
+    /// The store under the artifact cache directory `cache_dir`.
+    pub fn new(cache_dir: &Path) -> Self {
+        OciStore {
+            dir: cache_dir.join("oci"),
+        }
+    }
+
+    fn blob(&self, sha256: &str) -> PathBuf {
+        self.dir.join("blobs").join(format!("{sha256}.wasm"))
+    }
+
+    fn tag(&self, reference: &str) -> PathBuf {
+        let name: String = reference
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.dir.join("tags").join(name)
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), OciError> {
+        let io = |source| OciError::Store {
+            path: path.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(path.parent().expect("a store path has a parent")).map_err(io)?;
+        let partial = path.with_extension("partial");
+        std::fs::write(&partial, bytes).map_err(io)?;
+        std::fs::rename(&partial, path).map_err(io)
+    }
+
+    /// The cached blob with digest `sha256`, if it is there and intact.
+    fn cached(&self, sha256: &str) -> Option<PathBuf> {
+        let path = self.blob(sha256);
+        let bytes = std::fs::read(&path).ok()?;
+        (hex(&Sha256::digest(&bytes)) == sha256).then_some(path)
+    }
+
+    /// A local file holding the component `reference` names (see the module docs).
+    pub fn resolve(&self, reference: &str, pinned: Option<&str>) -> Result<PathBuf, OciError> {
+        if let Some(pin) = pinned {
+            if let Some(path) = self.cached(pin) {
+                return Ok(path);
+            }
+            return match pull_pinned(reference, pin) {
+                Ok(bytes) => {
+                    let path = self.blob(pin);
+                    self.write(&path, &bytes)?;
+                    Ok(path)
+                }
+                Err(error @ OciError::DigestMismatch { .. }) => Err(error),
+                Err(error) => Err(self.unavailable(reference, error)),
+            };
+        }
+        match pull(reference) {
+            Ok(bytes) => {
+                let sha256 = hex(&Sha256::digest(&bytes));
+                let path = self.blob(&sha256);
+                self.write(&path, &bytes)?;
+                self.write(&self.tag(reference), sha256.as_bytes())?;
+                Ok(path)
+            }
+            Err(error @ OciError::Registry { .. }) => {
+                let cached = std::fs::read_to_string(self.tag(reference))
+                    .ok()
+                    .and_then(|sha256| self.cached(sha256.trim()));
+                match cached {
+                    Some(path) => {
+                        tracing::warn!(reference, %error,
+                            "registry unreachable: the copy last pulled for this tag serves");
+                        Ok(path)
+                    }
+                    None => Err(self.unavailable(reference, error)),
+                }
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    fn unavailable(&self, reference: &str, cause: OciError) -> OciError {
+        OciError::Unavailable {
+            reference: reference.to_owned(),
+            cause: cause.to_string(),
+            store: self.dir.display().to_string(),
+        }
+    }
+}
