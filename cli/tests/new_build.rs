@@ -1,0 +1,267 @@
+//! A policy project outside this tree (issue 14, points 1, 2, 8 and 9): `rebound new LANG NAME
+//! DIR` in a temporary directory, `rebound build` there with only that language's tools on
+//! PATH, `rebound test` with the cases the template ships (passing, then failing after an
+//! edit that breaks a rule), and for C and Rust the rebuilt component hot-swapped into a
+//! running registry. The tools are the ones the tree's scripts installed
+//! (`scripts/build-guests.sh` runs first in `scripts/test.sh`).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rebound::registry::{PolicyRegistry, RegistryConfig, ReloadOutcome};
+use rebound::wasm::WasmRuntime;
+use rebound::{reasons, Decision, Request, RequestType};
+use support::{rebound, success_stdout};
+
+fn tree() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// A PATH holding only the tools of `language` as the tree's scripts installed them, plus the
+/// system's directories (clang-14, Debian's cargo), and a `zig` script for Zig.
+fn tool_path(language: &str, scratch: &Path) -> String {
+    let tree = tree();
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+    let venv = tree.join(".tools/venv/bin");
+    let mut dirs = vec![venv.clone()];
+    match language {
+        "c" => dirs.push(cache.join("rebound-tools/cargo/bin")),
+        "zig" => {
+            dirs.push(cache.join("rebound-tools/cargo/bin"));
+            let bin = scratch.join("zig-bin");
+            std::fs::create_dir_all(&bin).unwrap();
+            let zig = bin.join("zig");
+            std::fs::write(
+                &zig,
+                format!(
+                    "#!/bin/sh\nexec {} -m ziglang \"$@\"\n",
+                    venv.join("python").display()
+                ),
+            )
+            .unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&zig, std::fs::Permissions::from_mode(0o755)).unwrap();
+            dirs.push(bin);
+        }
+        "javascript" => dirs.push(tree.join(".tools/node/node_modules/.bin")),
+        _ => {}
+    }
+    dirs.push("/usr/local/bin".into());
+    dirs.push("/usr/bin".into());
+    dirs.push("/bin".into());
+    if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(PathBuf::from(home).join(".cargo/bin"));
+    }
+    std::env::join_paths(dirs).unwrap().into_string().unwrap()
+}
+
+/// `rebound build` in `dir` with `path`; the Rust target directory is the tree's guest one, so
+/// std (built from source on the Debian route) is not built again.
+fn build(dir: &Path, path: &str) {
+    let output = rebound()
+        .arg("build")
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("CARGO_TARGET_DIR", tree().join("build/guest-target"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "rebound build in {}:\n{}{}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("built "));
+}
+
+/// `rebound test NAME.wasm` in `dir`: its last line and whether it passed.
+fn test(dir: &Path, name: &str) -> (String, bool) {
+    let output = rebound()
+        .args(["test", &format!("{name}.wasm")])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    (
+        stdout.lines().last().unwrap_or_default().to_owned(),
+        output.status.success(),
+    )
+}
+
+/// `rebound new LANG NAME DIR` writes a project that builds and passes its cases.
+fn new_build_test(language: &str, source: &str) -> (tempfile::TempDir, PathBuf, String) {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("project");
+    let name = format!("my-{language}-policy");
+    let said = success_stdout(rebound().args(["new", language, &name, dir.to_str().unwrap()]));
+    let said = String::from_utf8(said).unwrap();
+    assert!(said.contains("rebound build"), "{said}");
+    for file in [
+        source,
+        "policy.toml",
+        "wit/policy.wit",
+        "tests.jsonl",
+        "README.md",
+        ".github/workflows/policy.yml",
+    ] {
+        assert!(dir.join(file).is_file(), "{language}: no {file}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("wit/policy.wit")).unwrap(),
+        std::fs::read_to_string(tree().join("wit/policy.wit")).unwrap()
+    );
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(
+        readme.contains("rebound build") && readme.contains(&format!("rebound test {name}.wasm")),
+        "{readme}"
+    );
+    let path = tool_path(language, scratch.path());
+    build(&dir, &path);
+    assert_eq!(test(&dir, &name), ("5 passed, 0 failed".to_owned(), true));
+    (scratch, dir, path)
+}
+
+/// Breaks the template's rule (best effort before `max_attempts`): the cases catch it.
+fn edit_and_fail(dir: &Path, source: &str, from: &str, to: &str, path: &str, name: &str) {
+    let file = dir.join(source);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains(from), "{source} no longer has `{from}`");
+    std::fs::write(&file, text.replacen(from, to, 1)).unwrap();
+    build(dir, path);
+    let (last, passed) = test(dir, name);
+    assert!(
+        !passed && last.ends_with(" failed") && !last.ends_with(" 0 failed"),
+        "{last}"
+    );
+}
+
+fn decide(registry: &PolicyRegistry, attempts: u32) -> Decision {
+    let mut request = Request::new(1, RequestType::Get, Duration::from_secs(2))
+        .unwrap()
+        .with_retry_attempts(attempts);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
+        .block_on(registry.maybe_retry(&mut request, &reasons::SERVICE_NOT_AVAILABLE))
+        .unwrap()
+        .decision
+}
+
+/// The whole path for one language: new, build, test, served from a registry, edited (the
+/// cases fail), rebuilt and hot-swapped in.
+fn full_path(language: &str, source: &str, from: &str, to: &str) {
+    let (_scratch, dir, path) = new_build_test(language, source);
+    let name = format!("my-{language}-policy");
+    let config = dir.join("rebound.toml");
+    std::fs::write(
+        &config,
+        format!("default_policy = \"p\"\ncache_dir = false\n[watch]\nenabled = false\n[policies.p]\ncomponent = \"{name}.wasm\"\n"),
+    )
+    .unwrap();
+    let registry = PolicyRegistry::with_runtime(
+        RegistryConfig::load(&config).unwrap(),
+        WasmRuntime::new(64 << 20).unwrap(),
+    )
+    .unwrap();
+    assert!(matches!(decide(&registry, 2), Decision::Retry(_)));
+
+    edit_and_fail(&dir, source, from, to, &path, &name);
+    assert!(matches!(
+        registry.reload("p").unwrap(),
+        ReloadOutcome::Swapped { .. }
+    ));
+    assert!(
+        matches!(decide(&registry, 2), Decision::Fail(_)),
+        "the edited policy decides"
+    );
+}
+
+#[test]
+fn c_project_from_new_to_hot_swap() {
+    full_path(
+        "c",
+        "policy.c",
+        "static uint32_t max_attempts = 3;",
+        "static uint32_t max_attempts = 1;",
+    );
+}
+
+#[test]
+fn rust_project_from_new_to_hot_swap() {
+    full_path(
+        "rust",
+        "src/lib.rs",
+        "params.parse_or(\"max_attempts\", 3)",
+        "params.parse_or(\"max_attempts\", 1)",
+    );
+}
+
+#[test]
+fn zig_project_builds_and_passes_its_cases() {
+    new_build_test("zig", "policy.zig");
+}
+
+#[test]
+fn javascript_project_builds_on_quickjs_and_passes_its_cases() {
+    new_build_test("javascript", "policy.js");
+}
+
+/// Python's component takes tens of seconds to compile in a debug build: one run.
+#[test]
+fn python_project_builds_and_passes_its_cases() {
+    new_build_test("python", "policy.py");
+}
+
+/// Bad input: an unknown language, a bad name, a directory that is not empty, a missing
+/// `policy.toml`, a missing tool — each named, with what to do.
+#[test]
+fn bad_input_is_named() {
+    let scratch = tempfile::tempdir().unwrap();
+    let fail = |args: &[&str], env_path: Option<&str>| {
+        let mut command = rebound();
+        command.args(args).current_dir(scratch.path());
+        if let Some(path) = env_path {
+            command.env("PATH", path);
+        }
+        let output = command.output().unwrap();
+        assert!(!output.status.success(), "{args:?} succeeded");
+        String::from_utf8(output.stderr).unwrap()
+    };
+    let error = fail(&["new", "cobol", "p"], None);
+    assert!(
+        error.contains("invalid value 'cobol'") && error.contains("rust"),
+        "{error}"
+    );
+    let error = fail(&["new", "c", "9 lives"], None);
+    assert!(error.contains("is not a policy name"), "{error}");
+    std::fs::write(scratch.path().join("taken.txt"), "x").unwrap();
+    let error = fail(&["new", "c", "p", "."], None);
+    assert!(error.contains("is not empty"), "{error}");
+    let error = fail(&["build"], None);
+    assert!(
+        error.contains("policy.toml") && error.contains("rebound new"),
+        "{error}"
+    );
+    success_stdout(
+        rebound()
+            .args(["new", "c", "p", "proj"])
+            .current_dir(scratch.path()),
+    );
+    let error = fail(&["build", "proj"], Some("/nonexistent"));
+    assert!(
+        error.contains(
+            "wit-bindgen is not installed (or not on PATH): `cargo install wit-bindgen-cli@0.63.0`"
+        ) && error.contains("clang-14 is not installed")
+            && error.contains("wasm-tools is not installed"),
+        "{error}"
+    );
+}
