@@ -60,7 +60,7 @@ pub enum BuildError {
         policy: String,
     },
     /// An OCI component needs the artifact cache's directory to keep what it pulls.
-    #[error("policy `{policy}`: a component from an OCI registry is kept in the artifact cache's directory; set `cache_dir` (it is `false`)")]
+    #[error("policy `{policy}`: a component from an OCI registry is kept in the artifact cache's directory, and this registry has none (`cache_dir = false`, or the directory could not be used: see the warning logged at start)")]
     OciWithoutCache {
         /// The policy.
         policy: String,
