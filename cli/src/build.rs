@@ -1,6 +1,7 @@
 //! `rebound build [DIR]`: builds the policy project in DIR (its `policy.toml`, written by
-//! `rebound new`) into `NAME.wasm` with its language's own tools (`project::steps`). A missing
-//! tool is named with how to install it; a failing one with its output.
+//! `rebound new`) into `NAME.wasm` with its language's own tools (`project::steps`), then
+//! writes the project's metadata (name, version, description, parameter schema) into it. A
+//! missing tool is named with how to install it; a failing one with its output.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -63,6 +64,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     })?;
     let manifest: Manifest = toml::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: {}", manifest_path.display(), e.to_string().trim()))?;
+    let metadata = manifest.metadata();
     let policy = manifest.policy;
     let route = match policy.language {
         Language::Rust => rust_route()?,
@@ -118,6 +120,10 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let component = dir.join(format!("{}.wasm", policy.name));
     let bytes = std::fs::read(&component)
         .with_context(|| format!("the build wrote no {}", component.display()))?;
+    // The metadata section: name, version, description, parameter schema (policy.toml).
+    let bytes = metadata.append_to(bytes);
+    std::fs::write(&component, &bytes)
+        .with_context(|| format!("cannot write {}", component.display()))?;
     let sha256: String = Sha256::digest(&bytes)
         .iter()
         .map(|b| format!("{b:02x}"))

@@ -1,13 +1,14 @@
 //! `rebound inspect POLICY.wasm`: what a component is, read from its bytes without compiling
 //! it — the version of `rebound:policy` it was built for and the hosts that accept it, its
-//! imports and exports, and the metadata its build wrote (the OCI annotation sections that
-//! `wasm-tools metadata add` and wasm-metadata write: version, description, authors, …).
+//! imports and exports, and the metadata its build wrote: the `rebound:policy` section
+//! `rebound build` writes (name, version, description, parameter schema) and the OCI annotation
+//! sections `wasm-tools metadata add` writes (version, description, authors, …).
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use rebound::wasm::WitVersion;
+use rebound::wasm::{PolicyMetadata, WitVersion};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use wasmparser::{Parser, Payload};
@@ -120,6 +121,8 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
+    let policy_metadata = PolicyMetadata::from_component(&bytes)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.policy.display()))?;
     let version = built_for(&contents.exports);
     let interface = match &version {
         Ok(Some(version)) => format!("{version}: {}", accepted_by(*version)),
@@ -143,6 +146,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             "imports": contents.imports,
             "exports": contents.exports,
             "metadata": contents.metadata,
+            "policy_metadata": policy_metadata,
         });
         writeln!(out, "{report}")?;
         return Ok(());
@@ -153,6 +157,13 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     writeln!(out, "  interface  {interface}")?;
     writeln!(out, "  imports    {}", contents.imports.join(", "))?;
     writeln!(out, "  exports    {}", contents.exports.join(", "))?;
+    match &policy_metadata {
+        None => writeln!(
+            out,
+            "  policy     no rebound:policy section (no name, version, parameter schema)"
+        )?,
+        Some(meta) => write_policy_metadata(meta, out)?,
+    }
     if contents.metadata.is_empty() {
         writeln!(
             out,
@@ -161,6 +172,38 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     }
     for (key, value) in &contents.metadata {
         writeln!(out, "  {key:<10} {}", value.as_str().unwrap_or_default())?;
+    }
+    Ok(())
+}
+
+/// The `rebound:policy` section in words: name, version, description, one line per parameter.
+pub fn write_policy_metadata(meta: &PolicyMetadata, out: &mut impl Write) -> std::io::Result<()> {
+    let name = meta.name.as_deref().unwrap_or("(unnamed)");
+    let version = meta.version.as_deref().unwrap_or("(no version)");
+    writeln!(out, "  policy     {name} {version}")?;
+    if let Some(description) = &meta.description {
+        writeln!(out, "  about      {description}")?;
+    }
+    for (param, spec) in &meta.params {
+        let mut facts = vec![serde_json::to_value(spec.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()];
+        if let Some(default) = &spec.default {
+            facts.push(format!("default {default}"));
+        }
+        if let Some(min) = spec.min {
+            facts.push(format!("min {min}"));
+        }
+        if let Some(max) = spec.max {
+            facts.push(format!("max {max}"));
+        }
+        let about = spec
+            .description
+            .as_deref()
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        writeln!(out, "  param      {param} ({}){about}", facts.join(", "))?;
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use rebound::wasm::WitVersion;
+use rebound::wasm::{ParamKind, ParamSpec, WitVersion};
 
 use crate::project::{self, Engine, Language, Manifest, PolicySection, RustRoute};
 
@@ -112,6 +112,18 @@ fn project(args: &Args) -> anyhow::Result<Project> {
     })
 }
 
+/// The template's one parameter, as its schema.
+fn template_params() -> std::collections::BTreeMap<String, ParamSpec> {
+    let spec = ParamSpec {
+        kind: ParamKind::Integer,
+        default: Some(3.into()),
+        min: Some(0.0),
+        max: None,
+        description: Some("Retries after which the policy stops retrying.".to_owned()),
+    };
+    [("max_attempts".to_owned(), spec)].into()
+}
+
 fn readme(name: &str, project: &Project, build: &str) -> String {
     format!(
         "# {name}\n\nA retry policy for Rebound: a WebAssembly component implementing `{wit}` (`wit/policy.wit`).\nIt starts as the template: best effort until `max_attempts` retries were made (default 3),\nthen no retry.\n\nBuild it:\n\n```bash\nrebound build\n```\n\nwhich runs these commands (naming any tool that is missing):\n\n```bash\n{build}\n```\n\nTest it (each line of `tests.jsonl` is a decision input and what the answer must hold):\n\n```bash\nrebound test {name}.wasm tests.jsonl\n```\n\nTools: {tools}\n\nThen `rebound check {name}.wasm` holds it to the host's rules on a 40 000-input grid,\n`rebound push {name}.wasm REGISTRY/REPOSITORY:TAG` ships it, and a host's configuration loads it\nwith `component = {{ oci = \"REGISTRY/REPOSITORY:TAG\", sha256 = \"…\" }}` (the digest `push` prints).\n`rebound wit --out wit` refreshes the WIT from the host you deploy to.\n",
@@ -156,6 +168,10 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         name: name.clone(),
         language: args.language,
         engine: (args.language == Language::Javascript).then_some(args.engine),
+        version: Some("0.1.0".to_owned()),
+        description: Some(
+            "Best effort until max_attempts retries were made, then no retry.".to_owned(),
+        ),
     };
     let build = project::shell(&project::steps(
         &manifest,
@@ -165,7 +181,10 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let mut files = project.files.clone();
     files.push((
         "policy.toml".into(),
-        toml::to_string(&Manifest { policy: manifest })?,
+        toml::to_string(&Manifest {
+            policy: manifest,
+            params: template_params(),
+        })?,
     ));
     files.push((
         "wit/policy.wit".into(),

@@ -1,9 +1,12 @@
 //! A standalone policy project (`rebound new` writes one, `rebound build` builds one): its
-//! manifest `policy.toml` (name, language, JavaScript engine) and the steps that turn its
+//! manifest `policy.toml` (name, language, JavaScript engine, version, description, the
+//! parameter schema) and the steps that turn its
 //! source into `NAME.wasm` with the language's own tools, each tool with how to install it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use rebound::wasm::{ParamSpec, PolicyMetadata};
 use serde::{Deserialize, Serialize};
 
 /// The languages a project can be written in.
@@ -33,6 +36,23 @@ pub enum Engine {
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     pub policy: PolicySection,
+    /// The parameters `configure` takes (`[params.NAME] type, default, min, max,
+    /// description`), written into the component's metadata so a host checks its
+    /// configuration against them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, ParamSpec>,
+}
+
+impl Manifest {
+    /// The metadata `rebound build` writes into the component.
+    pub fn metadata(&self) -> PolicyMetadata {
+        PolicyMetadata {
+            name: Some(self.policy.name.clone()),
+            version: self.policy.version.clone(),
+            description: self.policy.description.clone(),
+            params: self.params.clone(),
+        }
+    }
 }
 
 /// `[policy]` of `policy.toml`.
@@ -45,6 +65,12 @@ pub struct PolicySection {
     /// JavaScript only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<Engine>,
+    /// The policy's version, as its author numbers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// What it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
 
 /// How Rust reaches `wasm32-unknown-unknown`.

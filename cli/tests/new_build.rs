@@ -173,6 +173,13 @@ fn full_path(language: &str, source: &str, from: &str, to: &str) {
     )
     .unwrap();
     assert!(matches!(decide(&registry, 2), Decision::Retry(_)));
+    // Status (and so `GET /v1/policies`) shows what the policy says about itself.
+    let status = registry.policy_status("p").unwrap();
+    let metadata = status
+        .active
+        .metadata
+        .expect("rebound build wrote metadata");
+    assert_eq!(metadata.name.as_deref(), Some(name.as_str()));
 
     edit_and_fail(&dir, source, from, to, &path, &name);
     assert!(matches!(
@@ -264,4 +271,57 @@ fn bad_input_is_named() {
             && error.contains("wasm-tools is not installed"),
         "{error}"
     );
+}
+
+/// Issue 14, points 4 and 8: `rebound build` writes the project's metadata (policy.toml's name,
+/// version, description and parameter schema) into the component; `inspect` reads it back, and
+/// a host's configuration whose `params` do not match the schema is refused at load as a
+/// configuration error naming the file, the line and the field, before `configure` runs.
+#[test]
+fn metadata_round_trips_and_bad_parameters_are_configuration_errors() {
+    let (_scratch, dir, _path) = new_build_test("c", "policy.c");
+    let component = dir.join("my-c-policy.wasm");
+    let report: serde_json::Value = serde_json::from_slice(&success_stdout(rebound().args([
+        "inspect",
+        "--json",
+        component.to_str().unwrap(),
+    ])))
+    .unwrap();
+    let meta = &report["policy_metadata"];
+    assert_eq!(meta["name"], "my-c-policy");
+    assert_eq!(meta["version"], "0.1.0");
+    assert_eq!(meta["params"]["max_attempts"]["type"], "integer");
+    assert_eq!(meta["params"]["max_attempts"]["default"], 3);
+
+    let config = dir.join("rebound.toml");
+    let decide_with = |params: &str| {
+        std::fs::write(
+            &config,
+            format!("default_policy = \"p\"\ncache_dir = false\n[watch]\nenabled = false\n[policies.p]\ncomponent = \"my-c-policy.wasm\"\nparams = {params}\n"),
+        )
+        .unwrap();
+        let output = rebound()
+            .args(["eval", "--config", config.to_str().unwrap()])
+            .write_stdin("{\"reason\": \"KV_LOCKED\"}\n")
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8(output.stderr).unwrap(),
+        )
+    };
+    assert!(decide_with("{ max_attempts = 5 }").0);
+    let (ok, error) = decide_with("{ max_attemps = 5 }");
+    let file = config.display().to_string();
+    assert!(
+        !ok && error.contains(&format!("{file}:7:10: policies.p.params.max_attemps: the policy takes no parameter `max_attemps`; it takes max_attempts")),
+        "{error}"
+    );
+    let (ok, error) = decide_with("{ max_attempts = \"many\" }");
+    assert!(
+        !ok && error.contains("policies.p.params.max_attempts: expected an integer, got `many`"),
+        "{error}"
+    );
+    let (ok, error) = decide_with("{ max_attempts = -1 }");
+    assert!(!ok && error.contains("-1 is out of range"), "{error}");
 }

@@ -21,6 +21,7 @@ struct Loaded {
     version: String,
     wit_version: WitVersion,
     imports: Vec<String>,
+    metadata: Option<rebound::wasm::PolicyMetadata>,
 }
 
 /// What the grid asked and the policy answered.
@@ -57,6 +58,7 @@ impl Report {
             version: component.version().to_owned(),
             wit_version: component.wit_version(),
             imports: component.imports().to_vec(),
+            metadata: component.metadata().cloned(),
         });
     }
 
@@ -136,6 +138,7 @@ impl Report {
         if let Some(loaded) = &self.loaded {
             out["version"] = loaded.version.clone().into();
             out["imports"] = json!(loaded.imports);
+            out["metadata"] = json!(loaded.metadata);
         }
         if let Some(checked) = &self.checked {
             out["inputs"] = checked.inputs.len().into();
@@ -179,6 +182,9 @@ impl Report {
                 accepted_by(loaded.wit_version)
             )?;
             writeln!(out, "  version    {}", loaded.version)?;
+            if let Some(meta) = &loaded.metadata {
+                crate::inspect::write_policy_metadata(meta, out)?;
+            }
             let wasi = loaded
                 .imports
                 .iter()

@@ -282,6 +282,33 @@ pub struct PolicyDefinition {
     /// The sha256 the component file must have (`component = { path, sha256 }`): a file with
     /// another digest is refused at load and at every reload.
     pub pinned_sha256: Option<[u8; 32]>,
+    /// Where `params` is written, for errors about them found when the component loads (its
+    /// parameter schema); `None` when the configuration gives no `params`.
+    pub params_location: Option<Location>,
+}
+
+/// A place in a configuration file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file (`<inline>` for a configuration given as text).
+    pub file: PathBuf,
+    /// Line, from 1.
+    pub line: usize,
+    /// Column, from 1.
+    pub column: usize,
+}
+
+impl Location {
+    /// An error about `field` at this place.
+    pub fn error(&self, field: String, message: String) -> ConfigError {
+        ConfigError {
+            file: self.file.clone(),
+            line: self.line,
+            column: self.column,
+            field,
+            message,
+        }
+    }
 }
 
 /// A validated configuration.
@@ -510,6 +537,14 @@ impl RawConfig {
                     wasi: raw.wasi,
                     guard_exempt: raw.guard_exempt,
                     pinned_sha256,
+                    params_location: params.map(|p| {
+                        let (line, column) = line_column(errors.text, p.span().start);
+                        Location {
+                            file: errors.file.to_owned(),
+                            line,
+                            column,
+                        }
+                    }),
                 },
             );
         }

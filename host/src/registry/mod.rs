@@ -23,8 +23,8 @@ mod version;
 mod watch;
 
 pub use config::{
-    Builtin, CacheDir, ConfigError, EngineConfig, PolicyDefinition, PolicySource, RegistryConfig,
-    WatchConfig,
+    Builtin, CacheDir, ConfigError, EngineConfig, Location, PolicyDefinition, PolicySource,
+    RegistryConfig, WatchConfig,
 };
 pub use error::RegistryError;
 pub use policy_registry::{Decided, PolicyRegistry};

@@ -8,10 +8,10 @@ use serde::Serialize;
 
 use super::shadow::ShadowStatus;
 use super::version::PolicyVersion;
-use crate::wasm::{CacheStats, CodeOrigin, WitVersion};
+use crate::wasm::{CacheStats, CodeOrigin, PolicyMetadata, WitVersion};
 
 /// One version, as status reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VersionStatus {
     /// The short version label.
     pub version: String,
@@ -27,6 +27,8 @@ pub struct VersionStatus {
     pub origin: Option<CodeOrigin>,
     /// The version of `rebound:policy` the component was built for (components only).
     pub wit_version: Option<WitVersion>,
+    /// What the component says about itself (its `rebound:policy` section), if anything.
+    pub metadata: Option<PolicyMetadata>,
     /// Decisions resolved to this version.
     pub decisions: u64,
 }
@@ -41,6 +43,7 @@ impl VersionStatus {
             load_time_us: u64::try_from(version.load_time().as_micros()).unwrap_or(u64::MAX),
             origin: version.origin(),
             wit_version: version.wit_version(),
+            metadata: version.component().and_then(|c| c.metadata()).cloned(),
             decisions: version.decisions(),
         }
     }

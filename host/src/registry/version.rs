@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use sha2::{Digest, Sha256};
 
 use super::compile_ahead::CompileAhead;
-use super::config::{Builtin, PolicyDefinition, PolicySource};
+use super::config::{Builtin, ConfigError, PolicyDefinition, PolicySource};
 use crate::budget::RetryBudgets;
 use crate::cassandra_types::ConsistencyLevel;
 use crate::context::DecisionContext;
@@ -22,8 +22,8 @@ use crate::strategy::cassandra::{
 };
 use crate::strategy::{BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy};
 use crate::wasm::{
-    ArtifactCache, CodeOrigin, LoadError, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig,
-    WitVersion,
+    read_metadata, ArtifactCache, CodeOrigin, LoadError, PolicyPre, WasmRuntime, WasmStrategy,
+    WasmStrategyConfig, WitVersion,
 };
 
 /// Why a version could not be built.
@@ -77,6 +77,9 @@ pub enum BuildError {
         /// The file's digest (hex).
         found: String,
     },
+    /// The configuration's `params` do not match the component's parameter schema.
+    #[error(transparent)]
+    Params(#[from] ConfigError),
     /// The component loaded but failed its smoke calls.
     #[error("policy `{policy}` failed its smoke call ({input}): {failure}")]
     Smoke {
@@ -287,9 +290,26 @@ impl PolicyVersion {
                         policy: name.to_owned(),
                         message,
                     })?;
-                PolicyPre::from_machine_code(ctx.runtime, name, sha256, code)?
+                let metadata = read_metadata(name, bytes)?;
+                PolicyPre::from_machine_code(ctx.runtime, name, sha256, metadata, code)?
             }
         };
+        if let Some(metadata) = component.metadata() {
+            metadata.check_params(&definition.params).map_err(|e| {
+                let field = format!("policies.{name}.params.{}", e.param);
+                let message = format!("{} (the parameter schema of {})", e.message, path.display());
+                match &definition.params_location {
+                    Some(at) => at.error(field, message),
+                    None => ConfigError {
+                        file: path.to_owned(),
+                        line: 0,
+                        column: 0,
+                        field,
+                        message,
+                    },
+                }
+            })?;
+        }
         let origin = component.origin();
         let config = WasmStrategyConfig {
             limits: definition.limits,

@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 use super::cache::ArtifactCache;
+use super::metadata::PolicyMetadata;
 use super::runtime::WasmRuntime;
 use super::wasi;
 use super::world::{WitVersion, WorldPre};
@@ -69,6 +70,14 @@ pub enum LoadError {
         /// The import or export with the other version.
         found: String,
     },
+    /// The component's metadata section (`rebound:policy`) cannot be read.
+    #[error("policy `{policy}` has an unreadable metadata section: {message}")]
+    Metadata {
+        /// The policy.
+        policy: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The component does not export the strategy interface.
     #[error("policy `{policy}` is not a rebound:policy/retry-policy component: it does not export {PACKAGE_PREFIX}{EXPORTED_INTERFACE} of version {} (its exports: [{}])", loadable_versions(), .exports.join(", "))]
     WrongWorld {
@@ -95,6 +104,14 @@ pub enum LoadError {
         /// The policy's error or the failure.
         message: String,
     },
+}
+
+/// The metadata section of policy `name`'s component `bytes`, if it has one.
+pub(crate) fn read_metadata(name: &str, bytes: &[u8]) -> Result<Option<PolicyMetadata>, LoadError> {
+    PolicyMetadata::from_component(bytes).map_err(|message| LoadError::Metadata {
+        policy: name.to_owned(),
+        message,
+    })
 }
 
 /// Splits `rebound:policy/NAME@VERSION` into (NAME, VERSION).
@@ -156,6 +173,7 @@ pub struct PolicyPre {
     origin: CodeOrigin,
     imports: std::sync::Arc<[String]>,
     wit_version: WitVersion,
+    metadata: Option<std::sync::Arc<PolicyMetadata>>,
     pre: WorldPre,
     runtime: WasmRuntime,
 }
@@ -199,15 +217,17 @@ impl PolicyPre {
                 message,
             }
         })?;
-        Self::from_machine_code(runtime, name, sha256, code)
+        let metadata = read_metadata(name, bytes)?;
+        Self::from_machine_code(runtime, name, sha256, metadata, code)
     }
 
-    /// Checks already compiled `code` (of a component whose bytes hash to `sha256`) as policy
-    /// `name` and pre-instantiates it.
+    /// Checks already compiled `code` (of a component whose bytes hash to `sha256` and carry
+    /// `metadata`) as policy `name` and pre-instantiates it.
     pub(crate) fn from_machine_code(
         runtime: &WasmRuntime,
         name: &str,
         sha256: [u8; 32],
+        metadata: Option<PolicyMetadata>,
         code: MachineCode,
     ) -> Result<Self, LoadError> {
         let policy = name.to_owned();
@@ -280,6 +300,7 @@ impl PolicyPre {
             origin,
             imports: imports.into(),
             wit_version,
+            metadata: metadata.map(std::sync::Arc::new),
             pre,
             runtime: runtime.clone(),
         })
@@ -309,6 +330,11 @@ impl PolicyPre {
     /// The version of `rebound:policy` the component was built for.
     pub fn wit_version(&self) -> WitVersion {
         self.wit_version
+    }
+
+    /// What the policy says about itself (its `rebound:policy` section), if its build wrote it.
+    pub fn metadata(&self) -> Option<&PolicyMetadata> {
+        self.metadata.as_deref()
     }
 
     /// Whether the machine code was compiled on load or read from the cache.
