@@ -2,17 +2,16 @@
 //! DIR` in a temporary directory, `rebound build` there with only that language's tools on
 //! PATH, `rebound test` with the cases the template ships (passing, then failing after an
 //! edit that breaks a rule), and for C and Rust the rebuilt component hot-swapped into a
-//! running registry. The tools are the ones the tree's scripts installed
+//! running `rebound serve`. The tools are the ones the tree's scripts installed
 //! (`scripts/build-guests.sh` runs first in `scripts/test.sh`).
 
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use rebound::registry::{PolicyRegistry, RegistryConfig, ReloadOutcome};
-use rebound::wasm::WasmRuntime;
-use rebound::{reasons, Decision, Request, RequestType};
+use serde_json::json;
+use support::server::Server;
 use support::{rebound, success_stdout};
 
 fn tree() -> PathBuf {
@@ -143,53 +142,61 @@ fn edit_and_fail(dir: &Path, source: &str, from: &str, to: &str, path: &str, nam
     );
 }
 
-fn decide(registry: &PolicyRegistry, attempts: u32) -> Decision {
-    let mut request = Request::new(1, RequestType::Get, Duration::from_secs(2))
-        .unwrap()
-        .with_retry_attempts(attempts);
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap()
-        .block_on(registry.maybe_retry(&mut request, &reasons::SERVICE_NOT_AVAILABLE))
-        .unwrap()
-        .decision
+/// `POST /v1/decide` for a GET after `attempts` retries failing with
+/// SERVICE_NOT_AVAILABLE: the decision (`retry`, `fail`, …) and the version that decided.
+fn decide(server: &Server, attempts: u32) -> (String, String) {
+    let (status, answer) = server.post(
+        "/v1/decide",
+        json!({"request": {"type": "get", "retry_attempts": attempts}, "reason": "SERVICE_NOT_AVAILABLE"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    (
+        answer["decision"].as_str().unwrap().to_owned(),
+        answer["version"].as_str().unwrap().to_owned(),
+    )
 }
 
-/// The whole path for one language: new, build, test, served from a registry, edited (the
-/// cases fail), rebuilt and hot-swapped in.
+/// The whole path for one language: new, build, test, served by `rebound serve` (which
+/// watches the component), edited (the cases fail), rebuilt and hot-swapped in by the watch.
 fn full_path(language: &str, source: &str, from: &str, to: &str) {
     let (_scratch, dir, path) = new_build_test(language, source);
     let name = format!("my-{language}-policy");
     let config = dir.join("rebound.toml");
     std::fs::write(
         &config,
-        format!("default_policy = \"p\"\ncache_dir = false\n[watch]\nenabled = false\n[policies.p]\ncomponent = \"{name}.wasm\"\n"),
+        format!("default_policy = \"p\"\ncache_dir = false\npolicy_dir = \".\"\n[watch]\nenabled = true\ndebounce_ms = 200\n[policies.p]\ncomponent = \"{name}.wasm\"\n"),
     )
     .unwrap();
-    let registry = PolicyRegistry::with_runtime(
-        RegistryConfig::load(&config).unwrap(),
-        WasmRuntime::new(64 << 20).unwrap(),
-    )
-    .unwrap();
-    assert!(matches!(decide(&registry, 2), Decision::Retry(_)));
-    // Status (and so `GET /v1/policies`) shows what the policy says about itself.
-    let status = registry.policy_status("p").unwrap();
-    let metadata = status
-        .active
-        .metadata
-        .expect("rebound build wrote metadata");
-    assert_eq!(metadata.name.as_deref(), Some(name.as_str()));
+    let server = Server::start(&config, "127.0.0.1:0", None);
+    let (decision, first_version) = decide(&server, 2);
+    assert_eq!(decision, "retry");
+    // `GET /v1/policies` shows what the policy says about itself.
+    let (status, policy) = server.call("GET", "/v1/policies/p", "", None);
+    assert_eq!(status, 200, "{policy}");
+    assert_eq!(
+        policy["active"]["metadata"]["name"],
+        name.as_str(),
+        "{policy}"
+    );
 
     edit_and_fail(&dir, source, from, to, &path, &name);
-    assert!(matches!(
-        registry.reload("p").unwrap(),
-        ReloadOutcome::Swapped { .. }
-    ));
-    assert!(
-        matches!(decide(&registry, 2), Decision::Fail(_)),
-        "the edited policy decides"
-    );
+    // The watch swaps the rebuilt component in; until then the first version answers.
+    let started = Instant::now();
+    loop {
+        let (decision, version) = decide(&server, 2);
+        if version != first_version {
+            assert_eq!(decision, "cancel", "the edited policy decides");
+            break;
+        }
+        assert_eq!(decision, "retry");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the rebuilt component was not swapped in"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (clean, log) = server.terminate();
+    assert!(clean, "{log}");
 }
 
 #[test]

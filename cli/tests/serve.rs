@@ -4,29 +4,13 @@
 //! flow; graceful shutdown on SIGTERM.
 
 mod support;
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use support::guest;
+use support::server::Server;
 
 use serde_json::{json, Value};
-
-/// A server process, killed when dropped. Its standard error is read all along by a thread
-/// (a pipe nobody drains fills up and blocks the server's logging, and with it the server).
-struct Server {
-    child: Child,
-    base: String,
-    dir: tempfile::TempDir,
-    log: Option<JoinHandle<String>>,
-}
-
-/// Longest wait for one HTTP exchange: a server that stops answering fails the test instead
-/// of hanging it.
-const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A policy directory with `policy.wasm` (the robots policy) and a configuration naming it
 /// `robots` (default `standard`, best-effort), watched with a short debounce.
@@ -56,107 +40,9 @@ component = "policy.wasm"
     dir
 }
 
-impl Server {
-    fn start(listen: &str, token: Option<&str>) -> Server {
-        Self::start_in(policy_dir(), listen, token)
-    }
-
-    fn start_in(dir: tempfile::TempDir, listen: &str, token: Option<&str>) -> Server {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_rebound"));
-        command
-            .args(["serve", "--listen", listen, "--workers", "2"])
-            .arg(dir.path().join("rebound.toml"))
-            .env_remove("RUST_BACKTRACE")
-            .env_remove("REBOUND_ADMIN_TOKEN")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(token) = token {
-            command.env("REBOUND_ADMIN_TOKEN", token);
-        }
-        let mut child = command.spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("rebound serve listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .replace("0.0.0.0", "127.0.0.1");
-        let mut stderr = child.stderr.take().unwrap();
-        let log = std::thread::spawn(move || {
-            let mut log = String::new();
-            let _ = std::io::Read::read_to_string(&mut stderr, &mut log);
-            log
-        });
-        Server {
-            child,
-            base,
-            dir,
-            log: Some(log),
-        }
-    }
-
-    fn dir(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn call(&self, method: &str, path: &str, body: &str, token: Option<&str>) -> (u16, Value) {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(CALL_TIMEOUT))
-            .build()
-            .into();
-        let url = format!("{}{path}", self.base);
-        let mut response = match method {
-            "GET" => agent.get(&url).call(),
-            _ => {
-                let mut request = agent.post(&url);
-                if let Some(token) = token {
-                    request = request.header("Authorization", &format!("Bearer {token}"));
-                }
-                request.send(body)
-            }
-        }
-        .unwrap();
-        let status = response.status().as_u16();
-        let text = response.body_mut().read_to_string().unwrap();
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, value)
-    }
-
-    fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        self.call("POST", path, &body.to_string(), None)
-    }
-
-    /// Sends SIGTERM and waits for the exit; returns the exit success and the log.
-    fn terminate(mut self) -> (bool, String) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
-        let started = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                let log = self.log.take().unwrap().join().unwrap();
-                return (status.success(), log);
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "no exit after SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A server of `policy_dir()`'s configuration.
+fn start(listen: &str, token: Option<&str>) -> Server {
+    Server::start_in(policy_dir(), listen, token)
 }
 
 fn robot_get() -> Value {
@@ -165,7 +51,7 @@ fn robot_get() -> Value {
 
 #[test]
 fn decides_classifies_and_reports_status_health_and_metrics() {
-    let server = Server::start("127.0.0.1:0", None);
+    let server = start("127.0.0.1:0", None);
     let (status, answer) = server.post(
         "/v1/decide",
         json!({"request": {"type": "upsert"}, "reason": "KV_LOCKED"}),
@@ -220,7 +106,7 @@ fn decides_classifies_and_reports_status_health_and_metrics() {
 
 #[test]
 fn bad_input_is_a_4xx_naming_the_field_never_a_500() {
-    let server = Server::start("127.0.0.1:0", None);
+    let server = start("127.0.0.1:0", None);
     let cases: [(&str, &str, u16, &str); 8] = [
         ("/v1/decide", "not json", 400, ""),
         (
@@ -291,7 +177,7 @@ fn bad_input_is_a_4xx_naming_the_field_never_a_500() {
 
 #[test]
 fn privileged_endpoints_need_the_token_compared_exactly() {
-    let server = Server::start("127.0.0.1:0", Some("s3cret-token"));
+    let server = start("127.0.0.1:0", Some("s3cret-token"));
     // Deciding needs no token.
     assert_eq!(server.post("/v1/decide", robot_get()).0, 200);
     let reload = "/v1/policies/robots/reload";
@@ -317,7 +203,7 @@ fn privileged_endpoints_need_the_token_compared_exactly() {
 
 #[test]
 fn without_a_token_privileged_endpoints_are_refused_beyond_loopback() {
-    let server = Server::start("0.0.0.0:0", None);
+    let server = start("0.0.0.0:0", None);
     let (status, answer) = server.call("POST", "/v1/policies/robots/reload", "", None);
     assert_eq!(status, 403, "{answer}");
     assert!(answer["error"]["message"]
@@ -330,7 +216,7 @@ fn without_a_token_privileged_endpoints_are_refused_beyond_loopback() {
 
 #[test]
 fn shadow_paths_must_resolve_inside_the_policy_directory() {
-    let server = Server::start("127.0.0.1:0", None);
+    let server = start("127.0.0.1:0", None);
     let outside = server.dir().join("outside.wasm");
     std::fs::copy(guest("fail_fast"), &outside).unwrap();
     std::os::unix::fs::symlink(&outside, server.dir().join("policies/link.wasm")).unwrap();
@@ -364,7 +250,7 @@ fn shadow_paths_must_resolve_inside_the_policy_directory() {
 
 #[test]
 fn a_reload_while_requests_flow_loses_none_and_switches_versions() {
-    let server = Arc::new(Server::start("127.0.0.1:0", None));
+    let server = Arc::new(start("127.0.0.1:0", None));
     let (_, first) = server.post("/v1/decide", robot_get());
     let old_version = first["version"].as_str().unwrap().to_owned();
     let stop = Arc::new(AtomicBool::new(false));
@@ -426,7 +312,7 @@ fn a_reload_while_requests_flow_loses_none_and_switches_versions() {
 
 #[test]
 fn sigterm_stops_the_server_gracefully() {
-    let server = Server::start("127.0.0.1:0", None);
+    let server = start("127.0.0.1:0", None);
     assert_eq!(server.post("/v1/decide", robot_get()).0, 200);
     let (ok, log) = server.terminate();
     assert!(ok, "exit status after SIGTERM: {log}");

@@ -28,3 +28,5 @@ pub fn guest(name: &str) -> PathBuf {
     );
     path
 }
+
+pub mod server;

@@ -1,0 +1,138 @@
+//! `rebound serve` as a real process on loopback, for the tests that drive it over HTTP.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A server process, killed when dropped. Its standard error is read all along by a thread
+/// (a pipe nobody drains fills up and blocks the server's logging, and with it the server).
+pub struct Server {
+    child: Child,
+    base: String,
+    dir: PathBuf,
+    /// The temporary directory the configuration is in, when the server owns it.
+    _owned: Option<tempfile::TempDir>,
+    log: Option<JoinHandle<String>>,
+}
+
+/// Longest wait for one HTTP exchange: a server that stops answering fails the test instead
+/// of hanging it.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Server {
+    /// Serves `dir/rebound.toml`, owning `dir`.
+    pub fn start_in(dir: tempfile::TempDir, listen: &str, token: Option<&str>) -> Server {
+        let mut server = Self::start(&dir.path().join("rebound.toml"), listen, token);
+        server._owned = Some(dir);
+        server
+    }
+
+    /// Serves the configuration `config` on `listen`, with admin `token` if any.
+    pub fn start(config: &Path, listen: &str, token: Option<&str>) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rebound"));
+        command
+            .args(["serve", "--listen", listen, "--workers", "2"])
+            .arg(config)
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("REBOUND_ADMIN_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(token) = token {
+            command.env("REBOUND_ADMIN_TOKEN", token);
+        }
+        let mut child = command.spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let log = std::thread::spawn(move || {
+            let mut log = String::new();
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut log);
+            log
+        });
+        let Some(base) = line.trim().strip_prefix("rebound serve listening on ") else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "unexpected first line {line:?}; the server said:\n{}",
+                log.join().unwrap()
+            );
+        };
+        Server {
+            base: base.replace("0.0.0.0", "127.0.0.1"),
+            child,
+            dir: config.parent().unwrap().to_owned(),
+            _owned: None,
+            log: Some(log),
+        }
+    }
+
+    /// The directory of the configuration.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `method path` with `body` (and the admin `token`): the status and the answer, parsed
+    /// as JSON when it is.
+    pub fn call(&self, method: &str, path: &str, body: &str, token: Option<&str>) -> (u16, Value) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(CALL_TIMEOUT))
+            .build()
+            .into();
+        let url = format!("{}{path}", self.base);
+        let mut response = match method {
+            "GET" => agent.get(&url).call(),
+            _ => {
+                let mut request = agent.post(&url);
+                if let Some(token) = token {
+                    request = request.header("Authorization", &format!("Bearer {token}"));
+                }
+                request.send(body)
+            }
+        }
+        .unwrap();
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap();
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    pub fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call("POST", path, &body.to_string(), None)
+    }
+
+    /// Sends SIGTERM and waits for the exit; returns the exit success and the log.
+    pub fn terminate(mut self) -> (bool, String) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                let log = self.log.take().unwrap().join().unwrap();
+                return (status.success(), log);
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "no exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
