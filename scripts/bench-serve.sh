@@ -12,8 +12,8 @@ if ! command -v wrk >/dev/null; then
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get install -y wrk || { $sudo apt-get update && $sudo apt-get install -y wrk; }
 fi
-./scripts/build-guests.sh
 cargo build --release --locked -p rebound-cli
+REBOUND=target/release/rebound ./scripts/build-guests.sh
 
 log=$(mktemp)
 out=$(mktemp)

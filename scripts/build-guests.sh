@@ -1,41 +1,97 @@
 #!/usr/bin/env bash
-# Builds every guest from source into build/guests/: the Rust policies (policies/) and the
-# adversarial test guests (tests/guests/) as components, the WAT test components, and the
-# Python, JavaScript, C and Zig policies (policies/<language>/NAME.<ext> ->
-# build/guests/<language>_NAME.wasm; rebuilt only when the source or the WIT changed).
-# Installs the toolchains first (scripts/guest-toolchain.sh, scripts/polyglot-toolchain.sh,
-# both idempotent). Both Rust guest workspaces share one target directory, so std is built
-# once.
+# Builds the tree's guests into build/guests/ with `rebound build`, the code path an author's
+# project takes (docs/authoring.md):
+#   rust        each crate of policies/ and tests/guests/        -> LIBRARY.wasm
+#   python      policies/python/*.py, tests/guests/python/*.py   -> python_NAME.wasm
+#   javascript  policies/javascript/*.js, tests/guests/javascript/*.js on SpiderMonkey
+#                                                                -> javascript_NAME.wasm
+#   quickjs     the same sources on QuickJS                      -> quickjs_NAME.wasm
+#   c, zig      policies/c/*.c, policies/zig/*.zig               -> c_NAME.wasm, zig_NAME.wasm
+#   wat         tests/guests/wat/*.wat (wasm-tools parse)        -> NAME.wasm
+# plus the Extism plugin of tests/guests (a core module, built by cargo: extism_*.wasm).
+#
+# Usage: scripts/build-guests.sh [LANGUAGE | SOURCE]...
+#   No argument builds everything. A LANGUAGE above builds that language only; a SOURCE (a file
+#   above, or a Rust crate's directory) builds that policy only, e.g.
+#   `scripts/build-guests.sh policies/c/best_effort.c policies/best-effort`.
+# Installs only the toolchains the selection needs (guest-toolchain.sh, polyglot-toolchain.sh,
+# both idempotent). Python and JavaScript components are rebuilt only when their source or the
+# WIT changed; cargo and the C/Zig builds are quick to redo. Uses the `rebound` binary in
+# $REBOUND, else builds it (cargo build -p rebound-cli).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-source scripts/guest-toolchain.sh
 source scripts/polyglot-toolchain.sh
 out="$root/build/guests"
-target="$root/build/guest-target"
+# Both Rust guest workspaces share one target directory, so std is built once.
+export CARGO_TARGET_DIR="$root/build/guest-target"
 mkdir -p "$out"
 
-build_workspace() { # manifest dir
-  echo "building guests in $1" >&2
-  # shellcheck disable=SC2086
-  (cd "$1" && CARGO_TARGET_DIR="$target" $GUEST_CARGO build --release --quiet \
-      --target wasm32-unknown-unknown $GUEST_CARGO_FLAGS)
-}
-build_workspace policies
-build_workspace tests/guests
-
-for module in "$target"/wasm32-unknown-unknown/release/*.wasm; do
-  name="$(basename "$module" .wasm)"
-  case "$name" in
-    # An Extism plugin is a core module with Extism's ABI, not a component
-    # (benches/extism-compare compares the two).
-    extism_*) cp "$module" "$out/$name.wasm" ;;
-    *) "$WASM_TOOLS" component new "$module" -o "$out/$name.wasm" ;;
+languages=()
+sources=()
+for arg in "$@"; do
+  case "$arg" in
+    rust | python | javascript | quickjs | c | zig | wat) languages+=("$arg") ;;
+    *)
+      [ -e "$arg" ] || { echo "build-guests.sh: $arg is neither a language (rust python javascript quickjs c zig wat) nor a source" >&2; exit 2; }
+      sources+=("$(realpath --relative-to="$root" "$arg")")
+      ;;
   esac
 done
-for wat in tests/guests/wat/*.wat; do
-  "$WASM_TOOLS" parse "$wat" -o "$out/$(basename "$wat" .wat).wasm"
+if [ $# = 0 ]; then
+  languages=(rust python javascript quickjs c zig wat)
+fi
+wanted() { # language
+  local l
+  for l in "${languages[@]}"; do [ "$l" = "$1" ] && return 0; done
+  return 1
+}
+
+# What each source is built as: "LANGUAGE SOURCE".
+jobs=()
+wanted rust && for manifest in policies/*/Cargo.toml tests/guests/*/Cargo.toml; do
+  jobs+=("rust $(dirname "$manifest")")
 done
+for language in python javascript quickjs c zig wat; do
+  wanted "$language" || continue
+  case "$language" in
+    python) globs=(policies/python/*.py tests/guests/python/*.py) ;;
+    javascript | quickjs) globs=(policies/javascript/*.js tests/guests/javascript/*.js) ;;
+    c) globs=(policies/c/*.c) ;;
+    zig) globs=(policies/zig/*.zig) ;;
+    wat) globs=(tests/guests/wat/*.wat) ;;
+  esac
+  for source in "${globs[@]}"; do jobs+=("$language $source"); done
+done
+for source in "${sources[@]}"; do
+  case "$source" in
+    *.py) jobs+=("python $source") ;;
+    *.js) jobs+=("javascript $source" "quickjs $source") ;;
+    *.c) jobs+=("c $source") ;;
+    *.zig) jobs+=("zig $source") ;;
+    *.wat) jobs+=("wat $source") ;;
+    *) [ -f "$source/Cargo.toml" ] || { echo "build-guests.sh: cannot tell how to build $source" >&2; exit 2; }
+       jobs+=("rust $source") ;;
+  esac
+done
+
+# The toolchains of the selection, and the binary.
+needed=" "
+for job in "${jobs[@]}"; do needed+="${job%% *} "; done
+case "$needed" in *" rust "*) toolchain_wasm_tools; toolchain_rust ;; esac
+case "$needed" in *" python "*) toolchain_python ;; esac
+case "$needed" in *" javascript "* | *" quickjs "*) toolchain_javascript ;; esac
+case "$needed" in *" c "*) toolchain_c ;; esac
+case "$needed" in *" zig "*) toolchain_zig ;; esac
+case "$needed" in *" wat "*) toolchain_wasm_tools ;; esac
+export PATH="$root/.tools/bin:$PATH"
+if [ -z "${REBOUND:-}" ]; then
+  echo "building the rebound binary (cargo build -p rebound-cli)" >&2
+  (unset CARGO_TARGET_DIR; cargo build --quiet --locked -p rebound-cli)
+  REBOUND="$root/target/debug/rebound"
+fi
+REBOUND="$(realpath "$REBOUND")"
+
 # Whether $1 is missing or older than any of the other files.
 stale() {
   local out="$1" input
@@ -45,62 +101,51 @@ stale() {
   return 1
 }
 wit_files=(wit/*.wit)
+# `rebound build` run in build/guests/, so a Rust crate's component lands there by its name.
+build() { # SOURCE [rebound build options]
+  local source="$1"
+  shift
+  (cd "$out" && "$REBOUND" build "$root/$source" --wit "$root/wit" "$@" >/dev/null)
+}
 
-for source in policies/python/*.py tests/guests/python/*.py; do
-  name="$(basename "$source" .py)"
-  stale "$out/python_$name.wasm" "$source" "${wit_files[@]}" || continue
-  echo "building $source" >&2
-  "$COMPONENTIZE_PY" -d wit -w retry-policy componentize -p "$(dirname "$source")" "$name" \
-    -o "$out/python_$name.wasm" >/dev/null
+built=0
+for job in "${jobs[@]}"; do
+  language="${job%% *}"
+  source="${job#* }"
+  name="$(basename "$source")"
+  name="${name%.*}"
+  case "$language" in
+    rust)
+      if [[ "$name" == extism-* ]]; then
+        # An Extism plugin is a core module with Extism's ABI, not a component
+        # (benches/extism-compare compares the two).
+        echo "building $source (Extism plugin, cargo)" >&2
+        # shellcheck disable=SC2086
+        (cd "$source" && $GUEST_CARGO build --release --quiet --target wasm32-unknown-unknown $GUEST_CARGO_FLAGS)
+        cp "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/${name//-/_}.wasm" "$out/"
+      else
+        echo "building $source" >&2
+        (cd "$out" && "$REBOUND" build "$root/$source" >/dev/null)
+      fi
+      ;;
+    python | javascript | quickjs)
+      product="$out/${language}_$name.wasm"
+      stale "$product" "$source" "${wit_files[@]}" || continue
+      echo "building $source ($language)" >&2
+      engine=()
+      case "$language" in
+        javascript) engine=(--engine spidermonkey) ;;
+        quickjs) engine=(--engine quickjs) ;;
+      esac
+      build "$source" "${engine[@]}" -o "$product"
+      ;;
+    c | zig)
+      echo "building $source" >&2
+      build "$source" -o "$out/${language}_$name.wasm"
+      ;;
+    wat) wasm-tools parse "$source" -o "$out/$name.wasm" ;;
+  esac
+  built=$((built + 1))
 done
 
-for source in policies/javascript/*.js tests/guests/javascript/*.js; do
-  name="$(basename "$source" .js)"
-  stale "$out/javascript_$name.wasm" "$source" "${wit_files[@]}" || continue
-  echo "building $source" >&2
-  # No WASI feature: the component imports nothing but rebound:policy.
-  "$COMPONENTIZE_JS" "$source" -w wit -n retry-policy -d stdio random clocks http fetch-event \
-    -o "$out/javascript_$name.wasm" >/dev/null
-done
-
-# The same JavaScript sources on QuickJS: a smaller engine whose calls cost less
-# (docs/policy-javascript.md "Two engines"). The host answers its WASI imports inertly
-# (docs/wasi.md).
-for source in policies/javascript/*.js tests/guests/javascript/*.js; do
-  name="$(basename "$source" .js)"
-  stale "$out/quickjs_$name.wasm" "$source" "${wit_files[@]}" || continue
-  echo "building $source (QuickJS)" >&2
-  "$COMPONENTIZE_QJS" --sync -w wit -n retry-policy -j "$source" -o "$out/quickjs_$name.wasm" >/dev/null
-done
-
-# C and Zig share wit-bindgen's C bindings; Zig reads them through translate-c.
-bindings="$target/c-bindings"
-if stale "$bindings/retry_policy.zig" "${wit_files[@]}"; then
-  echo "generating C bindings of wit/ in $bindings" >&2
-  mkdir -p "$bindings"
-  "$WIT_BINDGEN" c wit --world retry-policy --out-dir "$bindings" >/dev/null
-  $ZIG translate-c "$bindings/retry_policy.h" -target wasm32-wasi -lc >"$bindings/retry_policy.zig.tmp"
-  mv "$bindings/retry_policy.zig.tmp" "$bindings/retry_policy.zig"
-fi
-c_bindings=("$bindings/retry_policy.c" "$bindings/retry_policy_component_type.o")
-
-for source in policies/c/*.c; do
-  name="$(basename "$source" .c)"
-  stale "$out/c_$name.wasm" "$source" "$bindings/retry_policy.h" || continue
-  echo "building $source" >&2
-  "$CLANG" --target=wasm32-wasi -O2 -mexec-model=reactor -Wall -Werror -Wl,--strip-all \
-    -I"$bindings" -o "$target/c_$name.wasm" "$source" "${c_bindings[@]}"
-  "$WASM_TOOLS" component new "$target/c_$name.wasm" -o "$out/c_$name.wasm"
-done
-
-for source in policies/zig/*.zig; do
-  name="$(basename "$source" .zig)"
-  stale "$out/zig_$name.wasm" "$source" "$bindings/retry_policy.zig" || continue
-  echo "building $source" >&2
-  $ZIG build-exe -target wasm32-wasi -mexec-model=reactor -fno-entry -rdynamic -O ReleaseSmall \
-    -lc --dep bindings -I"$bindings" "${c_bindings[@]}" \
-    -Mroot="$source" -Mbindings="$bindings/retry_policy.zig" -femit-bin="$target/zig_$name.wasm"
-  "$WASM_TOOLS" component new "$target/zig_$name.wasm" -o "$out/zig_$name.wasm"
-done
-
-echo "guests built: $(ls "$out" | wc -l) components in build/guests/" >&2
+echo "guests built: $built of ${#jobs[@]} selected (the rest were up to date); $(ls "$out" | wc -l) components in build/guests/" >&2

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The project's one test command (README "Run every test"; .ci/run calls exactly this).
 # First the gates a reader relies on: formatting, clippy with warnings denied, the docs without
-# warnings, and the library built with each of its features alone and with none. Then it builds
-# every guest from source (installing the guest toolchain if needed, idempotently), installs
-# the servers the end-to-end tests start (memcached), and runs every test: the host workspace
-# (engine, sandbox, parity, executor, the memcached example end to end) and the policies' own
-# native unit tests.
+# warnings, and the library built with each of its features alone and with none. Then it
+# compiles the tests, builds every guest from source with the `rebound` binary just compiled
+# (`rebound build`, installing the guest toolchains if needed, idempotently), installs the
+# servers the end-to-end tests start (memcached, an OCI registry), and runs every test: the
+# host workspace (engine, sandbox, parity, executor, the memcached example end to end, the
+# binary) and the policies' own native unit tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A one-off CI build gains nothing from incremental state (hundreds of MB); local runs keep it.
@@ -34,8 +35,11 @@ done
 step "API docs, warnings denied"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
 
-step "guests and test services"
-./scripts/build-guests.sh
+step "tests compiled (the rebound binary with them)"
+cargo test --workspace --locked --no-run
+
+step "guests (built by that binary's \`rebound build\`) and test services"
+REBOUND=target/debug/rebound ./scripts/build-guests.sh
 ./scripts/test-services.sh
 
 step "tests"

@@ -1,22 +1,54 @@
-//! `rebound build [DIR]`: builds the policy project in DIR (its `policy.toml`, written by
-//! `rebound new`) into `NAME.wasm` with its language's own tools (`project::steps`), then
-//! writes the project's metadata (name, version, description, parameter schema) into it. A
-//! missing tool is named with how to install it; a failing one with its output.
+//! `rebound build [PATH]`: builds a policy into a component with its language's own tools
+//! (`project::steps`). PATH is a project (a directory with the `policy.toml` `rebound new`
+//! writes: its metadata — name, version, description, parameter schema — is written into the
+//! component) or one policy's source (a `.py`, `.js`, `.c` or `.zig` file, or a Rust crate's
+//! directory), as `scripts/build-guests.sh` builds the tree's own. A missing tool is named
+//! with how to install it; a failing one with its output.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
+use rebound::wasm::PolicyMetadata;
 use sha2::{Digest, Sha256};
 
-use crate::project::{self, Language, Manifest, RustRoute};
+use crate::project::{self, Engine, Language, Layout, Manifest, RustRoute};
 
 /// Options of `rebound build`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The project directory (with `policy.toml`); the current directory by default.
-    dir: Option<PathBuf>,
+    /// A policy project (a directory with `policy.toml`), or one policy's source: a `.py`,
+    /// `.js`, `.c` or `.zig` file, or a Rust crate's directory. The current directory by
+    /// default.
+    path: Option<PathBuf>,
+    /// Where to write the component [default: a project's NAME.wasm; a source's name with
+    /// `.wasm`, in the current directory].
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+    /// The WIT package a single source is built against [default: wit].
+    #[arg(long, value_name = "DIR")]
+    wit: Option<PathBuf>,
+    /// The JavaScript engine of a single `.js` source [default: quickjs].
+    #[arg(long, value_enum)]
+    engine: Option<Engine>,
+}
+
+/// What one build does.
+struct Plan {
+    /// What is built, for messages.
+    name: String,
+    language: Language,
+    engine: Engine,
+    layout: Layout,
+    /// How Rust reaches wasm32 (Rust only).
+    route: RustRoute,
+    /// Where the steps run.
+    dir: PathBuf,
+    /// A project's metadata, written into the component.
+    metadata: Option<PolicyMetadata>,
+    /// The scratch directory of a single source's bindings and core module, removed after.
+    _work: Option<tempfile::TempDir>,
 }
 
 /// `program` on PATH (or as given, when it is a path).
@@ -52,30 +84,199 @@ fn rust_route() -> anyhow::Result<RustRoute> {
     bail!("no Rust toolchain for wasm32-unknown-unknown: `rustup target add wasm32-unknown-unknown`, or without rustup Debian's `apt install rustc-web cargo-web rust-web-src lld-22`")
 }
 
-/// Runs `rebound build`.
-pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
-    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+/// The Rust crate in `dir`: its library's file name (without `.wasm`) and Cargo's target
+/// directory, as `cargo metadata` reports them (so a crate in a workspace, a renamed library
+/// and `CARGO_TARGET_DIR` are all honoured).
+fn rust_crate(dir: &Path, route: RustRoute) -> anyhow::Result<(String, PathBuf)> {
+    let cargo = match route {
+        RustRoute::Rustup => "cargo",
+        RustRoute::Debian => "/usr/bin/cargo",
+    };
+    let manifest = dir.join("Cargo.toml");
+    let output = Command::new(cargo)
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
+        .arg(&manifest)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {cargo} metadata"))?;
+    if !output.status.success() {
+        bail!(
+            "{}: cargo metadata failed:\n{}",
+            manifest.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    let manifest = manifest.canonicalize()?;
+    let library = metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|package| {
+            package["manifest_path"]
+                .as_str()
+                .is_some_and(|path| Path::new(path) == manifest)
+        })
+        .flat_map(|package| package["targets"].as_array().into_iter().flatten())
+        .find(|target| {
+            target["kind"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|kind| kind == "cdylib"))
+        })
+        .and_then(|target| target["name"].as_str());
+    let Some(library) = library else {
+        bail!(
+            "{}: the crate has no `cdylib` library (`[lib] crate-type = [\"cdylib\"]`), so it builds no component",
+            manifest.display()
+        );
+    };
+    let target = metadata["target_directory"]
+        .as_str()
+        .context("cargo metadata gave no target directory")?;
+    Ok((library.replace('-', "_"), target.into()))
+}
+
+/// The plan for the project in `dir`.
+fn project_plan(dir: &Path, args: &Args) -> anyhow::Result<Plan> {
+    if args.wit.is_some() || args.engine.is_some() {
+        bail!(
+            "{} is a project: its policy.toml names the engine and its wit/ is the WIT; --wit and --engine are for a single source",
+            dir.display()
+        );
+    }
     let manifest_path = dir.join("policy.toml");
-    let text = std::fs::read_to_string(&manifest_path).with_context(|| {
-        format!(
-            "cannot read {}: a policy project has one (`rebound new LANG NAME` writes it)",
-            manifest_path.display()
-        )
-    })?;
+    let text = std::fs::read_to_string(&manifest_path)
+        .with_context(|| format!("cannot read {}", manifest_path.display()))?;
     let manifest: Manifest = toml::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: {}", manifest_path.display(), e.to_string().trim()))?;
-    let metadata = manifest.metadata();
-    let policy = manifest.policy;
-    let route = match policy.language {
+    let policy = &manifest.policy;
+    let mut layout = Layout::project(&policy.name, policy.language, Path::new("target"));
+    let mut route = RustRoute::Rustup;
+    if policy.language == Language::Rust {
+        route = rust_route()?;
+        (layout.module, layout.rust_target) = rust_crate(dir, route)?;
+    }
+    if let Some(out) = &args.out {
+        layout.output = std::path::absolute(out)?;
+    }
+    Ok(Plan {
+        name: policy.name.clone(),
+        language: policy.language,
+        engine: policy.engine.unwrap_or_default(),
+        layout,
+        route,
+        dir: dir.to_owned(),
+        metadata: Some(manifest.metadata()),
+        _work: None,
+    })
+}
+
+/// The plan for one policy's source at `path`, built in the current directory.
+fn source_plan(path: &Path, args: &Args) -> anyhow::Result<Plan> {
+    if !path.exists() {
+        bail!("{}: no such file or directory", path.display());
+    }
+    let language = if path.is_dir() {
+        if !path.join("Cargo.toml").is_file() {
+            bail!(
+                "{} has neither policy.toml (a project: `rebound new LANG NAME` writes one) nor Cargo.toml (a Rust crate)",
+                path.display()
+            );
+        }
+        Language::Rust
+    } else {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("py") => Language::Python,
+            Some("js") => Language::Javascript,
+            Some("c") => Language::C,
+            Some("zig") => Language::Zig,
+            _ => bail!(
+                "cannot tell the language of {}: a source is a .py, .js, .c or .zig file or a Rust crate's directory",
+                path.display()
+            ),
+        }
+    };
+    if args.engine.is_some() && language != Language::Javascript {
+        bail!(
+            "--engine is for a JavaScript source, not {}",
+            path.display()
+        );
+    }
+    let wit = args.wit.clone().unwrap_or_else(|| PathBuf::from("wit"));
+    if language == Language::Rust {
+        if args.wit.is_some() {
+            bail!(
+                "--wit is not for a Rust crate: its bindings come from the guest SDK it depends on"
+            );
+        }
+    } else if !wit.is_dir() {
+        bail!(
+            "{}: no WIT package there; give --wit DIR, or write one with `rebound wit --out {}`",
+            wit.display(),
+            wit.display()
+        );
+    }
+    let work = tempfile::Builder::new()
+        .prefix("rebound-build-")
+        .tempdir()
+        .context("cannot create a scratch directory")?;
+    let route = match language {
         Language::Rust => rust_route()?,
         _ => RustRoute::Rustup,
     };
-    let rust_target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| dir.join("target"));
-    let steps = project::steps(&policy, route, &std::path::absolute(&rust_target)?);
+    let (module, rust_target) = match language {
+        Language::Rust => rust_crate(path, route)?,
+        _ => (
+            path.file_stem()
+                .map(|stem| stem.to_string_lossy().replace('-', "_"))
+                .unwrap_or_default(),
+            PathBuf::new(),
+        ),
+    };
+    let output = args
+        .out
+        .clone()
+        .unwrap_or_else(|| format!("{module}.wasm").into());
+    Ok(Plan {
+        name: path.display().to_string(),
+        language,
+        engine: args.engine.unwrap_or_default(),
+        layout: Layout {
+            source: path.to_owned(),
+            wit,
+            work: work.path().to_owned(),
+            module,
+            rust_target,
+            output,
+        },
+        route,
+        dir: PathBuf::from("."),
+        metadata: None,
+        _work: Some(work),
+    })
+}
+
+/// Runs `rebound build`.
+pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
+    let path = args.path.clone().unwrap_or_else(|| PathBuf::from("."));
+    let plan = if path.join("policy.toml").is_file() {
+        project_plan(&path, args)?
+    } else if path == Path::new(".") {
+        bail!(
+            "no policy.toml here: a policy project has one (`rebound new LANG NAME` writes it); or name a source to build: `rebound build FILE`"
+        );
+    } else {
+        source_plan(&path, args)?
+    };
+    let steps = project::steps(plan.language, plan.engine, &plan.layout, plan.route);
     // Every tool is looked for before the first runs, so a missing one costs no time.
-    let missing: Vec<String> = steps
+    let mut missing: Vec<String> = steps
         .iter()
         .filter(|step| find(&step.program).is_none())
         .map(|step| {
@@ -86,9 +287,8 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         })
         .collect();
     if !missing.is_empty() {
-        let mut missing = missing;
         missing.dedup();
-        bail!("cannot build {}:\n{}", policy.name, missing.join("\n"));
+        bail!("cannot build {}:\n{}", plan.name, missing.join("\n"));
     }
     for step in &steps {
         writeln!(out, "$ {}", project::shell(std::slice::from_ref(step)))?;
@@ -97,7 +297,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         command
             .args(&step.args)
             .envs(step.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&dir)
+            .current_dir(&plan.dir)
             .stdin(Stdio::null());
         let output = command
             .output()
@@ -112,18 +312,20 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             );
         }
         if let Some(file) = &step.stdout_to {
-            let file = dir.join(file);
+            let file = plan.dir.join(file);
             std::fs::write(&file, &output.stdout)
                 .with_context(|| format!("cannot write {}", file.display()))?;
         }
     }
-    let component = dir.join(format!("{}.wasm", policy.name));
-    let bytes = std::fs::read(&component)
+    let component = plan.dir.join(&plan.layout.output);
+    let mut bytes = std::fs::read(&component)
         .with_context(|| format!("the build wrote no {}", component.display()))?;
-    // The metadata section: name, version, description, parameter schema (policy.toml).
-    let bytes = metadata.append_to(bytes);
-    std::fs::write(&component, &bytes)
-        .with_context(|| format!("cannot write {}", component.display()))?;
+    // A project's metadata section: name, version, description, parameter schema.
+    if let Some(metadata) = &plan.metadata {
+        bytes = metadata.append_to(bytes);
+        std::fs::write(&component, &bytes)
+            .with_context(|| format!("cannot write {}", component.display()))?;
+    }
     let sha256: String = Sha256::digest(&bytes)
         .iter()
         .map(|b| format!("{b:02x}"))

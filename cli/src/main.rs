@@ -57,7 +57,7 @@ enum Command {
     Eval(eval::Args),
     /// Measures a policy's decision latency beside the native best-effort strategy.
     Bench(bench::Args),
-    /// Builds the policy project in a directory (its policy.toml) into NAME.wasm.
+    /// Builds a policy project (its policy.toml), or one policy source, into a component.
     Build(build::Args),
     /// Checks a policy component: WIT compatibility, then invariants on a generated grid.
     Check(check::Args),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use rebound::wasm::{ParamKind, ParamSpec, WitVersion};
 
-use crate::project::{self, Engine, Language, Manifest, PolicySection, RustRoute};
+use crate::project::{self, Engine, Language, Layout, Manifest, PolicySection, RustRoute};
 
 /// Options of `rebound new`.
 #[derive(clap::Args)]
@@ -174,9 +174,10 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         ),
     };
     let build = project::shell(&project::steps(
-        &manifest,
+        manifest.language,
+        manifest.engine.unwrap_or_default(),
+        &Layout::project(name, manifest.language, Path::new("target")),
         RustRoute::Rustup,
-        Path::new("target"),
     ));
     let mut files = project.files.clone();
     files.push((

@@ -109,28 +109,93 @@ fn step(program: &str, args: &[&str], install: &'static str) -> Step {
     }
 }
 
-/// The steps that build the project `manifest` describes, run in its directory; the Rust
-/// target directory is `rust_target` (cargo's default `target`, or `CARGO_TARGET_DIR`).
-pub fn steps(manifest: &PolicySection, route: RustRoute, rust_target: &Path) -> Vec<Step> {
-    let name = &manifest.name;
-    let module = name.replace('-', "_");
-    let output = format!("{name}.wasm");
-    let core = format!("{module}.core.wasm");
+/// Where a build reads and writes, as paths the steps use (relative to the directory they run
+/// in, or absolute).
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The policy's source: `policy.py`, `.js`, `.c` or `.zig`; for Rust, the crate directory.
+    pub source: PathBuf,
+    /// The WIT package the bindings come from.
+    pub wit: PathBuf,
+    /// Where the generated bindings (`gen/`) and the core module go (C, Zig).
+    pub work: PathBuf,
+    /// The core module's file name without `.wasm`: the Rust library's name, for Rust.
+    pub module: String,
+    /// Cargo's target directory (Rust).
+    pub rust_target: PathBuf,
+    /// The component.
+    pub output: PathBuf,
+}
+
+impl Layout {
+    /// A project's layout (`rebound new`), relative to its directory; Cargo builds into
+    /// `rust_target`.
+    pub fn project(name: &str, language: Language, rust_target: &Path) -> Layout {
+        let source = match language {
+            Language::Rust => ".",
+            Language::Python => "policy.py",
+            Language::Javascript => "policy.js",
+            Language::C => "policy.c",
+            Language::Zig => "policy.zig",
+        };
+        Layout {
+            source: source.into(),
+            wit: "wit".into(),
+            work: PathBuf::new(),
+            module: name.replace('-', "_"),
+            rust_target: rust_target.to_owned(),
+            output: format!("{name}.wasm").into(),
+        }
+    }
+}
+
+/// A path as a step's argument.
+fn arg(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// The steps that build a policy in `language` (`engine` for JavaScript) laid out as `layout`.
+pub fn steps(language: Language, engine: Engine, layout: &Layout, route: RustRoute) -> Vec<Step> {
+    let output = arg(&layout.output);
+    let wit = arg(&layout.wit);
+    let source = arg(&layout.source);
+    let gen = layout.work.join("gen");
+    let core = arg(&layout.work.join(format!("{}.core.wasm", layout.module)));
     let component_new = step(
         "wasm-tools",
         &["component", "new", &core, "-o", &output],
         WASM_TOOLS,
     );
-    match manifest.language {
+    let c_bindings = || {
+        step(
+            "wit-bindgen",
+            &[
+                "c",
+                &wit,
+                "--world",
+                "retry-policy",
+                "--out-dir",
+                &arg(&gen),
+            ],
+            WIT_BINDGEN,
+        )
+    };
+    let gen_file = |file: &str| arg(&gen.join(file));
+    match language {
         Language::Rust => {
-            let built = rust_target
+            let built = layout
+                .rust_target
                 .join("wasm32-unknown-unknown/release")
-                .join(format!("{module}.wasm"));
+                .join(format!("{}.wasm", layout.module));
             let mut cargo = step(
                 "cargo",
                 &["build", "--release", "--target", "wasm32-unknown-unknown"],
                 "rustup (https://rustup.rs) and `rustup target add wasm32-unknown-unknown`, or Debian's `apt install rustc-web cargo-web rust-web-src`",
             );
+            if layout.source != Path::new(".") {
+                cargo.args.push("--manifest-path".into());
+                cargo.args.push(arg(&layout.source.join("Cargo.toml")));
+            }
             if route == RustRoute::Debian {
                 cargo.program = "/usr/bin/cargo".into();
                 cargo.args.push("-Zbuild-std=std,panic_abort".into());
@@ -143,39 +208,51 @@ pub fn steps(manifest: &PolicySection, route: RustRoute, rust_target: &Path) -> 
                 cargo,
                 step(
                     "wasm-tools",
-                    &["component", "new", &built.display().to_string(), "-o", &output],
+                    &["component", "new", &arg(&built), "-o", &output],
                     WASM_TOOLS,
                 ),
             ]
         }
-        Language::Python => vec![step(
-            "componentize-py",
-            &["-d", "wit", "-w", "retry-policy", "componentize", "-p", ".", "policy", "-o", &output],
-            "`pip install componentize-py==0.25.1`",
-        )],
-        Language::Javascript => match manifest.engine.unwrap_or_default() {
+        Language::Python => {
+            let dir = match layout.source.parent() {
+                Some(dir) if dir != Path::new("") => arg(dir),
+                _ => ".".to_owned(),
+            };
+            let module = layout
+                .source
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            vec![step(
+                "componentize-py",
+                &["-d", &wit, "-w", "retry-policy", "componentize", "-p", &dir, &module, "-o", &output],
+                "`pip install componentize-py==0.25.1`",
+            )]
+        }
+        Language::Javascript => match engine {
             Engine::Quickjs => vec![step(
                 "componentize-qjs",
-                &["--sync", "-w", "wit", "-n", "retry-policy", "-j", "policy.js", "-o", &output],
+                &["--sync", "-w", &wit, "-n", "retry-policy", "-j", &source, "-o", &output],
                 "`npm install -g componentize-qjs`",
             )],
+            // No WASI feature: the component imports nothing but rebound:policy.
             Engine::Spidermonkey => vec![step(
                 "componentize-js",
                 &[
-                    "policy.js", "-w", "wit", "-n", "retry-policy", "-d", "stdio", "random", "clocks",
+                    &source, "-w", &wit, "-n", "retry-policy", "-d", "stdio", "random", "clocks",
                     "http", "fetch-event", "-o", &output,
                 ],
                 "`npm install -g @bytecodealliance/componentize-js`",
             )],
         },
         Language::C => vec![
-            step("wit-bindgen", &["c", "wit", "--world", "retry-policy", "--out-dir", "gen"], WIT_BINDGEN),
+            c_bindings(),
             step(
                 "clang-14",
                 &[
                     "--target=wasm32-wasi", "-O2", "-mexec-model=reactor", "-Wall", "-Werror",
-                    "-Wl,--strip-all", "-Igen", "-o", &core, "policy.c", "gen/retry_policy.c",
-                    "gen/retry_policy_component_type.o",
+                    "-Wl,--strip-all", &format!("-I{}", arg(&gen)), "-o", &core, &source,
+                    &gen_file("retry_policy.c"), &gen_file("retry_policy_component_type.o"),
                 ],
                 "clang 14 with wasi-libc, Debian's `apt install clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc`",
             ),
@@ -185,20 +262,21 @@ pub fn steps(manifest: &PolicySection, route: RustRoute, rust_target: &Path) -> 
             let zig = "Zig 0.17: `pip install ziglang==0.17.0` installs it as `python -m ziglang`; put a `zig` script running that on PATH";
             let mut translate = step(
                 "zig",
-                &["translate-c", "gen/retry_policy.h", "-target", "wasm32-wasi", "-lc"],
+                &["translate-c", &gen_file("retry_policy.h"), "-target", "wasm32-wasi", "-lc"],
                 zig,
             );
-            translate.stdout_to = Some("gen/retry_policy.zig".into());
+            translate.stdout_to = Some(gen.join("retry_policy.zig"));
             vec![
-                step("wit-bindgen", &["c", "wit", "--world", "retry-policy", "--out-dir", "gen"], WIT_BINDGEN),
+                c_bindings(),
                 translate,
                 step(
                     "zig",
                     &[
                         "build-exe", "-target", "wasm32-wasi", "-mexec-model=reactor", "-fno-entry",
-                        "-rdynamic", "-O", "ReleaseSmall", "-lc", "--dep", "bindings", "-Igen",
-                        "gen/retry_policy.c", "gen/retry_policy_component_type.o",
-                        "-Mroot=policy.zig", "-Mbindings=gen/retry_policy.zig",
+                        "-rdynamic", "-O", "ReleaseSmall", "-lc", "--dep", "bindings",
+                        &format!("-I{}", arg(&gen)), &gen_file("retry_policy.c"),
+                        &gen_file("retry_policy_component_type.o"), &format!("-Mroot={source}"),
+                        &format!("-Mbindings={}", gen_file("retry_policy.zig")),
                         &format!("-femit-bin={core}"),
                     ],
                     zig,

@@ -78,7 +78,8 @@ fn build(dir: &Path, path: &str) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(String::from_utf8_lossy(&output.stdout).contains("built "));
+    let said = String::from_utf8(output.stdout).unwrap();
+    assert!(said.contains("built "), "{said}");
 }
 
 /// `rebound test NAME.wasm` in `dir`: its last line and whether it passed.
@@ -97,10 +98,23 @@ fn test(dir: &Path, name: &str) -> (String, bool) {
 
 /// `rebound new LANG NAME DIR` writes a project that builds and passes its cases.
 fn new_build_test(language: &str, source: &str) -> (tempfile::TempDir, PathBuf, String) {
+    new_build_test_with(language, source, &[])
+}
+
+/// `new_build_test` with more options of `rebound new`.
+fn new_build_test_with(
+    language: &str,
+    source: &str,
+    options: &[&str],
+) -> (tempfile::TempDir, PathBuf, String) {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().join("project");
     let name = format!("my-{language}-policy");
-    let said = success_stdout(rebound().args(["new", language, &name, dir.to_str().unwrap()]));
+    let said = success_stdout(
+        rebound()
+            .args(["new", language, &name, dir.to_str().unwrap()])
+            .args(options),
+    );
     let said = String::from_utf8(said).unwrap();
     assert!(said.contains("rebound build"), "{said}");
     for file in [
@@ -229,14 +243,60 @@ fn javascript_project_builds_on_quickjs_and_passes_its_cases() {
     new_build_test("javascript", "policy.js");
 }
 
+/// SpiderMonkey's 12 MB component: built by componentize-js, compiled by `rebound test`.
+#[test]
+fn javascript_project_builds_on_spidermonkey_and_passes_its_cases() {
+    let (_scratch, dir, _path) =
+        new_build_test_with("javascript", "policy.js", &["--engine", "spidermonkey"]);
+    let manifest = std::fs::read_to_string(dir.join("policy.toml")).unwrap();
+    assert!(manifest.contains("engine = \"spidermonkey\""), "{manifest}");
+    // The README shows the commands `rebound build` ran.
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(readme.contains("\ncomponentize-js policy.js "), "{readme}");
+}
+
 /// Python's component takes tens of seconds to compile in a debug build: one run.
 #[test]
 fn python_project_builds_and_passes_its_cases() {
     new_build_test("python", "policy.py");
 }
 
+/// `rebound build FILE` builds one source without a project, as `scripts/build-guests.sh`
+/// builds the tree's: the tree's C template, against the tree's WIT, passes the template's
+/// cases.
+#[test]
+fn a_single_source_builds_without_a_project() {
+    let scratch = tempfile::tempdir().unwrap();
+    let tree = tree();
+    let output = rebound()
+        .arg("build")
+        .arg(tree.join("policies/c/template.c"))
+        .arg("--wit")
+        .arg(tree.join("wit"))
+        .current_dir(scratch.path())
+        .env("PATH", tool_path("c", scratch.path()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The component is named after the source, in the current directory.
+    let component = scratch.path().join("template.wasm");
+    let said = success_stdout(
+        rebound()
+            .arg("test")
+            .arg(&component)
+            .arg(tree.join("policies/template.tests.jsonl")),
+    );
+    let said = String::from_utf8(said).unwrap();
+    assert!(said.ends_with("5 passed, 0 failed\n"), "{said}");
+}
+
 /// Bad input: an unknown language, a bad name, a directory that is not empty, a missing
-/// `policy.toml`, a missing tool — each named, with what to do.
+/// `policy.toml`, a missing tool, a source of no known language, a missing WIT, options that
+/// do not apply — each named, with what to do.
 #[test]
 fn bad_input_is_named() {
     let scratch = tempfile::tempdir().unwrap();
@@ -269,6 +329,32 @@ fn bad_input_is_named() {
         rebound()
             .args(["new", "c", "p", "proj"])
             .current_dir(scratch.path()),
+    );
+    let error = fail(&["build", "proj", "--engine", "quickjs"], None);
+    assert!(
+        error.contains("proj is a project") && error.contains("for a single source"),
+        "{error}"
+    );
+    std::fs::write(scratch.path().join("policy.rb"), "").unwrap();
+    let error = fail(&["build", "policy.rb"], None);
+    assert!(
+        error.contains("cannot tell the language of policy.rb: a source is a .py, .js, .c or .zig file or a Rust crate's directory"),
+        "{error}"
+    );
+    let error = fail(&["build", "missing.c"], None);
+    assert!(
+        error.contains("missing.c: no such file or directory"),
+        "{error}"
+    );
+    let error = fail(&["build", "proj/policy.c", "--wit", "nowhere"], None);
+    assert!(
+        error.contains("nowhere: no WIT package there; give --wit DIR, or write one with `rebound wit --out nowhere`"),
+        "{error}"
+    );
+    let error = fail(&["build", "proj/policy.c", "--engine", "quickjs"], None);
+    assert!(
+        error.contains("--engine is for a JavaScript source"),
+        "{error}"
     );
     let error = fail(&["build", "proj"], Some("/nonexistent"));
     assert!(
