@@ -33,12 +33,23 @@ impl Server {
 
     /// Serves the configuration `config` on `listen`, with admin `token` if any.
     pub fn start(config: &Path, listen: &str, token: Option<&str>) -> Server {
+        Self::start_with_env(config, listen, token, &[])
+    }
+
+    /// `start` with these environment variables set.
+    pub fn start_with_env(
+        config: &Path,
+        listen: &str,
+        token: Option<&str>,
+        env: &[(&str, &Path)],
+    ) -> Server {
         let mut command = Command::new(env!("CARGO_BIN_EXE_rebound"));
         command
             .args(["serve", "--listen", listen, "--workers", "2"])
             .arg(config)
             .env_remove("RUST_BACKTRACE")
             .env_remove("REBOUND_ADMIN_TOKEN")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(token) = token {
