@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up (idempotently, pinned versions) the tools that build policies written in Python,
-# JavaScript, C and Zig, each linked into .tools/bin where `rebound build` finds them (on PATH).
+# JavaScript, C, C++ and Zig, each linked into .tools/bin where `rebound build` finds them (on PATH).
 # Sourced by build-guests.sh, which calls only the languages its selection needs; run it
 # directly to install all. Routes (shared/TOOLCHAINS.md):
 #   toolchain_python      componentize-py (PyPI) into .tools/venv
@@ -8,6 +8,7 @@
 #                         with scripts/js-toolchain/package-lock.json) into .tools/node
 #   toolchain_c           wit-bindgen-cli (crates.io, cargo install into
 #                         ~/.cache/rebound-tools/cargo) + Debian's clang-14
+#   toolchain_cpp         wit-bindgen-cli + Debian's clang-19 with libc++ for wasm32
 #   toolchain_zig         ziglang (PyPI) into .tools/venv as `zig`, with wit-bindgen's C bindings
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,6 +17,8 @@ COMPONENTIZE_PY_VERSION=0.25.1
 ZIGLANG_VERSION=0.17.0
 WIT_BINDGEN_VERSION=0.63.0
 C_DEBIAN_PACKAGES=(clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc)
+# clang 19: wit-bindgen's C++ bindings need C++23's <expected>, which libc++ 14 lacks.
+CPP_DEBIAN_PACKAGES=(clang-19 lld-19 libc++-19-dev-wasm32 libc++abi-19-dev-wasm32 libclang-rt-19-dev-wasm32 wasi-libc)
 
 note() { echo "polyglot toolchain: $*" >&2; }
 venv="$root/.tools/venv"
@@ -63,14 +66,25 @@ toolchain_wit_bindgen() {
   tool_link wit-bindgen "$cargo_root/bin/wit-bindgen"
 }
 
+# apt-installs the Debian packages named, unless all are installed.
+debian_install() {
+  if ! dpkg -s "$@" >/dev/null 2>&1; then
+    note "installing Debian's $*"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  fi
+}
+
 toolchain_c() {
   toolchain_wit_bindgen
   toolchain_wasm_tools
-  if ! dpkg -s "${C_DEBIAN_PACKAGES[@]}" >/dev/null 2>&1; then
-    note "installing Debian's ${C_DEBIAN_PACKAGES[*]}"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${C_DEBIAN_PACKAGES[@]}" >/dev/null
-  fi
+  debian_install "${C_DEBIAN_PACKAGES[@]}"
+}
+
+toolchain_cpp() {
+  toolchain_wit_bindgen
+  toolchain_wasm_tools
+  debian_install "${CPP_DEBIAN_PACKAGES[@]}"
 }
 
 toolchain_zig() {
@@ -87,5 +101,6 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   toolchain_python
   toolchain_javascript
   toolchain_c
+  toolchain_cpp
   toolchain_zig
 fi

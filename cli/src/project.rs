@@ -17,6 +17,7 @@ pub enum Language {
     Python,
     Javascript,
     C,
+    Cpp,
     Zig,
 }
 
@@ -136,6 +137,7 @@ impl Layout {
             Language::Python => "policy.py",
             Language::Javascript => "policy.js",
             Language::C => "policy.c",
+            Language::Cpp => "policy.cpp",
             Language::Zig => "policy.zig",
         };
         Layout {
@@ -166,11 +168,11 @@ pub fn steps(language: Language, engine: Engine, layout: &Layout, route: RustRou
         &["component", "new", &core, "-o", &output],
         WASM_TOOLS,
     );
-    let c_bindings = || {
+    let bindings = |language: &str| {
         step(
             "wit-bindgen",
             &[
-                "c",
+                language,
                 &wit,
                 "--world",
                 "retry-policy",
@@ -246,7 +248,7 @@ pub fn steps(language: Language, engine: Engine, layout: &Layout, route: RustRou
             )],
         },
         Language::C => vec![
-            c_bindings(),
+            bindings("c"),
             step(
                 "clang-14",
                 &[
@@ -255,6 +257,21 @@ pub fn steps(language: Language, engine: Engine, layout: &Layout, route: RustRou
                     &gen_file("retry_policy.c"), &gen_file("retry_policy_component_type.o"),
                 ],
                 "clang 14 with wasi-libc, Debian's `apt install clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc`",
+            ),
+            component_new,
+        ],
+        // clang 19: wit-bindgen's C++ bindings need C++23's <expected>, which libc++ 14 lacks.
+        Language::Cpp => vec![
+            bindings("cpp"),
+            step(
+                "clang++-19",
+                &[
+                    "--target=wasm32-wasi", "-std=c++23", "-O2", "-fno-exceptions",
+                    "-mexec-model=reactor", "-Wall", "-Werror", "-Wl,--strip-all",
+                    &format!("-I{}", arg(&gen)), "-o", &core, &source,
+                    &gen_file("retry_policy.cpp"), &gen_file("retry_policy_component_type.o"),
+                ],
+                "clang 19 with libc++ and wasi-libc for wasm32, Debian's `apt install clang-19 lld-19 libc++-19-dev-wasm32 libc++abi-19-dev-wasm32 libclang-rt-19-dev-wasm32 wasi-libc`",
             ),
             component_new,
         ],
@@ -267,7 +284,7 @@ pub fn steps(language: Language, engine: Engine, layout: &Layout, route: RustRou
             );
             translate.stdout_to = Some(gen.join("retry_policy.zig"));
             vec![
-                c_bindings(),
+                bindings("c"),
                 translate,
                 step(
                     "zig",

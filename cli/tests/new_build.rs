@@ -32,7 +32,7 @@ fn tool_path(language: &str, scratch: &Path) -> String {
     let venv = tree.join(".tools/venv/bin");
     let mut dirs = vec![venv.clone()];
     match language {
-        "c" => dirs.push(cache.join("rebound-tools/cargo/bin")),
+        "c" | "cpp" => dirs.push(cache.join("rebound-tools/cargo/bin")),
         "zig" => {
             dirs.push(cache.join("rebound-tools/cargo/bin"));
             let bin = scratch.join("zig-bin");
@@ -245,6 +245,16 @@ fn rust_project_from_new_to_hot_swap() {
 }
 
 #[test]
+fn cpp_project_from_new_to_hot_swap() {
+    full_path(
+        "cpp",
+        "policy.cpp",
+        "static uint32_t max_attempts = 3;",
+        "static uint32_t max_attempts = 1;",
+    );
+}
+
+#[test]
 fn zig_project_from_new_to_hot_swap() {
     full_path(
         "zig",
@@ -286,6 +296,39 @@ fn python_project_from_new_to_hot_swap() {
         "dict(params).get(\"max_attempts\", \"3\")",
         "dict(params).get(\"max_attempts\", \"1\")",
     );
+}
+
+/// `rebound build FILE` builds one source without a project, as `scripts/build-guests.sh`
+/// builds the tree's: the tree's C template, against the tree's WIT, passes the template's
+/// cases.
+#[test]
+fn a_single_source_builds_without_a_project() {
+    let scratch = tempfile::tempdir().unwrap();
+    let tree = tree();
+    let output = rebound()
+        .arg("build")
+        .arg(tree.join("policies/c/template.c"))
+        .arg("--wit")
+        .arg(tree.join("wit"))
+        .current_dir(scratch.path())
+        .env("PATH", tool_path("c", scratch.path()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The component is named after the source, in the current directory.
+    let component = scratch.path().join("template.wasm");
+    let said = success_stdout(
+        rebound()
+            .arg("test")
+            .arg(&component)
+            .arg(tree.join("policies/template.tests.jsonl")),
+    );
+    let said = String::from_utf8(said).unwrap();
+    assert!(said.ends_with("5 passed, 0 failed\n"), "{said}");
 }
 
 /// Bad input: an unknown language, a bad name, a directory that is not empty, a missing
@@ -332,7 +375,7 @@ fn bad_input_is_named() {
     std::fs::write(scratch.path().join("policy.rb"), "").unwrap();
     let error = fail(&["build", "policy.rb"], None);
     assert!(
-        error.contains("cannot tell the language of policy.rb: a source is a .py, .js, .c or .zig file or a Rust crate's directory"),
+        error.contains("cannot tell the language of policy.rb: a source is a .py, .js, .c, .cpp or .zig file or a Rust crate's directory"),
         "{error}"
     );
     let error = fail(&["build", "missing.c"], None);

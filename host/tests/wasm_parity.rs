@@ -186,13 +186,19 @@ fn zig_policies_parity() {
     language_parity("zig");
 }
 
+/// C++ through wit-bindgen's C++ bindings (clang 19, libc++).
+#[test]
+fn cpp_policies_parity() {
+    language_parity("cpp");
+}
+
 /// The starting templates (issue 6, point 1) load in every language, refuse a bad parameter
 /// naming it, and do what they say: no retry once `max_attempts` retries were made, the host's
 /// best effort before.
 #[test]
 fn templates_load_and_cap_attempts() {
     let best_effort = BestEffort::<ExponentialBackoff>::default();
-    for language in ["python", "javascript", "quickjs", "c", "zig"] {
+    for language in ["python", "javascript", "quickjs", "c", "cpp", "zig"] {
         let name = format!("{language}_template");
         let config = |value: &str| WasmStrategyConfig {
             params: [("max_attempts".to_owned(), value.to_owned())].into(),
