@@ -6,8 +6,7 @@
 #   javascript  policies/javascript/*.js, tests/guests/javascript/*.js on SpiderMonkey
 #                                                                -> javascript_NAME.wasm
 #   quickjs     the same sources on QuickJS                      -> quickjs_NAME.wasm
-#   c, cpp, zig policies/c/*.c, policies/cpp/*.cpp, policies/zig/*.zig
-#                                                  -> c_NAME.wasm, cpp_NAME.wasm, zig_NAME.wasm
+#   c, cpp, go, zig  policies/{c,cpp,go,zig}/*.{c,cpp,go,zig}     -> LANGUAGE_NAME.wasm
 #   wat         tests/guests/wat/*.wat (wasm-tools parse)        -> NAME.wasm
 # plus the Extism plugin of tests/guests (a core module, built by cargo: extism_*.wasm).
 #
@@ -32,15 +31,15 @@ languages=()
 sources=()
 for arg in "$@"; do
   case "$arg" in
-    rust | python | javascript | quickjs | c | cpp | zig | wat) languages+=("$arg") ;;
+    rust | python | javascript | quickjs | c | cpp | go | zig | wat) languages+=("$arg") ;;
     *)
-      [ -e "$arg" ] || { echo "build-guests.sh: $arg is neither a language (rust python javascript quickjs c cpp zig wat) nor a source" >&2; exit 2; }
+      [ -e "$arg" ] || { echo "build-guests.sh: $arg is neither a language (rust python javascript quickjs c cpp go zig wat) nor a source" >&2; exit 2; }
       sources+=("$(realpath --relative-to="$root" "$arg")")
       ;;
   esac
 done
 if [ $# = 0 ]; then
-  languages=(rust python javascript quickjs c cpp zig wat)
+  languages=(rust python javascript quickjs c cpp go zig wat)
 fi
 wanted() { # language
   local l
@@ -53,13 +52,14 @@ jobs=()
 wanted rust && for manifest in policies/*/Cargo.toml tests/guests/*/Cargo.toml; do
   jobs+=("rust $(dirname "$manifest")")
 done
-for language in python javascript quickjs c cpp zig wat; do
+for language in python javascript quickjs c cpp go zig wat; do
   wanted "$language" || continue
   case "$language" in
     python) globs=(policies/python/*.py tests/guests/python/*.py) ;;
     javascript | quickjs) globs=(policies/javascript/*.js tests/guests/javascript/*.js) ;;
     c) globs=(policies/c/*.c) ;;
     cpp) globs=(policies/cpp/*.cpp) ;;
+    go) globs=(policies/go/*.go) ;;
     zig) globs=(policies/zig/*.zig) ;;
     wat) globs=(tests/guests/wat/*.wat) ;;
   esac
@@ -71,6 +71,7 @@ for source in "${sources[@]}"; do
     *.js) jobs+=("javascript $source" "quickjs $source") ;;
     *.c) jobs+=("c $source") ;;
     *.cpp) jobs+=("cpp $source") ;;
+    *.go) jobs+=("go $source") ;;
     *.zig) jobs+=("zig $source") ;;
     *.wat) jobs+=("wat $source") ;;
     *) [ -f "$source/Cargo.toml" ] || { echo "build-guests.sh: cannot tell how to build $source" >&2; exit 2; }
@@ -86,6 +87,7 @@ case "$needed" in *" python "*) toolchain_python ;; esac
 case "$needed" in *" javascript "* | *" quickjs "*) toolchain_javascript ;; esac
 case "$needed" in *" c "*) toolchain_c ;; esac
 case "$needed" in *" cpp "*) toolchain_cpp ;; esac
+case "$needed" in *" go "*) toolchain_go ;; esac
 case "$needed" in *" zig "*) toolchain_zig ;; esac
 case "$needed" in *" wat "*) toolchain_wasm_tools ;; esac
 export PATH="$root/.tools/bin:$PATH"
@@ -143,7 +145,7 @@ for job in "${jobs[@]}"; do
       esac
       build "$source" "${engine[@]}" -o "$product"
       ;;
-    c | cpp | zig)
+    c | cpp | go | zig)
       echo "building $source" >&2
       build "$source" -o "$out/${language}_$name.wasm"
       ;;

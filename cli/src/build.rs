@@ -1,7 +1,7 @@
 //! `rebound build [PATH]`: builds a policy into a component with its language's own tools
 //! (`project::steps`). PATH is a project (a directory with the `policy.toml` `rebound new`
 //! writes: its metadata — name, version, description, parameter schema — is written into the
-//! component) or one policy's source (a `.py`, `.js`, `.c`, `.cpp` or `.zig` file, or a Rust crate's
+//! component) or one policy's source (a `.py`, `.js`, `.c`, `.cpp`, `.go` or `.zig` file, or a Rust crate's
 //! directory), as `scripts/build-guests.sh` builds the tree's own. A missing tool is named
 //! with how to install it; a failing one with its output.
 
@@ -13,13 +13,14 @@ use anyhow::{bail, Context};
 use rebound::wasm::PolicyMetadata;
 use sha2::{Digest, Sha256};
 
+use crate::go_workspace;
 use crate::project::{self, Engine, Language, Layout, Manifest, RustRoute};
 
 /// Options of `rebound build`.
 #[derive(clap::Args)]
 pub struct Args {
     /// A policy project (a directory with `policy.toml`), or one policy's source: a `.py`,
-    /// `.js`, `.c`, `.cpp` or `.zig` file, or a Rust crate's directory. The current directory by
+    /// `.js`, `.c`, `.cpp`, `.go` or `.zig` file, or a Rust crate's directory. The current directory by
     /// default.
     path: Option<PathBuf>,
     /// Where to write the component [default: a project's NAME.wasm; a source's name with
@@ -196,9 +197,10 @@ fn source_plan(path: &Path, args: &Args) -> anyhow::Result<Plan> {
             Some("js") => Language::Javascript,
             Some("c") => Language::C,
             Some("cpp" | "cc" | "cxx") => Language::Cpp,
+            Some("go") => Language::Go,
             Some("zig") => Language::Zig,
             _ => bail!(
-                "cannot tell the language of {}: a source is a .py, .js, .c, .cpp or .zig file or a Rust crate's directory",
+                "cannot tell the language of {}: a source is a .py, .js, .c, .cpp, .go or .zig file or a Rust crate's directory",
                 path.display()
             ),
         }
@@ -244,12 +246,19 @@ fn source_plan(path: &Path, args: &Args) -> anyhow::Result<Plan> {
         .out
         .clone()
         .unwrap_or_else(|| format!("{module}.wasm").into());
+    // A Go source builds in a workspace made around it in the scratch directory.
+    let source = if language == Language::Go {
+        go_workspace::write(work.path(), path)?;
+        work.path().join("policy.go")
+    } else {
+        path.to_owned()
+    };
     Ok(Plan {
         name: path.display().to_string(),
         language,
         engine: args.engine.unwrap_or_default(),
         layout: Layout {
-            source: path.to_owned(),
+            source,
             wit,
             work: work.path().to_owned(),
             module,
@@ -290,6 +299,9 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     if !missing.is_empty() {
         missing.dedup();
         bail!("cannot build {}:\n{}", plan.name, missing.join("\n"));
+    }
+    if plan.language == Language::Go {
+        go_workspace::write_adapter(&plan.dir.join(&plan.layout.work).join("gen"))?;
     }
     for step in &steps {
         writeln!(out, "$ {}", project::shell(std::slice::from_ref(step)))?;

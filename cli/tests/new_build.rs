@@ -33,6 +33,10 @@ fn tool_path(language: &str, scratch: &Path) -> String {
     let mut dirs = vec![venv.clone()];
     match language {
         "c" | "cpp" => dirs.push(cache.join("rebound-tools/cargo/bin")),
+        "go" => {
+            dirs.push(cache.join("rebound-tools/cargo/bin"));
+            dirs.push(tree.join(".tools/bin"));
+        }
         "zig" => {
             dirs.push(cache.join("rebound-tools/cargo/bin"));
             let bin = scratch.join("zig-bin");
@@ -255,6 +259,16 @@ fn cpp_project_from_new_to_hot_swap() {
 }
 
 #[test]
+fn go_project_from_new_to_hot_swap() {
+    full_path(
+        "go",
+        "policy.go",
+        "var maxAttempts uint32 = 3",
+        "var maxAttempts uint32 = 1",
+    );
+}
+
+#[test]
 fn zig_project_from_new_to_hot_swap() {
     full_path(
         "zig",
@@ -375,7 +389,7 @@ fn bad_input_is_named() {
     std::fs::write(scratch.path().join("policy.rb"), "").unwrap();
     let error = fail(&["build", "policy.rb"], None);
     assert!(
-        error.contains("cannot tell the language of policy.rb: a source is a .py, .js, .c, .cpp or .zig file or a Rust crate's directory"),
+        error.contains("cannot tell the language of policy.rb: a source is a .py, .js, .c, .cpp, .go or .zig file or a Rust crate's directory"),
         "{error}"
     );
     let error = fail(&["build", "missing.c"], None);

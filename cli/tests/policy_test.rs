@@ -61,7 +61,7 @@ fn every_rust_policy_and_its_0_1_0_build_pass_their_cases() {
     );
 }
 
-/// The examples and the template of C, C++, Zig and JavaScript (on QuickJS) pass the cases they
+/// The examples and the template of C, C++, Go, Zig and JavaScript (on QuickJS) pass the cases they
 /// ship, and so do the C builds for 0.1.0. Python and JavaScript on SpiderMonkey take tens of
 /// seconds each to compile in a debug build; their template is run once below, and the host's
 /// parity tests hold every one of them to its twin.
@@ -70,6 +70,7 @@ fn every_polyglot_example_and_template_passes_its_cases() {
     for (language, source) in [
         ("c", "c"),
         ("cpp", "cpp"),
+        ("go", "go"),
         ("zig", "zig"),
         ("quickjs", "javascript"),
     ] {

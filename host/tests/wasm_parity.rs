@@ -192,13 +192,19 @@ fn cpp_policies_parity() {
     language_parity("cpp");
 }
 
+/// Go (mainline Go's wasip1 runtime, through the WASI preview-1 adapter).
+#[test]
+fn go_policies_parity() {
+    language_parity("go");
+}
+
 /// The starting templates (issue 6, point 1) load in every language, refuse a bad parameter
 /// naming it, and do what they say: no retry once `max_attempts` retries were made, the host's
 /// best effort before.
 #[test]
 fn templates_load_and_cap_attempts() {
     let best_effort = BestEffort::<ExponentialBackoff>::default();
-    for language in ["python", "javascript", "quickjs", "c", "cpp", "zig"] {
+    for language in ["python", "javascript", "quickjs", "c", "cpp", "go", "zig"] {
         let name = format!("{language}_template");
         let config = |value: &str| WasmStrategyConfig {
             params: [("max_attempts".to_owned(), value.to_owned())].into(),

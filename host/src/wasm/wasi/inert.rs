@@ -67,10 +67,14 @@ const LOGGED_BYTES: usize = 4096;
 /// How much a policy may write at once.
 const WRITE_PERMIT: u64 = 64 << 10;
 
+/// Where the frozen monotonic clock stands: not 0, which Go's runtime refuses at start
+/// ("fatal error: nanotime returning zero").
+const FROZEN_MONOTONIC_NS: u64 = 1;
+
 impl WasiState {
     fn monotonic_ns(&self) -> u64 {
         match self.config.clocks {
-            WasiClocks::Frozen => 0,
+            WasiClocks::Frozen => FROZEN_MONOTONIC_NS,
             WasiClocks::Real => {
                 u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX)
             }

@@ -18,8 +18,9 @@ use super::store::{CallState, PolicyLabel};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WasiClocks {
-    /// Both clocks stand still: the monotonic clock at 0 and the wall clock at the Unix epoch,
-    /// so a policy cannot decide on anything but its inputs.
+    /// Both clocks stand still: the monotonic clock at 1 ns (not 0, which Go's runtime
+    /// refuses) and the wall clock at the Unix epoch, so a policy cannot decide on anything
+    /// but its inputs.
     #[default]
     Frozen,
     /// The monotonic clock counts from the instance's creation; the wall clock is the host's.
