@@ -117,11 +117,13 @@ fn step(program: &str, args: &[&str], install: &'static str) -> Step {
 /// in, or absolute).
 #[derive(Debug, Clone)]
 pub struct Layout {
-    /// The policy's source: `policy.py`, `.js`, `.c` or `.zig`; for Rust, the crate directory.
+    /// The policy's source: `policy.py`, `.js`, `.c`, `.cpp`, `.go` or `.zig`; for Rust, the
+    /// crate directory.
     pub source: PathBuf,
     /// The WIT package the bindings come from.
     pub wit: PathBuf,
-    /// Where the generated bindings (`gen/`) and the core module go (C, Zig).
+    /// Where the generated bindings (`gen/`), the core module and, for Go, the workspace go
+    /// (empty: the directory the steps run in).
     pub work: PathBuf,
     /// The core module's file name without `.wasm`: the Rust library's name, for Rust.
     pub module: String,
