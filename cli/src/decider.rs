@@ -61,7 +61,18 @@ pub struct Decider {
     access: FileAccess,
     budgets: Arc<RetryBudgets>,
     components: Mutex<HashMap<ComponentKey, Arc<WasmStrategy>>>,
-    error_maps: Mutex<HashMap<PathBuf, Arc<ErrorMap>>>,
+    error_maps: Mutex<HashMap<PathBuf, CachedErrorMap>>,
+}
+
+/// The most error maps kept parsed; past it, the least recently used is dropped.
+const ERROR_MAPS_KEPT: usize = 32;
+
+/// A parsed error map and what its file looked like when it was read.
+struct CachedErrorMap {
+    map: Arc<ErrorMap>,
+    /// Modification time and length: a change to either re-reads the file.
+    stamp: (Option<std::time::SystemTime>, u64),
+    last_used: Instant,
 }
 
 /// What a decision request asks, once read. A short-lived value on the stack: boxing the large
@@ -107,13 +118,13 @@ impl Decider {
     pub fn resolve(&self, path: &Path, field: &str) -> Result<PathBuf, InputError> {
         match &self.access {
             FileAccess::Any => Ok(path.to_owned()),
+            // The message names what the client gave, never where the directory is.
             FileAccess::Inside(root) => inside(root, path).ok_or_else(|| {
                 InputError::new(
                     field,
                     format!(
-                        "`{}` is not a file inside the policy directory {}",
-                        path.display(),
-                        root.display()
+                        "`{}` is not a file inside the policy directory",
+                        path.display()
                     ),
                 )
             }),
@@ -276,15 +287,40 @@ impl Decider {
         Ok(output::classification(&classify(response, map.as_deref())))
     }
 
-    fn error_map(&self, path: &Path) -> Result<Arc<ErrorMap>, InputError> {
-        let path = self.resolve(path, "error_map")?;
-        if let Some(map) = lock(&self.error_maps).get(&path) {
-            return Ok(Arc::clone(map));
+    /// The error map at `requested`, parsed once and kept (at most [`ERROR_MAPS_KEPT`]) until
+    /// its file changes.
+    fn error_map(&self, requested: &Path) -> Result<Arc<ErrorMap>, InputError> {
+        let path = self.resolve(requested, "error_map")?;
+        // Errors name the file as the client gave it, not the resolved absolute path.
+        let error = |e: &dyn std::fmt::Display| {
+            InputError::new("error_map", format!("`{}`: {e}", requested.display()))
+        };
+        let metadata = std::fs::metadata(&path).map_err(|e| error(&e))?;
+        let stamp = (metadata.modified().ok(), metadata.len());
+        if let Some(cached) = lock(&self.error_maps).get_mut(&path) {
+            if cached.stamp == stamp {
+                cached.last_used = Instant::now();
+                return Ok(Arc::clone(&cached.map));
+            }
         }
-        let map = crate::errormap::load(&path)
-            .map_err(|e| InputError::new("error_map", format!("{e:#}")))?;
+        let map = crate::errormap::load(&path).map_err(|e| error(&e.root_cause()))?;
         let map = Arc::new(map);
-        lock(&self.error_maps).insert(path, Arc::clone(&map));
+        let mut maps = lock(&self.error_maps);
+        if maps.len() >= ERROR_MAPS_KEPT && !maps.contains_key(&path) {
+            let oldest = maps
+                .iter()
+                .min_by_key(|(_, cached)| cached.last_used)
+                .map(|(path, _)| path.clone());
+            if let Some(oldest) = oldest {
+                maps.remove(&oldest);
+            }
+        }
+        let cached = CachedErrorMap {
+            map: Arc::clone(&map),
+            stamp,
+            last_used: Instant::now(),
+        };
+        maps.insert(path, cached);
         Ok(map)
     }
 

@@ -107,7 +107,7 @@ fn decides_classifies_and_reports_status_health_and_metrics() {
 #[test]
 fn bad_input_is_a_4xx_naming_the_field_never_a_500() {
     let server = start("127.0.0.1:0", None);
-    let cases: [(&str, &str, u16, &str); 8] = [
+    let cases: [(&str, &str, u16, &str); 10] = [
         ("/v1/decide", "not json", 400, ""),
         (
             "/v1/decide",
@@ -147,6 +147,9 @@ fn bad_input_is_a_4xx_naming_the_field_never_a_500() {
             400,
             "response",
         ),
+        // Issue 19, point 7: a request is a JSON object, not an array serde could read as one.
+        ("/v1/decide", r#"[{"type": "get"}, "KV_LOCKED"]"#, 400, ""),
+        ("/v1/classify", r#"[{"type": "get"}]"#, 400, ""),
         (
             "/v1/policies/robots/shadow",
             r#"{"path": "policy.wasm", "sample": 2}"#,
@@ -172,7 +175,7 @@ fn bad_input_is_a_4xx_naming_the_field_never_a_500() {
     assert!(metrics
         .as_str()
         .unwrap()
-        .contains("rebound_refused_requests_total 7"));
+        .contains("rebound_refused_requests_total 9"));
 }
 
 #[test]
@@ -321,4 +324,114 @@ fn sigterm_stops_the_server_gracefully() {
     // The default log has no line per decision (at tens of thousands a second they would
     // drown the log, and a reader that falls behind would stall the server).
     assert!(!log.contains("not retried"), "{log}");
+}
+
+/// Issue 19, point 5: what a page on another site can make a browser send is refused on the
+/// privileged routes, in every admin mode: a body not declared as JSON (a "simple" request,
+/// which needs no CORS preflight), a cross-site `Sec-Fetch-Site`, a foreign or opaque
+/// `Origin`. Each refusal is logged with the caller and what was asked. The same call from the
+/// server's own origin, or from a client that is not a browser, is admitted.
+#[test]
+fn privileged_calls_a_web_page_can_send_are_refused() {
+    let json = ("Content-Type", "application/json");
+    let reload = "/v1/policies/robots/reload";
+    // Loopback without a token: the mode the report found open.
+    let server = start("127.0.0.1:0", None);
+    let own = format!("http://{}", server.authority());
+    let refused = [
+        (vec![("Content-Type", "text/plain")], 415),
+        (vec![], 415),
+        (vec![json, ("Origin", "http://evil.example")], 403),
+        (vec![json, ("Origin", "null")], 403),
+        (vec![json, ("Sec-Fetch-Site", "cross-site")], 403),
+        (vec![json, ("Sec-Fetch-Site", "same-site")], 403),
+    ];
+    for (headers, status) in &refused {
+        assert_eq!(
+            server.post_with_headers(reload, headers).0,
+            *status,
+            "{headers:?}"
+        );
+    }
+    let (status, _) = server.post_with_headers(
+        "/v1/policies/robots/shadow",
+        &[
+            ("Content-Type", "text/plain"),
+            ("Origin", "http://evil.example"),
+        ],
+    );
+    assert_eq!(status, 415);
+    let same_origin = [json, ("Origin", &own), ("Sec-Fetch-Site", "same-origin")];
+    assert_eq!(server.post_with_headers(reload, &same_origin).0, 200);
+    assert_eq!(server.post_with_headers(reload, &[json]).0, 200);
+    let (clean, log) = server.terminate();
+    assert!(clean, "{log}");
+    let refusals: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("privileged request refused"))
+        .collect();
+    assert_eq!(refusals.len(), refused.len() + 1, "{log}");
+    assert!(
+        refusals.iter().all(|line| line.contains("peer=127.0.0.1:")),
+        "{log}"
+    );
+    assert!(
+        refusals[2].contains("reload robots") && refusals[2].contains("http://evil.example"),
+        "{log}"
+    );
+    assert!(refusals[6].contains("shadow robots with {}"), "{log}");
+
+    // With a token, the right token does not make a cross-site request acceptable.
+    let server = start("127.0.0.1:0", Some("s3cret-token"));
+    let bearer = ("Authorization", "Bearer s3cret-token");
+    let foreign = [json, bearer, ("Origin", "http://evil.example")];
+    assert_eq!(server.post_with_headers(reload, &foreign).0, 403);
+    assert_eq!(server.post_with_headers(reload, &[json, bearer]).0, 200);
+}
+
+/// Issue 19, point 6: an error map named by requests is parsed once and read again when its
+/// file changes (an edit shows in the next answer), and a refusal names the file as the client
+/// gave it, never the server's directories.
+#[test]
+fn error_maps_are_refreshed_when_they_change_and_refusals_hide_the_directory() {
+    let server = start("127.0.0.1:0", None);
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../host/tests/fixtures/error_maps/couchbasemock_errmap_v1.json");
+    let mut map: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let file = server.dir().join("policies/map.json");
+    std::fs::write(&file, map.to_string()).unwrap();
+    let classify = || {
+        server.post(
+            "/v1/classify",
+            json!({"request": {"type": "get"}, "response": {"status": "0x7ff0"}, "error_map": "map.json"}),
+        )
+    };
+    let (status, answer) = classify();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["reason"], "KV_ERROR_MAP_RETRY_INDICATED");
+    // The same file, its entry no longer asking for a retry: the next answer follows it.
+    map["errors"]["7ff0"]["attrs"] = json!(["temp"]);
+    map["errors"]["7ff0"]
+        .as_object_mut()
+        .unwrap()
+        .remove("retry");
+    let text = format!("{map}\n");
+    std::fs::write(&file, text).unwrap();
+    let (status, answer) = classify();
+    assert_eq!(status, 200, "{answer}");
+    assert_ne!(answer["reason"], "KV_ERROR_MAP_RETRY_INDICATED", "{answer}");
+
+    let dir = server.dir().canonicalize().unwrap().display().to_string();
+    for name in ["missing.json", "../outside.json"] {
+        let (status, answer) = server.post(
+            "/v1/classify",
+            json!({"request": {"type": "get"}, "response": {"status": "0x7ff0"}, "error_map": name}),
+        );
+        assert_eq!(status, 400, "{answer}");
+        let message = answer.to_string();
+        assert!(
+            message.contains(name) && !message.contains(&dir),
+            "{message}"
+        );
+    }
 }

@@ -1,10 +1,11 @@
 //! Who may change what decides: the bearer token of the privileged endpoints (reload,
-//! rollback, shadow, promote, abandon), compared in constant time, and the rule for a server
-//! without a token (allowed on a loopback-only address, refused otherwise).
+//! rollback, shadow, promote, abandon), compared in constant time, the rule for a server
+//! without a token (allowed on a loopback-only address, refused otherwise), and, in every
+//! mode, the refusal of what a web page on another site can make a browser send.
 
 use std::net::SocketAddr;
 
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -48,6 +49,7 @@ impl AdminAccess {
     /// Admits or refuses a privileged request from `peer` with `headers`; admitted, it says
     /// who the caller is, for the log.
     pub fn admit(&self, headers: &HeaderMap, peer: SocketAddr) -> Result<String, Refusal> {
+        not_from_another_site(headers)?;
         match self {
             AdminAccess::Disabled => Err(Refusal {
                 status: StatusCode::FORBIDDEN,
@@ -76,4 +78,47 @@ impl AdminAccess {
             }
         }
     }
+}
+
+/// A page on another site can make a browser POST here without asking first (a "simple"
+/// request: `Content-Type: text/plain`, form encodings), and the browser sends the page's
+/// `Origin` and `Sec-Fetch-Site`. So a privileged request must say it is JSON (which a page
+/// cannot send elsewhere without a CORS preflight, which this server never grants) and must
+/// not come from another site.
+fn not_from_another_site(headers: &HeaderMap) -> Result<(), Refusal> {
+    let media_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase());
+    if media_type.as_deref() != Some("application/json") {
+        return Err(Refusal {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            message: "privileged requests must be sent with `Content-Type: application/json`",
+        });
+    }
+    let fetch_site = headers.get("sec-fetch-site").map(HeaderValue::as_bytes);
+    if fetch_site.is_some_and(|site| site != b"same-origin" && site != b"none") {
+        return Err(Refusal {
+            status: StatusCode::FORBIDDEN,
+            message:
+                "refused: a privileged request sent by a page of another site (Sec-Fetch-Site)",
+        });
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let authority = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.split_once("://"))
+            .map(|(_, authority)| authority);
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        let same = matches!((authority, host), (Some(a), Some(h)) if a.eq_ignore_ascii_case(h));
+        if !same {
+            return Err(Refusal {
+                status: StatusCode::FORBIDDEN,
+                message: "refused: a privileged request sent by a page of another site (Origin)",
+            });
+        }
+    }
+    Ok(())
 }

@@ -19,7 +19,7 @@ use rebound::registry::RegistryError;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::admin::AdminAccess;
+use super::admin::{AdminAccess, Refusal};
 use super::metrics::Metrics;
 use crate::decider::Decider;
 use crate::wire::input::InputError;
@@ -173,6 +173,27 @@ fn registry_error(e: &RegistryError) -> Response {
     error(status, "", &e.to_string())
 }
 
+/// A refused privileged request: logged with the caller and what it asked, answered with the
+/// refusal.
+fn refused(peer: SocketAddr, headers: &HeaderMap, what: &str, refusal: &Refusal) -> Response {
+    let header = |name: header::HeaderName| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-")
+            .to_owned()
+    };
+    tracing::warn!(
+        %peer,
+        what,
+        origin = header(header::ORIGIN),
+        user_agent = header(header::USER_AGENT),
+        "privileged request refused: {}",
+        refusal.message
+    );
+    error(refusal.status, "", refusal.message)
+}
+
 /// Runs a privileged `action` on policy `name` for an admitted caller, off the async
 /// threads (a reload compiles), and logs who did what and how it went.
 async fn privileged<T: serde::Serialize + Send + 'static>(
@@ -184,10 +205,7 @@ async fn privileged<T: serde::Serialize + Send + 'static>(
 ) -> Response {
     let who = match app.admin.admit(headers, peer) {
         Ok(who) => who,
-        Err(refusal) => {
-            tracing::warn!(%peer, what, "privileged request refused: {}", refusal.message);
-            return error(refusal.status, "", refusal.message);
-        }
+        Err(refusal) => return refused(peer, headers, &what, &refusal),
     };
     let worker = Arc::clone(app);
     let result = tokio::task::spawn_blocking(move || action(&worker)).await;
@@ -272,7 +290,16 @@ async fn shadow(
 ) -> Response {
     // The admission comes first: an outsider learns nothing about the policy directory.
     if let Err(refusal) = app.admin.admit(&headers, peer) {
-        return error(refusal.status, "", refusal.message);
+        let asked = match &body {
+            Ok(bytes) => String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned(),
+            Err(_) => "an unreadable body".to_owned(),
+        };
+        return refused(
+            peer,
+            &headers,
+            &format!("shadow {name} with {asked}"),
+            &refusal,
+        );
     }
     let text = match body_text(&body) {
         Ok(text) => text,

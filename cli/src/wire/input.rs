@@ -220,6 +220,13 @@ fn service_type(service: Service) -> RequestType {
 impl DecideInput {
     /// Reads one JSON object; errors name the field.
     pub fn parse(text: &str) -> Result<Self, InputError> {
+        // serde reads a struct from an array too; an input is an object.
+        if text.trim_start().starts_with('[') {
+            return Err(InputError::new(
+                "",
+                "not a JSON object: an array (an input is `{\"reason\": …}`)",
+            ));
+        }
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let input: DecideInput =
             serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {

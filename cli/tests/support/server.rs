@@ -100,7 +100,7 @@ impl Server {
         let mut response = match method {
             "GET" => agent.get(&url).call(),
             _ => {
-                let mut request = agent.post(&url);
+                let mut request = agent.post(&url).header("Content-Type", "application/json");
                 if let Some(token) = token {
                     request = request.header("Authorization", &format!("Bearer {token}"));
                 }
@@ -112,6 +112,29 @@ impl Server {
         let text = response.body_mut().read_to_string().unwrap();
         let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         (status, value)
+    }
+
+    /// `POST path` with exactly these headers (no others but what HTTP needs).
+    pub fn post_with_headers(&self, path: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(CALL_TIMEOUT))
+            .build()
+            .into();
+        let mut request = agent.post(&format!("{}{path}", self.base));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let mut response = request.send("{}").unwrap();
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap();
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    /// The address it serves, `host:port`.
+    pub fn authority(&self) -> &str {
+        self.base.trim_start_matches("http://")
     }
 
     pub fn post(&self, path: &str, body: Value) -> (u16, Value) {
