@@ -497,15 +497,75 @@ fn the_cache_serves_a_compiled_component_and_discards_corrupt_or_foreign_entries
         "rewritten entry is used again"
     );
 
-    // Foreign: a well-formed entry whose payload wasmtime did not produce.
+    // Foreign: a well-formed entry, bound to this component and engine and with a right
+    // sha256, whose payload wasmtime did not produce.
+    let magic = b"rebound-artifact-v3\n";
+    let bytes = std::fs::read(&entry).unwrap();
+    let binding = &bytes[magic.len()..magic.len() + 64];
     let payload = b"not a wasmtime artifact";
-    let mut foreign = b"rebound-artifact-v2\n".to_vec();
-    foreign.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    let mut digest = <sha2::Sha256 as sha2::Digest>::new();
+    for part in [&magic[..], binding, payload] {
+        sha2::Digest::update(&mut digest, part);
+    }
+    let mut foreign = magic.to_vec();
+    foreign.extend_from_slice(binding);
+    foreign.extend_from_slice(&sha2::Digest::finalize(digest));
     foreign.extend_from_slice(payload);
     std::fs::write(&entry, foreign).unwrap();
     let fourth = ws.registry();
     assert_eq!(origin(&fourth), CodeOrigin::Compiled);
     assert_eq!(fourth.status().cache.unwrap().discarded, 1);
+}
+
+/// Issue 19, point 4: an entry is bound to the component it was compiled from, inside the
+/// entry: another policy's entry renamed into place (a sound entry, right sha256, loadable by
+/// wasmtime) is refused and the component compiled again, and the policy decides as itself.
+/// An entry that others may write is refused like a directory others may write.
+#[test]
+fn a_cache_entry_of_another_component_or_writable_by_others_is_refused() {
+    let ws = Workspace::new();
+    ws.install("policy.wasm", "best_effort");
+    ws.install("robots.wasm", "no_retry_for_robots");
+    let cache_dir = ws.path("cache");
+    ws.config("default_policy = \"p\"\ncache_dir = \"cache\"\n[policies.p]\ncomponent = \"policy.wasm\"\n[policies.r]\ncomponent = \"robots.wasm\"\n");
+    let first = ws.registry();
+    assert_eq!(first.status().cache.unwrap().writes, 2);
+    let entry_of = |name: &str| {
+        let bytes = std::fs::read(ws.path(name)).unwrap();
+        let sha: String = <sha2::Sha256 as sha2::Digest>::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        std::fs::read_dir(&cache_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&sha))
+            .unwrap()
+    };
+    let (policy_entry, robots_entry) = (entry_of("policy.wasm"), entry_of("robots.wasm"));
+    std::fs::rename(&robots_entry, &policy_entry).unwrap();
+    let second = ws.registry();
+    let active = second.active("p").unwrap();
+    assert_eq!(active.origin().unwrap(), CodeOrigin::Compiled);
+    assert_eq!(second.status().cache.unwrap().discarded, 1);
+    // Best effort, not the robots policy: a robot's idempotent get is retried.
+    let robot = request(RequestType::Get).context("isRobotRequest", "yes");
+    assert!(is_retry(
+        &decide(&second, robot, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT).decision
+    ));
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let policy_entry = entry_of("policy.wasm");
+        std::fs::set_permissions(&policy_entry, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let third = ws.registry();
+        assert_eq!(
+            third.active("p").unwrap().origin().unwrap(),
+            CodeOrigin::Compiled
+        );
+        assert_eq!(third.status().cache.unwrap().discarded, 1);
+    }
 }
 
 #[cfg(unix)]

@@ -4,11 +4,13 @@
 //! An entry is keyed by the component's sha256 and a digest of the engine's compatibility
 //! hash, which covers the wasmtime version (its `module_version`), the target, the compiler
 //! flags and every configuration setting compilation depends on. An entry is the host's own
-//! file: a magic line, the CRC-32 of the payload, and wasmtime's serialised component. An
-//! entry that is corrupt (checksum mismatch, truncated) or foreign (wasmtime refuses it) is
-//! deleted and the component compiled again. The checksum guards against torn and damaged
-//! files, not against an adversary (that is the directory check's job), so a fast CRC does:
-//! a Python runtime's 40 MB entry checks in a few milliseconds, where sha256 took 23 ms.
+//! file: a magic line, the component's sha256 and the engine's digest (so an entry is bound to
+//! what it was compiled from, whatever its file name), a sha256 over those and the payload, and
+//! wasmtime's serialised component. An entry whose binding does not match what is asked for
+//! (another component's entry renamed into place, another engine's), whose sha256 fails (torn,
+//! damaged, rewritten), that another user owns or may write, or that wasmtime refuses, is
+//! deleted and the component compiled again. The sha256 costs about 23 ms for a Python
+//! runtime's 40 MB entry, against seconds of compiling.
 //!
 //! Loading native code from disk is only as safe as the directory it comes from, so the
 //! cache refuses a directory that another user owns or that others may write to.
@@ -23,12 +25,19 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-const MAGIC: &[u8] = b"rebound-artifact-v2\n";
-const CHECKSUM_LEN: usize = 4;
+const MAGIC: &[u8] = b"rebound-artifact-v3\n";
+/// After the magic line: the component's sha256, the engine's digest, then the sha256 of the
+/// magic line, those two and the payload.
+const HEADER_LEN: usize = 32 + 32 + 32;
 
-/// The checksum written before a payload.
-fn checksum(payload: &[u8]) -> [u8; CHECKSUM_LEN] {
-    crc32fast::hash(payload).to_le_bytes()
+/// The sha256 an entry carries: over the magic line, the binding and the payload.
+fn entry_digest(component_sha256: &[u8; 32], engine: &[u8; 32], payload: &[u8]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(MAGIC);
+    hasher.update(component_sha256);
+    hasher.update(engine);
+    hasher.update(payload);
+    hasher.finalize().into()
 }
 
 /// Why the cache directory cannot be used.
@@ -70,7 +79,12 @@ pub struct CacheStats {
 #[derive(Debug)]
 pub struct ArtifactCache {
     dir: PathBuf,
+    /// The digest of the engine's compatibility hash, written into every entry.
+    engine_digest: [u8; 32],
+    /// Its first 8 bytes in hex, in entry file names.
     engine_key: String,
+    /// The user entries must belong to (unix).
+    owner: Option<u32>,
     hits: AtomicU64,
     misses: AtomicU64,
     discarded: AtomicU64,
@@ -129,13 +143,15 @@ impl ArtifactCache {
             source,
         };
         create_private_dir(dir).map_err(io)?;
-        check_private(dir)?;
+        let owner = check_private(dir)?;
         let mut hasher = Sha256Hasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        let engine_key = hex(&hasher.0.finalize()[..8]);
+        let engine_digest: [u8; 32] = hasher.0.finalize().into();
         Ok(ArtifactCache {
             dir: dir.to_owned(),
-            engine_key,
+            engine_key: hex(&engine_digest[..8]),
+            engine_digest,
+            owner,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
@@ -170,30 +186,43 @@ impl ArtifactCache {
     /// The compiled component for `component_sha256`, if a sound entry exists.
     pub(crate) fn get(&self, engine: &Engine, component_sha256: &[u8; 32]) -> Option<Component> {
         let path = self.entry_path(component_sha256);
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    tracing::warn!(entry = %path.display(), error = %e, "cannot read cache entry; compiling");
-                }
+        let bytes = match self.read_private(&path) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
                 self.misses.fetch_add(1, Ordering::Relaxed);
                 return None;
             }
+            Err(problem) => return self.discard(&path, &problem),
         };
-        let payload = bytes
+        let Some((header, payload)) = bytes
             .strip_prefix(MAGIC)
-            .filter(|rest| rest.len() > CHECKSUM_LEN)
-            .map(|rest| rest.split_at(CHECKSUM_LEN))
-            .filter(|(sum, payload)| checksum(payload).as_slice() == *sum)
-            .map(|(_, payload)| payload);
-        let Some(payload) = payload else {
-            return self.discard(&path, "corrupt (checksum mismatch or truncated)");
+            .filter(|rest| rest.len() > HEADER_LEN)
+            .map(|rest| rest.split_at(HEADER_LEN))
+        else {
+            let why = if bytes.starts_with(b"rebound-artifact-") && !bytes.starts_with(MAGIC) {
+                "written by another version of rebound"
+            } else {
+                "corrupt (not an entry, or truncated)"
+            };
+            return self.discard(&path, why);
         };
+        let (bound_component, rest) = header.split_at(32);
+        let (bound_engine, digest) = rest.split_at(32);
+        if bound_component != component_sha256 {
+            return self.discard(&path, "compiled from another component");
+        }
+        if bound_engine != self.engine_digest {
+            return self.discard(&path, "compiled for another engine configuration");
+        }
+        if digest != entry_digest(component_sha256, &self.engine_digest, payload) {
+            return self.discard(&path, "corrupt (sha256 mismatch)");
+        }
         // SAFETY: wasmtime requires that the bytes were produced by `Component::serialize` of
         // a compatible engine and not tampered with. The entry lives in a directory that only
-        // this user can write (checked in `open`), was written by `put` below, and its payload
-        // matches the digest written with it; wasmtime itself checks the engine compatibility
-        // and refuses a foreign artifact, which is then discarded.
+        // this user can write (checked in `open`), is itself this user's and writable by no one
+        // else (checked on read), was written by `put` below for this component and engine
+        // (bound inside it), and matches the sha256 written with it; wasmtime itself checks
+        // the engine compatibility and refuses a foreign artifact, which is then discarded.
         match unsafe { Component::deserialize(engine, payload) } {
             Ok(component) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
@@ -201,6 +230,22 @@ impl ArtifactCache {
             }
             Err(e) => self.discard(&path, &format!("foreign: {e:#}")),
         }
+    }
+
+    /// The entry at `path`, if there is one, read through a handle whose owner and mode were
+    /// checked: `Err` says why it may not be trusted.
+    fn read_private(&self, path: &Path) -> Result<Option<Vec<u8>>, String> {
+        let mut file = match fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("unreadable: {e}")),
+        };
+        let metadata = file.metadata().map_err(|e| format!("unreadable: {e}"))?;
+        check_private_file(&metadata, self.owner)?;
+        let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
+        std::io::Read::read_to_end(&mut file, &mut bytes)
+            .map_err(|e| format!("unreadable: {e}"))?;
+        Ok(Some(bytes))
     }
 
     fn discard(&self, path: &Path, why: &str) -> Option<Component> {
@@ -220,11 +265,18 @@ impl ArtifactCache {
             .map_err(|e| std::io::Error::other(format!("{e:#}")))
             .and_then(|payload| {
                 // Written beside the entry, then renamed: a reader never sees a partial entry.
-                // Not synced: after a crash a torn entry fails its checksum and is recompiled,
-                // so the swap does not wait for the disk.
+                // Not synced: after a crash a torn entry fails its sha256 and is recompiled,
+                // so the swap does not wait for the disk. A new temporary file is private to
+                // this user (mode 600).
                 let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
                 file.write_all(MAGIC)?;
-                file.write_all(&checksum(&payload))?;
+                file.write_all(component_sha256)?;
+                file.write_all(&self.engine_digest)?;
+                file.write_all(&entry_digest(
+                    component_sha256,
+                    &self.engine_digest,
+                    &payload,
+                ))?;
                 file.write_all(&payload)?;
                 file.persist(&path).map_err(|e| e.error)?;
                 Ok(())
@@ -254,8 +306,32 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     fs::create_dir_all(dir)
 }
 
+/// Whether an entry with `metadata` may be loaded: this user's (`owner`), writable by no one
+/// else.
 #[cfg(unix)]
-fn check_private(dir: &Path) -> Result<(), CacheError> {
+fn check_private_file(metadata: &fs::Metadata, owner: Option<u32>) -> Result<(), String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if owner.is_some_and(|owner| metadata.uid() != owner) {
+        return Err(format!("owned by uid {}, not this user", metadata.uid()));
+    }
+    let mode = metadata.permissions().mode();
+    if mode & 0o022 != 0 {
+        return Err(format!(
+            "mode {:o} lets group or others write to it",
+            mode & 0o777
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private_file(_metadata: &fs::Metadata, _owner: Option<u32>) -> Result<(), String> {
+    Ok(())
+}
+
+/// Checks that `dir` is this user's and writable by no one else; returns this user's id.
+#[cfg(unix)]
+fn check_private(dir: &Path) -> Result<Option<u32>, CacheError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let io = |source| CacheError::Io {
         path: dir.to_owned(),
@@ -282,10 +358,10 @@ fn check_private(dir: &Path) -> Result<(), CacheError> {
             mode & 0o777
         )));
     }
-    Ok(())
+    Ok(Some(me))
 }
 
 #[cfg(not(unix))]
-fn check_private(_dir: &Path) -> Result<(), CacheError> {
-    Ok(())
+fn check_private(_dir: &Path) -> Result<Option<u32>, CacheError> {
+    Ok(None)
 }
