@@ -435,3 +435,52 @@ fn error_maps_are_refreshed_when_they_change_and_refusals_hide_the_directory() {
         );
     }
 }
+
+/// Issue 19, point 7: a failed reload shows in `/health` (`degraded`, naming the policy and the
+/// error, while the running version keeps answering) and in `rebound_reload_failures_total`;
+/// the next good reload clears it.
+#[test]
+fn a_failed_reload_shows_in_health_and_metrics() {
+    let server = start("127.0.0.1:0", None);
+    let (_, health) = server.call("GET", "/health", "", None);
+    assert_eq!(health["status"], "ok", "{health}");
+    let file = server.dir().join("policies/policy.wasm");
+    let good = std::fs::read(&file).unwrap();
+    std::fs::write(&file, b"not a component").unwrap();
+    let wait_for = |wanted: &str| {
+        let started = Instant::now();
+        loop {
+            let (status, health) = server.call("GET", "/health", "", None);
+            assert_eq!(status, 200);
+            if health["status"] == wanted {
+                return health;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no {wanted}: {health}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let health = wait_for("degraded");
+    assert_eq!(health["problems"][0]["policy"], "robots", "{health}");
+    assert!(health["problems"][0]["error"].as_str().unwrap().len() > 10);
+    // Still answering with the version that was running.
+    assert_eq!(
+        server.post("/v1/decide", robot_get()).1["decision"],
+        "cancel"
+    );
+    let (_, metrics) = server.call("GET", "/metrics", "", None);
+    let metrics = metrics.as_str().unwrap().to_owned();
+    assert!(
+        metrics.contains("rebound_reload_failures_total{policy=\"robots\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("rebound_config_reload_failures_total 0"),
+        "{metrics}"
+    );
+    std::fs::write(&file, good).unwrap();
+    let health = wait_for("ok");
+    assert_eq!(health["problems"], json!([]));
+}

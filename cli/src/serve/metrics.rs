@@ -1,6 +1,6 @@
 //! Prometheus metrics of `rebound serve`: decisions by policy, version and outcome, decision
-//! latency, and, read from the registry at each scrape, policy failures by kind, quarantines
-//! and swaps.
+//! latency, and, read from the registry at each scrape, policy failures by kind, quarantines,
+//! swaps and failed reloads.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -141,6 +141,24 @@ impl Collector for PolicyCollector {
             let labels = [("policy", policy.name.as_str())];
             ConstCounter::new(policy.swaps).encode(swaps.encode_family(&labels)?)?;
         }
+        let mut reload_failures = encoder.encode_descriptor(
+            "reload_failures",
+            "Reloads that failed, by policy (the running version kept serving)",
+            None,
+            MetricType::Counter,
+        )?;
+        for policy in &status.policies {
+            let labels = [("policy", policy.name.as_str())];
+            ConstCounter::new(policy.reload_failures)
+                .encode(reload_failures.encode_family(&labels)?)?;
+        }
+        let config_reload_failures = encoder.encode_descriptor(
+            "config_reload_failures",
+            "Configuration reloads that failed (the running configuration was kept)",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(status.config_reload_failures).encode(config_reload_failures)?;
         Ok(())
     }
 }

@@ -89,12 +89,31 @@ async fn not_found() -> Response {
     )
 }
 
+/// `ok`, or `degraded` (still answering) while the configuration or a policy failed its last
+/// reload, or a policy is quarantined: each problem named.
 async fn health(State(app): Shared) -> Response {
     let status = app.decider.registry().status();
+    let mut problems = Vec::new();
+    if let Some(error) = &status.config_error {
+        problems.push(json!({"configuration": status.config_file, "error": error}));
+    }
+    for policy in &status.policies {
+        if let Some(error) = &policy.last_error {
+            problems.push(json!({"policy": policy.name, "error": error}));
+        }
+        if policy.quarantined {
+            problems.push(json!({
+                "policy": policy.name,
+                "error": format!("quarantined after repeated failures: {}",
+                    policy.last_failure.as_deref().unwrap_or("unknown")),
+            }));
+        }
+    }
     Json(json!({
-        "status": "ok",
+        "status": if problems.is_empty() { "ok" } else { "degraded" },
         "policies": status.policies.len(),
         "config_error": status.config_error,
+        "problems": problems,
     }))
     .into_response()
 }

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -48,6 +49,7 @@ pub struct PolicyRegistry {
     /// Serialises changes; deciding never takes it.
     writer: Mutex<()>,
     config_error: Mutex<Option<String>>,
+    config_reload_failures: AtomicU64,
 }
 
 impl std::fmt::Debug for PolicyRegistry {
@@ -109,6 +111,7 @@ impl PolicyRegistry {
             table: ArcSwap::from_pointee(table),
             writer: Mutex::new(()),
             config_error: Mutex::new(None),
+            config_reload_failures: AtomicU64::new(0),
         })
     }
 
@@ -252,7 +255,7 @@ impl PolicyRegistry {
                 tracing::error!(policy = name, error = %error,
                     active_version = slot.active.load().version(),
                     "reload failed; the active version keeps serving");
-                *lock(&slot.last_error) = Some(error.to_string());
+                slot.reload_failed(error.to_string());
                 Err(error.into())
             }
         }
@@ -352,10 +355,16 @@ impl PolicyRegistry {
             }
             Err(error) => {
                 tracing::error!(error = %error, "new configuration refused; the running one stays");
-                *lock(&self.config_error) = Some(error.to_string());
+                self.config_reload_failed(error.to_string());
                 Err(error)
             }
         }
+    }
+
+    /// Records a refused configuration: the error stays in the status until one applies.
+    fn config_reload_failed(&self, error: String) {
+        *lock(&self.config_error) = Some(error);
+        self.config_reload_failures.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Reads the configuration file again and applies it. A bad file leaves the running
@@ -369,7 +378,7 @@ impl PolicyRegistry {
             Ok(config) => self.apply(config),
             Err(error) => {
                 tracing::error!(error = %error, "configuration reload refused; the running one stays");
-                *lock(&self.config_error) = Some(error.to_string());
+                self.config_reload_failed(error.to_string());
                 Err(error.into())
             }
         }
@@ -439,6 +448,7 @@ impl PolicyRegistry {
         RegistryStatus {
             config_file: table.config.file.as_ref().map(|f| f.display().to_string()),
             config_error: lock(&self.config_error).clone(),
+            config_reload_failures: self.config_reload_failures.load(Ordering::Relaxed),
             default_policy: table.config.default_policy.clone(),
             policies,
             cache: self.cache.as_ref().map(ArtifactCache::stats),

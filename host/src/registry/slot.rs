@@ -41,6 +41,7 @@ pub(super) struct Slot {
     pub shadow: ArcSwapOption<Shadow>,
     pub last_error: Mutex<Option<String>>,
     swaps: AtomicU64,
+    reload_failures: AtomicU64,
 }
 
 impl Slot {
@@ -53,7 +54,14 @@ impl Slot {
             shadow: ArcSwapOption::empty(),
             last_error: Mutex::new(None),
             swaps: AtomicU64::new(0),
+            reload_failures: AtomicU64::new(0),
         }
+    }
+
+    /// Records a failed reload: the error stays in the status until a reload succeeds.
+    pub fn reload_failed(&self, error: String) {
+        *lock(&self.last_error) = Some(error);
+        self.reload_failures.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Makes `version` active, keeping the one it replaces for rollback.
@@ -120,6 +128,7 @@ impl Slot {
             last_failure: stats.and_then(|s| s.last_failure),
             swaps: self.swaps.load(Ordering::Relaxed),
             last_error: lock(&self.last_error).clone(),
+            reload_failures: self.reload_failures.load(Ordering::Relaxed),
             shadow: self.shadow.load_full().map(|s| s.status()),
         }
     }

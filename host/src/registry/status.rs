@@ -77,6 +77,8 @@ pub struct PolicyStatus {
     pub swaps: u64,
     /// The last reload error, cleared by the next successful reload.
     pub last_error: Option<String>,
+    /// Reloads that failed (the running version kept serving).
+    pub reload_failures: u64,
     /// The shadow trial, if one runs.
     pub shadow: Option<ShadowStatus>,
 }
@@ -88,6 +90,8 @@ pub struct RegistryStatus {
     pub config_file: Option<String>,
     /// The last configuration reload error (the running configuration was kept).
     pub config_error: Option<String>,
+    /// Configuration reloads that failed.
+    pub config_reload_failures: u64,
     /// The default policy.
     pub default_policy: String,
     /// Every policy, by name.
