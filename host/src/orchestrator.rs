@@ -271,7 +271,9 @@ impl Orchestrator {
             }
             RetryAction::PolicyFailed(kind) => {
                 let cancel = CancelReason::PolicyFailed(kind, reason.clone());
-                tracing::warn!(request_id = request.id(), request_type = %request.request_type(),
+                // DEBUG: the policy's own failure line (at most one a second per policy, the
+                // rest counted) carries the same; a line per decision here would not be bounded.
+                tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
                     reason = %reason, failure = %kind, strategy = name,
                     "not retried: the policy failed (fail-safe)");
                 self.fail(request, now, cancel.to_string(), |context| {

@@ -1,0 +1,72 @@
+//! Issue 19, point 7: a policy failing on every decision writes at most one failure line a
+//! second, and the next line counts the ones left out. Alone in its binary: tracing caches
+//! callsite interest process-wide, so a test running first without a subscriber would hide
+//! these events.
+
+mod common;
+mod wasm_support;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{decide_at, request};
+use rebound::wasm::{QuarantineConfig, WasmStrategyConfig};
+use rebound::{reasons, Orchestrator, RequestType};
+
+#[derive(Clone, Default)]
+struct Buf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_policy_logs_at_most_one_line_a_second_and_counts_the_rest() {
+    let buf = Buf::default();
+    let writer = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let config = WasmStrategyConfig {
+        params: [("always_panic".to_owned(), "yes".to_owned())].into(),
+        // No quarantine: every call reaches the policy and fails.
+        quarantine: QuarantineConfig {
+            after_failures: 0,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let orchestrator = Orchestrator::new(wasm_support::strategy("adversary", config));
+    let decide = || {
+        let mut req = request(RequestType::Get, 2500, Instant::now());
+        decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0)
+    };
+    tracing::subscriber::with_default(subscriber, || {
+        for _ in 0..50 {
+            let _ = decide();
+        }
+        std::thread::sleep(Duration::from_millis(1100));
+        let _ = decide();
+    });
+    let log = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    // An event, not a line: the panic message spans lines.
+    let lines: Vec<&str> = log
+        .split(" WARN ")
+        .filter(|event| event.contains("policy call failed"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    assert!(lines[0].contains("suppressed=0"), "{log}");
+    assert!(lines[1].contains("suppressed=49"), "{log}");
+    assert!(
+        lines[0].contains("adversary configured to panic on every call"),
+        "{log}"
+    );
+}
