@@ -6,30 +6,15 @@
 mod common;
 mod wasm_support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{decide_at, request};
+use common::{decide_at, request, LogBuffer};
 use rebound::wasm::{QuarantineConfig, WasmStrategyConfig};
 use rebound::{reasons, Orchestrator, RequestType};
 
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn a_failing_policy_logs_at_most_one_line_a_second_and_counts_the_rest() {
-    let buf = Buf::default();
+    let buf = LogBuffer::default();
     let writer = buf.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_ansi(false)
@@ -56,7 +41,7 @@ fn a_failing_policy_logs_at_most_one_line_a_second_and_counts_the_rest() {
         std::thread::sleep(Duration::from_millis(1100));
         let _ = decide();
     });
-    let log = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let log = buf.text();
     // An event, not a line: the panic message spans lines.
     let lines: Vec<&str> = log
         .split(" WARN ")

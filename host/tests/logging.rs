@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{decide_at, request};
+use common::{decide_at, request, LogBuffer};
 use rebound::DecisionContext;
 use rebound::{reasons, Orchestrator, Request, RequestType, RetryAction, SyncStrategy};
 
@@ -31,21 +31,7 @@ fn always_retry() -> Orchestrator {
 /// structured field.
 #[test]
 fn retries_and_refusals_are_logged_with_reason() {
-    use std::io::Write;
-    use std::sync::Mutex;
-
-    #[derive(Clone, Default)]
-    struct Buf(Arc<Mutex<Vec<u8>>>);
-    impl Write for Buf {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buf = Buf::default();
+    let buf = LogBuffer::default();
     let writer = buf.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::DEBUG)
@@ -64,7 +50,7 @@ fn retries_and_refusals_are_logged_with_reason() {
             0,
         );
     });
-    let log = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let log = buf.text();
     assert!(
         log.contains("retrying") && log.contains("reason=KV_LOCKED"),
         "{log}"

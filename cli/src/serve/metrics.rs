@@ -13,7 +13,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use rebound::registry::PolicyRegistry;
+use rebound::registry::{PolicyRegistry, PolicyStatus};
 
 /// Labels of a decision.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -92,6 +92,9 @@ impl Metrics {
 }
 
 /// The registry's own counters, read at each scrape.
+/// A counter read from each policy's status: name, help, and how to read it.
+type PolicyCounter = (&'static str, &'static str, fn(&PolicyStatus) -> u64);
+
 #[derive(Debug)]
 struct PolicyCollector(Arc<PolicyRegistry>);
 
@@ -110,15 +113,29 @@ impl Collector for PolicyCollector {
                 ConstCounter::new(*count).encode(failures.encode_family(&labels)?)?;
             }
         }
-        let mut quarantines = encoder.encode_descriptor(
-            "policy_quarantines",
-            "Times a policy was quarantined after repeated failures",
-            None,
-            MetricType::Counter,
-        )?;
-        for policy in &status.policies {
-            let labels = [("policy", policy.name.as_str())];
-            ConstCounter::new(policy.quarantines).encode(quarantines.encode_family(&labels)?)?;
+        let per_policy: [PolicyCounter; 3] = [
+            (
+                "policy_quarantines",
+                "Times a policy was quarantined after repeated failures",
+                |p| p.quarantines,
+            ),
+            (
+                "policy_swaps",
+                "Versions swapped in (reload, rollback, promote) by policy",
+                |p| p.swaps,
+            ),
+            (
+                "reload_failures",
+                "Reloads that failed, by policy (the running version kept serving)",
+                |p| p.reload_failures,
+            ),
+        ];
+        for (name, help, count) in per_policy {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for policy in &status.policies {
+                let labels = [("policy", policy.name.as_str())];
+                ConstCounter::new(count(policy)).encode(family.encode_family(&labels)?)?;
+            }
         }
         let mut quarantined = encoder.encode_descriptor(
             "policy_quarantined",
@@ -130,27 +147,6 @@ impl Collector for PolicyCollector {
             let labels = [("policy", policy.name.as_str())];
             ConstGauge::new(i64::from(policy.quarantined))
                 .encode(quarantined.encode_family(&labels)?)?;
-        }
-        let mut swaps = encoder.encode_descriptor(
-            "policy_swaps",
-            "Versions swapped in (reload, rollback, promote) by policy",
-            None,
-            MetricType::Counter,
-        )?;
-        for policy in &status.policies {
-            let labels = [("policy", policy.name.as_str())];
-            ConstCounter::new(policy.swaps).encode(swaps.encode_family(&labels)?)?;
-        }
-        let mut reload_failures = encoder.encode_descriptor(
-            "reload_failures",
-            "Reloads that failed, by policy (the running version kept serving)",
-            None,
-            MetricType::Counter,
-        )?;
-        for policy in &status.policies {
-            let labels = [("policy", policy.name.as_str())];
-            ConstCounter::new(policy.reload_failures)
-                .encode(reload_failures.encode_family(&labels)?)?;
         }
         let config_reload_failures = encoder.encode_descriptor(
             "config_reload_failures",

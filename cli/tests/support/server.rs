@@ -23,6 +23,23 @@ pub struct Server {
 /// of hanging it.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// A client that returns every status as an answer and gives up after `CALL_TIMEOUT`.
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(CALL_TIMEOUT))
+        .build()
+        .into()
+}
+
+/// The status and the body, parsed as JSON when it is.
+fn answer(mut response: ureq::http::Response<ureq::Body>) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap();
+    let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, value)
+}
+
 impl Server {
     /// Serves `dir/rebound.toml`, owning `dir`.
     pub fn start_in(dir: tempfile::TempDir, listen: &str, token: Option<&str>) -> Server {
@@ -91,13 +108,9 @@ impl Server {
     /// `method path` with `body` (and the admin `token`): the status and the answer, parsed
     /// as JSON when it is.
     pub fn call(&self, method: &str, path: &str, body: &str, token: Option<&str>) -> (u16, Value) {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(CALL_TIMEOUT))
-            .build()
-            .into();
+        let agent = agent();
         let url = format!("{}{path}", self.base);
-        let mut response = match method {
+        let response = match method {
             "GET" => agent.get(&url).call(),
             _ => {
                 let mut request = agent.post(&url).header("Content-Type", "application/json");
@@ -108,28 +121,18 @@ impl Server {
             }
         }
         .unwrap();
-        let status = response.status().as_u16();
-        let text = response.body_mut().read_to_string().unwrap();
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, value)
+        answer(response)
     }
 
     /// `POST path` with exactly these headers (no others but what HTTP needs).
     pub fn post_with_headers(&self, path: &str, headers: &[(&str, &str)]) -> (u16, Value) {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(CALL_TIMEOUT))
-            .build()
-            .into();
+        let agent = agent();
         let mut request = agent.post(&format!("{}{path}", self.base));
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let mut response = request.send("{}").unwrap();
-        let status = response.status().as_u16();
-        let text = response.body_mut().read_to_string().unwrap();
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, value)
+        let response = request.send("{}").unwrap();
+        answer(response)
     }
 
     /// The address it serves, `host:port`.

@@ -75,3 +75,24 @@ pub fn error_map_with_spec() -> ErrorMap {
     )
     .expect("a valid error map")
 }
+
+/// Where a test's tracing subscriber writes: cloned into the subscriber, read back as text.
+#[derive(Clone, Default)]
+pub struct LogBuffer(std::sync::Arc<Mutex<Vec<u8>>>);
+
+impl LogBuffer {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
