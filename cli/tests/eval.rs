@@ -128,6 +128,38 @@ fn a_component_file_with_parameters_decides_a_line() {
     assert_eq!(answers[1]["cancel_reason"], "NO_MORE_RETRIES");
 }
 
+/// Issue 19, point 7: a policy's own error text is in the decision's `detail`, beside
+/// `policy_failure` — a Python exception's last traceback line, a Rust panic's message.
+#[test]
+fn a_failed_policy_s_own_words_are_in_the_decision() {
+    let python = guest("python_wasi_probe").display().to_string();
+    let rust = guest("adversary").display().to_string();
+    let input = format!(
+        "{}\n{}\n",
+        format_args!(
+            r#"{{"policy": {{"name": "{python}", "params": {{"probe": "nonsense"}}}}, "reason": "KV_LOCKED"}}"#
+        ),
+        format_args!(
+            r#"{{"policy": "{rust}", "request": {{"client_context": {{"panic": "out of ideas"}}}}, "reason": "KV_LOCKED"}}"#
+        ),
+    );
+    let (ok, answers) = eval(&[], &input);
+    assert!(ok, "{answers:?}");
+    for answer in &answers {
+        assert_eq!(answer["decision"], "cancel", "{answer}");
+        assert_eq!(answer["cancel_reason"], "POLICY_FAILED", "{answer}");
+    }
+    assert_eq!(answers[0]["policy_failure"], "trap");
+    let detail = answers[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("ValueError: unknown probe 'nonsense'"),
+        "{detail}"
+    );
+    assert_eq!(answers[1]["policy_failure"], "panic");
+    let detail = answers[1]["detail"].as_str().unwrap();
+    assert!(detail.contains("adversary panicked: out of ideas"), "{detail}");
+}
+
 #[test]
 fn a_registry_configuration_routes_lines_by_request_type() {
     let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/rebound.toml");

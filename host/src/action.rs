@@ -96,6 +96,28 @@ impl fmt::Display for PolicyFailureKind {
     }
 }
 
+/// A policy call that failed: the kind of failure and what happened, in the policy's own
+/// words where it said any (a Rust panic's message, a Python exception's last traceback line)
+/// or the sandbox's (the trap, the limit it hit).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind}: {detail}")]
+pub struct PolicyFailure {
+    /// The kind of failure.
+    pub kind: PolicyFailureKind,
+    /// What happened.
+    pub detail: String,
+}
+
+impl PolicyFailure {
+    /// A failure of `kind`, described by `detail`.
+    pub fn new(kind: PolicyFailureKind, detail: impl Into<String>) -> Self {
+        PolicyFailure {
+            kind,
+            detail: detail.into(),
+        }
+    }
+}
+
 /// A strategy's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

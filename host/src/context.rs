@@ -1,10 +1,13 @@
 //! What one decision is about besides the request's own facts: the failure's reason, the
 //! error-map retry spec its classification attached, the server's suggested delay, and the
-//! decision's moment. A context is built for every failure and dropped with its decision, so
-//! nothing of one failure can reach the decision for the next.
+//! decision's moment; and where a sandboxed policy that fails leaves its account of the
+//! failure. A context is built for every failure and dropped with its decision, so nothing of
+//! one failure can reach the decision for the next.
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::action::PolicyFailure;
 use crate::errormap::RetrySpec;
 use crate::reason::RetryReason;
 
@@ -25,6 +28,32 @@ pub struct DecisionContext<'r> {
     error_map_spec: Option<RetrySpec>,
     server_delay: Option<Duration>,
     at: Option<Instant>,
+    failure_note: Option<&'r FailureNote>,
+}
+
+/// Where a policy that failed to answer leaves what happened (a Rust panic's message, a Python
+/// exception's last line, the trap or limit the sandbox saw) for the decision in progress: its
+/// answer, [`RetryAction::PolicyFailed`](crate::RetryAction::PolicyFailed), carries only the
+/// kind. The first failure noted is kept.
+#[derive(Debug, Default)]
+pub struct FailureNote(OnceLock<PolicyFailure>);
+
+impl FailureNote {
+    /// The failure noted, if any.
+    pub fn get(&self) -> Option<&PolicyFailure> {
+        self.0.get()
+    }
+
+    /// The failure noted, if any, taken out.
+    pub fn into_inner(self) -> Option<PolicyFailure> {
+        self.0.into_inner()
+    }
+}
+
+impl PartialEq for FailureNote {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
 }
 
 impl<'r> DecisionContext<'r> {
@@ -36,6 +65,7 @@ impl<'r> DecisionContext<'r> {
             error_map_spec: None,
             server_delay: None,
             at: None,
+            failure_note: None,
         }
     }
 
@@ -57,6 +87,27 @@ impl<'r> DecisionContext<'r> {
     pub const fn at(mut self, now: Instant) -> Self {
         self.at = Some(now);
         self
+    }
+
+    /// Lets a policy that fails to answer leave its account of the failure in `note`.
+    pub const fn with_failure_note(mut self, note: &'r FailureNote) -> Self {
+        self.failure_note = Some(note);
+        self
+    }
+
+    /// The same failure with nowhere to note a policy failure (a shadow candidate's call must
+    /// not speak for the active policy).
+    pub const fn without_failure_note(mut self) -> Self {
+        self.failure_note = None;
+        self
+    }
+
+    /// Notes how the policy deciding failed, where the caller asked for it; the first failure
+    /// noted is kept.
+    pub fn note_failure(&self, failure: PolicyFailure) {
+        if let Some(note) = self.failure_note {
+            let _ = note.0.set(failure);
+        }
     }
 
     /// Why the request failed.

@@ -136,9 +136,9 @@ mod strategy;
 pub mod wasm;
 mod wit_convert;
 
-pub use action::{NodeChoice, PolicyFailureKind, RetryAction, TerminalError};
+pub use action::{NodeChoice, PolicyFailure, PolicyFailureKind, RetryAction, TerminalError};
 pub use budget::RetryBudgets;
-pub use context::DecisionContext;
+pub use context::{DecisionContext, FailureNote};
 pub use decider::{DecideError, Decider};
 pub use orchestrator::{
     Decision, DelaySource, Guard, Orchestrator, OrchestratorStats, RetryPlan, StatsSnapshot,

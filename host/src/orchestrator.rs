@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::action::{NodeChoice, RetryAction};
+use crate::action::{NodeChoice, PolicyFailure, RetryAction};
 use crate::backoff::controlled_backoff;
 use crate::cassandra_types::ConsistencyLevel;
-use crate::context::DecisionContext;
+use crate::context::{DecisionContext, FailureNote};
 use crate::outcome::{CancelReason, ErrorContext, RetryError};
 use crate::reason::RetryReason;
 use crate::request::Request;
@@ -220,7 +220,10 @@ impl Orchestrator {
             );
         }
 
-        let action = strategy.retry_after(request, context).await;
+        let note = FailureNote::default();
+        let action = strategy
+            .retry_after(request, &context.with_failure_note(&note))
+            .await;
         let now = context.now();
         let name = strategy.name();
         match action {
@@ -270,7 +273,11 @@ impl Orchestrator {
                 })
             }
             RetryAction::PolicyFailed(kind) => {
-                let cancel = CancelReason::PolicyFailed(kind, reason.clone());
+                let failure = note
+                    .into_inner()
+                    .filter(|failure| failure.kind == kind)
+                    .unwrap_or_else(|| PolicyFailure::new(kind, "the policy said nothing more"));
+                let cancel = CancelReason::PolicyFailed(failure, reason.clone());
                 // DEBUG: the policy's own failure line (at most one a second per policy, the
                 // rest counted) carries the same; a line per decision here would not be bounded.
                 tracing::debug!(request_id = request.id(), request_type = %request.request_type(),

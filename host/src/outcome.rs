@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::action::{PolicyFailureKind, TerminalError};
+use crate::action::{PolicyFailure, TerminalError};
 use crate::reason::RetryReason;
 use crate::request::Request;
 
@@ -24,7 +24,7 @@ pub enum CancelReason {
     /// The reason is never retried (unknown reasons), whatever the strategy asked for.
     NeverRetried(RetryReason),
     /// The policy failed to answer (sandbox fail-safe: no retry).
-    PolicyFailed(PolicyFailureKind, RetryReason),
+    PolicyFailed(PolicyFailure, RetryReason),
 }
 
 impl CancelReason {
@@ -45,7 +45,9 @@ impl fmt::Display for CancelReason {
             CancelReason::NoMoreRetries(r) => write!(f, "NO_MORE_RETRIES ({r})"),
             CancelReason::UnsafeRetryRefused(r) => write!(f, "UNSAFE_RETRY_REFUSED ({r})"),
             CancelReason::NeverRetried(r) => write!(f, "NEVER_RETRIED ({r})"),
-            CancelReason::PolicyFailed(kind, r) => write!(f, "POLICY_FAILED ({kind}; {r})"),
+            CancelReason::PolicyFailed(failure, r) => {
+                write!(f, "POLICY_FAILED ({}; {r})", failure.kind)
+            }
         }
     }
 }

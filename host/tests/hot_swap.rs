@@ -59,9 +59,11 @@ impl Deciders {
                         let hash = decided.version.expect("registry version").hash().to_owned();
                         match &decided.decision {
                             Decision::Fail(RetryError::RequestCanceled {
-                                reason: CancelReason::PolicyFailed(kind, _),
+                                reason: CancelReason::PolicyFailed(failure, _),
                                 ..
-                            }) => tally.policy_failures.push(format!("{hash}: {kind}")),
+                            }) => tally
+                                .policy_failures
+                                .push(format!("{hash}: {}", failure.kind)),
                             Decision::Retry(_) if hash == best => tally.best_effort += 1,
                             Decision::Fail(RetryError::RequestCanceled {
                                 reason: CancelReason::NoMoreRetries(_),
@@ -360,11 +362,11 @@ fn python_and_javascript_policies_swap_and_come_from_the_cache() {
             while !stop.load(Ordering::Relaxed) {
                 let decided = decide(&registry, request(RequestType::Get), &reasons::KV_LOCKED);
                 if let Decision::Fail(RetryError::RequestCanceled {
-                    reason: CancelReason::PolicyFailed(kind, _),
+                    reason: CancelReason::PolicyFailed(failure, _),
                     ..
                 }) = decided.decision
                 {
-                    failures.push(kind.to_string());
+                    failures.push(failure.kind.to_string());
                 }
             }
             failures

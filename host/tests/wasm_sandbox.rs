@@ -8,12 +8,12 @@ mod wasm_support;
 use std::time::{Duration, Instant};
 
 use rebound::wasm::{FailSafe, QuarantineConfig, SandboxLimits, WasmStrategy, WasmStrategyConfig};
-use rebound::DecisionContext;
 use rebound::SyncStrategy;
 use rebound::{
     reasons, CancelReason, Decision, NodeChoice, Orchestrator, PolicyFailureKind, Request,
     RequestType, RetryAction, RetryError,
 };
+use rebound::{DecisionContext, FailureNote};
 
 const OK: RetryAction = RetryAction::RetryAfter {
     delay: Duration::from_millis(7),
@@ -149,6 +149,21 @@ fn panic_message_surfaces() {
         last.contains("adversary panicked: the sky is falling"),
         "{last}"
     );
+    // The decision's context carries the message to whoever asked (issue 19, point 7).
+    let note = FailureNote::default();
+    let reason = reasons::KV_LOCKED;
+    let action = strategy.decide(
+        &asking("panic", "the sky is falling"),
+        &DecisionContext::new(&reason).with_failure_note(&note),
+    );
+    assert_eq!(action, RetryAction::PolicyFailed(PolicyFailureKind::Panic));
+    let failure = note.into_inner().expect("noted");
+    assert!(
+        failure
+            .detail
+            .contains("adversary panicked: the sky is falling"),
+        "{failure:?}"
+    );
 }
 
 /// A trap (`unreachable`) and an invalid answer (a delay past the maximum) are failures too.
@@ -175,11 +190,14 @@ fn fail_safe_no_retry_cancels_saying_the_policy_failed() {
     let orchestrator = Orchestrator::new(adversary(SandboxLimits::default()));
     let mut request = asking("trap", "").started_at(Instant::now());
     match common::decide_at(&orchestrator, &mut request, &reasons::KV_LOCKED, 1) {
-        Decision::Fail(RetryError::RequestCanceled { reason, context }) => {
-            assert_eq!(
-                reason,
-                CancelReason::PolicyFailed(PolicyFailureKind::Trap, reasons::KV_LOCKED)
-            );
+        Decision::Fail(RetryError::RequestCanceled {
+            reason: CancelReason::PolicyFailed(failure, reason),
+            context,
+        }) => {
+            assert_eq!(failure.kind, PolicyFailureKind::Trap);
+            assert_eq!(reason, reasons::KV_LOCKED);
+            // The sandbox's own account of the trap travels with the decision.
+            assert!(failure.detail.contains("unreachable"), "{failure:?}");
             assert_eq!(
                 context.reason.as_deref(),
                 Some("POLICY_FAILED (trap; KV_LOCKED)")

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rebound::wasm::{
     SandboxLimits, WasiClocks, WasiConfig, WasiRandom, WasmStrategy, WasmStrategyConfig,
 };
-use rebound::DecisionContext;
 use rebound::PolicyFailureKind;
 use rebound::RetryBudgets;
 use rebound::{reasons, Request, RequestType, RetryAction, SyncStrategy};
+use rebound::{DecisionContext, FailureNote};
 
 /// Everything logged in this test binary (every test installs the same subscriber first, so
 /// callsite interest is the same for all of them).
@@ -183,6 +183,46 @@ fn exit_ends_the_call() {
         message.contains("exit(1)") || message.contains("exit(3)"),
         "{message}"
     );
+}
+
+/// A Python exception's text is the failure's detail (issue 19, point 7: the decision says the
+/// policy's own error): the traceback's last line, written to stderr before the trap.
+#[test]
+fn a_python_exception_is_the_failures_detail() {
+    let policy = strategy(
+        "python_wasi_probe",
+        &[("probe", "no-such-probe")],
+        roomy(),
+        WasiConfig::default(),
+    );
+    let note = FailureNote::default();
+    let reason = reasons::KV_LOCKED;
+    let action = policy.decide(
+        &request(),
+        &DecisionContext::new(&reason).with_failure_note(&note),
+    );
+    assert_eq!(action, RetryAction::PolicyFailed(PolicyFailureKind::Trap));
+    let failure = note.into_inner().expect("the failure is noted");
+    assert!(
+        failure
+            .detail
+            .starts_with("ValueError: unknown probe 'no-such-probe'"),
+        "{failure:?}"
+    );
+    // The next call of the same instance set does not inherit the line.
+    let note = FailureNote::default();
+    let policy_ok = strategy(
+        "python_wasi_probe",
+        &[("probe", "exit")],
+        roomy(),
+        WasiConfig::default(),
+    );
+    let _ = policy_ok.decide(
+        &request(),
+        &DecisionContext::new(&reason).with_failure_note(&note),
+    );
+    let exit = note.into_inner().expect("noted");
+    assert!(!exit.detail.contains("ValueError"), "{exit:?}");
 }
 
 /// Sleeping would block the deciding thread, where the deadline cannot reach: it ends the call

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rebound::wasm::CallFailure;
+use rebound::PolicyFailure;
 use rebound::RetryAction;
 use serde_json::{json, Value};
 
@@ -13,7 +13,7 @@ use super::grid::Input;
 pub struct Answer {
     /// What the policy answered, before the orchestrator's safety guard, or how the call
     /// failed.
-    pub result: Result<RetryAction, CallFailure>,
+    pub result: Result<RetryAction, PolicyFailure>,
     /// The call's duration.
     pub took: Duration,
 }
@@ -79,7 +79,7 @@ pub struct Violation {
 
 /// A failed call in one line: its kind and the last line of what happened (wasmtime puts the
 /// guest's backtrace first, the trap last).
-pub fn summary(failure: &CallFailure) -> String {
+pub fn summary(failure: &PolicyFailure) -> String {
     let last = failure
         .detail
         .lines()
@@ -94,7 +94,7 @@ pub fn summary(failure: &CallFailure) -> String {
 }
 
 /// An answer in words.
-pub fn describe(result: &Result<RetryAction, CallFailure>) -> String {
+pub fn describe(result: &Result<RetryAction, PolicyFailure>) -> String {
     match result {
         Err(failure) => format!("failed ({})", summary(failure)),
         Ok(RetryAction::RetryAfter {
@@ -118,7 +118,7 @@ pub fn describe(result: &Result<RetryAction, CallFailure>) -> String {
 }
 
 /// An answer as JSON.
-pub fn to_json(result: &Result<RetryAction, CallFailure>) -> Value {
+pub fn to_json(result: &Result<RetryAction, PolicyFailure>) -> Value {
     match result {
         Err(failure) => json!({"failed": failure.kind.name(), "detail": failure.detail}),
         Ok(RetryAction::RetryAfter {

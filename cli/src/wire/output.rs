@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use rebound::classify::{Classification, FailureKind};
-use rebound::wasm::CallFailure;
+use rebound::PolicyFailure;
 use rebound::{CancelReason, Decision, RetryAction, RetryError, RetryReason};
 use serde_json::{json, Map, Value};
 
@@ -51,8 +51,9 @@ fn ended(error: &RetryError, reason: &RetryReason) -> Value {
     });
     if let RetryError::RequestCanceled { reason: why, .. } = error {
         out["cancel_reason"] = cancel_reason(why).into();
-        if let CancelReason::PolicyFailed(kind, _) = why {
-            out["policy_failure"] = kind.name().into();
+        if let CancelReason::PolicyFailed(failure, _) = why {
+            out["policy_failure"] = failure.kind.name().into();
+            out["detail"] = failure.detail.as_str().into();
         }
     }
     out["error_context"] = serde_json::to_value(error.context()).expect("serialisable");
@@ -98,7 +99,7 @@ pub fn decision(decision: &Decision, reason: &RetryReason, attempts: u32) -> Val
 /// A policy's own answer, before the orchestrator (`rebound test --raw`): `decision` is
 /// `retry` (with `delay_ms`, `node`, `consistency`), `no_retry`, `ignore`, `rethrow`, `fail`
 /// (with `error`) or `policy_failed` (with `policy_failure` and `detail`).
-pub fn action(answer: &Result<RetryAction, CallFailure>) -> Value {
+pub fn action(answer: &Result<RetryAction, PolicyFailure>) -> Value {
     match answer {
         Ok(RetryAction::RetryAfter {
             delay,

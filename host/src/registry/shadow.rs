@@ -138,7 +138,7 @@ impl RetryStrategy for Shadowed<'_> {
                 .shadow
                 .candidate
                 .strategy()
-                .retry_after(request, context)
+                .retry_after(request, &context.without_failure_note())
                 .await;
             self.shadow
                 .compare(self.active, request, context.reason(), used, shadow);

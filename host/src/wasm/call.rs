@@ -1,32 +1,12 @@
 //! One call into a policy: arming its store with the call's budgets (fuel, the epoch
-//! deadline), and turning every way the call can fail into a [`CallFailure`] of a known kind.
+//! deadline), and turning every way the call can fail into a [`PolicyFailure`] of a known kind.
 
 use wasmtime::{Store, Trap};
 
 use super::imports::HostTrap;
 use super::runtime::{SandboxLimits, EPOCH_TICK, SETUP_FUEL_FACTOR};
 use super::store::CallState;
-use crate::action::PolicyFailureKind;
-
-/// A policy call that failed: the kind of failure and what happened (e.g. the guest's panic
-/// message, the trap, the limit it hit).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{kind}: {detail}")]
-pub struct CallFailure {
-    /// The kind of failure.
-    pub kind: PolicyFailureKind,
-    /// What happened.
-    pub detail: String,
-}
-
-impl CallFailure {
-    pub(super) fn new(kind: PolicyFailureKind, detail: impl Into<String>) -> Self {
-        CallFailure {
-            kind,
-            detail: detail.into(),
-        }
-    }
-}
+use crate::action::{PolicyFailure, PolicyFailureKind};
 
 /// Which budgets a call runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +23,7 @@ pub(super) fn arm(
     store: &mut Store<CallState>,
     limits: &SandboxLimits,
     budgets: Budgets,
-) -> Result<(), CallFailure> {
+) -> Result<(), PolicyFailure> {
     let (fuel, deadline_ms) = match budgets {
         Budgets::Setup => (
             limits.fuel.saturating_mul(SETUP_FUEL_FACTOR),
@@ -53,22 +33,23 @@ pub(super) fn arm(
     };
     store
         .set_fuel(fuel)
-        .map_err(|e| CallFailure::new(PolicyFailureKind::Trap, format!("{e:#}")))?;
+        .map_err(|e| PolicyFailure::new(PolicyFailureKind::Trap, format!("{e:#}")))?;
     let ticks = deadline_ms.div_ceil(EPOCH_TICK.as_millis() as u64) + 1;
     store.set_epoch_deadline(ticks);
     store.data_mut().deadline.reset();
+    store.data_mut().wasi.begin_call();
     Ok(())
 }
 
 /// Maps a call error to its failure kind.
-pub(super) fn classify(error: wasmtime::Error) -> CallFailure {
+pub(super) fn classify(error: wasmtime::Error) -> PolicyFailure {
     if let Some(trap) = error.downcast_ref::<HostTrap>() {
         let kind = match trap {
             HostTrap::Panic(_) => PolicyFailureKind::Panic,
             HostTrap::Denied(_) | HostTrap::NoFailure(_) => PolicyFailureKind::Trap,
             HostTrap::MemoryLimitExceeded { .. } => PolicyFailureKind::MemoryLimitExceeded,
         };
-        return CallFailure::new(kind, trap.to_string());
+        return PolicyFailure::new(kind, trap.to_string());
     }
     let kind = match error.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => PolicyFailureKind::FuelExhausted,
@@ -76,5 +57,5 @@ pub(super) fn classify(error: wasmtime::Error) -> CallFailure {
         Some(Trap::StackOverflow) => PolicyFailureKind::StackOverflow,
         _ => PolicyFailureKind::Trap,
     };
-    CallFailure::new(kind, format!("{error:#}"))
+    PolicyFailure::new(kind, format!("{error:#}"))
 }

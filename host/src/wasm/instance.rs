@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use wasmtime::Store;
 
-use super::call::{arm, classify, Budgets, CallFailure};
+use super::call::{arm, classify, Budgets};
 use super::component::PolicyPre;
 use super::config::WasmStrategyConfig;
 use super::store::{CallState, PolicyLabel};
 use super::world::World;
-use crate::action::PolicyFailureKind;
+use crate::action::{PolicyFailure, PolicyFailureKind};
 use crate::budget::RetryBudgets;
 
 /// Why an instance could not be set up.
@@ -20,20 +20,20 @@ pub(super) enum SetupError {
     /// The policy's `configure` refused its parameters, with its message.
     Rejected(String),
     /// Instantiating or configuring failed (a trap, a limit).
-    Failed(CallFailure),
+    Failed(PolicyFailure),
 }
 
-impl From<CallFailure> for SetupError {
-    fn from(failure: CallFailure) -> Self {
+impl From<PolicyFailure> for SetupError {
+    fn from(failure: PolicyFailure) -> Self {
         SetupError::Failed(failure)
     }
 }
 
-impl From<SetupError> for CallFailure {
+impl From<SetupError> for PolicyFailure {
     /// A refusal met after load (the parameters were accepted then) is an invalid answer.
     fn from(error: SetupError) -> Self {
         match error {
-            SetupError::Rejected(message) => CallFailure::new(
+            SetupError::Rejected(message) => PolicyFailure::new(
                 PolicyFailureKind::InvalidAnswer,
                 format!("configure: {message}"),
             ),

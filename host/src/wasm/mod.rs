@@ -34,7 +34,6 @@ mod wasi;
 mod world;
 
 pub use cache::{ArtifactCache, CacheError, CacheStats};
-pub use call::CallFailure;
 #[cfg(feature = "registry")]
 pub(crate) use component::{read_metadata, MachineCode};
 pub use component::{CodeOrigin, LoadError, PolicyPre, HOST_PACKAGE};

@@ -6,17 +6,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::bindings::v0_2 as b;
-use super::call::{arm, classify, Budgets, CallFailure};
+use super::call::{arm, classify, Budgets};
 use super::component::{LoadError, PolicyPre};
 use super::config::{FailSafe, WasmStrategyConfig};
 use super::health::{Health, PolicyStats};
 use super::instance::{PolicyInstance, SetupError};
 use super::pool::InstancePool;
 use super::store::PolicyLabel;
-use crate::action::{PolicyFailureKind, RetryAction};
+use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
 use crate::budget::RetryBudgets;
 use crate::context::DecisionContext;
-use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::strategy::{BestEffort, SyncStrategy};
 
@@ -116,11 +115,11 @@ impl WasmStrategy {
         &self,
         request: &Request,
         context: &DecisionContext<'_>,
-    ) -> Result<RetryAction, CallFailure> {
+    ) -> Result<RetryAction, PolicyFailure> {
         let reason = context.reason();
         let mut instance = match self.pool.take() {
             Some(instance) => instance,
-            None => self.instantiate().map_err(CallFailure::from)?,
+            None => self.instantiate().map_err(PolicyFailure::from)?,
         };
         arm(&mut instance.store, &self.config.limits, Budgets::Decision)?;
         let state = instance.store.data_mut();
@@ -135,14 +134,24 @@ impl WasmStrategy {
             .moment()
             .unwrap_or_else(|| self.component.runtime().coarse_now());
         state.request = Some(b::request_to_wit(request, now));
-        let action = instance
+        let answer = instance
             .policy
-            .retry_after(&mut instance.store, request, reason, now)
-            .map_err(classify)?;
+            .retry_after(&mut instance.store, request, reason, now);
+        let action = answer.map_err(|error| {
+            let failure = classify(error);
+            // A trap after the policy wrote to stderr (a Python exception's traceback, an
+            // abort's message): its last line says what went wrong in the policy's words.
+            match instance.store.data_mut().wasi.stderr_summary() {
+                Some(line) if failure.kind == PolicyFailureKind::Trap => {
+                    PolicyFailure::new(failure.kind, format!("{line} (stderr); {}", failure.detail))
+                }
+                _ => failure,
+            }
+        })?;
         if let RetryAction::RetryAfter { delay, .. } = action {
             let max = Duration::from_millis(self.config.limits.max_delay_ms);
             if delay > max {
-                return Err(CallFailure::new(
+                return Err(PolicyFailure::new(
                     PolicyFailureKind::InvalidAnswer,
                     format!("delay {delay:?} exceeds the maximum of {max:?}"),
                 ));
@@ -152,15 +161,18 @@ impl WasmStrategy {
         Ok(action)
     }
 
+    /// The fail-safe answer to a call that failed as `failure` says, which the context notes.
     fn fail_safe(
         &self,
-        kind: PolicyFailureKind,
+        failure: PolicyFailure,
         request: &Request,
-        reason: &RetryReason,
+        context: &DecisionContext<'_>,
     ) -> RetryAction {
+        let kind = failure.kind;
+        context.note_failure(failure);
         match self.config.fail_safe {
             FailSafe::NoRetry => RetryAction::PolicyFailed(kind),
-            FailSafe::BestEffort => BestEffort::default_decision(request, reason),
+            FailSafe::BestEffort => BestEffort::default_decision(request, context.reason()),
         }
     }
 }
@@ -173,16 +185,22 @@ impl SyncStrategy for WasmStrategy {
     fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let reason = context.reason();
         if self.health.skips_call() {
-            return self.fail_safe(PolicyFailureKind::Quarantined, request, reason);
+            let last = self.health.stats().last_failure.unwrap_or_default();
+            let failure = PolicyFailure::new(
+                PolicyFailureKind::Quarantined,
+                format!("quarantined after repeated failures, the last: {last}"),
+            );
+            return self.fail_safe(failure, request, context);
         }
         match self.try_decide(request, context) {
             Ok(action) => {
                 self.health.on_success();
                 action
             }
-            Err(CallFailure { kind, detail }) => {
-                self.health.on_failure(kind, &detail, request, reason);
-                self.fail_safe(kind, request, reason)
+            Err(failure) => {
+                self.health
+                    .on_failure(failure.kind, &failure.detail, request, reason);
+                self.fail_safe(failure, request, context)
             }
         }
     }

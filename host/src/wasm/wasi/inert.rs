@@ -48,7 +48,7 @@ pub enum Pollable {
 #[derive(Debug)]
 pub struct InputStream;
 
-/// The policy's stdout or stderr: each write goes to the host's log.
+/// The policy's stdout or stderr: stdout's writes and stderr's lines go to the host's log.
 #[derive(Debug)]
 pub struct OutputStream {
     stderr: bool,
@@ -92,19 +92,23 @@ impl WasiState {
         })
     }
 
-    fn log_write(&self, stream: &Resource<OutputStream>, bytes: &[u8]) -> wasmtime::Result<()> {
+    fn log_write(&mut self, stream: &Resource<OutputStream>, bytes: &[u8]) -> wasmtime::Result<()> {
         let stderr = self.table.get(stream)?.stderr;
         let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(LOGGED_BYTES)]);
+        if stderr {
+            // Line by line: runtimes write a line in pieces (Python: the exception's name, `: `,
+            // its message).
+            for line in self.stderr.push(&shown) {
+                self.log_stderr_line(&line);
+            }
+            return Ok(());
+        }
         let text = shown.trim_end();
         if text.is_empty() {
             return Ok(());
         }
         let (policy, version) = (&*self.label.name, &*self.label.version);
-        if stderr {
-            tracing::warn!(policy, version, stream = "stderr", "{text}");
-        } else {
-            tracing::debug!(policy, version, stream = "stdout", "{text}");
-        }
+        tracing::debug!(policy, version, stream = "stdout", "{text}");
         Ok(())
     }
 }

@@ -58,9 +58,34 @@ pub(crate) struct WasiState {
     started: Instant,
     label: PolicyLabel,
     memory_cap: usize,
+    /// What the policy wrote to stderr in the call in progress, as lines.
+    stderr: StderrLines,
 }
 
 impl WasiState {
+    /// Forgets what the previous call wrote to stderr (logging a line it left unfinished).
+    pub(crate) fn begin_call(&mut self) {
+        if let Some(line) = self.stderr.finish_line() {
+            self.log_stderr_line(&line);
+        }
+        self.stderr.lines.clear();
+    }
+
+    /// What the policy said went wrong, from what it wrote to stderr in this call: a Python
+    /// traceback's last line (`ValueError: …`), else the last line that is not a runtime's
+    /// note.
+    pub(crate) fn stderr_summary(&mut self) -> Option<String> {
+        if let Some(line) = self.stderr.finish_line() {
+            self.log_stderr_line(&line);
+        }
+        self.stderr.summary()
+    }
+
+    fn log_stderr_line(&self, line: &str) {
+        let (policy, version) = (&*self.label.name, &*self.label.version);
+        tracing::warn!(policy, version, stream = "stderr", "{line}");
+    }
+
     pub(crate) fn new(config: WasiConfig, label: PolicyLabel, memory_cap: usize) -> Self {
         let seed = match config.random {
             WasiRandom::Seeded => Some(config.seed),
@@ -73,7 +98,82 @@ impl WasiState {
             started: Instant::now(),
             label,
             memory_cap,
+            stderr: StderrLines::default(),
         }
+    }
+}
+
+/// Stderr cut into lines: the line being written and the last [`KEPT_LINES`] of the call.
+#[derive(Debug, Default)]
+struct StderrLines {
+    partial: String,
+    lines: std::collections::VecDeque<String>,
+}
+
+/// Lines of stderr a call keeps for its failure's summary.
+const KEPT_LINES: usize = 32;
+/// The longest line kept (the rest is cut).
+const LINE_BYTES: usize = 1024;
+
+impl StderrLines {
+    /// Adds `text`; returns the lines it completed.
+    fn push(&mut self, text: &str) -> Vec<String> {
+        let mut done = Vec::new();
+        let mut pieces = text.split('\n').peekable();
+        while let Some(piece) = pieces.next() {
+            if self.partial.len() < LINE_BYTES {
+                let room = LINE_BYTES - self.partial.len();
+                let cut = (0..=room.min(piece.len()))
+                    .rev()
+                    .find(|&i| piece.is_char_boundary(i))
+                    .unwrap_or(0);
+                self.partial.push_str(&piece[..cut]);
+            }
+            if pieces.peek().is_some() {
+                done.extend(self.finish_line());
+            }
+        }
+        done
+    }
+
+    /// Ends the line being written; returns it unless it is blank.
+    fn finish_line(&mut self) -> Option<String> {
+        let line = std::mem::take(&mut self.partial);
+        let line = line.trim_end();
+        if line.trim().is_empty() {
+            return None;
+        }
+        if self.lines.len() == KEPT_LINES {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line.to_owned());
+        Some(line.to_owned())
+    }
+
+    fn summary(&self) -> Option<String> {
+        let is_note = |l: &str| l.starts_with("note: run with `RUST_BACKTRACE");
+        let is_panic_header = |l: &str| l.starts_with("thread '") && l.contains("panicked at");
+        // A Python traceback: its last line is the exception, before any runtime's panic.
+        if let Some(start) = self
+            .lines
+            .iter()
+            .rposition(|l| l.starts_with("Traceback (most recent call last)"))
+        {
+            let exception = self
+                .lines
+                .iter()
+                .skip(start + 1)
+                .take_while(|l| !is_panic_header(l))
+                .last();
+            if let Some(line) = exception {
+                return Some(line.trim().to_owned());
+            }
+        }
+        self.lines
+            .iter()
+            .rev()
+            .find(|l| !is_note(l) && !is_panic_header(l))
+            .map(|l| l.trim().to_owned())
     }
 }
 
@@ -102,4 +202,47 @@ pub(crate) fn add_to_linker(
 ) -> wasmtime::Result<()> {
     inert::Inert::add_to_linker::<CallState, HasSelf<WasiState>>(linker, |s| &mut s.wasi)?;
     denied::add_to_linker(linker, component)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StderrLines;
+
+    /// Python writes a traceback's last line in pieces; the summary is that line, not the
+    /// runtime's panic after it.
+    #[test]
+    fn a_python_traceback_is_summarised_by_its_exception_line() {
+        let mut stderr = StderrLines::default();
+        let mut done = Vec::new();
+        for piece in [
+            "Traceback (most recent call last):\n",
+            "  File \"/0/app.py\", line 3, in retry_after\n",
+            "ValueError",
+            ": ",
+            "bad input",
+            "\n",
+            "\nthread '<unnamed>' (1) panicked at runtime/src/lib.rs:1:1:\nPython function threw an unexpected exception\n",
+            "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+        ] {
+            done.extend(stderr.push(piece));
+        }
+        assert!(done.contains(&"ValueError: bad input".to_owned()), "{done:?}");
+        assert_eq!(stderr.summary().as_deref(), Some("ValueError: bad input"));
+    }
+
+    /// Without a traceback, the last line that is not a runtime's note; lines are cut to a
+    /// bound and only the last ones kept.
+    #[test]
+    fn otherwise_the_last_line_that_is_not_a_note() {
+        let mut stderr = StderrLines::default();
+        let long = "x".repeat(5000);
+        stderr.push(&format!("{long}\n"));
+        assert_eq!(stderr.lines[0].len(), super::LINE_BYTES);
+        for i in 0..100 {
+            stderr.push(&format!("line {i}\n"));
+        }
+        stderr.push("panicked: no quota\nnote: run with `RUST_BACKTRACE=1` to see\n");
+        assert_eq!(stderr.lines.len(), super::KEPT_LINES);
+        assert_eq!(stderr.summary().as_deref(), Some("panicked: no quota"));
+    }
 }
