@@ -157,7 +157,10 @@ fn a_failed_policy_s_own_words_are_in_the_decision() {
     );
     assert_eq!(answers[1]["policy_failure"], "panic");
     let detail = answers[1]["detail"].as_str().unwrap();
-    assert!(detail.contains("adversary panicked: out of ideas"), "{detail}");
+    assert!(
+        detail.contains("adversary panicked: out of ideas"),
+        "{detail}"
+    );
 }
 
 #[test]

@@ -104,6 +104,28 @@ fn decides_classifies_and_reports_status_health_and_metrics() {
     );
 }
 
+/// Issue 19, point 7: errors the HTTP layer makes (a method a route does not take, a path that
+/// does not decode) answer the API's JSON error object too.
+#[test]
+fn http_layer_errors_answer_the_json_error_object() {
+    let server = start("127.0.0.1:0", None);
+    let (status, answer) = server.call("GET", "/v1/decide", "", None);
+    assert_eq!(status, 405, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not take that method"),
+        "{answer}"
+    );
+    let (status, answer) = server.call("GET", "/v1/policies/%FF", "", None);
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]["message"].as_str().unwrap().len() > 5,
+        "{answer}"
+    );
+}
+
 #[test]
 fn bad_input_is_a_4xx_naming_the_field_never_a_500() {
     let server = start("127.0.0.1:0", None);

@@ -9,7 +9,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
@@ -23,6 +23,60 @@ struct DecisionLabels {
     outcome: String,
 }
 
+/// Labels of a connection closed by the server.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClosedLabels {
+    reason: &'static str,
+}
+
+/// The connections' metrics, shared by the accept loop and every connection.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionMetrics {
+    open: Gauge,
+    refused: Counter,
+    closed: Family<ClosedLabels, Counter>,
+}
+
+impl ConnectionMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "connections_open",
+            "Client connections open now",
+            self.open.clone(),
+        );
+        registry.register(
+            "connections_refused",
+            "Connections refused because max_connections were open",
+            self.refused.clone(),
+        );
+        registry.register(
+            "connections_closed",
+            "Connections the server closed for waiting on their client, by reason (idle_timeout, header_timeout, body_timeout)",
+            self.closed.clone(),
+        );
+    }
+
+    /// A connection was accepted.
+    pub fn opened(&self) {
+        self.open.inc();
+    }
+
+    /// A connection ended.
+    pub fn ended(&self) {
+        self.open.dec();
+    }
+
+    /// A connection was refused at the cap.
+    pub fn refused(&self) {
+        self.refused.inc();
+    }
+
+    /// A connection was closed for `reason`.
+    pub fn closed(&self, reason: &'static str) {
+        self.closed.get_or_create(&ClosedLabels { reason }).inc();
+    }
+}
+
 /// The server's metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -30,6 +84,7 @@ pub struct Metrics {
     decisions: Family<DecisionLabels, Counter>,
     latency: Histogram,
     refused: Counter,
+    connections: ConnectionMetrics,
 }
 
 impl Metrics {
@@ -56,12 +111,20 @@ impl Metrics {
             refused.clone(),
         );
         registry.register_collector(Box::new(PolicyCollector(policies)));
+        let connections = ConnectionMetrics::default();
+        connections.register(&mut registry);
         Metrics {
             registry,
             decisions,
             latency,
             refused,
+            connections,
         }
+    }
+
+    /// The connections' metrics.
+    pub fn connections(&self) -> &ConnectionMetrics {
+        &self.connections
     }
 
     /// Counts a decision of `policy` (name, version; none for a response the classifier

@@ -1,8 +1,12 @@
 //! `rebound serve`: the decision service. HTTP/JSON on a configurable address (loopback by
 //! default), the registry's policies hot-reloaded from the configuration's files, Prometheus
-//! metrics, privileged endpoints behind a bearer token, graceful shutdown on SIGTERM/SIGINT.
+//! metrics, privileged endpoints behind a bearer token, bounded connections, and a drain on
+//! SIGTERM/SIGINT that answers every request received.
 
 mod admin;
+mod connection;
+mod limits;
+mod listener;
 mod metrics;
 mod routes;
 
@@ -36,6 +40,8 @@ pub struct Args {
     /// Worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
+    #[command(flatten)]
+    limits: limits::Limits,
 }
 
 fn admin_token(args: &Args) -> anyhow::Result<Option<String>> {
@@ -86,19 +92,24 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             admin,
             policy_dir,
             next_id: AtomicU64::new(1),
+            body_timeout: args.limits.body_timeout(),
         });
+        let connections = app.metrics.connections().clone();
         println!("rebound serve listening on http://{local}");
-        tracing::info!(%local, config = %args.config.display(), "serving");
-        axum::serve(
+        tracing::info!(%local, config = %args.config.display(), limits = ?args.limits, "serving");
+        listener::serve(
             listener,
-            routes::router(app).into_make_service_with_connect_info::<SocketAddr>(),
+            routes::router(app),
+            args.limits.clone(),
+            connections,
+            || Box::pin(shutdown()),
         )
-        .with_graceful_shutdown(shutdown())
-        .await
-        .context("the server failed")?;
-        tracing::info!("stopped: requests in flight were answered");
-        Ok(())
-    })
+        .await;
+        anyhow::Ok(())
+    })?;
+    // Nothing left to wait for: a reload still compiling on a blocking thread is abandoned.
+    runtime.shutdown_background();
+    Ok(())
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -36,6 +36,8 @@ pub struct App {
     /// Where policy paths given through the API must resolve.
     pub policy_dir: PathBuf,
     pub next_id: AtomicU64,
+    /// Longest wait for a request's body.
+    pub body_timeout: Duration,
 }
 
 type Shared = State<Arc<App>>;
@@ -52,8 +54,100 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/policies/{name}/shadow", post(shadow))
         .route("/v1/policies/{name}/{action}", post(act))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            read_body,
+        ))
+        .layer(axum::middleware::map_response(json_errors))
         .with_state(app)
+}
+
+/// Reads a request's whole body, within the size limit and the body timeout, before any
+/// handler runs: a client sending its body slowly holds nothing but its own connection, which
+/// is answered 408 and closed (hyper closes it after a `Connection: close` answer to a request
+/// whose body was left unread) when the timeout passes.
+async fn read_body(
+    State(app): Shared,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    match tokio::time::timeout(app.body_timeout, axum::body::to_bytes(body, BODY_LIMIT)).await {
+        Ok(Ok(bytes)) => {
+            let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+            next.run(request).await
+        }
+        Ok(Err(e)) => {
+            let too_large = e
+                .into_inner()
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some();
+            if too_large {
+                error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "",
+                    &format!("the body is larger than the limit of {BODY_LIMIT} bytes"),
+                )
+            } else {
+                error(StatusCode::BAD_REQUEST, "", "the body could not be read")
+            }
+        }
+        Err(_) => {
+            app.metrics.connections().closed("body_timeout");
+            let mut answer = error(
+                StatusCode::REQUEST_TIMEOUT,
+                "",
+                &format!(
+                    "the body did not arrive within {} ms",
+                    app.body_timeout.as_millis()
+                ),
+            );
+            answer.headers_mut().insert(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            );
+            answer
+        }
+    }
+}
+
+/// Every error answer is the API's JSON error object: one the router or an extractor made
+/// as text (a path that does not decode, say) is rewritten with its text as the message.
+async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, BODY_LIMIT)
+        .await
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let message = match text.trim() {
+        "" => status.canonical_reason().unwrap_or("error").to_owned(),
+        text => text.to_owned(),
+    };
+    let mut answer = error(status, "", &message);
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            answer.headers_mut().insert(name, value.clone());
+        }
+    }
+    answer
+}
+
+async fn method_not_allowed() -> Response {
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "",
+        "this endpoint does not take that method; see docs/serve.md",
+    )
 }
 
 /// An error answer: `{"error": {"field", "message"}}`.

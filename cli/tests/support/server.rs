@@ -60,9 +60,25 @@ impl Server {
         token: Option<&str>,
         env: &[(&str, &Path)],
     ) -> Server {
+        Self::launch(config, listen, token, env, &[])
+    }
+
+    /// Serves `config` on a free loopback port with these further options of `serve`.
+    pub fn start_with_options(config: &Path, options: &[&str]) -> Server {
+        Self::launch(config, "127.0.0.1:0", None, &[], options)
+    }
+
+    fn launch(
+        config: &Path,
+        listen: &str,
+        token: Option<&str>,
+        env: &[(&str, &Path)],
+        options: &[&str],
+    ) -> Server {
         let mut command = Command::new(env!("CARGO_BIN_EXE_rebound"));
         command
             .args(["serve", "--listen", listen, "--workers", "2"])
+            .args(options)
             .arg(config)
             .env_remove("RUST_BACKTRACE")
             .env_remove("REBOUND_ADMIN_TOKEN")
@@ -146,23 +162,31 @@ impl Server {
 
     /// Sends SIGTERM and waits for the exit; returns the exit success and the log.
     pub fn terminate(mut self) -> (bool, String) {
+        self.signal("TERM");
+        let (success, log, _) = self.wait_exit(Duration::from_secs(10));
+        (success, log)
+    }
+
+    /// Sends signal `name` (`TERM`, `INT`).
+    pub fn signal(&self, name: &str) {
         let pid = self.child.id().to_string();
         assert!(Command::new("kill")
-            .args(["-TERM", &pid])
+            .args([&format!("-{name}"), &pid])
             .status()
             .unwrap()
             .success());
+    }
+
+    /// Waits at most `limit` for the exit: its success, the log, and how long it took.
+    pub fn wait_exit(&mut self, limit: Duration) -> (bool, String, Duration) {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 let log = self.log.take().unwrap().join().unwrap();
-                return (status.success(), log);
+                return (status.success(), log, started.elapsed());
             }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "no exit after SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+            assert!(started.elapsed() < limit, "no exit within {limit:?}");
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 }

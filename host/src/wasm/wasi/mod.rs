@@ -226,7 +226,10 @@ mod tests {
         ] {
             done.extend(stderr.push(piece));
         }
-        assert!(done.contains(&"ValueError: bad input".to_owned()), "{done:?}");
+        assert!(
+            done.contains(&"ValueError: bad input".to_owned()),
+            "{done:?}"
+        );
         assert_eq!(stderr.summary().as_deref(), Some("ValueError: bad input"));
     }
 

@@ -1,0 +1,246 @@
+//! One client connection of `rebound serve`, from accept to close: HTTP/1.1 through hyper,
+//! watched so that it is closed when it idles past the idle timeout or takes longer than the
+//! header timeout to send a request's headers, and drained at shutdown without losing a
+//! request the client has already sent.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::{watch, Notify};
+use tower::ServiceExt;
+
+use super::limits::Limits;
+use super::metrics::ConnectionMetrics;
+
+/// How often a draining connection looks again for a request being received.
+const DRAIN_POLL: Duration = Duration::from_millis(5);
+
+/// What a connection is doing, kept by its I/O and its requests and read by its watcher.
+struct Activity {
+    base: Instant,
+    /// Requests started and not yet answered.
+    in_flight: AtomicUsize,
+    /// Bytes arrived that no request has started from yet: a request head being received.
+    receiving: AtomicBool,
+    /// When the head being received began (ns since `base`).
+    head_since: AtomicU64,
+    /// When the connection last became idle (ns since `base`).
+    idle_since: AtomicU64,
+    /// Wakes the watcher when a deadline starts: a head begins to arrive, an answer is ready.
+    changed: Notify,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            base: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            receiving: AtomicBool::new(false),
+            head_since: AtomicU64::new(0),
+            idle_since: AtomicU64::new(0),
+            changed: Notify::new(),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn at(&self, nanos: u64) -> Instant {
+        self.base + Duration::from_nanos(nanos)
+    }
+
+    /// Bytes arrived.
+    fn received(&self) {
+        if self.in_flight.load(Ordering::Acquire) == 0
+            && !self.receiving.swap(true, Ordering::AcqRel)
+        {
+            self.head_since.store(self.now(), Ordering::Release);
+            self.changed.notify_one();
+        }
+    }
+
+    /// A request's head was read: it is in flight until its answer is ready.
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.receiving.store(false, Ordering::Release);
+        InFlight(Arc::clone(self))
+    }
+
+    /// When the connection is due to be closed for waiting on its client, and why: `None`
+    /// while a request is in flight.
+    fn deadline(&self, limits: &Limits) -> Option<(Instant, &'static str)> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        if self.receiving.load(Ordering::Acquire) {
+            let since = self.at(self.head_since.load(Ordering::Acquire));
+            return Some((since + limits.header_timeout(), "header_timeout"));
+        }
+        let since = self.at(self.idle_since.load(Ordering::Acquire));
+        Some((since + limits.idle_timeout(), "idle_timeout"))
+    }
+}
+
+/// A request in flight; its drop marks the answer ready.
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.idle_since.store(self.0.now(), Ordering::Release);
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.0.changed.notify_one();
+    }
+}
+
+/// The socket, telling the connection's [`Activity`] when bytes arrive.
+struct Watched {
+    stream: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.received();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
+
+/// Whether the client has sent bytes nobody has read yet.
+fn has_unread_bytes(socket: &std::net::TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(socket.peek(&mut byte), Ok(n) if n > 0)
+}
+
+/// Serves `stream` from `peer` with `router` until the client or a timeout closes it, or,
+/// once `shutdown` turns true, until the requests the client has sent are answered.
+pub async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    limits: Arc<Limits>,
+    mut shutdown: watch::Receiver<bool>,
+    metrics: ConnectionMetrics,
+) {
+    // A second handle on the socket, to see whether a request is arriving when the drain
+    // begins (the first belongs to hyper).
+    let peeker = match std::os::fd::AsFd::as_fd(&stream).try_clone_to_owned() {
+        Ok(fd) => std::net::TcpStream::from(fd),
+        Err(error) => {
+            tracing::warn!(%peer, %error, "cannot watch the connection; closing it");
+            return;
+        }
+    };
+    let activity = Arc::new(Activity::new());
+    let io = TokioIo::new(Watched {
+        stream,
+        activity: Arc::clone(&activity),
+    });
+    let requests = Arc::clone(&activity);
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        request.extensions_mut().insert(ConnectInfo(peer));
+        let in_flight = requests.begin();
+        let router = router.clone();
+        async move {
+            let answer = router.oneshot(request).await;
+            drop(in_flight);
+            answer
+        }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(io, service);
+    tokio::pin!(connection);
+    let mut draining = *shutdown.borrow();
+    let mut closing = false;
+    loop {
+        let wake = if draining && !closing {
+            Some(Instant::now() + DRAIN_POLL)
+        } else {
+            activity.deadline(&limits).map(|(at, _)| at)
+        };
+        tokio::select! {
+            // The connection first: an answer ready is written before the checks below.
+            biased;
+            result = connection.as_mut() => {
+                if let Err(error) = result {
+                    tracing::debug!(%peer, %error, "connection ended with an error");
+                }
+                return;
+            }
+            _ = shutdown.changed(), if !draining => draining = true,
+            () = activity.changed.notified() => {}
+            () = sleep_until(wake) => {}
+        }
+        if let Some((at, why)) = activity.deadline(&limits) {
+            if Instant::now() >= at {
+                tracing::debug!(%peer, why, "closing a connection that waited too long on its client");
+                metrics.closed(why);
+                return;
+            }
+        }
+        if draining && !closing {
+            // Close once nothing the client sent is left unanswered: a request in flight is
+            // answered first (hyper closes after it); one arriving is let in.
+            let in_flight = activity.in_flight.load(Ordering::Acquire) > 0;
+            let arriving = activity.receiving.load(Ordering::Acquire) || has_unread_bytes(&peeker);
+            if in_flight || !arriving {
+                connection.as_mut().graceful_shutdown();
+                closing = true;
+            }
+        }
+    }
+}
+
+/// Sleeps until `at`, or for good.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,42 @@
+//! How long `rebound serve` waits for a client and how many it holds: the header, body and
+//! idle timeouts, the connection cap and the drain timeout, as command-line options with
+//! defaults safe for a service on its own (docs/serve.md "Connections").
+
+use std::time::Duration;
+
+/// Connection limits of `rebound serve`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Limits {
+    /// Longest wait, in ms, from a request's first byte to the end of its headers.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub header_timeout_ms: u64,
+    /// Longest wait, in ms, for a request's whole body once its headers are read.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub body_timeout_ms: u64,
+    /// How long, in ms, a connection may stay open with no request (keep-alive).
+    #[arg(long, default_value_t = 60_000, value_name = "MS")]
+    pub idle_timeout_ms: u64,
+    /// Most connections open at once; past it a new connection is answered 503 and closed.
+    /// Keep it below the open-file limit (`ulimit -n`).
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// On SIGTERM/SIGINT, longest wait, in ms, for the requests received to be answered
+    /// before the connections still open are cut; a second signal cuts them at once.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub drain_timeout_ms: u64,
+}
+
+impl Limits {
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_timeout_ms)
+    }
+    pub fn body_timeout(&self) -> Duration {
+        Duration::from_millis(self.body_timeout_ms)
+    }
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_timeout_ms)
+    }
+    pub fn drain_timeout(&self) -> Duration {
+        Duration::from_millis(self.drain_timeout_ms)
+    }
+}

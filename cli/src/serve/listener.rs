@@ -1,0 +1,130 @@
+//! The accept loop of `rebound serve`: at most `max_connections` connections at once (one
+//! past it is answered 503 at once and closed, counted and logged at most once a second), and
+//! the drain on SIGTERM/SIGINT: stop accepting, let every connection answer what its client
+//! sent, then exit — when all are done, when the drain timeout passes, or at a second signal.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+use super::connection;
+use super::limits::Limits;
+use super::metrics::ConnectionMetrics;
+
+/// What a connection past the cap is told before it is closed.
+const REFUSAL: &str =
+    r#"{"error":{"field":"","message":"too many connections open; try again in a moment"}}"#;
+
+/// The pause after a failed accept (the open-file limit, say), so the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(20);
+
+/// At most one line a second about refused connections or failed accepts.
+#[derive(Default)]
+struct Throttle {
+    last: Option<Instant>,
+    left_out: u64,
+}
+
+impl Throttle {
+    /// Whether a line may be written now; if so, how many were left out since the last.
+    fn allow(&mut self) -> Option<u64> {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|last| now.duration_since(last) < Duration::from_secs(1))
+        {
+            self.left_out += 1;
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.left_out))
+    }
+}
+
+/// Serves `router` on `listener` within `limits` until `stop` resolves, then drains; `stop`
+/// resolving again during the drain (a second signal) ends it at once.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    metrics: ConnectionMetrics,
+    mut stop: impl FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+) {
+    let limits = Arc::new(limits);
+    let slots = Arc::new(Semaphore::new(limits.max_connections as usize));
+    let (draining, drain) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    let mut throttle = Throttle::default();
+    let refused = AtomicU64::new(0);
+    let first_stop = stop();
+    tokio::pin!(first_stop);
+    loop {
+        tokio::select! {
+            () = &mut first_stop => break,
+            Some(_) = connections.join_next() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => match Arc::clone(&slots).try_acquire_owned() {
+                    Ok(slot) => {
+                        let (router, limits, drain, metrics) =
+                            (router.clone(), Arc::clone(&limits), drain.clone(), metrics.clone());
+                        metrics.opened();
+                        connections.spawn(async move {
+                            connection::serve(stream, peer, router, limits, drain, metrics.clone()).await;
+                            metrics.ended();
+                            drop(slot);
+                        });
+                    }
+                    Err(_) => {
+                        refuse(stream);
+                        metrics.refused();
+                        let total = refused.fetch_add(1, Ordering::Relaxed) + 1;
+                        if let Some(left_out) = throttle.allow() {
+                            tracing::warn!(%peer, max_connections = limits.max_connections,
+                                refused_total = total, left_out,
+                                "connection refused: too many connections open");
+                        }
+                    }
+                },
+                Err(error) => {
+                    if let Some(left_out) = throttle.allow() {
+                        tracing::warn!(%error, left_out, "cannot accept a connection");
+                    }
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    let open = connections.len();
+    tracing::info!(
+        open,
+        drain_timeout_ms = limits.drain_timeout_ms,
+        "stopped accepting; answering the requests received"
+    );
+    let _ = draining.send(true);
+    let all_done = async { while connections.join_next().await.is_some() {} };
+    tokio::select! {
+        () = all_done => tracing::info!("stopped: every request received was answered"),
+        () = tokio::time::sleep(limits.drain_timeout()) => {
+            tracing::warn!(cut = connections.len(), "drain timeout: closing the connections still open");
+        }
+        () = stop() => {
+            tracing::warn!(cut = connections.len(), "second signal: closing every connection now");
+        }
+    }
+    connections.abort_all();
+}
+
+/// Tells a connection past the cap so, without waiting on it, and closes it.
+fn refuse(stream: TcpStream) {
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: {}\r\n\r\n{REFUSAL}",
+        REFUSAL.len()
+    );
+    let _ = stream.try_write(answer.as_bytes());
+}

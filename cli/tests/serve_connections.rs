@@ -1,0 +1,311 @@
+//! `rebound serve` under clients that hold connections (issue 19, points 1 and 3), on the real
+//! process over raw sockets: the idle, header and body timeouts close what waits too long; past
+//! `--max-connections` a connection is answered 503 at once and counted; on SIGTERM every
+//! request already sent is answered, idle connections are closed, a half-sent request does not
+//! hold the exit past the drain timeout, and a second signal exits at once.
+
+mod support;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use support::guest;
+use support::server::Server;
+
+use serde_json::Value;
+
+/// A configuration with the built-in `standard` (default) and `slow`: the adversary policy,
+/// whose `spin` request runs until its 300 ms deadline.
+fn config() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(guest("adversary"), dir.path().join("adversary.wasm")).unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        r#"
+default_policy = "standard"
+[policies.standard]
+builtin = "best-effort"
+[policies.slow]
+component = "adversary.wasm"
+limits = { deadline_ms = 300, fuel = 100_000_000_000 }
+quarantine = { after_failures = 0 }
+"#,
+    )
+    .unwrap();
+    dir
+}
+
+fn serve(dir: &Path, options: &[&str]) -> Server {
+    Server::start_with_options(&dir.join("rebound.toml"), options)
+}
+
+fn connect(server: &Server) -> TcpStream {
+    let stream = TcpStream::connect(server.authority()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stream
+}
+
+/// A whole `POST /v1/decide` request with `body`.
+fn decide_request(body: &str) -> String {
+    format!(
+        "POST /v1/decide HTTP/1.1\r\nHost: rebound\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+const STANDARD: &str = r#"{"reason": "KV_LOCKED"}"#;
+const SLOW: &str =
+    r#"{"policy": "slow", "request": {"client_context": {"spin": "yes"}}, "reason": "KV_LOCKED"}"#;
+
+/// Reads one response (headers and a `Content-Length` body): its status and body.
+fn read_response(stream: &mut TcpStream) -> Option<(u16, String)> {
+    let mut raw = Vec::new();
+    let mut byte = [0u8; 1];
+    while !raw.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => raw.push(byte[0]),
+            _ => return None,
+        }
+    }
+    let head = String::from_utf8(raw).unwrap();
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).ok()?;
+    Some((status, String::from_utf8(body).unwrap()))
+}
+
+/// How long until the server closes `stream` (a read returns end of file or a reset).
+fn closed_after(stream: &mut TcpStream) -> Duration {
+    let started = Instant::now();
+    let mut sink = [0u8; 512];
+    loop {
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => return started.elapsed(),
+            Ok(_) => {}
+        }
+    }
+}
+
+fn metric(server: &Server, line_start: &str) -> f64 {
+    let (_, text) = server.call("GET", "/metrics", "", None);
+    let text = text.as_str().unwrap().to_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(line_start))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {line_start} in\n{text}"))
+}
+
+#[test]
+fn an_idle_connection_is_closed_after_the_idle_timeout() {
+    let dir = config();
+    let server = serve(dir.path(), &["--idle-timeout-ms", "300"]);
+    // Kept alive after an answer, then idle.
+    let mut stream = connect(&server);
+    stream
+        .write_all(decide_request(STANDARD).as_bytes())
+        .unwrap();
+    assert_eq!(read_response(&mut stream).unwrap().0, 200);
+    let took = closed_after(&mut stream);
+    assert!(
+        took >= Duration::from_millis(200) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    // Never used at all.
+    let mut silent = connect(&server);
+    assert!(closed_after(&mut silent) < Duration::from_secs(5));
+    assert!(
+        metric(
+            &server,
+            "rebound_connections_closed_total{reason=\"idle_timeout\"}"
+        ) >= 2.0
+    );
+}
+
+#[test]
+fn headers_and_bodies_that_take_too_long_are_cut_off() {
+    let dir = config();
+    let server = serve(
+        dir.path(),
+        &["--header-timeout-ms", "300", "--body-timeout-ms", "300"],
+    );
+    // A head that never ends (slowloris): closed, while others are served.
+    let mut slow_head = connect(&server);
+    slow_head
+        .write_all(b"POST /v1/decide HTTP/1.1\r\nHost: rebound\r\n")
+        .unwrap();
+    assert_eq!(
+        server
+            .post("/v1/decide", serde_json::json!({"reason": "KV_LOCKED"}))
+            .0,
+        200
+    );
+    let took = closed_after(&mut slow_head);
+    assert!(took < Duration::from_secs(5), "{took:?}");
+
+    // A body that stops arriving: 408 with the JSON error object, and the connection closed.
+    let mut slow_body = connect(&server);
+    slow_body
+        .write_all(b"POST /v1/decide HTTP/1.1\r\nHost: rebound\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"reason\"")
+        .unwrap();
+    let (status, body) = read_response(&mut slow_body).expect("an answer");
+    assert_eq!(status, 408, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not arrive within 300 ms"),
+        "{body}"
+    );
+    assert!(closed_after(&mut slow_body) < Duration::from_secs(5));
+    assert!(
+        metric(
+            &server,
+            "rebound_connections_closed_total{reason=\"header_timeout\"}"
+        ) >= 1.0
+    );
+    assert!(
+        metric(
+            &server,
+            "rebound_connections_closed_total{reason=\"body_timeout\"}"
+        ) >= 1.0
+    );
+}
+
+#[test]
+fn past_the_connection_cap_a_connection_is_refused_at_once() {
+    let dir = config();
+    let server = serve(dir.path(), &["--max-connections", "4"]);
+    let held: Vec<TcpStream> = (0..4).map(|_| connect(&server)).collect();
+    // The four are accepted (an answer on one proves the loop has taken them all).
+    let mut first = held[0].try_clone().unwrap();
+    first
+        .write_all(decide_request(STANDARD).as_bytes())
+        .unwrap();
+    assert_eq!(read_response(&mut first).unwrap().0, 200);
+
+    let started = Instant::now();
+    let mut fifth = connect(&server);
+    let (status, body) = read_response(&mut fifth).expect("a refusal, not a hang");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(status, 503, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("too many connections"));
+
+    // A place freed is a place taken.
+    drop(held);
+    drop(first);
+    let started = Instant::now();
+    let answered = loop {
+        let (status, answer) =
+            server.post("/v1/decide", serde_json::json!({"reason": "KV_LOCKED"}));
+        if status == 200 {
+            break answer;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{status} {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(answered["decision"], "retry");
+    assert!(metric(&server, "rebound_connections_refused_total") >= 1.0);
+    let (_, log) = server.terminate();
+    assert!(
+        log.contains("connection refused: too many connections open"),
+        "{log}"
+    );
+}
+
+/// Eight clients have sent a request each to a policy that takes 300 ms (two workers: most are
+/// still unread when the signal comes); every one is answered, idle connections are closed,
+/// and the server exits.
+#[test]
+fn on_sigterm_every_request_sent_is_answered() {
+    let dir = config();
+    let mut server = serve(dir.path(), &[]);
+    let mut idle = connect(&server);
+    let mut clients: Vec<TcpStream> = (0..8).map(|_| connect(&server)).collect();
+    for client in &mut clients {
+        client.write_all(decide_request(SLOW).as_bytes()).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    server.signal("TERM");
+    let answered = clients
+        .iter_mut()
+        .filter_map(read_response)
+        .filter(|(status, body)| *status == 200 && body.contains("POLICY_FAILED"))
+        .count();
+    assert_eq!(answered, 8, "requests sent before the signal, answered");
+    assert!(closed_after(&mut idle) < Duration::from_secs(5));
+    let (success, log, _) = server.wait_exit(Duration::from_secs(10));
+    assert!(success, "{log}");
+    assert!(log.contains("every request received was answered"), "{log}");
+}
+
+/// A client holding a half-sent request does not hold the exit past the drain timeout.
+#[test]
+fn a_half_sent_request_does_not_delay_exit_past_the_drain_timeout() {
+    let dir = config();
+    let mut server = serve(
+        dir.path(),
+        &["--drain-timeout-ms", "500", "--header-timeout-ms", "60000"],
+    );
+    let mut half = connect(&server);
+    half.write_all(b"POST /v1/decide HTTP/1.1\r\nHost: rebound\r\nContent-Le")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    server.signal("TERM");
+    let (success, log, took) = server.wait_exit(Duration::from_secs(10));
+    assert!(success, "{log}");
+    assert!(
+        took >= Duration::from_millis(400) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    assert!(
+        log.contains("drain timeout: closing the connections still open"),
+        "{log}"
+    );
+}
+
+/// A second signal during the drain exits at once.
+#[test]
+fn a_second_signal_exits_at_once() {
+    let dir = config();
+    let mut server = serve(
+        dir.path(),
+        &[
+            "--drain-timeout-ms",
+            "60000",
+            "--header-timeout-ms",
+            "60000",
+        ],
+    );
+    let mut half = connect(&server);
+    half.write_all(b"POST /v1/decide HTTP/1.1\r\nHost: rebound\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    server.signal("TERM");
+    std::thread::sleep(Duration::from_millis(300));
+    server.signal("INT");
+    let (success, log, took) = server.wait_exit(Duration::from_secs(10));
+    assert!(success, "{log}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(
+        log.contains("second signal: closing every connection now"),
+        "{log}"
+    );
+}
