@@ -230,15 +230,23 @@ fn past_the_connection_cap_a_connection_is_refused_at_once() {
     );
 }
 
-/// Eight clients have sent a request each to a policy that takes 300 ms (two workers: most are
-/// still unread when the signal comes); every one is answered, idle connections are closed,
-/// and the server exits.
+/// Eight clients, each on a kept-alive connection that has already been answered once (hyper
+/// counts such a connection idle between requests, and a plain graceful shutdown closes it),
+/// have sent a request each to a policy that takes 300 ms (two workers: most are still unread
+/// when the signal comes); every one is answered, idle connections are closed, and the server
+/// exits.
 #[test]
 fn on_sigterm_every_request_sent_is_answered() {
     let dir = config();
     let mut server = serve(dir.path(), &[]);
     let mut idle = connect(&server);
     let mut clients: Vec<TcpStream> = (0..8).map(|_| connect(&server)).collect();
+    for client in &mut clients {
+        client
+            .write_all(decide_request(STANDARD).as_bytes())
+            .unwrap();
+        assert_eq!(read_response(client).unwrap().0, 200);
+    }
     for client in &mut clients {
         client.write_all(decide_request(SLOW).as_bytes()).unwrap();
     }
