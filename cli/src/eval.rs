@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use rebound::registry::PolicyRegistry;
+use rebound::registry::{PolicyRegistry, RegistryConfig};
 
 use crate::decider::{builtin_registry, Decider, FileAccess};
 use crate::wire::output;
@@ -34,7 +34,12 @@ pub struct Refused {
 /// Decides every line of the input.
 pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let registry = match &args.config {
-        Some(path) => PolicyRegistry::from_file(path)?,
+        Some(path) => {
+            // One-shot: a policy that does not load is an error, not a fail-safe answer.
+            let mut config = RegistryConfig::load(path)?;
+            config.strict_start = true;
+            PolicyRegistry::new(config)?
+        }
         None => builtin_registry()?,
     };
     let decider = Decider::new(Arc::new(registry), FileAccess::Any);

@@ -506,3 +506,59 @@ fn a_failed_reload_shows_in_health_and_metrics() {
     let health = wait_for("ok");
     assert_eq!(health["problems"], json!([]));
 }
+
+/// Issue 19, point 7: a policy that fails to load at start leaves the server starting, that
+/// policy on its fail-safe (the decision says why) and `/health` degraded, until its file is
+/// fixed; with `strict_start = true` the server refuses to start, naming the policy.
+#[test]
+fn a_policy_that_fails_at_start_leaves_the_server_serving_on_its_fail_safe() {
+    let dir = policy_dir();
+    let file = dir.path().join("policies/policy.wasm");
+    let good = std::fs::read(&file).unwrap();
+    std::fs::write(&file, b"not a component").unwrap();
+    let config = dir.path().join("rebound.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+
+    std::fs::write(&config, format!("strict_start = true\n{text}")).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rebound"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .arg(&config)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("policy `robots`"), "{stderr}");
+
+    std::fs::write(&config, text).unwrap();
+    let server = Server::start_in(dir, "127.0.0.1:0", None);
+    let (_, health) = server.call("GET", "/health", "", None);
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert_eq!(health["problems"][0]["policy"], "robots", "{health}");
+    let (status, answer) = server.post("/v1/decide", robot_get());
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["cancel_reason"], "POLICY_FAILED", "{answer}");
+    assert_eq!(answer["policy_failure"], "not_loaded", "{answer}");
+    assert!(
+        answer["detail"].as_str().unwrap().contains("policy `robots`"),
+        "{answer}"
+    );
+    // The others decide as usual.
+    assert_eq!(
+        server.post("/v1/decide", json!({"reason": "KV_LOCKED"})).1["decision"],
+        "retry"
+    );
+    // Fixed on disk: the watcher loads it.
+    std::fs::write(&file, good).unwrap();
+    let started = Instant::now();
+    loop {
+        let (_, health) = server.call("GET", "/health", "", None);
+        if health["status"] == "ok" {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{health}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (_, answer) = server.post("/v1/decide", robot_get());
+    assert_eq!(answer["cancel_reason"], "NO_MORE_RETRIES", "{answer}");
+}

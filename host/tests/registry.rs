@@ -12,8 +12,8 @@ use rebound::wasm::{ArtifactCache, CacheError, CodeOrigin, WitVersion};
 use rebound::DecisionContext;
 use rebound::SyncStrategy;
 use rebound::{
-    reasons, BestEffort, CancelReason, Decision, FailFast, Orchestrator, ReasonKind, RequestType,
-    RetryError, RetryReason,
+    reasons, BestEffort, CancelReason, Decision, FailFast, Orchestrator, PolicyFailureKind,
+    ReasonKind, RequestType, RetryError, RetryReason,
 };
 use registry_support::{active_hash, decide, guest_hash, request, runtime, Workspace};
 
@@ -619,6 +619,66 @@ fn a_released_0_1_0_component_serves_and_swaps_with_its_0_2_0_rebuild() {
     }
 }
 
+/// Issue 19, point 7: a policy that fails to load at start leaves the registry starting, that
+/// policy answering its fail-safe (saying why) with the error in its status, the others
+/// deciding as usual; a reload that succeeds replaces the stand-in (and it is no version to
+/// roll back to). `strict_start = true` refuses to start instead.
+#[test]
+fn a_policy_that_fails_to_load_at_start_answers_its_fail_safe_until_reloaded() {
+    let ws = Workspace::new();
+    std::fs::write(ws.path("policy.wasm"), b"not a component").unwrap();
+    let text = "default_policy = \"standard\"\n[policies.standard]\nbuiltin = \"best-effort\"\n[policies.p]\ncomponent = \"policy.wasm\"\n";
+    ws.config(&format!("strict_start = true\n{text}"));
+    let refused = PolicyRegistry::with_runtime(ws.load_config(), runtime().clone()).unwrap_err();
+    assert!(refused.to_string().contains("policy `p`"), "{refused}");
+
+    ws.config(text);
+    let registry = PolicyRegistry::with_runtime(ws.load_config(), runtime().clone()).unwrap();
+    let status = registry.policy_status("p").unwrap();
+    assert_eq!(status.active.version, "not-loaded", "{status:?}");
+    let error = status.last_error.clone().expect("the load error");
+    assert!(error.contains("policy `p`"), "{error}");
+    match decide(
+        &registry,
+        request(RequestType::Get).policy("p"),
+        &reasons::KV_LOCKED,
+    )
+    .decision
+    {
+        Decision::Fail(RetryError::RequestCanceled {
+            reason: CancelReason::PolicyFailed(failure, _),
+            ..
+        }) => {
+            assert_eq!(failure.kind, PolicyFailureKind::NotLoaded);
+            assert_eq!(failure.detail, error);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(is_retry(
+        &decide(&registry, request(RequestType::Get), &reasons::KV_LOCKED).decision
+    ));
+
+    ws.install("policy.wasm", "best_effort");
+    assert!(matches!(
+        registry.reload("p").unwrap(),
+        ReloadOutcome::Swapped { .. }
+    ));
+    assert_eq!(active_hash(&registry, "p"), guest_hash("best_effort"));
+    assert!(registry.policy_status("p").unwrap().last_error.is_none());
+    assert!(is_retry(
+        &decide(
+            &registry,
+            request(RequestType::Get).policy("p"),
+            &reasons::KV_LOCKED
+        )
+        .decision
+    ));
+    assert!(matches!(
+        registry.rollback("p").unwrap_err(),
+        RegistryError::NoPrevious(_)
+    ));
+}
+
 /// Issue 14, point 5: a pinned component loads only with its digest; a file whose digest
 /// differs is refused at load, and at a reload the running version keeps serving with the
 /// error in status. Changing the pin in the configuration accepts the new file.
@@ -657,12 +717,21 @@ fn a_pinned_component_refuses_any_other_file() {
         "{status:?}"
     );
 
-    // At load, a mismatch is an error.
+    // At a strict start, a mismatch is an error; otherwise the policy starts on its
+    // fail-safe, the mismatch in its status.
     let fresh = Workspace::new();
     fresh.install("policy.wasm", "fail_fast");
-    fresh.config(&pinned(&best));
+    fresh.config(&format!("strict_start = true\n{}", pinned(&best)));
     let e = PolicyRegistry::with_runtime(fresh.load_config(), runtime().clone()).unwrap_err();
     assert!(e.to_string().contains("the configuration pins"), "{e}");
+    fresh.config(&pinned(&best));
+    let started = PolicyRegistry::with_runtime(fresh.load_config(), runtime().clone()).unwrap();
+    let status = started.policy_status("p").unwrap();
+    assert_eq!(status.active.version, "not-loaded", "{status:?}");
+    assert!(
+        status.last_error.as_deref().unwrap().contains("pins"),
+        "{status:?}"
+    );
 
     // Moving the pin to the new file's digest accepts it.
     ws.config(&pinned(&fail));
@@ -709,11 +778,12 @@ fn the_example_configuration_loads_every_policy() {
     let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/rebound.toml");
     let config = rebound::registry::RegistryConfig::load(&file).unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap();
-    // Keep the test's cache out of the source tree.
+    // Keep the test's cache out of the source tree; a policy that does not load is an error.
     let config = rebound::registry::RegistryConfig {
         cache_dir: Some(rebound::registry::CacheDir::Configured(
             dir.path().join("cache"),
         )),
+        strict_start: true,
         ..config
     };
     let registry =

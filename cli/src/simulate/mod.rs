@@ -43,6 +43,7 @@ fn only(config: &RegistryConfig, name: &str) -> RegistryConfig {
     one.services.clear();
     one.request_types.clear();
     one.watch.enabled = false;
+    one.strict_start = true;
     one
 }
 

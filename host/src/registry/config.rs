@@ -87,6 +87,8 @@ struct RawConfig {
     services: BTreeMap<Service, Spanned<String>>,
     #[serde(default)]
     request_types: BTreeMap<RequestType, Spanned<String>>,
+    #[serde(default)]
+    strict_start: bool,
 }
 
 /// `cache_dir = "path"`, or `cache_dir = false` for no cache.
@@ -335,6 +337,11 @@ pub struct RegistryConfig {
     pub services: BTreeMap<Service, String>,
     /// Request types routed to a policy (more specific than a service route).
     pub request_types: BTreeMap<RequestType, String>,
+    /// Whether a policy that fails to load at start stops the registry from starting
+    /// (`true`), or starts as a stand-in answering its fail-safe, its error in the status,
+    /// until a reload succeeds (`false`, the default). Later reloads never install a failed
+    /// load.
+    pub strict_start: bool,
 }
 
 /// A configuration that was refused: where, which field, and why.
@@ -585,6 +592,7 @@ impl RawConfig {
             profiles,
             services,
             request_types,
+            strict_start: self.strict_start,
         })
     }
 }

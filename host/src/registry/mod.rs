@@ -17,6 +17,7 @@ pub mod oci;
 mod policy_registry;
 mod shadow;
 mod slot;
+mod stand_in;
 mod status;
 mod table;
 mod version;

@@ -19,7 +19,7 @@ use super::error::RegistryError;
 use super::shadow::{Shadow, ShadowStatus, Shadowed};
 use super::slot::{lock, ReloadOutcome, Slot};
 use super::status::{PolicyStatus, RegistryStatus};
-use super::table::{build_table, Table};
+use super::table::{build_table, Failed, Table};
 use super::version::{fetch_oci, read, BuildContext, PolicyVersion};
 use crate::budget::RetryBudgets;
 use crate::context::DecisionContext;
@@ -101,7 +101,12 @@ impl PolicyRegistry {
             ahead: &ahead,
             budgets: &budgets,
         };
-        let table = build_table(&ctx, config, &HashMap::new())?;
+        let failed = if config.strict_start {
+            Failed::Refuse
+        } else {
+            Failed::StandIn
+        };
+        let table = build_table(&ctx, config, &HashMap::new(), failed)?;
         Ok(PolicyRegistry {
             orchestrator: Orchestrator::default(),
             runtime,
@@ -346,7 +351,7 @@ impl PolicyRegistry {
         if config.cache_dir != old.config.cache_dir || config.engine != old.config.engine {
             tracing::warn!("cache_dir or [engine] changed: they take effect after a restart");
         }
-        match build_table(&self.build_context(), config, &old.slots) {
+        match build_table(&self.build_context(), config, &old.slots, Failed::Refuse) {
             Ok(table) => {
                 self.table.store(Arc::new(table));
                 *lock(&self.config_error) = None;

@@ -58,6 +58,12 @@ impl Slot {
         }
     }
 
+    /// Records that the policy failed to load at start (it is a stand-in): the error stays in
+    /// the status until a reload succeeds.
+    pub fn load_failed(&self, error: String) {
+        *lock(&self.last_error) = Some(error);
+    }
+
     /// Records a failed reload: the error stays in the status until a reload succeeds.
     pub fn reload_failed(&self, error: String) {
         *lock(&self.last_error) = Some(error);
@@ -72,7 +78,10 @@ impl Slot {
         let to = version.version().to_owned();
         let old = self.active.load_full();
         let from = old.version().to_owned();
-        self.previous.store(Some(old));
+        // A stand-in is nothing to roll back to.
+        if !old.is_stand_in() {
+            self.previous.store(Some(old));
+        }
         self.swaps.fetch_add(1, Ordering::Relaxed);
         *lock(&self.last_error) = None;
         self.active.store(version);

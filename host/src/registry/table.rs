@@ -62,12 +62,26 @@ impl Table {
     }
 }
 
+/// What becomes of a policy that fails to build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Failed {
+    /// The configuration is refused.
+    Refuse,
+    /// The policy starts as a stand-in answering its fail-safe.
+    StandIn,
+}
+
 /// Builds the state for `config`, keeping the slots (versions, counters, shadows) of
 /// policies whose definition did not change.
+///
+/// A policy that fails to build refuses the whole configuration, except with `Failed::StandIn`
+/// (a start that is not strict): it is then a stand-in answering its fail-safe, its error in
+/// its slot's status.
 pub(super) fn build_table(
     ctx: &BuildContext<'_>,
     config: RegistryConfig,
     old: &HashMap<String, Arc<Slot>>,
+    failed: Failed,
 ) -> Result<Table, RegistryError> {
     let mut slots = HashMap::new();
     for (name, definition) in &config.policies {
@@ -75,7 +89,22 @@ pub(super) fn build_table(
             Some(slot) if slot.definition == *definition => Arc::clone(slot),
             other => {
                 let known = other.map(|s| s.versions()).unwrap_or_default();
-                let version = PolicyVersion::build(name, definition, ctx, &known)?;
+                let version = match PolicyVersion::build(name, definition, ctx, &known) {
+                    Ok(version) => version,
+                    Err(error) if failed == Failed::StandIn => {
+                        tracing::error!(policy = &**name, %error,
+                            "policy failed to load; it answers its fail-safe until a reload succeeds (strict_start = true refuses to start instead)");
+                        let slot = Slot::new(
+                            name,
+                            definition.clone(),
+                            PolicyVersion::stand_in(name, definition, &error),
+                        );
+                        slot.load_failed(error.to_string());
+                        slots.insert(name.clone(), Arc::new(slot));
+                        continue;
+                    }
+                    Err(error) => return Err(error.into()),
+                };
                 tracing::info!(policy = &**name, version = version.version(),
                     source = %version.source(), load_ms = version.load_time().as_millis() as u64,
                     origin = ?version.origin(), "policy loaded");

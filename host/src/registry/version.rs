@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::compile_ahead::CompileAhead;
 use super::config::{Builtin, ConfigError, PolicyDefinition, PolicySource};
+use super::stand_in::StandIn;
 use crate::budget::RetryBudgets;
 use crate::cassandra_types::ConsistencyLevel;
 use crate::context::DecisionContext;
@@ -25,6 +26,9 @@ use crate::wasm::{
     read_metadata, ArtifactCache, CodeOrigin, LoadError, PolicyPre, WasmRuntime, WasmStrategy,
     WasmStrategyConfig, WitVersion,
 };
+
+/// The hash and version of a stand-in.
+const STAND_IN: &str = "not-loaded";
 
 /// Why a version could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -216,6 +220,36 @@ impl PolicyVersion {
                 Self::from_component_bytes(name, definition, &path, &bytes, ctx, known)
             }
         }
+    }
+
+    /// The stand-in for policy `name`, which failed to load with `error`: it answers the
+    /// definition's fail-safe (a non-strict start).
+    pub(crate) fn stand_in(
+        name: &str,
+        definition: &PolicyDefinition,
+        error: &BuildError,
+    ) -> PolicyVersion {
+        PolicyVersion {
+            name: name.to_owned(),
+            hash: STAND_IN.to_owned(),
+            source: definition.source.clone(),
+            loaded_at: SystemTime::now(),
+            load_time: Duration::ZERO,
+            origin: None,
+            guard: guard(definition),
+            strategy: Arc::new(StandIn {
+                name: name.to_owned(),
+                error: error.to_string(),
+                fail_safe: definition.fail_safe,
+            }),
+            wasm: None,
+            decisions: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether this is the stand-in for a policy that failed to load at start.
+    pub fn is_stand_in(&self) -> bool {
+        self.hash == STAND_IN
     }
 
     fn builtin(name: &str, builtin: Builtin, definition: &PolicyDefinition) -> PolicyVersion {

@@ -50,10 +50,14 @@ impl Workspace {
         RegistryConfig::load(&self.path("rebound.toml")).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// A registry for the configuration file, in the shared runtime.
+    /// A registry for the configuration file, in the shared runtime; every policy must load
+    /// (a strict start).
     pub fn registry(&self) -> PolicyRegistry {
-        PolicyRegistry::with_runtime(self.load_config(), runtime().clone())
-            .unwrap_or_else(|e| panic!("{e}"))
+        let config = RegistryConfig {
+            strict_start: true,
+            ..self.load_config()
+        };
+        PolicyRegistry::with_runtime(config, runtime().clone()).unwrap_or_else(|e| panic!("{e}"))
     }
 }
 

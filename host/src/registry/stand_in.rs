@@ -1,0 +1,34 @@
+//! The stand-in for a policy that failed to load when the registry started (a start that is
+//! not strict): it answers the policy's fail-safe, saying why, until a reload of the policy
+//! succeeds.
+
+use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
+use crate::context::DecisionContext;
+use crate::request::Request;
+use crate::strategy::{BestEffort, SyncStrategy};
+use crate::wasm::FailSafe;
+
+/// Answers policy `name`'s fail-safe, noting the load error as the failure.
+#[derive(Debug)]
+pub(super) struct StandIn {
+    pub name: String,
+    pub error: String,
+    pub fail_safe: FailSafe,
+}
+
+impl SyncStrategy for StandIn {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        context.note_failure(PolicyFailure::new(
+            PolicyFailureKind::NotLoaded,
+            self.error.clone(),
+        ));
+        match self.fail_safe {
+            FailSafe::NoRetry => RetryAction::PolicyFailed(PolicyFailureKind::NotLoaded),
+            FailSafe::BestEffort => BestEffort::default_decision(request, context.reason()),
+        }
+    }
+}
