@@ -540,7 +540,10 @@ fn a_policy_that_fails_at_start_leaves_the_server_serving_on_its_fail_safe() {
     assert_eq!(answer["cancel_reason"], "POLICY_FAILED", "{answer}");
     assert_eq!(answer["policy_failure"], "not_loaded", "{answer}");
     assert!(
-        answer["detail"].as_str().unwrap().contains("policy `robots`"),
+        answer["detail"]
+            .as_str()
+            .unwrap()
+            .contains("policy `robots`"),
         "{answer}"
     );
     // The others decide as usual.

@@ -72,6 +72,9 @@ pub enum PolicyFailureKind {
     InvalidAnswer,
     /// The policy is quarantined after repeated failures and was not called.
     Quarantined,
+    /// The policy had as many calls in progress as it may (`[engine] isolation`'s
+    /// `per_policy`) and was not called.
+    Overloaded,
     /// The policy failed to load when the registry started and has no version to call (a
     /// start that is not strict); a successful reload replaces the stand-in.
     NotLoaded,
@@ -89,6 +92,7 @@ impl PolicyFailureKind {
             PolicyFailureKind::StackOverflow => "stack_overflow",
             PolicyFailureKind::InvalidAnswer => "invalid_answer",
             PolicyFailureKind::Quarantined => "quarantined",
+            PolicyFailureKind::Overloaded => "overloaded",
             PolicyFailureKind::NotLoaded => "not_loaded",
         }
     }

@@ -70,6 +70,8 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => match Arc::clone(&slots).try_acquire_owned() {
                     Ok(slot) => {
+                        // Answers are small and wanted at once.
+                        let _ = stream.set_nodelay(true);
                         let (router, limits, drain, metrics) =
                             (router.clone(), Arc::clone(&limits), drain.clone(), metrics.clone());
                         metrics.opened();

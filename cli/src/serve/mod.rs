@@ -16,7 +16,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use anyhow::Context;
-use rebound::registry::PolicyRegistry;
+use rebound::registry::{IsolationConfig, PolicyRegistry, RegistryConfig};
 
 use crate::decider::{Decider, FileAccess};
 use admin::AdminAccess;
@@ -61,7 +61,13 @@ fn admin_token(args: &Args) -> anyhow::Result<Option<String>> {
 /// Serves until SIGTERM or SIGINT, then finishes the requests in flight.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let token = admin_token(args)?;
-    let registry = Arc::new(PolicyRegistry::from_file(&args.config)?);
+    let mut config = RegistryConfig::load(&args.config)?;
+    // Components' calls never run on the threads serving requests (docs/serve.md).
+    config
+        .engine
+        .isolation
+        .get_or_insert_with(IsolationConfig::default);
+    let registry = Arc::new(PolicyRegistry::new(config)?);
     let _watcher = registry
         .watch()
         .context("cannot watch the configuration's files")?;

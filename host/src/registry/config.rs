@@ -239,6 +239,39 @@ pub struct EngineConfig {
     pub max_memory_bytes: Option<u64>,
     /// The instance pool: slots for all policies, idle instances per policy.
     pub pool: PoolConfig,
+    /// Whether components' calls run on threads of their own (and how many at once per
+    /// policy) instead of the deciding thread; unset: on the deciding thread.
+    pub isolation: Option<IsolationConfig>,
+}
+
+/// Components' calls on dedicated threads, so that a slow or spinning policy cannot hold the
+/// threads that decide with the built-ins or serve requests: at most `per_policy` calls of
+/// one policy version run at once (another waits for a place, in a tokio runtime up to the
+/// call's deadline, holding no thread, then is answered its fail-safe as `overloaded`), and a
+/// caller in a tokio runtime gets its answer by the call's deadline (`timeout` past it,
+/// whatever the thread is still doing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IsolationConfig {
+    /// Threads running components' calls. Default: one per available core.
+    pub threads: usize,
+    /// Calls of one policy version running at once. Default: half the threads (at least 1).
+    pub per_policy: usize,
+    /// The threads' niceness on Linux (0 to 19; elsewhere ignored): above 0, a machine short
+    /// of CPU serves requests and built-in decisions before components' calls (which may then
+    /// reach their deadline and be answered their fail-safe). Default: 10.
+    pub nice: i32,
+}
+
+impl Default for IsolationConfig {
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        IsolationConfig {
+            threads,
+            per_policy: (threads / 2).max(1),
+            nice: 10,
+        }
+    }
 }
 
 /// Where a policy comes from.

@@ -12,6 +12,7 @@
 mod compile_ahead;
 mod config;
 mod error;
+mod isolation;
 #[cfg(feature = "oci")]
 pub mod oci;
 mod policy_registry;
@@ -24,8 +25,8 @@ mod version;
 mod watch;
 
 pub use config::{
-    Builtin, CacheDir, ConfigError, EngineConfig, Location, PolicyDefinition, PolicySource,
-    RegistryConfig, WatchConfig,
+    Builtin, CacheDir, ConfigError, EngineConfig, IsolationConfig, Location, PolicyDefinition,
+    PolicySource, RegistryConfig, WatchConfig,
 };
 pub use error::RegistryError;
 pub use policy_registry::{Decided, PolicyRegistry};

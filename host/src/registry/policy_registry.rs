@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 use super::compile_ahead::CompileAhead;
 use super::config::{CacheDir, PolicySource, RegistryConfig};
 use super::error::RegistryError;
+use super::isolation::{Isolated, Isolation};
 use super::shadow::{Shadow, ShadowStatus, Shadowed};
 use super::slot::{lock, ReloadOutcome, Slot};
 use super::status::{PolicyStatus, RegistryStatus};
@@ -50,6 +51,7 @@ pub struct PolicyRegistry {
     writer: Mutex<()>,
     config_error: Mutex<Option<String>>,
     config_reload_failures: AtomicU64,
+    isolation: Option<Isolation>,
 }
 
 impl std::fmt::Debug for PolicyRegistry {
@@ -101,6 +103,7 @@ impl PolicyRegistry {
             ahead: &ahead,
             budgets: &budgets,
         };
+        let isolation = config.engine.isolation.map(Isolation::new).transpose()?;
         let failed = if config.strict_start {
             Failed::Refuse
         } else {
@@ -117,6 +120,7 @@ impl PolicyRegistry {
             writer: Mutex::new(()),
             config_error: Mutex::new(None),
             config_reload_failures: AtomicU64::new(0),
+            isolation,
         })
     }
 
@@ -195,13 +199,22 @@ impl PolicyRegistry {
             (slot.active.load_full(), slot.shadow.load_full())
         };
         version.count_decision();
-        let decision = match &shadow {
-            None => {
+        let decision = match (&shadow, &self.isolation) {
+            (None, Some(isolation)) if version.wasm().is_some() => {
+                let strategy = Isolated {
+                    isolation,
+                    version: &version,
+                };
+                self.orchestrator
+                    .decide_using(request, context, &strategy, version.guard())
+                    .await
+            }
+            (None, _) => {
                 self.orchestrator
                     .decide_using(request, context, version.strategy(), version.guard())
                     .await
             }
-            Some(shadow) => {
+            (Some(shadow), _) => {
                 let strategy = Shadowed {
                     active: &version,
                     shadow,

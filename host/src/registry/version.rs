@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
@@ -118,6 +118,7 @@ pub struct PolicyVersion {
     strategy: Arc<dyn RetryStrategy>,
     wasm: Option<Arc<WasmStrategy>>,
     decisions: AtomicU64,
+    call_places: OnceLock<Arc<tokio::sync::Semaphore>>,
 }
 
 impl std::fmt::Debug for PolicyVersion {
@@ -187,6 +188,16 @@ impl PolicyVersion {
     pub fn wasm(&self) -> Option<&WasmStrategy> {
         self.wasm.as_deref()
     }
+    /// The sandboxed strategy, shared, for components.
+    pub(crate) fn wasm_shared(&self) -> Option<&Arc<WasmStrategy>> {
+        self.wasm.as_ref()
+    }
+    /// The places for this version's calls on the isolation's threads, `places` of them
+    /// (fixed by the first call).
+    pub(crate) fn call_places(&self, places: usize) -> &Arc<tokio::sync::Semaphore> {
+        self.call_places
+            .get_or_init(|| Arc::new(tokio::sync::Semaphore::new(places)))
+    }
     /// Decisions this version was resolved for.
     pub fn decisions(&self) -> u64 {
         self.decisions.load(Ordering::Relaxed)
@@ -244,6 +255,7 @@ impl PolicyVersion {
             }),
             wasm: None,
             decisions: AtomicU64::new(0),
+            call_places: OnceLock::new(),
         }
     }
 
@@ -277,6 +289,7 @@ impl PolicyVersion {
             strategy,
             wasm: None,
             decisions: AtomicU64::new(0),
+            call_places: OnceLock::new(),
         }
     }
 
@@ -372,6 +385,7 @@ impl PolicyVersion {
             strategy: Arc::clone(&wasm) as Arc<dyn RetryStrategy>,
             wasm: Some(wasm),
             decisions: AtomicU64::new(0),
+            call_places: OnceLock::new(),
         })
     }
 }

@@ -162,7 +162,7 @@ impl WasmStrategy {
     }
 
     /// The fail-safe answer to a call that failed as `failure` says, which the context notes.
-    fn fail_safe(
+    pub(crate) fn fail_safe(
         &self,
         failure: PolicyFailure,
         request: &Request,
