@@ -4,8 +4,9 @@
 //! arrival, waiting for a place included) the spinning policy's requests are answered.
 //!
 //! `cargo bench -p rebound-cli --bench isolation [-- SECONDS]` (needs `./scripts/build-guests.sh`
-//! for the adversary policy). The server runs with 2 workers and isolation as on a 2-core
-//! machine (2 policy threads, 1 call per policy), its threads at nice 0 and then at nice 10.
+//! for the adversary policy). The server runs with 2 workers and its default isolation (two
+//! policy threads per core, one call per core for a policy), the threads at nice 0, then at
+//! nice 10 (the default).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -92,7 +93,7 @@ fn measure(guest: &std::path::Path, nice: i32, window: Duration) -> Row {
         dir.path().join("rebound.toml"),
         format!(
             "default_policy = \"standard\"\n[watch]\nenabled = false\n\
-             [engine.isolation]\nthreads = 2\nper_policy = 1\nnice = {nice}\n\
+             [engine.isolation]\nnice = {nice}\n\
              [policies.standard]\nbuiltin = \"best-effort\"\n\
              [policies.spinner]\ncomponent = \"adversary.wasm\"\n\
              limits = {{ deadline_ms = {DEADLINE_MS}, fuel = 100_000_000_000 }}\n\

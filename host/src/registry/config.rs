@@ -253,9 +253,10 @@ pub struct EngineConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IsolationConfig {
-    /// Threads running components' calls. Default: one per available core.
+    /// Threads running components' calls; 0: none, calls run on the deciding thread (no
+    /// isolation). Default: two per available core.
     pub threads: usize,
-    /// Calls of one policy version running at once. Default: half the threads (at least 1).
+    /// Calls of one policy version running at once. Default: half the threads (one per core).
     pub per_policy: usize,
     /// The threads' niceness on Linux (0 to 19; elsewhere ignored): above 0, a machine short
     /// of CPU serves requests and built-in decisions before components' calls (which may then
@@ -265,10 +266,10 @@ pub struct IsolationConfig {
 
 impl Default for IsolationConfig {
     fn default() -> Self {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         IsolationConfig {
-            threads,
-            per_policy: (threads / 2).max(1),
+            threads: cores * 2,
+            per_policy: cores,
             nice: 10,
         }
     }

@@ -103,7 +103,10 @@ impl PolicyRegistry {
             ahead: &ahead,
             budgets: &budgets,
         };
-        let isolation = config.engine.isolation.map(Isolation::new).transpose()?;
+        let isolation = (config.engine.isolation)
+            .filter(|isolation| isolation.threads > 0)
+            .map(Isolation::new)
+            .transpose()?;
         let failed = if config.strict_start {
             Failed::Refuse
         } else {
