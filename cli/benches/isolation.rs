@@ -8,13 +8,14 @@
 //! policy threads per core, one call per core for a policy), the threads at nice 0, then at
 //! nice 10 (the default).
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+mod support;
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use support::{ms, serve, Client};
 
 /// The spinning policy's deadline.
 const DEADLINE_MS: u64 = 10;
@@ -130,45 +131,17 @@ fn measure(guest: &std::path::Path, nice: i32, window: Duration) -> Row {
     }
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// Starts `rebound serve` on a free port: the process and its address.
-fn serve(config: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rebound"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--workers", "2"])
-        .arg(config)
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let address = line
-        .trim()
-        .strip_prefix("rebound serve listening on http://")
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_owned();
-    (child, address)
-}
-
 /// Built-in decisions per second over `window` from `clients` kept-alive connections.
 fn builtin_rate(address: &str, window: Duration, clients: usize) -> f64 {
     let counts: Vec<_> = (0..clients)
         .map(|_| {
             let address = address.to_owned();
             std::thread::spawn(move || {
-                let mut connection = connect(&address);
+                let mut client = Client::connect(&address);
                 let started = Instant::now();
                 let mut n = 0u64;
                 while started.elapsed() < window {
-                    let (status, _) = exchange(&mut connection, BUILTIN);
+                    let (status, _) = client.decide(BUILTIN);
                     assert_eq!(status, 200);
                     n += 1;
                 }
@@ -183,12 +156,12 @@ fn builtin_rate(address: &str, window: Duration, clients: usize) -> f64 {
 /// Asks the spinning policy until `stop`: how late past the deadline each answer came at the
 /// client, and how many were answered `overloaded`.
 fn hammer(address: &str, stop: &AtomicBool) -> (Vec<Duration>, usize) {
-    let mut connection = connect(address);
+    let mut client = Client::connect(address);
     let deadline = Duration::from_millis(DEADLINE_MS);
     let (mut late, mut overloaded) = (Vec::new(), 0);
     while !stop.load(Ordering::Relaxed) {
         let started = Instant::now();
-        let (status, body) = exchange(&mut connection, SPIN);
+        let (status, body) = client.decide(SPIN);
         let took = started.elapsed();
         assert_eq!(status, 200, "{body}");
         if body.contains("\"overloaded\"") {
@@ -197,39 +170,4 @@ fn hammer(address: &str, stop: &AtomicBool) -> (Vec<Duration>, usize) {
         late.push(took.saturating_sub(deadline));
     }
     (late, overloaded)
-}
-
-/// A connection that sends each request at once (no Nagle delay).
-fn connect(address: &str) -> TcpStream {
-    let connection = TcpStream::connect(address).unwrap();
-    connection.set_nodelay(true).unwrap();
-    connection
-}
-
-/// One `POST /v1/decide` on a kept-alive connection: the status and the body.
-fn exchange(connection: &mut TcpStream, body: &str) -> (u16, String) {
-    let request = format!(
-        "POST /v1/decide HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    connection.write_all(request.as_bytes()).unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        connection.read_exact(&mut byte).unwrap();
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8(head).unwrap();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let length: usize = head
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse().ok())?
-        })
-        .unwrap();
-    let mut body = vec![0u8; length];
-    connection.read_exact(&mut body).unwrap();
-    (status, String::from_utf8(body).unwrap())
 }

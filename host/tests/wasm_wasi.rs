@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rebound::wasm::{
-    SandboxLimits, WasiClocks, WasiConfig, WasiRandom, WasmStrategy, WasmStrategyConfig,
+    QuarantineConfig, SandboxLimits, WasiClocks, WasiConfig, WasiRandom, WasmStrategy,
+    WasmStrategyConfig,
 };
 use rebound::PolicyFailureKind;
 use rebound::RetryBudgets;
@@ -223,6 +224,50 @@ fn a_python_exception_is_the_failures_detail() {
     );
     let exit = note.into_inner().expect("noted");
     assert!(!exit.detail.contains("ValueError"), "{exit:?}");
+}
+
+/// Issue 19, point 7: a policy writing to stderr on every call does not flood the log — at
+/// most 20 of its lines a second, and the next line written says how many were left out.
+#[test]
+fn stderr_lines_are_limited_per_policy() {
+    logs();
+    let config = WasmStrategyConfig {
+        limits: roomy(),
+        params: [("probe".to_owned(), "flood-marker".to_owned())].into(),
+        // Every call fails: no quarantine, so that every one writes its traceback.
+        quarantine: QuarantineConfig {
+            after_failures: 0,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let component = wasm_support::load("python_wasi_probe").unwrap();
+    let policy = WasmStrategy::new(component, config, Arc::new(RetryBudgets::new())).unwrap();
+    let reason = reasons::KV_LOCKED;
+    let started = Instant::now();
+    for _ in 0..40 {
+        let _ = policy.decide(&request(), &DecisionContext::new(&reason));
+    }
+    let took = started.elapsed();
+    let text = String::from_utf8_lossy(&logs().lock().unwrap()).into_owned();
+    let logged = text
+        .lines()
+        .filter(|l| l.contains("stderr") && l.contains("flood-marker"))
+        .count();
+    // Each call writes a traceback of several lines, one of them naming the probe.
+    if took < Duration::from_millis(900) {
+        assert!(logged <= 20 && logged < 40, "{logged} lines in {took:?}");
+    }
+    std::thread::sleep(Duration::from_millis(1100));
+    let _ = policy.decide(&request(), &DecisionContext::new(&reason));
+    let text = String::from_utf8_lossy(&logs().lock().unwrap()).into_owned();
+    let counted = text
+        .lines()
+        .filter(|l| l.contains("python_wasi_probe") && l.contains("stderr"))
+        .filter_map(|l| l.split("left_out=").nth(1))
+        .filter_map(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .any(|n| n > 0);
+    assert!(counted, "a line says how many were left out:\n{text}");
 }
 
 /// Sleeping would block the deciding thread, where the deadline cannot reach: it ends the call

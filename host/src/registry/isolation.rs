@@ -101,6 +101,7 @@ impl RetryStrategy for Isolated<'_> {
                 Err(_) => None,
             };
             let Some(place) = place else {
+                wasm.count_overloaded();
                 let failure = PolicyFailure::new(
                     PolicyFailureKind::Overloaded,
                     format!(

@@ -10,12 +10,13 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::config::{FailSafe, QuarantineConfig};
+use super::log_budget::LogBudget;
 use super::store::PolicyLabel;
 use crate::action::PolicyFailureKind;
 use crate::reason::RetryReason;
 use crate::request::Request;
 
-const FAILURE_KINDS: [PolicyFailureKind; 8] = [
+const FAILURE_KINDS: [PolicyFailureKind; 9] = [
     PolicyFailureKind::Trap,
     PolicyFailureKind::Panic,
     PolicyFailureKind::Timeout,
@@ -24,6 +25,7 @@ const FAILURE_KINDS: [PolicyFailureKind; 8] = [
     PolicyFailureKind::StackOverflow,
     PolicyFailureKind::InvalidAnswer,
     PolicyFailureKind::Quarantined,
+    PolicyFailureKind::Overloaded,
 ];
 
 /// A snapshot of a policy's health.
@@ -56,16 +58,11 @@ pub(super) struct Health {
     failures: [AtomicU64; FAILURE_KINDS.len()],
     quarantines: AtomicU64,
     last_failure: Mutex<Option<String>>,
-    /// When the last failure line was logged (nanoseconds after `base`; 0: never).
-    failure_logged_at: AtomicU64,
-    /// Failure lines not logged since the last one.
-    failure_lines_suppressed: AtomicU64,
+    /// At most one "policy call failed" line a second: a policy failing on every decision
+    /// would otherwise write a line per decision. The lines left out are counted in the next
+    /// one (`suppressed`); every failure is still counted in the status.
+    failure_lines: LogBudget,
 }
-
-/// At most one "policy call failed" line per policy in this interval: a policy failing on
-/// every decision would otherwise write a line per decision. The lines left out are counted in
-/// the next one (`suppressed`); every failure is still counted in the status.
-const FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Health {
     pub fn new(label: PolicyLabel, quarantine: QuarantineConfig, fail_safe: FailSafe) -> Self {
@@ -80,29 +77,8 @@ impl Health {
             failures: Default::default(),
             quarantines: AtomicU64::new(0),
             last_failure: Mutex::new(None),
-            failure_logged_at: AtomicU64::new(0),
-            failure_lines_suppressed: AtomicU64::new(0),
+            failure_lines: LogBudget::new(1),
         }
-    }
-
-    /// Whether a failure line may be written now (at most one per [`FAILURE_LOG_INTERVAL`]);
-    /// if so, how many were left out since the last one.
-    fn failure_line_allowed(&self) -> Option<u64> {
-        let now = self.now_nanos();
-        let last = self.failure_logged_at.load(Ordering::Relaxed);
-        let interval = u64::try_from(FAILURE_LOG_INTERVAL.as_nanos()).unwrap_or(u64::MAX);
-        let due = last == 0 || now.saturating_sub(last) >= interval;
-        if due
-            && self
-                .failure_logged_at
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            return Some(self.failure_lines_suppressed.swap(0, Ordering::Relaxed));
-        }
-        self.failure_lines_suppressed
-            .fetch_add(1, Ordering::Relaxed);
-        None
     }
 
     fn now_nanos(&self) -> u64 {
@@ -119,6 +95,11 @@ impl Health {
             return true;
         }
         false
+    }
+
+    /// A call was not made for `kind` (`overloaded`): counted.
+    pub fn skipped(&self, kind: PolicyFailureKind) {
+        self.record(kind);
     }
 
     fn record(&self, kind: PolicyFailureKind) {
@@ -155,7 +136,7 @@ impl Health {
         *self.last_failure.lock().unwrap_or_else(|p| p.into_inner()) =
             Some(format!("{kind}: {detail}"));
         let failures = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
-        if let Some(suppressed) = self.failure_line_allowed() {
+        if let Some(suppressed) = self.failure_lines.allow() {
             tracing::warn!(policy = &*self.label.name, version = &*self.label.version,
                 failure = %kind, detail = %detail, request_id = request.id(), reason = %reason,
                 consecutive_failures = failures, suppressed,

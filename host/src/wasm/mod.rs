@@ -25,6 +25,7 @@ mod deadline;
 mod health;
 mod imports;
 mod instance;
+mod log_budget;
 mod metadata;
 mod pool;
 mod runtime;

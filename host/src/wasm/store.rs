@@ -11,15 +11,18 @@ use wasmtime::ResourceLimiter;
 use super::bindings::v0_2::wit;
 use super::deadline::DeadlineGrace;
 use super::imports::HostTrap;
+use super::log_budget::LogBudget;
 use super::wasi::{WasiConfig, WasiState};
 use crate::budget::RetryBudgets;
 use crate::errormap::RetrySpec;
 
-/// Names a policy in logs: its configured name and version (content hash prefix).
+/// Names a policy in logs: its configured name and version (content hash prefix); and the
+/// budget of stderr lines all its instances share.
 #[derive(Debug, Clone)]
 pub(crate) struct PolicyLabel {
     pub name: Arc<str>,
     pub version: Arc<str>,
+    pub stderr_lines: Arc<LogBudget>,
 }
 
 /// The store data of one policy instance.

@@ -11,6 +11,7 @@ use super::component::{LoadError, PolicyPre};
 use super::config::{FailSafe, WasmStrategyConfig};
 use super::health::{Health, PolicyStats};
 use super::instance::{PolicyInstance, SetupError};
+use super::log_budget::LogBudget;
 use super::pool::InstancePool;
 use super::store::PolicyLabel;
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
@@ -18,6 +19,10 @@ use crate::budget::RetryBudgets;
 use crate::context::DecisionContext;
 use crate::request::Request;
 use crate::strategy::{BestEffort, SyncStrategy};
+
+/// Lines of stderr one policy may write to the host's log each second (a Python traceback
+/// is about eight); the rest are left out and counted in the next line.
+const STDERR_LINES_PER_SECOND: u32 = 20;
 
 /// A retry strategy implemented by a sandboxed policy component.
 pub struct WasmStrategy {
@@ -51,6 +56,7 @@ impl WasmStrategy {
         let label = PolicyLabel {
             name: component.name().into(),
             version: component.version().into(),
+            stderr_lines: Arc::new(LogBudget::new(STDERR_LINES_PER_SECOND)),
         };
         let params = config
             .params
@@ -159,6 +165,11 @@ impl WasmStrategy {
         }
         self.pool.put(instance);
         Ok(action)
+    }
+
+    /// Counts a call not made because the policy had as many in progress as it may.
+    pub(crate) fn count_overloaded(&self) {
+        self.health.skipped(PolicyFailureKind::Overloaded);
     }
 
     /// The fail-safe answer to a call that failed as `failure` says, which the context notes.

@@ -83,7 +83,9 @@ impl WasiState {
 
     fn log_stderr_line(&self, line: &str) {
         let (policy, version) = (&*self.label.name, &*self.label.version);
-        tracing::warn!(policy, version, stream = "stderr", "{line}");
+        if let Some(left_out) = self.label.stderr_lines.allow() {
+            tracing::warn!(policy, version, stream = "stderr", left_out, "{line}");
+        }
     }
 
     pub(crate) fn new(config: WasiConfig, label: PolicyLabel, memory_cap: usize) -> Self {
