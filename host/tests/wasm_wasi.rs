@@ -256,7 +256,7 @@ fn stderr_lines_are_limited_per_policy() {
         .count();
     // Each call writes a traceback of several lines, one of them naming the probe.
     if took < Duration::from_millis(900) {
-        assert!(logged <= 20 && logged < 40, "{logged} lines in {took:?}");
+        assert!(logged <= 20, "{logged} lines in {took:?}");
     }
     std::thread::sleep(Duration::from_millis(1100));
     let _ = policy.decide(&request(), &DecisionContext::new(&reason));
