@@ -98,6 +98,7 @@ impl Health {
     }
 
     /// A call was not made for `kind` (`overloaded`): counted.
+    #[cfg(feature = "registry")]
     pub fn skipped(&self, kind: PolicyFailureKind) {
         self.record(kind);
     }

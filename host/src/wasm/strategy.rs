@@ -168,6 +168,7 @@ impl WasmStrategy {
     }
 
     /// Counts a call not made because the policy had as many in progress as it may.
+    #[cfg(feature = "registry")]
     pub(crate) fn count_overloaded(&self) {
         self.health.skipped(PolicyFailureKind::Overloaded);
     }
