@@ -361,9 +361,13 @@ impl PolicyRegistry {
     /// Replaces the configuration. Policies whose definition is unchanged keep their versions,
     /// counters and trials; new and changed ones are loaded first. If any fails, the running
     /// configuration stays and the error is returned (and kept in the status).
-    pub fn apply(&self, config: RegistryConfig) -> Result<(), RegistryError> {
+    pub fn apply(&self, mut config: RegistryConfig) -> Result<(), RegistryError> {
         let _writer = lock(&self.writer);
         let old = self.table.load_full();
+        // Isolation the file leaves unset keeps what the host started with (`serve` sets it).
+        if config.engine.isolation.is_none() {
+            config.engine.isolation = old.config.engine.isolation;
+        }
         if config.cache_dir != old.config.cache_dir || config.engine != old.config.engine {
             tracing::warn!("cache_dir or [engine] changed: they take effect after a restart");
         }
