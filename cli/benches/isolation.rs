@@ -6,7 +6,7 @@
 //! `cargo bench -p rebound-cli --bench isolation [-- SECONDS]` (needs `./scripts/build-guests.sh`
 //! for the adversary policy). The server runs with 2 workers and its default isolation (two
 //! policy threads per core, one call per core for a policy), the threads at nice 0, then at
-//! nice 10 (the default).
+//! nice 10.
 
 mod support;
 
@@ -36,7 +36,7 @@ fn main() {
         guest.display()
     );
     let rows: Vec<Row> = [0, 10].map(|nice| measure(&guest, nice, window)).into();
-    println!("| measure | policy threads at nice 0 | at nice 10 (the default) |");
+    println!("| measure | policy threads at nice 0 (the default) | at nice 10 |");
     println!("| --- | --- | --- |");
     let line = |what: &str, cell: &dyn Fn(&Row) -> String| {
         println!("| {what} | {} | {} |", cell(&rows[0]), cell(&rows[1]));

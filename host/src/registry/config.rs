@@ -247,9 +247,9 @@ pub struct EngineConfig {
 /// Components' calls on dedicated threads, so that a slow or spinning policy cannot hold the
 /// threads that decide with the built-ins or serve requests: at most `per_policy` calls of
 /// one policy version run at once (another waits for a place, in a tokio runtime up to the
-/// call's deadline, holding no thread, then is answered its fail-safe as `overloaded`), and a
-/// caller in a tokio runtime gets its answer by the call's deadline (`timeout` past it,
-/// whatever the thread is still doing).
+/// call's deadline, holding no thread, then is answered its fail-safe as `overloaded`); the
+/// call runs under the sandbox's deadline as on the deciding thread, and a caller in a tokio
+/// runtime is answered `timeout` by the host should even the deadline's grace pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IsolationConfig {
@@ -260,7 +260,7 @@ pub struct IsolationConfig {
     pub per_policy: usize,
     /// The threads' niceness on Linux (0 to 19; elsewhere ignored): above 0, a machine short
     /// of CPU serves requests and built-in decisions before components' calls (which may then
-    /// reach their deadline and be answered their fail-safe). Default: 10.
+    /// be slower, and answered their fail-safe past their deadline's grace). Default: 0.
     pub nice: i32,
 }
 
@@ -270,7 +270,7 @@ impl Default for IsolationConfig {
         IsolationConfig {
             threads: cores * 2,
             per_policy: cores,
-            nice: 10,
+            nice: 0,
         }
     }
 }

@@ -2,8 +2,9 @@
 //! spinning policy holds neither the threads deciding with built-in policies nor those serving
 //! requests: a bounded number of calls per policy version at once, a caller past it waiting
 //! (in a tokio runtime, holding no thread) for a place at most the call's deadline before its
-//! fail-safe answers as `overloaded`; and, in a tokio runtime, an answer one deadline after
-//! the caller asked, waiting included, whatever the policy's thread is still doing.
+//! fail-safe answers as `overloaded`; the call itself ended by the sandbox's deadline (with its
+//! grace for a preempted thread), and, in a tokio runtime, answered for by the host if even that
+//! grace passes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use crate::action::{PolicyFailure, PolicyFailureKind};
 use crate::context::{DecisionContext, FailureNote};
 use crate::request::Request;
 use crate::strategy::{RetryStrategy, StrategyFuture, SyncStrategy};
+use crate::wasm::MOST_PAST_DEADLINE;
 
 /// The threads components' calls run on, and how many calls of one version may run at once.
 pub(super) struct Isolation {
@@ -135,7 +137,10 @@ impl RetryStrategy for Isolated<'_> {
             });
             // Outside a tokio runtime there is no timer: the sandbox's deadline ends the call.
             let received = if in_tokio {
-                tokio::time::timeout_at(due, answered).await.ok()
+                // The sandbox ends a call by its own deadline, forgiving a thread the machine
+                // preempted (docs: deadline grace); only a call it cannot end is answered for.
+                let answer_due = tokio::time::Instant::now() + deadline + MOST_PAST_DEADLINE;
+                tokio::time::timeout_at(answer_due, answered).await.ok()
             } else {
                 Some(answered.await)
             };
@@ -153,7 +158,7 @@ impl RetryStrategy for Isolated<'_> {
                 None => PolicyFailure::new(
                     PolicyFailureKind::Timeout,
                     format!(
-                        "no answer within the deadline of {deadline_ms} ms; the host answered for it"
+                        "no answer within the deadline of {deadline_ms} ms and its grace; the host answered for it"
                     ),
                 ),
             };

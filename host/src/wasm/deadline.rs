@@ -14,6 +14,11 @@ use wasmtime::UpdateDeadline;
 /// The most ticks a call is extended past its deadline.
 const GRACE_TICKS: u32 = 100;
 
+/// The longest a call runs past its deadline in wall time: the grace a preempted call is given.
+#[cfg(feature = "registry")]
+pub(crate) const MOST_PAST_DEADLINE: Duration =
+    Duration::from_millis(super::runtime::EPOCH_TICK.as_millis() as u64 * GRACE_TICKS as u64);
+
 /// CPU time past the deadline after which a call is stopped.
 const SPIN_CPU: Duration = Duration::from_millis(1);
 

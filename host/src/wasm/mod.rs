@@ -39,6 +39,8 @@ pub use cache::{ArtifactCache, CacheError, CacheStats};
 pub(crate) use component::{read_metadata, MachineCode};
 pub use component::{CodeOrigin, LoadError, PolicyPre, HOST_PACKAGE};
 pub use config::{FailSafe, QuarantineConfig, WasmStrategyConfig};
+#[cfg(feature = "registry")]
+pub(crate) use deadline::MOST_PAST_DEADLINE;
 pub use health::PolicyStats;
 pub use metadata::{ParamError, ParamKind, ParamSpec, PolicyMetadata, METADATA_SECTION};
 pub use runtime::{Optimization, PoolConfig, SandboxLimits, WasmRuntime};
