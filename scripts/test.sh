@@ -14,7 +14,8 @@ if [ -n "${CI:-}" ]; then
   export CARGO_INCREMENTAL=0
 fi
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step says when it began, so a slow step shows in the log.
+step() { printf '\n== %s (at %dm%02ds)\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
 
 step "formatting (cargo fmt --check: the workspace, the policies, the test guests)"
 cargo fmt --all --check
@@ -45,3 +46,4 @@ REBOUND=target/debug/rebound ./scripts/build-guests.sh
 step "tests"
 cargo test --workspace --locked
 (cd policies && cargo test --locked)
+step "done"

@@ -185,7 +185,12 @@ impl Server {
                 let log = self.log.take().unwrap().join().unwrap();
                 return (status.success(), log, started.elapsed());
             }
-            assert!(started.elapsed() < limit, "no exit within {limit:?}");
+            if started.elapsed() >= limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let log = self.log.take().unwrap().join().unwrap();
+                panic!("no exit within {limit:?}; the log:\n{log}");
+            }
             std::thread::sleep(Duration::from_millis(10));
         }
     }

@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use notify::event::{AccessKind, AccessMode};
@@ -37,13 +36,14 @@ enum Message {
     Stop,
 }
 
-/// Reloads the registry's files when they change. Dropping it stops watching.
+/// Reloads the registry's files when they change. Dropping it stops watching without waiting:
+/// a reload or an early compile already under way finishes on its own thread (a compile can
+/// take seconds, and a server shutting down must not wait for it), and nothing starts after.
 #[derive(Debug)]
 pub struct RegistryWatcher {
     stop: Sender<Message>,
     compile_stop: Sender<Option<PathBuf>>,
     changes: Arc<AtomicU64>,
-    threads: Vec<JoinHandle<()>>,
 }
 
 impl RegistryWatcher {
@@ -57,9 +57,6 @@ impl Drop for RegistryWatcher {
     fn drop(&mut self) {
         let _ = self.stop.send(Message::Stop);
         let _ = self.compile_stop.send(None);
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
-        }
     }
 }
 
@@ -84,10 +81,11 @@ fn is_change(kind: &EventKind) -> bool {
     }
 }
 
-fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, WatchError> {
+fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<(), WatchError> {
     std::thread::Builder::new()
         .name(name.into())
         .spawn(body)
+        .map(drop)
         .map_err(|e| WatchError(e.to_string()))
 }
 
@@ -128,12 +126,11 @@ impl PolicyRegistry {
             changes: Arc::clone(&changes),
         };
         let registry = Arc::clone(self);
-        let threads = vec![
-            spawn("rebound-reload", move || reloader.run(&rx))?,
-            spawn("rebound-compile", move || {
-                compile_loop(&registry, &compile_rx)
-            })?,
-        ];
+        // Detached: dropping the watcher tells them to stop and does not wait.
+        spawn("rebound-reload", move || reloader.run(&rx))?;
+        spawn("rebound-compile", move || {
+            compile_loop(&registry, &compile_rx)
+        })?;
         tracing::info!(
             debounce_ms = debounce.as_millis() as u64,
             "watching policy files"
@@ -142,7 +139,6 @@ impl PolicyRegistry {
             stop: tx,
             compile_stop: compile_tx,
             changes,
-            threads,
         }))
     }
 }
