@@ -212,12 +212,17 @@ impl Decider {
             Some(policy) => policy.choice()?,
             None => PolicyChoice::Routed,
         };
-        let component = match choice {
+        // The policy a request names itself (a built-in or a component): its name and version.
+        let own_policy = match choice {
             PolicyChoice::Routed => None,
             PolicyChoice::Named(name) => {
                 // The registry refuses an unknown name when it resolves the request.
                 request = request.policy(name);
                 None
+            }
+            PolicyChoice::Builtin(builtin) => {
+                request = request.with_strategy(builtin.strategy());
+                Some((builtin.builtin().name().to_owned(), builtin.version()))
             }
             PolicyChoice::Component { path, .. }
                 if matches!(self.access, FileAccess::Inside(_)) =>
@@ -232,8 +237,10 @@ impl Decider {
             }
             PolicyChoice::Component { path, params } => {
                 let strategy = self.component(&path, params)?;
-                request = request.with_strategy(Arc::clone(&strategy) as Arc<dyn RetryStrategy>);
-                Some(strategy)
+                let component = strategy.component();
+                let policy = (component.name().to_owned(), component.version().to_owned());
+                request = request.with_strategy(strategy as Arc<dyn RetryStrategy>);
+                Some(policy)
             }
         };
         let context = DecisionContext::new(&reason)
@@ -251,13 +258,9 @@ impl Decider {
                 InputError::new(field, e.to_string())
             })?;
         let json = output::decision(&decided.decision, &reason, request.retry_attempts());
-        let policy = match (&decided.version, &component) {
-            (Some(version), _) => Some((version.name().to_owned(), version.version().to_owned())),
-            (None, Some(strategy)) => Some((
-                strategy.component().name().to_owned(),
-                strategy.component().version().to_owned(),
-            )),
-            (None, None) => None,
+        let policy = match &decided.version {
+            Some(version) => Some((version.name().to_owned(), version.version().to_owned())),
+            None => own_policy,
         };
         let json = match &policy {
             Some((name, version)) => output::with_policy(json, name, version),

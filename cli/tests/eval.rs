@@ -163,6 +163,52 @@ fn a_failed_policy_s_own_words_are_in_the_decision() {
     );
 }
 
+/// Issue 15, point 1: a line names a built-in with parameters (`exponential` declared as
+/// gRPC's retryPolicy, best effort's backoff); the answer names the tuned version; a refused
+/// parameter names its field.
+#[test]
+fn a_builtin_with_parameters_decides_a_line() {
+    let exponential = r#"{"name": "exponential", "params": {"max_attempts": 3, "initial_ms": 40, "max_ms": 100, "multiplier": 2, "retry_on": ["KV_LOCKED"], "node": "next"}}"#;
+    let (ok, answers) = eval(
+        &[],
+        &[
+            format!(r#"{{"policy": {exponential}, "request": {{"retry_attempts": 1}}, "reason": "KV_LOCKED"}}"#),
+            format!(r#"{{"policy": {exponential}, "request": {{"retry_attempts": 2}}, "reason": "KV_LOCKED"}}"#),
+            format!(r#"{{"policy": {exponential}, "reason": "KV_TEMPORARY_FAILURE"}}"#),
+            r#"{"policy": {"name": "best-effort", "params": {"min_ms": 25}}, "reason": "KV_TEMPORARY_FAILURE"}"#.to_owned(),
+        ]
+        .join("\n"),
+    );
+    assert!(ok, "{answers:?}");
+    assert_eq!(answers[0]["decision"], "retry", "{}", answers[0]);
+    assert_eq!(answers[0]["delay_ms"].as_f64(), Some(80.0));
+    assert_eq!(answers[0]["node"], "next");
+    assert_eq!(answers[0]["policy"], "exponential");
+    assert!(
+        answers[0]["version"]
+            .as_str()
+            .unwrap()
+            .starts_with("builtin:exponential+"),
+        "{}",
+        answers[0]
+    );
+    assert_eq!(answers[1]["decision"], "cancel", "{}", answers[1]);
+    assert_eq!(answers[2]["decision"], "cancel", "{}", answers[2]);
+    assert_eq!(
+        answers[3]["delay_ms"].as_f64(),
+        Some(25.0),
+        "{}",
+        answers[3]
+    );
+
+    let (ok, answers) = eval(
+        &[],
+        r#"{"policy": {"name": "best-effort", "params": {"jitter": 2}}, "reason": "KV_LOCKED"}"#,
+    );
+    assert!(!ok);
+    assert_eq!(answers[0]["error"]["field"], "policy.params.jitter");
+}
+
 #[test]
 fn a_registry_configuration_routes_lines_by_request_type() {
     let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/rebound.toml");
@@ -187,7 +233,7 @@ fn params_for_a_named_policy_and_reason_with_response_are_refused_by_field() {
     let (ok, answers) = eval(
         &[],
         concat!(
-            r#"{"policy": {"name": "best-effort", "params": {"x": 1}}, "reason": "KV_LOCKED"}"#,
+            r#"{"policy": {"name": "strict", "params": {"x": 1}}, "reason": "KV_LOCKED"}"#,
             "\n",
             r#"{"reason": "KV_LOCKED", "response": {"status": 134}}"#,
             "\n",

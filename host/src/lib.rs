@@ -151,7 +151,8 @@ pub use reason::{
 pub use request::{HttpMethod, Request, RequestError, RequestState, RequestType, Service};
 pub use retry_loop::{Cause, Ending, NextAttempt, RetryLoop, Step};
 pub use strategy::{
-    BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy, StrategyFuture, SyncStrategy,
+    BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, RetryStrategy, StrategyFuture,
+    SyncStrategy,
 };
 
 /// The Cassandra driver's retry model (reference 003 "Retries"): its policies, the adapter

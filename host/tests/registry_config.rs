@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rebound::registry::{Builtin, ConfigError};
+use rebound::registry::{Builtin, BuiltinPolicy, ConfigError};
 use rebound::registry::{PolicySource, RegistryConfig};
 use rebound::wasm::FailSafe;
 use rebound::{RequestType, Service};
@@ -62,7 +62,9 @@ fn a_full_configuration_is_read_with_every_section() {
     assert_eq!(config.default_policy, "standard");
     assert_eq!(
         config.policies["standard"].source,
-        PolicySource::Builtin(Builtin::BestEffort)
+        PolicySource::Builtin(
+            BuiltinPolicy::new(Builtin::BestEffort, &Default::default()).unwrap()
+        )
     );
     let robots = &config.policies["robots"];
     assert_eq!(
@@ -226,12 +228,17 @@ fn a_policy_is_a_builtin_or_a_component_never_both_or_neither() {
     );
 }
 
+/// Fail fast has no parameter (issue 15: the others' are tested in builtin_params.rs).
 #[test]
-fn builtins_take_no_parameters() {
+fn fail_fast_takes_no_parameters() {
     let e = error(
         "default_policy = \"s\"\n[policies.s]\nbuiltin = \"fail-fast\"\nparams = { a = 1 }\n",
     );
-    assert_eq!((e.line, e.field.as_str()), (4, "policies.s.params"), "{e}");
+    assert_eq!(
+        (e.line, e.field.as_str()),
+        (4, "policies.s.params.a"),
+        "{e}"
+    );
 }
 
 #[test]

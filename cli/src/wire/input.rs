@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use rebound::cassandra::{AbortKind, ConsistencyLevel, ServerErrorKind};
 use rebound::classify::{KvOpcode, Response};
+use rebound::registry::{Builtin, BuiltinPolicy};
 use rebound::HttpMethod;
 use rebound::{ReadTimeout, Unavailable, WriteTimeout};
 use rebound::{ReasonKind, Request, RequestType, RetryReason, Service};
@@ -43,40 +44,24 @@ impl InputError {
 pub enum PolicyRef {
     /// A name or a path.
     Plain(String),
-    /// A name or path with parameters for the component's `configure`.
+    /// A component path with parameters for its `configure`, or a built-in's name with its
+    /// parameters.
     WithParams {
         name: String,
         #[serde(default)]
-        params: BTreeMap<String, ParamValue>,
+        params: serde_json::Map<String, Value>,
     },
 }
 
-/// A parameter value: strings, numbers and booleans are handed to `configure` as text.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged, expecting = "a string, a number or a boolean")]
-pub enum ParamValue {
-    Text(String),
-    Number(serde_json::Number),
-    Bool(bool),
-}
-
-impl ParamValue {
-    fn into_text(self) -> String {
-        match self {
-            ParamValue::Text(s) => s,
-            ParamValue::Number(n) => n.to_string(),
-            ParamValue::Bool(b) => b.to_string(),
-        }
-    }
-}
-
 /// Where a policy comes from, as the resolver sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum PolicyChoice {
     /// The registry's routing (default policy, routes, profiles).
     Routed,
     /// A policy of the registry by name.
     Named(String),
+    /// A built-in with parameters.
+    Builtin(BuiltinPolicy),
     /// A component file with parameters.
     Component {
         path: PathBuf,
@@ -85,29 +70,54 @@ pub enum PolicyChoice {
 }
 
 impl PolicyRef {
-    /// A name ending in `.wasm` or containing a path separator is a component file.
+    /// A name ending in `.wasm` or containing a path separator is a component file; a
+    /// built-in's name with parameters is that built-in so tuned; any other name is a policy
+    /// of the registry.
     pub fn choice(self) -> Result<PolicyChoice, InputError> {
         let (name, params) = match self {
-            PolicyRef::Plain(name) => (name, BTreeMap::new()),
+            PolicyRef::Plain(name) => (name, serde_json::Map::new()),
             PolicyRef::WithParams { name, params } => (name, params),
         };
-        let params: BTreeMap<String, String> = params
-            .into_iter()
-            .map(|(k, v)| (k, v.into_text()))
-            .collect();
         if name.ends_with(".wasm") || name.contains('/') {
+            let mut texts = BTreeMap::new();
+            for (key, value) in params {
+                let text = match value {
+                    Value::String(s) => s,
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    _ => {
+                        return Err(InputError::new(
+                            format!("policy.params.{key}"),
+                            "expected a string, a number or a boolean (a component's parameters are handed to its `configure` as text)",
+                        ))
+                    }
+                };
+                texts.insert(key, text);
+            }
             return Ok(PolicyChoice::Component {
                 path: PathBuf::from(name),
-                params,
+                params: texts,
             });
         }
-        if !params.is_empty() {
-            return Err(InputError::new(
-                "policy.params",
-                format!("parameters are for component files (PATH.wasm); `{name}` is a named policy, configured in the registry"),
-            ));
+        if params.is_empty() {
+            return Ok(PolicyChoice::Named(name));
         }
-        Ok(PolicyChoice::Named(name))
+        let builtin = Builtin::from_name(&name).ok_or_else(|| {
+            InputError::new(
+                "policy.params",
+                format!("parameters are for component files (PATH.wasm) and built-ins ({}); `{name}` is a named policy, configured in the registry", Builtin::ALL.map(Builtin::name).join(", ")),
+            )
+        })?;
+        BuiltinPolicy::new(builtin, &params)
+            .map(PolicyChoice::Builtin)
+            .map_err(|e| {
+                let field = if e.param.is_empty() {
+                    "policy.params".to_owned()
+                } else {
+                    format!("policy.params.{}", e.param)
+                };
+                InputError::new(field, e.message)
+            })
     }
 }
 

@@ -143,6 +143,10 @@ impl ExponentialBackoff {
     pub fn max(&self) -> Duration {
         self.max
     }
+    /// The factor each delay is multiplied by.
+    pub fn factor(&self) -> f64 {
+        self.factor
+    }
 
     /// The delay without jitter: `min × factor^attempt` clamped to `[min, max]`.
     pub fn nominal(&self, attempt: u32) -> Duration {

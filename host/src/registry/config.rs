@@ -12,59 +12,21 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::builtin::{Builtin, BuiltinPolicy};
 use crate::request::{RequestType, Service};
 use crate::wasm::{
     ArtifactCache, FailSafe, Optimization, PoolConfig, QuarantineConfig, SandboxLimits, WasiConfig,
 };
 
-/// A built-in native strategy a policy may name instead of a component.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Builtin {
-    /// [`BestEffort`](crate::BestEffort) with the default exponential backoff.
-    BestEffort,
-    /// [`FailFast`](crate::FailFast): never retries.
-    FailFast,
-    /// [`FastFailOnTerminalError`](crate::FastFailOnTerminalError).
-    FastFailOnTerminalError,
-    /// The Cassandra driver's `DefaultRetryPolicy`.
-    CassandraDefault,
-    /// The Cassandra driver's `ConsistencyDowngradingRetryPolicy`.
-    CassandraDowngradingConsistency,
-}
-
-impl Builtin {
-    /// The name used in the configuration.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Builtin::BestEffort => "best-effort",
-            Builtin::FailFast => "fail-fast",
-            Builtin::FastFailOnTerminalError => "fast-fail-on-terminal-error",
-            Builtin::CassandraDefault => "cassandra-default",
-            Builtin::CassandraDowngradingConsistency => "cassandra-downgrading-consistency",
-        }
-    }
-}
-
-/// A parameter value: TOML strings, integers, floats and booleans are handed to the policy's
-/// `configure` as their text.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
-enum ParamValue {
-    String(String),
-    Integer(i64),
-    Float(f64),
-    Bool(bool),
-}
-
-impl fmt::Display for ParamValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ParamValue::String(s) => f.write_str(s),
-            ParamValue::Integer(n) => write!(f, "{n}"),
-            ParamValue::Float(x) => write!(f, "{x}"),
-            ParamValue::Bool(b) => write!(f, "{b}"),
-        }
+/// A component's parameter value as text: TOML strings, integers, floats and booleans are
+/// handed to the policy's `configure` as their text; arrays and tables are refused.
+fn param_text(value: &toml::Value) -> Option<String> {
+    match value {
+        toml::Value::String(s) => Some(s.clone()),
+        toml::Value::Integer(n) => Some(n.to_string()),
+        toml::Value::Float(x) => Some(x.to_string()),
+        toml::Value::Boolean(b) => Some(b.to_string()),
+        _ => None,
     }
 }
 
@@ -126,7 +88,7 @@ struct RawPolicy {
     #[serde(default)]
     component: Option<Spanned<RawComponent>>,
     #[serde(default)]
-    params: Option<Spanned<BTreeMap<String, ParamValue>>>,
+    params: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
     #[serde(default)]
     limits: SandboxLimits,
     #[serde(default)]
@@ -276,10 +238,10 @@ impl Default for IsolationConfig {
 }
 
 /// Where a policy comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum PolicySource {
-    /// A built-in native strategy.
-    Builtin(Builtin),
+    /// A built-in native strategy with its parameters.
+    Builtin(BuiltinPolicy),
     /// A component file (absolute, resolved against the policy directory).
     Component(PathBuf),
     /// A component in an OCI registry (`registry/repository:tag`), pulled into the artifact
@@ -290,7 +252,7 @@ pub enum PolicySource {
 impl fmt::Display for PolicySource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PolicySource::Builtin(b) => write!(f, "builtin:{}", b.name()),
+            PolicySource::Builtin(b) => write!(f, "builtin:{}", b.builtin().name()),
             PolicySource::Component(path) => write!(f, "{}", path.display()),
             PolicySource::Oci(reference) => write!(f, "oci:{reference}"),
         }
@@ -302,7 +264,8 @@ impl fmt::Display for PolicySource {
 pub struct PolicyDefinition {
     /// Its source.
     pub source: PolicySource,
-    /// Parameters handed to the component's `configure` (empty for built-ins).
+    /// Parameters handed to the component's `configure` (empty for built-ins, whose
+    /// parameters are in their [`BuiltinPolicy`]).
     pub params: BTreeMap<String, String>,
     /// Sandbox limits (components).
     pub limits: SandboxLimits,
@@ -467,6 +430,45 @@ impl RegistryConfig {
     }
 }
 
+/// `builtin` with the `params` a policy gives it; a refused parameter is reported where it is
+/// written.
+fn builtin_policy(
+    builtin: Builtin,
+    params: Option<&Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    policy: Range<usize>,
+    errors: &Errors<'_>,
+    field: &str,
+) -> Result<BuiltinPolicy, ConfigError> {
+    let Some(params) = params else {
+        return BuiltinPolicy::new(builtin, &serde_json::Map::new()).map_err(|e| {
+            errors.at(
+                policy.clone(),
+                format!("{field}.params"),
+                format!(
+                    "{}: {} takes parameters, some required",
+                    e.message,
+                    builtin.name()
+                ),
+            )
+        });
+    };
+    let mut json = serde_json::Map::new();
+    for (key, value) in params.get_ref() {
+        let value = serde_json::to_value(value.get_ref())
+            .map_err(|e| errors.at(value.span(), format!("{field}.params.{key}"), e.to_string()))?;
+        json.insert(key.clone(), value);
+    }
+    BuiltinPolicy::new(builtin, &json).map_err(|e| {
+        // Where the refused parameter is written, or the whole table.
+        let (span, field) = match params.get_ref().get(&e.param) {
+            Some(value) => (value.span(), format!("{field}.params.{}", e.param)),
+            None if e.param.is_empty() => (params.span(), format!("{field}.params")),
+            None => (params.span(), format!("{field}.params.{}", e.param)),
+        };
+        errors.at(span, field, e.message)
+    })
+}
+
 impl RawConfig {
     fn validate(self, errors: &Errors<'_>, base: &Path) -> Result<RegistryConfig, ConfigError> {
         let policy_dir = match &self.policy_dir {
@@ -495,7 +497,9 @@ impl RawConfig {
             let field = format!("policies.{name}");
             let raw = spanned.get_ref();
             let source = match (&raw.builtin, &raw.component) {
-                (Some(builtin), None) => PolicySource::Builtin(*builtin),
+                (Some(builtin), None) => {
+                    PolicySource::Builtin(builtin_policy(*builtin, raw.params.as_ref(), spanned.span(), errors, &field)?)
+                }
                 (None, Some(component)) => match component.get_ref() {
                     RawComponent::Oci(oci) => {
                         if !valid_oci_reference(&oci.oci) {
@@ -552,26 +556,27 @@ impl RawConfig {
                 },
                 None => None,
             };
-            let params = raw.params.as_ref();
-            if let (PolicySource::Builtin(_), Some(params)) = (&source, params) {
-                return Err(errors.at(
-                    params.span(),
-                    format!("{field}.params"),
-                    "built-in policies take no parameters; parameters are for components",
-                ));
+            // A built-in's parameters are in its source; a component's are text for `configure`.
+            let params = raw
+                .params
+                .as_ref()
+                .filter(|_| !matches!(source, PolicySource::Builtin(_)));
+            let mut texts = BTreeMap::new();
+            for (key, value) in params.iter().flat_map(|p| p.get_ref()) {
+                let text = param_text(value.get_ref()).ok_or_else(|| {
+                    errors.at(
+                        value.span(),
+                        format!("{field}.params.{key}"),
+                        "expected a string, a number or a boolean (a component's parameters are handed to its `configure` as text)",
+                    )
+                })?;
+                texts.insert(key.clone(), text);
             }
             policies.insert(
                 name.clone(),
                 PolicyDefinition {
                     source,
-                    params: params
-                        .map(|p| {
-                            p.get_ref()
-                                .iter()
-                                .map(|(k, v)| (k.clone(), v.to_string()))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
+                    params: texts,
                     limits: raw.limits,
                     fail_safe: raw.fail_safe,
                     quarantine: raw.quarantine,

@@ -9,6 +9,7 @@
 //! - [`RegistryWatcher`]: file watching with debounce; reloads run off the deciding path.
 //! - [`Shadow`]: a candidate answering beside the active version, its answers never used.
 
+mod builtin;
 mod compile_ahead;
 mod config;
 mod error;
@@ -24,9 +25,10 @@ mod table;
 mod version;
 mod watch;
 
+pub use builtin::{Builtin, BuiltinParamError, BuiltinPolicy};
 pub use config::{
-    Builtin, CacheDir, ConfigError, EngineConfig, IsolationConfig, Location, PolicyDefinition,
-    PolicySource, RegistryConfig, WatchConfig,
+    CacheDir, ConfigError, EngineConfig, IsolationConfig, Location, PolicyDefinition, PolicySource,
+    RegistryConfig, WatchConfig,
 };
 pub use error::RegistryError;
 pub use policy_registry::{Decided, PolicyRegistry};

@@ -92,10 +92,6 @@ pub struct Pushed {
     pub sha256: String,
 }
 
-fn hex(digest: &[u8]) -> String {
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn parse(reference: &str) -> Result<Reference, OciError> {
     reference.parse().map_err(|e| OciError::Reference {
         reference: reference.to_owned(),
@@ -169,7 +165,7 @@ pub fn push(bytes: &[u8], reference: &str) -> Result<Pushed, OciError> {
     })?;
     Ok(Pushed {
         manifest_url: pushed.manifest_url,
-        sha256: hex(&Sha256::digest(bytes)),
+        sha256: hex::encode(Sha256::digest(bytes)),
     })
 }
 
@@ -235,7 +231,7 @@ fn pull_pinned(reference: &str, pin: &str) -> Result<Vec<u8>, OciError> {
 }
 
 fn check(reference: &str, bytes: &[u8], expected: &str) -> Result<(), OciError> {
-    let found = hex(&Sha256::digest(bytes));
+    let found = hex::encode(Sha256::digest(bytes));
     if found != expected {
         return Err(OciError::DigestMismatch {
             reference: reference.to_owned(),
@@ -294,7 +290,7 @@ impl OciStore {
     fn cached(&self, sha256: &str) -> Option<PathBuf> {
         let path = self.blob(sha256);
         let bytes = std::fs::read(&path).ok()?;
-        (hex(&Sha256::digest(&bytes)) == sha256).then_some(path)
+        (hex::encode(Sha256::digest(&bytes)) == sha256).then_some(path)
     }
 
     /// A local file holding the component `reference` names (see the module docs).
@@ -315,7 +311,7 @@ impl OciStore {
         }
         match pull(reference) {
             Ok(bytes) => {
-                let sha256 = hex(&Sha256::digest(&bytes));
+                let sha256 = hex::encode(Sha256::digest(&bytes));
                 let path = self.blob(&sha256);
                 self.write(&path, &bytes)?;
                 self.write(&self.tag(reference), sha256.as_bytes())?;

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
 
+use super::builtin::BuiltinPolicy;
 use super::compile_ahead::CompileAhead;
-use super::config::{Builtin, ConfigError, PolicyDefinition, PolicySource};
+use super::config::{ConfigError, PolicyDefinition, PolicySource};
 use super::stand_in::StandIn;
 use crate::budget::RetryBudgets;
 use crate::cassandra_types::ConsistencyLevel;
@@ -18,10 +19,7 @@ use crate::context::DecisionContext;
 use crate::orchestrator::Guard;
 use crate::reason::{reasons, ReadTimeout, RetryReason};
 use crate::request::{Request, RequestType};
-use crate::strategy::cassandra::{
-    Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
-};
-use crate::strategy::{BestEffort, FailFast, FastFailOnTerminalError, RetryStrategy};
+use crate::strategy::RetryStrategy;
 use crate::wasm::{
     read_metadata, ArtifactCache, CodeOrigin, LoadError, PolicyPre, WasmRuntime, WasmStrategy,
     WasmStrategyConfig, WitVersion,
@@ -220,7 +218,7 @@ impl PolicyVersion {
         known: &[Arc<PolicyVersion>],
     ) -> Result<PolicyVersion, BuildError> {
         match &definition.source {
-            PolicySource::Builtin(builtin) => Ok(Self::builtin(name, *builtin, definition)),
+            PolicySource::Builtin(builtin) => Ok(Self::builtin(name, builtin, definition)),
             PolicySource::Component(path) => {
                 let bytes = read(name, path)?;
                 Self::from_component_bytes(name, definition, path, &bytes, ctx, known)
@@ -264,23 +262,15 @@ impl PolicyVersion {
         self.hash == STAND_IN
     }
 
-    fn builtin(name: &str, builtin: Builtin, definition: &PolicyDefinition) -> PolicyVersion {
-        let strategy: Arc<dyn RetryStrategy> = match builtin {
-            Builtin::BestEffort => {
-                Arc::new(BestEffort::<crate::backoff::ExponentialBackoff>::default())
-            }
-            Builtin::FailFast => Arc::new(FailFast),
-            Builtin::FastFailOnTerminalError => {
-                Arc::new(FastFailOnTerminalError::<crate::backoff::ExponentialBackoff>::default())
-            }
-            Builtin::CassandraDefault => Arc::new(Cassandra::new(DefaultRetryPolicy)),
-            Builtin::CassandraDowngradingConsistency => {
-                Arc::new(Cassandra::new(ConsistencyDowngradingRetryPolicy))
-            }
-        };
+    fn builtin(
+        name: &str,
+        builtin: &BuiltinPolicy,
+        definition: &PolicyDefinition,
+    ) -> PolicyVersion {
+        let strategy = builtin.strategy();
         PolicyVersion {
             name: name.to_owned(),
-            hash: format!("builtin:{}", builtin.name()),
+            hash: builtin.version(),
             source: definition.source.clone(),
             loaded_at: SystemTime::now(),
             load_time: Duration::ZERO,
@@ -313,13 +303,12 @@ impl PolicyVersion {
             });
         }
         let sha256: [u8; 32] = Sha256::digest(bytes).into();
-        let hex = |digest: &[u8; 32]| digest.iter().map(|b| format!("{b:02x}")).collect();
         if let Some(pinned) = definition.pinned_sha256.filter(|pinned| *pinned != sha256) {
             return Err(BuildError::PinMismatch {
                 policy: name.to_owned(),
                 path: path.display().to_string(),
-                expected: hex(&pinned),
-                found: hex(&sha256),
+                expected: hex::encode(pinned),
+                found: hex::encode(sha256),
             });
         }
         let reused = known
@@ -373,7 +362,7 @@ impl PolicyVersion {
         smoke(name, &wasm)?;
         Ok(PolicyVersion {
             name: name.to_owned(),
-            hash: hex(&sha256),
+            hash: hex::encode(sha256),
             source: match &definition.source {
                 PolicySource::Oci(_) => definition.source.clone(),
                 _ => PolicySource::Component(path.to_owned()),
@@ -411,9 +400,7 @@ pub(crate) fn fetch_oci(
         let cache = ctx.cache.ok_or_else(|| BuildError::OciWithoutCache {
             policy: name.to_owned(),
         })?;
-        let pin: Option<String> = definition
-            .pinned_sha256
-            .map(|pin| pin.iter().map(|b| format!("{b:02x}")).collect());
+        let pin: Option<String> = definition.pinned_sha256.map(hex::encode);
         super::oci::OciStore::new(cache.dir())
             .resolve(reference, pin.as_deref())
             .map_err(|source| BuildError::Oci {

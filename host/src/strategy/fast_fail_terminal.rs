@@ -31,9 +31,32 @@ const TERMINAL: [(ReasonKind, TerminalError); 5] = [
 ];
 
 /// Fast-fails terminal reasons with their named error; behaves as [`BestEffort`] otherwise.
-#[derive(Debug, Clone, Default)]
+/// By default all five reasons are terminal, as reference 001 says; [`only`](Self::only)
+/// keeps fewer (the others are then treated as best effort treats them).
+#[derive(Debug, Clone)]
 pub struct FastFailOnTerminalError<C = ExponentialBackoff> {
     best_effort: BestEffort<C>,
+    terminal: Vec<ReasonKind>,
+}
+
+impl<C: Default> Default for FastFailOnTerminalError<C> {
+    fn default() -> Self {
+        FastFailOnTerminalError {
+            best_effort: BestEffort::default(),
+            terminal: Self::TERMINAL_REASONS.to_vec(),
+        }
+    }
+}
+
+impl<C> FastFailOnTerminalError<C> {
+    /// The five terminal reasons of reference 001, in the order the RFC applies them.
+    pub const TERMINAL_REASONS: [ReasonKind; 5] = [
+        TERMINAL[0].0,
+        TERMINAL[1].0,
+        TERMINAL[2].0,
+        TERMINAL[3].0,
+        TERMINAL[4].0,
+    ];
 }
 
 impl<C: BackoffCalculator> FastFailOnTerminalError<C> {
@@ -41,7 +64,19 @@ impl<C: BackoffCalculator> FastFailOnTerminalError<C> {
     pub fn with_calculator(calculator: C) -> Self {
         FastFailOnTerminalError {
             best_effort: BestEffort::with_calculator(calculator),
+            terminal: Self::TERMINAL_REASONS.to_vec(),
         }
+    }
+
+    /// Fast-fails only the terminal reasons among `kinds`; `None` if one of them is not one
+    /// of the five (only those have a named error to fail with).
+    pub fn only(mut self, kinds: impl IntoIterator<Item = ReasonKind>) -> Option<Self> {
+        let kinds: Vec<ReasonKind> = kinds.into_iter().collect();
+        if !kinds.iter().all(|k| Self::TERMINAL_REASONS.contains(k)) {
+            return None;
+        }
+        self.terminal = kinds;
+        Some(self)
     }
 
     /// The terminal error for `reason`, if it is one of the five.
@@ -57,9 +92,10 @@ impl<C: BackoffCalculator> SyncStrategy for FastFailOnTerminalError<C> {
     }
 
     fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
-        match Self::terminal_error(context.reason()) {
-            Some(error) => RetryAction::Fail(error),
-            None => self.best_effort.decide(request, context),
+        let reason = context.reason();
+        match Self::terminal_error(reason) {
+            Some(error) if self.terminal.contains(&reason.kind()) => RetryAction::Fail(error),
+            _ => self.best_effort.decide(request, context),
         }
     }
 }

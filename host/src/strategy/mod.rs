@@ -3,10 +3,12 @@
 
 mod best_effort;
 pub(crate) mod cassandra;
+mod exponential;
 mod fail_fast;
 mod fast_fail_terminal;
 
 pub use best_effort::BestEffort;
+pub use exponential::ExponentialRetry;
 pub use fail_fast::FailFast;
 pub use fast_fail_terminal::FastFailOnTerminalError;
 

@@ -103,10 +103,6 @@ impl Hasher for Sha256Hasher {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl ArtifactCache {
     /// The user's cache directory for Rebound (`$XDG_CACHE_HOME/rebound` or
     /// `~/.cache/rebound` on Linux, `~/Library/Caches/rebound` on macOS), where the registry,
@@ -149,7 +145,7 @@ impl ArtifactCache {
         let engine_digest: [u8; 32] = hasher.0.finalize().into();
         Ok(ArtifactCache {
             dir: dir.to_owned(),
-            engine_key: hex(&engine_digest[..8]),
+            engine_key: hex::encode(&engine_digest[..8]),
             engine_digest,
             owner,
             hits: AtomicU64::new(0),
@@ -178,7 +174,7 @@ impl ArtifactCache {
     pub fn entry_path(&self, component_sha256: &[u8; 32]) -> PathBuf {
         self.dir.join(format!(
             "{}-{}.cwasm",
-            hex(component_sha256),
+            hex::encode(component_sha256),
             self.engine_key
         ))
     }

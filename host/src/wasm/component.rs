@@ -292,7 +292,7 @@ impl PolicyPre {
                 message: format!("{e:#}"),
             }
         })?;
-        let version = sha256.iter().take(6).map(|b| format!("{b:02x}")).collect();
+        let version = hex::encode(&sha256[..6]);
         Ok(PolicyPre {
             name: policy,
             version,

@@ -61,15 +61,39 @@ pub trait CassandraPolicy: Send + Sync + Debug {
 /// - write timeouts, aborts (including a socket closed in flight) and error responses of a
 ///   non-idempotent request: rethrown without asking the policy;
 /// - any other reason: rethrown (the driver has no verdict for it).
-#[derive(Debug, Clone, Default)]
+///
+/// The policy is handed the number of retries already made, and keeps its own limit (the
+/// driver's policies grant at most one retry for a read timeout, a write timeout or an
+/// unavailable coordinator: reference 003 "Behavior", "a maximum of one retry").
+/// [`with_max_retries`](Self::with_max_retries) sets that limit instead: while fewer retries
+/// than it were made, the policy is asked as for its first retry; past it, such a failure is
+/// rethrown without asking. Aborted requests and error responses are not counted, as in the
+/// driver.
+#[derive(Debug, Clone)]
 pub struct Cassandra<P> {
     policy: P,
+    max_retries: Option<u32>,
 }
 
-impl<P: CassandraPolicy> Cassandra<P> {
-    /// Wraps `policy`.
+impl<P: Default> Default for Cassandra<P> {
+    fn default() -> Self {
+        Cassandra::new(P::default())
+    }
+}
+
+impl<P> Cassandra<P> {
+    /// Wraps `policy`, which keeps its own limit on retries.
     pub fn new(policy: P) -> Self {
-        Cassandra { policy }
+        Cassandra {
+            policy,
+            max_retries: None,
+        }
+    }
+
+    /// Lets the policy's counted verdicts grant up to `max_retries` retries (0: none).
+    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = Some(max_retries);
+        self
     }
 }
 
@@ -118,10 +142,24 @@ impl<P: CassandraPolicy> SyncStrategy for Cassandra<P> {
             return action;
         }
         let (policy, retries) = (&self.policy, request.retry_attempts());
+        // The three verdicts the driver counts. With a limit set here: past it rethrown (as
+        // the driver's policies do past their one retry), below it asked as for the first.
+        let counted = match self.max_retries {
+            None => Some(retries),
+            Some(max) if retries < max => Some(0),
+            Some(_) => None,
+        };
         match reason {
-            RetryReason::ReadTimeout(e) => policy.on_read_timeout(request, e, retries),
-            RetryReason::Unavailable(e) => policy.on_unavailable(request, e, retries),
-            RetryReason::WriteTimeout(e) => policy.on_write_timeout(request, e, retries),
+            RetryReason::ReadTimeout(e) => counted.map_or(RetryAction::Rethrow, |first| {
+                policy.on_read_timeout(request, e, first)
+            }),
+            RetryReason::Unavailable(e) => counted.map_or(RetryAction::Rethrow, |first| {
+                policy.on_unavailable(request, e, first)
+            }),
+            RetryReason::WriteTimeout(e) => counted.map_or(RetryAction::Rethrow, |first| {
+                policy.on_write_timeout(request, e, first)
+            }),
+            // Aborts and error responses are not counted by the driver's policies.
             RetryReason::RequestAborted(kind) => policy.on_request_aborted(request, *kind, retries),
             RetryReason::ErrorResponse(kind) => policy.on_error_response(request, *kind, retries),
             // The only other reason `route` asks about: a socket closed while in flight.

@@ -1,0 +1,368 @@
+//! The built-in native strategies a policy may name instead of a component, and their
+//! parameters: read from a policy's `params` (TOML in the registry's configuration, JSON in a
+//! decision request), validated (unknown names and out-of-range values are refused with the
+//! parameter they concern), defaulting to exactly the references' values.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::action::NodeChoice;
+use crate::backoff::ExponentialBackoff;
+use crate::reason::ReasonKind;
+use crate::strategy::cassandra::{
+    Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
+};
+use crate::strategy::{BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError};
+use crate::RetryStrategy;
+
+/// A built-in native strategy a policy may name instead of a component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Builtin {
+    /// [`BestEffort`](crate::BestEffort) with an exponential backoff (parameters `min_ms`,
+    /// `max_ms`, `factor`, `jitter`; reference 001's 1 ms, 500 ms, 2, none by default).
+    BestEffort,
+    /// [`FailFast`](crate::FailFast): never retries (no parameters).
+    FailFast,
+    /// [`FastFailOnTerminalError`](crate::FastFailOnTerminalError): best effort's parameters
+    /// and `terminal`, the terminal reasons it fails at once (all five by default).
+    FastFailOnTerminalError,
+    /// The Cassandra driver's `DefaultRetryPolicy` (parameter `max_retries`, the driver's 1 by
+    /// default).
+    CassandraDefault,
+    /// The Cassandra driver's `ConsistencyDowngradingRetryPolicy` (parameter `max_retries`).
+    CassandraDowngradingConsistency,
+    /// [`ExponentialRetry`](crate::ExponentialRetry), declared like gRPC's `retryPolicy`:
+    /// `max_attempts`, `initial_ms`, `max_ms`, `multiplier` (all four required), `jitter`,
+    /// `retry_on`, `never_on` (reason names) and `node` (`same` or `next`).
+    Exponential,
+}
+
+impl Builtin {
+    /// Every built-in.
+    pub const ALL: [Builtin; 6] = [
+        Builtin::BestEffort,
+        Builtin::FailFast,
+        Builtin::FastFailOnTerminalError,
+        Builtin::CassandraDefault,
+        Builtin::CassandraDowngradingConsistency,
+        Builtin::Exponential,
+    ];
+
+    /// The name used in the configuration.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Builtin::BestEffort => "best-effort",
+            Builtin::FailFast => "fail-fast",
+            Builtin::FastFailOnTerminalError => "fast-fail-on-terminal-error",
+            Builtin::CassandraDefault => "cassandra-default",
+            Builtin::CassandraDowngradingConsistency => "cassandra-downgrading-consistency",
+            Builtin::Exponential => "exponential",
+        }
+    }
+
+    /// The built-in called `name` in the configuration.
+    pub fn from_name(name: &str) -> Option<Builtin> {
+        Builtin::ALL.into_iter().find(|b| b.name() == name)
+    }
+}
+
+/// A parameter of a built-in that was refused: which one (empty when the message names
+/// several) and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", if param.is_empty() { String::new() } else { format!("{param}: ") })]
+pub struct BuiltinParamError {
+    /// The parameter's name.
+    pub param: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+impl BuiltinParamError {
+    fn new(param: impl Into<String>, message: impl Into<String>) -> Self {
+        BuiltinParamError {
+            param: param.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A built-in with its validated parameters.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum BuiltinPolicy {
+    /// Best effort with this backoff.
+    BestEffort(ExponentialBackoff),
+    /// Fail fast.
+    FailFast,
+    /// Fast fail on these terminal reasons, best effort with this backoff otherwise.
+    FastFailOnTerminalError {
+        /// The best-effort fallback's backoff.
+        backoff: ExponentialBackoff,
+        /// The terminal reasons failed at once.
+        terminal: Vec<ReasonKind>,
+    },
+    /// The driver's default policy with at most this many counted retries.
+    CassandraDefault {
+        /// Retries its verdicts may grant.
+        max_retries: u32,
+    },
+    /// The driver's downgrading policy with at most this many counted retries.
+    CassandraDowngradingConsistency {
+        /// Retries its verdicts may grant.
+        max_retries: u32,
+    },
+    /// The declarative exponential strategy.
+    Exponential(ExponentialRetry),
+}
+
+/// Best effort's parameters (fast fail's too, beside its `terminal`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackoffParams {
+    #[serde(default = "default_min_ms")]
+    min_ms: u64,
+    #[serde(default = "default_max_ms")]
+    max_ms: u64,
+    #[serde(default = "default_factor")]
+    factor: f64,
+    #[serde(default)]
+    jitter: f64,
+}
+
+const TERMINAL_REASONS: [ReasonKind; 5] =
+    FastFailOnTerminalError::<ExponentialBackoff>::TERMINAL_REASONS;
+
+/// Fast fail's `terminal`: a list of some of the five terminal reasons.
+fn terminal_reasons(names: Value) -> Result<Vec<ReasonKind>, BuiltinParamError> {
+    let names: Vec<String> = serde_json::from_value(names).map_err(|e| {
+        BuiltinParamError::new("terminal", format!("{e}; expected a list of reason names"))
+    })?;
+    let kinds = reasons(&names, "terminal")?;
+    match kinds.iter().find(|k| !TERMINAL_REASONS.contains(k)) {
+        Some(other) => Err(BuiltinParamError::new(
+            "terminal",
+            format!(
+                "{} is not a terminal reason; expected some of {}",
+                other.name(),
+                TERMINAL_REASONS.map(ReasonKind::name).join(", ")
+            ),
+        )),
+        None => Ok(kinds),
+    }
+}
+
+fn default_min_ms() -> u64 {
+    ExponentialBackoff::default().min().as_millis() as u64
+}
+fn default_max_ms() -> u64 {
+    ExponentialBackoff::default().max().as_millis() as u64
+}
+fn default_factor() -> f64 {
+    ExponentialBackoff::default().factor()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CassandraParams {
+    #[serde(default = "driver_max_retries")]
+    max_retries: u32,
+}
+
+/// Reference 003 "Behavior": "a maximum of one retry".
+fn driver_max_retries() -> u32 {
+    1
+}
+
+/// gRPC's `retryPolicy` fields, in milliseconds.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExponentialParams {
+    max_attempts: u32,
+    initial_ms: u64,
+    max_ms: u64,
+    multiplier: f64,
+    #[serde(default)]
+    jitter: f64,
+    #[serde(default)]
+    retry_on: Vec<String>,
+    #[serde(default)]
+    never_on: Vec<String>,
+    #[serde(default)]
+    node: NodeChoice,
+}
+
+/// Reads `params` as `T`; a refused value names its parameter.
+fn read<T: for<'de> Deserialize<'de>>(params: &Map<String, Value>) -> Result<T, BuiltinParamError> {
+    serde_path_to_error::deserialize(Value::Object(params.clone())).map_err(|e| {
+        let param = e.path().to_string();
+        let param = if param == "." { String::new() } else { param };
+        BuiltinParamError::new(param, e.into_inner().to_string())
+    })
+}
+
+/// The backoff from these parameters; a refused value names its parameter in `names` (the
+/// minimum, maximum, factor and jitter, as this built-in calls them).
+fn backoff(
+    (min_ms, max_ms, factor, jitter): (u64, u64, f64, f64),
+    names: [&str; 4],
+) -> Result<ExponentialBackoff, BuiltinParamError> {
+    use crate::backoff::BackoffConfigError as E;
+    let [min_name, max_name, factor_name, jitter_name] = names;
+    ExponentialBackoff::new(
+        Duration::from_millis(min_ms),
+        Duration::from_millis(max_ms),
+        factor,
+    )
+    .and_then(|b| b.with_jitter(jitter))
+    .map_err(|error| {
+        let (param, expected) = match &error {
+            E::ZeroMin => (min_name, "at least 1 (ms)".to_owned()),
+            E::MaxBelowMin { .. } => (max_name, format!("at least {min_name} ({min_ms})")),
+            E::BadFactor(_) => (factor_name, "a number of at least 1".to_owned()),
+            E::BadJitter(_) => (jitter_name, "a fraction from 0 to 1".to_owned()),
+        };
+        BuiltinParamError::new(param, format!("{error}; expected {expected}"))
+    })
+}
+
+/// The reason kinds named in `names`, checked against the reason table.
+fn reasons(names: &[String], param: &str) -> Result<Vec<ReasonKind>, BuiltinParamError> {
+    names
+        .iter()
+        .map(|name| {
+            ReasonKind::from_name(name).ok_or_else(|| {
+                BuiltinParamError::new(
+                    param,
+                    format!("`{name}` is not a retry reason; expected a name of the reason table, e.g. KV_LOCKED"),
+                )
+            })
+        })
+        .collect()
+}
+
+impl BuiltinPolicy {
+    /// `builtin` with `params` (empty: the references' defaults).
+    pub fn new(builtin: Builtin, params: &Map<String, Value>) -> Result<Self, BuiltinParamError> {
+        const BACKOFF: [&str; 4] = ["min_ms", "max_ms", "factor", "jitter"];
+        Ok(match builtin {
+            Builtin::BestEffort => {
+                let p: BackoffParams = read(params)?;
+                BuiltinPolicy::BestEffort(backoff(
+                    (p.min_ms, p.max_ms, p.factor, p.jitter),
+                    BACKOFF,
+                )?)
+            }
+            Builtin::FailFast => {
+                if let Some(name) = params.keys().next() {
+                    return Err(BuiltinParamError::new(
+                        name.as_str(),
+                        "unknown parameter; fail-fast takes none",
+                    ));
+                }
+                BuiltinPolicy::FailFast
+            }
+            Builtin::FastFailOnTerminalError => {
+                let mut rest = params.clone();
+                let terminal = match rest.remove("terminal") {
+                    None => TERMINAL_REASONS.to_vec(),
+                    Some(names) => terminal_reasons(names)?,
+                };
+                let p: BackoffParams = read(&rest)?;
+                BuiltinPolicy::FastFailOnTerminalError {
+                    backoff: backoff((p.min_ms, p.max_ms, p.factor, p.jitter), BACKOFF)?,
+                    terminal,
+                }
+            }
+            Builtin::CassandraDefault => BuiltinPolicy::CassandraDefault {
+                max_retries: read::<CassandraParams>(params)?.max_retries,
+            },
+            Builtin::CassandraDowngradingConsistency => {
+                BuiltinPolicy::CassandraDowngradingConsistency {
+                    max_retries: read::<CassandraParams>(params)?.max_retries,
+                }
+            }
+            Builtin::Exponential => {
+                let p: ExponentialParams = read(params)?;
+                if p.max_attempts < 1 {
+                    return Err(BuiltinParamError::new(
+                        "max_attempts",
+                        "expected at least 1 (the first attempt counts)",
+                    ));
+                }
+                let backoff = backoff(
+                    (p.initial_ms, p.max_ms, p.multiplier, p.jitter),
+                    ["initial_ms", "max_ms", "multiplier", "jitter"],
+                )?;
+                let retry_on = reasons(&p.retry_on, "retry_on")?;
+                let never_on = reasons(&p.never_on, "never_on")?;
+                if let Some(both) = retry_on.iter().find(|k| never_on.contains(k)) {
+                    return Err(BuiltinParamError::new(
+                        "never_on",
+                        format!("{} is in both retry_on and never_on", both.name()),
+                    ));
+                }
+                BuiltinPolicy::Exponential(
+                    ExponentialRetry::new(p.max_attempts, backoff)
+                        .retry_on(retry_on)
+                        .never_on(never_on)
+                        .on_node(p.node),
+                )
+            }
+        })
+    }
+
+    /// Which built-in this is.
+    pub fn builtin(&self) -> Builtin {
+        match self {
+            BuiltinPolicy::BestEffort(_) => Builtin::BestEffort,
+            BuiltinPolicy::FailFast => Builtin::FailFast,
+            BuiltinPolicy::FastFailOnTerminalError { .. } => Builtin::FastFailOnTerminalError,
+            BuiltinPolicy::CassandraDefault { .. } => Builtin::CassandraDefault,
+            BuiltinPolicy::CassandraDowngradingConsistency { .. } => {
+                Builtin::CassandraDowngradingConsistency
+            }
+            BuiltinPolicy::Exponential(_) => Builtin::Exponential,
+        }
+    }
+
+    /// Its version as answers show it: `builtin:NAME` with the references' parameters,
+    /// followed by `+` and the start of a digest of its parameters when they differ, so that
+    /// answers tell tuned versions apart.
+    pub fn version(&self) -> String {
+        let kind = self.builtin();
+        let name = kind.name();
+        match BuiltinPolicy::new(kind, &Map::new()) {
+            Ok(defaults) if defaults == *self => format!("builtin:{name}"),
+            _ => {
+                let digest = Sha256::digest(format!("{self:?}").as_bytes());
+                format!("builtin:{name}+{}", hex::encode(&digest[..4]))
+            }
+        }
+    }
+
+    /// The strategy.
+    pub fn strategy(&self) -> Arc<dyn RetryStrategy> {
+        match self {
+            BuiltinPolicy::BestEffort(backoff) => Arc::new(BestEffort::with_calculator(*backoff)),
+            BuiltinPolicy::FailFast => Arc::new(FailFast),
+            BuiltinPolicy::FastFailOnTerminalError { backoff, terminal } => Arc::new(
+                FastFailOnTerminalError::with_calculator(*backoff)
+                    .only(terminal.iter().copied())
+                    .expect("checked when read"),
+            ),
+            BuiltinPolicy::CassandraDefault { max_retries } => {
+                Arc::new(Cassandra::new(DefaultRetryPolicy).with_max_retries(*max_retries))
+            }
+            BuiltinPolicy::CassandraDowngradingConsistency { max_retries } => Arc::new(
+                Cassandra::new(ConsistencyDowngradingRetryPolicy).with_max_retries(*max_retries),
+            ),
+            BuiltinPolicy::Exponential(strategy) => Arc::new(strategy.clone()),
+        }
+    }
+}
