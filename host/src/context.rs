@@ -1,7 +1,7 @@
 //! What one decision is about besides the request's own facts: the failure's reason, the
 //! error-map retry spec its classification attached, the server's suggested delay, and the
-//! decision's moment; and where a sandboxed policy that fails leaves its account of the
-//! failure. A context is built for every failure and dropped with its decision, so nothing of
+//! decision's moment; the retry budget it draws from; and where a sandboxed policy that fails
+//! leaves its account of the failure. A context is built for every failure and dropped with its decision, so nothing of
 //! one failure can reach the decision for the next.
 
 use std::sync::OnceLock;
@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::action::PolicyFailure;
 use crate::errormap::RetrySpec;
 use crate::reason::RetryReason;
+use crate::traffic_budget::TrafficBudget;
 
 /// One failure to decide: what a strategy is told besides the [`Request`](crate::Request).
 ///
@@ -29,6 +30,7 @@ pub struct DecisionContext<'r> {
     server_delay: Option<Duration>,
     at: Option<Instant>,
     failure_note: Option<&'r FailureNote>,
+    budget: Option<&'r TrafficBudget>,
 }
 
 /// Where a policy that failed to answer leaves what happened (a Rust panic's message, a Python
@@ -66,6 +68,7 @@ impl<'r> DecisionContext<'r> {
             server_delay: None,
             at: None,
             failure_note: None,
+            budget: None,
         }
     }
 
@@ -87,6 +90,19 @@ impl<'r> DecisionContext<'r> {
     pub const fn at(mut self, now: Instant) -> Self {
         self.at = Some(now);
         self
+    }
+
+    /// Draws the retry, if one is decided, from `budget`: a request's first failure deposits
+    /// in it, each retry withdraws, and a retry it cannot pay for ends the request as
+    /// RequestCanceled (`RETRY_BUDGET_EXHAUSTED`).
+    pub const fn with_budget(mut self, budget: Option<&'r TrafficBudget>) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The budget retries are drawn from, if any.
+    pub const fn budget(&self) -> Option<&'r TrafficBudget> {
+        self.budget
     }
 
     /// Lets a policy that fails to answer leave its account of the failure in `note`.

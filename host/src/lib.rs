@@ -132,6 +132,7 @@ pub mod registry;
 mod request;
 mod retry_loop;
 mod strategy;
+mod traffic_budget;
 #[cfg(feature = "wasm")]
 pub mod wasm;
 mod wit_convert;
@@ -154,6 +155,7 @@ pub use strategy::{
     BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, RetryStrategy, StrategyFuture,
     SyncStrategy,
 };
+pub use traffic_budget::{BudgetConfig, BudgetConfigError, BudgetStats, TrafficBudget};
 
 /// The Cassandra driver's retry model (reference 003 "Retries"): its policies, the adapter
 /// that applies the driver's hard-coded rules around them, and the driver's value types.

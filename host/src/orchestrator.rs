@@ -83,6 +83,7 @@ pub struct OrchestratorStats {
     timeouts: AtomicU64,
     failures: AtomicU64,
     refusals: AtomicU64,
+    budget_refusals: AtomicU64,
 }
 
 /// A snapshot of [`OrchestratorStats`].
@@ -96,6 +97,8 @@ pub struct StatsSnapshot {
     pub failures: u64,
     /// Retries the guard refused (unsafe non-idempotent retries, never-retried reasons).
     pub refusals: u64,
+    /// Retries a retry budget could not pay for (counted in `failures` too).
+    pub budget_refusals: u64,
 }
 
 impl OrchestratorStats {
@@ -106,6 +109,7 @@ impl OrchestratorStats {
             timeouts: self.timeouts.load(Ordering::Relaxed),
             failures: self.failures.load(Ordering::Relaxed),
             refusals: self.refusals.load(Ordering::Relaxed),
+            budget_refusals: self.budget_refusals.load(Ordering::Relaxed),
         }
     }
 }
@@ -207,12 +211,17 @@ impl Orchestrator {
             tracing::debug!(request_id = request.id(), reason = %reason, "request already done; left alone");
             return Decision::AlreadyDone;
         }
+        if let Some(budget) = context.budget().filter(|_| request.retry_attempts() == 0) {
+            // A request deposits once, at its first failure (one that never fails is
+            // reported by its outcome instead).
+            budget.deposit_at(context.now());
+        }
         if reason.always_retry() {
             let delay = controlled_backoff(request.retry_attempts());
             let now = context.now();
             return self.schedule(
                 request,
-                reason,
+                context,
                 (delay, NodeChoice::Same, None),
                 DelaySource::ControlledBackoff,
                 "orchestrator",
@@ -252,7 +261,7 @@ impl Orchestrator {
                 } else {
                     self.schedule(
                         request,
-                        reason,
+                        context,
                         (delay, node, consistency),
                         DelaySource::Strategy,
                         name,
@@ -325,14 +334,32 @@ impl Orchestrator {
     fn schedule(
         &self,
         request: &mut Request,
-        reason: &RetryReason,
+        context: &DecisionContext<'_>,
         (delay, node, consistency): (Duration, NodeChoice, Option<ConsistencyLevel>),
         source: DelaySource,
         strategy: &str,
         now: Instant,
     ) -> Decision {
-        request.record_retry(reason);
+        let reason = context.reason();
         let remaining = request.remaining_at(now);
+        // A retry that will be dispatched is paid for by the budget; one the deadline ends
+        // (a timeout) is not.
+        if let Some(budget) = context.budget().filter(|_| delay < remaining) {
+            if !budget.try_withdraw_at(now) {
+                let cancel = CancelReason::RetryBudgetExhausted(reason.clone());
+                self.stats.budget_refusals.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
+                    reason = %reason, attempts = request.retry_attempts(), strategy,
+                    "not retried: the retry budget is exhausted");
+                return self.fail(request, now, cancel.to_string(), |context| {
+                    RetryError::RequestCanceled {
+                        reason: cancel,
+                        context,
+                    }
+                });
+            }
+        }
+        request.record_retry(reason);
         if delay >= remaining {
             // Reference 001 "Capping the Retry Duration": cap to the time left, then end the
             // request as a timeout at that moment instead of dispatching it again.

@@ -25,6 +25,8 @@ pub enum CancelReason {
     NeverRetried(RetryReason),
     /// The policy failed to answer (sandbox fail-safe: no retry).
     PolicyFailed(PolicyFailure, RetryReason),
+    /// The retry was decided, but the policy's retry budget could not pay for it.
+    RetryBudgetExhausted(RetryReason),
 }
 
 impl CancelReason {
@@ -34,20 +36,33 @@ impl CancelReason {
             CancelReason::NoMoreRetries(r)
             | CancelReason::UnsafeRetryRefused(r)
             | CancelReason::NeverRetried(r)
-            | CancelReason::PolicyFailed(_, r) => r,
+            | CancelReason::PolicyFailed(_, r)
+            | CancelReason::RetryBudgetExhausted(r) => r,
+        }
+    }
+}
+
+impl CancelReason {
+    /// The cause's name, as in error contexts and decision JSON (`NO_MORE_RETRIES`, …).
+    pub const fn name(&self) -> &'static str {
+        match self {
+            CancelReason::NoMoreRetries(_) => "NO_MORE_RETRIES",
+            CancelReason::UnsafeRetryRefused(_) => "UNSAFE_RETRY_REFUSED",
+            CancelReason::NeverRetried(_) => "NEVER_RETRIED",
+            CancelReason::PolicyFailed(..) => "POLICY_FAILED",
+            CancelReason::RetryBudgetExhausted(_) => "RETRY_BUDGET_EXHAUSTED",
         }
     }
 }
 
 impl fmt::Display for CancelReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.name();
         match self {
-            CancelReason::NoMoreRetries(r) => write!(f, "NO_MORE_RETRIES ({r})"),
-            CancelReason::UnsafeRetryRefused(r) => write!(f, "UNSAFE_RETRY_REFUSED ({r})"),
-            CancelReason::NeverRetried(r) => write!(f, "NEVER_RETRIED ({r})"),
             CancelReason::PolicyFailed(failure, r) => {
-                write!(f, "POLICY_FAILED ({}; {r})", failure.kind)
+                write!(f, "{name} ({}; {r})", failure.kind)
             }
+            other => write!(f, "{name} ({})", other.retry_reason()),
         }
     }
 }

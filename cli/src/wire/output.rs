@@ -31,17 +31,6 @@ pub fn reason(reason: &RetryReason) -> Value {
     }
 }
 
-/// The name of a cancellation's cause, as in error contexts.
-fn cancel_reason(reason: &CancelReason) -> &'static str {
-    match reason {
-        CancelReason::NoMoreRetries(_) => "NO_MORE_RETRIES",
-        CancelReason::UnsafeRetryRefused(_) => "UNSAFE_RETRY_REFUSED",
-        CancelReason::NeverRetried(_) => "NEVER_RETRIED",
-        CancelReason::PolicyFailed(..) => "POLICY_FAILED",
-        _ => "OTHER",
-    }
-}
-
 /// A request ending with `error`: `cancel` with the error's name, the reason and the context.
 fn ended(error: &RetryError, reason: &RetryReason) -> Value {
     let mut out = json!({
@@ -50,7 +39,7 @@ fn ended(error: &RetryError, reason: &RetryReason) -> Value {
         "reason": reason.name(),
     });
     if let RetryError::RequestCanceled { reason: why, .. } = error {
-        out["cancel_reason"] = cancel_reason(why).into();
+        out["cancel_reason"] = CancelReason::name(why).into();
         if let CancelReason::PolicyFailed(failure, _) = why {
             out["policy_failure"] = failure.kind.name().into();
             out["detail"] = failure.detail.as_str().into();

@@ -14,6 +14,7 @@ use toml::Spanned;
 
 use super::builtin::{Builtin, BuiltinPolicy};
 use crate::request::{RequestType, Service};
+use crate::traffic_budget::BudgetConfig;
 use crate::wasm::{
     ArtifactCache, FailSafe, Optimization, PoolConfig, QuarantineConfig, SandboxLimits, WasiConfig,
 };
@@ -51,6 +52,8 @@ struct RawConfig {
     request_types: BTreeMap<RequestType, Spanned<String>>,
     #[serde(default)]
     strict_start: bool,
+    #[serde(default)]
+    budgets: BTreeMap<String, Spanned<BudgetConfig>>,
 }
 
 /// `cache_dir = "path"`, or `cache_dir = false` for no cache.
@@ -99,6 +102,8 @@ struct RawPolicy {
     wasi: WasiConfig,
     #[serde(default)]
     guard_exempt: bool,
+    #[serde(default)]
+    budget: Option<Spanned<String>>,
 }
 
 /// `component = "FILE.wasm"`, `component = { path = "FILE.wasm", sha256 = "…" }` pinned, or
@@ -339,6 +344,10 @@ pub struct RegistryConfig {
     /// until a reload succeeds (`false`, the default). Later reloads never install a failed
     /// load.
     pub strict_start: bool,
+    /// Retry budgets proportional to traffic, by name (`[budgets.NAME]`).
+    pub budgets: BTreeMap<String, BudgetConfig>,
+    /// The budget each policy draws its retries from (`[policies.NAME] budget`), by policy.
+    pub policy_budgets: BTreeMap<String, String>,
 }
 
 /// A configuration that was refused: where, which field, and why.
@@ -595,6 +604,42 @@ impl RawConfig {
             );
         }
 
+        let mut budgets = BTreeMap::new();
+        for (name, budget) in &self.budgets {
+            budget.get_ref().validate().map_err(|e| {
+                errors.at(
+                    budget.span(),
+                    format!("budgets.{name}.{}", e.field),
+                    e.message,
+                )
+            })?;
+            budgets.insert(name.clone(), *budget.get_ref());
+        }
+        let mut policy_budgets = BTreeMap::new();
+        for (name, spanned) in &self.policies {
+            let Some(budget) = &spanned.get_ref().budget else {
+                continue;
+            };
+            if !budgets.contains_key(budget.get_ref()) {
+                return Err(errors.at(
+                    budget.span(),
+                    format!("policies.{name}.budget"),
+                    format!(
+                        "no budget named `{}`; expected one of the [budgets] tables: {}",
+                        budget.get_ref(),
+                        budgets.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+            policy_budgets.insert(name.clone(), budget.get_ref().clone());
+        }
+        for name in budgets.keys() {
+            if !policy_budgets.values().any(|used| used == name) {
+                tracing::warn!(budget = %name, file = %errors.file.display(),
+                    "budget is not used by any policy (attach it with `budget = \"{name}\"` in a [policies] table)");
+            }
+        }
+
         let mut profiles = BTreeMap::new();
         for (name, profile) in &self.profiles {
             let policy = match &profile.policy {
@@ -632,6 +677,8 @@ impl RawConfig {
             services,
             request_types,
             strict_start: self.strict_start,
+            budgets,
+            policy_budgets,
         })
     }
 }

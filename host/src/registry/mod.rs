@@ -34,6 +34,6 @@ pub use error::RegistryError;
 pub use policy_registry::{Decided, PolicyRegistry};
 pub use shadow::{Shadow, ShadowStatus};
 pub use slot::ReloadOutcome;
-pub use status::{PolicyStatus, RegistryStatus, VersionStatus};
+pub use status::{BudgetStatus, PolicyStatus, RegistryStatus, VersionStatus};
 pub use version::{BuildError, PolicyVersion};
 pub use watch::{RegistryWatcher, WatchError};

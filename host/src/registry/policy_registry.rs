@@ -4,7 +4,6 @@
 //! rollback, shadow, promote, a new configuration) build the new state off the deciding path
 //! and publish it with one atomic swap.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,7 +18,7 @@ use super::error::RegistryError;
 use super::isolation::{Isolated, Isolation};
 use super::shadow::{Shadow, ShadowStatus, Shadowed};
 use super::slot::{lock, ReloadOutcome, Slot};
-use super::status::{PolicyStatus, RegistryStatus};
+use super::status::{BudgetStatus, PolicyStatus, RegistryStatus};
 use super::table::{build_table, Failed, Table};
 use super::version::{fetch_oci, read, BuildContext, PolicyVersion};
 use crate::budget::RetryBudgets;
@@ -112,7 +111,7 @@ impl PolicyRegistry {
         } else {
             Failed::StandIn
         };
-        let table = build_table(&ctx, config, &HashMap::new(), failed)?;
+        let table = build_table(&ctx, config, None, failed)?;
         Ok(PolicyRegistry {
             orchestrator: Orchestrator::default(),
             runtime,
@@ -196,12 +195,17 @@ impl PolicyRegistry {
                 version: None,
             });
         }
-        let (version, shadow) = {
+        let (version, shadow, budget) = {
             let table = self.table.load();
             let slot = table.resolve(request)?;
-            (slot.active.load_full(), slot.shadow.load_full())
+            (
+                slot.active.load_full(),
+                slot.shadow.load_full(),
+                table.budget_of(&slot.name).cloned(),
+            )
         };
         version.count_decision();
+        let context = &context.with_budget(budget.as_deref());
         let decision = match (&shadow, &self.isolation) {
             (None, Some(isolation)) if version.wasm().is_some() => {
                 let strategy = Isolated {
@@ -371,7 +375,7 @@ impl PolicyRegistry {
         if config.cache_dir != old.config.cache_dir || config.engine != old.config.engine {
             tracing::warn!("cache_dir or [engine] changed: they take effect after a restart");
         }
-        match build_table(&self.build_context(), config, &old.slots, Failed::Refuse) {
+        match build_table(&self.build_context(), config, Some(&old), Failed::Refuse) {
             Ok(table) => {
                 self.table.store(Arc::new(table));
                 *lock(&self.config_error) = None;
@@ -477,6 +481,18 @@ impl PolicyRegistry {
             default_policy: table.config.default_policy.clone(),
             policies,
             cache: self.cache.as_ref().map(ArtifactCache::stats),
+            budgets: table
+                .config
+                .budgets
+                .keys()
+                .map(|name| {
+                    let users = (table.config.policy_budgets.iter())
+                        .filter(|(_, budget)| *budget == name)
+                        .map(|(policy, _)| policy.clone())
+                        .collect();
+                    BudgetStatus::of(&table.budgets[name], users)
+                })
+                .collect(),
         }
     }
 

@@ -2,12 +2,13 @@
 //! API and for logs.
 
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
 use super::shadow::ShadowStatus;
 use super::version::PolicyVersion;
+use crate::traffic_budget::TrafficBudget;
 use crate::wasm::{CacheStats, CodeOrigin, PolicyMetadata, WitVersion};
 
 /// One version, as status reports it.
@@ -98,4 +99,47 @@ pub struct RegistryStatus {
     pub policies: Vec<PolicyStatus>,
     /// The compiled-artifact cache counters, if a cache is configured.
     pub cache: Option<CacheStats>,
+    /// The retry budgets, by name.
+    pub budgets: Vec<BudgetStatus>,
+}
+
+/// One retry budget, as status reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BudgetStatus {
+    /// Its name (`[budgets.NAME]`).
+    pub name: String,
+    /// Retries allowed as a percentage of requests.
+    pub percent: f64,
+    /// Retries allowed per second whatever the traffic.
+    pub min_per_second: u32,
+    /// The window, in milliseconds.
+    pub ttl_ms: u64,
+    /// The policies drawing from it.
+    pub policies: Vec<String>,
+    /// Requests deposited.
+    pub deposits: u64,
+    /// Retries granted.
+    pub withdrawals: u64,
+    /// Retries refused (RETRY_BUDGET_EXHAUSTED).
+    pub refusals: u64,
+    /// Retries it would grant now.
+    pub balance: u64,
+}
+
+impl BudgetStatus {
+    pub(crate) fn of(budget: &TrafficBudget, policies: Vec<String>) -> Self {
+        let config = budget.config();
+        let stats = budget.stats_at(Instant::now());
+        BudgetStatus {
+            name: budget.name().to_owned(),
+            percent: config.percent,
+            min_per_second: config.min_per_second,
+            ttl_ms: config.ttl_ms,
+            policies,
+            deposits: stats.deposits,
+            withdrawals: stats.withdrawals,
+            refusals: stats.refusals,
+            balance: stats.balance,
+        }
+    }
 }

@@ -3,12 +3,14 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::config::RegistryConfig;
 use super::error::RegistryError;
 use super::slot::Slot;
 use super::version::{BuildContext, PolicyVersion};
 use crate::request::{Request, RequestType, Service};
+use crate::traffic_budget::TrafficBudget;
 
 /// The published state: the configuration, its slots and routes. Replaced whole.
 pub(super) struct Table {
@@ -18,6 +20,10 @@ pub(super) struct Table {
     profiles: HashMap<String, Option<Arc<Slot>>>,
     services: HashMap<Service, Arc<Slot>>,
     request_types: HashMap<RequestType, Arc<Slot>>,
+    /// The retry budgets by name, kept across configurations while their parameters stay.
+    pub budgets: HashMap<String, Arc<TrafficBudget>>,
+    /// The budget of each policy that has one, by policy name.
+    policy_budgets: HashMap<String, Arc<TrafficBudget>>,
 }
 
 impl Table {
@@ -34,6 +40,14 @@ impl Table {
                     .collect::<Vec<_>>()
                     .join(", "),
             })
+    }
+
+    /// The retry budget policy `name` draws from, if it has one.
+    pub fn budget_of(&self, name: &str) -> Option<&Arc<TrafficBudget>> {
+        if self.policy_budgets.is_empty() {
+            return None;
+        }
+        self.policy_budgets.get(name)
     }
 
     /// The policy deciding for `request`: its own policy name, else its profile's dedicated
@@ -80,9 +94,34 @@ pub(super) enum Failed {
 pub(super) fn build_table(
     ctx: &BuildContext<'_>,
     config: RegistryConfig,
-    old: &HashMap<String, Arc<Slot>>,
+    old: Option<&Table>,
     failed: Failed,
 ) -> Result<Table, RegistryError> {
+    let budgets: HashMap<String, Arc<TrafficBudget>> = config
+        .budgets
+        .iter()
+        .map(|(name, budget)| {
+            let kept = old
+                .and_then(|table| table.budgets.get(name))
+                .filter(|running| running.config() == *budget);
+            let budget = match kept {
+                Some(running) => Arc::clone(running),
+                None => Arc::new(
+                    TrafficBudget::new(*budget, Instant::now())
+                        .expect("validated with the configuration")
+                        .named(name),
+                ),
+            };
+            (name.clone(), budget)
+        })
+        .collect();
+    let policy_budgets = config
+        .policy_budgets
+        .iter()
+        .map(|(policy, budget)| (policy.clone(), Arc::clone(&budgets[budget])))
+        .collect();
+    let no_slots = HashMap::new();
+    let old = old.map_or(&no_slots, |table| &table.slots);
     let mut slots = HashMap::new();
     for (name, definition) in &config.policies {
         let slot = match old.get(name) {
@@ -133,5 +172,7 @@ pub(super) fn build_table(
             .collect(),
         slots,
         config,
+        budgets,
+        policy_budgets,
     })
 }

@@ -1,0 +1,298 @@
+//! Retry budgets proportional to traffic (Finagle's `RetryBudget`, tower's `TpsBudget`, gRFC
+//! A6's throttling): each request deposits, each retry withdraws, and a floor per second lets
+//! a quiet client retry at all. What was deposited and withdrawn is forgotten after `ttl`, over
+//! a window of [`TrafficBudget::SLOTS`] slots, so the budget follows the traffic of the last `ttl`.
+//!
+//! Over the `ttl` window counted at the moment of any retry, the retries granted never exceed
+//! `percent / 100 × requests + min_per_second × ttl` (tested by a property test). Deposits and
+//! withdrawals are lock-free: each slot is one atomic word holding its period and its balance.
+//! Time is an argument (`*_at(now)`), so simulations and replays stay deterministic.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+/// How many slots the `ttl` window is divided into.
+const SLOTS: usize = TrafficBudget::SLOTS;
+
+/// Units a request deposits, so that a percent's withdrawal is a whole number of units.
+const DEPOSIT: i32 = 100;
+
+/// The most units one withdrawal may take; a smaller percent counts as 0 (no share of the
+/// traffic, the floor only), which is never more generous than asked.
+const MOST_UNITS: i64 = i32::MAX as i64 / 4;
+
+/// A budget's parameters, as in `[budgets.NAME]`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// Retries allowed as a percentage of requests (0 to 100).
+    pub percent: f64,
+    /// Retries allowed per second whatever the traffic (the floor).
+    pub min_per_second: u32,
+    /// How long a deposit or withdrawal counts, in milliseconds (at least [`TrafficBudget::SLOTS`]).
+    pub ttl_ms: u64,
+}
+
+impl Default for BudgetConfig {
+    /// Finagle's default: 20 % of requests and 10 retries a second over 10 seconds.
+    fn default() -> Self {
+        BudgetConfig {
+            percent: 20.0,
+            min_per_second: 10,
+            ttl_ms: 10_000,
+        }
+    }
+}
+
+/// A budget configuration that was refused: the field and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct BudgetConfigError {
+    /// `percent`, `min_per_second` or `ttl_ms`.
+    pub field: &'static str,
+    /// What was expected.
+    pub message: String,
+}
+
+impl BudgetConfig {
+    /// Checks the ranges: `percent` within 0–100, `ttl_ms` at least [`TrafficBudget::SLOTS`] ms.
+    pub fn validate(&self) -> Result<(), BudgetConfigError> {
+        if !(0.0..=100.0).contains(&self.percent) {
+            return Err(BudgetConfigError {
+                field: "percent",
+                message: format!("{} is out of range; expected 0 to 100", self.percent),
+            });
+        }
+        if self.ttl_ms < SLOTS as u64 {
+            return Err(BudgetConfigError {
+                field: "ttl_ms",
+                message: format!("{} is too short; expected at least {SLOTS}", self.ttl_ms),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A retry budget proportional to traffic.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use rebound::{BudgetConfig, TrafficBudget};
+///
+/// let start = Instant::now();
+/// let config = BudgetConfig { percent: 20.0, min_per_second: 0, ttl_ms: 10_000 };
+/// let budget = TrafficBudget::new(config, start).unwrap();
+/// for _ in 0..10 {
+///     budget.deposit_at(start);
+/// }
+/// // 20 % of 10 requests: two retries.
+/// assert!(budget.try_withdraw_at(start));
+/// assert!(budget.try_withdraw_at(start));
+/// assert!(!budget.try_withdraw_at(start));
+/// // Ten seconds later the requests are forgotten.
+/// budget.deposit_at(start + Duration::from_secs(11));
+/// assert!(!budget.try_withdraw_at(start + Duration::from_secs(11)));
+/// ```
+pub struct TrafficBudget {
+    config: BudgetConfig,
+    base: Instant,
+    slot_nanos: u64,
+    /// Units one request deposits (0 when the percent is too small to count).
+    deposit: i32,
+    /// Units one retry withdraws.
+    withdrawal: i32,
+    /// The floor: `min_per_second × ttl` retries' worth of units, always in the balance.
+    reserve: i64,
+    /// Per slot: the period it holds (high 32 bits) and its balance in units (low 32 bits).
+    slots: [AtomicU64; SLOTS],
+    deposits: AtomicU64,
+    withdrawals: AtomicU64,
+    refusals: AtomicU64,
+    /// Its name in logs.
+    name: String,
+    /// Whether its last answer was a refusal: the change either way is logged, once.
+    exhausted: AtomicBool,
+}
+
+/// What a budget has counted since it was created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BudgetStats {
+    /// Requests deposited.
+    pub deposits: u64,
+    /// Retries granted.
+    pub withdrawals: u64,
+    /// Retries refused.
+    pub refusals: u64,
+    /// Retries the budget would grant now.
+    pub balance: u64,
+}
+
+fn pack(period: u32, balance: i32) -> u64 {
+    (u64::from(period) << 32) | u64::from(balance as u32)
+}
+
+fn unpack(word: u64) -> (u32, i32) {
+    ((word >> 32) as u32, word as u32 as i32)
+}
+
+impl TrafficBudget {
+    /// How many slots the `ttl` window is divided into: a deposit or withdrawal is forgotten
+    /// between `ttl × (SLOTS − 1) / SLOTS` and `ttl` after it was made.
+    pub const SLOTS: usize = 10;
+
+    /// A budget whose time starts at `start`.
+    pub fn new(config: BudgetConfig, start: Instant) -> Result<Self, BudgetConfigError> {
+        config.validate()?;
+        // Units a retry withdraws: DEPOSIT × 100 / percent, rounded up (never generous).
+        let share = (f64::from(DEPOSIT) * 100.0 / config.percent).ceil();
+        let (deposit, withdrawal) = if share.is_finite() && share <= MOST_UNITS as f64 {
+            (DEPOSIT, share as i32)
+        } else {
+            (0, DEPOSIT)
+        };
+        // Whole retries of the floor over the window, rounded down (never generous).
+        let floor_retries = u64::from(config.min_per_second) * config.ttl_ms / 1000;
+        Ok(TrafficBudget {
+            config,
+            base: start,
+            slot_nanos: (config.ttl_ms.saturating_mul(1_000_000) / SLOTS as u64).max(1),
+            deposit,
+            withdrawal,
+            reserve: i64::try_from(floor_retries)
+                .unwrap_or(i64::MAX / 2)
+                .saturating_mul(i64::from(withdrawal)),
+            slots: Default::default(),
+            deposits: AtomicU64::new(0),
+            withdrawals: AtomicU64::new(0),
+            refusals: AtomicU64::new(0),
+            name: String::new(),
+            exhausted: AtomicBool::new(false),
+        })
+    }
+
+    /// Names it in logs (`[budgets.NAME]`).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Its name (empty unless [`named`](Self::named)).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its parameters.
+    pub fn config(&self) -> BudgetConfig {
+        self.config
+    }
+
+    /// The slot period `now` falls in (moments before the start count as the first).
+    fn period(&self, now: Instant) -> u32 {
+        let nanos = now.saturating_duration_since(self.base).as_nanos();
+        (nanos / u128::from(self.slot_nanos)) as u32
+    }
+
+    /// Adds `units` to the slot of `period`, starting it afresh if it held an older period;
+    /// dropped if the slot already holds a newer one (a moment read `ttl` before it landed).
+    fn add(&self, period: u32, units: i32) {
+        let slot = &self.slots[period as usize % SLOTS];
+        let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+            let (held, balance) = unpack(word);
+            match held.wrapping_sub(period) as i32 {
+                0 => Some(pack(period, balance.saturating_add(units))),
+                newer if newer > 0 => None,
+                _ => Some(pack(period, units)),
+            }
+        });
+    }
+
+    /// The units in the window that ends in `period`: the reserve and every slot's balance
+    /// from the last `SLOTS` periods.
+    fn balance(&self, period: u32) -> i64 {
+        let counted = self
+            .slots
+            .iter()
+            .map(|slot| unpack(slot.load(Ordering::Acquire)))
+            .filter(|(held, _)| period.wrapping_sub(*held) < SLOTS as u32)
+            .map(|(_, balance)| i64::from(balance))
+            .sum::<i64>();
+        self.reserve.saturating_add(counted)
+    }
+
+    /// A request was made at `now`.
+    pub fn deposit_at(&self, now: Instant) {
+        if self.deposit > 0 {
+            self.add(self.period(now), self.deposit);
+        }
+        self.deposits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Asks for one retry at `now`: true (and withdrawn) if the budget holds it.
+    ///
+    /// The withdrawal is made first and undone if the balance went below zero, so that
+    /// threads withdrawing at once can never overdraw the budget together.
+    pub fn try_withdraw_at(&self, now: Instant) -> bool {
+        let period = self.period(now);
+        self.add(period, -self.withdrawal);
+        if self.balance(period) >= 0 {
+            self.withdrawals.fetch_add(1, Ordering::Relaxed);
+            if self.exhausted.load(Ordering::Relaxed)
+                && self.exhausted.swap(false, Ordering::Relaxed)
+            {
+                tracing::info!(budget = %self.name, "retry budget has room again");
+            }
+            return true;
+        }
+        // Undone only in its own period: once the slot moved on, the withdrawal is forgotten.
+        let slot = &self.slots[period as usize % SLOTS];
+        let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+            let (held, balance) = unpack(word);
+            (held == period).then(|| pack(period, balance.saturating_add(self.withdrawal)))
+        });
+        self.refusals.fetch_add(1, Ordering::Relaxed);
+        // One line when it runs dry, not one per refused retry (a storm would flood the log).
+        if !self.exhausted.load(Ordering::Relaxed) && !self.exhausted.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(budget = %self.name, percent = self.config.percent,
+                min_per_second = self.config.min_per_second, ttl_ms = self.config.ttl_ms,
+                "retry budget exhausted: retries are refused (RETRY_BUDGET_EXHAUSTED) until requests refill it");
+        }
+        false
+    }
+
+    /// The counters, and the retries it would grant at `now`.
+    pub fn stats_at(&self, now: Instant) -> BudgetStats {
+        let balance = self.balance(self.period(now)).max(0);
+        BudgetStats {
+            deposits: self.deposits.load(Ordering::Relaxed),
+            withdrawals: self.withdrawals.load(Ordering::Relaxed),
+            refusals: self.refusals.load(Ordering::Relaxed),
+            balance: u64::try_from(balance / i64::from(self.withdrawal)).unwrap_or(0),
+        }
+    }
+
+    /// The window deposits and withdrawals count in.
+    pub fn ttl(&self) -> Duration {
+        Duration::from_millis(self.config.ttl_ms)
+    }
+}
+
+impl fmt::Debug for TrafficBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TrafficBudget")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .field("stats", &self.stats_at(Instant::now()))
+            .finish()
+    }
+}
+
+/// Two budgets are equal when they are the same budget.
+impl PartialEq for TrafficBudget {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}

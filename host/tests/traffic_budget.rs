@@ -1,0 +1,266 @@
+//! Issue 15, points 3 and 7: retry budgets proportional to traffic (Finagle's `RetryBudget`,
+//! tower's `TpsBudget`): each request deposits, each retry withdraws, a floor per second, a
+//! window of `ttl`; over any window, retries never exceed `percent × requests + min_per_second
+//! × window`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use rebound::{BudgetConfig, TrafficBudget};
+
+fn budget(percent: f64, min_per_second: u32, ttl_ms: u64, start: Instant) -> TrafficBudget {
+    TrafficBudget::new(
+        BudgetConfig {
+            percent,
+            min_per_second,
+            ttl_ms,
+        },
+        start,
+    )
+    .expect("a valid budget")
+}
+
+/// Without traffic only the floor is granted: `min_per_second × ttl` retries, then refusals,
+/// and the floor comes back once the window has passed.
+#[test]
+fn a_storm_without_traffic_gets_the_floor_only() {
+    let start = Instant::now();
+    let b = budget(20.0, 10, 10_000, start);
+    let granted = (0..1000).filter(|_| b.try_withdraw_at(start)).count();
+    assert_eq!(granted, 100);
+    let stats = b.stats_at(start);
+    assert_eq!((stats.withdrawals, stats.refusals), (100, 900));
+    let later = start + Duration::from_secs(10);
+    assert_eq!((0..1000).filter(|_| b.try_withdraw_at(later)).count(), 100);
+}
+
+/// The proportional share: 20 % of the requests of the window (no floor).
+#[test]
+fn twenty_percent_of_requests_are_granted() {
+    let start = Instant::now();
+    let b = budget(20.0, 0, 10_000, start);
+    for _ in 0..1000 {
+        b.deposit_at(start);
+    }
+    assert_eq!((0..1000).filter(|_| b.try_withdraw_at(start)).count(), 200);
+    assert_eq!(b.stats_at(start).deposits, 1000);
+    // A percent that does not divide evenly is rounded against the retries: 30 % of 1000.
+    let b = budget(30.0, 0, 10_000, start);
+    for _ in 0..1000 {
+        b.deposit_at(start);
+    }
+    let granted = (0..1000).filter(|_| b.try_withdraw_at(start)).count();
+    assert!((299..=300).contains(&granted), "{granted}");
+}
+
+/// Bad parameters are refused naming the field.
+#[test]
+fn out_of_range_parameters_are_refused() {
+    let start = Instant::now();
+    for (config, field) in [
+        (
+            BudgetConfig {
+                percent: 101.0,
+                ..BudgetConfig::default()
+            },
+            "percent",
+        ),
+        (
+            BudgetConfig {
+                percent: -1.0,
+                ..BudgetConfig::default()
+            },
+            "percent",
+        ),
+        (
+            BudgetConfig {
+                ttl_ms: 5,
+                ..BudgetConfig::default()
+            },
+            "ttl_ms",
+        ),
+    ] {
+        assert_eq!(TrafficBudget::new(config, start).unwrap_err().field, field);
+    }
+}
+
+/// Threads withdrawing at once never overdraw: with a floor of 50 retries, 4 threads asking
+/// 1000 times each are granted exactly 50 together.
+#[test]
+fn concurrent_withdrawals_never_overdraw() {
+    let start = Instant::now();
+    let b = Arc::new(budget(0.0, 5, 10_000, start));
+    let granted: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let b = Arc::clone(&b);
+                scope.spawn(move || (0..1000).filter(|_| b.try_withdraw_at(start)).count())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!(granted, 50);
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    Request,
+    Retry,
+}
+
+proptest! {
+    /// Issue 15 point 7: over any window, the retries granted never exceed `percent ×
+    /// requests + min_per_second × ttl`. The window checked ends at each granted retry and
+    /// spans `ttl` less one slot (what the budget is sure to still count); its requests are
+    /// counted over the full `ttl` before it (what the budget may still count).
+    #[test]
+    fn retries_never_exceed_the_share_of_requests_and_the_floor(
+        percent in 0.0f64..=100.0,
+        min_per_second in 0u32..20,
+        ttl_ms in 10u64..5_000,
+        events in prop::collection::vec((0u64..400, prop::bool::weighted(0.6)), 1..600),
+    ) {
+        let start = Instant::now();
+        let b = budget(percent, min_per_second, ttl_ms, start);
+        let slot_ms = ttl_ms as f64 / TrafficBudget::SLOTS as f64;
+        let mut now_ms = 0u64;
+        let mut requests: Vec<u64> = Vec::new();
+        let mut granted: Vec<u64> = Vec::new();
+        for (advance, is_request) in events {
+            now_ms += advance;
+            let now = start + Duration::from_millis(now_ms);
+            match if is_request { Event::Request } else { Event::Retry } {
+                Event::Request => {
+                    b.deposit_at(now);
+                    requests.push(now_ms);
+                }
+                Event::Retry => {
+                    if !b.try_withdraw_at(now) {
+                        continue;
+                    }
+                    granted.push(now_ms);
+                    let t = now_ms as f64;
+                    let retries = granted.iter().filter(|&&g| g as f64 > t - (ttl_ms as f64 - slot_ms)).count();
+                    let seen = requests.iter().filter(|&&r| r as f64 > t - ttl_ms as f64).count();
+                    let bound = percent / 100.0 * seen as f64
+                        + f64::from(min_per_second) * ttl_ms as f64 / 1000.0;
+                    prop_assert!(
+                        retries as f64 <= bound + 1e-9,
+                        "{retries} retries at {now_ms} ms > {bound} ({seen} requests)"
+                    );
+                }
+            }
+        }
+    }
+}
+
+mod registry {
+    //! Budgets in the registry's configuration: `[budgets.NAME]`, `[policies.X] budget`.
+
+    use std::path::Path;
+    use std::time::Duration;
+
+    use rebound::registry::{PolicyRegistry, RegistryConfig};
+    use rebound::{
+        reasons, CancelReason, Decision, DecisionContext, Request, RequestType, RetryError,
+    };
+
+    const CONFIG: &str = r#"
+default_policy = "kv"
+[watch]
+enabled = false
+[budgets.storm]
+percent = 20
+min_per_second = 1
+ttl_ms = 10_000
+[policies.kv]
+builtin = "best-effort"
+budget = "storm"
+[policies.query]
+builtin = "exponential"
+params = { max_attempts = 10, initial_ms = 1, max_ms = 1, multiplier = 1 }
+budget = "storm"
+[policies.free]
+builtin = "best-effort"
+"#;
+
+    fn registry(text: &str) -> PolicyRegistry {
+        let config = RegistryConfig::parse(text, Path::new("rebound.toml"), Path::new("."))
+            .unwrap_or_else(|e| panic!("{e}"));
+        PolicyRegistry::new(config).unwrap()
+    }
+
+    /// What happens to a request of policy `policy` after `retries` retries.
+    fn decide(registry: &PolicyRegistry, policy: &str, retries: u32) -> Decision {
+        let mut request = Request::new(1, RequestType::Get, Duration::from_secs(10))
+            .unwrap()
+            .with_retry_attempts(retries)
+            .policy(policy);
+        let context = DecisionContext::new(&reasons::KV_TEMPORARY_FAILURE);
+        futures::executor::block_on(registry.decide(&mut request, &context))
+            .unwrap()
+            .decision
+    }
+
+    /// Issue 15 point 3: a retry refused by an empty budget ends the request as
+    /// RequestCanceled with RETRY_BUDGET_EXHAUSTED; two policies share one budget; a policy
+    /// without a budget is not limited; the status counts deposits, withdrawals, refusals.
+    #[test]
+    fn policies_sharing_a_budget_are_refused_once_it_is_spent() {
+        let registry = registry(CONFIG);
+        // Ten first failures deposit: 20 % of 10 = 2 retries, plus the floor of 1/s × 10 s:
+        // 12 retries in the window, the first ten taken by these failures themselves.
+        let first: Vec<bool> = (0..10)
+            .map(|_| matches!(decide(&registry, "kv", 0), Decision::Retry(_)))
+            .collect();
+        assert!(first.iter().all(|retried| *retried), "{first:?}");
+        // Later retries (not first failures: no deposit) of the other policy draw from the
+        // same budget: two are granted, then each is refused.
+        let later: Vec<bool> = (0..20)
+            .map(|_| match decide(&registry, "query", 3) {
+                Decision::Retry(_) => true,
+                Decision::Fail(RetryError::RequestCanceled {
+                    reason: CancelReason::RetryBudgetExhausted(_),
+                    ..
+                }) => false,
+                other => panic!("a retry or RETRY_BUDGET_EXHAUSTED, got {other:?}"),
+            })
+            .collect();
+        assert_eq!(later.iter().filter(|granted| **granted).count(), 2);
+        assert!(later[2..].iter().all(|granted| !granted), "{later:?}");
+        assert!(matches!(decide(&registry, "free", 5), Decision::Retry(_)));
+        let status = registry.status();
+        let storm = &status.budgets[0];
+        assert_eq!(storm.name, "storm");
+        assert_eq!(storm.policies, ["kv", "query"]);
+        assert_eq!((storm.deposits, storm.withdrawals, storm.refusals), (10, 12, 18));
+        assert_eq!(storm.balance, 0);
+    }
+
+    /// A configuration reload that keeps a budget's parameters keeps its balance; unknown
+    /// budgets and out-of-range values are refused naming the field.
+    #[test]
+    fn budgets_are_kept_across_reloads_and_bad_ones_refused() {
+        let registry = registry(CONFIG);
+        for _ in 0..10 {
+            let _ = decide(&registry, "kv", 0);
+        }
+        let config =
+            RegistryConfig::parse(CONFIG, Path::new("rebound.toml"), Path::new(".")).unwrap();
+        registry.apply(config).unwrap();
+        assert_eq!(registry.status().budgets[0].withdrawals, 10);
+        assert_eq!(registry.status().budgets[0].balance, 2);
+
+        let parse = |text: &str| {
+            RegistryConfig::parse(text, Path::new("rebound.toml"), Path::new(".")).unwrap_err()
+        };
+        let e = parse("default_policy = \"p\"\n[policies.p]\nbuiltin = \"best-effort\"\nbudget = \"nope\"\n");
+        assert_eq!((e.line, e.field.as_str()), (4, "policies.p.budget"), "{e}");
+        let e = parse("default_policy = \"p\"\n[budgets.b]\npercent = 150\n[policies.p]\nbuiltin = \"best-effort\"\nbudget = \"b\"\n");
+        assert_eq!(e.field, "budgets.b.percent", "{e}");
+        assert!(e.message.contains("0 to 100"), "{e}");
+        let e = parse("default_policy = \"p\"\n[budgets.b]\npercnt = 15\n[policies.p]\nbuiltin = \"best-effort\"\n");
+        assert!(e.message.contains("percnt"), "{e}");
+    }
+}
