@@ -16,6 +16,7 @@ use rebound::{DecisionContext, RetryStrategy};
 use serde_json::Value;
 
 use crate::wire::input::{DecideInput, Failure, InputError, PolicyChoice};
+use crate::wire::outcome::OutcomeInput;
 use crate::wire::output;
 
 /// The built-in strategies as a registry configuration: what `eval` decides with when no
@@ -267,6 +268,39 @@ impl Decider {
             None => json,
         };
         Ok(Answer { json, policy })
+    }
+
+    /// Records the outcome reports in `text` (one object or an array): each request's end
+    /// reaches the retry budget of the policy that decides for it. Nothing is recorded unless
+    /// every report is valid; a report naming an unknown policy is refused.
+    pub fn record_outcomes(&self, text: &str) -> Result<Value, InputError> {
+        let reports = OutcomeInput::parse_all(text)?;
+        let now = Instant::now();
+        let many = text.trim_start().starts_with('[');
+        let at = |i: usize, field: &str| match (many, field) {
+            (false, field) => field.to_owned(),
+            (true, "") => format!("[{i}]"),
+            (true, field) => format!("[{i}].{field}"),
+        };
+        let mut checked = Vec::with_capacity(reports.len());
+        for (i, report) in reports.iter().enumerate() {
+            let outcome = report
+                .outcome()
+                .map_err(|e| InputError::new(at(i, &e.field), e.message))?;
+            let request = report
+                .request(now)
+                .map_err(|e| InputError::new(at(i, &e.field), e.message))?;
+            if let Some(name) = report.policy() {
+                self.registry
+                    .active(name)
+                    .map_err(|e| InputError::new(at(i, "policy"), e.to_string()))?;
+            }
+            checked.push((request, outcome));
+        }
+        for (request, outcome) in &checked {
+            self.registry.report(request, *outcome, now);
+        }
+        Ok(serde_json::json!({ "recorded": checked.len() }))
     }
 
     /// Classifies the `response` of one request read from `text` (reference 001 "Response

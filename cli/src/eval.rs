@@ -1,4 +1,5 @@
-//! `rebound eval`: JSON lines in (a file or stdin), one decision per line out, in order. A bad
+//! `rebound eval`: JSON lines in (a file or stdin), one answer per line out, in order: a decision,
+//! or for a line reporting an `outcome` the count recorded. A bad
 //! line gets an error object on its own line and the rest continue; the exit status is 1 if
 //! any line was refused.
 
@@ -10,6 +11,7 @@ use anyhow::Context;
 use rebound::registry::{PolicyRegistry, RegistryConfig};
 
 use crate::decider::{builtin_registry, Decider, FileAccess};
+use crate::wire::outcome::OutcomeInput;
 use crate::wire::output;
 
 /// Options of `rebound eval`.
@@ -60,9 +62,16 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             continue;
         }
         total += 1;
-        let answer = runtime.block_on(decider.decide_text(&line, number as u64));
+        // A line with an `outcome` reports how a request ended; any other is decided.
+        let answer = if OutcomeInput::is_report(&line) {
+            decider.record_outcomes(&line)
+        } else {
+            runtime
+                .block_on(decider.decide_text(&line, number as u64))
+                .map(|answer| answer.json)
+        };
         let json = match answer {
-            Ok(answer) => answer.json,
+            Ok(json) => json,
             Err(error) => {
                 refused += 1;
                 output::input_error(&error.field, &error.message, Some(number))

@@ -209,6 +209,37 @@ fn a_builtin_with_parameters_decides_a_line() {
     assert_eq!(answers[0]["error"]["field"], "policy.params.jitter");
 }
 
+/// Issue 15, point 4: `eval` takes outcome lines beside decision lines, so that a replay of a
+/// client's traffic feeds the budgets as `serve` would; a budget spent refuses the retry.
+#[test]
+fn outcome_lines_feed_the_budgets() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rebound.toml");
+    std::fs::write(
+        &config,
+        "default_policy = \"kv\"\n[watch]\nenabled = false\n[budgets.b]\npercent = 50\nmin_per_second = 0\nttl_ms = 60_000\n[policies.kv]\nbuiltin = \"best-effort\"\nbudget = \"b\"\n",
+    )
+    .unwrap();
+    let retry = r#"{"request": {"retry_attempts": 1}, "reason": "KV_TEMPORARY_FAILURE"}"#;
+    let lines = [
+        r#"{"outcome": "success"}"#,
+        r#"{"outcome": "success", "attempts": 1}"#,
+        retry,
+        retry,
+        r#"{"outcome": "timeout", "attempts": 0}"#,
+    ];
+    let (ok, answers) = eval(&["--config", config.to_str().unwrap()], &lines.join("\n"));
+    assert!(!ok, "the last line is refused");
+    assert_eq!(answers[0]["recorded"], 1);
+    assert_eq!(answers[2]["decision"], "retry", "{}", answers[2]);
+    assert_eq!(
+        answers[3]["cancel_reason"], "RETRY_BUDGET_EXHAUSTED",
+        "{}",
+        answers[3]
+    );
+    assert_eq!(answers[4]["error"]["field"], "attempts", "{}", answers[4]);
+}
+
 #[test]
 fn a_registry_configuration_routes_lines_by_request_type() {
     let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/rebound.toml");

@@ -565,3 +565,86 @@ fn a_policy_that_fails_at_start_leaves_the_server_serving_on_its_fail_safe() {
     let (_, answer) = server.post("/v1/decide", robot_get());
     assert_eq!(answer["cancel_reason"], "NO_MORE_RETRIES", "{answer}");
 }
+
+/// Issue 15, points 3, 4 and 6: `POST /v1/outcome` takes one report or a batch, feeding the
+/// retry budget of the policy that decides for each request; a spent budget refuses retries
+/// with RETRY_BUDGET_EXHAUSTED; the budget's counters are in the status and `/metrics`; a
+/// report naming an unknown policy is refused naming the field, and nothing of its batch is
+/// recorded.
+#[test]
+fn outcome_reports_feed_the_budget_that_refuses_a_storm() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        r#"
+default_policy = "kv"
+[watch]
+enabled = false
+[budgets.storm]
+percent = 10
+min_per_second = 0
+ttl_ms = 60_000
+[policies.kv]
+builtin = "best-effort"
+budget = "storm"
+"#,
+    )
+    .unwrap();
+    let server = Server::start_in(dir, "127.0.0.1:0", None);
+    // 20 requests that succeeded at once: 10 % is two retries.
+    let batch: Vec<Value> = (0..20).map(|_| json!({"outcome": "success"})).collect();
+    let (status, answer) = server.post("/v1/outcome", Value::Array(batch));
+    assert_eq!((status, &answer["recorded"]), (200, &json!(20)), "{answer}");
+    let (status, answer) = server.post(
+        "/v1/outcome",
+        json!({"outcome": "failure", "attempts": 3, "policy": "kv"}),
+    );
+    assert_eq!((status, &answer["recorded"]), (200, &json!(1)), "{answer}");
+    // A storm of later retries: two are paid for, then RETRY_BUDGET_EXHAUSTED.
+    let storm: Vec<Value> = (0..5)
+        .map(|_| {
+            let (status, answer) = server.post(
+                "/v1/decide",
+                json!({"request": {"retry_attempts": 2}, "reason": "KV_TEMPORARY_FAILURE"}),
+            );
+            assert_eq!(status, 200, "{answer}");
+            answer
+        })
+        .collect();
+    let decisions: Vec<&str> = storm
+        .iter()
+        .map(|a| a["cancel_reason"].as_str().unwrap_or("retry"))
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            "retry",
+            "retry",
+            "RETRY_BUDGET_EXHAUSTED",
+            "RETRY_BUDGET_EXHAUSTED",
+            "RETRY_BUDGET_EXHAUSTED"
+        ]
+    );
+    // Refused: an unknown policy in a batch (its index and field named), a bad outcome.
+    let (status, answer) = server.post(
+        "/v1/outcome",
+        json!([{"outcome": "success"}, {"outcome": "success", "policy": "nope"}]),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["field"], "[1].policy", "{answer}");
+    let (status, answer) = server.post("/v1/outcome", json!({"outcome": "maybe"}));
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["field"], "outcome", "{answer}");
+
+    let (status, metrics) = server.call("GET", "/metrics", "", None);
+    assert_eq!(status, 200);
+    let metrics = metrics.as_str().unwrap();
+    for line in [
+        r#"rebound_budget_deposits_total{budget="storm"} 20"#,
+        r#"rebound_budget_withdrawals_total{budget="storm"} 2"#,
+        r#"rebound_budget_refusals_total{budget="storm"} 3"#,
+        r#"rebound_budget_balance{budget="storm"} 0"#,
+    ] {
+        assert!(metrics.contains(line), "{line} not in {metrics}");
+    }
+}

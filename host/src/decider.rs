@@ -2,10 +2,12 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::context::DecisionContext;
 use crate::orchestrator::{Decision, Orchestrator};
 use crate::request::Request;
+use crate::request_outcome::Outcome;
 
 /// Nothing could decide for the request (an unknown policy or profile name).
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +25,12 @@ pub trait Decider: Send + Sync {
         request: &'a mut Request,
         context: &'a DecisionContext<'a>,
     ) -> impl Future<Output = Result<Decision, DecideError>> + Send + 'a;
+
+    /// `request` ended as `outcome` at `now` (every request, whether it failed or not), so that
+    /// retry budgets follow the traffic. Nothing by default.
+    fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
+        let _ = (request, outcome, now);
+    }
 }
 
 impl Decider for Orchestrator {
@@ -32,6 +40,12 @@ impl Decider for Orchestrator {
         context: &DecisionContext<'_>,
     ) -> Result<Decision, DecideError> {
         Ok(Orchestrator::decide(self, request, context).await)
+    }
+
+    fn report(&self, _: &Request, outcome: Outcome, now: Instant) {
+        if let Some(budget) = self.budget() {
+            outcome.record_in(budget, now);
+        }
     }
 }
 
@@ -47,6 +61,10 @@ impl Decider for crate::registry::PolicyRegistry {
             Err(error) => Err(DecideError(Box::new(error))),
         }
     }
+
+    fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
+        crate::registry::PolicyRegistry::report(self, request, outcome, now);
+    }
 }
 
 impl<D: Decider> Decider for Arc<D> {
@@ -56,5 +74,9 @@ impl<D: Decider> Decider for Arc<D> {
         context: &'a DecisionContext<'a>,
     ) -> impl Future<Output = Result<Decision, DecideError>> + Send + 'a {
         (**self).decide(request, context)
+    }
+
+    fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
+        (**self).report(request, outcome, now);
     }
 }

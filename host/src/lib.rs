@@ -130,6 +130,7 @@ mod reason;
 #[cfg(feature = "registry")]
 pub mod registry;
 mod request;
+mod request_outcome;
 mod retry_loop;
 mod strategy;
 mod traffic_budget;
@@ -150,6 +151,7 @@ pub use reason::{
     WriteTimeout,
 };
 pub use request::{HttpMethod, Request, RequestError, RequestState, RequestType, Service};
+pub use request_outcome::Outcome;
 pub use retry_loop::{Cause, Ending, NextAttempt, RetryLoop, Step};
 pub use strategy::{
     BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, RetryStrategy, StrategyFuture,

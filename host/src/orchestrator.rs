@@ -16,6 +16,7 @@ use crate::outcome::{CancelReason, ErrorContext, RetryError};
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::strategy::{BestEffort, RetryStrategy};
+use crate::traffic_budget::TrafficBudget;
 
 /// Where a retry delay came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +121,7 @@ pub struct Orchestrator {
     default_strategy: Arc<dyn RetryStrategy>,
     guard_exempt: HashSet<String>,
     stats: OrchestratorStats,
+    budget: Option<Arc<TrafficBudget>>,
 }
 
 impl Default for Orchestrator {
@@ -138,7 +140,22 @@ impl Orchestrator {
             default_strategy,
             guard_exempt: HashSet::new(),
             stats: OrchestratorStats::default(),
+            budget: None,
         }
+    }
+
+    /// Draws every retry it decides from `budget` (unless a decision's context names its
+    /// own): see [`DecisionContext::with_budget`]. Report requests' ends
+    /// ([`Decider::report`](crate::Decider::report); the executor does) so that requests which
+    /// never fail count too.
+    pub fn with_budget(mut self, budget: Arc<TrafficBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The budget retries are drawn from, if any.
+    pub fn budget(&self) -> Option<&TrafficBudget> {
+        self.budget.as_deref()
     }
 
     /// Exempts the strategy named `name` from the safety guard: its retries of non-idempotent
@@ -193,7 +210,13 @@ impl Orchestrator {
         } else {
             Guard::Enforced
         };
-        self.decide_using(request, context, strategy, guard).await
+        match (&self.budget, context.budget()) {
+            (Some(budget), None) => {
+                let context = context.with_budget(Some(budget));
+                self.decide_using(request, &context, strategy, guard).await
+            }
+            _ => self.decide_using(request, context, strategy, guard).await,
+        }
     }
 
     /// Decides with `strategy` under `guard` instead of the request's or the default strategy

@@ -234,7 +234,10 @@ builtin = "best-effort"
         let storm = &status.budgets[0];
         assert_eq!(storm.name, "storm");
         assert_eq!(storm.policies, ["kv", "query"]);
-        assert_eq!((storm.deposits, storm.withdrawals, storm.refusals), (10, 12, 18));
+        assert_eq!(
+            (storm.deposits, storm.withdrawals, storm.refusals),
+            (10, 12, 18)
+        );
         assert_eq!(storm.balance, 0);
     }
 
@@ -255,12 +258,31 @@ builtin = "best-effort"
         let parse = |text: &str| {
             RegistryConfig::parse(text, Path::new("rebound.toml"), Path::new(".")).unwrap_err()
         };
-        let e = parse("default_policy = \"p\"\n[policies.p]\nbuiltin = \"best-effort\"\nbudget = \"nope\"\n");
+        let e = parse(
+            "default_policy = \"p\"\n[policies.p]\nbuiltin = \"best-effort\"\nbudget = \"nope\"\n",
+        );
         assert_eq!((e.line, e.field.as_str()), (4, "policies.p.budget"), "{e}");
         let e = parse("default_policy = \"p\"\n[budgets.b]\npercent = 150\n[policies.p]\nbuiltin = \"best-effort\"\nbudget = \"b\"\n");
         assert_eq!(e.field, "budgets.b.percent", "{e}");
         assert!(e.message.contains("0 to 100"), "{e}");
         let e = parse("default_policy = \"p\"\n[budgets.b]\npercnt = 15\n[policies.p]\nbuiltin = \"best-effort\"\n");
         assert!(e.message.contains("percnt"), "{e}");
+    }
+
+    /// The example of docs/registry.md "Retry budgets" is a valid configuration.
+    #[test]
+    fn the_documented_example_parses() {
+        let doc = include_str!("../../docs/registry.md");
+        let section = &doc[doc.find("### Retry budgets").expect("the section")..];
+        let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
+        let block = &section[start..start + section[start..].find("```").unwrap()];
+        let config = RegistryConfig::parse(
+            &format!("default_policy = \"kv\"\n{block}"),
+            Path::new("registry.md"),
+            Path::new("."),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.policy_budgets["kv"], "storm");
+        assert_eq!(config.budgets["storm"], rebound::BudgetConfig::default());
     }
 }

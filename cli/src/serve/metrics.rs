@@ -13,7 +13,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use rebound::registry::{PolicyRegistry, PolicyStatus};
+use rebound::registry::{BudgetStatus, PolicyRegistry, PolicyStatus};
 
 /// Labels of a decision.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -154,10 +154,10 @@ impl Metrics {
     }
 }
 
-/// The registry's own counters, read at each scrape.
 /// A counter read from each policy's status: name, help, and how to read it.
 type PolicyCounter = (&'static str, &'static str, fn(&PolicyStatus) -> u64);
 
+/// The registry's own counters, read at each scrape.
 #[derive(Debug)]
 struct PolicyCollector(Arc<PolicyRegistry>);
 
@@ -218,6 +218,44 @@ impl Collector for PolicyCollector {
             MetricType::Counter,
         )?;
         ConstCounter::new(status.config_reload_failures).encode(config_reload_failures)?;
+        let per_budget: [BudgetCounter; 3] = [
+            (
+                "budget_deposits",
+                "Requests deposited in a retry budget, by budget",
+                |b| b.deposits,
+            ),
+            (
+                "budget_withdrawals",
+                "Retries a budget granted, by budget",
+                |b| b.withdrawals,
+            ),
+            (
+                "budget_refusals",
+                "Retries a budget refused (RETRY_BUDGET_EXHAUSTED), by budget",
+                |b| b.refusals,
+            ),
+        ];
+        for (name, help, count) in per_budget {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for budget in &status.budgets {
+                let labels = [("budget", budget.name.as_str())];
+                ConstCounter::new(count(budget)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut balance = encoder.encode_descriptor(
+            "budget_balance",
+            "Retries a budget would grant now, by budget",
+            None,
+            MetricType::Gauge,
+        )?;
+        for budget in &status.budgets {
+            let labels = [("budget", budget.name.as_str())];
+            ConstGauge::new(i64::try_from(budget.balance).unwrap_or(i64::MAX))
+                .encode(balance.encode_family(&labels)?)?;
+        }
         Ok(())
     }
 }
+
+/// A counter read from each budget's status: name, help, and how to read it.
+type BudgetCounter = (&'static str, &'static str, fn(&BudgetStatus) -> u64);

@@ -49,6 +49,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/metrics", get(metrics))
         .route("/v1/decide", post(decide))
         .route("/v1/classify", post(classify))
+        .route("/v1/outcome", post(outcome))
         .route("/v1/policies", get(policies))
         .route("/v1/policies/{name}", get(policy))
         .route("/v1/policies/{name}/shadow", post(shadow))
@@ -244,6 +245,18 @@ async fn decide(State(app): Shared, body: Result<Bytes, BytesRejection>) -> Resp
                 .decided(answer.policy.as_ref(), outcome, started.elapsed());
             Json(answer.json).into_response()
         }
+        Err(e) => bad_input(&app, e),
+    }
+}
+
+/// Outcome reports: one object or an array (docs/decision-json.md "Outcomes").
+async fn outcome(State(app): Shared, body: Result<Bytes, BytesRejection>) -> Response {
+    let text = match body_text(&body) {
+        Ok(text) => text,
+        Err((status, message)) => return error(status, "", &message),
+    };
+    match app.decider.record_outcomes(text) {
+        Ok(json) => Json(json).into_response(),
         Err(e) => bad_input(&app, e),
     }
 }

@@ -1,4 +1,5 @@
 //! The JSON decision format shared by `rebound eval` and `rebound serve`.
 
 pub mod input;
+pub mod outcome;
 pub mod output;

@@ -12,6 +12,7 @@ use super::failure::Failure;
 use crate::decider::Decider;
 use crate::orchestrator::Orchestrator;
 use crate::request::Request;
+use crate::request_outcome::Outcome;
 use crate::retry_loop::{Ending, RetryLoop, Step};
 
 /// Runs operations under retry handling (see the [module docs](super)).
@@ -78,7 +79,13 @@ impl<D: Decider> Executor<D> {
         let deadline = Instant::from_std(request.start()) + request.timeout();
         let mut retry = RetryLoop::new(request);
         let mut next = retry.next_attempt();
+        // Every end is reported to the decider (retry budgets follow the whole traffic).
+        let report = |retry: &RetryLoop, outcome| {
+            self.decider
+                .report(retry.request(), outcome, Instant::now().into_std());
+        };
         loop {
+            let attempts = next.number + 1;
             let attempt = Attempt::new(next.number, next.node, next.consistency, deadline);
             let call = tokio::time::timeout_at(deadline, operation(attempt.clone())).await;
             if let Some(to) = attempt.take_dispatched() {
@@ -87,11 +94,13 @@ impl<D: Decider> Executor<D> {
             let failure = match call {
                 Ok(Ok(value)) => {
                     retry.succeeded();
+                    report(&retry, Outcome::Succeeded { attempts });
                     return Ok(value);
                 }
                 Ok(Err(failure)) => failure,
                 Err(_deadline) => {
                     let error = retry.deadline_reached(Instant::now().into_std());
+                    report(&retry, Outcome::TimedOut { attempts });
                     return Err(ExecuteError::Ended { error, last: None });
                 }
             };
@@ -104,7 +113,14 @@ impl<D: Decider> Executor<D> {
                 retry.dispatched(to);
             }
             let now = Instant::now().into_std();
-            match retry.failed(&self.decider, cause, now).await? {
+            let step = match retry.failed(&self.decider, cause, now).await {
+                Ok(step) => step,
+                Err(error) => {
+                    report(&retry, Outcome::Failed { attempts });
+                    return Err(error.into());
+                }
+            };
+            match step {
                 Step::Retry { delay, attempt } => {
                     next = attempt;
                     tokio::time::sleep(delay).await;
@@ -113,16 +129,25 @@ impl<D: Decider> Executor<D> {
                     if !after.is_zero() {
                         tokio::time::sleep(after).await;
                     }
+                    let outcome = if end.is_timeout() {
+                        Outcome::TimedOut { attempts }
+                    } else {
+                        Outcome::Failed { attempts }
+                    };
+                    report(&retry, outcome);
                     return Err(ExecuteError::Ended {
                         error: end,
                         last: Some(error),
                     });
                 }
+                // Ignored: the caller gets an error (with an empty result), not a value.
                 Step::End(Ending::Ignored(context)) => {
-                    return Err(ExecuteError::Ignored { error, context })
+                    report(&retry, Outcome::Failed { attempts });
+                    return Err(ExecuteError::Ignored { error, context });
                 }
                 Step::End(Ending::NotRetried(context)) => {
-                    return Err(ExecuteError::NotRetried { error, context })
+                    report(&retry, Outcome::Failed { attempts });
+                    return Err(ExecuteError::NotRetried { error, context });
                 }
             }
         }

@@ -26,6 +26,7 @@ use crate::context::DecisionContext;
 use crate::orchestrator::{Decision, Guard, Orchestrator};
 use crate::reason::RetryReason;
 use crate::request::Request;
+use crate::request_outcome::Outcome;
 use crate::wasm::{ArtifactCache, SandboxLimits, WasmRuntime};
 
 /// A decision and the version it was resolved to.
@@ -235,6 +236,22 @@ impl PolicyRegistry {
             decision,
             version: Some(version),
         })
+    }
+
+    /// `request` ended as `outcome` at `now`: recorded in the retry budget of the policy
+    /// that decides for it, if it has one (lock-free: the published table and atomic adds).
+    pub fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
+        let table = self.table.load();
+        if table.budgets.is_empty() {
+            return;
+        }
+        if let Some(budget) = table
+            .resolve(request)
+            .ok()
+            .and_then(|slot| table.budget_of(&slot.name))
+        {
+            outcome.record_in(budget, now);
+        }
     }
 
     /// The active version of policy `name`.

@@ -1,0 +1,116 @@
+//! One outcome report as JSON (`rebound eval` lines with an `outcome`, `POST /v1/outcome`
+//! bodies, one object or an array of them): how a request ended, so that the retry budgets of
+//! clients in any language follow their whole traffic (docs/decision-json.md "Outcomes").
+
+use std::time::Instant;
+
+use rebound::{Outcome, Request};
+use serde::Deserialize;
+
+use super::input::{DecideInput, InputError, RequestSpec};
+
+/// How the request ended, as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Ended {
+    Success,
+    Failure,
+    Timeout,
+}
+
+/// One report as given.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutcomeInput {
+    outcome: Ended,
+    #[serde(default = "first_attempt")]
+    attempts: u32,
+    #[serde(default)]
+    policy: Option<String>,
+    #[serde(default)]
+    request: RequestSpec,
+}
+
+fn first_attempt() -> u32 {
+    1
+}
+
+/// Reports as given: one object, or an array of them.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Reports {
+    Many(Vec<serde_json::Value>),
+    One(serde_json::Value),
+}
+
+impl OutcomeInput {
+    /// The reports in `text` (an object or an array of objects); an error names the field, and
+    /// for an array the index (`[2].outcome`).
+    pub fn parse_all(text: &str) -> Result<Vec<OutcomeInput>, InputError> {
+        let reports: Reports = serde_json::from_str(text)
+            .map_err(|e| InputError::new("", format!("not JSON: {e}")))?;
+        let one = |value: serde_json::Value, prefix: &str| {
+            serde_path_to_error::deserialize::<_, OutcomeInput>(value).map_err(|e| {
+                let path = e.path().to_string();
+                let field = match (prefix, path.as_str()) {
+                    (prefix, ".") => prefix.to_owned(),
+                    ("", path) => path.to_owned(),
+                    (prefix, path) => format!("{prefix}.{path}"),
+                };
+                InputError::new(field, e.into_inner().to_string())
+            })
+        };
+        match reports {
+            Reports::One(value) => Ok(vec![one(value, "")?]),
+            Reports::Many(values) => values
+                .into_iter()
+                .enumerate()
+                .map(|(i, value)| one(value, &format!("[{i}]")))
+                .collect(),
+        }
+    }
+
+    /// Whether `text` is an outcome report rather than a decision request: an object with an
+    /// `outcome` field.
+    pub fn is_report(text: &str) -> bool {
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
+            .is_ok_and(|object| object.contains_key("outcome"))
+    }
+
+    /// The outcome.
+    pub fn outcome(&self) -> Result<Outcome, InputError> {
+        let attempts = self.attempts;
+        if attempts == 0 {
+            return Err(InputError::new(
+                "attempts",
+                "expected at least 1 (the first attempt counts)",
+            ));
+        }
+        Ok(match self.outcome {
+            Ended::Success => Outcome::Succeeded { attempts },
+            Ended::Failure => Outcome::Failed { attempts },
+            Ended::Timeout => Outcome::TimedOut { attempts },
+        })
+    }
+
+    /// The request it reports on, routed as a decision request would be.
+    pub fn request(&self, now: Instant) -> Result<Request, InputError> {
+        let input = DecideInput {
+            policy: None,
+            request: self.request.clone(),
+            reason: None,
+            response: None,
+            error_map: None,
+        };
+        let request = input.request(now, 0)?;
+        Ok(match &self.policy {
+            Some(name) => request.policy(name.clone()),
+            None => request,
+        })
+    }
+
+    /// The policy it names, if any.
+    pub fn policy(&self) -> Option<&str> {
+        self.policy.as_deref()
+    }
+}
