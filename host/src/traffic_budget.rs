@@ -99,7 +99,8 @@ impl BudgetConfig {
 pub struct TrafficBudget {
     config: BudgetConfig,
     base: Instant,
-    slot_nanos: u64,
+    /// `2^64 / slot length in ns`, rounded up: a slot's period is `(ns × this) >> 64`.
+    slot_reciprocal: u64,
     /// Units one request deposits (0 when the percent is too small to count).
     deposit: i32,
     /// Units one retry withdraws.
@@ -158,7 +159,10 @@ impl TrafficBudget {
         Ok(TrafficBudget {
             config,
             base: start,
-            slot_nanos: (config.ttl_ms.saturating_mul(1_000_000) / SLOTS as u64).max(1),
+            slot_reciprocal: {
+                let slot_nanos = (config.ttl_ms.saturating_mul(1_000_000) / SLOTS as u64).max(2);
+                u64::try_from((1u128 << 64).div_ceil(u128::from(slot_nanos))).unwrap_or(u64::MAX)
+            },
             deposit,
             withdrawal,
             reserve: i64::try_from(floor_retries)
@@ -191,8 +195,12 @@ impl TrafficBudget {
 
     /// The slot period `now` falls in (moments before the start count as the first).
     fn period(&self, now: Instant) -> u32 {
-        let nanos = now.saturating_duration_since(self.base).as_nanos();
-        (nanos / u128::from(self.slot_nanos)) as u32
+        let nanos =
+            u64::try_from(now.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX);
+        // nanos / slot_nanos by a multiplication with the reciprocal (a division costs several
+        // times more on the deciding path); it may move a slot boundary by a nanosecond,
+        // always the same way for the same moment.
+        ((u128::from(nanos) * u128::from(self.slot_reciprocal)) >> 64) as u32
     }
 
     /// Adds `units` to the slot of `period`, starting it afresh if it held an older period;

@@ -1,0 +1,150 @@
+//! What a retry budget adds to a decision, and what an outcome report costs (issue 15 point
+//! 8), single-threaded and with two threads contending on one budget, measured in one run
+//! beside the decision without a budget and printed as a table with ratios.
+//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --bench budget`.
+
+use std::hint::black_box;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use rebound::{
+    reasons, BudgetConfig, Decision, DecisionContext, Orchestrator, Outcome, Request, RequestType,
+    TrafficBudget,
+};
+
+#[path = "support/measure.rs"]
+mod measure;
+use measure::measure_interleaved;
+
+/// A budget that always has room for a first failure's retry: at 100 % a request's deposit
+/// pays for exactly one retry, so the balance never runs down.
+fn budget() -> Arc<TrafficBudget> {
+    let config = BudgetConfig {
+        percent: 100.0,
+        min_per_second: 10,
+        ttl_ms: 10_000,
+    };
+    Arc::new(TrafficBudget::new(config, Instant::now()).unwrap())
+}
+
+/// One decision of a first failure (KV_LOCKED, retried by best effort) at `now`.
+fn decide(orchestrator: &Orchestrator, template: &Request, budget: Option<&TrafficBudget>) {
+    let mut request = template.clone();
+    let context = DecisionContext::new(&reasons::KV_LOCKED)
+        .with_budget(budget)
+        .at(template.start());
+    let decision = orchestrator
+        .decide(&mut request, &context)
+        .now_or_never()
+        .expect("synchronous strategy");
+    black_box(matches!(decision, Decision::Retry(_)));
+}
+
+/// Mean time per call of `f` on each of `threads` threads running it `iters` times at once.
+fn contended(threads: usize, iters: u32, f: impl Fn() + Sync) -> Duration {
+    let start = Barrier::new(threads);
+    let took: Vec<Duration> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    start.wait();
+                    let began = Instant::now();
+                    for _ in 0..iters {
+                        f();
+                    }
+                    began.elapsed() / iters
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    took.iter().sum::<Duration>() / threads as u32
+}
+
+fn main() {
+    let orchestrator = Orchestrator::default();
+    let template = Request::new(1, RequestType::Get, Duration::from_secs(10)).unwrap();
+    let with_budget = budget();
+    let reports = budget();
+    // Withdrawals alone, from a floor too large to run out during the run.
+    let floor = Arc::new(
+        TrafficBudget::new(
+            BudgetConfig {
+                percent: 100.0,
+                min_per_second: 10_000_000,
+                ttl_ms: 10_000,
+            },
+            Instant::now(),
+        )
+        .unwrap(),
+    );
+    let now = Instant::now();
+    let (rounds, iters) = (31, 200_000);
+    let times = measure_interleaved(
+        rounds,
+        iters,
+        &mut [
+            &mut || decide(&orchestrator, &template, None),
+            &mut || decide(&orchestrator, &template, Some(&with_budget)),
+            &mut || Outcome::Succeeded { attempts: 1 }.record_in(black_box(&reports), now),
+            &mut || {
+                Outcome::Succeeded { attempts: 1 }.record_in(black_box(&reports), Instant::now())
+            },
+            &mut || {
+                black_box(floor.try_withdraw_at(now));
+            },
+        ],
+    );
+    let ns = |d: Duration| d.as_secs_f64() * 1e9;
+    let [bare, budgeted, report, report_clock] = [times[0], times[1], times[2], times[3]];
+    let contended_budgeted = contended(2, 2_000_000, || {
+        decide(&orchestrator, &template, Some(&with_budget))
+    });
+    let contended_bare = contended(2, 2_000_000, || decide(&orchestrator, &template, None));
+    let contended_report = contended(2, 2_000_000, || {
+        Outcome::Succeeded { attempts: 1 }.record_in(black_box(&reports), now)
+    });
+    println!("| what | ns per call | added by the budget (ns) |");
+    println!("| --- | ---: | ---: |");
+    println!("| decision, no budget (1 thread) | {:.1} | |", ns(bare));
+    println!(
+        "| decision with a budget: deposit + withdraw (1 thread) | {:.1} | {:.1} |",
+        ns(budgeted),
+        ns(budgeted) - ns(bare)
+    );
+    println!(
+        "| outcome report, time given (1 thread) | {:.1} | {:.1} |",
+        ns(report),
+        ns(report)
+    );
+    println!(
+        "| outcome report, clock read (1 thread) | {:.1} | {:.1} |",
+        ns(report_clock),
+        ns(report_clock)
+    );
+    println!(
+        "| a withdrawal alone, time given (1 thread) | {:.1} | {:.1} |",
+        ns(times[4]),
+        ns(times[4])
+    );
+    println!(
+        "| decision, no budget (2 threads) | {:.1} | |",
+        ns(contended_bare)
+    );
+    println!(
+        "| decision with one budget (2 threads) | {:.1} | {:.1} |",
+        ns(contended_budgeted),
+        ns(contended_budgeted) - ns(contended_bare)
+    );
+    println!(
+        "| outcome report on one budget (2 threads) | {:.1} | {:.1} |",
+        ns(contended_report),
+        ns(contended_report)
+    );
+    println!(
+        "budget stats: decisions {:?}; reports {:?}",
+        with_budget.stats_at(Instant::now()),
+        reports.stats_at(Instant::now())
+    );
+}
