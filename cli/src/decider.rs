@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use rebound::classify::{classify, Classification};
 use rebound::errormap::ErrorMap;
@@ -194,6 +194,7 @@ impl Decider {
         let strategy = self.component(path, params)?;
         let context = DecisionContext::new(&reason)
             .with_error_map_spec(spec)
+            .with_pushback(input.pushback(SystemTime::now())?)
             .at(now);
         Ok(output::action(&strategy.try_decide(&request, &context)))
     }
@@ -209,6 +210,7 @@ impl Decider {
                 spec,
             } => (request, reason, spec),
         };
+        let pushback = input.pushback(SystemTime::now())?;
         let choice = match input.policy {
             Some(policy) => policy.choice()?,
             None => PolicyChoice::Routed,
@@ -246,6 +248,7 @@ impl Decider {
         };
         let context = DecisionContext::new(&reason)
             .with_error_map_spec(spec)
+            .with_pushback(pushback)
             .at(now);
         let decided = self
             .registry

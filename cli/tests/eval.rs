@@ -240,6 +240,46 @@ fn outcome_lines_feed_the_budgets() {
     assert_eq!(answers[4]["error"]["field"], "attempts", "{}", answers[4]);
 }
 
+/// Issue 15, point 5: a decision request carries the server's pushback, as a response's
+/// `retry_after` (HTTP Retry-After) or `pushback_ms` (gRPC); best effort waits at least that
+/// long, and an unreadable or negative one stops the retries.
+#[test]
+fn the_server_s_pushback_is_honoured() {
+    let lines = [
+        r#"{"request": {"type": "search"}, "response": {"status": 429, "retry_after": "2"}}"#,
+        r#"{"request": {"type": "search"}, "response": {"status": 429, "retry_after": "later"}}"#,
+        r#"{"reason": "KV_LOCKED", "pushback_ms": 40}"#,
+        r#"{"reason": "KV_LOCKED", "pushback_ms": -1}"#,
+        r#"{"request": {"type": "search"}, "pushback_ms": 1, "response": {"status": 429, "retry_after": "1"}}"#,
+    ];
+    let (ok, answers) = eval(&[], &lines.join("\n"));
+    assert!(!ok, "the last line gives the pushback twice");
+    assert_eq!(answers[0]["decision"], "retry", "{}", answers[0]);
+    assert_eq!(
+        answers[0]["delay_ms"].as_f64(),
+        Some(2000.0),
+        "{}",
+        answers[0]
+    );
+    assert_eq!(
+        answers[1]["cancel_reason"], "NO_MORE_RETRIES",
+        "{}",
+        answers[1]
+    );
+    assert_eq!(
+        answers[2]["delay_ms"].as_f64(),
+        Some(40.0),
+        "{}",
+        answers[2]
+    );
+    assert_eq!(answers[3]["decision"], "cancel", "{}", answers[3]);
+    assert_eq!(
+        answers[4]["error"]["field"], "pushback_ms",
+        "{}",
+        answers[4]
+    );
+}
+
 #[test]
 fn a_registry_configuration_routes_lines_by_request_type() {
     let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/rebound.toml");

@@ -1,14 +1,15 @@
 //! What one decision is about besides the request's own facts: the failure's reason, the
-//! error-map retry spec its classification attached, the server's suggested delay, and the
+//! error-map retry spec its classification attached, the server's pushback, and the
 //! decision's moment; the retry budget it draws from; and where a sandboxed policy that fails
 //! leaves its account of the failure. A context is built for every failure and dropped with its decision, so nothing of
 //! one failure can reach the decision for the next.
 
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::action::PolicyFailure;
 use crate::errormap::RetrySpec;
+use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::traffic_budget::TrafficBudget;
 
@@ -27,7 +28,7 @@ use crate::traffic_budget::TrafficBudget;
 pub struct DecisionContext<'r> {
     reason: &'r RetryReason,
     error_map_spec: Option<RetrySpec>,
-    server_delay: Option<Duration>,
+    pushback: Option<Pushback>,
     at: Option<Instant>,
     failure_note: Option<&'r FailureNote>,
     budget: Option<&'r TrafficBudget>,
@@ -60,12 +61,12 @@ impl PartialEq for FailureNote {
 
 impl<'r> DecisionContext<'r> {
     /// A failure for `reason`, decided when the strategy has answered (the clock is read
-    /// then), with no error-map spec and no server delay.
+    /// then), with no error-map spec and no server pushback.
     pub const fn new(reason: &'r RetryReason) -> Self {
         DecisionContext {
             reason,
             error_map_spec: None,
-            server_delay: None,
+            pushback: None,
             at: None,
             failure_note: None,
             budget: None,
@@ -79,9 +80,9 @@ impl<'r> DecisionContext<'r> {
         self
     }
 
-    /// The delay the server asked for before a retry (its pushback), if it named one.
-    pub const fn with_server_delay(mut self, delay: Option<Duration>) -> Self {
-        self.server_delay = delay;
+    /// What the server said about retrying (its pushback: a delay, or stop), if anything.
+    pub const fn with_pushback(mut self, pushback: Option<Pushback>) -> Self {
+        self.pushback = pushback;
         self
     }
 
@@ -136,9 +137,9 @@ impl<'r> DecisionContext<'r> {
         self.error_map_spec.as_ref()
     }
 
-    /// The server's suggested delay, if it named one.
-    pub const fn server_delay(&self) -> Option<Duration> {
-        self.server_delay
+    /// What the server said about retrying, if anything.
+    pub const fn pushback(&self) -> Option<Pushback> {
+        self.pushback
     }
 
     /// The decision's moment when the caller fixed it; `None` when the clock decides.

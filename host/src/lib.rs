@@ -126,6 +126,7 @@ pub mod grid;
 pub mod layer;
 mod orchestrator;
 mod outcome;
+mod pushback;
 mod reason;
 #[cfg(feature = "registry")]
 pub mod registry;
@@ -146,6 +147,7 @@ pub use orchestrator::{
     Decision, DelaySource, Guard, Orchestrator, OrchestratorStats, RetryPlan, StatsSnapshot,
 };
 pub use outcome::{CancelReason, ErrorContext, RetryError, ServiceContext, Timings};
+pub use pushback::Pushback;
 pub use reason::{
     reasons, ReadTimeout, ReasonError, ReasonKind, RetryReason, SimpleReason, Stage, Unavailable,
     WriteTimeout,

@@ -4,12 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use rebound::cassandra::{AbortKind, ConsistencyLevel, ServerErrorKind};
 use rebound::classify::{KvOpcode, Response};
 use rebound::registry::{Builtin, BuiltinPolicy};
 use rebound::HttpMethod;
+use rebound::Pushback;
 use rebound::{ReadTimeout, Unavailable, WriteTimeout};
 use rebound::{ReasonKind, Request, RequestType, RetryReason, Service};
 use serde::Deserialize;
@@ -177,6 +178,7 @@ pub struct ResponseSpec {
     code: Option<Code>,
     message: String,
     body: String,
+    retry_after: Option<String>,
 }
 
 /// One decision request, as read.
@@ -193,6 +195,9 @@ pub struct DecideInput {
     pub response: Option<ResponseSpec>,
     #[serde(default)]
     pub error_map: Option<PathBuf>,
+    /// gRPC-style pushback: retry no sooner than this many ms; negative: do not retry.
+    #[serde(default)]
+    pub pushback_ms: Option<i64>,
 }
 
 /// Why the request failed.
@@ -309,6 +314,24 @@ impl DecideInput {
 
     /// Why a request of `request_type` failed: exactly one of `reason` and `response` (a KV
     /// response's opcode defaults to the request type's).
+    /// The server's pushback at `now`: `pushback_ms`, or the response's `retry_after` (an
+    /// HTTP `Retry-After` value: seconds or an HTTP-date; unreadable means do not retry).
+    pub fn pushback(&self, now: SystemTime) -> Result<Option<Pushback>, InputError> {
+        let retry_after = self
+            .response
+            .as_ref()
+            .and_then(|r| r.retry_after.as_deref());
+        match (self.pushback_ms, retry_after) {
+            (Some(_), Some(_)) => Err(InputError::new(
+                "pushback_ms",
+                "give the server's pushback once: `pushback_ms` or `response.retry_after`",
+            )),
+            (Some(millis), None) => Ok(Some(Pushback::from_millis(millis))),
+            (None, Some(value)) => Ok(Some(Pushback::from_retry_after(value, now))),
+            (None, None) => Ok(None),
+        }
+    }
+
     pub fn failure(&self, request_type: RequestType) -> Result<Failure<'_>, InputError> {
         match (&self.reason, &self.response) {
             (Some(reason), None) => parse_reason(reason).map(Failure::Reason),

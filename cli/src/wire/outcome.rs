@@ -96,11 +96,8 @@ impl OutcomeInput {
     /// The request it reports on, routed as a decision request would be.
     pub fn request(&self, now: Instant) -> Result<Request, InputError> {
         let input = DecideInput {
-            policy: None,
             request: self.request.clone(),
-            reason: None,
-            response: None,
-            error_map: None,
+            ..DecideInput::default()
         };
         let request = input.request(now, 0)?;
         Ok(match &self.policy {

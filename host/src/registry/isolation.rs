@@ -116,16 +116,16 @@ impl RetryStrategy for Isolated<'_> {
             let (answer, answered) = tokio::sync::oneshot::channel();
             let (strategy, owned) = (Arc::clone(wasm), request.clone());
             let reason = context.reason().clone();
-            let (spec, server_delay, moment) = (
+            let (spec, pushback, moment) = (
                 context.error_map_spec().copied(),
-                context.server_delay(),
+                context.pushback(),
                 context.moment(),
             );
             self.isolation.threads.spawn(move || {
                 let note = FailureNote::default();
                 let mut there = DecisionContext::new(&reason)
                     .with_error_map_spec(spec)
-                    .with_server_delay(server_delay)
+                    .with_pushback(pushback)
                     .with_failure_note(&note);
                 if let Some(moment) = moment {
                     there = there.at(moment);

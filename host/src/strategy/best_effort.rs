@@ -4,6 +4,7 @@
 use crate::action::RetryAction;
 use crate::backoff::{BackoffCalculator, ExponentialBackoff};
 use crate::context::DecisionContext;
+use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
 
@@ -54,7 +55,12 @@ impl<C: BackoffCalculator> SyncStrategy for BestEffort<C> {
         "best-effort"
     }
 
+    /// Best effort's answer, no sooner than the server's pushback asks (and none if it says
+    /// stop).
     fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
-        self.decide_reason(request, context.reason())
+        Pushback::honour(
+            context.pushback(),
+            self.decide_reason(request, context.reason()),
+        )
     }
 }

@@ -6,6 +6,7 @@
 use crate::action::{NodeChoice, RetryAction};
 use crate::backoff::{BackoffCalculator, ExponentialBackoff};
 use crate::context::DecisionContext;
+use crate::pushback::Pushback;
 use crate::reason::ReasonKind;
 use crate::request::Request;
 
@@ -76,10 +77,12 @@ impl SyncStrategy for ExponentialRetry {
         if attempts >= self.max_attempts || !self.accepts(context.reason().kind()) {
             return RetryAction::NoRetry;
         }
-        RetryAction::RetryAfter {
+        let action = RetryAction::RetryAfter {
             delay: self.backoff.backoff(retries),
             node: self.node,
             consistency: None,
-        }
+        };
+        // Never sooner than the server's pushback asks, and not at all if it says stop.
+        Pushback::honour(context.pushback(), action)
     }
 }

@@ -68,7 +68,7 @@ pub trait RetryStrategy: Send + Sync + Debug {
     fn name(&self) -> &str;
 
     /// The action for `request`, whose failure `context` describes (its reason, error-map
-    /// spec, server delay and the decision's moment).
+    /// spec, server pushback and the decision's moment).
     fn retry_after<'a>(
         &'a self,
         request: &'a Request,

@@ -1,0 +1,119 @@
+//! Issue 15, points 5 and 7: server pushback — HTTP `Retry-After` (delay-seconds and HTTP-date,
+//! RFC 9110 §10.2.3) and gRPC's pushback in milliseconds (gRFC A6: negative or unreadable
+//! means do not retry). The built-ins never retry sooner than asked and stop when told; the
+//! deadline caps the delay.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use common::request;
+use rebound::registry::{Builtin, BuiltinPolicy};
+use rebound::{
+    reasons, BestEffort, Decision, DecisionContext, FailFast, Orchestrator, Pushback, RequestType,
+    RetryAction, RetryStrategy,
+};
+
+#[test]
+fn retry_after_reads_seconds_and_http_dates_and_refuses_the_rest() {
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+    let cases = [
+        ("120", Pushback::After(Duration::from_secs(120))),
+        (" 0 ", Pushback::After(Duration::ZERO)),
+        // Too large to hold: as long as anything can be (the deadline caps it).
+        (
+            "99999999999999999999999",
+            Pushback::After(Duration::from_secs(u64::MAX)),
+        ),
+        (
+            "Sun, 06 Nov 1994 08:49:47 GMT",
+            Pushback::After(Duration::from_secs(10)),
+        ),
+        // A date already past asks for no delay.
+        (
+            "Sun, 06 Nov 1994 08:00:00 GMT",
+            Pushback::After(Duration::ZERO),
+        ),
+        ("-5", Pushback::Stop),
+        ("1.5", Pushback::Stop),
+        ("soon", Pushback::Stop),
+        ("", Pushback::Stop),
+    ];
+    for (value, expected) in cases {
+        assert_eq!(
+            Pushback::from_retry_after(value, now),
+            expected,
+            "{value:?}"
+        );
+    }
+    assert_eq!(
+        Pushback::from_millis(250),
+        Pushback::After(Duration::from_millis(250))
+    );
+    assert_eq!(Pushback::from_millis(-1), Pushback::Stop);
+}
+
+fn ask(strategy: &dyn RetryStrategy, pushback: Option<Pushback>) -> RetryAction {
+    let request = request(RequestType::Get, 10_000, Instant::now());
+    let context =
+        DecisionContext::new(&reasons::SERVICE_RESPONSE_CODE_INDICATED).with_pushback(pushback);
+    futures::executor::block_on(strategy.retry_after(&request, &context))
+}
+
+/// The built-ins honour a pushback: never sooner, never when told to stop; without one they
+/// answer as before.
+#[test]
+fn the_builtins_honour_the_pushback() {
+    let exponential = BuiltinPolicy::new(
+        Builtin::Exponential,
+        serde_json::json!({"max_attempts": 3, "initial_ms": 10, "max_ms": 10, "multiplier": 1})
+            .as_object()
+            .unwrap(),
+    )
+    .unwrap()
+    .strategy();
+    let fast_fail = BuiltinPolicy::new(Builtin::FastFailOnTerminalError, &Default::default())
+        .unwrap()
+        .strategy();
+    let best_effort: Arc<dyn RetryStrategy> =
+        Arc::new(BestEffort::<rebound::backoff::ExponentialBackoff>::default());
+    for strategy in [&best_effort, &fast_fail, &exponential] {
+        let plain = ask(&**strategy, None);
+        assert!(plain.is_retry(), "{plain:?}");
+        assert_eq!(
+            ask(&**strategy, Some(Pushback::After(Duration::from_secs(3)))),
+            RetryAction::after(Duration::from_secs(3)),
+            "{}",
+            strategy.name()
+        );
+        // A shorter pushback than the strategy's own delay changes nothing.
+        assert_eq!(
+            ask(&**strategy, Some(Pushback::After(Duration::ZERO))),
+            plain
+        );
+        assert_eq!(ask(&**strategy, Some(Pushback::Stop)), RetryAction::NoRetry);
+    }
+    // A strategy that does not retry is not made to by a pushback.
+    assert_eq!(
+        ask(&FailFast, Some(Pushback::After(Duration::from_secs(1)))),
+        RetryAction::NoRetry
+    );
+}
+
+/// Reference 001 "Capping the Retry Duration" applies to a pushback as to any delay: past the
+/// deadline the request times out instead of waiting.
+#[test]
+fn a_pushback_past_the_deadline_is_a_timeout() {
+    let orchestrator = Orchestrator::default();
+    let start = Instant::now();
+    let mut request = request(RequestType::Get, 2_000, start);
+    let context = DecisionContext::new(&reasons::SERVICE_RESPONSE_CODE_INDICATED)
+        .with_pushback(Some(Pushback::After(Duration::from_secs(5))))
+        .at(start + Duration::from_millis(500));
+    let decision = futures::executor::block_on(orchestrator.decide(&mut request, &context));
+    match decision {
+        Decision::Timeout { after, .. } => assert_eq!(after, Duration::from_millis(1500)),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+}
