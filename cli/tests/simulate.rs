@@ -245,3 +245,36 @@ fn bad_scenarios_are_refused_naming_the_file_line_and_field() {
         }
     }
 }
+
+/// Issue 15, point 6: the retry-storm example — a node failing every request sent to it for
+/// 20 s — side by side: best effort retries each request until its deadline, the fixed-rate
+/// budget (the WebAssembly `budgeted` policy) and a budget of 20 % of the traffic bound the
+/// attempts; the proportional budget never grants more than `20 % × requests + 10/s × the
+/// run`, and its refusals end requests as RequestCanceled. The same seed gives the same run.
+#[test]
+fn a_retry_storm_is_bounded_by_the_budgets() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = simulate(&scenario("retry-storm"), &dir.path().join("a.svg"), &[]);
+    assert_accounted(&report);
+    let requests = count(&report, "requests");
+    let attempts = |name: &str| count(policy(&report, name), "attempts");
+    let proportional = policy(&report, "proportional");
+    assert!(
+        attempts("standard") > 2 * requests,
+        "best effort storms: {report}"
+    );
+    let duration_s = 40 + 3; // the run, with the last requests' deadlines
+    let bound = requests + requests / 5 + 10 * duration_s;
+    assert!(
+        attempts("proportional") <= bound,
+        "{} attempts > {bound}",
+        attempts("proportional")
+    );
+    assert!(attempts("budgeted") < attempts("standard") / 2);
+    assert!(
+        proportional["errors"]["RequestCanceled"].as_u64().unwrap() > 0,
+        "{proportional}"
+    );
+    let again = simulate(&scenario("retry-storm"), &dir.path().join("b.svg"), &[]);
+    assert_eq!(report["policies"], again["policies"], "the same run");
+}

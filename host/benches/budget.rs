@@ -25,7 +25,7 @@ fn budget() -> Arc<TrafficBudget> {
         min_per_second: 10,
         ttl_ms: 10_000,
     };
-    Arc::new(TrafficBudget::new(config, Instant::now()).unwrap())
+    Arc::new(TrafficBudget::new(config).unwrap())
 }
 
 /// One decision of a first failure (KV_LOCKED, retried by best effort) at `now`.
@@ -69,14 +69,11 @@ fn main() {
     let reports = budget();
     // Withdrawals alone, from a floor too large to run out during the run.
     let floor = Arc::new(
-        TrafficBudget::new(
-            BudgetConfig {
-                percent: 100.0,
-                min_per_second: 10_000_000,
-                ttl_ms: 10_000,
-            },
-            Instant::now(),
-        )
+        TrafficBudget::new(BudgetConfig {
+            percent: 100.0,
+            min_per_second: 10_000_000,
+            ttl_ms: 10_000,
+        })
         .unwrap(),
     );
     let now = Instant::now();

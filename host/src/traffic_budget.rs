@@ -10,6 +10,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -84,7 +85,7 @@ impl BudgetConfig {
 ///
 /// let start = Instant::now();
 /// let config = BudgetConfig { percent: 20.0, min_per_second: 0, ttl_ms: 10_000 };
-/// let budget = TrafficBudget::new(config, start).unwrap();
+/// let budget = TrafficBudget::new(config).unwrap();
 /// for _ in 0..10 {
 ///     budget.deposit_at(start);
 /// }
@@ -98,7 +99,9 @@ impl BudgetConfig {
 /// ```
 pub struct TrafficBudget {
     config: BudgetConfig,
-    base: Instant,
+    /// Where slot periods are counted from: the first moment the budget is used, so that the
+    /// same sequence of moments always falls into the same slots (simulations, replays).
+    base: OnceLock<Instant>,
     /// `2^64 / slot length in ns`, rounded up: a slot's period is `(ns × this) >> 64`.
     slot_reciprocal: u64,
     /// Units one request deposits (0 when the percent is too small to count).
@@ -144,8 +147,8 @@ impl TrafficBudget {
     /// between `ttl × (SLOTS − 1) / SLOTS` and `ttl` after it was made.
     pub const SLOTS: usize = 10;
 
-    /// A budget whose time starts at `start`.
-    pub fn new(config: BudgetConfig, start: Instant) -> Result<Self, BudgetConfigError> {
+    /// A budget; its slots are counted from the first moment it is used.
+    pub fn new(config: BudgetConfig) -> Result<Self, BudgetConfigError> {
         config.validate()?;
         // Units a retry withdraws: DEPOSIT × 100 / percent, rounded up (never generous).
         let share = (f64::from(DEPOSIT) * 100.0 / config.percent).ceil();
@@ -158,7 +161,7 @@ impl TrafficBudget {
         let floor_retries = u64::from(config.min_per_second) * config.ttl_ms / 1000;
         Ok(TrafficBudget {
             config,
-            base: start,
+            base: OnceLock::new(),
             slot_reciprocal: {
                 let slot_nanos = (config.ttl_ms.saturating_mul(1_000_000) / SLOTS as u64).max(2);
                 u64::try_from((1u128 << 64).div_ceil(u128::from(slot_nanos))).unwrap_or(u64::MAX)
@@ -193,10 +196,11 @@ impl TrafficBudget {
         self.config
     }
 
-    /// The slot period `now` falls in (moments before the start count as the first).
+    /// The slot period `now` falls in (moments before the first use count as the first).
     fn period(&self, now: Instant) -> u32 {
+        let base = *self.base.get_or_init(|| now);
         let nanos =
-            u64::try_from(now.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX);
+            u64::try_from(now.saturating_duration_since(base).as_nanos()).unwrap_or(u64::MAX);
         // nanos / slot_nanos by a multiplication with the reciprocal (a division costs several
         // times more on the deciding path); it may move a slot boundary by a nanosecond,
         // always the same way for the same moment.

@@ -94,16 +94,12 @@ async fn the_executor_reports_every_end() {
 /// decision) once each, and its retries draw from it.
 #[tokio::test(start_paused = true)]
 async fn a_budget_counts_each_request_once_and_pays_for_retries() {
-    let start = tokio::time::Instant::now().into_std();
     let budget = Arc::new(
-        TrafficBudget::new(
-            BudgetConfig {
-                percent: 50.0,
-                min_per_second: 0,
-                ttl_ms: 60_000,
-            },
-            start,
-        )
+        TrafficBudget::new(BudgetConfig {
+            percent: 50.0,
+            min_per_second: 0,
+            ttl_ms: 60_000,
+        })
         .unwrap(),
     );
     let recording = Arc::new(Recording {

@@ -9,15 +9,12 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use rebound::{BudgetConfig, TrafficBudget};
 
-fn budget(percent: f64, min_per_second: u32, ttl_ms: u64, start: Instant) -> TrafficBudget {
-    TrafficBudget::new(
-        BudgetConfig {
-            percent,
-            min_per_second,
-            ttl_ms,
-        },
-        start,
-    )
+fn budget(percent: f64, min_per_second: u32, ttl_ms: u64) -> TrafficBudget {
+    TrafficBudget::new(BudgetConfig {
+        percent,
+        min_per_second,
+        ttl_ms,
+    })
     .expect("a valid budget")
 }
 
@@ -26,7 +23,7 @@ fn budget(percent: f64, min_per_second: u32, ttl_ms: u64, start: Instant) -> Tra
 #[test]
 fn a_storm_without_traffic_gets_the_floor_only() {
     let start = Instant::now();
-    let b = budget(20.0, 10, 10_000, start);
+    let b = budget(20.0, 10, 10_000);
     let granted = (0..1000).filter(|_| b.try_withdraw_at(start)).count();
     assert_eq!(granted, 100);
     let stats = b.stats_at(start);
@@ -39,14 +36,14 @@ fn a_storm_without_traffic_gets_the_floor_only() {
 #[test]
 fn twenty_percent_of_requests_are_granted() {
     let start = Instant::now();
-    let b = budget(20.0, 0, 10_000, start);
+    let b = budget(20.0, 0, 10_000);
     for _ in 0..1000 {
         b.deposit_at(start);
     }
     assert_eq!((0..1000).filter(|_| b.try_withdraw_at(start)).count(), 200);
     assert_eq!(b.stats_at(start).deposits, 1000);
     // A percent that does not divide evenly is rounded against the retries: 30 % of 1000.
-    let b = budget(30.0, 0, 10_000, start);
+    let b = budget(30.0, 0, 10_000);
     for _ in 0..1000 {
         b.deposit_at(start);
     }
@@ -57,7 +54,6 @@ fn twenty_percent_of_requests_are_granted() {
 /// Bad parameters are refused naming the field.
 #[test]
 fn out_of_range_parameters_are_refused() {
-    let start = Instant::now();
     for (config, field) in [
         (
             BudgetConfig {
@@ -81,7 +77,7 @@ fn out_of_range_parameters_are_refused() {
             "ttl_ms",
         ),
     ] {
-        assert_eq!(TrafficBudget::new(config, start).unwrap_err().field, field);
+        assert_eq!(TrafficBudget::new(config).unwrap_err().field, field);
     }
 }
 
@@ -90,7 +86,7 @@ fn out_of_range_parameters_are_refused() {
 #[test]
 fn concurrent_withdrawals_never_overdraw() {
     let start = Instant::now();
-    let b = Arc::new(budget(0.0, 5, 10_000, start));
+    let b = Arc::new(budget(0.0, 5, 10_000));
     let granted: usize = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..4)
             .map(|_| {
@@ -122,7 +118,7 @@ proptest! {
         events in prop::collection::vec((0u64..400, prop::bool::weighted(0.6)), 1..600),
     ) {
         let start = Instant::now();
-        let b = budget(percent, min_per_second, ttl_ms, start);
+        let b = budget(percent, min_per_second, ttl_ms);
         let slot_ms = ttl_ms as f64 / TrafficBudget::SLOTS as f64;
         let mut now_ms = 0u64;
         let mut requests: Vec<u64> = Vec::new();

@@ -17,7 +17,9 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use rebound::classify::{classify, Classification, KvOpcode, Response};
 use rebound::registry::PolicyRegistry;
-use rebound::{reasons, Cause, Ending, NodeChoice, Request, RetryLoop, RetryReason, Service, Step};
+use rebound::{
+    reasons, Cause, Ending, NodeChoice, Outcome, Request, RetryLoop, RetryReason, Service, Step,
+};
 
 use super::scenario::{Fault, Scenario};
 use crate::wire::input::default_timeout_ms;
@@ -304,6 +306,15 @@ impl Simulation<'_> {
         self.schedule(end, i, Event::End);
     }
 
+    /// Reports how request `i` ended at `t` to the registry (its retry budget follows the
+    /// whole traffic), as the executor does in production.
+    fn report(&self, i: usize, t: u64, ended: fn(u32) -> Outcome) {
+        let live = &self.live[i];
+        let attempts = u32::try_from(live.attempts).unwrap_or(u32::MAX);
+        self.registry
+            .report(live.retry.request(), ended(attempts), self.at(t));
+    }
+
     /// Records how request `i` ended at `t`: `None` for a success, else the error's name.
     fn finish(&mut self, i: usize, t: u64, error: Option<&str>) {
         self.bucket(t).ended.count(error);
@@ -322,12 +333,15 @@ impl Simulation<'_> {
         let outcome = self.live[i].pending.take().expect("an attempt in flight");
         let reason = match outcome {
             AttemptEnd::Success => {
+                self.live[i].retry.succeeded();
+                self.report(i, t, |attempts| Outcome::Succeeded { attempts });
                 self.finish(i, t, None);
                 return Ok(());
             }
             AttemptEnd::Deadline => {
                 let now = self.at(t);
                 let error = self.live[i].retry.deadline_reached(now);
+                self.report(i, t, |attempts| Outcome::TimedOut { attempts });
                 self.finish(i, t, Some(error.name()));
                 return Ok(());
             }
@@ -348,11 +362,23 @@ impl Simulation<'_> {
             }
             Step::End(Ending::Ended { error, after }) => {
                 let at = t.saturating_add(u64::try_from(after.as_micros()).unwrap_or(u64::MAX));
+                if error.is_timeout() {
+                    self.report(i, at, |attempts| Outcome::TimedOut { attempts });
+                } else {
+                    self.report(i, at, |attempts| Outcome::Failed { attempts });
+                }
                 self.finish(i, at, Some(error.name()));
             }
-            // A Cassandra IGNORE completes the request with an empty result.
-            Step::End(Ending::Ignored(_)) => self.finish(i, t, None),
-            Step::End(_) => self.finish(i, t, Some("NotRetried")),
+            // A Cassandra IGNORE completes the request with an empty result (an error with an
+            // empty result to the executor's caller: reported as a failure, as it reports it).
+            Step::End(Ending::Ignored(_)) => {
+                self.report(i, t, |attempts| Outcome::Failed { attempts });
+                self.finish(i, t, None);
+            }
+            Step::End(_) => {
+                self.report(i, t, |attempts| Outcome::Failed { attempts });
+                self.finish(i, t, Some("NotRetried"));
+            }
         }
         Ok(())
     }

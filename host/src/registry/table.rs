@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::config::RegistryConfig;
 use super::error::RegistryError;
@@ -107,7 +106,7 @@ pub(super) fn build_table(
             let budget = match kept {
                 Some(running) => Arc::clone(running),
                 None => Arc::new(
-                    TrafficBudget::new(*budget, Instant::now())
+                    TrafficBudget::new(*budget)
                         .expect("validated with the configuration")
                         .named(name),
                 ),
