@@ -47,18 +47,19 @@ pub struct ExponentialBackoff {
     jitter: f64,
 }
 
-/// Serialised form of [`ExponentialBackoff`], in milliseconds.
+/// Serialised form of [`ExponentialBackoff`], in milliseconds (also best effort's parameters
+/// in a registry configuration).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ExponentialBackoffConfig {
+pub(crate) struct ExponentialBackoffConfig {
     #[serde(default = "default_min_ms")]
-    min_ms: u64,
+    pub min_ms: u64,
     #[serde(default = "default_max_ms")]
-    max_ms: u64,
+    pub max_ms: u64,
     #[serde(default = "default_factor")]
-    factor: f64,
+    pub factor: f64,
     #[serde(default)]
-    jitter: f64,
+    pub jitter: f64,
 }
 
 fn default_min_ms() -> u64 {

@@ -5,6 +5,8 @@ mod controlled;
 mod exponential;
 
 pub use controlled::controlled_backoff;
+#[cfg(feature = "registry")]
+pub(crate) use exponential::ExponentialBackoffConfig;
 pub use exponential::{lenient_exponential_ms, BackoffConfigError, ExponentialBackoff};
 
 use std::time::Duration;

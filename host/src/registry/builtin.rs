@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::action::NodeChoice;
-use crate::backoff::ExponentialBackoff;
+use crate::backoff::{ExponentialBackoff, ExponentialBackoffConfig};
 use crate::reason::ReasonKind;
 use crate::strategy::cassandra::{
     Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
@@ -121,20 +121,6 @@ pub enum BuiltinPolicy {
     Exponential(ExponentialRetry),
 }
 
-/// Best effort's parameters (fast fail's too, beside its `terminal`).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BackoffParams {
-    #[serde(default = "default_min_ms")]
-    min_ms: u64,
-    #[serde(default = "default_max_ms")]
-    max_ms: u64,
-    #[serde(default = "default_factor")]
-    factor: f64,
-    #[serde(default)]
-    jitter: f64,
-}
-
 const TERMINAL_REASONS: [ReasonKind; 5] =
     FastFailOnTerminalError::<ExponentialBackoff>::TERMINAL_REASONS;
 
@@ -155,16 +141,6 @@ fn terminal_reasons(names: Value) -> Result<Vec<ReasonKind>, BuiltinParamError> 
         )),
         None => Ok(kinds),
     }
-}
-
-fn default_min_ms() -> u64 {
-    ExponentialBackoff::default().min().as_millis() as u64
-}
-fn default_max_ms() -> u64 {
-    ExponentialBackoff::default().max().as_millis() as u64
-}
-fn default_factor() -> f64 {
-    ExponentialBackoff::default().factor()
 }
 
 #[derive(Debug, Deserialize)]
@@ -252,7 +228,7 @@ impl BuiltinPolicy {
         const BACKOFF: [&str; 4] = ["min_ms", "max_ms", "factor", "jitter"];
         Ok(match builtin {
             Builtin::BestEffort => {
-                let p: BackoffParams = read(params)?;
+                let p: ExponentialBackoffConfig = read(params)?;
                 BuiltinPolicy::BestEffort(backoff(
                     (p.min_ms, p.max_ms, p.factor, p.jitter),
                     BACKOFF,
@@ -273,7 +249,7 @@ impl BuiltinPolicy {
                     None => TERMINAL_REASONS.to_vec(),
                     Some(names) => terminal_reasons(names)?,
                 };
-                let p: BackoffParams = read(&rest)?;
+                let p: ExponentialBackoffConfig = read(&rest)?;
                 BuiltinPolicy::FastFailOnTerminalError {
                     backoff: backoff((p.min_ms, p.max_ms, p.factor, p.jitter), BACKOFF)?,
                     terminal,
