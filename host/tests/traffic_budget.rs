@@ -235,6 +235,9 @@ builtin = "best-effort"
             (10, 12, 18)
         );
         assert_eq!(storm.balance, 0);
+        assert_eq!(status.policies[1].name, "kv");
+        assert_eq!(status.policies[1].budget.as_deref(), Some("storm"));
+        assert_eq!(registry.policy_status("free").unwrap().budget, None);
     }
 
     /// A configuration reload that keeps a budget's parameters keeps its balance; unknown

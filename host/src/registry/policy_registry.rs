@@ -489,7 +489,11 @@ impl PolicyRegistry {
     /// The status of every policy.
     pub fn status(&self) -> RegistryStatus {
         let table = self.table.load();
-        let mut policies: Vec<PolicyStatus> = table.slots.values().map(|s| s.status()).collect();
+        let mut policies: Vec<PolicyStatus> = table
+            .slots
+            .values()
+            .map(|slot| table.policy_status(slot))
+            .collect();
         policies.sort_by(|a, b| a.name.cmp(&b.name));
         RegistryStatus {
             config_file: table.config.file.as_ref().map(|f| f.display().to_string()),
@@ -515,7 +519,8 @@ impl PolicyRegistry {
 
     /// The status of policy `name`.
     pub fn policy_status(&self, name: &str) -> Result<PolicyStatus, RegistryError> {
-        Ok(self.slot(name)?.status())
+        let table = self.table.load();
+        Ok(table.policy_status(table.slot(name)?))
     }
 }
 

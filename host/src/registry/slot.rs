@@ -139,6 +139,7 @@ impl Slot {
             last_error: lock(&self.last_error).clone(),
             reload_failures: self.reload_failures.load(Ordering::Relaxed),
             shadow: self.shadow.load_full().map(|s| s.status()),
+            budget: None,
         }
     }
 }

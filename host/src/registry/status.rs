@@ -82,6 +82,9 @@ pub struct PolicyStatus {
     pub reload_failures: u64,
     /// The shadow trial, if one runs.
     pub shadow: Option<ShadowStatus>,
+    /// The retry budget it draws from (`[budgets.NAME]`; its counters are in the registry's
+    /// status), if any.
+    pub budget: Option<String>,
 }
 
 /// The status of the registry.

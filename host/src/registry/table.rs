@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::config::RegistryConfig;
 use super::error::RegistryError;
 use super::slot::Slot;
+use super::status::PolicyStatus;
 use super::version::{BuildContext, PolicyVersion};
 use crate::request::{Request, RequestType, Service};
 use crate::traffic_budget::TrafficBudget;
@@ -39,6 +40,14 @@ impl Table {
                     .collect::<Vec<_>>()
                     .join(", "),
             })
+    }
+
+    /// The status of `slot`'s policy, with the budget it draws from.
+    pub fn policy_status(&self, slot: &Slot) -> PolicyStatus {
+        PolicyStatus {
+            budget: self.config.policy_budgets.get(&slot.name).cloned(),
+            ..slot.status()
+        }
     }
 
     /// The retry budget policy `name` draws from, if it has one.
