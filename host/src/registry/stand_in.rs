@@ -5,7 +5,7 @@
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
 use crate::context::DecisionContext;
 use crate::request::Request;
-use crate::strategy::{BestEffort, SyncStrategy};
+use crate::strategy::SyncStrategy;
 use crate::wasm::FailSafe;
 
 /// Answers policy `name`'s fail-safe, noting the load error as the failure.
@@ -22,13 +22,7 @@ impl SyncStrategy for StandIn {
     }
 
     fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
-        context.note_failure(PolicyFailure::new(
-            PolicyFailureKind::NotLoaded,
-            self.error.clone(),
-        ));
-        match self.fail_safe {
-            FailSafe::NoRetry => RetryAction::PolicyFailed(PolicyFailureKind::NotLoaded),
-            FailSafe::BestEffort => BestEffort::default_decision(request, context.reason()),
-        }
+        let failure = PolicyFailure::new(PolicyFailureKind::NotLoaded, self.error.clone());
+        self.fail_safe.answer(failure, request, context)
     }
 }

@@ -7,6 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use super::runtime::SandboxLimits;
 use super::wasi::WasiConfig;
+use crate::action::{PolicyFailure, RetryAction};
+use crate::context::DecisionContext;
+use crate::request::Request;
+use crate::strategy::BestEffort;
 
 /// What a failed (or quarantined) policy call answers instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -17,6 +21,24 @@ pub enum FailSafe {
     NoRetry,
     /// The built-in best-effort decision.
     BestEffort,
+}
+
+impl FailSafe {
+    /// The answer for a policy that failed as `failure` describes: the failure is noted in
+    /// `context` (its detail reaches the decision), then no retry or best effort.
+    pub(crate) fn answer(
+        self,
+        failure: PolicyFailure,
+        request: &Request,
+        context: &DecisionContext<'_>,
+    ) -> RetryAction {
+        let kind = failure.kind;
+        context.note_failure(failure);
+        match self {
+            FailSafe::NoRetry => RetryAction::PolicyFailed(kind),
+            FailSafe::BestEffort => BestEffort::default_decision(request, context.reason()),
+        }
+    }
 }
 
 /// When a failing policy is quarantined, and for how long.

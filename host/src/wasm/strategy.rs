@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::bindings::v0_2 as b;
 use super::call::{arm, classify, Budgets};
 use super::component::{LoadError, PolicyPre};
-use super::config::{FailSafe, WasmStrategyConfig};
+use super::config::WasmStrategyConfig;
 use super::health::{Health, PolicyStats};
 use super::instance::{PolicyInstance, SetupError};
 use super::log_budget::LogBudget;
@@ -18,7 +18,7 @@ use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
 use crate::budget::RetryBudgets;
 use crate::context::DecisionContext;
 use crate::request::Request;
-use crate::strategy::{BestEffort, SyncStrategy};
+use crate::strategy::SyncStrategy;
 
 /// Lines of stderr one policy may write to the host's log each second (a Python traceback
 /// is about eight); the rest are left out and counted in the next line.
@@ -180,12 +180,7 @@ impl WasmStrategy {
         request: &Request,
         context: &DecisionContext<'_>,
     ) -> RetryAction {
-        let kind = failure.kind;
-        context.note_failure(failure);
-        match self.config.fail_safe {
-            FailSafe::NoRetry => RetryAction::PolicyFailed(kind),
-            FailSafe::BestEffort => BestEffort::default_decision(request, context.reason()),
-        }
+        self.config.fail_safe.answer(failure, request, context)
     }
 }
 
