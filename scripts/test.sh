@@ -44,6 +44,6 @@ REBOUND=target/debug/rebound ./scripts/build-guests.sh
 ./scripts/test-services.sh
 
 step "tests"
-cargo test --workspace --locked
+cargo test --workspace --locked --no-fail-fast
 (cd policies && cargo test --locked)
 step "done"
