@@ -796,7 +796,14 @@ fn the_example_configuration_loads_every_policy() {
         .collect();
     assert_eq!(
         names,
-        ["budgeted", "cassandra", "proportional", "robots", "standard", "strict"]
+        [
+            "budgeted",
+            "cassandra",
+            "proportional",
+            "robots",
+            "standard",
+            "strict"
+        ]
     );
     assert_eq!(
         decided_by(&registry, request(RequestType::Upsert)),
