@@ -328,9 +328,7 @@ impl BuiltinPolicy {
             BuiltinPolicy::BestEffort(backoff) => Arc::new(BestEffort::with_calculator(*backoff)),
             BuiltinPolicy::FailFast => Arc::new(FailFast),
             BuiltinPolicy::FastFailOnTerminalError { backoff, terminal } => Arc::new(
-                FastFailOnTerminalError::with_calculator(*backoff)
-                    .only(terminal.iter().copied())
-                    .expect("checked when read"),
+                FastFailOnTerminalError::with_calculator(*backoff).only(terminal.iter().copied()),
             ),
             BuiltinPolicy::CassandraDefault { max_retries } => {
                 Arc::new(Cassandra::new(DefaultRetryPolicy).with_max_retries(*max_retries))

@@ -68,15 +68,14 @@ impl<C: BackoffCalculator> FastFailOnTerminalError<C> {
         }
     }
 
-    /// Fast-fails only the terminal reasons among `kinds`; `None` if one of them is not one
-    /// of the five (only those have a named error to fail with).
-    pub fn only(mut self, kinds: impl IntoIterator<Item = ReasonKind>) -> Option<Self> {
-        let kinds: Vec<ReasonKind> = kinds.into_iter().collect();
-        if !kinds.iter().all(|k| Self::TERMINAL_REASONS.contains(k)) {
-            return None;
-        }
-        self.terminal = kinds;
-        Some(self)
+    /// Fast-fails only the terminal reasons among `kinds` (any other kind in it is left out:
+    /// only the five have a named error to fail with).
+    pub fn only(mut self, kinds: impl IntoIterator<Item = ReasonKind>) -> Self {
+        self.terminal = kinds
+            .into_iter()
+            .filter(|k| Self::TERMINAL_REASONS.contains(k))
+            .collect();
+        self
     }
 
     /// The terminal error for `reason`, if it is one of the five.
