@@ -62,8 +62,8 @@ fn a_well_behaved_policy_passes_every_rule() {
     assert!(ok, "{report}");
     assert_eq!(report["passed"], true);
     assert_eq!(report["interface"]["compatible"], true);
-    assert_eq!(report["interface"]["host"], "rebound:policy@0.2.0");
-    assert_eq!(report["interface"]["built_for"], "rebound:policy@0.2.0");
+    assert_eq!(report["interface"]["host"], "rebound:policy@0.3.0");
+    assert_eq!(report["interface"]["built_for"], "rebound:policy@0.3.0");
     let inputs = report["inputs"].as_u64().unwrap();
     let answered: u64 = report["answers"]
         .as_object()
@@ -175,31 +175,43 @@ fn nondeterministic_answers_and_delays_past_the_timeout_are_reported() {
     }
 }
 
-/// Issue 14, point 7 (docs/wit-versions.md): a component built for `rebound:policy@0.1.0`
-/// passes, and the report says which version it was built for and which hosts accept it.
+/// Issue 14, point 7; issue 15, point 5 (docs/wit-versions.md): a component built for an
+/// earlier released version (`rebound:policy@0.1.0`, `@0.2.0`) passes, and the report says
+/// which version it was built for and which hosts accept it.
 #[test]
-fn a_released_0_1_0_component_is_checked_and_its_hosts_named() {
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/rebound-policy-0.1.0/no_retry_for_robots.wasm");
-    let fixture = fixture.display().to_string();
-    let (report, ok) = check(&[&fixture]);
-    assert!(ok, "{report}");
-    let interface = &report["interface"];
-    assert_eq!(interface["built_for"], "rebound:policy@0.1.0");
-    assert_eq!(
-        interface["host_loads"],
-        serde_json::json!(["rebound:policy@0.1.0", "rebound:policy@0.2.0"])
-    );
-    let accepted_by = interface["accepted_by"].as_str().unwrap();
-    assert!(
-        accepted_by.contains("accepted by this host") && accepted_by.contains("every later host"),
-        "{accepted_by}"
-    );
-    let text = String::from_utf8(success_stdout(rebound().args(["check", &fixture]))).unwrap();
-    assert!(
-        text.contains("interface  rebound:policy@0.1.0: accepted by this host"),
-        "{text}"
-    );
+fn released_components_are_checked_and_their_hosts_named() {
+    for version in ["0.1.0", "0.2.0"] {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../tests/fixtures/rebound-policy-{version}/no_retry_for_robots.wasm"
+        ));
+        let fixture = fixture.display().to_string();
+        let (report, ok) = check(&[&fixture]);
+        assert!(ok, "{report}");
+        let interface = &report["interface"];
+        assert_eq!(interface["built_for"], format!("rebound:policy@{version}"));
+        assert_eq!(
+            interface["host_loads"],
+            serde_json::json!([
+                "rebound:policy@0.1.0",
+                "rebound:policy@0.2.0",
+                "rebound:policy@0.3.0"
+            ])
+        );
+        let accepted_by = interface["accepted_by"].as_str().unwrap();
+        assert!(
+            accepted_by.contains("accepted by this host")
+                && accepted_by.contains("every later host")
+                && accepted_by.contains("rebound:policy@0.3.0 is the newest"),
+            "{accepted_by}"
+        );
+        let text = String::from_utf8(success_stdout(rebound().args(["check", &fixture]))).unwrap();
+        assert!(
+            text.contains(&format!(
+                "interface  rebound:policy@{version}: accepted by this host"
+            )),
+            "{text}"
+        );
+    }
 }
 
 #[test]
@@ -209,7 +221,7 @@ fn components_that_do_not_load_are_reported_and_fail() {
     assert_eq!(report["interface"]["compatible"], false);
     let error = report["interface"]["error"].as_str().unwrap();
     assert!(
-        error.contains("rebound:policy/strategy@0.9.0") && error.contains("0.1.0, 0.2.0"),
+        error.contains("rebound:policy/strategy@0.9.0") && error.contains("0.1.0, 0.2.0, 0.3.0"),
         "{error}"
     );
     let (report, ok) = check(&[&path("wrong_world")]);

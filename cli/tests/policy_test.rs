@@ -1,6 +1,6 @@
 //! `rebound test POLICY.wasm [CASES.jsonl]` end to end (issue 14, point 3): every example and
 //! template policy of every language passes the cases it ships, so do the components built for
-//! `rebound:policy@0.1.0` (docs/wit-versions.md); a failing case is shown with its input,
+//! the earlier released versions of `rebound:policy` (docs/wit-versions.md); a failing case is shown with its input,
 //! expectation and answer and fails the run; `--raw` checks the policy's own answer; `--json`
 //! reports every case; malformed cases are refused naming what is wrong.
 
@@ -29,6 +29,9 @@ fn run(args: &[&str]) -> (String, String, bool) {
     )
 }
 
+/// The released versions of `rebound:policy` kept as fixtures (`tests/fixtures/`).
+const RELEASED: [&str; 2] = ["0.1.0", "0.2.0"];
+
 fn assert_passes(policy: &str, cases: &str) {
     let (out, err, ok) = run(&[policy, cases]);
     assert!(ok, "{policy} with {cases}:\n{out}{err}");
@@ -36,10 +39,10 @@ fn assert_passes(policy: &str, cases: &str) {
     assert!(last.ends_with(" passed, 0 failed"), "{out}");
 }
 
-/// Every Rust example policy and the Rust template pass their `tests.jsonl`, and each
-/// example's `rebound:policy@0.1.0` build passes the same cases.
+/// Every Rust example policy and the Rust template pass their `tests.jsonl`, and so do their
+/// builds for each earlier released version of `rebound:policy`.
 #[test]
-fn every_rust_policy_and_its_0_1_0_build_pass_their_cases() {
+fn every_rust_policy_and_its_released_builds_pass_their_cases() {
     for dir in std::fs::read_dir(tree("policies")).unwrap() {
         let dir = dir.unwrap().path();
         let cases = dir.join("tests.jsonl");
@@ -49,10 +52,15 @@ fn every_rust_policy_and_its_0_1_0_build_pass_their_cases() {
         let name = dir.file_name().unwrap().to_str().unwrap().replace('-', "_");
         let cases = cases.display().to_string();
         assert_passes(&guest(&name).display().to_string(), &cases);
-        // The template came after 0.1.0; every other policy has a 0.1.0 build.
-        let released = tree(&format!("tests/fixtures/rebound-policy-0.1.0/{name}.wasm"));
-        if name != "template" {
-            assert_passes(&released, &cases);
+        // Every policy has a build for each released version, but the template, which came
+        // after 0.1.0.
+        for version in RELEASED {
+            if name != "template" || version != "0.1.0" {
+                let released = tree(&format!(
+                    "tests/fixtures/rebound-policy-{version}/{name}.wasm"
+                ));
+                assert_passes(&released, &cases);
+            }
         }
     }
     assert_passes(
@@ -61,10 +69,10 @@ fn every_rust_policy_and_its_0_1_0_build_pass_their_cases() {
     );
 }
 
-/// The examples and the template of C, C++, Go, Zig and JavaScript (on QuickJS) pass the cases they
-/// ship, and so do the C builds for 0.1.0. Python and JavaScript on SpiderMonkey take tens of
-/// seconds each to compile in a debug build; their template is run once below, and the host's
-/// parity tests hold every one of them to its twin.
+/// The examples and the template of C, C++, Go, Zig and JavaScript (on QuickJS) pass the cases
+/// they ship, and so do the C builds for the released versions. Python and JavaScript on
+/// SpiderMonkey take tens of seconds each to compile in a debug build; their template is run
+/// once below, and the host's parity tests hold every one of them to its twin.
 #[test]
 fn every_polyglot_example_and_template_passes_its_cases() {
     for (language, source) in [
@@ -86,10 +94,12 @@ fn every_polyglot_example_and_template_passes_its_cases() {
                 &cases,
             );
             if language == "c" && name != "template" {
-                let released = tree(&format!(
-                    "tests/fixtures/rebound-policy-0.1.0/c_{name}.wasm"
-                ));
-                assert_passes(&released, &cases);
+                for version in RELEASED {
+                    let released = tree(&format!(
+                        "tests/fixtures/rebound-policy-{version}/c_{name}.wasm"
+                    ));
+                    assert_passes(&released, &cases);
+                }
             }
         }
     }

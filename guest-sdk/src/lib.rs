@@ -88,8 +88,9 @@ pub mod host {
         imp::log(level, message)
     }
 
-    /// The host's built-in best-effort decision ("call super"). Answering
-    /// [`RetryAction::BestEffort`] gets the same decision without this call.
+    /// The host's built-in best-effort decision ("call super"), no sooner than the server's
+    /// pushback asks ([`server_delay_ms`]). Answering [`RetryAction::BestEffort`] gets the same
+    /// decision without this call.
     pub fn best_effort(request: &Request, reason: &RetryReason) -> RetryAction {
         imp::best_effort(*request.facts(), reason)
     }
@@ -129,6 +130,14 @@ pub mod host {
     /// A client-context entry of the current request.
     pub fn client_context(key: &str) -> Option<String> {
         failure::client_context(key)
+    }
+
+    /// The server's pushback on the current failure, in ms (`rebound:policy@0.3.0`): how long
+    /// the server asked the client to wait before a retry. Negative: it asked not to retry,
+    /// or sent a pushback that cannot be read (gRFC A6). `None`: it said nothing. Answering
+    /// [`RetryAction::BestEffort`] (or asking [`best_effort`]) honours it already.
+    pub fn server_delay_ms() -> Option<i64> {
+        failure::server_delay_ms()
     }
 
     /// Takes a token from the host's token bucket `name`; false when it is empty.

@@ -28,7 +28,12 @@ pub(crate) fn best_effort(request: RequestFacts, reason: &RetryReason) -> RetryA
         &request_to_host(&request, now),
         &reason_to_host(reason),
     );
-    action_to_wit(&decision)
+    let pushback = server_delay_ms().map(rebound::Pushback::from_millis);
+    action_to_wit(&rebound::Pushback::honour(pushback, decision))
+}
+
+pub(crate) fn server_delay_ms() -> Option<i64> {
+    CALL.with(|c| c.borrow().server_delay_ms)
 }
 
 pub(crate) fn error_map_spec() -> Option<RetrySpec> {
@@ -50,12 +55,13 @@ pub(crate) fn retry_budget(name: &str, per_second: u32, burst: u32) -> bool {
 pub mod testing {
     use super::*;
 
-    /// The per-call context a policy can read through [`crate::host`]: client context entries
-    /// and the error-map retry spec.
+    /// The per-call context a policy can read through [`crate::host`]: client context entries,
+    /// the error-map retry spec and the server's pushback.
     #[derive(Debug, Clone, Default)]
     pub struct Call {
         pub(super) context: BTreeMap<String, String>,
         pub(super) spec: Option<RetrySpec>,
+        pub(super) server_delay_ms: Option<i64>,
     }
 
     impl Call {
@@ -73,6 +79,12 @@ pub mod testing {
         /// Sets the error-map retry spec.
         pub fn error_map_spec(mut self, spec: RetrySpec) -> Self {
             self.spec = Some(spec);
+            self
+        }
+
+        /// Sets the server's pushback in ms (negative: the server asked not to retry).
+        pub fn server_delay_ms(mut self, millis: i64) -> Self {
+            self.server_delay_ms = Some(millis);
             self
         }
 
@@ -101,5 +113,47 @@ pub mod testing {
             dispatched: true,
             consistency: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{request, Call};
+    use crate::{host, RequestType, Retry, RetryAction, RetryReason};
+
+    /// `wit/policy.wit`, `host.best-effort` and `failure.server-delay-ms` (0.3.0): natively, as
+    /// in the host, best effort is no sooner than the pushback a test sets for the call, and
+    /// none at all when the server said stop.
+    #[test]
+    fn best_effort_honours_the_server_pushback_set_for_the_call() {
+        let get = request(RequestType::Get, 0);
+        let reason = RetryReason::KvLocked;
+        let plain = host::best_effort(&get, &reason);
+        assert!(
+            matches!(plain, RetryAction::Retry(Retry { delay_ms, .. }) if delay_ms < 2_000),
+            "{plain:?}"
+        );
+        let (delay, pushed_back, stopped) = Call::new().server_delay_ms(2_000).run(|| {
+            (
+                host::server_delay_ms(),
+                host::best_effort(&get, &reason),
+                Call::new()
+                    .server_delay_ms(-1)
+                    .run(|| host::best_effort(&get, &reason)),
+            )
+        });
+        assert_eq!(delay, Some(2_000));
+        assert!(
+            matches!(
+                pushed_back,
+                RetryAction::Retry(Retry {
+                    delay_ms: 2_000,
+                    ..
+                })
+            ),
+            "{pushed_back:?}"
+        );
+        assert_eq!(stopped, RetryAction::NoRetry);
+        assert_eq!(host::server_delay_ms(), None, "outside the call");
     }
 }

@@ -579,21 +579,31 @@ fn a_cache_directory_others_can_write_is_refused() {
     assert!(e.to_string().contains("777"), "{e}");
 }
 
-/// docs/wit-versions.md (issue 14, point 7): a deployed `rebound:policy@0.1.0` component serves
-/// under this host, status names the version it was built for, and it is hot-swapped for its
-/// 0.2.0 rebuild (and back) without a decision changing.
+/// docs/wit-versions.md (issue 14, point 7; issue 15, point 5): a deployed component of each
+/// earlier released version (`rebound:policy@0.1.0`, `@0.2.0`) serves under this host, status
+/// names the version it was built for, and it is hot-swapped for its current rebuild (and
+/// back) without a decision changing.
 #[test]
-fn a_released_0_1_0_component_serves_and_swaps_with_its_0_2_0_rebuild() {
+fn released_components_serve_and_swap_with_their_current_rebuilds() {
+    for version in registry_support::released_versions() {
+        serves_and_swaps_with_its_current_rebuild(version);
+    }
+}
+
+fn serves_and_swaps_with_its_current_rebuild(released: WitVersion) {
     let ws = Workspace::new();
-    let old = registry_support::released_0_1_0("no_retry_for_robots");
+    let old = registry_support::released(released, "no_retry_for_robots");
     let registry = single(&ws, &old, "");
     let robot = || request(RequestType::Get).context("isRobotRequest", "yes");
     let reason = reasons::KV_LOCKED;
     let wit_version =
         |registry: &PolicyRegistry| registry.policy_status("p").unwrap().active.wit_version;
-    assert_eq!(wit_version(&registry), Some(WitVersion::V0_1_0));
+    assert_eq!(wit_version(&registry), Some(released));
     let json = serde_json::to_value(registry.status()).unwrap();
-    assert_eq!(json["policies"][0]["active"]["wit_version"], "0.1.0");
+    assert_eq!(
+        json["policies"][0]["active"]["wit_version"],
+        released.number()
+    );
     // The retry delay, or none for an ending.
     let answers = |registry: &PolicyRegistry| {
         [robot(), request(RequestType::Get)].map(|r| match decide(registry, r, &reason).decision {
@@ -605,8 +615,8 @@ fn a_released_0_1_0_component_serves_and_swaps_with_its_0_2_0_rebuild() {
     assert!(before[0].is_none() && before[1].is_some(), "{before:?}");
 
     for (guest, version) in [
-        ("no_retry_for_robots".to_owned(), WitVersion::V0_2_0),
-        (old, WitVersion::V0_1_0),
+        ("no_retry_for_robots".to_owned(), WitVersion::CURRENT),
+        (old, released),
     ] {
         ws.install("policy.wasm", &guest);
         assert!(matches!(

@@ -39,7 +39,7 @@ fn wrong_world_is_rejected() {
     assert!(matches!(err, LoadError::WrongWorld { .. }), "{err}");
     assert!(
         err.to_string()
-            .contains("rebound:policy/strategy of version 0.1.0, 0.2.0"),
+            .contains("rebound:policy/strategy of version 0.1.0, 0.2.0, 0.3.0"),
         "{err}"
     );
 }
@@ -55,7 +55,8 @@ fn incompatible_package_version_is_rejected() {
     );
     let text = err.to_string();
     assert!(
-        text.contains("strategy@0.9.0") && text.contains("loads rebound:policy 0.1.0, 0.2.0"),
+        text.contains("strategy@0.9.0")
+            && text.contains("loads rebound:policy 0.1.0, 0.2.0, 0.3.0"),
         "{text}"
     );
 }
@@ -77,7 +78,7 @@ fn a_component_mixing_package_versions_is_rejected() {
 }
 
 /// docs/wit-versions.md: the host loads every released version, each component as the version
-/// it was built for, and grants a 0.1.0 component exactly the 0.1.0 interfaces.
+/// it was built for, and grants a component exactly its version's interfaces.
 #[test]
 fn each_component_loads_as_the_version_it_was_built_for() {
     let old = load(&wasm_support::released_0_1_0("no_retry_for_robots")).unwrap();
@@ -86,12 +87,35 @@ fn each_component_loads_as_the_version_it_was_built_for() {
         old.imports(),
         ["rebound:policy/types@0.1.0", "rebound:policy/host@0.1.0"]
     );
+    let released = load(&wasm_support::released(
+        WitVersion::V0_2_0,
+        "no_retry_for_robots",
+    ))
+    .unwrap();
+    assert_eq!(released.wit_version(), WitVersion::V0_2_0);
+    assert_eq!(
+        released.imports(),
+        [
+            "rebound:policy/types@0.2.0",
+            "rebound:policy/failure@0.2.0",
+            "rebound:policy/host@0.2.0"
+        ]
+    );
     let current = load("no_retry_for_robots").unwrap();
-    assert_eq!(current.wit_version(), WitVersion::V0_2_0);
+    assert_eq!(current.wit_version(), WitVersion::V0_3_0);
+    assert_eq!(
+        current.imports(),
+        [
+            "rebound:policy/types@0.3.0",
+            "rebound:policy/failure@0.3.0",
+            "rebound:policy/host@0.3.0"
+        ]
+    );
+    assert_eq!(WitVersion::CURRENT, WitVersion::V0_3_0);
     assert_eq!(WitVersion::CURRENT.package(), rebound::wasm::HOST_PACKAGE);
     assert_eq!(
         WitVersion::ALL.map(WitVersion::number),
-        ["0.1.0", "0.2.0"],
+        ["0.1.0", "0.2.0", "0.3.0"],
         "oldest first"
     );
     for version in WitVersion::ALL {

@@ -5,7 +5,7 @@
 //! engines, SpiderMonkey and QuickJS), C and Zig versions of best-effort, no-retry-for-robots
 //! and cassandra-default are held to the same twins as the Rust ones. Issue 14, point 7
 //! (docs/wit-versions.md): the components built for `rebound:policy@0.1.0` are held to their
-//! 0.2.0 twins built from today's source.
+//! current twins built from today's source.
 
 mod common;
 mod wasm_support;
@@ -238,14 +238,14 @@ fn templates_load_and_cap_attempts() {
     }
 }
 
-/// docs/wit-versions.md "The rule": a component built for `rebound:policy@0.1.0` (bytes kept
-/// from the tree's history, `tests/fixtures/rebound-policy-0.1.0/`) keeps loading next to
-/// 0.2.0 ones, and decides exactly as its twin built from today's source for 0.2.0, on the
-/// whole grid, through the orchestrator.
+/// docs/wit-versions.md "The rule": a component built for an earlier released version of
+/// `rebound:policy` (bytes kept from the tree's history, `tests/fixtures/rebound-policy-V/`:
+/// 0.1.0 and 0.2.0) keeps loading next to current ones, and decides exactly as its twin built
+/// from today's source for the current version, on the whole grid, through the orchestrator.
 #[test]
-fn released_0_1_0_components_decide_as_their_0_2_0_twins() {
+fn released_components_decide_as_their_current_twins() {
     let kv = [RequestType::Get, RequestType::Upsert];
-    let pairs: [(&str, &[RequestType]); 12] = [
+    let pairs: [(&str, &[RequestType]); 13] = [
         ("best_effort", &kv),
         ("fail_fast", &kv),
         ("fail_fast_on_open_circuit", &kv),
@@ -258,19 +258,35 @@ fn released_0_1_0_components_decide_as_their_0_2_0_twins() {
         ("c_best_effort", &kv),
         ("c_no_retry_for_robots", &kv),
         ("c_cassandra_default", &[RequestType::Cql]),
+        ("template", &kv),
     ];
-    for (name, types) in pairs {
-        let released = wasm_support::released_0_1_0(name);
-        let old = wasm_support::load(&released).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(old.wit_version(), WitVersion::V0_1_0, "{name}");
-        assert_eq!(
-            wasm_support::load(name).unwrap().wit_version(),
-            WitVersion::CURRENT,
-            "{name}"
-        );
-        for ty in types {
-            let compared = assert_parity(wasm(&released), wasm(name), *ty);
-            assert!(compared > 5_000, "{name}: {compared} decisions compared");
+    let released = wasm_support::released_versions();
+    assert_eq!(released, [WitVersion::V0_1_0, WitVersion::V0_2_0]);
+    for version in released {
+        for (name, types) in pairs {
+            // The template came after 0.1.0.
+            if name == "template" && version == WitVersion::V0_1_0 {
+                continue;
+            }
+            decides_as_its_current_twin(version, name, types);
         }
+    }
+}
+
+fn decides_as_its_current_twin(version: WitVersion, name: &str, types: &[RequestType]) {
+    let released = wasm_support::released(version, name);
+    let old = wasm_support::load(&released).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(old.wit_version(), version, "{released}");
+    assert_eq!(
+        wasm_support::load(name).unwrap().wit_version(),
+        WitVersion::CURRENT,
+        "{name}"
+    );
+    for ty in types {
+        let compared = assert_parity(wasm(&released), wasm(name), *ty);
+        assert!(
+            compared > 5_000,
+            "{released}: {compared} decisions compared"
+        );
     }
 }

@@ -16,6 +16,7 @@ use rebound::backoff::ExponentialBackoff;
 use rebound::errormap::{RetrySpec, SpecStrategy};
 use rebound::wasm::{WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
+use rebound::Pushback;
 use rebound::RetryBudgets;
 use rebound::SyncStrategy;
 use rebound::{
@@ -214,7 +215,17 @@ fn a_best_effort_answer_is_the_host_best_effort_and_keeps_non_idempotent_request
     let guests = ["zig_best_effort".to_owned()]
         .into_iter()
         .chain(asking_host.map(str::to_owned))
-        .chain(asking_host.map(wasm_support::released_0_1_0));
+        .chain(
+            wasm_support::released_versions()
+                .into_iter()
+                .flat_map(|version| asking_host.map(|name| wasm_support::released(version, name))),
+        );
+    // Issue 15, point 5: best effort honours the server's pushback, whoever asks for it.
+    let pushbacks = [
+        None,
+        Some(Pushback::After(Duration::from_secs(2))),
+        Some(Pushback::Stop),
+    ];
     for guest in guests {
         let guest = guest.as_str();
         let strategy = wasm_support::strategy(guest, WasmStrategyConfig::default());
@@ -227,17 +238,21 @@ fn a_best_effort_answer_is_the_host_best_effort_and_keeps_non_idempotent_request
                 let request = Request::new(1, request_type, Duration::from_secs(10))
                     .unwrap()
                     .with_retry_attempts(attempts);
-                for reason in grid::every_reason() {
+                for (reason, pushback) in grid::every_reason()
+                    .into_iter()
+                    .flat_map(|reason| pushbacks.map(|pushback| (reason.clone(), pushback)))
+                {
                     if guest.ends_with("fail_fast_on_open_circuit")
                         && reason == reasons::CIRCUIT_BREAKER_OPEN
                     {
                         continue; // the one reason it decides itself
                     }
-                    let answer = strategy.decide(&request, &DecisionContext::new(&reason));
+                    let context = DecisionContext::new(&reason).with_pushback(pushback);
+                    let answer = strategy.decide(&request, &context);
                     assert_eq!(
                         answer,
-                        native.decide(&request, &DecisionContext::new(&reason)),
-                        "{guest}: {request_type:?} after {attempts} retries, {reason}"
+                        native.decide(&request, &context),
+                        "{guest}: {request_type:?} after {attempts} retries, {reason}, pushback {pushback:?}"
                     );
                     if !request.is_idempotent() && !reason.allows_non_idempotent_retry() {
                         assert_eq!(
@@ -249,5 +264,45 @@ fn a_best_effort_answer_is_the_host_best_effort_and_keeps_non_idempotent_request
                 }
             }
         }
+    }
+}
+
+/// Issue 15, point 5 (`wit/policy.wit`, `failure.server-delay-ms`, new in 0.3.0): a policy
+/// reads the server's pushback of the failure it decides — the delay in milliseconds, a
+/// negative value when the server said stop, none when it said nothing — and never outside a
+/// decision's own failure (the next decision without a pushback reads none).
+#[test]
+fn a_policy_reads_the_server_pushback_of_the_failure() {
+    let echo = wasm_support::strategy("pushback_echo", WasmStrategyConfig::default());
+    assert_eq!(
+        wasm_support::load("pushback_echo").unwrap().wit_version(),
+        rebound::wasm::WitVersion::V0_3_0
+    );
+    let retry_after = |millis| RetryAction::RetryAfter {
+        delay: Duration::from_millis(millis),
+        node: rebound::NodeChoice::Same,
+        consistency: None,
+    };
+    let cases = [
+        (
+            Some(Pushback::After(Duration::from_millis(250))),
+            retry_after(250),
+        ),
+        (None, RetryAction::Rethrow),
+        (Some(Pushback::Stop), RetryAction::NoRetry),
+        (
+            Some(Pushback::from_retry_after(
+                "7",
+                std::time::SystemTime::now(),
+            )),
+            retry_after(7_000),
+        ),
+        (Some(Pushback::from_millis(-5)), RetryAction::NoRetry),
+        (None, RetryAction::Rethrow),
+    ];
+    for (pushback, expected) in cases {
+        let context =
+            DecisionContext::new(&reasons::SERVICE_RESPONSE_CODE_INDICATED).with_pushback(pushback);
+        assert_eq!(echo.decide(&get(0), &context), expected, "{pushback:?}");
     }
 }

@@ -14,7 +14,7 @@ use super::world::{WitVersion, WorldPre};
 
 /// The newest WIT package (and version) this host implements; components built for every
 /// earlier released version load too ([`WitVersion::ALL`]).
-pub const HOST_PACKAGE: &str = "rebound:policy@0.2.0";
+pub const HOST_PACKAGE: &str = WitVersion::CURRENT.package();
 const PACKAGE_PREFIX: &str = "rebound:policy/";
 const EXPORTED_INTERFACE: &str = "strategy";
 
@@ -27,7 +27,7 @@ fn granted_by_version() -> String {
     versions.join("; ")
 }
 
-/// The versions this host loads, for error messages: `0.1.0, 0.2.0`.
+/// The versions this host loads, for error messages: `0.1.0, 0.2.0, 0.3.0`.
 fn loadable_versions() -> String {
     let numbers: Vec<&str> = WitVersion::ALL.iter().map(|v| v.number()).collect();
     numbers.join(", ")

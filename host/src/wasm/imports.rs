@@ -1,11 +1,12 @@
-//! What a policy instance can reach: the current version's `rebound:policy/failure` and
-//! `rebound:policy/host` imports, answered from the call state in the instance's store
-//! (`store`), and the `host` functions every released version shares
-//! (`shared_host_functions!`, which `bindings::v0_1` expands for 0.1.0's `host` too).
+//! What a policy instance can reach: the `rebound:policy/failure` and `rebound:policy/host`
+//! imports, answered from the call state in the instance's store (`store`). The functions
+//! several released versions share are macros each version's bindings expand
+//! (`failure_functions!` for 0.2.0 and 0.3.0, `shared_host_functions!` for every `host`); the
+//! current version's are implemented here.
 
-use super::bindings::v0_2::rebound::policy::failure;
-use super::bindings::v0_2::rebound::policy::host;
-use super::bindings::v0_2::{self as b, wit};
+use super::bindings::v0_3::rebound::policy::failure;
+use super::bindings::v0_3::rebound::policy::host;
+use super::bindings::v0_3::{self, wit};
 use super::store::CallState;
 
 /// Why a call failed inside a host import or the limiter (recovered from the trap's error).
@@ -34,66 +35,92 @@ impl wit::Host for CallState {}
 
 impl CallState {
     /// The request of the decision in progress, for the `failure` function `function`.
-    fn failed_request(&self, function: &'static str) -> wasmtime::Result<&wit::Request> {
+    pub(crate) fn failed_request(&self, function: &'static str) -> wasmtime::Result<&wit::Request> {
         self.request
             .as_ref()
             .ok_or_else(|| HostTrap::NoFailure(function).into())
     }
 }
 
+/// The `failure` functions of 0.2.0, which 0.3.0 keeps unchanged (both versions share their
+/// `types`), expanded inside each version's `impl failure::Host for CallState`.
+macro_rules! failure_functions {
+    () => {
+        fn request(&mut self) -> wasmtime::Result<$crate::wasm::bindings::v0_3::wit::Request> {
+            self.failed_request("request").copied()
+        }
+
+        fn id(&mut self) -> wasmtime::Result<u64> {
+            Ok(self.failed_request("id")?.id)
+        }
+
+        fn request_type(
+            &mut self,
+        ) -> wasmtime::Result<$crate::wasm::bindings::v0_3::wit::RequestType> {
+            Ok(self.failed_request("request-type")?.request_type)
+        }
+
+        fn service(&mut self) -> wasmtime::Result<$crate::wasm::bindings::v0_3::wit::Service> {
+            Ok(self.failed_request("service")?.service)
+        }
+
+        fn idempotent(&mut self) -> wasmtime::Result<bool> {
+            Ok(self.failed_request("idempotent")?.idempotent)
+        }
+
+        fn readonly(&mut self) -> wasmtime::Result<bool> {
+            Ok(self.failed_request("readonly")?.readonly)
+        }
+
+        fn retry_attempts(&mut self) -> wasmtime::Result<u32> {
+            Ok(self.failed_request("retry-attempts")?.retry_attempts)
+        }
+
+        fn elapsed_ms(&mut self) -> wasmtime::Result<u64> {
+            Ok(self.failed_request("elapsed-ms")?.elapsed_ms)
+        }
+
+        fn timeout_ms(&mut self) -> wasmtime::Result<u64> {
+            Ok(self.failed_request("timeout-ms")?.timeout_ms)
+        }
+
+        fn dispatched(&mut self) -> wasmtime::Result<bool> {
+            Ok(self.failed_request("dispatched")?.dispatched)
+        }
+
+        fn consistency(
+            &mut self,
+        ) -> wasmtime::Result<Option<$crate::wasm::bindings::v0_3::wit::ConsistencyLevel>> {
+            Ok(self.failed_request("consistency")?.consistency)
+        }
+
+        fn client_context(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+            self.failed_request("client-context")?;
+            Ok(self.client_context.get(&key).cloned())
+        }
+
+        fn error_map_spec(
+            &mut self,
+        ) -> wasmtime::Result<Option<$crate::wasm::bindings::v0_3::wit::RetrySpec>> {
+            self.failed_request("error-map-spec")?;
+            Ok(self
+                .error_map_spec
+                .as_ref()
+                .map($crate::wasm::bindings::v0_3::spec_to_wit))
+        }
+    };
+}
+pub(crate) use failure_functions;
+
 impl failure::Host for CallState {
-    fn request(&mut self) -> wasmtime::Result<wit::Request> {
-        self.failed_request("request").copied()
-    }
+    failure_functions!();
 
-    fn id(&mut self) -> wasmtime::Result<u64> {
-        Ok(self.failed_request("id")?.id)
-    }
-
-    fn request_type(&mut self) -> wasmtime::Result<wit::RequestType> {
-        Ok(self.failed_request("request-type")?.request_type)
-    }
-
-    fn service(&mut self) -> wasmtime::Result<wit::Service> {
-        Ok(self.failed_request("service")?.service)
-    }
-
-    fn idempotent(&mut self) -> wasmtime::Result<bool> {
-        Ok(self.failed_request("idempotent")?.idempotent)
-    }
-
-    fn readonly(&mut self) -> wasmtime::Result<bool> {
-        Ok(self.failed_request("readonly")?.readonly)
-    }
-
-    fn retry_attempts(&mut self) -> wasmtime::Result<u32> {
-        Ok(self.failed_request("retry-attempts")?.retry_attempts)
-    }
-
-    fn elapsed_ms(&mut self) -> wasmtime::Result<u64> {
-        Ok(self.failed_request("elapsed-ms")?.elapsed_ms)
-    }
-
-    fn timeout_ms(&mut self) -> wasmtime::Result<u64> {
-        Ok(self.failed_request("timeout-ms")?.timeout_ms)
-    }
-
-    fn dispatched(&mut self) -> wasmtime::Result<bool> {
-        Ok(self.failed_request("dispatched")?.dispatched)
-    }
-
-    fn consistency(&mut self) -> wasmtime::Result<Option<wit::ConsistencyLevel>> {
-        Ok(self.failed_request("consistency")?.consistency)
-    }
-
-    fn client_context(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        self.failed_request("client-context")?;
-        Ok(self.client_context.get(&key).cloned())
-    }
-
-    fn error_map_spec(&mut self) -> wasmtime::Result<Option<wit::RetrySpec>> {
-        self.failed_request("error-map-spec")?;
-        Ok(self.error_map_spec.as_ref().map(b::spec_to_wit))
+    fn server_delay_ms(&mut self) -> wasmtime::Result<Option<i64>> {
+        self.failed_request("server-delay-ms")?;
+        Ok(self.pushback.map(|pushback| match pushback {
+            crate::Pushback::After(delay) => i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
+            crate::Pushback::Stop => -1,
+        }))
     }
 }
 
@@ -128,10 +155,14 @@ macro_rules! shared_host_functions {
             request: $b::wit::Request,
             reason: $b::wit::RetryReason,
         ) -> wasmtime::Result<$b::wit::RetryAction> {
+            // Best effort as the built-in decides it: no sooner than the failure's pushback.
             let now = std::time::Instant::now();
-            let action = $crate::BestEffort::default_decision(
-                &$b::request_to_host(&request, now),
-                &$b::reason_to_host(&reason),
+            let action = $crate::Pushback::honour(
+                self.pushback,
+                $crate::BestEffort::default_decision(
+                    &$b::request_to_host(&request, now),
+                    &$b::reason_to_host(&reason),
+                ),
             );
             Ok($b::action_to_wit(&action))
         }
@@ -178,5 +209,5 @@ macro_rules! shared_host_functions {
 pub(crate) use shared_host_functions;
 
 impl host::Host for CallState {
-    shared_host_functions!(b);
+    shared_host_functions!(v0_3);
 }

@@ -1,5 +1,5 @@
 //! The store data of one policy instance: who it is (for logs), the state of the call in
-//! progress (the failed request, its client context and error-map spec, the decision's
+//! progress (the failed request, its client context, error-map spec and pushback, the decision's
 //! moment), the deadline's grace, its WASI state, and the memory limiter enforcing its cap.
 
 use std::collections::BTreeMap;
@@ -8,13 +8,14 @@ use std::time::Instant;
 
 use wasmtime::ResourceLimiter;
 
-use super::bindings::v0_2::wit;
+use super::bindings::v0_3::wit;
 use super::deadline::DeadlineGrace;
 use super::imports::HostTrap;
 use super::log_budget::LogBudget;
 use super::wasi::{WasiConfig, WasiState};
 use crate::budget::RetryBudgets;
 use crate::errormap::RetrySpec;
+use crate::pushback::Pushback;
 
 /// Names a policy in logs: its configured name and version (content hash prefix); and the
 /// budget of stderr lines all its instances share.
@@ -33,6 +34,8 @@ pub(crate) struct CallState {
     pub request: Option<wit::Request>,
     pub client_context: Arc<BTreeMap<String, String>>,
     pub error_map_spec: Option<RetrySpec>,
+    /// The server's pushback on the failure being decided.
+    pub pushback: Option<Pushback>,
     /// The decision's moment when the caller fixed it (retry budgets refill by it).
     pub decision_time: Option<Instant>,
     pub memory_cap: usize,
@@ -54,6 +57,7 @@ impl CallState {
             request: None,
             client_context: Arc::default(),
             error_map_spec: None,
+            pushback: None,
             decision_time: None,
             memory_cap,
             deadline: DeadlineGrace::default(),

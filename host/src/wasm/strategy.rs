@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::bindings::v0_2 as b;
+use super::bindings::v0_3 as b;
 use super::call::{arm, classify, Budgets};
 use super::component::{LoadError, PolicyPre};
 use super::config::WasmStrategyConfig;
@@ -133,6 +133,7 @@ impl WasmStrategy {
             state.client_context = Arc::clone(request.shared_client_context());
         }
         state.error_map_spec = context.error_map_spec().copied();
+        state.pushback = context.pushback();
         state.decision_time = context.moment();
         // `elapsed-ms` is whole milliseconds: the epoch ticker's coarse clock is precise enough
         // when the caller did not fix the decision's moment.

@@ -7,10 +7,11 @@ use std::time::Instant;
 use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
 use wasmtime::Store;
 
-use super::bindings::{v0_1, v0_2};
+use super::bindings::{v0_1, v0_2, v0_3};
 use super::store::CallState;
 use super::wasi;
 use crate::action::RetryAction;
+use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
 
@@ -26,27 +27,32 @@ pub enum WitVersion {
     /// `rebound:policy@0.2.0`: `retry-after(reason)`; the failure read through `failure`.
     #[serde(rename = "0.2.0")]
     V0_2_0,
+    /// `rebound:policy@0.3.0`: 0.2.0 and `failure.server-delay-ms`, the server's pushback.
+    #[serde(rename = "0.3.0")]
+    V0_3_0,
 }
 
 impl WitVersion {
     /// Every version this host loads, oldest first.
-    pub const ALL: [WitVersion; 2] = [WitVersion::V0_1_0, WitVersion::V0_2_0];
+    pub const ALL: [WitVersion; 3] = [WitVersion::V0_1_0, WitVersion::V0_2_0, WitVersion::V0_3_0];
     /// The newest version: the one `wit/policy.wit` and the guest SDK implement.
-    pub const CURRENT: WitVersion = WitVersion::V0_2_0;
+    pub const CURRENT: WitVersion = WitVersion::V0_3_0;
 
     /// The version number, e.g. `0.2.0`.
-    pub fn number(self) -> &'static str {
+    pub const fn number(self) -> &'static str {
         match self {
             WitVersion::V0_1_0 => "0.1.0",
             WitVersion::V0_2_0 => "0.2.0",
+            WitVersion::V0_3_0 => "0.3.0",
         }
     }
 
     /// The versioned package name, e.g. `rebound:policy@0.2.0`.
-    pub fn package(self) -> &'static str {
+    pub const fn package(self) -> &'static str {
         match self {
             WitVersion::V0_1_0 => "rebound:policy@0.1.0",
             WitVersion::V0_2_0 => "rebound:policy@0.2.0",
+            WitVersion::V0_3_0 => "rebound:policy@0.3.0",
         }
     }
 
@@ -59,7 +65,8 @@ impl WitVersion {
     pub fn wit(self) -> &'static str {
         match self {
             WitVersion::V0_1_0 => include_str!("../../../wit/released/0.1.0/policy.wit"),
-            WitVersion::V0_2_0 => include_str!("../../../wit/policy.wit"),
+            WitVersion::V0_2_0 => include_str!("../../../wit/released/0.2.0/policy.wit"),
+            WitVersion::V0_3_0 => include_str!("../../../wit/policy.wit"),
         }
     }
 
@@ -67,7 +74,7 @@ impl WitVersion {
     pub(crate) fn granted_interfaces(self) -> &'static [&'static str] {
         match self {
             WitVersion::V0_1_0 => &["types", "host"],
-            WitVersion::V0_2_0 => &["types", "failure", "host"],
+            WitVersion::V0_2_0 | WitVersion::V0_3_0 => &["types", "failure", "host"],
         }
     }
 }
@@ -83,6 +90,7 @@ impl std::fmt::Display for WitVersion {
 pub(crate) enum WorldPre {
     V0_1(v0_1::RetryPolicyPre<CallState>),
     V0_2(v0_2::RetryPolicyPre<CallState>),
+    V0_3(v0_3::RetryPolicyPre<CallState>),
 }
 
 impl WorldPre {
@@ -107,6 +115,12 @@ impl WorldPre {
                     |s| s,
                 )?
             }
+            WitVersion::V0_3_0 => {
+                v0_3::RetryPolicy::add_to_linker::<CallState, HasSelf<CallState>>(
+                    &mut linker,
+                    |s| s,
+                )?
+            }
         }
         if imports_wasi {
             wasi::add_to_linker(&mut linker, component)?;
@@ -115,6 +129,7 @@ impl WorldPre {
         Ok(match version {
             WitVersion::V0_1_0 => WorldPre::V0_1(v0_1::RetryPolicyPre::new(pre)?),
             WitVersion::V0_2_0 => WorldPre::V0_2(v0_2::RetryPolicyPre::new(pre)?),
+            WitVersion::V0_3_0 => WorldPre::V0_3(v0_3::RetryPolicyPre::new(pre)?),
         })
     }
 
@@ -123,6 +138,7 @@ impl WorldPre {
         Ok(match self {
             WorldPre::V0_1(pre) => World::V0_1(pre.instantiate(store)?),
             WorldPre::V0_2(pre) => World::V0_2(pre.instantiate(store)?),
+            WorldPre::V0_3(pre) => World::V0_3(pre.instantiate(store)?),
         })
     }
 }
@@ -131,6 +147,7 @@ impl WorldPre {
 pub(crate) enum World {
     V0_1(v0_1::RetryPolicy),
     V0_2(v0_2::RetryPolicy),
+    V0_3(v0_3::RetryPolicy),
 }
 
 impl World {
@@ -145,6 +162,9 @@ impl World {
                 .rebound_policy_strategy()
                 .call_configure(store, params),
             World::V0_2(policy) => policy
+                .rebound_policy_strategy()
+                .call_configure(store, params),
+            World::V0_3(policy) => policy
                 .rebound_policy_strategy()
                 .call_configure(store, params),
         }
@@ -172,9 +192,30 @@ impl World {
             World::V0_2(policy) => {
                 let answer = policy
                     .rebound_policy_strategy()
-                    .call_retry_after(store, &v0_2::reason_to_wit(reason))?;
-                Ok(v0_2::action_to_host(&answer, request, reason))
+                    .call_retry_after(&mut *store, &v0_2::reason_to_wit(reason))?;
+                Ok(answer_to_host(&answer, store.data(), request, reason))
+            }
+            World::V0_3(policy) => {
+                let answer = policy
+                    .rebound_policy_strategy()
+                    .call_retry_after(&mut *store, &v0_3::reason_to_wit(reason))?;
+                Ok(answer_to_host(&answer, store.data(), request, reason))
             }
         }
+    }
+}
+
+/// A 0.2.0 or 0.3.0 answer as the engine's action: `best-effort` is the built-in best effort,
+/// which never retries sooner than the failure's pushback asks, nor at all if it says stop.
+fn answer_to_host(
+    answer: &v0_3::wit::RetryAction,
+    call: &CallState,
+    request: &Request,
+    reason: &RetryReason,
+) -> RetryAction {
+    let action = v0_3::action_to_host(answer, request, reason);
+    match answer {
+        v0_3::wit::RetryAction::BestEffort => Pushback::honour(call.pushback, action),
+        _ => action,
     }
 }

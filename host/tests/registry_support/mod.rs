@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 #[path = "../wasm_support/mod.rs"]
 mod wasm_support;
 #[allow(unused_imports)] // each test binary uses a different subset
-pub use wasm_support::{guest, released_0_1_0, runtime};
+pub use wasm_support::{guest, released, released_versions, runtime};
 
 /// A scratch directory for policy files and a configuration.
 pub struct Workspace {

@@ -5,25 +5,42 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use rebound::wasm::{
-    ArtifactCache, LoadError, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig,
+    ArtifactCache, LoadError, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig, WitVersion,
 };
 use rebound::RetryBudgets;
 
-/// The name under which [`guest`] finds the fixture `name` built for `rebound:policy@0.1.0`
-/// (`tests/fixtures/rebound-policy-0.1.0/`, bytes kept from the tree's history).
-pub fn released_0_1_0(name: &str) -> String {
-    format!("{RELEASED_0_1_0}{name}")
+/// The released versions kept as fixtures (`tests/fixtures/rebound-policy-V/`): every version
+/// this host loads but the newest, whose components are built from today's source.
+pub fn released_versions() -> Vec<WitVersion> {
+    WitVersion::ALL
+        .into_iter()
+        .filter(|v| *v != WitVersion::CURRENT)
+        .collect()
 }
 
-const RELEASED_0_1_0: &str = "0.1.0/";
+/// The name under which [`guest`] finds the fixture `name` built for `version`
+/// (`tests/fixtures/rebound-policy-VERSION/`, bytes kept from the tree's history).
+pub fn released(version: WitVersion, name: &str) -> String {
+    format!("{RELEASED}{}/{name}", version.number())
+}
 
-/// The component `name` built by `scripts/build-guests.sh`, or the 0.1.0 fixture when `name`
-/// comes from [`released_0_1_0`].
+/// [`released`] for `rebound:policy@0.1.0`.
+pub fn released_0_1_0(name: &str) -> String {
+    released(WitVersion::V0_1_0, name)
+}
+
+const RELEASED: &str = "released-";
+
+/// The component `name` built by `scripts/build-guests.sh`, or a released version's fixture
+/// when `name` comes from [`released`].
 pub fn guest(name: &str) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    if let Some(fixture) = name.strip_prefix(RELEASED_0_1_0) {
+    if let Some((version, fixture)) = name
+        .strip_prefix(RELEASED)
+        .and_then(|rest| rest.split_once('/'))
+    {
         return root
-            .join("../tests/fixtures/rebound-policy-0.1.0")
+            .join(format!("../tests/fixtures/rebound-policy-{version}"))
             .join(format!("{fixture}.wasm"));
     }
     let path = root.join("../build/guests").join(format!("{name}.wasm"));

@@ -1,13 +1,26 @@
-//! Bindings of `rebound:policy@0.2.0`, the current version (`wit/policy.wit`): the policy
-//! reads the failure through the imported `failure` interface and may delegate by answering
-//! `retry-action.best-effort`.
+//! Bindings of `rebound:policy@0.2.0` (`wit/released/0.2.0/policy.wit`), kept so components
+//! built for it keep loading: the policy reads the failure through the imported `failure`
+//! interface and may delegate by answering `retry-action.best-effort`. 0.3.0 only added a
+//! `failure` function, so this version's `types` are 0.3.0's Rust types (the component model
+//! checks them by structure) and its imports are 0.3.0's, less `failure.server-delay-ms`.
+
+use self::rebound::policy::{failure, host};
+use super::super::store::CallState;
+pub(crate) use super::v0_3::{
+    action_to_wit, reason_to_host, reason_to_wit, request_to_host, spec_to_host, wit,
+};
 
 wasmtime::component::bindgen!({
-    path: "../wit",
+    path: "../wit/released/0.2.0",
     world: "retry-policy",
     imports: { default: trappable },
+    with: { "rebound:policy/types": super::v0_3::rebound::policy::types },
 });
 
-pub(crate) use self::rebound::policy::types as wit;
+impl failure::Host for CallState {
+    crate::wasm::imports::failure_functions!();
+}
 
-crate::__wit_conversions!(wit, best_effort = BestEffort);
+impl host::Host for CallState {
+    crate::wasm::imports::shared_host_functions!(self);
+}
