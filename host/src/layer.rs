@@ -4,7 +4,10 @@
 //! Where `tower::retry::Policy` both decides and clones, here the decision belongs to the
 //! [`Executor`] (orchestrator or policy registry, with its safety guard, backoff and deadline),
 //! and the [`Classifier`] only describes: which Rebound [`Request`] a service request is (type,
-//! timeout, idempotency, policy), and why an error happened ([`Failure`]).
+//! timeout, idempotency, policy), and why an error happened ([`Failure`]). As tower's
+//! `Policy::retry` sees `Ok` too, a [`ResponseClassifier`] may call a successful response a
+//! failure (an HTTP client's 503 arrives as a response): [`RetryLayer::classify_responses`].
+//! The executor reports every request's end to what decides (budgets count them).
 //!
 //! ```
 //! use std::time::Duration;
@@ -60,49 +63,94 @@ pub trait Classifier<Req, E> {
     fn failure(&self, error: E) -> Failure<E>;
 }
 
+/// Says whether a successful response is a failure to retry, as tower's `Policy::retry`
+/// sees `Ok` results too. Closures `Fn(Res) -> Result<Res, Failure<E>>` are classifiers.
+pub trait ResponseClassifier<Res, E> {
+    /// `Ok(response)` to return it, or the [`Failure`] it stands for. The failure's error is
+    /// what the caller gets back as the last error if the request ends unanswered
+    /// ([`ExecuteError::Ended`]), so an error type that can hold the response keeps it.
+    fn response(&self, response: Res) -> Result<Res, Failure<E>>;
+}
+
+/// Every response is a success: the default [`ResponseClassifier`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EveryResponseSucceeds;
+
+impl<Res, E> ResponseClassifier<Res, E> for EveryResponseSucceeds {
+    fn response(&self, response: Res) -> Result<Res, Failure<E>> {
+        Ok(response)
+    }
+}
+
+impl<Res, E, F> ResponseClassifier<Res, E> for F
+where
+    F: Fn(Res) -> Result<Res, Failure<E>>,
+{
+    fn response(&self, response: Res) -> Result<Res, Failure<E>> {
+        self(response)
+    }
+}
+
 /// Applies [`Retry`] to services.
 #[derive(Debug, Clone)]
-pub struct RetryLayer<D, C> {
+pub struct RetryLayer<D, C, R = EveryResponseSucceeds> {
     executor: Executor<D>,
     classifier: C,
+    responses: R,
 }
 
 impl<D, C> RetryLayer<D, C> {
-    /// A layer whose services retry with `executor`, described by `classifier`.
+    /// A layer whose services retry with `executor`, described by `classifier`; every
+    /// response is a success.
     pub fn new(executor: Executor<D>, classifier: C) -> Self {
         RetryLayer {
             executor,
             classifier,
+            responses: EveryResponseSucceeds,
         }
     }
 }
 
-impl<S, D: Clone, C: Clone> Layer<S> for RetryLayer<D, C> {
-    type Service = Retry<S, D, C>;
+impl<D, C, R> RetryLayer<D, C, R> {
+    /// The same layer, with `responses` saying which successful responses are failures.
+    pub fn classify_responses<R2>(self, responses: R2) -> RetryLayer<D, C, R2> {
+        RetryLayer {
+            executor: self.executor,
+            classifier: self.classifier,
+            responses,
+        }
+    }
+}
+
+impl<S, D: Clone, C: Clone, R: Clone> Layer<S> for RetryLayer<D, C, R> {
+    type Service = Retry<S, D, C, R>;
 
     fn layer(&self, inner: S) -> Self::Service {
         Retry {
             inner,
             executor: self.executor.clone(),
             classifier: self.classifier.clone(),
+            responses: self.responses.clone(),
         }
     }
 }
 
-/// Runs each request through the inner service under the executor: a failed call is
-/// classified, the executor decides, and the request (cloned) is sent again after the delay,
-/// until a response or the outcome error. The service counts as dispatched once it has been
+/// Runs each request through the inner service under the executor: a failed call (or a
+/// response its [`ResponseClassifier`] calls a failure) is classified, the executor decides,
+/// and the request (cloned) is sent again after the delay, until a response or the outcome
+/// error. The service counts as dispatched once it has been
 /// handed the request, since what it does with it cannot be seen from here: a non-idempotent
 /// request it fails with or holds past the deadline is not retried unless the reason allows
 /// it, and times out as ambiguous.
 #[derive(Debug, Clone)]
-pub struct Retry<S, D, C> {
+pub struct Retry<S, D, C, R = EveryResponseSucceeds> {
     inner: S,
     executor: Executor<D>,
     classifier: C,
+    responses: R,
 }
 
-impl<S, D, C> Retry<S, D, C> {
+impl<S, D, C, R> Retry<S, D, C, R> {
     /// The inner service.
     pub fn get_ref(&self) -> &S {
         &self.inner
@@ -112,7 +160,7 @@ impl<S, D, C> Retry<S, D, C> {
 /// The node recorded for requests handed to the inner service.
 const INNER_SERVICE: &str = "inner service";
 
-impl<S, D, C, Req> Service<Req> for Retry<S, D, C>
+impl<S, D, C, R, Req> Service<Req> for Retry<S, D, C, R>
 where
     S: Service<Req> + Clone + Send + 'static,
     S::Future: Send,
@@ -120,6 +168,7 @@ where
     S::Error: Debug + Send,
     D: Decider + Clone + 'static,
     C: Classifier<Req, S::Error> + Clone + Send + 'static,
+    R: ResponseClassifier<S::Response, S::Error> + Clone + Send + 'static,
     Req: Clone + Send + 'static,
 {
     type Response = S::Response;
@@ -138,12 +187,14 @@ where
         let template = self.inner.clone();
         let executor = self.executor.clone();
         let classifier = self.classifier.clone();
+        let responses = self.responses.clone();
         Box::pin(async move {
             let request = classifier.request(&req);
             executor
                 .run(request, move |attempt| {
                     let req = req.clone();
                     let classifier = classifier.clone();
+                    let responses = responses.clone();
                     // The first attempt takes the service poll_ready readied; a retry clones
                     // a fresh one, which must be made ready first.
                     let (mut service, must_poll) = match readied.take() {
@@ -157,7 +208,9 @@ where
                                 .map_err(|e| classifier.failure(e))?;
                         }
                         attempt.dispatched(INNER_SERVICE);
-                        service.call(req).await.map_err(|e| classifier.failure(e))
+                        let response =
+                            service.call(req).await.map_err(|e| classifier.failure(e))?;
+                        responses.response(response)
                     }
                 })
                 .await

@@ -1,5 +1,5 @@
-//! Issue 15, points 4 and 7: outcomes reach the host. The executor (and so the tower layer,
-//! which runs on it) reports every request's end — success after N attempts, give-up, timeout —
+//! Issue 15, points 4 and 7: outcomes reach the host. The executor and the tower layer, which
+//! runs on it, report every request's end — success after N attempts, give-up, timeout —
 //! to what decides, and a budget counts the requests that never failed. On tokio's paused
 //! clock, so no test sleeps for real.
 
@@ -7,10 +7,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rebound::executor::{ExecuteError, Executor, Failure};
+use rebound::layer::{Classifier, RetryLayer};
 use rebound::{
     reasons, BudgetConfig, DecideError, Decider, Decision, DecisionContext, FailFast, Orchestrator,
     Outcome, Request, RequestType, TrafficBudget,
 };
+use tower::{Layer, ServiceExt};
 
 /// An orchestrator that records the outcomes reported to it (and passes them on).
 #[derive(Default)]
@@ -133,4 +135,124 @@ async fn a_budget_counts_each_request_once_and_pays_for_retries() {
         }
         other => panic!("expected RETRY_BUDGET_EXHAUSTED, got {other:?}"),
     }
+}
+
+/// What the layer's inner service answers: an HTTP-like status, an error for a refusal.
+#[derive(Debug, Clone, PartialEq)]
+enum Answer {
+    Status(u16),
+}
+
+/// A call through the tower layer: its request type (hence idempotency), its timeout.
+#[derive(Clone)]
+struct Call(RequestType, u64);
+
+#[derive(Clone)]
+struct Describe;
+
+impl Classifier<Call, Answer> for Describe {
+    fn request(&self, call: &Call) -> Request {
+        Request::new(1, call.0, Duration::from_millis(call.1))
+            .unwrap()
+            .started_at(tokio::time::Instant::now().into_std())
+    }
+    fn failure(&self, error: Answer) -> Failure<Answer> {
+        Failure::reason(error, reasons::SOCKET_NOT_AVAILABLE)
+    }
+}
+
+/// Reference 001: a 503 is a failure the service indicated by its response code
+/// (SERVICE_RESPONSE_CODE_INDICATED: the service did not run the request, so even a
+/// non-idempotent one may be sent again); a 504 is a gateway that lost the answer, whose
+/// outcome is unknown (as SOCKET_CLOSED_WHILE_IN_FLIGHT); any other response is a success.
+fn classify_status(response: Answer) -> Result<Answer, Failure<Answer>> {
+    match response {
+        Answer::Status(503) => Err(Failure::reason(
+            response,
+            reasons::SERVICE_RESPONSE_CODE_INDICATED,
+        )),
+        Answer::Status(504) => Err(Failure::reason(
+            response,
+            reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
+        )),
+        _ => Ok(response),
+    }
+}
+
+/// A service answering `status` for its first `failing` calls, then 200; and how many calls.
+fn answering(
+    status: u16,
+    failing: u32,
+) -> (
+    impl tower::Service<Call, Response = Answer, Error = Answer, Future: Send> + Clone + Send,
+    Arc<Mutex<u32>>,
+) {
+    let calls = Arc::new(Mutex::new(0));
+    let counted = Arc::clone(&calls);
+    let service = tower::service_fn(move |_: Call| {
+        let n = {
+            let mut calls = counted.lock().unwrap();
+            *calls += 1;
+            *calls
+        };
+        async move { Ok::<_, Answer>(Answer::Status(if n <= failing { status } else { 200 })) }
+    });
+    (service, calls)
+}
+
+/// Issue 15, point 4: through the tower layer, a successful response may be classified as a
+/// retryable failure (tower's `Policy::retry` sees `Ok` too) — a 503 is sent again until the
+/// 200 — and the layer reports every request's end: success after N attempts, give-up,
+/// timeout. Reference 001's safety rule holds for responses as for errors: a non-idempotent
+/// request answered with a response of unknown outcome (504) is not sent again, since it was
+/// handed over, and the caller gets the 504 back; an idempotent one is.
+#[tokio::test(start_paused = true)]
+async fn the_layer_retries_a_classified_response_and_reports_every_end() {
+    let recording = Arc::new(Recording::default());
+    let layer = RetryLayer::new(Executor::new(Arc::clone(&recording)), Describe)
+        .classify_responses(classify_status);
+    let send = |status, failing, call| {
+        let (service, calls) = answering(status, failing);
+        let result = layer.layer(service).oneshot(call);
+        async move { (result.await, *calls.lock().unwrap()) }
+    };
+
+    let (answer, calls) = send(503, 2, Call(RequestType::Upsert, 1000)).await;
+    assert_eq!((answer.unwrap(), calls), (Answer::Status(200), 3));
+
+    let (answer, calls) = send(504, 1, Call(RequestType::Upsert, 1000)).await;
+    match answer {
+        Err(ExecuteError::Ended { last, .. }) => assert_eq!(last, Some(Answer::Status(504))),
+        other => panic!("a 504 upsert must end unanswered, got {other:?}"),
+    }
+    assert_eq!(calls, 1, "the upsert of unknown outcome was sent again");
+    let (answer, calls) = send(504, 1, Call(RequestType::Get, 1000)).await;
+    assert_eq!((answer.unwrap(), calls), (Answer::Status(200), 2));
+
+    let (answer, _) = send(503, u32::MAX, Call(RequestType::Get, 100)).await;
+    assert!(
+        matches!(answer, Err(ExecuteError::Ended { .. })),
+        "{answer:?}"
+    );
+
+    // Without a response classifier, a 503 is an answer like any other.
+    let (service, calls) = answering(503, u32::MAX);
+    let plain = RetryLayer::new(Executor::new(Arc::clone(&recording)), Describe);
+    let answer = plain
+        .layer(service)
+        .oneshot(Call(RequestType::Get, 1000))
+        .await
+        .unwrap();
+    assert_eq!((answer, *calls.lock().unwrap()), (Answer::Status(503), 1));
+
+    let outcomes = recording.outcomes.lock().unwrap().clone();
+    assert_eq!(outcomes[0], Outcome::Succeeded { attempts: 3 });
+    assert_eq!(outcomes[1], Outcome::Failed { attempts: 1 });
+    assert_eq!(outcomes[2], Outcome::Succeeded { attempts: 2 });
+    assert!(
+        matches!(outcomes[3], Outcome::TimedOut { attempts } if attempts > 1),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[4], Outcome::Succeeded { attempts: 1 });
+    assert_eq!(outcomes.len(), 5);
 }
