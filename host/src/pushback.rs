@@ -44,14 +44,6 @@ impl Pushback {
         }
     }
 
-    /// The delay asked for, if any.
-    pub const fn delay(self) -> Option<Duration> {
-        match self {
-            Pushback::After(delay) => Some(delay),
-            Pushback::Stop => None,
-        }
-    }
-
     /// `action` as the server's word allows: a retry no sooner than asked, or none at all.
     pub fn honour(pushback: Option<Pushback>, action: RetryAction) -> RetryAction {
         match (pushback, action) {

@@ -28,24 +28,6 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// Attempts made, the first one included.
-    pub const fn attempts(self) -> u32 {
-        match self {
-            Outcome::Succeeded { attempts }
-            | Outcome::Failed { attempts }
-            | Outcome::TimedOut { attempts } => attempts,
-        }
-    }
-
-    /// The outcome's name in reports (`success`, `failure`, `timeout`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Outcome::Succeeded { .. } => "success",
-            Outcome::Failed { .. } => "failure",
-            Outcome::TimedOut { .. } => "timeout",
-        }
-    }
-
     /// Records this outcome in `budget` at `now`: a request deposits once, at its first
     /// failure's decision, or here when it succeeded at its first attempt and so was never
     /// decided. Atomic adds only: no lock, nothing the deciding path waits for.

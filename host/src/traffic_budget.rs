@@ -11,7 +11,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Deserialize;
 
@@ -80,7 +80,7 @@ impl BudgetConfig {
 /// A retry budget proportional to traffic.
 ///
 /// ```
-/// use std::time::{Duration, Instant};
+/// use std::time::Instant;
 /// use rebound::{BudgetConfig, TrafficBudget};
 ///
 /// let start = Instant::now();
@@ -284,11 +284,6 @@ impl TrafficBudget {
             refusals: self.refusals.load(Ordering::Relaxed),
             balance: u64::try_from(balance / i64::from(self.withdrawal)).unwrap_or(0),
         }
-    }
-
-    /// The window deposits and withdrawals count in.
-    pub fn ttl(&self) -> Duration {
-        Duration::from_millis(self.config.ttl_ms)
     }
 }
 
