@@ -80,7 +80,7 @@ impl BudgetConfig {
 /// A retry budget proportional to traffic.
 ///
 /// ```
-/// use std::time::Instant;
+/// use std::time::{Duration, Instant};
 /// use rebound::{BudgetConfig, TrafficBudget};
 ///
 /// let start = Instant::now();
