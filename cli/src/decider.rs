@@ -16,7 +16,7 @@ use rebound::{DecisionContext, RetryStrategy};
 use serde_json::Value;
 
 use crate::wire::input::{DecideInput, Failure, InputError, PolicyChoice};
-use crate::wire::outcome::OutcomeInput;
+use crate::wire::outcome::{located, OutcomeInput};
 use crate::wire::output;
 
 /// The built-in strategies as a registry configuration: what `eval` decides with when no
@@ -279,24 +279,18 @@ impl Decider {
     pub fn record_outcomes(&self, text: &str) -> Result<Value, InputError> {
         let reports = OutcomeInput::parse_all(text)?;
         let now = Instant::now();
-        let many = text.trim_start().starts_with('[');
-        let at = |i: usize, field: &str| match (many, field) {
-            (false, field) => field.to_owned(),
-            (true, "") => format!("[{i}]"),
-            (true, field) => format!("[{i}].{field}"),
-        };
         let mut checked = Vec::with_capacity(reports.len());
-        for (i, report) in reports.iter().enumerate() {
+        for (at, report) in &reports {
             let outcome = report
                 .outcome()
-                .map_err(|e| InputError::new(at(i, &e.field), e.message))?;
+                .map_err(|e| InputError::new(located(at, &e.field), e.message))?;
             let request = report
                 .request(now)
-                .map_err(|e| InputError::new(at(i, &e.field), e.message))?;
+                .map_err(|e| InputError::new(located(at, &e.field), e.message))?;
             if let Some(name) = report.policy() {
                 self.registry
                     .active(name)
-                    .map_err(|e| InputError::new(at(i, "policy"), e.to_string()))?;
+                    .map_err(|e| InputError::new(located(at, "policy"), e.to_string()))?;
             }
             checked.push((request, outcome));
         }

@@ -44,28 +44,28 @@ enum Reports {
 }
 
 impl OutcomeInput {
-    /// The reports in `text` (an object or an array of objects); an error names the field, and
-    /// for an array the index (`[2].outcome`).
-    pub fn parse_all(text: &str) -> Result<Vec<OutcomeInput>, InputError> {
+    /// The reports in `text` (an object or an array of objects), each with where it is in
+    /// `text` (`""` for a single object, `"[2]"` in an array), for [`located`]; an error names
+    /// the field, and for an array the index (`[2].outcome`).
+    pub fn parse_all(text: &str) -> Result<Vec<(String, OutcomeInput)>, InputError> {
         let reports: Reports = serde_json::from_str(text)
             .map_err(|e| InputError::new("", format!("not JSON: {e}")))?;
-        let one = |value: serde_json::Value, prefix: &str| {
-            serde_path_to_error::deserialize::<_, OutcomeInput>(value).map_err(|e| {
-                let path = e.path().to_string();
-                let field = match (prefix, path.as_str()) {
-                    (prefix, ".") => prefix.to_owned(),
-                    ("", path) => path.to_owned(),
-                    (prefix, path) => format!("{prefix}.{path}"),
-                };
-                InputError::new(field, e.into_inner().to_string())
-            })
+        let one = |value: serde_json::Value, at: String| {
+            match serde_path_to_error::deserialize::<_, OutcomeInput>(value) {
+                Ok(report) => Ok((at, report)),
+                Err(e) => {
+                    let path = e.path().to_string();
+                    let path = if path == "." { "" } else { path.as_str() };
+                    Err(InputError::new(located(&at, path), e.into_inner().to_string()))
+                }
+            }
         };
         match reports {
-            Reports::One(value) => Ok(vec![one(value, "")?]),
+            Reports::One(value) => Ok(vec![one(value, String::new())?]),
             Reports::Many(values) => values
                 .into_iter()
                 .enumerate()
-                .map(|(i, value)| one(value, &format!("[{i}]")))
+                .map(|(i, value)| one(value, format!("[{i}]")))
                 .collect(),
         }
     }
@@ -109,5 +109,14 @@ impl OutcomeInput {
     /// The policy it names, if any.
     pub fn policy(&self) -> Option<&str> {
         self.policy.as_deref()
+    }
+}
+
+/// `field` of the report at `at` ([`OutcomeInput::parse_all`]): `[2].outcome`, `outcome`, `[2]`.
+pub fn located(at: &str, field: &str) -> String {
+    match (at, field) {
+        (at, "") => at.to_owned(),
+        ("", field) => field.to_owned(),
+        (at, field) => format!("{at}.{field}"),
     }
 }
