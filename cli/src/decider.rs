@@ -12,7 +12,7 @@ use rebound::errormap::ErrorMap;
 use rebound::registry::{PolicyRegistry, RegistryConfig, RegistryError};
 use rebound::wasm::{PolicyPre, WasmStrategy, WasmStrategyConfig};
 use rebound::RetryBudgets;
-use rebound::{DecisionContext, RetryStrategy};
+use rebound::{DecisionContext, DecisionId, RetryStrategy};
 use serde_json::Value;
 
 use crate::wire::input::{DecideInput, Failure, InputError, PolicyChoice};
@@ -86,8 +86,8 @@ enum Prepared {
         reason: rebound::RetryReason,
         spec: Option<rebound::errormap::RetrySpec>,
     },
-    /// The classifier settled the raw response: its answer.
-    Settled(Value),
+    /// The classifier settled the raw response: its answer, and the request's id.
+    Settled(Value, u64),
 }
 
 /// A decided request: the answer, and the policy that gave it (for metrics).
@@ -161,6 +161,7 @@ impl Decider {
                     settled => {
                         return Ok(Prepared::Settled(
                             output::settled(&settled).expect("settled"),
+                            request.id(),
                         ))
                     }
                 }
@@ -184,7 +185,7 @@ impl Decider {
     ) -> Result<Value, InputError> {
         let now = Instant::now();
         let (request, reason, spec) = match self.prepare(input, now, id)? {
-            Prepared::Settled(json) => return Ok(json),
+            Prepared::Settled(json, _) => return Ok(json),
             Prepared::Decide {
                 request,
                 reason,
@@ -203,7 +204,10 @@ impl Decider {
     pub async fn decide(&self, input: DecideInput, id: u64) -> Result<Answer, InputError> {
         let now = Instant::now();
         let (mut request, reason, spec) = match self.prepare(&input, now, id)? {
-            Prepared::Settled(json) => return Ok(Answer { json, policy: None }),
+            Prepared::Settled(json, request_id) => {
+                let json = output::with_ids(json, DecisionId::next(), request_id);
+                return Ok(Answer { json, policy: None });
+            }
             Prepared::Decide {
                 request,
                 reason,
@@ -262,6 +266,7 @@ impl Decider {
                 InputError::new(field, e.to_string())
             })?;
         let json = output::decision(&decided.decision, &reason, request.retry_attempts());
+        let json = output::with_ids(json, decided.decision_id, request.id());
         let policy = match &decided.version {
             Some(version) => Some((version.name().to_owned(), version.version().to_owned())),
             None => own_policy,

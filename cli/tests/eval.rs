@@ -343,3 +343,36 @@ fn params_for_a_named_policy_and_reason_with_response_are_refused_by_field() {
         .unwrap()
         .contains("unknown field `extra`"));
 }
+
+/// Issue 16, point 1: every answer carries a unique, time-ordered `decision_id` (a UUIDv7,
+/// docs/decision-json.md) and the `request_id` its line gave (or the line number), so the
+/// answers to one request's retries share its trail — an answer the classifier settles without
+/// a decision included.
+#[test]
+fn every_answer_carries_a_decision_id_and_the_request_trail() {
+    let (ok, answers) = eval(
+        &[],
+        concat!(
+            r#"{"request": {"id": 42, "type": "get"}, "reason": "KV_LOCKED"}"#,
+            "\n",
+            r#"{"request": {"id": 42, "type": "get", "retry_attempts": 1}, "reason": "KV_LOCKED"}"#,
+            "\n",
+            r#"{"request": {"type": "get"}, "response": {"status": 1}}"#,
+            "\n",
+        ),
+    );
+    assert!(ok, "{answers:?}");
+    let ids: Vec<&str> = answers
+        .iter()
+        .map(|a| a["decision_id"].as_str().expect("a decision_id"))
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    assert!(
+        ids.iter().all(|id| id.len() == 36 && &id[14..15] == "7"),
+        "{ids:?}"
+    );
+    assert_eq!(answers[0]["request_id"], 42);
+    assert_eq!(answers[1]["request_id"], 42);
+    assert_eq!(answers[2]["decision"], "not_retried");
+    assert!(answers[2]["request_id"].is_u64(), "{}", answers[2]);
+}

@@ -59,11 +59,18 @@ fn decides_classifies_and_reports_status_health_and_metrics() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["decision"], "retry");
     assert_eq!(answer["policy"], "standard");
+    // Issue 16, point 1: each answer has its own time-ordered decision_id, and a request_id.
+    let first_id = answer["decision_id"].as_str().unwrap().to_owned();
+    assert!(answer["request_id"].is_u64(), "{answer}");
     // The robots policy (a component) refuses every retry for a robot's request.
     let (status, answer) = server.post("/v1/decide", robot_get());
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["decision"], "cancel");
     assert_eq!(answer["policy"], "robots");
+    assert!(
+        answer["decision_id"].as_str().unwrap() > first_id.as_str(),
+        "{answer} after {first_id}"
+    );
     let version = answer["version"].as_str().unwrap().to_owned();
     // A raw KV response goes through the classifier (001 "Response Code Classification").
     let (status, answer) = server.post(

@@ -118,6 +118,8 @@ mod cassandra_types;
 pub mod classify;
 mod context;
 mod decider;
+#[cfg(feature = "registry")]
+mod decision_id;
 pub mod errormap;
 #[cfg(feature = "executor")]
 pub mod executor;
@@ -143,6 +145,8 @@ pub use action::{NodeChoice, PolicyFailure, PolicyFailureKind, RetryAction, Term
 pub use budget::RetryBudgets;
 pub use context::{DecisionContext, FailureNote};
 pub use decider::{DecideError, Decider};
+#[cfg(feature = "registry")]
+pub use decision_id::DecisionId;
 pub use orchestrator::{
     Decision, DelaySource, Guard, Orchestrator, OrchestratorStats, RetryPlan, StatsSnapshot,
 };

@@ -50,14 +50,19 @@ impl OutcomeInput {
     pub fn parse_all(text: &str) -> Result<Vec<(String, OutcomeInput)>, InputError> {
         let reports: Reports = serde_json::from_str(text)
             .map_err(|e| InputError::new("", format!("not JSON: {e}")))?;
-        let one = |value: serde_json::Value, at: String| {
-            match serde_path_to_error::deserialize::<_, OutcomeInput>(value) {
-                Ok(report) => Ok((at, report)),
-                Err(e) => {
-                    let path = e.path().to_string();
-                    let path = if path == "." { "" } else { path.as_str() };
-                    Err(InputError::new(located(&at, path), e.into_inner().to_string()))
-                }
+        let one = |value: serde_json::Value, at: String| match serde_path_to_error::deserialize::<
+            _,
+            OutcomeInput,
+        >(value)
+        {
+            Ok(report) => Ok((at, report)),
+            Err(e) => {
+                let path = e.path().to_string();
+                let path = if path == "." { "" } else { path.as_str() };
+                Err(InputError::new(
+                    located(&at, path),
+                    e.into_inner().to_string(),
+                ))
             }
         };
         match reports {

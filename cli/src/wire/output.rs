@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use rebound::classify::{Classification, FailureKind};
-use rebound::PolicyFailure;
 use rebound::{CancelReason, Decision, RetryAction, RetryError, RetryReason};
+use rebound::{DecisionId, PolicyFailure};
 use serde_json::{json, Map, Value};
 
 /// Milliseconds with microsecond precision.
@@ -175,6 +175,14 @@ pub fn input_error(field: &str, message: &str, line: Option<usize>) -> Value {
     error.insert("field".into(), field.into());
     error.insert("message".into(), message.into());
     json!({ "error": error })
+}
+
+/// Adds which decision this is and which request's trail it belongs to: `decision_id`,
+/// unique and time-ordered, and `request_id`, shared by the decisions of one request's retries.
+pub fn with_ids(mut out: Value, decision_id: DecisionId, request_id: u64) -> Value {
+    out["decision_id"] = decision_id.to_string().into();
+    out["request_id"] = request_id.into();
+    out
 }
 
 /// Adds who decided: the policy and its version.

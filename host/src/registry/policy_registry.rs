@@ -23,13 +23,14 @@ use super::table::{build_table, Failed, Table};
 use super::version::{fetch_oci, read, BuildContext, PolicyVersion};
 use crate::budget::RetryBudgets;
 use crate::context::DecisionContext;
+use crate::decision_id::DecisionId;
 use crate::orchestrator::{Decision, Guard, Orchestrator};
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
 use crate::wasm::{ArtifactCache, SandboxLimits, WasmRuntime};
 
-/// A decision and the version it was resolved to.
+/// A decision, its ID and the version it was resolved to.
 #[derive(Debug)]
 #[must_use]
 pub struct Decided {
@@ -37,6 +38,9 @@ pub struct Decided {
     pub decision: Decision,
     /// The version that decided; `None` when the request carried its own strategy object.
     pub version: Option<Arc<PolicyVersion>>,
+    /// This decision's unique, time-ordered ID. The decisions of one request's retries share
+    /// the request's id ([`Request::id`]), its trail.
+    pub decision_id: DecisionId,
 }
 
 /// Named policies, each with an atomically replaceable active version.
@@ -194,6 +198,7 @@ impl PolicyRegistry {
             return Ok(Decided {
                 decision,
                 version: None,
+                decision_id: DecisionId::next(),
             });
         }
         let (version, shadow, budget) = {
@@ -235,6 +240,7 @@ impl PolicyRegistry {
         Ok(Decided {
             decision,
             version: Some(version),
+            decision_id: DecisionId::next(),
         })
     }
 
