@@ -402,10 +402,10 @@ fn configured_parameters_reach_the_builtin() {
 /// The example of docs/registry.md "Built-in parameters" is a valid configuration.
 #[test]
 fn the_documented_example_parses() {
-    let doc = include_str!("../../docs/registry.md");
-    let section = &doc[doc.find("### Built-in parameters").expect("the section")..];
-    let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
-    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let block = common::toml_block_after(
+        include_str!("../../docs/registry.md"),
+        "### Built-in parameters",
+    );
     let text = format!("default_policy = \"search\"\n{block}");
     let config = RegistryConfig::parse(&text, Path::new("registry.md"), Path::new("."))
         .unwrap_or_else(|e| panic!("{e}"));

@@ -3,6 +3,8 @@
 //! window of `ttl`; over any window, retries never exceed `percent × requests + min_per_second
 //! × window`.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -271,10 +273,10 @@ builtin = "best-effort"
     /// The example of docs/registry.md "Retry budgets" is a valid configuration.
     #[test]
     fn the_documented_example_parses() {
-        let doc = include_str!("../../docs/registry.md");
-        let section = &doc[doc.find("### Retry budgets").expect("the section")..];
-        let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
-        let block = &section[start..start + section[start..].find("```").unwrap()];
+        let block = super::common::toml_block_after(
+            include_str!("../../docs/registry.md"),
+            "### Retry budgets",
+        );
         let config = RegistryConfig::parse(
             &format!("default_policy = \"kv\"\n{block}"),
             Path::new("registry.md"),

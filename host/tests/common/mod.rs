@@ -96,3 +96,12 @@ impl std::io::Write for LogBuffer {
         Ok(())
     }
 }
+
+/// The first TOML code block after the heading `heading` of the Markdown `doc`.
+pub fn toml_block_after<'d>(doc: &'d str, heading: &str) -> &'d str {
+    let section = &doc[doc
+        .find(heading)
+        .unwrap_or_else(|| panic!("no `{heading}`"))..];
+    let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
+    &section[start..start + section[start..].find("```").expect("the block's end")]
+}
