@@ -14,6 +14,7 @@ use crate::context::DecisionContext;
 use crate::decider::{DecideError, Decider};
 use crate::orchestrator::Decision;
 use crate::outcome::{ErrorContext, RetryError};
+use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
 
@@ -95,7 +96,7 @@ pub enum Ending {
 ///
 /// // The first attempt found the socket closed before sending: a retry is planned.
 /// let failure = Cause::Reason(reasons::SOCKET_NOT_AVAILABLE);
-/// let step = retry.failed(&Orchestrator::default(), failure, start).await?;
+/// let step = retry.failed(&Orchestrator::default(), failure, None, start).await?;
 /// let Step::Retry { delay, attempt } = step else { panic!("{step:?}") };
 /// assert_eq!((delay, attempt.number), (Duration::from_millis(1), 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -161,13 +162,15 @@ impl RetryLoop {
         error
     }
 
-    /// The attempt failed for `cause` at `now`: `decider` decides with a context built for
-    /// this failure alone (its reason and, for a classified response, its error-map spec),
-    /// and the loop says what comes next.
+    /// The attempt failed for `cause` at `now`, the server pushing back as `pushback` says:
+    /// `decider` decides with a context built for this failure alone (its reason, the
+    /// pushback and, for a classified response, its error-map spec), and the loop says what
+    /// comes next.
     pub async fn failed<D: Decider>(
         &mut self,
         decider: &D,
         cause: Cause,
+        pushback: Option<Pushback>,
         now: Instant,
     ) -> Result<Step, DecideError> {
         let (reason, spec) = match cause {
@@ -179,6 +182,7 @@ impl RetryLoop {
         };
         let context = DecisionContext::new(&reason)
             .with_error_map_spec(spec)
+            .with_pushback(pushback)
             .at(now);
         let decision = decider.decide(&mut self.request, &context).await?;
         Ok(match decision {

@@ -117,3 +117,58 @@ fn a_pushback_past_the_deadline_is_a_timeout() {
         other => panic!("expected a timeout, got {other:?}"),
     }
 }
+
+/// Issue 15, point 5: a failure the executor (and so the tower layer) hears of may carry the
+/// server's pushback (`Failure::with_pushback`): best effort then waits at least as long as
+/// the server asked before the next attempt, and a pushback that says stop ends the request
+/// after one attempt.
+#[tokio::test(start_paused = true)]
+async fn the_executor_hands_a_failures_pushback_to_the_policy() {
+    use rebound::executor::{ExecuteError, Executor, Failure};
+    let executor = Executor::new(Orchestrator::default());
+    let search = || {
+        rebound::Request::new(1, RequestType::Search, Duration::from_secs(10))
+            .unwrap()
+            .started_at(tokio::time::Instant::now().into_std())
+    };
+    let mut started = Vec::new();
+    let hits = executor
+        .run(search(), |attempt| {
+            started.push(tokio::time::Instant::now());
+            async move {
+                if attempt.number() == 0 {
+                    let pushback = Pushback::from_retry_after("2", SystemTime::now());
+                    Err(Failure::reason("429", reasons::SEARCH_TOO_MANY_REQUESTS)
+                        .with_pushback(pushback))
+                } else {
+                    Ok("hits")
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(hits, "hits");
+    assert!(
+        started[1] - started[0] >= Duration::from_secs(2),
+        "retried after {:?}",
+        started[1] - started[0]
+    );
+
+    let mut attempts = 0;
+    let stopped = executor
+        .run(search(), |_| {
+            attempts += 1;
+            async {
+                Err::<(), _>(
+                    Failure::reason("429", reasons::SEARCH_TOO_MANY_REQUESTS)
+                        .with_pushback(Pushback::Stop),
+                )
+            }
+        })
+        .await;
+    assert!(
+        matches!(stopped, Err(ExecuteError::Ended { .. })),
+        "{stopped:?}"
+    );
+    assert_eq!(attempts, 1);
+}

@@ -48,7 +48,7 @@ fn the_next_attempt_carries_the_consistency_the_policy_chose() {
         received: 2,
         data_present: false,
     };
-    let step = block_on(retry.failed(&orchestrator, Cause::Reason(timeout.into()), start));
+    let step = block_on(retry.failed(&orchestrator, Cause::Reason(timeout.into()), None, start));
     let Ok(Step::Retry { delay, attempt }) = step else {
         panic!("{step:?}")
     };
@@ -77,10 +77,10 @@ fn each_failure_is_decided_with_its_own_context() {
         status: 0x7ff0,
     };
     let classified = Cause::Classified(classify(unknown, Some(&map)));
-    let first = block_on(retry.failed(&orchestrator, classified, start)).unwrap();
+    let first = block_on(retry.failed(&orchestrator, classified, None, start)).unwrap();
     assert!(matches!(first, Step::Retry { .. }), "{first:?}");
     let locked = Cause::Reason(reasons::KV_LOCKED);
-    let second = block_on(retry.failed(&orchestrator, locked, start)).unwrap();
+    let second = block_on(retry.failed(&orchestrator, locked, None, start)).unwrap();
     assert!(matches!(second, Step::Retry { .. }), "{second:?}");
     let seen = strategy.0.lock().unwrap().clone();
     assert!(seen[0].is_some(), "the classified failure carries its spec");
@@ -98,7 +98,12 @@ fn deadlines_end_the_loop_with_timeouts() {
         .unwrap()
         .started_at(start);
     let mut retry = RetryLoop::new(request);
-    let step = block_on(retry.failed(&orchestrator, Cause::Reason(reasons::KV_LOCKED), start));
+    let step = block_on(retry.failed(
+        &orchestrator,
+        Cause::Reason(reasons::KV_LOCKED),
+        None,
+        start,
+    ));
     let Ok(Step::End(Ending::Ended { error, after })) = step else {
         panic!("{step:?}")
     };
@@ -133,7 +138,7 @@ fn unretried_and_ignored_failures_end_the_loop() {
         status: 0x01,
     };
     for cause in [Cause::Classified(classify(not_found, None)), Cause::Final] {
-        let step = block_on(RetryLoop::new(get()).failed(&orchestrator, cause, start));
+        let step = block_on(RetryLoop::new(get()).failed(&orchestrator, cause, None, start));
         assert!(
             matches!(step, Ok(Step::End(Ending::NotRetried(_)))),
             "{step:?}"
@@ -155,6 +160,7 @@ fn unretried_and_ignored_failures_end_the_loop() {
     let step = block_on(RetryLoop::new(get()).failed(
         &orchestrator,
         Cause::Reason(reasons::KV_LOCKED),
+        None,
         start,
     ));
     let Ok(Step::End(Ending::Ignored(context))) = step else {

@@ -350,7 +350,7 @@ impl Simulation<'_> {
         let now = self.at(t);
         let step = self.live[i]
             .retry
-            .failed(self.registry, Cause::Reason(reason), now)
+            .failed(self.registry, Cause::Reason(reason), None, now)
             .await?;
         match step {
             Step::Retry { delay, attempt } => {

@@ -2,6 +2,7 @@
 
 use crate::classify::{classify, Response};
 use crate::errormap::ErrorMap;
+use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::retry_loop::Cause;
 
@@ -15,6 +16,9 @@ pub struct Failure<E> {
     /// The node the request was written to, if the operation did not report it on the
     /// [`Attempt`](super::Attempt) already.
     pub dispatched_to: Option<String>,
+    /// What the server said about retrying (an HTTP `Retry-After`, a gRPC-style pushback):
+    /// the built-in policies never retry sooner, and not at all when it says stop.
+    pub pushback: Option<Pushback>,
 }
 
 impl<E> Failure<E> {
@@ -24,6 +28,7 @@ impl<E> Failure<E> {
             error,
             cause: Cause::Reason(reason),
             dispatched_to: None,
+            pushback: None,
         }
     }
 
@@ -34,6 +39,7 @@ impl<E> Failure<E> {
             error,
             cause: Cause::Classified(classify(response, error_map)),
             dispatched_to: None,
+            pushback: None,
         }
     }
 
@@ -43,7 +49,15 @@ impl<E> Failure<E> {
             error,
             cause: Cause::Final,
             dispatched_to: None,
+            pushback: None,
         }
+    }
+
+    /// The server pushed back: see [`Pushback`] (e.g. `Pushback::from_retry_after` of an HTTP
+    /// 429's or 503's `Retry-After`).
+    pub fn with_pushback(mut self, pushback: Pushback) -> Self {
+        self.pushback = Some(pushback);
+        self
     }
 
     /// The request was written to `node` before it failed.

@@ -108,12 +108,13 @@ impl<D: Decider> Executor<D> {
                 error,
                 cause,
                 dispatched_to,
+                pushback,
             } = failure;
             if let Some(to) = dispatched_to {
                 retry.dispatched(to);
             }
             let now = Instant::now().into_std();
-            let step = match retry.failed(&self.decider, cause, now).await {
+            let step = match retry.failed(&self.decider, cause, pushback, now).await {
                 Ok(step) => step,
                 Err(error) => {
                     report(&retry, Outcome::Failed { attempts });
