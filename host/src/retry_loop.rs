@@ -25,10 +25,26 @@ pub enum Cause {
     /// A known retry reason (e.g. `SOCKET_NOT_AVAILABLE` when the connection was refused,
     /// `SOCKET_CLOSED_WHILE_IN_FLIGHT` when it closed before the response).
     Reason(RetryReason),
-    /// A server response, classified (reference 001 "Response Code Classification").
-    Classified(Classification),
+    /// A server response, classified (reference 001 "Response Code Classification"); boxed,
+    /// so that a failure stays small on the common path (a known reason).
+    Classified(Box<Classification>),
     /// Not retried whatever the policy says: the operation's error is the outcome.
     Final,
+}
+
+impl Cause {
+    /// The reason a retry would be decided for: the known reason, or the classified
+    /// response's; none for a response or error that is not retried.
+    pub fn reason(&self) -> Option<&RetryReason> {
+        match self {
+            Cause::Reason(reason) => Some(reason),
+            Cause::Classified(classification) => match &**classification {
+                Classification::Retry { reason, .. } => Some(reason),
+                _ => None,
+            },
+            Cause::Final => None,
+        }
+    }
 }
 
 /// The attempt to make next.
@@ -173,12 +189,16 @@ impl RetryLoop {
         pushback: Option<Pushback>,
         now: Instant,
     ) -> Result<Step, DecideError> {
-        let (reason, spec) = match cause {
-            Cause::Reason(reason) => (reason, None),
-            Cause::Classified(Classification::Retry { reason, retry_spec }) => (reason, retry_spec),
-            Cause::Classified(_) | Cause::Final => {
-                return Ok(Step::End(Ending::NotRetried(self.uncancelled_context(now))))
-            }
+        let retried = match cause {
+            Cause::Reason(reason) => Some((reason, None)),
+            Cause::Classified(classification) => match *classification {
+                Classification::Retry { reason, retry_spec } => Some((reason, retry_spec)),
+                _ => None,
+            },
+            Cause::Final => None,
+        };
+        let Some((reason, spec)) = retried else {
+            return Ok(Step::End(Ending::NotRetried(self.uncancelled_context(now))));
         };
         let context = DecisionContext::new(&reason)
             .with_error_map_spec(spec)

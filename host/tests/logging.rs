@@ -61,3 +61,60 @@ fn retries_and_refusals_are_logged_with_reason() {
         "{log}"
     );
 }
+
+/// Issue 16, point 3: the executor runs each request in a `rebound.request` span carrying its
+/// `request_id`, and each attempt in a `rebound.attempt` span inside it, so what the operation
+/// and the orchestrator log is tied to the request and the attempt.
+#[test]
+fn the_executor_logs_inside_request_and_attempt_spans() {
+    use rebound::executor::{Executor, Failure};
+    let buf = LogBuffer::default();
+    let writer = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let executor = Executor::new(Orchestrator::default());
+            let request = Request::new(7, RequestType::Get, Duration::from_secs(1))
+                .unwrap()
+                .started_at(tokio::time::Instant::now().into_std());
+            let value = executor
+                .run(request, |attempt| async move {
+                    tracing::info!("calling the server");
+                    if attempt.number() == 0 {
+                        Err(Failure::reason("refused", reasons::SOCKET_NOT_AVAILABLE))
+                    } else {
+                        Ok(42)
+                    }
+                })
+                .await
+                .unwrap();
+            assert_eq!(value, 42);
+        });
+    });
+    let log = buf.text();
+    for attempt in 0..2 {
+        let spans =
+            format!("rebound.request{{request_id=7 request_type=get}}:rebound.attempt{{attempt={attempt}}}: ");
+        assert!(
+            log.lines()
+                .any(|line| line.contains(&spans) && line.ends_with("calling the server")),
+            "{spans} in:\n{log}"
+        );
+    }
+    assert!(
+        log.lines().any(
+            |line| line.contains("rebound.request{request_id=7 request_type=get}: ")
+                && line.contains("reason=SOCKET_NOT_AVAILABLE")
+        ),
+        "the retry decision is logged in the request's span:\n{log}"
+    );
+}

@@ -256,3 +256,74 @@ async fn the_layer_retries_a_classified_response_and_reports_every_end() {
     assert_eq!(outcomes[4], Outcome::Succeeded { attempts: 1 });
     assert_eq!(outcomes.len(), 5);
 }
+
+/// What a listener heard, in order.
+#[derive(Default)]
+struct Heard(Mutex<Vec<String>>);
+
+impl rebound::executor::ExecutorListener for Heard {
+    fn on_retry(
+        &self,
+        request: &Request,
+        reason: &rebound::RetryReason,
+        delay: Duration,
+        next_attempt: u32,
+    ) {
+        self.0.lock().unwrap().push(format!(
+            "retry {} {reason} {delay:?} {next_attempt}",
+            request.id()
+        ));
+    }
+    fn on_give_up(&self, request: &Request, outcome: Outcome, error: Option<&rebound::RetryError>) {
+        self.0.lock().unwrap().push(format!(
+            "give-up {} {outcome:?} {}",
+            request.id(),
+            error.map_or("-".to_owned(), |e| e.name().to_owned())
+        ));
+    }
+    fn on_success(&self, request: &Request, attempts: u32) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("success {} {attempts}", request.id()));
+    }
+}
+
+/// Issue 16, point 3: an application's listener hears every retry (why, how long, which
+/// attempt comes next), every give-up (how it ended, with the outcome error when the
+/// orchestrator ended the request) and every success that needed retries — not a first
+/// attempt's success.
+#[tokio::test(start_paused = true)]
+async fn a_listener_hears_retries_give_ups_and_successes_after_retries() {
+    let heard = Arc::new(Heard::default());
+    let executor = Executor::new(Arc::new(Recording::default())).with_listener(heard.clone());
+    let numbered = |id: u64, timeout_ms: u64| {
+        Request::new(id, RequestType::Get, Duration::from_millis(timeout_ms))
+            .unwrap()
+            .started_at(tokio::time::Instant::now().into_std())
+    };
+    run(&executor, numbered(1, 1000), Some(0)).await;
+    run(&executor, numbered(2, 1000), Some(2)).await;
+    let _ = executor
+        .run(numbered(3, 1000), |_| async {
+            Err::<(), _>(Failure::final_error("bad request"))
+        })
+        .await;
+    let fail_fast =
+        Executor::new(Orchestrator::new(Arc::new(FailFast))).with_listener(heard.clone());
+    let _ = fail_fast
+        .run(numbered(4, 1000), |_| async {
+            Err::<(), _>(Failure::reason("locked", reasons::KV_LOCKED))
+        })
+        .await;
+    assert_eq!(
+        *heard.0.lock().unwrap(),
+        [
+            "retry 2 SOCKET_NOT_AVAILABLE 1ms 1",
+            "retry 2 SOCKET_NOT_AVAILABLE 2ms 2",
+            "success 2 3",
+            "give-up 3 Failed { attempts: 1 } -",
+            "give-up 4 Failed { attempts: 1 } RequestCanceled",
+        ]
+    );
+}

@@ -76,7 +76,7 @@ fn each_failure_is_decided_with_its_own_context() {
         opcode: KvOpcode::of(RequestType::Get).unwrap(),
         status: 0x7ff0,
     };
-    let classified = Cause::Classified(classify(unknown, Some(&map)));
+    let classified = Cause::Classified(Box::new(classify(unknown, Some(&map))));
     let first = block_on(retry.failed(&orchestrator, classified, None, start)).unwrap();
     assert!(matches!(first, Step::Retry { .. }), "{first:?}");
     let locked = Cause::Reason(reasons::KV_LOCKED);
@@ -137,7 +137,10 @@ fn unretried_and_ignored_failures_end_the_loop() {
         opcode: KvOpcode::of(RequestType::Get).unwrap(),
         status: 0x01,
     };
-    for cause in [Cause::Classified(classify(not_found, None)), Cause::Final] {
+    for cause in [
+        Cause::Classified(Box::new(classify(not_found, None))),
+        Cause::Final,
+    ] {
         let step = block_on(RetryLoop::new(get()).failed(&orchestrator, cause, None, start));
         assert!(
             matches!(step, Ok(Step::End(Ending::NotRetried(_)))),

@@ -37,7 +37,7 @@ impl<E> Failure<E> {
     pub fn response(error: E, response: Response<'_>, error_map: Option<&ErrorMap>) -> Self {
         Failure {
             error,
-            cause: Cause::Classified(classify(response, error_map)),
+            cause: Cause::Classified(Box::new(classify(response, error_map))),
             dispatched_to: None,
             pushback: None,
         }

@@ -9,6 +9,11 @@
 //! - [`Failure`]: how the operation reports a failure: its own error plus a reason, a raw
 //!   response to classify, or "final".
 //! - [`ExecuteError`]: how a request ends without a value.
+//! - [`ExecutorListener`]: callbacks for a retry, a give-up, a success after retries.
+//!
+//! Each request runs in a `tracing` span `rebound.request` (fields `request_id`,
+//! `request_type`), each attempt in a span `rebound.attempt` (field `attempt`) inside it, both
+//! at debug level.
 //!
 //! What decides is a [`Decider`](crate::Decider): an [`Orchestrator`](crate::Orchestrator) or a
 //! `PolicyRegistry` (per-request policy names, profiles, hot reload). The loop itself is
@@ -19,9 +24,11 @@
 mod attempt;
 mod error;
 mod failure;
+mod listener;
 mod run;
 
 pub use attempt::Attempt;
 pub use error::ExecuteError;
 pub use failure::Failure;
+pub use listener::ExecutorListener;
 pub use run::Executor;

@@ -1,16 +1,20 @@
 //! The executor: drives the [`RetryLoop`] on tokio — calls the operation, sleeps the planned
 //! delays on tokio's timer, and drops an attempt still running at the deadline.
 
-use std::fmt::Debug;
+use std::fmt::{self, Debug};
 use std::future::Future;
+use std::sync::Arc;
 
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::attempt::Attempt;
 use super::error::ExecuteError;
 use super::failure::Failure;
+use super::listener::ExecutorListener;
 use crate::decider::Decider;
 use crate::orchestrator::Orchestrator;
+use crate::outcome::RetryError;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
 use crate::retry_loop::{Ending, RetryLoop, Step};
@@ -41,16 +45,36 @@ use crate::retry_loop::{Ending, RetryLoop, Step};
 /// assert_eq!(value, "value");
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Executor<D = Orchestrator> {
     decider: D,
+    listener: Option<Arc<dyn ExecutorListener>>,
+}
+
+impl<D: Debug> Debug for Executor<D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Executor")
+            .field("decider", &self.decider)
+            .field("listener", &self.listener.is_some())
+            .finish()
+    }
 }
 
 impl<D: Decider> Executor<D> {
     /// An executor that asks `decider` after every failure. Wrap it in an `Arc` to share one
     /// orchestrator or registry between executors.
     pub fn new(decider: D) -> Self {
-        Executor { decider }
+        Executor {
+            decider,
+            listener: None,
+        }
+    }
+
+    /// The same executor, telling `listener` of every retry, give-up and success after
+    /// retries.
+    pub fn with_listener(mut self, listener: Arc<dyn ExecutorListener>) -> Self {
+        self.listener = Some(listener);
+        self
     }
 
     /// What decides.
@@ -69,6 +93,26 @@ impl<D: Decider> Executor<D> {
     pub async fn run<T, E, F, Fut>(
         &self,
         request: Request,
+        operation: F,
+    ) -> Result<T, ExecuteError<E>>
+    where
+        E: Debug,
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, Failure<E>>>,
+    {
+        // One span per request, carrying its id; one per attempt inside it.
+        let span = tracing::debug_span!(
+            "rebound.request",
+            request_id = request.id(),
+            request_type = %request.request_type(),
+        );
+        self.drive(request, operation).instrument(span).await
+    }
+
+    /// [`run`](Self::run)'s loop, inside the request's span.
+    async fn drive<T, E, F, Fut>(
+        &self,
+        request: Request,
         mut operation: F,
     ) -> Result<T, ExecuteError<E>>
     where
@@ -79,28 +123,45 @@ impl<D: Decider> Executor<D> {
         let deadline = Instant::from_std(request.start()) + request.timeout();
         let mut retry = RetryLoop::new(request);
         let mut next = retry.next_attempt();
-        // Every end is reported to the decider (retry budgets follow the whole traffic).
-        let report = |retry: &RetryLoop, outcome| {
+        // Every end is reported to the decider (retry budgets follow the whole traffic), and
+        // to the listener: a give-up, or a success that needed retries.
+        let report = |retry: &RetryLoop, outcome, error: Option<&RetryError>| {
             self.decider
                 .report(retry.request(), outcome, Instant::now().into_std());
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            match outcome {
+                Outcome::Succeeded { attempts } if attempts > 1 => {
+                    listener.on_success(retry.request(), attempts)
+                }
+                Outcome::Succeeded { .. } => {}
+                Outcome::Failed { .. } | Outcome::TimedOut { .. } => {
+                    listener.on_give_up(retry.request(), outcome, error)
+                }
+            }
         };
         loop {
             let attempts = next.number + 1;
             let attempt = Attempt::new(next.number, next.node, next.consistency, deadline);
-            let call = tokio::time::timeout_at(deadline, operation(attempt.clone())).await;
+            let call = operation(attempt.clone()).instrument(tracing::debug_span!(
+                "rebound.attempt",
+                attempt = next.number
+            ));
+            let call = tokio::time::timeout_at(deadline, call).await;
             if let Some(to) = attempt.take_dispatched() {
                 retry.dispatched(to);
             }
             let failure = match call {
                 Ok(Ok(value)) => {
                     retry.succeeded();
-                    report(&retry, Outcome::Succeeded { attempts });
+                    report(&retry, Outcome::Succeeded { attempts }, None);
                     return Ok(value);
                 }
                 Ok(Err(failure)) => failure,
                 Err(_deadline) => {
                     let error = retry.deadline_reached(Instant::now().into_std());
-                    report(&retry, Outcome::TimedOut { attempts });
+                    report(&retry, Outcome::TimedOut { attempts }, Some(&error));
                     return Err(ExecuteError::Ended { error, last: None });
                 }
             };
@@ -114,15 +175,20 @@ impl<D: Decider> Executor<D> {
                 retry.dispatched(to);
             }
             let now = Instant::now().into_std();
+            // The listener hears why a retry was decided.
+            let reason = self.listener.as_ref().and(cause.reason().cloned());
             let step = match retry.failed(&self.decider, cause, pushback, now).await {
                 Ok(step) => step,
                 Err(error) => {
-                    report(&retry, Outcome::Failed { attempts });
+                    report(&retry, Outcome::Failed { attempts }, None);
                     return Err(error.into());
                 }
             };
             match step {
                 Step::Retry { delay, attempt } => {
+                    if let (Some(listener), Some(reason)) = (&self.listener, &reason) {
+                        listener.on_retry(retry.request(), reason, delay, attempt.number);
+                    }
                     next = attempt;
                     tokio::time::sleep(delay).await;
                 }
@@ -135,7 +201,7 @@ impl<D: Decider> Executor<D> {
                     } else {
                         Outcome::Failed { attempts }
                     };
-                    report(&retry, outcome);
+                    report(&retry, outcome, Some(&end));
                     return Err(ExecuteError::Ended {
                         error: end,
                         last: Some(error),
@@ -143,11 +209,11 @@ impl<D: Decider> Executor<D> {
                 }
                 // Ignored: the caller gets an error (with an empty result), not a value.
                 Step::End(Ending::Ignored(context)) => {
-                    report(&retry, Outcome::Failed { attempts });
+                    report(&retry, Outcome::Failed { attempts }, None);
                     return Err(ExecuteError::Ignored { error, context });
                 }
                 Step::End(Ending::NotRetried(context)) => {
-                    report(&retry, Outcome::Failed { attempts });
+                    report(&retry, Outcome::Failed { attempts }, None);
                     return Err(ExecuteError::NotRetried { error, context });
                 }
             }
