@@ -95,10 +95,21 @@ fn decides_classifies_and_reports_status_health_and_metrics() {
     let (status, metrics) = server.call("GET", "/metrics", "", None);
     assert_eq!(status, 200);
     let metrics = metrics.as_str().unwrap();
+    // The library's metric (docs/observability.md), through the `metrics` facade.
     assert!(
         metrics.contains(&format!(
-            r#"rebound_decisions_total{{policy="robots",version="{version}",outcome="cancel"}} 1"#
+            r#"rebound_decisions_total{{policy="robots",version="{version}",decision="cancel",reason="KV_TEMPORARY_FAILURE",cancel_reason="NO_MORE_RETRIES"}} 1"#
         )),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            r#"rebound_decisions_total{policy="standard",version="builtin:best-effort",decision="retry",reason="KV_LOCKED",cancel_reason=""} 1"#
+        ),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("# HELP rebound_decisions Decisions made, by policy"),
         "{metrics}"
     );
     assert!(

@@ -136,6 +136,8 @@ mod request;
 mod request_outcome;
 mod retry_loop;
 mod strategy;
+#[cfg(any(feature = "executor", feature = "registry"))]
+pub mod telemetry;
 mod traffic_budget;
 #[cfg(feature = "wasm")]
 pub mod wasm;

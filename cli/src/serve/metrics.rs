@@ -15,13 +15,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use rebound::registry::{BudgetStatus, PolicyRegistry, PolicyStatus};
 
-/// Labels of a decision.
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DecisionLabels {
-    policy: String,
-    version: String,
-    outcome: String,
-}
+use super::facade;
 
 /// Labels of a connection closed by the server.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -81,7 +75,6 @@ impl ConnectionMetrics {
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    decisions: Family<DecisionLabels, Counter>,
     latency: Histogram,
     refused: Counter,
     connections: ConnectionMetrics,
@@ -91,12 +84,14 @@ impl Metrics {
     /// Metrics of a server deciding with `policies`.
     pub fn new(policies: Arc<PolicyRegistry>) -> Self {
         let mut registry = Registry::with_prefix("rebound");
-        let decisions = Family::<DecisionLabels, Counter>::default();
-        registry.register(
-            "decisions",
-            "Decisions answered, by policy, version and outcome (retry, cancel, timeout, ignore, not_retried, success)",
-            decisions.clone(),
-        );
+        // The library's metrics (decisions by policy, version, decision, reason and cancel
+        // reason: docs/observability.md), recorded through the `metrics` facade.
+        let (recorder, collector) = facade::bridge();
+        registry.register_collector(Box::new(collector));
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("a metrics recorder was installed already: the library's metrics are not on /metrics");
+        }
+        rebound::telemetry::describe();
         // 10 µs to about 330 ms.
         let latency = Histogram::new(exponential_buckets(0.000_01, 2.0, 16));
         registry.register(
@@ -115,7 +110,6 @@ impl Metrics {
         connections.register(&mut registry);
         Metrics {
             registry,
-            decisions,
             latency,
             refused,
             connections,
@@ -127,17 +121,17 @@ impl Metrics {
         &self.connections
     }
 
-    /// Counts a decision of `policy` (name, version; none for a response the classifier
-    /// settled) with `outcome`, which took `took`.
+    /// Times a decision that took `took`; an answer the classifier settled without a policy
+    /// (`outcome` `not_retried` or `success`) is counted here, the registry counts the others.
     pub fn decided(&self, policy: Option<&(String, String)>, outcome: &str, took: Duration) {
-        let (name, version) = policy.map_or(("", ""), |(n, v)| (n.as_str(), v.as_str()));
-        self.decisions
-            .get_or_create(&DecisionLabels {
-                policy: name.to_owned(),
-                version: version.to_owned(),
-                outcome: outcome.to_owned(),
-            })
-            .inc();
+        if policy.is_none() {
+            let decision = match outcome {
+                "not_retried" => "not_retried",
+                "success" => "success",
+                _ => "other",
+            };
+            rebound::telemetry::record_answer("".into(), "".into(), decision, "", "");
+        }
         self.latency.observe(took.as_secs_f64());
     }
 

@@ -5,6 +5,7 @@
 
 mod admin;
 mod connection;
+mod facade;
 mod limits;
 mod listener;
 mod metrics;

@@ -18,6 +18,7 @@ use crate::outcome::RetryError;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
 use crate::retry_loop::{Ending, RetryLoop, Step};
+use crate::telemetry;
 
 /// Runs operations under retry handling (see the [module docs](super)).
 ///
@@ -128,6 +129,7 @@ impl<D: Decider> Executor<D> {
         let report = |retry: &RetryLoop, outcome, error: Option<&RetryError>| {
             self.decider
                 .report(retry.request(), outcome, Instant::now().into_std());
+            telemetry::record_request_end(outcome);
             let Some(listener) = &self.listener else {
                 return;
             };

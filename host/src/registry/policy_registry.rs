@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
+use metrics::SharedString;
 use sha2::{Digest, Sha256};
 
 use super::compile_ahead::CompileAhead;
@@ -28,6 +29,7 @@ use crate::orchestrator::{Decision, Guard, Orchestrator};
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
+use crate::telemetry;
 use crate::wasm::{ArtifactCache, SandboxLimits, WasmRuntime};
 
 /// A decision, its ID and the version it was resolved to.
@@ -195,6 +197,13 @@ impl PolicyRegistry {
                 .orchestrator
                 .decide_using(request, context, &*strategy, Guard::Enforced)
                 .await;
+            let policy = SharedString::from(strategy.name().to_owned());
+            telemetry::record_decision(
+                policy,
+                SharedString::const_str(""),
+                &decision,
+                context.reason(),
+            );
             return Ok(Decided {
                 decision,
                 version: None,
@@ -237,6 +246,8 @@ impl PolicyRegistry {
                     .await
             }
         };
+        let [policy, version_label] = version.metric_labels();
+        telemetry::record_decision(policy, version_label, &decision, context.reason());
         Ok(Decided {
             decision,
             version: Some(version),

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use metrics::SharedString;
 use sha2::{Digest, Sha256};
 
 use super::builtin::BuiltinPolicy;
@@ -117,6 +118,8 @@ pub struct PolicyVersion {
     wasm: Option<Arc<WasmStrategy>>,
     decisions: AtomicU64,
     call_places: OnceLock<Arc<tokio::sync::Semaphore>>,
+    /// Its `policy` and `version` metric labels, made at its first decision.
+    metric_labels: OnceLock<[SharedString; 2]>,
 }
 
 impl std::fmt::Debug for PolicyVersion {
@@ -146,6 +149,17 @@ impl PolicyVersion {
     pub fn hash(&self) -> &str {
         &self.hash
     }
+    /// Its `policy` and `version` labels in the library's metrics (`telemetry`), shared, so
+    /// that recording a decision allocates no string.
+    pub(crate) fn metric_labels(&self) -> [SharedString; 2] {
+        self.metric_labels
+            .get_or_init(|| {
+                [self.name(), self.version()]
+                    .map(|label| SharedString::from(Arc::<str>::from(label)))
+            })
+            .clone()
+    }
+
     /// A short version label: the first 12 hex digits of the hash, or the built-in's name.
     pub fn version(&self) -> &str {
         self.hash
@@ -254,6 +268,7 @@ impl PolicyVersion {
             wasm: None,
             decisions: AtomicU64::new(0),
             call_places: OnceLock::new(),
+            metric_labels: OnceLock::new(),
         }
     }
 
@@ -280,6 +295,7 @@ impl PolicyVersion {
             wasm: None,
             decisions: AtomicU64::new(0),
             call_places: OnceLock::new(),
+            metric_labels: OnceLock::new(),
         }
     }
 
@@ -375,6 +391,7 @@ impl PolicyVersion {
             wasm: Some(wasm),
             decisions: AtomicU64::new(0),
             call_places: OnceLock::new(),
+            metric_labels: OnceLock::new(),
         })
     }
 }

@@ -1,0 +1,113 @@
+//! The metrics the library records through the [`metrics`] facade (docs/observability.md): one
+//! set of names and labels, the same whether an embedding application installs its own
+//! recorder (Prometheus, OpenTelemetry, StatsD exporters of the `metrics` ecosystem) or
+//! `rebound serve` exposes them on `/metrics`. Without a recorder installed, recording does
+//! nothing. Label values are bounded sets (a reason's kind, never a free-form name), so the
+//! series stay few.
+
+use metrics::SharedString;
+
+use crate::orchestrator::Decision;
+#[cfg(feature = "registry")]
+use crate::outcome::RetryError;
+#[cfg(feature = "registry")]
+use crate::reason::RetryReason;
+#[cfg(feature = "executor")]
+use crate::request_outcome::Outcome;
+
+/// Decisions made by a policy registry. Labels: `policy`, `version`, `decision` (`retry`,
+/// `timeout`, `cancel`, `ignore`, `already_done`; `rebound serve` adds `not_retried` and
+/// `success` for responses its classifier settles), `reason` (the reason's name; `OTHER` for
+/// a name this host does not know) and `cancel_reason` (`NO_MORE_RETRIES`, … for a
+/// RequestCanceled; the error's name for any other ending; empty otherwise).
+pub const DECISIONS_TOTAL: &str = "rebound_decisions_total";
+
+/// Requests the executor (and the tower layer) ran to their end. Labels: `outcome`
+/// (`success`, `failure`, `timeout`) and `attempts` (`1` … `9`, then `10+`).
+pub const REQUESTS_TOTAL: &str = "rebound_requests_total";
+
+/// Describes the metrics to the installed recorder (their help texts). An exporter that
+/// renders help calls it once after installing its recorder.
+pub fn describe() {
+    metrics::describe_counter!(
+        DECISIONS_TOTAL,
+        "Decisions made, by policy, version, decision, reason and cancel reason"
+    );
+    metrics::describe_counter!(
+        REQUESTS_TOTAL,
+        "Requests run to their end under the executor, by outcome and attempts made"
+    );
+}
+
+/// The `decision` label of `decision`.
+pub fn decision_label(decision: &Decision) -> &'static str {
+    match decision {
+        Decision::Retry(_) => "retry",
+        Decision::Timeout { .. } => "timeout",
+        Decision::Fail(_) => "cancel",
+        Decision::Ignore => "ignore",
+        Decision::AlreadyDone => "already_done",
+    }
+}
+
+/// The `cancel_reason` label of `decision`.
+#[cfg(feature = "registry")]
+fn cancel_reason_label(decision: &Decision) -> &'static str {
+    match decision {
+        Decision::Fail(RetryError::RequestCanceled { reason, .. }) => reason.name(),
+        Decision::Fail(error) | Decision::Timeout { error, .. } => error.name(),
+        Decision::Retry(_) | Decision::Ignore | Decision::AlreadyDone => "",
+    }
+}
+
+/// Counts a decision of `policy` at `version` for a failure of `reason`.
+#[cfg(feature = "registry")]
+pub(crate) fn record_decision(
+    policy: SharedString,
+    version: SharedString,
+    decision: &Decision,
+    reason: &RetryReason,
+) {
+    record_answer(
+        policy,
+        version,
+        decision_label(decision),
+        reason.kind().name(),
+        cancel_reason_label(decision),
+    );
+}
+
+/// Counts an answer `decision` of `policy` at `version` for a failure of `reason` (a reason's
+/// name, empty for none), ended as `cancel_reason` (empty if it did not end) in
+/// [`DECISIONS_TOTAL`]: for a caller that answers without the registry deciding (a
+/// classifier's settled response).
+pub fn record_answer(
+    policy: SharedString,
+    version: SharedString,
+    decision: &'static str,
+    reason: &'static str,
+    cancel_reason: &'static str,
+) {
+    metrics::counter!(
+        DECISIONS_TOTAL,
+        "policy" => policy,
+        "version" => version,
+        "decision" => decision,
+        "reason" => reason,
+        "cancel_reason" => cancel_reason,
+    )
+    .increment(1);
+}
+
+/// Counts a request's end.
+#[cfg(feature = "executor")]
+pub(crate) fn record_request_end(outcome: Outcome) {
+    const ATTEMPTS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    let (label, attempts) = match outcome {
+        Outcome::Succeeded { attempts } => ("success", attempts),
+        Outcome::Failed { attempts } => ("failure", attempts),
+        Outcome::TimedOut { attempts } => ("timeout", attempts),
+    };
+    let attempts = ATTEMPTS.get(attempts as usize).copied().unwrap_or("10+");
+    metrics::counter!(REQUESTS_TOTAL, "outcome" => label, "attempts" => attempts).increment(1);
+}
