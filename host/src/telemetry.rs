@@ -1,9 +1,12 @@
 //! The metrics the library records through the [`metrics`] facade (docs/observability.md): one
 //! set of names and labels, the same whether an embedding application installs its own
 //! recorder (Prometheus, OpenTelemetry, StatsD exporters of the `metrics` ecosystem) or
-//! `rebound serve` exposes them on `/metrics`. Without a recorder installed, recording does
-//! nothing. Label values are bounded sets (a reason's kind, never a free-form name), so the
-//! series stay few.
+//! `rebound serve` exposes them on `/metrics`. Recording starts when the application calls
+//! [`enable`] (after installing its recorder); until then it costs one atomic load, not the
+//! label set the facade would build for every decision. Label values are bounded sets (a
+//! reason's kind, never a free-form name), so the series stay few.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use metrics::SharedString;
 
@@ -26,9 +29,18 @@ pub const DECISIONS_TOTAL: &str = "rebound_decisions_total";
 /// (`success`, `failure`, `timeout`) and `attempts` (`1` … `9`, then `10+`).
 pub const REQUESTS_TOTAL: &str = "rebound_requests_total";
 
-/// Describes the metrics to the installed recorder (their help texts). An exporter that
-/// renders help calls it once after installing its recorder.
-pub fn describe() {
+/// Whether the library records its metrics ([`enable`]).
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Starts recording the library's metrics into the installed `metrics` recorder, and
+/// describes them to it (their help texts). Call it once, after installing the recorder.
+pub fn enable() {
+    ENABLED.store(true, Ordering::Relaxed);
+    describe();
+}
+
+/// Describes the metrics to the installed recorder (their help texts).
+fn describe() {
     metrics::describe_counter!(
         DECISIONS_TOTAL,
         "Decisions made, by policy, version, decision, reason and cancel reason"
@@ -60,14 +72,18 @@ fn cancel_reason_label(decision: &Decision) -> &'static str {
     }
 }
 
-/// Counts a decision of `policy` at `version` for a failure of `reason`.
+/// Counts a decision for a failure of `reason`, made by the policy and version `labels`
+/// names (asked for only when recording).
 #[cfg(feature = "registry")]
 pub(crate) fn record_decision(
-    policy: SharedString,
-    version: SharedString,
+    labels: impl FnOnce() -> [SharedString; 2],
     decision: &Decision,
     reason: &RetryReason,
 ) {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
+    let [policy, version] = labels();
     record_answer(
         policy,
         version,
@@ -88,6 +104,9 @@ pub fn record_answer(
     reason: &'static str,
     cancel_reason: &'static str,
 ) {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
     metrics::counter!(
         DECISIONS_TOTAL,
         "policy" => policy,
@@ -102,6 +121,9 @@ pub fn record_answer(
 /// Counts a request's end.
 #[cfg(feature = "executor")]
 pub(crate) fn record_request_end(outcome: Outcome) {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
     const ATTEMPTS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
     let (label, attempts) = match outcome {
         Outcome::Succeeded { attempts } => ("success", attempts),

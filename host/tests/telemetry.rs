@@ -1,7 +1,7 @@
 //! Issue 16, point 3: the library records its metrics through the `metrics` facade, with one
 //! set of names and labels (docs/observability.md) — a registry's decisions and the
-//! executor's request ends. The names and labels are a contract with dashboards: this
-//! snapshot fails when they change.
+//! executor's request ends, once an application enables them. The names and labels are a
+//! contract with dashboards: this snapshot fails when they change.
 
 use std::path::Path;
 use std::time::Duration;
@@ -25,6 +25,7 @@ fn metric_names_and_labels_are_stable() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     metrics::with_local_recorder(&recorder, || {
+        rebound::telemetry::enable();
         let config =
             RegistryConfig::parse(CONFIG, Path::new("rebound.toml"), Path::new(".")).unwrap();
         let registry = std::sync::Arc::new(PolicyRegistry::new(config).unwrap());

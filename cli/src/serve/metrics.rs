@@ -91,7 +91,7 @@ impl Metrics {
         if metrics::set_global_recorder(recorder).is_err() {
             tracing::warn!("a metrics recorder was installed already: the library's metrics are not on /metrics");
         }
-        rebound::telemetry::describe();
+        rebound::telemetry::enable();
         // 10 µs to about 330 ms.
         let latency = Histogram::new(exponential_buckets(0.000_01, 2.0, 16));
         registry.register(

@@ -197,13 +197,8 @@ impl PolicyRegistry {
                 .orchestrator
                 .decide_using(request, context, &*strategy, Guard::Enforced)
                 .await;
-            let policy = SharedString::from(strategy.name().to_owned());
-            telemetry::record_decision(
-                policy,
-                SharedString::const_str(""),
-                &decision,
-                context.reason(),
-            );
+            let labels = || [SharedString::from(strategy.name().to_owned()), "".into()];
+            telemetry::record_decision(labels, &decision, context.reason());
             return Ok(Decided {
                 decision,
                 version: None,
@@ -246,8 +241,7 @@ impl PolicyRegistry {
                     .await
             }
         };
-        let [policy, version_label] = version.metric_labels();
-        telemetry::record_decision(policy, version_label, &decision, context.reason());
+        telemetry::record_decision(|| version.metric_labels(), &decision, context.reason());
         Ok(Decided {
             decision,
             version: Some(version),
