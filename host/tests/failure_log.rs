@@ -8,18 +8,12 @@ mod wasm_support;
 
 use std::time::{Duration, Instant};
 
-use common::{decide_at, request, LogBuffer};
+use common::{decide_at, logged_at, request};
 use rebound::wasm::{QuarantineConfig, WasmStrategyConfig};
 use rebound::{reasons, Orchestrator, RequestType};
 
 #[test]
 fn a_failing_policy_logs_at_most_one_line_a_second_and_counts_the_rest() {
-    let buf = LogBuffer::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
     let config = WasmStrategyConfig {
         params: [("always_panic".to_owned(), "yes".to_owned())].into(),
         // No quarantine: every call reaches the policy and fails.
@@ -34,14 +28,13 @@ fn a_failing_policy_logs_at_most_one_line_a_second_and_counts_the_rest() {
         let mut req = request(RequestType::Get, 2500, Instant::now());
         decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0)
     };
-    tracing::subscriber::with_default(subscriber, || {
+    let log = logged_at(tracing::Level::INFO, || {
         for _ in 0..50 {
             let _ = decide();
         }
         std::thread::sleep(Duration::from_millis(1100));
         let _ = decide();
     });
-    let log = buf.text();
     // An event, not a line: the panic message spans lines.
     let lines: Vec<&str> = log
         .split(" WARN ")

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{decide_at, request, LogBuffer};
+use common::{decide_at, logged_at, paused_runtime, request};
 use rebound::DecisionContext;
 use rebound::{reasons, Orchestrator, Request, RequestType, RetryAction, SyncStrategy};
 
@@ -31,14 +31,7 @@ fn always_retry() -> Orchestrator {
 /// structured field.
 #[test]
 fn retries_and_refusals_are_logged_with_reason() {
-    let buf = LogBuffer::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
+    let log = logged_at(tracing::Level::DEBUG, || {
         let orchestrator = always_retry();
         let mut req = request(RequestType::Get, 2500, Instant::now());
         let _ = decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0);
@@ -50,7 +43,6 @@ fn retries_and_refusals_are_logged_with_reason() {
             0,
         );
     });
-    let log = buf.text();
     assert!(
         log.contains("retrying") && log.contains("reason=KV_LOCKED"),
         "{log}"
@@ -68,20 +60,8 @@ fn retries_and_refusals_are_logged_with_reason() {
 #[test]
 fn the_executor_logs_inside_request_and_attempt_spans() {
     use rebound::executor::{Executor, Failure};
-    let buf = LogBuffer::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        runtime.block_on(async {
+    let log = logged_at(tracing::Level::DEBUG, || {
+        paused_runtime().block_on(async {
             let executor = Executor::new(Orchestrator::default());
             let request = Request::new(7, RequestType::Get, Duration::from_secs(1))
                 .unwrap()
@@ -100,7 +80,6 @@ fn the_executor_logs_inside_request_and_attempt_spans() {
             assert_eq!(value, 42);
         });
     });
-    let log = buf.text();
     for attempt in 0..2 {
         let spans =
             format!("rebound.request{{request_id=7 request_type=get}}:rebound.attempt{{attempt={attempt}}}: ");

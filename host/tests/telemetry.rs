@@ -3,6 +3,8 @@
 //! executor's request ends, once an application enables them. The names and labels are a
 //! contract with dashboards: this snapshot fails when they change.
 
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -44,12 +46,7 @@ fn metric_names_and_labels_are_stable() {
         upsert.mark_dispatched("node");
         let _ = decide(&mut upsert, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT);
 
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        runtime.block_on(async {
+        common::paused_runtime().block_on(async {
             let executor = Executor::new(registry.clone());
             let started = || {
                 Request::new(3, RequestType::Get, Duration::from_millis(100))

@@ -52,9 +52,11 @@ fn ended(error: &RetryError, reason: &RetryReason) -> Value {
 /// The orchestrator's `decision` for a request that failed for `reason`, made after
 /// `attempts` retries (including this decision's).
 pub fn decision(decision: &Decision, reason: &RetryReason, attempts: u32) -> Value {
+    // The same names as the library's metrics give (docs/observability.md).
+    let name = rebound::telemetry::decision_label(decision);
     match decision {
         Decision::Retry(plan) => json!({
-            "decision": "retry",
+            "decision": name,
             "delay_ms": millis(plan.delay),
             "node": plan.node,
             "consistency": plan.consistency,
@@ -68,7 +70,7 @@ pub fn decision(decision: &Decision, reason: &RetryReason, attempts: u32) -> Val
             "retry_attempts": plan.attempt,
         }),
         Decision::Timeout { after, error } => json!({
-            "decision": "timeout",
+            "decision": name,
             "error": error.name(),
             "delay_ms": millis(*after),
             "capped": true,
@@ -77,8 +79,9 @@ pub fn decision(decision: &Decision, reason: &RetryReason, attempts: u32) -> Val
             "error_context": error.context(),
         }),
         Decision::Fail(error) => ended(error, reason),
-        Decision::Ignore => json!({"decision": "ignore", "reason": reason.name()}),
-        Decision::AlreadyDone => json!({"decision": "already_done", "reason": reason.name()}),
+        Decision::Ignore | Decision::AlreadyDone => {
+            json!({"decision": name, "reason": reason.name()})
+        }
         other => {
             json!({"decision": "other", "detail": format!("{other:?}"), "reason": reason.name()})
         }

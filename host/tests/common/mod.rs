@@ -105,3 +105,26 @@ pub fn toml_block_after<'d>(doc: &'d str, heading: &str) -> &'d str {
     let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
     &section[start..start + section[start..].find("```").expect("the block's end")]
 }
+
+/// What `f` logs through `tracing` at `level` and above (plain text, no colours).
+pub fn logged_at(level: tracing::Level, f: impl FnOnce()) -> String {
+    let buf = LogBuffer::default();
+    let writer = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    buf.text()
+}
+
+/// A current-thread tokio runtime on a paused clock, for a synchronous test that drives the
+/// executor (no test sleeps for real).
+pub fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a tokio runtime")
+}
