@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime};
 
 use rebound::classify::{classify, Classification};
 use rebound::errormap::ErrorMap;
-use rebound::registry::{PolicyRegistry, RegistryConfig, RegistryError};
+use rebound::registry::{Builtin, BuiltinPolicy, PolicyRegistry, RegistryConfig, RegistryError};
 use rebound::wasm::{PolicyPre, WasmStrategy, WasmStrategyConfig};
 use rebound::RetryBudgets;
 use rebound::{DecisionContext, DecisionId, RetryStrategy};
@@ -149,7 +149,13 @@ impl Decider {
                         "an error map classifies a `response`; this line gives a `reason`",
                     ));
                 }
-                (reason, None)
+                (reason, input.error_map_spec)
+            }
+            Failure::Response(_) if input.error_map_spec.is_some() => {
+                return Err(InputError::new(
+                    "error_map_spec",
+                    "a `response` is classified, its spec read from the `error_map`; `error_map_spec` goes with a `reason`",
+                ));
             }
             Failure::Response(response) => {
                 let map = match &input.error_map {
@@ -197,7 +203,9 @@ impl Decider {
             .with_error_map_spec(spec)
             .with_pushback(input.pushback(SystemTime::now())?)
             .at(now);
-        Ok(output::action(&strategy.try_decide(&request, &context)))
+        Ok(rebound::decision_json::action(
+            &strategy.try_decide(&request, &context),
+        ))
     }
 
     /// Decides one request.
@@ -222,11 +230,20 @@ impl Decider {
         // The policy a request names itself (a built-in or a component): its name and version.
         let own_policy = match choice {
             PolicyChoice::Routed => None,
-            PolicyChoice::Named(name) => {
+            PolicyChoice::Named(name) => match Builtin::from_name(&name) {
+                // A built-in's name the registry does not configure: that built-in, untuned.
+                Some(builtin) if self.registry.active(&name).is_err() => {
+                    let builtin = BuiltinPolicy::new(builtin, &serde_json::Map::new())
+                        .map_err(|e| InputError::new("policy", e.message))?;
+                    request = request.with_strategy(builtin.strategy());
+                    Some((name, builtin.version()))
+                }
                 // The registry refuses an unknown name when it resolves the request.
-                request = request.policy(name);
-                None
-            }
+                _ => {
+                    request = request.policy(name);
+                    None
+                }
+            },
             PolicyChoice::Builtin(builtin) => {
                 request = request.with_strategy(builtin.strategy());
                 Some((builtin.builtin().name().to_owned(), builtin.version()))
@@ -265,7 +282,8 @@ impl Decider {
                 };
                 InputError::new(field, e.to_string())
             })?;
-        let json = output::decision(&decided.decision, &reason, request.retry_attempts());
+        let json =
+            rebound::decision_json::decision(&decided.decision, &reason, request.retry_attempts());
         let json = output::with_ids(json, decided.decision_id, request.id());
         let policy = match &decided.version {
             Some(version) => Some((version.name().to_owned(), version.version().to_owned())),

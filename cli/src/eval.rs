@@ -1,7 +1,8 @@
 //! `rebound eval`: JSON lines in (a file or stdin), one answer per line out, in order: a decision,
 //! or for a line reporting an `outcome` the count recorded. A bad
 //! line gets an error object on its own line and the rest continue; the exit status is 1 if
-//! any line was refused.
+//! any line was refused. With `--replay LOG --policy CANDIDATE`, a decision log's decisions are
+//! decided again by the candidate and the disagreements printed.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use anyhow::Context;
 use rebound::registry::{PolicyRegistry, RegistryConfig};
 
 use crate::decider::{builtin_registry, Decider, FileAccess};
+use crate::replay::replay;
 use crate::wire::outcome::OutcomeInput;
 use crate::wire::output;
 
@@ -18,7 +20,16 @@ use crate::wire::output;
 #[derive(clap::Args)]
 pub struct Args {
     /// JSON lines to decide (schema: docs/decision-json.md); `-` or none: standard input.
+    #[arg(conflicts_with = "replay")]
     input: Option<PathBuf>,
+    /// Re-decides every decision of this decision log with `--policy` and prints the lines
+    /// where the two disagree, with both answers (docs/observability.md).
+    #[arg(long, value_name = "LOG", requires = "policy")]
+    replay: Option<PathBuf>,
+    /// The candidate policy of a replay: a policy of `--config` by name, a built-in, or a
+    /// component file (PATH.wasm).
+    #[arg(long, value_name = "CANDIDATE", requires = "replay")]
+    policy: Option<String>,
     /// A registry configuration whose policies, routes and profiles the lines may use;
     /// without one, the built-in strategies by name (default best-effort).
     #[arg(long)]
@@ -40,11 +51,35 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             // One-shot: a policy that does not load is an error, not a fail-safe answer.
             let mut config = RegistryConfig::load(path)?;
             config.strict_start = true;
+            if args.replay.is_some() {
+                // A replay reads a log; it does not write one (perhaps the one it reads).
+                config.decision_log = None;
+            }
             PolicyRegistry::new(config)?
         }
         None => builtin_registry()?,
     };
     let decider = Decider::new(Arc::new(registry), FileAccess::Any);
+    if let (Some(log), Some(candidate)) = (&args.replay, &args.policy) {
+        let file = std::fs::File::open(log)
+            .with_context(|| format!("cannot open the decision log {}", log.display()))?;
+        let replayed = replay(&decider, std::io::BufReader::new(file), candidate, out)?;
+        eprintln!(
+            "replayed {} decisions of {} with {candidate}: {} disagreements",
+            replayed.decided,
+            log.display(),
+            replayed.disagreements
+        );
+        if replayed.refused > 0 {
+            let total = replayed.decided + replayed.refused;
+            return Err(Refused {
+                refused: replayed.refused,
+                total,
+            }
+            .into());
+        }
+        return Ok(());
+    }
     let input: Box<dyn BufRead> = match &args.input {
         Some(path) if path.as_os_str() != "-" => Box::new(std::io::BufReader::new(
             std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?,

@@ -26,6 +26,7 @@ mod oci;
 mod policy_test;
 mod project;
 mod reasons;
+mod replay;
 mod serve;
 mod simulate;
 mod wire;

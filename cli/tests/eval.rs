@@ -376,3 +376,165 @@ fn every_answer_carries_a_decision_id_and_the_request_trail() {
     assert_eq!(answers[2]["decision"], "not_retried");
     assert!(answers[2]["request_id"].is_u64(), "{}", answers[2]);
 }
+
+/// Issue 16, point 2: `eval --replay LOG --policy CANDIDATE` finds exactly the disagreements of
+/// a known grid. The log is written by `eval` itself under a configuration with a
+/// `[decision_log]` (best-effort deciding); the expected disagreements come from deciding the
+/// same grid with each policy directly and comparing the verdicts.
+#[test]
+fn replay_finds_exactly_the_disagreements_of_a_grid() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rebound.toml");
+    std::fs::write(
+        &config,
+        "default_policy = \"best-effort\"\ncache_dir = false\n[watch]\nenabled = false\n\
+         [policies.best-effort]\nbuiltin = \"best-effort\"\n\
+         [decision_log]\nfile = \"decisions.log\"\n",
+    )
+    .unwrap();
+    let mut grid = Vec::new();
+    for reason in [
+        "KV_LOCKED",
+        "KV_TEMPORARY_FAILURE",
+        "UNKNOWN",
+        "SOCKET_CLOSED_WHILE_IN_FLIGHT",
+        "SERVICE_NOT_AVAILABLE",
+        "NODE_NOT_AVAILABLE",
+        "KV_COLLECTION_OUTDATED",
+    ] {
+        for ty in ["get", "upsert"] {
+            for attempts in [0, 4] {
+                for dispatched in [false, true] {
+                    grid.push(serde_json::json!({"reason": reason, "request": {
+                        "type": ty, "retry_attempts": attempts, "dispatched": dispatched,
+                        "elapsed_ms": 100}}));
+                }
+            }
+        }
+    }
+    let text = |lines: &[Value]| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let config_arg = config.to_str().unwrap();
+    let (ok, logged) = eval(&["--config", config_arg], &text(&grid));
+    assert!(ok);
+    assert_eq!(logged.len(), grid.len());
+
+    // The oracle: each policy's answer on each line, compared on the verdict.
+    let with_policy = |policy: &str| {
+        let lines: Vec<Value> = grid
+            .iter()
+            .map(|l| {
+                let mut l = l.clone();
+                l["policy"] = policy.into();
+                l
+            })
+            .collect();
+        let (ok, answers) = eval(&[], &text(&lines));
+        assert!(ok);
+        answers
+    };
+    let verdict = |a: &Value| {
+        (
+            a["decision"].clone(),
+            a["delay_ms"].clone(),
+            a["cancel_reason"].clone(),
+        )
+    };
+    let (active, candidate) = (with_policy("best-effort"), with_policy("fail-fast"));
+    let expected: Vec<u64> = (0..grid.len())
+        .filter(|&i| verdict(&active[i]) != verdict(&candidate[i]))
+        .map(|i| i as u64 + 1)
+        .collect();
+    assert!(
+        !expected.is_empty() && expected.len() < grid.len(),
+        "the grid has agreements and disagreements: {expected:?}"
+    );
+
+    let log = dir.path().join("decisions.log");
+    let replay = |candidate: &str| {
+        let output = Command::cargo_bin("rebound")
+            .unwrap()
+            .env_remove("RUST_BACKTRACE")
+            .args(["eval", "--config", config_arg, "--replay"])
+            .arg(&log)
+            .args(["--policy", candidate])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        let found: Vec<Value> = String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        (found, stderr)
+    };
+    let (found, stderr) = replay("fail-fast");
+    let lines: Vec<u64> = found.iter().map(|d| d["line"].as_u64().unwrap()).collect();
+    assert_eq!(lines, expected);
+    assert!(
+        stderr.contains(&format!(
+            "replayed {} decisions of {} with fail-fast: {} disagreements",
+            grid.len(),
+            log.display(),
+            expected.len()
+        )),
+        "{stderr}"
+    );
+    // Each disagreement shows both answers, who gave them, and the input.
+    let first = &found[0];
+    let index = expected[0] as usize - 1;
+    assert_eq!(first["logged"]["policy"], "best-effort");
+    assert_eq!(
+        first["logged"]["answer"]["decision"],
+        active[index]["decision"]
+    );
+    assert_eq!(first["candidate"]["policy"], "fail-fast");
+    assert_eq!(
+        first["candidate"]["answer"]["decision"],
+        candidate[index]["decision"]
+    );
+    assert_eq!(first["input"]["reason"], grid[index]["reason"]);
+    assert_eq!(first["decision_id"], logged[index]["decision_id"]);
+    // The policy that wrote the log agrees with itself on every line.
+    let (found, _) = replay("best-effort");
+    assert_eq!(found, Vec::<Value>::new());
+}
+
+/// A replay names the line it cannot read and goes on; the exit status says lines were refused.
+#[test]
+fn replay_refuses_a_line_that_is_not_a_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("decisions.log");
+    std::fs::write(
+        &log,
+        "{\"input\": {\"reason\": \"KV_LOCKED\"}, \"answer\": {\"decision\": \"retry\", \"delay_ms\": 1.0, \"node\": \"same\", \"consistency\": null}}\n\
+         not json\n{\"answer\": {}}\n{\"input\": {\"reason\": \"NO_SUCH_REASON\"}}\n",
+    )
+    .unwrap();
+    let output = Command::cargo_bin("rebound")
+        .unwrap()
+        .env_remove("RUST_BACKTRACE")
+        .args(["eval", "--replay"])
+        .arg(&log)
+        .args(["--policy", "best-effort"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let errors: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let at: Vec<(u64, &str)> = errors
+        .iter()
+        .map(|e| {
+            (
+                e["error"]["line"].as_u64().unwrap(),
+                e["error"]["field"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(at, [(2, ""), (3, "input"), (4, "input.reason")]);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("3 of 4 lines were refused"), "{stderr}");
+}

@@ -666,3 +666,46 @@ budget = "storm"
         assert!(metrics.contains(line), "{line} not in {metrics}");
     }
 }
+
+/// Issue 16, point 2: `serve` writes a decision-log line per decision its configuration's
+/// `[decision_log]` samples, with the answer's `decision_id`, and writes every line before it
+/// exits on SIGTERM. A response the classifier settles is not a policy's decision: no line.
+#[test]
+fn serve_logs_each_decision_and_writes_the_log_before_exiting() {
+    let dir = policy_dir();
+    let config = dir.path().join("rebound.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[decision_log]\nfile = \"decisions.log\"\n");
+    std::fs::write(&config, text).unwrap();
+    let log = dir.path().join("decisions.log");
+    let server = Server::start(&config, "127.0.0.1:0", None);
+    let mut ids = Vec::new();
+    for body in [
+        robot_get(),
+        json!({"request": {"type": "upsert"}, "reason": "KV_LOCKED"}),
+    ] {
+        let (status, answer) = server.post("/v1/decide", body);
+        assert_eq!(status, 200, "{answer}");
+        ids.push(answer["decision_id"].as_str().unwrap().to_owned());
+    }
+    let (status, settled) = server.post(
+        "/v1/decide",
+        json!({"request": {"type": "get"}, "response": {"status": 0}}),
+    );
+    assert_eq!((status, &settled["decision"]), (200, &json!("success")));
+    let (ok, stderr) = server.terminate();
+    assert!(ok, "{stderr}");
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let logged: Vec<&str> = lines
+        .iter()
+        .map(|l| l["decision_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(logged, ids);
+    assert_eq!(lines[0]["policy"], "robots");
+    assert_eq!(lines[0]["answer"]["decision"], "cancel");
+    assert_eq!(lines[1]["policy"], "standard");
+}

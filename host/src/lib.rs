@@ -100,6 +100,8 @@
 //! - [`backoff`]: controlled and exponential backoff.
 //! - [`cassandra`]: the Cassandra driver's retry model and value types (reference 003).
 //! - [`classify`]: response codes to reasons; [`errormap`]: the KV error map.
+//! - [`decision_json`]: the decision JSON the decision log, `rebound eval` and `serve` write.
+//! - `decision_log`: a JSON line per sampled decision, replayable (feature `registry`).
 //! - [`grid`]: one of every reason variant, for checking policies over all of them.
 //! - [`executor`]: the retry loop for tokio; [`layer`]: the tower layer (features `executor`
 //!   and `tower`, on by default).
@@ -120,6 +122,9 @@ mod context;
 mod decider;
 #[cfg(feature = "registry")]
 mod decision_id;
+pub mod decision_json;
+#[cfg(feature = "registry")]
+pub mod decision_log;
 pub mod errormap;
 #[cfg(feature = "executor")]
 pub mod executor;
@@ -135,6 +140,8 @@ pub mod registry;
 mod request;
 mod request_outcome;
 mod retry_loop;
+#[cfg(feature = "registry")]
+mod sampling;
 mod strategy;
 #[cfg(any(feature = "executor", feature = "registry"))]
 pub mod telemetry;

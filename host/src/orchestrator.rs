@@ -66,6 +66,20 @@ pub enum Decision {
     AlreadyDone,
 }
 
+impl Decision {
+    /// The decision's name, as the decision JSON's `decision` field and the metrics'
+    /// `decision` label give it: `retry`, `timeout`, `cancel`, `ignore` or `already_done`.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Decision::Retry(_) => "retry",
+            Decision::Timeout { .. } => "timeout",
+            Decision::Fail(_) => "cancel",
+            Decision::Ignore => "ignore",
+            Decision::AlreadyDone => "already_done",
+        }
+    }
+}
+
 /// Whether the safety guard checks a strategy's retries of non-idempotent requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Guard {

@@ -392,6 +392,10 @@ impl Request {
     pub fn last_dispatched_to(&self) -> Option<&str> {
         self.last_dispatched_to.as_deref()
     }
+    /// The HTTP method of a cluster-manager or management request, if set.
+    pub fn http_method(&self) -> Option<HttpMethod> {
+        self.method
+    }
     /// Whether the request was ever written to the network.
     pub fn was_dispatched(&self) -> bool {
         self.dispatched

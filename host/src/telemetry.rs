@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use metrics::SharedString;
 
+#[cfg(feature = "registry")]
 use crate::orchestrator::Decision;
 #[cfg(feature = "registry")]
 use crate::outcome::RetryError;
@@ -28,6 +29,11 @@ pub const DECISIONS_TOTAL: &str = "rebound_decisions_total";
 /// Requests the executor (and the tower layer) ran to their end. Labels: `outcome`
 /// (`success`, `failure`, `timeout`) and `attempts` (`1` … `9`, then `10+`).
 pub const REQUESTS_TOTAL: &str = "rebound_requests_total";
+
+/// Decision-log lines dropped: the log's buffer was full (its writer could not keep up), or a
+/// line was longer than a log file may be. No labels.
+#[cfg(feature = "registry")]
+pub const DECISION_LOG_DROPPED_TOTAL: &str = "rebound_decision_log_dropped_total";
 
 /// Whether the library records its metrics ([`enable`]).
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -49,17 +55,11 @@ fn describe() {
         REQUESTS_TOTAL,
         "Requests run to their end under the executor, by outcome and attempts made"
     );
-}
-
-/// The `decision` label of `decision`.
-pub fn decision_label(decision: &Decision) -> &'static str {
-    match decision {
-        Decision::Retry(_) => "retry",
-        Decision::Timeout { .. } => "timeout",
-        Decision::Fail(_) => "cancel",
-        Decision::Ignore => "ignore",
-        Decision::AlreadyDone => "already_done",
-    }
+    #[cfg(feature = "registry")]
+    metrics::describe_counter!(
+        DECISION_LOG_DROPPED_TOTAL,
+        "Decision-log lines dropped because the log's buffer was full or a line was too long"
+    );
 }
 
 /// The `cancel_reason` label of `decision`.
@@ -87,7 +87,7 @@ pub(crate) fn record_decision(
     record_answer(
         policy,
         version,
-        decision_label(decision),
+        decision.name(),
         reason.kind().name(),
         cancel_reason_label(decision),
     );
@@ -116,6 +116,14 @@ pub fn record_answer(
         "cancel_reason" => cancel_reason,
     )
     .increment(1);
+}
+
+/// Counts `n` dropped decision-log lines.
+#[cfg(feature = "registry")]
+pub(crate) fn record_log_dropped(n: u64) {
+    if ENABLED.load(Ordering::Relaxed) {
+        metrics::counter!(DECISION_LOG_DROPPED_TOTAL).increment(n);
+    }
 }
 
 /// Counts a request's end.

@@ -78,3 +78,92 @@ fn every_registry_decision_has_its_own_id_and_the_request_trail() {
     assert_eq!(request.retry_attempts(), 3);
     assert!(ids[0] < ids[1] && ids[1] < ids[2], "{ids:?}");
 }
+
+/// Issue 16, point 3: the executor's span of an attempt that failed carries the ID of the
+/// decision made on that failure (the one its answer and decision-log line carry), inside the
+/// request's span with its `request_id`; the attempt that succeeded made no decision.
+#[test]
+fn an_attempt_span_carries_the_decision_on_its_failure() {
+    use std::sync::{Arc, Mutex};
+
+    use rebound::executor::{Executor, Failure};
+    use tracing_subscriber::fmt::format::FmtSpan;
+
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = RegistryConfig::parse(
+        "default_policy = \"standard\"\ncache_dir = false\n[watch]\nenabled = false\n\
+         [policies.standard]\nbuiltin = \"best-effort\"\n\
+         [decision_log]\nfile = \"decisions.log\"\n",
+        Path::new("rebound.toml"),
+        dir.path(),
+    )
+    .unwrap();
+    let executor = Executor::new(PolicyRegistry::new(config).unwrap());
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_span_events(FmtSpan::CLOSE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        let request = Request::new(42, RequestType::Get, Duration::from_secs(10)).unwrap();
+        let failures = std::sync::atomic::AtomicU32::new(2);
+        runtime
+            .block_on(executor.run(request, |_| {
+                let fail = failures
+                    .fetch_update(
+                        std::sync::atomic::Ordering::Relaxed,
+                        std::sync::atomic::Ordering::Relaxed,
+                        |n| n.checked_sub(1),
+                    )
+                    .is_ok();
+                async move {
+                    match fail {
+                        true => Err(Failure::reason("locked", reasons::KV_LOCKED)),
+                        false => Ok(()),
+                    }
+                }
+            }))
+            .unwrap();
+    });
+    drop(executor); // writes the decision log
+    let logged: Vec<String> = std::fs::read_to_string(dir.path().join("decisions.log"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let line: serde_json::Value = serde_json::from_str(line).unwrap();
+            line["decision_id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(logged.len(), 2, "two failures, two decisions");
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let closed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("rebound.attempt{") && l.contains("close"))
+        .collect();
+    assert_eq!(closed.len(), 3, "{text}");
+    for (line, id) in closed.iter().zip(&logged) {
+        assert!(line.contains(&format!("decision_id={id}")), "{line}");
+        assert!(line.contains("rebound.request{request_id=42"), "{line}");
+    }
+    assert!(!closed[2].contains("decision_id"), "{}", closed[2]);
+}

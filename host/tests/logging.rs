@@ -90,10 +90,9 @@ fn the_executor_logs_inside_request_and_attempt_spans() {
         );
     }
     assert!(
-        log.lines().any(
-            |line| line.contains("rebound.request{request_id=7 request_type=get}: ")
-                && line.contains("reason=SOCKET_NOT_AVAILABLE")
-        ),
-        "the retry decision is logged in the request's span:\n{log}"
+        log.lines().any(|line| line.contains(
+            "rebound.request{request_id=7 request_type=get}:rebound.attempt{attempt=0}: "
+        ) && line.contains("reason=SOCKET_NOT_AVAILABLE")),
+        "the retry decision is logged in the span of the attempt whose failure it decides:\n{log}"
     );
 }

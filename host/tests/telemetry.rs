@@ -101,3 +101,72 @@ fn metric_names_and_labels_are_stable() {
         ]
     );
 }
+
+/// Decision-log lines dropped because the log's buffer was full are counted under
+/// `rebound_decision_log_dropped_total` (no labels), as many as the log itself counts.
+#[test]
+fn dropped_decision_log_lines_are_counted() {
+    use rebound::decision_log::{DecisionLog, DecisionLogConfig};
+    use std::sync::mpsc;
+
+    /// Takes nothing until the test ends (its sender is dropped).
+    struct Stuck(mpsc::Receiver<()>);
+    impl std::io::Write for Stuck {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            let _ = self.0.recv();
+            Ok(())
+        }
+    }
+
+    const DECISIONS: u64 = 200;
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let (release, stuck) = mpsc::channel::<()>();
+    let config = RegistryConfig::parse(CONFIG, Path::new("rebound.toml"), Path::new(".")).unwrap();
+    let registry = PolicyRegistry::new(config).unwrap();
+    let log_config = DecisionLogConfig {
+        buffer: 1,
+        ..DecisionLogConfig::default()
+    };
+    registry.set_decision_log(Some(DecisionLog::to_writer(&log_config, Stuck(stuck))));
+    // Bound after the registry, so dropped before it should an assertion fail: the writer is
+    // released before the log waits for it.
+    let release = release;
+    metrics::with_local_recorder(&recorder, || {
+        rebound::telemetry::enable();
+        for _ in 0..DECISIONS {
+            let mut request = Request::new(1, RequestType::Get, Duration::from_secs(10)).unwrap();
+            let _ = registry
+                .decide(&mut request, &DecisionContext::new(&reasons::KV_LOCKED))
+                .now_or_never()
+                .unwrap()
+                .unwrap();
+        }
+    });
+    let dropped = registry.decision_log_stats().unwrap().dropped;
+    // The buffer holds one line, the writer what fits its 8 KiB output buffer (lines are
+    // over 300 bytes) and the line stuck in the sink; the rest is dropped.
+    assert!(dropped >= DECISIONS - 1 - 8192 / 300 - 1, "{dropped}");
+    let counted: Vec<(String, u64)> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter_map(|(key, _, _, value)| match value {
+            DebugValue::Counter(n) if key.key().name().contains("decision_log") => {
+                let labels = key.key().labels().count();
+                assert_eq!(labels, 0, "{key:?}");
+                Some((key.key().name().to_owned(), n))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        counted,
+        [("rebound_decision_log_dropped_total".to_owned(), dropped)]
+    );
+    drop(release);
+}

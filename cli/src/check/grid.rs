@@ -12,7 +12,6 @@ use rebound::{Request, RequestType, RetryReason};
 use serde_json::{json, Value};
 
 use crate::wire::input::{default_timeout_ms, DecideInput};
-use crate::wire::output;
 
 /// Retries already made.
 const ATTEMPTS: [u32; 4] = [0, 1, 3, 10];
@@ -143,7 +142,7 @@ impl Input {
                 request[field] = value;
             }
         }
-        json!({"request": request, "reason": output::reason(&self.reason)})
+        json!({"request": request, "reason": rebound::decision_json::reason(&self.reason)})
     }
 
     /// The request, as decided at `now` (it started `elapsed_ms` before).
@@ -185,7 +184,10 @@ impl Input {
             text.push_str(&format!(" {key}={value}"));
         }
         if !matches!(self.reason, RetryReason::Simple(_) | RetryReason::Other(_)) {
-            text.push_str(&format!(" data={}", output::reason(&self.reason)));
+            text.push_str(&format!(
+                " data={}",
+                rebound::decision_json::reason(&self.reason)
+            ));
         }
         text
     }

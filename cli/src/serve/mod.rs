@@ -69,6 +69,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .isolation
         .get_or_insert_with(IsolationConfig::default);
     let registry = Arc::new(PolicyRegistry::new(config)?);
+    let registry_at_exit = Arc::clone(&registry);
     let _watcher = registry
         .watch()
         .context("cannot watch the configuration's files")?;
@@ -116,6 +117,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     })?;
     // Nothing left to wait for: a reload still compiling on a blocking thread is abandoned.
     runtime.shutdown_background();
+    // The decision log writes every line it holds before the process ends.
+    registry_at_exit.set_decision_log(None);
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rebound::cassandra::{AbortKind, ConsistencyLevel, ServerErrorKind};
 use rebound::classify::{KvOpcode, Response};
+use rebound::errormap::RetrySpec;
 use rebound::registry::{Builtin, BuiltinPolicy};
 use rebound::HttpMethod;
 use rebound::Pushback;
@@ -198,6 +199,10 @@ pub struct DecideInput {
     /// gRPC-style pushback: retry no sooner than this many ms; negative: do not retry.
     #[serde(default)]
     pub pushback_ms: Option<i64>,
+    /// The error-map retry spec of a failure given as a `reason` (as the decision log
+    /// writes a classified failure).
+    #[serde(default)]
+    pub error_map_spec: Option<RetrySpec>,
 }
 
 /// Why the request failed.

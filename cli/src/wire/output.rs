@@ -1,123 +1,9 @@
 //! A decision as JSON (`rebound eval` lines, `POST /v1/decide` answers, `rebound test`); the schema is
 //! documented in `docs/decision-json.md`.
 
-use std::time::Duration;
-
 use rebound::classify::{Classification, FailureKind};
-use rebound::{CancelReason, Decision, RetryAction, RetryError, RetryReason};
-use rebound::{DecisionId, PolicyFailure};
+use rebound::DecisionId;
 use serde_json::{json, Map, Value};
-
-/// Milliseconds with microsecond precision.
-fn millis(d: Duration) -> f64 {
-    (d.as_micros() as f64) / 1000.0
-}
-
-/// A reason as the decision JSON's `reason` field takes it: the name, or for a reason with
-/// data an object with one key (`{"read_timeout": {...}}`), which `parse_reason` reads back.
-pub fn reason(reason: &RetryReason) -> Value {
-    let data = |value: Value| {
-        let mut object = Map::new();
-        object.insert(reason.name().to_ascii_lowercase(), value);
-        Value::Object(object)
-    };
-    match reason {
-        RetryReason::ReadTimeout(d) => data(json!(d)),
-        RetryReason::WriteTimeout(d) => data(json!(d)),
-        RetryReason::Unavailable(d) => data(json!(d)),
-        RetryReason::RequestAborted(d) => data(json!(d)),
-        RetryReason::ErrorResponse(d) => data(json!(d)),
-        RetryReason::Simple(_) | RetryReason::Other(_) => reason.name().into(),
-    }
-}
-
-/// A request ending with `error`: `cancel` with the error's name, the reason and the context.
-fn ended(error: &RetryError, reason: &RetryReason) -> Value {
-    let mut out = json!({
-        "decision": "cancel",
-        "error": error.name(),
-        "reason": reason.name(),
-    });
-    if let RetryError::RequestCanceled { reason: why, .. } = error {
-        out["cancel_reason"] = CancelReason::name(why).into();
-        if let CancelReason::PolicyFailed(failure, _) = why {
-            out["policy_failure"] = failure.kind.name().into();
-            out["detail"] = failure.detail.as_str().into();
-        }
-    }
-    out["error_context"] = serde_json::to_value(error.context()).expect("serialisable");
-    out
-}
-
-/// The orchestrator's `decision` for a request that failed for `reason`, made after
-/// `attempts` retries (including this decision's).
-pub fn decision(decision: &Decision, reason: &RetryReason, attempts: u32) -> Value {
-    // The same names as the library's metrics give (docs/observability.md).
-    let name = rebound::telemetry::decision_label(decision);
-    match decision {
-        Decision::Retry(plan) => json!({
-            "decision": name,
-            "delay_ms": millis(plan.delay),
-            "node": plan.node,
-            "consistency": plan.consistency,
-            "capped": false,
-            "source": match plan.source {
-                rebound::DelaySource::ControlledBackoff => "controlled_backoff",
-                rebound::DelaySource::Strategy => "strategy",
-                _ => "other",
-            },
-            "reason": reason.name(),
-            "retry_attempts": plan.attempt,
-        }),
-        Decision::Timeout { after, error } => json!({
-            "decision": name,
-            "error": error.name(),
-            "delay_ms": millis(*after),
-            "capped": true,
-            "reason": reason.name(),
-            "retry_attempts": attempts,
-            "error_context": error.context(),
-        }),
-        Decision::Fail(error) => ended(error, reason),
-        Decision::Ignore | Decision::AlreadyDone => {
-            json!({"decision": name, "reason": reason.name()})
-        }
-        other => {
-            json!({"decision": "other", "detail": format!("{other:?}"), "reason": reason.name()})
-        }
-    }
-}
-
-/// A policy's own answer, before the orchestrator (`rebound test --raw`): `decision` is
-/// `retry` (with `delay_ms`, `node`, `consistency`), `no_retry`, `ignore`, `rethrow`, `fail`
-/// (with `error`) or `policy_failed` (with `policy_failure` and `detail`).
-pub fn action(answer: &Result<RetryAction, PolicyFailure>) -> Value {
-    match answer {
-        Ok(RetryAction::RetryAfter {
-            delay,
-            node,
-            consistency,
-        }) => json!({
-            "decision": "retry",
-            "delay_ms": millis(*delay),
-            "node": node,
-            "consistency": consistency,
-        }),
-        Ok(RetryAction::NoRetry) => json!({"decision": "no_retry"}),
-        Ok(RetryAction::Ignore) => json!({"decision": "ignore"}),
-        Ok(RetryAction::Rethrow) => json!({"decision": "rethrow"}),
-        Ok(RetryAction::Fail(error)) => json!({"decision": "fail", "error": error.to_string()}),
-        Ok(RetryAction::PolicyFailed(kind)) => {
-            json!({"decision": "policy_failed", "policy_failure": kind.name(), "detail": null})
-        }
-        Err(failure) => json!({
-            "decision": "policy_failed",
-            "policy_failure": failure.kind.name(),
-            "detail": failure.detail,
-        }),
-        Ok(other) => json!({"decision": "other", "detail": format!("{other:?}")}),
-    }
-}
 
 /// A response the classifier settles without the orchestrator: a success, or a failure that is
 /// not retried. `None` for a retryable response.
@@ -197,8 +83,9 @@ pub fn with_policy(mut out: Value, policy: &str, version: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::wire::input::parse_reason;
+    use rebound::decision_json::reason;
+    use rebound::RetryReason;
 
     /// What `reason` writes, `parse_reason` reads back: every variant a policy can be asked
     /// about (the unknown name aside, which input refuses by design).

@@ -146,10 +146,14 @@ impl<D: Decider> Executor<D> {
         loop {
             let attempts = next.number + 1;
             let attempt = Attempt::new(next.number, next.node, next.consistency, deadline);
-            let call = operation(attempt.clone()).instrument(tracing::debug_span!(
+            // The attempt's span covers the call and the decision on its failure, whose ID a
+            // policy registry records in it.
+            let span = tracing::debug_span!(
                 "rebound.attempt",
-                attempt = next.number
-            ));
+                attempt = next.number,
+                decision_id = tracing::field::Empty,
+            );
+            let call = operation(attempt.clone()).instrument(span.clone());
             let call = tokio::time::timeout_at(deadline, call).await;
             if let Some(to) = attempt.take_dispatched() {
                 retry.dispatched(to);
@@ -179,7 +183,8 @@ impl<D: Decider> Executor<D> {
             let now = Instant::now().into_std();
             // The listener hears why a retry was decided.
             let reason = self.listener.as_ref().and(cause.reason().cloned());
-            let step = match retry.failed(&self.decider, cause, pushback, now).await {
+            let decided = retry.failed(&self.decider, cause, pushback, now);
+            let step = match decided.instrument(span).await {
                 Ok(step) => step,
                 Err(error) => {
                     report(&retry, Outcome::Failed { attempts }, None);

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::builtin::{Builtin, BuiltinPolicy};
+use crate::decision_log::DecisionLogConfig;
 use crate::request::{RequestType, Service};
 use crate::traffic_budget::BudgetConfig;
 use crate::wasm::{
@@ -54,6 +55,8 @@ struct RawConfig {
     strict_start: bool,
     #[serde(default)]
     budgets: BTreeMap<String, Spanned<BudgetConfig>>,
+    #[serde(default)]
+    decision_log: Option<Spanned<DecisionLogConfig>>,
 }
 
 /// `cache_dir = "path"`, or `cache_dir = false` for no cache.
@@ -348,6 +351,8 @@ pub struct RegistryConfig {
     pub budgets: BTreeMap<String, BudgetConfig>,
     /// The budget each policy draws its retries from (`[policies.NAME] budget`), by policy.
     pub policy_budgets: BTreeMap<String, String>,
+    /// The decision log (`[decision_log]`), its file's path resolved; `None`: no log.
+    pub decision_log: Option<DecisionLogConfig>,
 }
 
 /// A configuration that was refused: where, which field, and why.
@@ -640,6 +645,18 @@ impl RawConfig {
             }
         }
 
+        let decision_log = match &self.decision_log {
+            None => None,
+            Some(log) => {
+                log.get_ref().validate().map_err(|e| {
+                    errors.at(log.span(), format!("decision_log.{}", e.field), e.message)
+                })?;
+                let mut log = log.get_ref().clone();
+                log.file = log.file.map(|file| base.join(file));
+                Some(log)
+            }
+        };
+
         let mut profiles = BTreeMap::new();
         for (name, profile) in &self.profiles {
             let policy = match &profile.policy {
@@ -679,6 +696,7 @@ impl RawConfig {
             strict_start: self.strict_start,
             budgets,
             policy_budgets,
+            decision_log,
         })
     }
 }

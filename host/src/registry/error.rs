@@ -42,6 +42,14 @@ pub enum RegistryError {
     /// The compiled-artifact cache cannot be used.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// The decision log's file cannot be opened.
+    #[error("cannot open the decision log {path}: {error}")]
+    DecisionLog {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
     /// The wasmtime engine could not be created.
     #[error("cannot create the WebAssembly engine: {0}")]
     Engine(String),

@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 use metrics::SharedString;
@@ -25,11 +25,14 @@ use super::version::{fetch_oci, read, BuildContext, PolicyVersion};
 use crate::budget::RetryBudgets;
 use crate::context::DecisionContext;
 use crate::decision_id::DecisionId;
+use crate::decision_log::{DecisionLog, DecisionLogStats, Entry, ShadowAnswers};
 use crate::orchestrator::{Decision, Guard, Orchestrator};
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
+use crate::strategy::RetryStrategy;
 use crate::telemetry;
+use crate::traffic_budget::TrafficBudget;
 use crate::wasm::{ArtifactCache, SandboxLimits, WasmRuntime};
 
 /// A decision, its ID and the version it was resolved to.
@@ -43,6 +46,17 @@ pub struct Decided {
     /// This decision's unique, time-ordered ID. The decisions of one request's retries share
     /// the request's id ([`Request::id`]), its trail.
     pub decision_id: DecisionId,
+}
+
+/// What decides for one request: its own strategy, or a policy's active version (with its
+/// shadow trial and retry budget, if any).
+enum Target {
+    Own(Arc<dyn RetryStrategy>),
+    Policy {
+        version: Arc<PolicyVersion>,
+        shadow: Option<Arc<Shadow>>,
+        budget: Option<Arc<TrafficBudget>>,
+    },
 }
 
 /// Named policies, each with an atomically replaceable active version.
@@ -192,36 +206,90 @@ impl PolicyRegistry {
         request: &mut Request,
         context: &DecisionContext<'_>,
     ) -> Result<Decided, RegistryError> {
-        if let Some(strategy) = request.strategy().cloned() {
-            let decision = self
-                .orchestrator
-                .decide_using(request, context, &*strategy, Guard::Enforced)
-                .await;
-            let labels = || [SharedString::from(strategy.name().to_owned()), "".into()];
-            telemetry::record_decision(labels, &decision, context.reason());
-            return Ok(Decided {
-                decision,
-                version: None,
-                decision_id: DecisionId::next(),
+        // What deciding needs from the published table, read without a lock; the table is
+        // not held across the policy's call.
+        let (log, target) = {
+            let table = self.table.load();
+            let log = table.decision_log.as_ref().filter(|log| log.sampled());
+            let target = match request.strategy() {
+                Some(strategy) => Target::Own(Arc::clone(strategy)),
+                None => {
+                    let slot = table.resolve(request)?;
+                    Target::Policy {
+                        version: slot.active.load_full(),
+                        shadow: slot.shadow.load_full(),
+                        budget: table.budget_of(&slot.name).cloned(),
+                    }
+                }
+            };
+            (log.cloned(), target)
+        };
+        // The request as the policy sees it, kept for the decision log before deciding
+        // changes it.
+        let logged = log.as_ref().map(|_| (request.clone(), context.now()));
+        let shadow_answers = OnceLock::new();
+        let (decision, version) = match target {
+            Target::Own(strategy) => {
+                let decision = self
+                    .orchestrator
+                    .decide_using(request, context, &*strategy, Guard::Enforced)
+                    .await;
+                let labels = || [SharedString::from(strategy.name().to_owned()), "".into()];
+                telemetry::record_decision(labels, &decision, context.reason());
+                (decision, None)
+            }
+            Target::Policy {
+                version,
+                shadow,
+                budget,
+            } => {
+                let context = &context.with_budget(budget.as_deref());
+                let answers = log.as_ref().map(|_| &shadow_answers);
+                let decision = self
+                    .decide_with(&version, shadow.as_deref(), request, context, answers)
+                    .await;
+                (decision, Some(version))
+            }
+        };
+        let decision_id = DecisionId::next();
+        // The executor's attempt span (and any span with this field) names the decision.
+        tracing::Span::current().record("decision_id", tracing::field::display(decision_id));
+        if let (Some(log), Some((input, at))) = (log, logged) {
+            log.record(Entry {
+                time: SystemTime::now(),
+                decision_id,
+                version: version.clone(),
+                request: input,
+                at,
+                reason: context.reason().clone(),
+                spec: context.error_map_spec().copied(),
+                pushback: context.pushback(),
+                decision: decision.clone(),
+                attempts: request.retry_attempts(),
+                shadow: shadow_answers.into_inner(),
             });
         }
-        let (version, shadow, budget) = {
-            let table = self.table.load();
-            let slot = table.resolve(request)?;
-            (
-                slot.active.load_full(),
-                slot.shadow.load_full(),
-                table.budget_of(&slot.name).cloned(),
-            )
-        };
+        Ok(Decided {
+            decision,
+            version,
+            decision_id,
+        })
+    }
+
+    /// The decision of `version` (beside its `shadow` trial, whose answers go to `answers` if
+    /// given), on the isolation threads for a component when the engine has them.
+    async fn decide_with(
+        &self,
+        version: &Arc<PolicyVersion>,
+        shadow: Option<&Shadow>,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+        answers: Option<&OnceLock<ShadowAnswers>>,
+    ) -> Decision {
         version.count_decision();
-        let context = &context.with_budget(budget.as_deref());
-        let decision = match (&shadow, &self.isolation) {
+        let decision = match (shadow, &self.isolation) {
             (None, Some(isolation)) if version.wasm().is_some() => {
-                let strategy = Isolated {
-                    isolation,
-                    version: &version,
-                };
+                let strategy = Isolated { isolation, version };
                 self.orchestrator
                     .decide_using(request, context, &strategy, version.guard())
                     .await
@@ -233,8 +301,9 @@ impl PolicyRegistry {
             }
             (Some(shadow), _) => {
                 let strategy = Shadowed {
-                    active: &version,
+                    active: version,
                     shadow,
+                    answers,
                 };
                 self.orchestrator
                     .decide_using(request, context, &strategy, version.guard())
@@ -242,11 +311,26 @@ impl PolicyRegistry {
             }
         };
         telemetry::record_decision(|| version.metric_labels(), &decision, context.reason());
-        Ok(Decided {
-            decision,
-            version: Some(version),
-            decision_id: DecisionId::next(),
-        })
+        decision
+    }
+
+    /// Installs `log` as the decision log (an application's own sink, see
+    /// [`DecisionLog::to_writer`]), or removes the log with `None`. It stays until a
+    /// configuration changes the `[decision_log]` table.
+    pub fn set_decision_log(&self, log: Option<DecisionLog>) {
+        let _writer = lock(&self.writer);
+        let mut table = Table::clone(&self.table.load());
+        table.decision_log = log.map(Arc::new);
+        self.table.store(Arc::new(table));
+    }
+
+    /// What the decision log did so far, if there is one.
+    pub fn decision_log_stats(&self) -> Option<DecisionLogStats> {
+        self.table
+            .load()
+            .decision_log
+            .as_ref()
+            .map(|log| log.stats())
     }
 
     /// `request` ended as `outcome` at `now`: recorded in the retry budget of the policy

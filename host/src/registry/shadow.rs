@@ -3,13 +3,14 @@
 //! both answers and the inputs, so a team can trial a policy on real traffic first.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
 use super::version::PolicyVersion;
 use crate::action::RetryAction;
 use crate::context::DecisionContext;
+use crate::decision_log::ShadowAnswers;
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::strategy::{RetryStrategy, StrategyFuture};
@@ -79,7 +80,7 @@ impl Shadow {
     }
 
     fn sampled(&self) -> bool {
-        self.sample >= 1.0 || (self.sample > 0.0 && fastrand::f64() < self.sample)
+        crate::sampling::sampled(self.sample)
     }
 
     fn compare(
@@ -107,6 +108,8 @@ impl Shadow {
 pub(crate) struct Shadowed<'a> {
     pub active: &'a PolicyVersion,
     pub shadow: &'a Shadow,
+    /// Where both answers are kept when the decision log wants them.
+    pub answers: Option<&'a OnceLock<ShadowAnswers>>,
 }
 
 impl std::fmt::Debug for Shadowed<'_> {
@@ -140,6 +143,13 @@ impl RetryStrategy for Shadowed<'_> {
                 .strategy()
                 .retry_after(request, &context.without_failure_note())
                 .await;
+            if let Some(answers) = self.answers {
+                let _ = answers.set(ShadowAnswers {
+                    candidate: Arc::clone(&self.shadow.candidate),
+                    active: used,
+                    answer: shadow,
+                });
+            }
             self.shadow
                 .compare(self.active, request, context.reason(), used, shadow);
             used

@@ -9,10 +9,12 @@ use super::error::RegistryError;
 use super::slot::Slot;
 use super::status::PolicyStatus;
 use super::version::{BuildContext, PolicyVersion};
+use crate::decision_log::DecisionLog;
 use crate::request::{Request, RequestType, Service};
 use crate::traffic_budget::TrafficBudget;
 
 /// The published state: the configuration, its slots and routes. Replaced whole.
+#[derive(Clone)]
 pub(super) struct Table {
     pub config: RegistryConfig,
     pub slots: HashMap<String, Arc<Slot>>,
@@ -24,6 +26,8 @@ pub(super) struct Table {
     pub budgets: HashMap<String, Arc<TrafficBudget>>,
     /// The budget of each policy that has one, by policy name.
     policy_budgets: HashMap<String, Arc<TrafficBudget>>,
+    /// The decision log, kept across configurations while its table stays the same.
+    pub decision_log: Option<Arc<DecisionLog>>,
 }
 
 impl Table {
@@ -128,6 +132,18 @@ pub(super) fn build_table(
         .iter()
         .map(|(policy, budget)| (policy.clone(), Arc::clone(&budgets[budget])))
         .collect();
+    // The running log stays while the `[decision_log]` table does (an application's own log,
+    // installed with `PolicyRegistry::set_decision_log`, too).
+    let decision_log = match (old, &config.decision_log) {
+        (Some(old), log) if old.config.decision_log == *log => old.decision_log.clone(),
+        (_, None) => None,
+        (_, Some(log)) => Some(Arc::new(DecisionLog::open(log).map_err(|error| {
+            RegistryError::DecisionLog {
+                path: log.file.clone().unwrap_or_default(),
+                error,
+            }
+        })?)),
+    };
     let no_slots = HashMap::new();
     let old = old.map_or(&no_slots, |table| &table.slots);
     let mut slots = HashMap::new();
@@ -182,5 +198,6 @@ pub(super) fn build_table(
         config,
         budgets,
         policy_budgets,
+        decision_log,
     })
 }
