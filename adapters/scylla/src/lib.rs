@@ -1,0 +1,39 @@
+//! Rebound's policies as the retry policy of the [`scylla`] driver (Cassandra and ScyllaDB):
+//! the driver asks [`ReboundRetryPolicy`]'s sessions what to do with a failed request, and a
+//! [`PolicyRegistry`](rebound::registry::PolicyRegistry) decides — policies named, routed,
+//! hot-swapped, counted and logged exactly as in `rebound serve` (docs/adapters.md).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use rebound::registry::PolicyRegistry;
+//! use rebound_scylla::ReboundRetryPolicy;
+//! use scylla::client::execution_profile::ExecutionProfile;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let registry = Arc::new(PolicyRegistry::from_file("rebound.toml".as_ref())?);
+//! let policy = ReboundRetryPolicy::new(registry)?.policy("cassandra")?;
+//! let profile = ExecutionProfile::builder()
+//!     .retry_policy(Arc::new(policy))
+//!     .build();
+//! # let _ = profile;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! - [`errors`]: the driver's errors as Rebound's reasons (reference 003), and what no policy
+//!   is asked about.
+//! - [`consistency`]: the driver's consistency levels and Rebound's.
+//! - [`ReboundRetryPolicy`], [`ReboundRetrySession`]: the driver's retry hooks on a registry.
+
+#![deny(missing_docs)]
+
+pub mod consistency;
+pub mod errors;
+mod session;
+
+pub use session::{AdapterError, ReboundRetryPolicy, ReboundRetrySession};
+
+/// The adapters guide's examples, compiled as doctests.
+#[doc = include_str!("../../../docs/adapters.md")]
+#[cfg(doctest)]
+pub struct AdaptersGuide;

@@ -1,0 +1,158 @@
+//! The adapter's own rules (issue 17, points 1 and 4): a policy file replaced while requests
+//! flow is picked up with no failed request; unknown names and an isolating registry are
+//! refused when the policy is built; errors that no policy is asked about are answered by the
+//! driver's hard-coded rules or "do not retry"; a downgrade reaches the driver as a
+//! consistency; the deadline ends retries.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound_scylla::{AdapterError, ReboundRetryPolicy};
+use scylla::errors::{DbError, RequestAttemptError};
+use scylla::policies::retry::RetryDecision;
+use scylla::statement::Consistency;
+
+fn unavailable() -> RequestAttemptError {
+    RequestAttemptError::DbError(
+        DbError::Unavailable {
+            consistency: Consistency::Quorum,
+            required: 2,
+            alive: 1,
+        },
+        String::new(),
+    )
+}
+
+/// Reference 003 "onUnavailable": the default policy tries the next node once; the
+/// downgrading policy retries the same node at the level that can still succeed (ONE). The
+/// file behind the policy is replaced while four threads keep asking: every answer is one of
+/// the two versions' (never "do not retry"), and both are seen.
+#[test]
+fn a_replaced_policy_file_decides_while_requests_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("policy.wasm");
+    std::fs::copy(support::guest("cassandra_default"), &file).unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        "default_policy = \"p\"\ncache_dir = false\n[watch]\nenabled = true\ndebounce_ms = 20\n\
+         [policies.p]\ncomponent = \"policy.wasm\"\n",
+    )
+    .unwrap();
+    let registry = Arc::new(PolicyRegistry::from_file(&dir.path().join("rebound.toml")).unwrap());
+    let _watcher = registry.watch().unwrap();
+    let policy = ReboundRetryPolicy::new(Arc::clone(&registry)).unwrap();
+    let old = RetryDecision::RetryNextTarget(None);
+    let new = RetryDecision::RetrySameTarget(Some(Consistency::One));
+    let stop = AtomicBool::new(false);
+    let seen = std::thread::scope(|scope| {
+        let askers: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut seen = (0u64, 0u64);
+                    while !stop.load(Ordering::Relaxed) {
+                        let mut session = policy.session();
+                        let answer = session.decide(&unavailable(), true, Consistency::Quorum);
+                        if answer == old {
+                            seen.0 += 1;
+                        } else if answer == new {
+                            seen.1 += 1;
+                        } else {
+                            panic!("a request failed: {answer:?}");
+                        }
+                    }
+                    seen
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(100));
+        let replacement = dir.path().join("policy.wasm.new");
+        std::fs::copy(
+            support::guest("cassandra_downgrading_consistency"),
+            &replacement,
+        )
+        .unwrap();
+        std::fs::rename(&replacement, &file).unwrap();
+        let started = Instant::now();
+        while registry.active("p").unwrap().hash() == support::hash("cassandra_default") {
+            assert!(started.elapsed() < Duration::from_secs(60), "no reload");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        stop.store(true, Ordering::Relaxed);
+        askers
+            .into_iter()
+            .map(|a| a.join().unwrap())
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    });
+    assert!(seen.0 > 0 && seen.1 > 0, "both versions decided: {seen:?}");
+}
+
+#[test]
+fn unknown_names_and_an_isolating_registry_are_refused() {
+    let policy = ReboundRetryPolicy::new(support::registry()).unwrap();
+    let error = policy.clone().policy("nope").unwrap_err().to_string();
+    assert!(error.contains("no policy named `nope`"), "{error}");
+    assert!(error.contains("cassandra-default"), "{error}");
+    let error = policy.profile("nope").unwrap_err().to_string();
+    assert!(error.contains("no profile named `nope`"), "{error}");
+    assert!(error.contains("downgrading"), "{error}");
+
+    let text = format!(
+        "{}[engine.isolation]\nthreads = 1\n",
+        support::config_text()
+    );
+    let config = RegistryConfig::parse(&text, "rebound.toml".as_ref(), ".".as_ref()).unwrap();
+    let isolated = Arc::new(PolicyRegistry::new(config).unwrap());
+    assert!(matches!(
+        ReboundRetryPolicy::new(isolated),
+        Err(AdapterError::Isolated)
+    ));
+}
+
+/// A profile routes to its policy: the `downgrading` profile lowers the consistency.
+#[test]
+fn a_profile_routes_to_its_policy() {
+    let policy = ReboundRetryPolicy::new(support::registry())
+        .unwrap()
+        .profile("downgrading")
+        .unwrap();
+    let answer = policy
+        .session()
+        .decide(&unavailable(), false, Consistency::Quorum);
+    assert_eq!(
+        answer,
+        RetryDecision::RetrySameTarget(Some(Consistency::One))
+    );
+}
+
+/// Reference 003 "Hard-coded rules": a request that was never written (no stream id) goes to
+/// the next node, whatever its idempotence.
+#[test]
+fn a_request_never_written_goes_to_the_next_node() {
+    let policy = ReboundRetryPolicy::new(support::registry()).unwrap();
+    for idempotent in [false, true] {
+        let answer = policy.session().decide(
+            &RequestAttemptError::UnableToAllocStreamId,
+            idempotent,
+            Consistency::One,
+        );
+        assert_eq!(answer, RetryDecision::RetryNextTarget(None));
+    }
+}
+
+/// Reference 001 "Capping the Retry Duration": past the request timeout the policy's retry
+/// becomes a timeout, which the driver hears as "do not retry".
+#[test]
+fn past_the_request_timeout_nothing_is_retried() {
+    let policy = ReboundRetryPolicy::new(support::registry())
+        .unwrap()
+        .request_timeout(Duration::from_millis(20));
+    let mut session = policy.session();
+    std::thread::sleep(Duration::from_millis(40));
+    let answer = session.decide(&unavailable(), true, Consistency::Quorum);
+    assert_eq!(answer, RetryDecision::DontRetry);
+}

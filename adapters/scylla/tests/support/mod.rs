@@ -1,0 +1,55 @@
+//! A registry for the adapter's tests: the built-in Cassandra policies and their WebAssembly
+//! builds (`scripts/build-guests.sh`), each as a named policy.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use rebound::registry::{PolicyRegistry, RegistryConfig};
+
+/// The component `name` built by `scripts/build-guests.sh`.
+pub fn guest(name: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../build/guests")
+        .join(format!("{name}.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: build the guests first with ./scripts/build-guests.sh (./scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// The registry configuration of the Cassandra policies, native and WebAssembly.
+pub fn config_text() -> String {
+    format!(
+        "default_policy = \"cassandra-default\"\ncache_dir = false\n[watch]\nenabled = false\n\
+         [policies.cassandra-default]\nbuiltin = \"cassandra-default\"\n\
+         [policies.cassandra-downgrading]\nbuiltin = \"cassandra-downgrading-consistency\"\n\
+         [policies.wasm-cassandra-default]\ncomponent = {:?}\n\
+         [policies.wasm-cassandra-downgrading]\ncomponent = {:?}\n\
+         [profiles.downgrading]\npolicy = \"cassandra-downgrading\"\n",
+        guest("cassandra_default"),
+        guest("cassandra_downgrading_consistency"),
+    )
+}
+
+/// One registry for a test binary.
+pub fn registry() -> Arc<PolicyRegistry> {
+    static REGISTRY: OnceLock<Arc<PolicyRegistry>> = OnceLock::new();
+    Arc::clone(REGISTRY.get_or_init(|| {
+        let config = RegistryConfig::parse(&config_text(), "rebound.toml".as_ref(), ".".as_ref())
+            .unwrap_or_else(|e| panic!("{e}"));
+        Arc::new(PolicyRegistry::new(config).unwrap_or_else(|e| panic!("{e}")))
+    }))
+}
+
+/// The sha256 (hex) of guest `name`: the hash a version loaded from it reports.
+pub fn hash(name: &str) -> String {
+    use sha2::Digest;
+    let bytes = std::fs::read(guest(name)).unwrap();
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
