@@ -17,6 +17,9 @@ fi
 # Each step says when it began, so a slow step shows in the log.
 step() { printf '\n== %s (at %dm%02ds)\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
 
+step "build dependencies (OpenSSL for the Couchbase SDK)"
+./scripts/build-deps.sh
+
 step "formatting (cargo fmt --check: the workspace, the policies, the test guests)"
 cargo fmt --all --check
 (cd policies && cargo fmt --all --check)

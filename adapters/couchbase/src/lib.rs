@@ -1,0 +1,14 @@
+//! Rebound's policies as the `RetryStrategy` of the Couchbase Rust SDK (`couchbase-core`): the
+//! SDK asks [`ReboundRetryStrategy`] whether and when to retry a failed operation, and a
+//! [`PolicyRegistry`](rebound::registry::PolicyRegistry) decides — policies named, routed,
+//! hot-swapped, counted and logged as in `rebound serve` (docs/adapters.md).
+//!
+//! - [`reasons`]: every SDK retry reason as Rebound's (reference 001 "RetryReason").
+//! - [`ReboundRetryStrategy`]: the SDK's strategy on a registry.
+
+#![deny(missing_docs)]
+
+pub mod reasons;
+mod strategy;
+
+pub use strategy::ReboundRetryStrategy;

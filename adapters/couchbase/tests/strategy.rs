@@ -1,0 +1,205 @@
+//! The adapter through the SDK's public types (issue 17, points 2 and 4): every retry reason of
+//! couchbase-core 1.1 maps to one of Rebound's (reference 001 "RetryReason"), its facts
+//! (idempotence, retries so far) reach the policy, the answer comes back as the SDK's
+//! `RetryAction`, and a policy file replaced while operations fail is picked up with no
+//! failed operation.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use couchbase_core::retry::{RetryReason as SdkReason, RetryStrategy};
+use rebound::decision_log::{DecisionLog, DecisionLogConfig};
+use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::ReasonKind;
+use rebound_couchbase::reasons::to_rebound;
+use rebound_couchbase::ReboundRetryStrategy;
+
+/// Every reason couchbase-core 1.1.0 defines.
+const SDK_REASONS: [SdkReason; 18] = [
+    SdkReason::KvNotMyVbucket,
+    SdkReason::KvInvalidVbucketMap,
+    SdkReason::KvTemporaryFailure,
+    SdkReason::KvCollectionOutdated,
+    SdkReason::KvErrorMapRetryIndicated,
+    SdkReason::KvLocked,
+    SdkReason::KvSyncWriteInProgress,
+    SdkReason::KvSyncWriteRecommitInProgress,
+    SdkReason::ServiceNotAvailable,
+    SdkReason::SocketClosedWhileInFlight,
+    SdkReason::SocketNotAvailable,
+    SdkReason::QueryPreparedStatementFailure,
+    SdkReason::QueryIndexNotFound,
+    SdkReason::QueryErrorRetryable,
+    SdkReason::SearchTooManyRequests,
+    SdkReason::HttpSendRequestFailed,
+    SdkReason::HttpConnectFailed,
+    SdkReason::NotReady,
+];
+
+fn registry() -> Arc<PolicyRegistry> {
+    let config = RegistryConfig::parse(
+        "default_policy = \"standard\"\ncache_dir = false\n[watch]\nenabled = false\n\
+         [policies.standard]\nbuiltin = \"best-effort\"\n\
+         [policies.strict]\nbuiltin = \"fail-fast\"\n",
+        "rebound.toml".as_ref(),
+        ".".as_ref(),
+    )
+    .unwrap();
+    Arc::new(PolicyRegistry::new(config).unwrap())
+}
+
+/// Every SDK reason is one Rebound knows, under the SDK's own name where the RFC has it, and
+/// agrees with the SDK on whether a non-idempotent operation may be retried for it.
+#[test]
+fn every_sdk_reason_maps_to_a_known_reason() {
+    // The SDK's additions, and their RFC reasons (docs/adapters.md).
+    let renamed = [
+        ("KV_INVALID_VBUCKET_MAP", "KV_NOT_MY_VBUCKET"),
+        (
+            "KV_SYNC_WRITE_RECOMMIT_IN_PROGRESS",
+            "KV_SYNC_WRITE_RE_COMMIT_IN_PROGRESS",
+        ),
+        ("QUERY_ERROR_RETRYABLE", "SERVICE_RESPONSE_CODE_INDICATED"),
+        ("HTTP_SEND_REQUEST_FAILED", "SOCKET_NOT_AVAILABLE"),
+        ("HTTP_CONNECT_FAILED", "SOCKET_NOT_AVAILABLE"),
+        ("NOT_READY", "GLOBAL_CONFIG_LOAD_IN_PROGRESS"),
+    ];
+    for sdk in SDK_REASONS {
+        let ours = to_rebound(sdk);
+        assert_ne!(ours.kind(), ReasonKind::Unknown, "{sdk}");
+        let name = sdk.to_string();
+        let expected = renamed
+            .iter()
+            .find(|(from, _)| *from == name)
+            .map_or(name.as_str(), |(_, to)| to);
+        assert_eq!(ours.name(), expected, "{sdk}");
+        assert_eq!(
+            ours.allows_non_idempotent_retry(),
+            sdk.allows_non_idempotent_retry(),
+            "{sdk}: may a non-idempotent operation be retried?"
+        );
+    }
+}
+
+/// Reference 001 "RetryReason" and the safety guard: KV_LOCKED may retry a non-idempotent
+/// operation; SOCKET_CLOSED_WHILE_IN_FLIGHT retries it only when idempotent — the old rule,
+/// held through the adapter. Best effort's delay grows with the retries the SDK counted.
+#[test]
+fn the_sdk_facts_reach_the_policy_and_its_delay_comes_back() {
+    let strategy = ReboundRetryStrategy::new(registry());
+    let first = strategy.decide(false, 0, SdkReason::KvLocked).unwrap();
+    let later = strategy.decide(false, 5, SdkReason::KvLocked).unwrap();
+    assert!(first.duration < later.duration, "{first:?} {later:?}");
+    assert!(strategy
+        .decide(false, 0, SdkReason::SocketClosedWhileInFlight)
+        .is_none());
+    assert!(strategy
+        .decide(true, 0, SdkReason::SocketClosedWhileInFlight)
+        .is_some());
+    let strict = ReboundRetryStrategy::new(registry())
+        .policy("strict")
+        .unwrap();
+    assert!(strict.decide(true, 0, SdkReason::KvLocked).is_none());
+    // What the SDK is given: a strategy object.
+    let _: Arc<dyn RetryStrategy> = Arc::new(strict);
+}
+
+#[test]
+fn an_unknown_policy_is_refused_naming_the_known_ones() {
+    let error = ReboundRetryStrategy::new(registry())
+        .policy("nope")
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("no policy named `nope`"), "{error}");
+    assert!(error.contains("standard, strict"), "{error}");
+}
+
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn guest(name: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../build/guests")
+        .join(format!("{name}.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: ./scripts/build-guests.sh",
+        path.display()
+    );
+    path
+}
+
+/// Issue 17 point 4: the policy file (best effort from Rust, then from C) is replaced while
+/// four threads ask about locked documents: every answer is a retry, and the decision log
+/// shows both versions deciding.
+#[test]
+fn a_replaced_policy_file_decides_while_operations_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("policy.wasm");
+    std::fs::copy(guest("best_effort"), &file).unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        "default_policy = \"p\"\ncache_dir = false\n[watch]\nenabled = true\ndebounce_ms = 20\n\
+         [policies.p]\ncomponent = \"policy.wasm\"\n",
+    )
+    .unwrap();
+    let registry = Arc::new(PolicyRegistry::from_file(&dir.path().join("rebound.toml")).unwrap());
+    let _watcher = registry.watch().unwrap();
+    let lines = Lines::default();
+    registry.set_decision_log(Some(DecisionLog::to_writer(
+        &DecisionLogConfig::default(),
+        lines.clone(),
+    )));
+    let first = registry.active("p").unwrap().version().to_owned();
+    let strategy = ReboundRetryStrategy::new(Arc::clone(&registry));
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let action = strategy.decide(false, 1, SdkReason::KvLocked);
+                    assert!(action.is_some(), "an operation failed");
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let replacement = dir.path().join("policy.wasm.new");
+        std::fs::copy(guest("c_best_effort"), &replacement).unwrap();
+        std::fs::rename(&replacement, &file).unwrap();
+        let started = Instant::now();
+        while registry.active("p").unwrap().version() == first {
+            assert!(started.elapsed() < Duration::from_secs(60), "no reload");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let second = registry.active("p").unwrap().version().to_owned();
+    registry.set_decision_log(None);
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let versions: std::collections::BTreeSet<String> = text
+        .lines()
+        .map(|l| {
+            let line: serde_json::Value = serde_json::from_str(l).unwrap();
+            line["version"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert!(
+        versions.contains(&first) && versions.contains(&second),
+        "{versions:?}"
+    );
+}

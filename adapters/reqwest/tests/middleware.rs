@@ -1,0 +1,354 @@
+//! The middleware end to end against real HTTP servers started by the test (issue 17, points 3
+//! and 4): wiremock scripting the services' answers, and a bare TCP server that drops the
+//! connection after reading the request (a connection reset mid-flight).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rebound::decision_log::{DecisionLog, DecisionLogConfig};
+use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::Service;
+use rebound_reqwest::{Idempotent, ReboundMiddleware};
+use reqwest_middleware::ClientWithMiddleware;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
+
+/// A registry deciding with the built-in best effort.
+fn registry() -> Arc<PolicyRegistry> {
+    let config = RegistryConfig::parse(
+        "default_policy = \"standard\"\ncache_dir = false\n[watch]\nenabled = false\n\
+         [policies.standard]\nbuiltin = \"best-effort\"\n",
+        "rebound.toml".as_ref(),
+        ".".as_ref(),
+    )
+    .unwrap();
+    Arc::new(PolicyRegistry::new(config).unwrap())
+}
+
+/// A client with the middleware; redirects are answers to classify (views), not followed.
+fn client(registry: Arc<PolicyRegistry>) -> ClientWithMiddleware {
+    let inner = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    reqwest_middleware::ClientBuilder::new(inner)
+        .with(ReboundMiddleware::new(registry))
+        .build()
+}
+
+/// Reference 001 "Response Code Retry List", views: a 503 is a VIEWS_TEMPORARY_FAILURE, retried
+/// (best effort); the second answer, a 200, is the response.
+#[tokio::test]
+async fn a_views_503_then_200_is_retried_once() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/view"))
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/view"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("rows"))
+        .mount(&server)
+        .await;
+    let response = client(registry())
+        .get(format!("{}/view", server.uri()))
+        .with_extension(Service::Views)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), "rows");
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+/// Search 429 is SEARCH_TOO_MANY_REQUESTS; its `Retry-After: 1` is honoured (best effort's
+/// own first delay is 1 ms): the retry waits at least a second.
+#[tokio::test]
+async fn a_search_429_waits_its_retry_after() {
+    let server = MockServer::start().await;
+    Mock::given(path("/api/index/i/query"))
+        .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "1"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/api/index/i/query"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&server)
+        .await;
+    let started = Instant::now();
+    let response = client(registry())
+        .post(format!("{}/api/index/i/query", server.uri()))
+        .body("{}")
+        .with_extension(Service::Search)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+/// Query 4040 (a prepared statement the node lost) is QUERY_PREPARED_STATEMENT_FAILURE, which
+/// may be retried even for a query that is not read-only; a 5000 without
+/// `queryport.indexNotFound` is not retried, and its answer comes back whole.
+#[tokio::test]
+async fn query_error_codes_are_read_from_the_body() {
+    let server = MockServer::start().await;
+    let lost = r#"{"errors":[{"code":4040,"msg":"No such prepared statement: p1"}]}"#;
+    Mock::given(path("/query/service"))
+        .respond_with(ResponseTemplate::new(404).set_body_string(lost))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/query/service"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"results":[]}"#))
+        .mount(&server)
+        .await;
+    let client = client(registry());
+    let response = client
+        .post(format!("{}/query/service", server.uri()))
+        .body(r#"{"prepared":"p1"}"#)
+        .with_extension(Service::Query)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+
+    let other = MockServer::start().await;
+    let internal = r#"{"errors":[{"code":5000,"msg":"General error"}]}"#;
+    Mock::given(path("/query/service"))
+        .respond_with(
+            ResponseTemplate::new(500)
+                .insert_header("x-couchbase", "yes")
+                .set_body_string(internal),
+        )
+        .mount(&other)
+        .await;
+    let response = client
+        .post(format!("{}/query/service", other.uri()))
+        .body("{}")
+        .with_extension(Service::Query)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 500);
+    assert_eq!(response.headers()["x-couchbase"], "yes");
+    assert_eq!(response.text().await.unwrap(), internal);
+    assert_eq!(other.received_requests().await.unwrap().len(), 1);
+}
+
+/// A server that reads each request and drops the first `resets` connections without an
+/// answer, then answers 200; returns its address and the count of connections accepted.
+async fn resetting_server(resets: u64) -> (String, Arc<AtomicU64>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicU64::new(0));
+    let count = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let n = count.fetch_add(1, Ordering::SeqCst);
+            let mut buf = vec![0; 4096];
+            let _ = socket.read(&mut buf).await;
+            if n >= resets {
+                let answer = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+            // Dropped: closed without an answer when n < resets.
+        }
+    });
+    (address, accepted)
+}
+
+/// A connection closed after the request was written (reference 001: SOCKET_CLOSED_WHILE_IN_FLIGHT)
+/// is retried for an idempotent search request.
+#[tokio::test]
+async fn a_connection_reset_mid_flight_is_retried_when_idempotent() {
+    let (address, accepted) = resetting_server(1).await;
+    let response = client(registry())
+        .get(format!("{address}/api/index/i"))
+        .with_extension(Service::Search)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+/// Unsafe retries lose data (reference 001 "Idempotent Operation List", the safety guard): a
+/// query that is not read-only, written and then cut off, is never sent again — the old rule,
+/// held through the middleware. Declared idempotent, the same request is retried.
+#[tokio::test]
+async fn a_written_post_that_is_not_idempotent_is_never_sent_again() {
+    let (address, accepted) = resetting_server(1).await;
+    let result = client(registry())
+        .post(format!("{address}/query/service"))
+        .body(r#"{"statement":"UPDATE b SET x = x + 1"}"#)
+        .with_extension(Service::Query)
+        .send()
+        .await;
+    assert!(result.is_err(), "{result:?}");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "sent once");
+
+    let (address, accepted) = resetting_server(1).await;
+    let response = client(registry())
+        .post(format!("{address}/query/service"))
+        .body(r#"{"statement":"SELECT 1"}"#)
+        .with_extension(Service::Query)
+        .with_extension(Idempotent(true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+/// A request that names no service is sent once and handed back as it came; one naming a
+/// service that is not HTTP is refused with an error naming it.
+#[tokio::test]
+async fn requests_without_an_http_service_are_not_retried() {
+    let server = MockServer::start().await;
+    Mock::given(path("/x"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&server)
+        .await;
+    let client = client(registry());
+    let response = client
+        .get(format!("{}/x", server.uri()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    let error = client
+        .get(format!("{}/x", server.uri()))
+        .with_extension(Service::Kv)
+        .send()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("`kv` is not an HTTP service"), "{error}");
+}
+
+/// Answers 503 and 200 in turn, whoever asks.
+struct Alternating(AtomicU64);
+
+impl Respond for Alternating {
+    fn respond(&self, _: &wiremock::Request) -> ResponseTemplate {
+        match self.0.fetch_add(1, Ordering::SeqCst) % 2 {
+            0 => ResponseTemplate::new(503),
+            _ => ResponseTemplate::new(200),
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn guest(name: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../build/guests")
+        .join(format!("{name}.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: ./scripts/build-guests.sh",
+        path.display()
+    );
+    path
+}
+
+/// Issue 17 point 4: the policy file is replaced (best effort built from Rust, then from C)
+/// while requests flow; every request ends with its 200, and the decision log shows both
+/// versions deciding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_policy_file_decides_while_requests_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("policy.wasm");
+    std::fs::copy(guest("best_effort"), &file).unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        "default_policy = \"p\"\ncache_dir = false\n[watch]\nenabled = true\ndebounce_ms = 20\n\
+         [policies.p]\ncomponent = \"policy.wasm\"\n",
+    )
+    .unwrap();
+    let registry = Arc::new(PolicyRegistry::from_file(&dir.path().join("rebound.toml")).unwrap());
+    let _watcher = registry.watch().unwrap();
+    let lines = Lines::default();
+    let log = DecisionLog::to_writer(&DecisionLogConfig::default(), lines.clone());
+    registry.set_decision_log(Some(log));
+    let first = registry.active("p").unwrap().version().to_owned();
+    let server = MockServer::start().await;
+    Mock::given(path("/view"))
+        .respond_with(Alternating(AtomicU64::new(0)))
+        .mount(&server)
+        .await;
+    let client = client(Arc::clone(&registry));
+    let url = format!("{}/view", server.uri());
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flow = |client: ClientWithMiddleware,
+                url: String,
+                stop: Arc<std::sync::atomic::AtomicBool>| async move {
+        while !stop.load(Ordering::SeqCst) {
+            let response = client
+                .get(&url)
+                .with_extension(Service::Views)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200, "a request failed");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    let flows: Vec<_> = (0..3)
+        .map(|_| tokio::spawn(flow(client.clone(), url.clone(), Arc::clone(&stop))))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let replacement = dir.path().join("policy.wasm.new");
+    std::fs::copy(guest("c_best_effort"), &replacement).unwrap();
+    std::fs::rename(&replacement, &file).unwrap();
+    let started = Instant::now();
+    while registry.active("p").unwrap().version() == first {
+        assert!(started.elapsed() < Duration::from_secs(60), "no reload");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, Ordering::SeqCst);
+    for flow in flows {
+        flow.await.unwrap();
+    }
+    let second = registry.active("p").unwrap().version().to_owned();
+    registry.set_decision_log(None); // writes what it holds
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let versions: std::collections::BTreeSet<String> = text
+        .lines()
+        .map(|l| {
+            let line: serde_json::Value = serde_json::from_str(l).unwrap();
+            line["version"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert!(
+        versions.contains(&first) && versions.contains(&second),
+        "{versions:?}"
+    );
+}
