@@ -4,18 +4,19 @@
 //! `RetryAction`, and a policy file replaced while operations fail is picked up with no
 //! failed operation.
 
-use std::io::Write;
-use std::path::PathBuf;
+#[path = "../../test_support.rs"]
+mod test_support;
+
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use couchbase_core::retry::{RetryReason as SdkReason, RetryStrategy};
-use rebound::decision_log::{DecisionLog, DecisionLogConfig};
 use rebound::registry::{PolicyRegistry, RegistryConfig};
 use rebound::ReasonKind;
 use rebound_couchbase::reasons::to_rebound;
 use rebound_couchbase::ReboundRetryStrategy;
+use test_support::WatchedPolicy;
 
 /// Every reason couchbase-core 1.1.0 defines.
 const SDK_REASONS: [SdkReason; 18] = [
@@ -117,54 +118,13 @@ fn an_unknown_policy_is_refused_naming_the_known_ones() {
     assert!(error.contains("standard, strict"), "{error}");
 }
 
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn guest(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../build/guests")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: ./scripts/build-guests.sh",
-        path.display()
-    );
-    path
-}
-
 /// Issue 17 point 4: the policy file (best effort from Rust, then from C) is replaced while
 /// four threads ask about locked documents: every answer is a retry, and the decision log
 /// shows both versions deciding.
 #[test]
 fn a_replaced_policy_file_decides_while_operations_fail() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("policy.wasm");
-    std::fs::copy(guest("best_effort"), &file).unwrap();
-    std::fs::write(
-        dir.path().join("rebound.toml"),
-        "default_policy = \"p\"\ncache_dir = false\n[watch]\nenabled = true\ndebounce_ms = 20\n\
-         [policies.p]\ncomponent = \"policy.wasm\"\n",
-    )
-    .unwrap();
-    let registry = Arc::new(PolicyRegistry::from_file(&dir.path().join("rebound.toml")).unwrap());
-    let _watcher = registry.watch().unwrap();
-    let lines = Lines::default();
-    registry.set_decision_log(Some(DecisionLog::to_writer(
-        &DecisionLogConfig::default(),
-        lines.clone(),
-    )));
-    let first = registry.active("p").unwrap().version().to_owned();
-    let strategy = ReboundRetryStrategy::new(Arc::clone(&registry));
+    let policy = WatchedPolicy::new("best_effort");
+    let strategy = ReboundRetryStrategy::new(Arc::clone(&policy.registry));
     let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
         for _ in 0..4 {
@@ -177,29 +137,9 @@ fn a_replaced_policy_file_decides_while_operations_fail() {
             });
         }
         std::thread::sleep(Duration::from_millis(100));
-        let replacement = dir.path().join("policy.wasm.new");
-        std::fs::copy(guest("c_best_effort"), &replacement).unwrap();
-        std::fs::rename(&replacement, &file).unwrap();
-        let started = Instant::now();
-        while registry.active("p").unwrap().version() == first {
-            assert!(started.elapsed() < Duration::from_secs(60), "no reload");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        policy.replace_with("c_best_effort");
         std::thread::sleep(Duration::from_millis(100));
         stop.store(true, Ordering::Relaxed);
     });
-    let second = registry.active("p").unwrap().version().to_owned();
-    registry.set_decision_log(None);
-    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
-    let versions: std::collections::BTreeSet<String> = text
-        .lines()
-        .map(|l| {
-            let line: serde_json::Value = serde_json::from_str(l).unwrap();
-            line["version"].as_str().unwrap().to_owned()
-        })
-        .collect();
-    assert!(
-        versions.contains(&first) && versions.contains(&second),
-        "{versions:?}"
-    );
+    policy.assert_both_versions_decided();
 }

@@ -2,17 +2,18 @@
 //! and 4): wiremock scripting the services' answers, and a bare TCP server that drops the
 //! connection after reading the request (a connection reset mid-flight).
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+#[path = "../../test_support.rs"]
+mod test_support;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rebound::decision_log::{DecisionLog, DecisionLogConfig};
 use rebound::registry::{PolicyRegistry, RegistryConfig};
 use rebound::Service;
 use rebound_reqwest::{Idempotent, ReboundMiddleware};
 use reqwest_middleware::ClientWithMiddleware;
+use test_support::WatchedPolicy;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
@@ -253,102 +254,43 @@ impl Respond for Alternating {
     }
 }
 
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn guest(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../build/guests")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: ./scripts/build-guests.sh",
-        path.display()
-    );
-    path
-}
-
 /// Issue 17 point 4: the policy file is replaced (best effort built from Rust, then from C)
 /// while requests flow; every request ends with its 200, and the decision log shows both
 /// versions deciding.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replaced_policy_file_decides_while_requests_flow() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("policy.wasm");
-    std::fs::copy(guest("best_effort"), &file).unwrap();
-    std::fs::write(
-        dir.path().join("rebound.toml"),
-        "default_policy = \"p\"\ncache_dir = false\n[watch]\nenabled = true\ndebounce_ms = 20\n\
-         [policies.p]\ncomponent = \"policy.wasm\"\n",
-    )
-    .unwrap();
-    let registry = Arc::new(PolicyRegistry::from_file(&dir.path().join("rebound.toml")).unwrap());
-    let _watcher = registry.watch().unwrap();
-    let lines = Lines::default();
-    let log = DecisionLog::to_writer(&DecisionLogConfig::default(), lines.clone());
-    registry.set_decision_log(Some(log));
-    let first = registry.active("p").unwrap().version().to_owned();
+    let policy = WatchedPolicy::new("best_effort");
     let server = MockServer::start().await;
     Mock::given(path("/view"))
         .respond_with(Alternating(AtomicU64::new(0)))
         .mount(&server)
         .await;
-    let client = client(Arc::clone(&registry));
+    let client = client(Arc::clone(&policy.registry));
     let url = format!("{}/view", server.uri());
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flow = |client: ClientWithMiddleware,
-                url: String,
-                stop: Arc<std::sync::atomic::AtomicBool>| async move {
-        while !stop.load(Ordering::SeqCst) {
-            let response = client
-                .get(&url)
-                .with_extension(Service::Views)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(response.status(), 200, "a request failed");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    };
+    let stop = Arc::new(AtomicBool::new(false));
     let flows: Vec<_> = (0..3)
-        .map(|_| tokio::spawn(flow(client.clone(), url.clone(), Arc::clone(&stop))))
+        .map(|_| {
+            let (client, url, stop) = (client.clone(), url.clone(), Arc::clone(&stop));
+            tokio::spawn(async move {
+                while !stop.load(Ordering::SeqCst) {
+                    let response = client
+                        .get(&url)
+                        .with_extension(Service::Views)
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(response.status(), 200, "a request failed");
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+        })
         .collect();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let replacement = dir.path().join("policy.wasm.new");
-    std::fs::copy(guest("c_best_effort"), &replacement).unwrap();
-    std::fs::rename(&replacement, &file).unwrap();
-    let started = Instant::now();
-    while registry.active("p").unwrap().version() == first {
-        assert!(started.elapsed() < Duration::from_secs(60), "no reload");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    tokio::task::block_in_place(|| policy.replace_with("c_best_effort"));
     tokio::time::sleep(Duration::from_millis(200)).await;
     stop.store(true, Ordering::SeqCst);
     for flow in flows {
         flow.await.unwrap();
     }
-    let second = registry.active("p").unwrap().version().to_owned();
-    registry.set_decision_log(None); // writes what it holds
-    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
-    let versions: std::collections::BTreeSet<String> = text
-        .lines()
-        .map(|l| {
-            let line: serde_json::Value = serde_json::from_str(l).unwrap();
-            line["version"].as_str().unwrap().to_owned()
-        })
-        .collect();
-    assert!(
-        versions.contains(&first) && versions.contains(&second),
-        "{versions:?}"
-    );
+    policy.assert_both_versions_decided();
 }

@@ -2,23 +2,14 @@
 //! builds (`scripts/build-guests.sh`), each as a named policy.
 #![allow(dead_code)] // each test binary uses a different subset
 
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use rebound::registry::{PolicyRegistry, RegistryConfig};
 
-/// The component `name` built by `scripts/build-guests.sh`.
-pub fn guest(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../build/guests")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: build the guests first with ./scripts/build-guests.sh (./scripts/test.sh does)",
-        path.display()
-    );
-    path
-}
+#[path = "../../../test_support.rs"]
+mod test_support;
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use test_support::{guest, WatchedPolicy};
 
 /// The registry configuration of the Cassandra policies, native and WebAssembly.
 pub fn config_text() -> String {
@@ -42,14 +33,4 @@ pub fn registry() -> Arc<PolicyRegistry> {
             .unwrap_or_else(|e| panic!("{e}"));
         Arc::new(PolicyRegistry::new(config).unwrap_or_else(|e| panic!("{e}")))
     }))
-}
-
-/// The sha256 (hex) of guest `name`: the hash a version loaded from it reports.
-pub fn hash(name: &str) -> String {
-    use sha2::Digest;
-    let bytes = std::fs::read(guest(name)).unwrap();
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
