@@ -13,8 +13,9 @@ use rebound::{Decision, DecisionContext, Request, RequestType};
 
 use crate::reasons::{request_type_of, to_rebound};
 
-/// The Couchbase SDK's `RetryStrategy` on a [`PolicyRegistry`]: set it on the cluster's options
-/// or on one operation's (`retry_strategy`), as the SDK allows.
+/// The Couchbase SDK's `RetryStrategy` on a [`PolicyRegistry`]: couchbase-core 1.1 takes one in
+/// each operation's options (`retry_strategy` of the CRUD, query, search, analytics and
+/// management options); it has no cluster-wide setting of its own (its default is fail-fast).
 #[derive(Debug, Clone)]
 pub struct ReboundRetryStrategy {
     registry: Arc<PolicyRegistry>,
