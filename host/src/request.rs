@@ -243,6 +243,18 @@ impl Request {
         request_type: RequestType,
         timeout: Duration,
     ) -> Result<Self, RequestError> {
+        Self::new_at(id, request_type, timeout, Instant::now())
+    }
+
+    /// A new request that started at `start`, for a caller that noted the moment already (a
+    /// driver's retry session, a replay, a virtual clock): [`new`](Self::new) without its
+    /// clock read.
+    pub fn new_at(
+        id: u64,
+        request_type: RequestType,
+        timeout: Duration,
+        start: Instant,
+    ) -> Result<Self, RequestError> {
         if timeout.is_zero() {
             return Err(RequestError::ZeroTimeout);
         }
@@ -254,7 +266,7 @@ impl Request {
             method: None,
             retry_attempts: 0,
             retry_reasons: SmallVec::new(),
-            start: Instant::now(),
+            start,
             timeout,
             client_context: Arc::default(),
             last_dispatched_to: None,

@@ -106,7 +106,7 @@ pub enum Ending {
 ///
 /// # futures::executor::block_on(async {
 /// let start = Instant::now();
-/// let request = Request::new(1, RequestType::Get, Duration::from_secs(2))?.started_at(start);
+/// let request = Request::new_at(1, RequestType::Get, Duration::from_secs(2), start)?;
 /// let mut retry = RetryLoop::new(request);
 /// assert_eq!(retry.next_attempt().number, 0);
 ///

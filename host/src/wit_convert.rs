@@ -141,14 +141,13 @@ macro_rules! __wit_conversions {
             let start = now
                 .checked_sub(::std::time::Duration::from_millis(r.elapsed_ms))
                 .unwrap_or(now);
-            let mut req = match $crate::Request::new(r.id, request_type_to_host(r.request_type), timeout) {
+            let mut req = match $crate::Request::new_at(r.id, request_type_to_host(r.request_type), timeout, start) {
                 Ok(req) => req,
                 Err(_) => unreachable!("timeout is at least 1 ms"),
             };
             req = req
                 .readonly(r.readonly)
                 .idempotent(r.idempotent)
-                .started_at(start)
                 .with_retry_attempts(r.retry_attempts);
             if let Some(level) = r.consistency {
                 req = req.consistency(consistency_to_host(level));

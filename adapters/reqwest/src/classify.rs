@@ -30,6 +30,17 @@ pub fn answer(service: Service, status: u16, body: &str) -> Option<Classificatio
     Some(classify(response, None))
 }
 
+/// Whether classifying a non-2xx answer with `status` from `service` reads its body: query and
+/// analytics answers always (their error codes), views answers with 404 or 500 (reference 001
+/// "Response Code Retry List"), others never.
+pub fn reads_body(service: Service, status: u16) -> bool {
+    match service {
+        Service::Query | Service::Analytics => true,
+        Service::Views => matches!(status, 404 | 500),
+        _ => false,
+    }
+}
+
 /// The code and message of the first entry of a JSON body's `errors`.
 fn first_error(body: &str) -> Option<(u32, String)> {
     let json: Value = serde_json::from_str(body).ok()?;

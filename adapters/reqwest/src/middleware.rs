@@ -35,7 +35,7 @@ pub struct ReboundMiddleware {
 /// Request ids for the requests the middleware describes.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// What came back from one attempt: the answer (rebuilt after its body was read) or the error.
+/// What came back from one attempt: the response or the error.
 type Attempted = reqwest_middleware::Result<reqwest::Response>;
 
 impl ReboundMiddleware {
@@ -112,14 +112,41 @@ fn http_method(method: &http::Method) -> Option<HttpMethod> {
     })
 }
 
+/// What an attempt brought back, handed to the caller should no retry follow.
+enum Answer {
+    /// The response or the error as the client gave it.
+    AsSent(Attempted),
+    /// A response whose body was read to classify it, in parts (made a client response again
+    /// only when handed back).
+    Read(http::Response<bytes::Bytes>),
+}
+
+impl Answer {
+    /// The caller's response or error.
+    fn hand_back(self) -> Attempted {
+        match self {
+            Answer::AsSent(attempted) => attempted,
+            Answer::Read(response) => Ok(reqwest::Response::from(response)),
+        }
+    }
+
+    /// Lets the connection go back to the client's pool before the request is sent again: an
+    /// answer's body left unread closes its connection.
+    async fn finish(self) {
+        if let Answer::AsSent(Ok(response)) = self {
+            let _ = response.bytes().await;
+        }
+    }
+}
+
 /// Why one attempt failed, if it did: the reason and the server's pushback, with the attempt's
-/// outcome to hand back should no retry follow.
+/// answer to hand back should no retry follow.
 async fn failure(
     service: Service,
     attempted: Attempted,
     request: &mut Request,
-) -> Result<(RetryReason, Option<Pushback>, Attempted), Attempted> {
-    let response = match attempted {
+) -> Result<(RetryReason, Option<Pushback>, Answer), Attempted> {
+    let mut response = match attempted {
         Ok(response) if response.status().is_success() => return Err(Ok(response)),
         Ok(response) => response,
         Err(error) => {
@@ -134,33 +161,37 @@ async fn failure(
                 }
                 reqwest_middleware::Error::Middleware(_) => return Err(Err(error)),
             };
-            return Ok((reason, None, Err(error)));
+            return Ok((reason, None, Answer::AsSent(Err(error))));
         }
     };
-    request.mark_dispatched(response.url().to_string());
+    request.mark_dispatched(response.url().as_str());
     let status = response.status();
-    let version = response.version();
-    let headers = response.headers().clone();
-    let body = match response.bytes().await {
-        Ok(body) => body,
-        Err(error) => {
-            let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
-            return Ok((reason, None, Err(error.into())));
-        }
-    };
-    let pushback = headers
-        .get(http::header::RETRY_AFTER)
+    let pushback = (response.headers().get(http::header::RETRY_AFTER))
         .map(|value| Pushback::from_retry_after(value.to_str().unwrap_or(""), SystemTime::now()));
-    let text = String::from_utf8_lossy(&body);
-    let classification = classify::answer(service, status.as_u16(), &text);
-    let mut rebuilt = http::Response::new(body);
-    *rebuilt.status_mut() = status;
-    *rebuilt.version_mut() = version;
-    *rebuilt.headers_mut() = headers;
-    let rebuilt = Ok(reqwest::Response::from(rebuilt));
+    let (classification, answer) = if classify::reads_body(service, status.as_u16()) {
+        let version = response.version();
+        let headers = std::mem::take(response.headers_mut());
+        let body = match response.bytes().await {
+            Ok(body) => body,
+            Err(error) => {
+                let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
+                return Ok((reason, None, Answer::AsSent(Err(error.into()))));
+            }
+        };
+        let classification =
+            classify::answer(service, status.as_u16(), &String::from_utf8_lossy(&body));
+        let mut read = http::Response::new(body);
+        *read.status_mut() = status;
+        *read.version_mut() = version;
+        *read.headers_mut() = headers;
+        (classification, Answer::Read(read))
+    } else {
+        let classification = classify::answer(service, status.as_u16(), "");
+        (classification, Answer::AsSent(Ok(response)))
+    };
     match classification {
-        Some(Classification::Retry { reason, .. }) => Ok((reason, pushback, rebuilt)),
-        _ => Err(rebuilt),
+        Some(Classification::Retry { reason, .. }) => Ok((reason, pushback, answer)),
+        _ => Err(answer.hand_back()),
     }
 }
 
@@ -183,22 +214,24 @@ impl Middleware for ReboundMiddleware {
                 return next.run(req, extensions).await;
             };
             let attempted = next.clone().run(attempt, extensions).await;
-            let (reason, pushback, attempted) =
-                match failure(service, attempted, &mut request).await {
-                    Ok(failed) => failed,
-                    Err(done) => return done,
-                };
+            let (reason, pushback, answer) = match failure(service, attempted, &mut request).await {
+                Ok(failed) => failed,
+                Err(done) => return done,
+            };
             let context = DecisionContext::new(&reason).with_pushback(pushback);
             let decided = match self.registry.decide(&mut request, &context).await {
                 Ok(decided) => decided,
                 Err(error) => {
                     tracing::warn!(%error, "no policy decides for the request: not retried");
-                    return attempted;
+                    return answer.hand_back();
                 }
             };
             match decided.decision {
-                Decision::Retry(plan) => tokio::time::sleep(plan.delay).await,
-                _ => return attempted,
+                Decision::Retry(plan) => {
+                    answer.finish().await;
+                    tokio::time::sleep(plan.delay).await;
+                }
+                _ => return answer.hand_back(),
             }
         }
     }

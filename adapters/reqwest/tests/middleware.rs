@@ -149,6 +149,29 @@ async fn query_error_codes_are_read_from_the_body() {
     assert_eq!(other.received_requests().await.unwrap().len(), 1);
 }
 
+/// Reference 001 "Response Code Retry List": a search 400 is not retried. Classified by its
+/// status alone, it comes back as the server sent it — body unread, its URL kept.
+#[tokio::test]
+async fn an_answer_classified_by_its_status_comes_back_untouched() {
+    let server = MockServer::start().await;
+    Mock::given(path("/api/index/travel/query"))
+        .respond_with(ResponseTemplate::new(400).set_body_string("bad query"))
+        .mount(&server)
+        .await;
+    let url = format!("{}/api/index/travel/query", server.uri());
+    let response = client(registry())
+        .post(&url)
+        .body("{}")
+        .with_extension(Service::Search)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(response.url().as_str(), url);
+    assert_eq!(response.text().await.unwrap(), "bad query");
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
+
 /// A server that reads each request and drops the first `resets` connections without an
 /// answer, then answers 200; returns its address and the count of connections accepted.
 async fn resetting_server(resets: u64) -> (String, Arc<AtomicU64>) {

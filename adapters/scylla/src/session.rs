@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
+use rebound::cassandra::ConsistencyLevel;
 use rebound::registry::{PolicyRegistry, RegistryError};
 use rebound::{Decision, DecisionContext, NodeChoice, Request, RequestType};
 use scylla::errors::RequestAttemptError;
@@ -119,17 +120,19 @@ impl ReboundRetryPolicy {
 
 impl Shared {
     /// A new request started at `start`, as the policy describes it to the registry.
-    fn request(&self, start: Instant) -> Request {
+    fn request(&self, start: Instant, idempotent: bool, consistency: ConsistencyLevel) -> Request {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let mut request = Request::new(id, RequestType::Cql, self.request_timeout)
+        let mut request = Request::new_at(id, RequestType::Cql, self.request_timeout, start)
             .expect("a non-zero timeout")
-            .started_at(start);
+            .idempotent(idempotent)
+            .consistency(consistency);
         if let Some(policy) = &self.policy {
             request = request.policy(Arc::clone(policy));
         }
         if let Some(profile) = &self.profile {
             request = request.profile(Arc::clone(profile));
         }
+        request.mark_dispatched("");
         request
     }
 }
@@ -146,7 +149,7 @@ pub struct ReboundRetrySession {
     shared: Arc<Shared>,
     /// When the request started.
     start: Instant,
-    /// The request, made at the first failure; taken out while a decision changes it.
+    /// The request, made at the first failure.
     request: Option<Request>,
 }
 
@@ -170,18 +173,35 @@ impl ReboundRetrySession {
             Mapped::Fixed(decision) => return decision,
             Mapped::Ask(reason) => reason,
         };
-        let request = (self.request.take()).unwrap_or_else(|| self.shared.request(self.start));
-        let mut request = request
-            .idempotent(is_idempotent)
-            .consistency(to_rebound(consistency));
-        if !request.was_dispatched() {
-            request.mark_dispatched("");
-        }
+        let consistency = to_rebound(consistency);
         let context = DecisionContext::new(&reason);
-        let decided = (self.shared.registry)
-            .decide(&mut request, &context)
-            .now_or_never();
-        self.request = Some(request);
+        let decided = match &mut self.request {
+            Some(request) => {
+                if request.is_idempotent() != is_idempotent
+                    || request.consistency_level() != Some(consistency)
+                {
+                    // The driver ran this attempt otherwise than the last decision left it.
+                    *request = request
+                        .clone()
+                        .idempotent(is_idempotent)
+                        .consistency(consistency);
+                }
+                self.shared
+                    .registry
+                    .decide(request, &context)
+                    .now_or_never()
+            }
+            None => {
+                let mut request = self.shared.request(self.start, is_idempotent, consistency);
+                let decided = self
+                    .shared
+                    .registry
+                    .decide(&mut request, &context)
+                    .now_or_never();
+                self.request = Some(request);
+                decided
+            }
+        };
         match decided {
             Some(Ok(decided)) => verdict(&decided.decision),
             Some(Err(error)) => {

@@ -136,3 +136,33 @@ fn past_the_request_timeout_nothing_is_retried() {
     let answer = session.decide(&unavailable(), true, Consistency::Quorum);
     assert_eq!(answer, RetryDecision::DontRetry);
 }
+
+/// Reference 003 "onUnavailableVerdict": the downgrading policy "also triggers a maximum of one
+/// retry". The session keeps its request across the driver's questions: the second question,
+/// asked at the downgraded level the first answer chose, is the request's second failure and is
+/// not retried; a new session starts counting again.
+#[test]
+fn a_session_counts_its_retries_across_the_driver_questions() {
+    let policy = ReboundRetryPolicy::new(support::registry())
+        .unwrap()
+        .profile("downgrading")
+        .unwrap();
+    let mut session = policy.session();
+    let first = session.decide(&unavailable(), true, Consistency::Quorum);
+    assert_eq!(
+        first,
+        RetryDecision::RetrySameTarget(Some(Consistency::One))
+    );
+    let second = session.decide(&unavailable(), true, Consistency::One);
+    assert_eq!(second, RetryDecision::DontRetry);
+    // The driver reports the attempt at another level than the one decided (it may have its
+    // own reasons): still the same request, still its second failure.
+    let mut other = policy.session();
+    let _ = other.decide(&unavailable(), true, Consistency::Quorum);
+    let third = other.decide(&unavailable(), false, Consistency::Quorum);
+    assert_eq!(third, RetryDecision::DontRetry);
+    let fresh = policy
+        .session()
+        .decide(&unavailable(), true, Consistency::Quorum);
+    assert_eq!(fresh, first);
+}

@@ -421,13 +421,13 @@ pub async fn run(
         let timeout_ms = entry
             .timeout_ms
             .unwrap_or_else(|| default_timeout_ms(entry.request_type.service()));
-        let mut request = Request::new(
+        let mut request = Request::new_at(
             i as u64 + 1,
             entry.request_type,
             Duration::from_millis(timeout_ms),
+            sim.at(arrival.t_us),
         )?
-        .readonly(entry.readonly)
-        .started_at(sim.at(arrival.t_us));
+        .readonly(entry.readonly);
         if let Some(idempotent) = entry.idempotent {
             request = request.idempotent(idempotent);
         }

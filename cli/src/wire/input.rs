@@ -288,11 +288,11 @@ impl DecideInput {
         let start = now.checked_sub(elapsed).ok_or_else(|| {
             InputError::new("request.elapsed_ms", "too large for this machine's clock")
         })?;
-        let mut request = Request::new(spec.id.unwrap_or(default_id), request_type, timeout)
-            .map_err(|e| InputError::new("request.timeout_ms", e.to_string()))?
-            .readonly(spec.readonly)
-            .started_at(start)
-            .with_retry_attempts(spec.retry_attempts);
+        let mut request =
+            Request::new_at(spec.id.unwrap_or(default_id), request_type, timeout, start)
+                .map_err(|e| InputError::new("request.timeout_ms", e.to_string()))?
+                .readonly(spec.readonly)
+                .with_retry_attempts(spec.retry_attempts);
         if let Some(method) = spec.method {
             request = request.method(method);
         }
