@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs (idempotently) the servers the end-to-end tests start themselves on loopback:
-# memcached (Debian's package) for the example client's tests (examples/memcached), and
+# memcached (Debian's package) for the example client's tests (examples/memcached),
 # docker-registry (Debian's OCI distribution registry) for pushing and pulling policies
-# (cli/tests/oci.rs). The tests start and stop their own instances; nothing is left running.
+# (cli/tests/oci.rs), and a headless Chromium (Debian's chromium-headless-shell) that loads a
+# page of another site against `rebound serve` (cli/tests/serve.rs). The tests start and stop
+# their own instances; nothing is left running.
 set -euo pipefail
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()
 [ -x /usr/bin/memcached ] || missing+=(memcached)
 [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
+[ -x /usr/bin/chromium-headless-shell ] || missing+=(chromium-headless-shell)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "test services: installing Debian's ${missing[*]}" >&2
   as_root apt-get update -qq
@@ -16,3 +19,4 @@ fi
 # Debian's package may start a system-wide memcached on 11211; the tests use ports of their own.
 echo "test services: $(/usr/bin/memcached -V)" >&2
 echo "test services: $(/usr/bin/docker-registry --version)" >&2
+echo "test services: $(/usr/bin/chromium-headless-shell --version 2>/dev/null | head -1)" >&2

@@ -1,7 +1,8 @@
 //! `rebound serve` as a real process on loopback (issue 5, points 1 and 8): deciding,
 //! classifying, status, health and metrics; bad input answered 4xx naming the field, never
 //! 500; the admin token and the loopback rule; path confinement; a reload while requests
-//! flow; graceful shutdown on SIGTERM.
+//! flow; graceful shutdown on SIGTERM; privileged routes out of a web page's reach, from a real
+//! browser too.
 
 mod support;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -427,6 +428,139 @@ fn privileged_calls_a_web_page_can_send_are_refused() {
     let foreign = [json, bearer, ("Origin", "http://evil.example")];
     assert_eq!(server.post_with_headers(reload, &foreign).0, 403);
     assert_eq!(server.post_with_headers(reload, &[json, bearer]).0, 200);
+}
+
+/// Where Debian's headless Chromium is (`scripts/test-services.sh` installs it).
+const CHROMIUM: &str = "/usr/bin/chromium-headless-shell";
+
+/// A page on another site (`localhost:PORT`, the server being `127.0.0.1:PORT`) that tries what
+/// a web page can make a browser send to a privileged route: a `text/plain` fetch (a "simple"
+/// request, sent without asking), a JSON fetch (which the browser asks about first), and a
+/// `text/plain` form posted into a frame. It then reports what its script saw to `/done`.
+fn hostile_page(server: &str) -> String {
+    format!(
+        r#"<!doctype html><html><body>
+<form id="form" method="POST" enctype="text/plain" target="sink"
+      action="http://{server}/v1/policies/robots/shadow">
+<input name='{{"component":"policy.wasm","x":"' value='"}}'></form>
+<script>
+const serve = "http://{server}/v1/policies/robots";
+const seen = [];
+async function attempt(name, send) {{
+  try {{ const r = await send(); seen.push(name + "=" + r.type + ":" + r.status); }}
+  catch (e) {{ seen.push(name + "=failed"); }}
+}}
+(async () => {{
+  await attempt("plain", () => fetch(serve + "/reload", {{method: "POST", mode: "no-cors",
+    headers: {{"Content-Type": "text/plain"}}, body: "{{}}"}}));
+  await attempt("json", () => fetch(serve + "/promote", {{method: "POST",
+    headers: {{"Content-Type": "application/json"}}, body: "{{}}"}}));
+  const sink = document.createElement("iframe");
+  sink.name = "sink";
+  document.body.appendChild(sink);
+  const posted = new Promise(done => {{ sink.onload = done; }});
+  document.getElementById("form").submit();
+  await posted;
+  seen.push("form=posted");
+  await fetch("/done?" + encodeURIComponent(seen.join(",")));
+}})();
+</script></body></html>"#
+    )
+}
+
+/// Serves `page` at `/` on loopback until a request for `/done?…` arrives, whose query it
+/// sends on `done`; its port.
+fn serve_page(page: String, done: std::sync::mpsc::Sender<String>) -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut line = String::new();
+            if BufReader::new(&stream).read_line(&mut line).is_err() {
+                continue;
+            }
+            let target = line.split(' ').nth(1).unwrap_or("");
+            let (status, body) = match target {
+                "/" => ("200 OK", page.as_str()),
+                _ if target.starts_with("/done?") => {
+                    let _ = done.send(target["/done?".len()..].to_owned());
+                    ("200 OK", "")
+                }
+                _ => ("404 Not Found", ""),
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// Issue 19, point 5, from a real browser: a page on another site loaded by headless Chromium
+/// tries a `text/plain` fetch and a `text/plain` form post at the privileged routes of a
+/// loopback server without a token, and a JSON fetch. The first two reach the server and are
+/// refused (logged with the page's origin); the JSON fetch is stopped by the browser, since
+/// the server grants no cross-origin access; the policy is neither reloaded, shadowed nor
+/// promoted.
+#[test]
+fn a_page_on_another_site_cannot_drive_privileged_routes_from_a_browser() {
+    assert!(
+        std::path::Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: ./scripts/test-services.sh installs Debian's chromium-headless-shell"
+    );
+    let server = start("127.0.0.1:0", None);
+    let (_, before) = server.call("GET", "/v1/policies/robots", "", None);
+    let (done, seen) = std::sync::mpsc::channel();
+    let port = serve_page(hostile_page(server.authority()), done);
+    let profile = tempfile::tempdir().unwrap();
+    let mut browser = std::process::Command::new(CHROMIUM)
+        .args(["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("http://localhost:{port}/"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let seen = seen.recv_timeout(Duration::from_secs(60));
+    let _ = browser.kill();
+    let _ = browser.wait();
+    let seen = seen.expect("the page reported what it saw within 60 s");
+    // A no-cors answer is opaque to the page (status 0); the JSON fetch never got an answer
+    // it may read.
+    assert_eq!(
+        seen, "plain%3Dopaque%3A0%2Cjson%3Dfailed%2Cform%3Dposted",
+        "what the page saw"
+    );
+    let (_, after) = server.call("GET", "/v1/policies/robots", "", None);
+    assert_eq!(
+        after["active"], before["active"],
+        "the policy was not swapped"
+    );
+    assert!(
+        after["shadow"].is_null(),
+        "no shadow trial started: {after}"
+    );
+    let (clean, log) = server.terminate();
+    assert!(clean, "{log}");
+    let origin = format!("http://localhost:{port}");
+    let refusals: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("privileged request refused") && line.contains(&origin))
+        .collect();
+    assert_eq!(refusals.len(), 2, "{log}");
+    assert!(refusals[0].contains("reload robots"), "{log}");
+    assert!(refusals[1].contains("shadow robots"), "{log}");
+    // The form's body is the JSON a shadow call takes: only its type gave it away.
+    assert!(
+        refusals[1].contains(r#"{\"component\":\"policy.wasm\""#),
+        "{log}"
+    );
+    // The JSON fetch's preflight was not granted, so its POST was never sent.
+    assert!(!log.contains("promote robots"), "{log}");
 }
 
 /// Issue 19, point 6: an error map named by requests is parsed once and read again when its
