@@ -317,3 +317,58 @@ fn a_second_signal_exits_at_once() {
         "{log}"
     );
 }
+
+/// Issue 19, point 7: a request head HTTP cannot parse — a malformed request line, a head
+/// over hyper's limit (about 400 KiB), over 100 headers — gets the API's JSON error object
+/// under hyper's status, and the connection is closed; on a kept-alive connection the answer
+/// before it is untouched.
+#[test]
+fn a_head_that_cannot_be_parsed_gets_the_json_error_object() {
+    let dir = config();
+    let server = serve(dir.path(), &[]);
+    let many_headers: String = (0..120).map(|i| format!("X-Header-{i}: {i}\r\n")).collect();
+    let cases = [
+        ("GARBAGE\r\n\r\n".to_owned(), 400),
+        (
+            format!(
+                "GET /health HTTP/1.1\r\nHost: rebound\r\nX-Big: {}\r\n\r\n",
+                "a".repeat(500 * 1024)
+            ),
+            431,
+        ),
+        (
+            format!("GET /health HTTP/1.1\r\nHost: rebound\r\n{many_headers}\r\n"),
+            431,
+        ),
+    ];
+    for (request, expected) in &cases {
+        let mut stream = connect(&server);
+        // A client may see the close before it has sent everything: a big head is refused
+        // as soon as it passes the limit.
+        let _ = stream.write_all(request.as_bytes());
+        let (status, body) = read_response(&mut stream).expect("an answer");
+        assert_eq!(status, *expected, "{body}");
+        let error: Value = serde_json::from_str(&body).unwrap();
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("docs/serve.md"),
+            "{body}"
+        );
+        assert!(closed_after(&mut stream) < Duration::from_secs(5));
+    }
+    // A route's answer, then a broken head on the same connection.
+    let mut stream = connect(&server);
+    stream
+        .write_all(decide_request(STANDARD).as_bytes())
+        .unwrap();
+    let (status, body) = read_response(&mut stream).unwrap();
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["decision"], "retry", "{body}");
+    stream.write_all(b"GET / HTTP/9.9\r\n\r\n").unwrap();
+    let (status, body) = read_response(&mut stream).unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert!(body.starts_with(r#"{"error""#), "{body}");
+}

@@ -1,14 +1,15 @@
 //! One client connection of `rebound serve`, from accept to close: HTTP/1.1 through hyper,
 //! watched so that it is closed when it idles past the idle timeout or takes longer than the
 //! header timeout to send a request's headers, and drained at shutdown without losing a
-//! request the client has already sent.
+//! request the client has already sent; hyper's own answer to a head it cannot parse goes out
+//! as the API's JSON error object.
 
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::extract::ConnectInfo;
@@ -22,6 +23,7 @@ use tower::ServiceExt;
 
 use super::limits::Limits;
 use super::metrics::ConnectionMetrics;
+use super::parse_error;
 
 /// How often a draining connection looks again for a request being received.
 const DRAIN_POLL: Duration = Duration::from_millis(5);
@@ -31,6 +33,8 @@ struct Activity {
     base: Instant,
     /// Requests started and not yet answered.
     in_flight: AtomicUsize,
+    /// Answers the routes have made (each then written by hyper).
+    answers: AtomicU64,
     /// Bytes arrived that no request has started from yet: a request head being received.
     receiving: AtomicBool,
     /// When the head being received began (ns since `base`).
@@ -46,6 +50,7 @@ impl Activity {
         Activity {
             base: Instant::now(),
             in_flight: AtomicUsize::new(0),
+            answers: AtomicU64::new(0),
             receiving: AtomicBool::new(false),
             head_since: AtomicU64::new(0),
             idle_since: AtomicU64::new(0),
@@ -98,16 +103,79 @@ struct InFlight(Arc<Activity>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
+        self.0.answers.fetch_add(1, Ordering::AcqRel);
         self.0.idle_since.store(self.0.now(), Ordering::Release);
         self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
         self.0.changed.notify_one();
     }
 }
 
-/// The socket, telling the connection's [`Activity`] when bytes arrive.
+/// The socket, telling the connection's [`Activity`] when bytes arrive, and replacing an answer
+/// of hyper's own (a head it could not parse) with the JSON error object.
 struct Watched {
     stream: TcpStream,
     activity: Arc<Activity>,
+    /// Final response heads written for the routes' answers.
+    heads: u64,
+    /// hyper's own answer being replaced: the replacement and how much of it is written.
+    replacing: Option<(Vec<u8>, usize)>,
+}
+
+impl Watched {
+    fn new(stream: TcpStream, activity: Arc<Activity>) -> Self {
+        Watched {
+            stream,
+            activity,
+            heads: 0,
+            replacing: None,
+        }
+    }
+
+    /// Writes what is left of the replacement.
+    fn poll_replacement(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let Some((bytes, written)) = &mut self.replacing {
+            while *written < bytes.len() {
+                let n = ready!(Pin::new(&mut self.stream).poll_write(cx, &bytes[*written..]))?;
+                if n == 0 {
+                    return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+                }
+                *written += n;
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// A write hyper makes (`first`, its first bytes; `len` in all) if it is, or follows, an
+    /// answer of hyper's own: a final head written when every route's answer already has its
+    /// head. `None`: write it as it is.
+    fn poll_replaced(
+        &mut self,
+        cx: &mut Context<'_>,
+        first: &[u8],
+        len: usize,
+    ) -> Option<Poll<io::Result<usize>>> {
+        if self.replacing.is_none() {
+            let status = parse_error::final_head_status(first)?;
+            if self.heads < self.activity.answers.load(Ordering::Acquire) {
+                return None;
+            }
+            tracing::debug!(
+                status,
+                "a request head hyper could not parse: answered with the error object"
+            );
+            self.replacing = Some((parse_error::json_answer(status), 0));
+        }
+        Some(self.poll_replacement(cx).map_ok(|()| len))
+    }
+
+    /// Counts a route's answer whose head `first` begins, once written.
+    fn count_head(&mut self, first: &[u8], polled: &Poll<io::Result<usize>>) {
+        if matches!(polled, Poll::Ready(Ok(n)) if *n > 0)
+            && parse_error::final_head_status(first).is_some()
+        {
+            self.heads += 1;
+        }
+    }
 }
 
 impl AsyncRead for Watched {
@@ -127,24 +195,42 @@ impl AsyncRead for Watched {
 
 impl AsyncWrite for Watched {
     fn poll_write(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let this = self.get_mut();
+        if let Some(polled) = this.poll_replaced(cx, buf, buf.len()) {
+            return polled;
+        }
+        let polled = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.count_head(buf, &polled);
+        polled
     }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_replacement(cx))?;
+        Pin::new(&mut this.stream).poll_flush(cx)
     }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_replacement(cx))?;
+        Pin::new(&mut this.stream).poll_shutdown(cx)
     }
     fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let first: &[u8] = bufs.iter().find(|b| !b.is_empty()).map_or(&[], |b| b);
+        let len = bufs.iter().map(|b| b.len()).sum();
+        if let Some(polled) = this.poll_replaced(cx, first, len) {
+            return polled;
+        }
+        let polled = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.count_head(first, &polled);
+        polled
     }
     fn is_write_vectored(&self) -> bool {
         self.stream.is_write_vectored()
@@ -177,10 +263,7 @@ pub async fn serve(
         }
     };
     let activity = Arc::new(Activity::new());
-    let io = TokioIo::new(Watched {
-        stream,
-        activity: Arc::clone(&activity),
-    });
+    let io = TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
     let requests = Arc::clone(&activity);
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
         request.extensions_mut().insert(ConnectInfo(peer));

@@ -9,6 +9,7 @@ mod facade;
 mod limits;
 mod listener;
 mod metrics;
+mod parse_error;
 mod routes;
 
 use std::net::SocketAddr;
