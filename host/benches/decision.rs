@@ -1,5 +1,6 @@
 //! Decision latency through the orchestrator — native BestEffort, a bare no-op export with the
-//! world's signature (the floor), and the best-effort policy in Rust, C and Zig — then the bare
+//! world's signature (the floor), and the best-effort policy in Rust (with the reference's
+//! parameters, and tuned so that it computes in the policy), C and Zig — then the bare
 //! strategy calls, compile and instantiate costs, printed as a table with ratios. The latencies
 //! are measured interleaved, round by round, so every row of one run sees the same machine.
 //! Run: `./scripts/build-guests.sh && env -u RUST_BACKTRACE cargo bench -p rebound --bench
@@ -54,19 +55,21 @@ fn both<S: SyncStrategy + 'static>(strategy: Arc<S>) -> Both {
 fn main() {
     let runtime = WasmRuntime::new(64 << 20).expect("engine");
     let budgets = Arc::new(RetryBudgets::new());
-    let load_path = |name: &str, path: &PathBuf| {
+    let load_with = |name: &str, path: &PathBuf, params: &[(&str, &str)]| {
         let bytes = std::fs::read(path)
             .unwrap_or_else(|e| panic!("{}: {e}; run ./scripts/build-guests.sh", path.display()));
         let component = PolicyPre::load(&runtime, name, &bytes).unwrap();
+        let config = WasmStrategyConfig {
+            params: (params.iter())
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..WasmStrategyConfig::default()
+        };
         both(Arc::new(
-            WasmStrategy::new(
-                component,
-                WasmStrategyConfig::default(),
-                Arc::clone(&budgets),
-            )
-            .unwrap(),
+            WasmStrategy::new(component, config, Arc::clone(&budgets)).unwrap(),
         ))
     };
+    let load_path = |name: &str, path: &PathBuf| load_with(name, path, &[]);
     let wasm = |name: &str| load_path(name, &guest(name));
 
     let native = Arc::new(BestEffort::<rebound::backoff::ExponentialBackoff>::default());
@@ -74,6 +77,10 @@ fn main() {
         ("native BestEffort".into(), both(native)),
         ("WASM no-op export (the floor)".into(), wasm("noop")),
         ("WASM best-effort, Rust".into(), wasm("best_effort")),
+        (
+            "WASM best-effort, Rust, tuned (min_ms 2: computes in the policy)".into(),
+            load_with("best_effort", &guest("best_effort"), &[("min_ms", "2")]),
+        ),
         ("WASM best-effort, C".into(), wasm("c_best_effort")),
         ("WASM best-effort, Zig".into(), wasm("zig_best_effort")),
     ];

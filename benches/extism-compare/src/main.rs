@@ -93,12 +93,14 @@ fn summary(decision: &Decision) -> String {
 fn main() {
     let runtime = WasmRuntime::new(64 << 20).expect("engine");
     let component = PolicyPre::load(&runtime, "best_effort", &read("best_effort")).unwrap();
-    let wasm = WasmStrategy::new(
-        component,
-        WasmStrategyConfig::default(),
-        Arc::new(RetryBudgets::new()),
-    )
-    .unwrap();
+    // With the reference's parameters the policy answers the host's own best effort without
+    // computing; a factor a hair above 2 is not the reference's, so it computes in the sandbox
+    // as the plugin does, with the same whole-millisecond delays (checked below).
+    let config = WasmStrategyConfig {
+        params: [("factor".to_owned(), "2.000000000000001".to_owned())].into(),
+        ..WasmStrategyConfig::default()
+    };
+    let wasm = WasmStrategy::new(component, config, Arc::new(RetryBudgets::new())).unwrap();
     let plugin = extism::Plugin::new(read("extism_best_effort"), [], false).expect("extism plugin");
     let extism = ExtismStrategy(Mutex::new(plugin));
 
