@@ -28,12 +28,26 @@ fn budget() -> Arc<TrafficBudget> {
     Arc::new(TrafficBudget::new(config).unwrap())
 }
 
-/// One decision of a first failure (KV_LOCKED, retried by best effort) at `now`.
+/// One decision of a first failure (KV_LOCKED, retried by best effort) at the request's start.
 fn decide(orchestrator: &Orchestrator, template: &Request, budget: Option<&TrafficBudget>) {
+    decide_at(orchestrator, template, budget, true);
+}
+
+/// One decision of a first failure, at the request's start or (`fixed` false) at the clock's
+/// now, read by the orchestrator as a caller that fixes no moment has it.
+fn decide_at(
+    orchestrator: &Orchestrator,
+    template: &Request,
+    budget: Option<&TrafficBudget>,
+    fixed: bool,
+) {
     let mut request = template.clone();
-    let context = DecisionContext::new(&reasons::KV_LOCKED)
-        .with_budget(budget)
-        .at(template.start());
+    let context = DecisionContext::new(&reasons::KV_LOCKED).with_budget(budget);
+    let context = if fixed {
+        context.at(template.start())
+    } else {
+        context
+    };
     let decision = orchestrator
         .decide(&mut request, &context)
         .now_or_never()
@@ -66,6 +80,9 @@ fn main() {
     let orchestrator = Orchestrator::default();
     let template = Request::new(1, RequestType::Get, Duration::from_secs(10)).unwrap();
     let with_budget = budget();
+    // The rows that read the clock have a budget of their own: their moments and the fixed
+    // ones fall into different slots.
+    let with_budget_now = budget();
     let reports = budget();
     // Withdrawals alone, from a floor too large to run out during the run.
     let floor = Arc::new(
@@ -91,6 +108,8 @@ fn main() {
             &mut || {
                 black_box(floor.try_withdraw_at(now));
             },
+            &mut || decide_at(&orchestrator, &template, None, false),
+            &mut || decide_at(&orchestrator, &template, Some(&with_budget_now), false),
         ],
     );
     let ns = |d: Duration| d.as_secs_f64() * 1e9;
@@ -126,6 +145,15 @@ fn main() {
         ns(times[4])
     );
     println!(
+        "| decision, no budget, the clock read (1 thread) | {:.1} | |",
+        ns(times[5])
+    );
+    println!(
+        "| decision with a budget, the clock read (1 thread) | {:.1} | {:.1} |",
+        ns(times[6]),
+        ns(times[6]) - ns(times[5])
+    );
+    println!(
         "| decision, no budget (2 threads) | {:.1} | |",
         ns(contended_bare)
     );
@@ -140,8 +168,9 @@ fn main() {
         ns(contended_report)
     );
     println!(
-        "budget stats: decisions {:?}; reports {:?}",
+        "budget stats: decisions {:?}; decisions, clock read {:?}; reports {:?}",
         with_budget.stats_at(Instant::now()),
+        with_budget_now.stats_at(Instant::now()),
         reports.stats_at(Instant::now())
     );
 }

@@ -248,14 +248,10 @@ impl Orchestrator {
             tracing::debug!(request_id = request.id(), reason = %reason, "request already done; left alone");
             return Decision::AlreadyDone;
         }
-        if let Some(budget) = context.budget().filter(|_| request.retry_attempts() == 0) {
-            // A request deposits once, at its first failure (one that never fails is
-            // reported by its outcome instead).
-            budget.deposit_at(context.now());
-        }
         if reason.always_retry() {
             let delay = controlled_backoff(request.retry_attempts());
             let now = context.now();
+            deposit_first_failure(request, context, now);
             return self.schedule(
                 request,
                 context,
@@ -271,6 +267,7 @@ impl Orchestrator {
             .retry_after(request, &context.with_failure_note(&note))
             .await;
         let now = context.now();
+        deposit_first_failure(request, context, now);
         let name = strategy.name();
         match action {
             RetryAction::RetryAfter {
@@ -461,5 +458,14 @@ impl Orchestrator {
         request.cancel(why);
         self.stats.failures.fetch_add(1, Ordering::Relaxed);
         Decision::Fail(error)
+    }
+}
+
+/// A request deposits in its budget once, at its first failure's decision, at the decision's
+/// moment (one that never fails is reported by its outcome instead). Before any withdrawal the
+/// decision makes.
+fn deposit_first_failure(request: &Request, context: &DecisionContext<'_>, now: Instant) {
+    if let Some(budget) = context.budget().filter(|_| request.retry_attempts() == 0) {
+        budget.deposit_at(now);
     }
 }
