@@ -1,8 +1,9 @@
 //! Decision latency through the orchestrator — native BestEffort, a bare no-op export with the
 //! world's signature (the floor), and the best-effort policy in Rust (with the reference's
 //! parameters, and tuned so that it computes in the policy), C and Zig — then the bare
-//! strategy calls, compile and instantiate costs, printed as a table with ratios. The latencies
-//! are measured interleaved, round by round, so every row of one run sees the same machine.
+//! strategy calls, the copy of the request each decision starts from, compile and instantiate
+//! costs, printed as a table with ratios. The latencies are measured interleaved, round by
+//! round, so every row of one run sees the same machine.
 //! Run: `./scripts/build-guests.sh && env -u RUST_BACKTRACE cargo bench -p rebound --bench
 //! decision`. `REBOUND_BENCH_EXTRA=a.wasm,b.wasm` adds rows for other components.
 
@@ -105,13 +106,18 @@ fn main() {
         .iter()
         .map(|(_, (_, s))| Box::new(|| call(s.as_ref(), &template)) as Box<dyn FnMut()>)
         .collect();
+    // Each decision above starts from a fresh copy of the request; this row is that copy
+    // alone, so that a decision's own cost can be told from the bench's setup.
+    let mut copy = || drop(black_box(template.clone()));
     let mut all: Vec<&mut dyn FnMut()> = deciders
         .iter_mut()
         .chain(callers.iter_mut())
         .map(|f| &mut **f as &mut dyn FnMut())
+        .chain([&mut copy as &mut dyn FnMut()])
         .collect();
     let times = measure_interleaved(41, 10_000, &mut all);
-    let (decisions, calls) = times.split_at(strategies.len());
+    let (decisions, rest) = times.split_at(strategies.len());
+    let (calls, copy) = rest.split_at(strategies.len());
 
     let bytes = std::fs::read(guest("best_effort")).unwrap();
     let compile = measure(5, 3, || {
@@ -148,6 +154,10 @@ fn main() {
             ns(*time)
         );
     }
+    println!(
+        "| copying the request (each decision row's setup, included above) | {:.0} ns | |",
+        ns(copy[0])
+    );
     for (i, ((name, _), time)) in strategies.iter().zip(calls).enumerate() {
         let ratio = match i {
             0 | 1 => String::new(),

@@ -120,6 +120,7 @@ mod cassandra_types;
 pub mod classify;
 mod context;
 mod decider;
+mod deciding;
 #[cfg(feature = "registry")]
 mod decision_id;
 pub mod decision_json;
@@ -143,6 +144,7 @@ mod retry_loop;
 #[cfg(feature = "registry")]
 mod sampling;
 mod strategy;
+mod striped;
 #[cfg(any(feature = "executor", feature = "registry"))]
 pub mod telemetry;
 mod traffic_budget;
@@ -154,6 +156,7 @@ pub use action::{NodeChoice, PolicyFailure, PolicyFailureKind, RetryAction, Term
 pub use budget::RetryBudgets;
 pub use context::{DecisionContext, FailureNote};
 pub use decider::{DecideError, Decider};
+pub use deciding::Deciding;
 #[cfg(feature = "registry")]
 pub use decision_id::DecisionId;
 pub use orchestrator::{

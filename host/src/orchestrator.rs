@@ -12,10 +12,12 @@ use crate::action::{NodeChoice, PolicyFailure, RetryAction};
 use crate::backoff::controlled_backoff;
 use crate::cassandra_types::ConsistencyLevel;
 use crate::context::{DecisionContext, FailureNote};
+use crate::deciding::Deciding;
 use crate::outcome::{CancelReason, ErrorContext, RetryError};
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::strategy::{BestEffort, RetryStrategy};
+use crate::striped::Striped;
 use crate::traffic_budget::TrafficBudget;
 
 /// Where a retry delay came from.
@@ -91,14 +93,35 @@ pub enum Guard {
     Exempt,
 }
 
-/// Counters of the orchestrator's outcomes.
-#[derive(Debug, Default)]
-pub struct OrchestratorStats {
+/// Counters of the orchestrator's outcomes, one copy per core (threads deciding at once do
+/// not contend for their cache line).
+pub struct OrchestratorStats(Striped<Counts>);
+
+/// One core's copy of the outcome counters.
+#[derive(Default)]
+struct Counts {
     retries: AtomicU64,
     timeouts: AtomicU64,
     failures: AtomicU64,
     refusals: AtomicU64,
     budget_refusals: AtomicU64,
+}
+
+/// The most copies of the counters: reading them adds up one per core.
+const MOST_COPIES: usize = 16;
+
+impl Default for OrchestratorStats {
+    fn default() -> Self {
+        OrchestratorStats(Striped::new(MOST_COPIES))
+    }
+}
+
+impl std::fmt::Debug for OrchestratorStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("OrchestratorStats")
+            .field(&self.snapshot())
+            .finish()
+    }
 }
 
 /// A snapshot of [`OrchestratorStats`].
@@ -119,13 +142,23 @@ pub struct StatsSnapshot {
 impl OrchestratorStats {
     /// Reads the counters.
     pub fn snapshot(&self) -> StatsSnapshot {
+        let sum = |counter: fn(&Counts) -> &AtomicU64| -> u64 {
+            (self.0.iter())
+                .map(|counts| counter(counts).load(Ordering::Relaxed))
+                .sum()
+        };
         StatsSnapshot {
-            retries: self.retries.load(Ordering::Relaxed),
-            timeouts: self.timeouts.load(Ordering::Relaxed),
-            failures: self.failures.load(Ordering::Relaxed),
-            refusals: self.refusals.load(Ordering::Relaxed),
-            budget_refusals: self.budget_refusals.load(Ordering::Relaxed),
+            retries: sum(|c| &c.retries),
+            timeouts: sum(|c| &c.timeouts),
+            failures: sum(|c| &c.failures),
+            refusals: sum(|c| &c.refusals),
+            budget_refusals: sum(|c| &c.budget_refusals),
         }
+    }
+
+    /// The calling thread's copy, to count in.
+    fn mine(&self) -> &Counts {
+        self.0.mine()
     }
 }
 
@@ -191,107 +224,182 @@ impl Orchestrator {
     }
 
     /// Decides what happens to `request`, which failed for `reason`, reading the clock once
-    /// the strategy has answered.
-    pub async fn maybe_retry(&self, request: &mut Request, reason: &RetryReason) -> Decision {
-        self.decide(request, &DecisionContext::new(reason)).await
+    /// the strategy has answered. A strategy that answers at once is asked by this call (see
+    /// [`Deciding`]).
+    pub fn maybe_retry<'a>(
+        &'a self,
+        request: &'a mut Request,
+        reason: &'a RetryReason,
+    ) -> Deciding<'a> {
+        self.decide(request, &DecisionContext::new(reason))
     }
 
     /// As [`maybe_retry`](Self::maybe_retry), at the given moment `now` (for replays and
     /// virtual clocks).
-    pub async fn maybe_retry_at(
-        &self,
-        request: &mut Request,
-        reason: &RetryReason,
+    pub fn maybe_retry_at<'a>(
+        &'a self,
+        request: &'a mut Request,
+        reason: &'a RetryReason,
         now: Instant,
-    ) -> Decision {
+    ) -> Deciding<'a> {
         self.decide(request, &DecisionContext::new(reason).at(now))
-            .await
     }
 
     /// Decides what happens to `request`, whose failure `context` describes, with the
     /// request's own strategy or the default one.
-    pub async fn decide(&self, request: &mut Request, context: &DecisionContext<'_>) -> Decision {
+    pub fn decide<'a>(
+        &'a self,
+        request: &'a mut Request,
+        context: &DecisionContext<'a>,
+    ) -> Deciding<'a> {
+        let context = match (&self.budget, context.budget()) {
+            (Some(budget), None) => context.with_budget(Some(budget)),
+            _ => *context,
+        };
         // Own the strategy only when the request overrides it (rare): the shared default is
         // borrowed, so deciding writes no reference count on a cache line every thread shares.
-        let override_strategy = request.strategy().cloned();
-        let strategy = override_strategy
-            .as_deref()
-            .unwrap_or(&*self.default_strategy);
-        // No name is hashed when no strategy is exempt (the common case).
-        let guard = if !self.guard_exempt.is_empty() && self.guard_exempt.contains(strategy.name())
-        {
-            Guard::Exempt
-        } else {
-            Guard::Enforced
-        };
-        match (&self.budget, context.budget()) {
-            (Some(budget), None) => {
-                let context = context.with_budget(Some(budget));
-                self.decide_using(request, &context, strategy, guard).await
+        match request.strategy().cloned() {
+            None => {
+                let strategy = &*self.default_strategy;
+                self.decide_using(request, &context, strategy, self.guard_for(strategy))
             }
-            _ => self.decide_using(request, context, strategy, guard).await,
+            Some(own) => {
+                let guard = self.guard_for(&*own);
+                if let Some(decision) = self.settle_at_once(request, &context, &*own, guard) {
+                    return Deciding::ready(decision);
+                }
+                Deciding::pending(async move { self.ask(request, &context, &*own, guard).await })
+            }
         }
     }
 
     /// Decides with `strategy` under `guard` instead of the request's or the default strategy
     /// (the registry resolves the strategy itself), at the context's moment or, if it fixes
     /// none, when the strategy has answered.
-    pub async fn decide_using(
+    pub fn decide_using<'a>(
+        &'a self,
+        request: &'a mut Request,
+        context: &DecisionContext<'a>,
+        strategy: &'a dyn RetryStrategy,
+        guard: Guard,
+    ) -> Deciding<'a> {
+        if let Some(decision) = self.settle_at_once(request, context, strategy, guard) {
+            return Deciding::ready(decision);
+        }
+        let context = *context;
+        Deciding::pending(async move { self.ask(request, &context, strategy, guard).await })
+    }
+
+    /// Whether `strategy` is exempt from the safety guard. No name is hashed when no
+    /// strategy is exempt (the common case).
+    fn guard_for(&self, strategy: &dyn RetryStrategy) -> Guard {
+        if !self.guard_exempt.is_empty() && self.guard_exempt.contains(strategy.name()) {
+            Guard::Exempt
+        } else {
+            Guard::Enforced
+        }
+    }
+
+    /// The decision, when it needs no waiting: the request is done, the reason is always
+    /// retried, or the strategy answers at once. `None` when the strategy must be awaited.
+    fn settle_at_once(
+        &self,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+        strategy: &dyn RetryStrategy,
+        guard: Guard,
+    ) -> Option<Decision> {
+        if let Some(decision) = self.settle_without_strategy(request, context) {
+            return Some(decision);
+        }
+        let sync = strategy.as_sync()?;
+        let note = FailureNote::default();
+        let action = sync.decide(request, &context.with_failure_note(&note));
+        Some(self.conclude(request, context, action, note, strategy.name(), guard))
+    }
+
+    /// Asks a strategy whose answer may need waiting for, then concludes.
+    async fn ask(
         &self,
         request: &mut Request,
         context: &DecisionContext<'_>,
         strategy: &dyn RetryStrategy,
         guard: Guard,
     ) -> Decision {
+        if let Some(decision) = self.settle_without_strategy(request, context) {
+            return decision;
+        }
+        let note = FailureNote::default();
+        let action = strategy
+            .retry_after(request, &context.with_failure_note(&note))
+            .await;
+        self.conclude(request, context, action, note, strategy.name(), guard)
+    }
+
+    /// What is decided before any strategy is asked: a request already done is left alone;
+    /// an always-retry reason gets the controlled backoff.
+    fn settle_without_strategy(
+        &self,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+    ) -> Option<Decision> {
         let reason = context.reason();
         if request.is_done() {
             tracing::debug!(request_id = request.id(), reason = %reason, "request already done; left alone");
-            return Decision::AlreadyDone;
+            return Some(Decision::AlreadyDone);
         }
         if reason.always_retry() {
             let delay = controlled_backoff(request.retry_attempts());
             let now = context.now();
-            deposit_first_failure(request, context, now);
-            return self.schedule(
+            return Some(self.schedule(
                 request,
                 context,
                 (delay, NodeChoice::Same, None),
                 DelaySource::ControlledBackoff,
                 "orchestrator",
                 now,
-            );
+            ));
         }
+        None
+    }
 
-        let note = FailureNote::default();
-        let action = strategy
-            .retry_after(request, &context.with_failure_note(&note))
-            .await;
+    /// The decision once the strategy named `name` answered `action` (its failure, if any,
+    /// in `note`): the safety guard, the budget, the deadline and the error context.
+    fn conclude(
+        &self,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+        action: RetryAction,
+        note: FailureNote,
+        name: &str,
+        guard: Guard,
+    ) -> Decision {
+        let reason = context.reason();
         let now = context.now();
-        deposit_first_failure(request, context, now);
-        let name = strategy.name();
+        // A retry to schedule makes the first failure's deposit with its withdrawal; every
+        // other answer makes it here.
+        if !matches!(action, RetryAction::RetryAfter { .. }) {
+            deposit_first_failure(request, context, now);
+        }
         match action {
             RetryAction::RetryAfter {
                 delay,
                 node,
                 consistency,
             } => {
-                if reason.never_retry() {
-                    self.refuse(
-                        request,
-                        CancelReason::NeverRetried(reason.clone()),
-                        name,
-                        now,
-                    )
+                let refusal = if reason.never_retry() {
+                    Some(CancelReason::NeverRetried(reason.clone()))
                 } else if !request.is_idempotent()
                     && !reason.allows_non_idempotent_retry()
                     && guard == Guard::Enforced
                 {
-                    self.refuse(
-                        request,
-                        CancelReason::UnsafeRetryRefused(reason.clone()),
-                        name,
-                        now,
-                    )
+                    Some(CancelReason::UnsafeRetryRefused(reason.clone()))
+                } else {
+                    None
+                };
+                if let Some(cancel) = refusal {
+                    deposit_first_failure(request, context, now);
+                    self.refuse(request, cancel, name, now)
                 } else {
                     self.schedule(
                         request,
@@ -377,21 +485,34 @@ impl Orchestrator {
         let reason = context.reason();
         let remaining = request.remaining_at(now);
         // A retry that will be dispatched is paid for by the budget; one the deadline ends
-        // (a timeout) is not.
-        if let Some(budget) = context.budget().filter(|_| delay < remaining) {
-            if !budget.try_withdraw_at(now) {
-                let cancel = CancelReason::RetryBudgetExhausted(reason.clone());
-                self.stats.budget_refusals.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
-                    reason = %reason, attempts = request.retry_attempts(), strategy,
-                    "not retried: the retry budget is exhausted");
-                return self.fail(request, now, cancel.to_string(), |context| {
-                    RetryError::RequestCanceled {
-                        reason: cancel,
-                        context,
-                    }
-                });
+        // (a timeout) is not. A first failure deposits first, in the same step.
+        let first_failure = request.retry_attempts() == 0;
+        let granted = match context.budget() {
+            Some(budget) if delay < remaining && first_failure => {
+                budget.deposit_and_try_withdraw_at(now)
             }
+            Some(budget) if delay < remaining => budget.try_withdraw_at(now),
+            Some(budget) if first_failure => {
+                budget.deposit_at(now);
+                true
+            }
+            _ => true,
+        };
+        if !granted {
+            let cancel = CancelReason::RetryBudgetExhausted(reason.clone());
+            self.stats
+                .mine()
+                .budget_refusals
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
+                reason = %reason, attempts = request.retry_attempts(), strategy,
+                "not retried: the retry budget is exhausted");
+            return self.fail(request, now, cancel.to_string(), |context| {
+                RetryError::RequestCanceled {
+                    reason: cancel,
+                    context,
+                }
+            });
         }
         request.record_retry(reason);
         if delay >= remaining {
@@ -400,7 +521,7 @@ impl Orchestrator {
             let total = request.elapsed_at(now) + remaining;
             let error = RetryError::timeout(request, total);
             request.cancel("TIMEOUT");
-            self.stats.timeouts.fetch_add(1, Ordering::Relaxed);
+            self.stats.mine().timeouts.fetch_add(1, Ordering::Relaxed);
             tracing::info!(request_id = request.id(), request_type = %request.request_type(),
                 reason = %reason, attempts = request.retry_attempts(),
                 requested_delay_ms = delay.as_millis() as u64,
@@ -414,7 +535,7 @@ impl Orchestrator {
         if let Some(level) = consistency {
             request.set_consistency(level);
         }
-        self.stats.retries.fetch_add(1, Ordering::Relaxed);
+        self.stats.mine().retries.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
             reason = %reason, attempt = request.retry_attempts(),
             delay_ms = delay.as_millis() as u64, node = ?node, strategy, "retrying");
@@ -434,7 +555,7 @@ impl Orchestrator {
         strategy: &str,
         now: Instant,
     ) -> Decision {
-        self.stats.refusals.fetch_add(1, Ordering::Relaxed);
+        self.stats.mine().refusals.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(request_id = request.id(), request_type = %request.request_type(),
             reason = %cancel.retry_reason(), idempotent = request.is_idempotent(),
             refusal = %cancel, strategy, "safety guard refused the retry the strategy asked for");
@@ -456,14 +577,15 @@ impl Orchestrator {
         let context = ErrorContext::new(request, Some(why.clone()), request.elapsed_at(now));
         let error = error(Box::new(context));
         request.cancel(why);
-        self.stats.failures.fetch_add(1, Ordering::Relaxed);
+        self.stats.mine().failures.fetch_add(1, Ordering::Relaxed);
         Decision::Fail(error)
     }
 }
 
 /// A request deposits in its budget once, at its first failure's decision, at the decision's
 /// moment (one that never fails is reported by its outcome instead). Before any withdrawal the
-/// decision makes.
+/// decision makes: a decision that schedules a retry deposits in the same step as it
+/// withdraws ([`Orchestrator::schedule`]); any other makes the deposit here.
 fn deposit_first_failure(request: &Request, context: &DecisionContext<'_>, now: Instant) {
     if let Some(budget) = context.budget().filter(|_| request.retry_attempts() == 0) {
         budget.deposit_at(now);

@@ -6,7 +6,10 @@
 //! Over the `ttl` window counted at the moment of any retry, the retries granted never exceed
 //! `percent / 100 × requests + min_per_second × ttl` (tested by a property test). Deposits and
 //! withdrawals are lock-free: each slot is one atomic word holding its period and its balance.
-//! Time is an argument (`*_at(now)`), so simulations and replays stay deterministic.
+//! The slots are striped: each thread writes to its stripe's (one stripe per core, up to
+//! `MOST_STRIPES`), so threads deciding and reporting at once do not contend for one cache
+//! line; a withdrawal reads every stripe. Time is an argument (`*_at(now)`), so simulations and
+//! replays stay deterministic.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,11 +18,17 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
+use crate::striped::Striped;
+
 /// How many slots the `ttl` window is divided into.
 const SLOTS: usize = TrafficBudget::SLOTS;
 
 /// Units a request deposits, so that a percent's withdrawal is a whole number of units.
 const DEPOSIT: i32 = 100;
+
+/// The most stripes a budget has, however many cores: a withdrawal reads `stripes × SLOTS`
+/// words.
+const MOST_STRIPES: usize = 8;
 
 /// The most units one withdrawal may take; a smaller percent counts as 0 (no share of the
 /// traffic, the floor only), which is never more generous than asked.
@@ -110,10 +119,8 @@ pub struct TrafficBudget {
     withdrawal: i32,
     /// The floor: `min_per_second × ttl` retries' worth of units, always in the balance.
     reserve: i64,
-    /// Per slot: the period it holds (high 32 bits) and its balance in units (low 32 bits).
-    slots: [AtomicU64; SLOTS],
-    deposits: AtomicU64,
-    withdrawals: AtomicU64,
+    /// The slots and counters, one stripe per core.
+    stripes: Striped<Stripe>,
     refusals: AtomicU64,
     /// Its name in logs.
     name: String,
@@ -132,6 +139,43 @@ pub struct BudgetStats {
     pub refusals: u64,
     /// Retries the budget would grant now.
     pub balance: u64,
+}
+
+/// One stripe of a budget: the slots and counters the threads mapped to it write.
+#[derive(Default)]
+struct Stripe {
+    /// Per slot: the period it holds (high 32 bits) and its balance in units (low 32 bits).
+    slots: [AtomicU64; SLOTS],
+    deposits: AtomicU64,
+    withdrawals: AtomicU64,
+}
+
+impl Stripe {
+    /// Adds `units` to the slot of `period`, starting it afresh if it held an older period;
+    /// dropped if the slot already holds a newer one (a moment read `ttl` before it landed).
+    fn add(&self, period: u32, units: i32) {
+        let slot = &self.slots[period as usize % SLOTS];
+        // SeqCst: a withdrawal writes here and then reads the other stripes while another
+        // thread does the same on its own; one of the two must see the other's write.
+        let _ = slot.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| {
+            let (held, balance) = unpack(word);
+            match held.wrapping_sub(period) as i32 {
+                0 => Some(pack(period, balance.saturating_add(units))),
+                newer if newer > 0 => None,
+                _ => Some(pack(period, units)),
+            }
+        });
+    }
+
+    /// Gives back `units` taken in `period`, unless the slot moved on (the withdrawal is
+    /// forgotten then anyway).
+    fn give_back(&self, period: u32, units: i32) {
+        let slot = &self.slots[period as usize % SLOTS];
+        let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+            let (held, balance) = unpack(word);
+            (held == period).then(|| pack(period, balance.saturating_add(units)))
+        });
+    }
 }
 
 fn pack(period: u32, balance: i32) -> u64 {
@@ -171,9 +215,7 @@ impl TrafficBudget {
             reserve: i64::try_from(floor_retries)
                 .unwrap_or(i64::MAX / 2)
                 .saturating_mul(i64::from(withdrawal)),
-            slots: Default::default(),
-            deposits: AtomicU64::new(0),
-            withdrawals: AtomicU64::new(0),
+            stripes: Striped::new(MOST_STRIPES),
             refusals: AtomicU64::new(0),
             name: String::new(),
             exhausted: AtomicBool::new(false),
@@ -207,27 +249,12 @@ impl TrafficBudget {
         ((u128::from(nanos) * u128::from(self.slot_reciprocal)) >> 64) as u32
     }
 
-    /// Adds `units` to the slot of `period`, starting it afresh if it held an older period;
-    /// dropped if the slot already holds a newer one (a moment read `ttl` before it landed).
-    fn add(&self, period: u32, units: i32) {
-        let slot = &self.slots[period as usize % SLOTS];
-        let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
-            let (held, balance) = unpack(word);
-            match held.wrapping_sub(period) as i32 {
-                0 => Some(pack(period, balance.saturating_add(units))),
-                newer if newer > 0 => None,
-                _ => Some(pack(period, units)),
-            }
-        });
-    }
-
     /// The units in the window that ends in `period`: the reserve and every slot's balance
-    /// from the last `SLOTS` periods.
+    /// from the last `SLOTS` periods, in every stripe.
     fn balance(&self, period: u32) -> i64 {
-        let counted = self
-            .slots
-            .iter()
-            .map(|slot| unpack(slot.load(Ordering::Acquire)))
+        let counted = (self.stripes.iter())
+            .flat_map(|stripe| &stripe.slots)
+            .map(|slot| unpack(slot.load(Ordering::SeqCst)))
             .filter(|(held, _)| period.wrapping_sub(*held) < SLOTS as u32)
             .map(|(_, balance)| i64::from(balance))
             .sum::<i64>();
@@ -236,10 +263,11 @@ impl TrafficBudget {
 
     /// A request was made at `now`.
     pub fn deposit_at(&self, now: Instant) {
+        let stripe = self.stripes.mine();
         if self.deposit > 0 {
-            self.add(self.period(now), self.deposit);
+            stripe.add(self.period(now), self.deposit);
         }
-        self.deposits.fetch_add(1, Ordering::Relaxed);
+        stripe.deposits.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Asks for one retry at `now`: true (and withdrawn) if the budget holds it.
@@ -247,10 +275,24 @@ impl TrafficBudget {
     /// The withdrawal is made first and undone if the balance went below zero, so that
     /// threads withdrawing at once can never overdraw the budget together.
     pub fn try_withdraw_at(&self, now: Instant) -> bool {
-        let period = self.period(now);
-        self.add(period, -self.withdrawal);
+        self.withdraw(self.stripes.mine(), self.period(now), 0)
+    }
+
+    /// A request's first failure at `now`: its deposit, then one retry asked for — what
+    /// [`deposit_at`](Self::deposit_at) then [`try_withdraw_at`](Self::try_withdraw_at) do, in
+    /// one step. True if the retry was granted; the deposit stays either way.
+    pub fn deposit_and_try_withdraw_at(&self, now: Instant) -> bool {
+        let stripe = self.stripes.mine();
+        stripe.deposits.fetch_add(1, Ordering::Relaxed);
+        self.withdraw(stripe, self.period(now), self.deposit)
+    }
+
+    /// Withdraws one retry in `period` from `stripe`, with `deposit` units deposited in the
+    /// same step.
+    fn withdraw(&self, stripe: &Stripe, period: u32, deposit: i32) -> bool {
+        stripe.add(period, deposit - self.withdrawal);
         if self.balance(period) >= 0 {
-            self.withdrawals.fetch_add(1, Ordering::Relaxed);
+            stripe.withdrawals.fetch_add(1, Ordering::Relaxed);
             if self.exhausted.load(Ordering::Relaxed)
                 && self.exhausted.swap(false, Ordering::Relaxed)
             {
@@ -258,12 +300,9 @@ impl TrafficBudget {
             }
             return true;
         }
-        // Undone only in its own period: once the slot moved on, the withdrawal is forgotten.
-        let slot = &self.slots[period as usize % SLOTS];
-        let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
-            let (held, balance) = unpack(word);
-            (held == period).then(|| pack(period, balance.saturating_add(self.withdrawal)))
-        });
+        // Given back only in its own period: once the slot moved on, the withdrawal is
+        // forgotten.
+        stripe.give_back(period, self.withdrawal);
         self.refusals.fetch_add(1, Ordering::Relaxed);
         // One line when it runs dry, not one per refused retry (a storm would flood the log).
         if !self.exhausted.load(Ordering::Relaxed) && !self.exhausted.swap(true, Ordering::Relaxed)
@@ -278,9 +317,14 @@ impl TrafficBudget {
     /// The counters, and the retries it would grant at `now`.
     pub fn stats_at(&self, now: Instant) -> BudgetStats {
         let balance = self.balance(self.period(now)).max(0);
+        let sum = |counter: fn(&Stripe) -> &AtomicU64| -> u64 {
+            (self.stripes.iter())
+                .map(|stripe| counter(stripe).load(Ordering::Relaxed))
+                .sum()
+        };
         BudgetStats {
-            deposits: self.deposits.load(Ordering::Relaxed),
-            withdrawals: self.withdrawals.load(Ordering::Relaxed),
+            deposits: sum(|stripe| &stripe.deposits),
+            withdrawals: sum(|stripe| &stripe.withdrawals),
             refusals: self.refusals.load(Ordering::Relaxed),
             balance: u64::try_from(balance / i64::from(self.withdrawal)).unwrap_or(0),
         }

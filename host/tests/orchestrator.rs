@@ -295,32 +295,50 @@ fn per_request_strategy_overrides_default() {
     );
 }
 
+/// Answers a 7 ms retry from another thread, later.
+#[derive(Debug)]
+struct Later;
+
+impl RetryStrategy for Later {
+    fn name(&self) -> &str {
+        "later"
+    }
+    fn retry_after<'a>(&'a self, _: &'a Request, _: &'a DecisionContext<'a>) -> StrategyFuture<'a> {
+        StrategyFuture::pending(async {
+            let (tx, rx) = futures::channel::oneshot::channel();
+            std::thread::spawn(move || tx.send(Duration::from_millis(7)).unwrap());
+            RetryAction::after(rx.await.unwrap())
+        })
+    }
+}
+
 /// Reference 001 "Retry Strategies": the strategy returns a future; one that completes later
 /// is awaited.
 #[test]
 fn asynchronous_strategies_are_awaited() {
-    #[derive(Debug)]
-    struct Later;
-    impl RetryStrategy for Later {
-        fn name(&self) -> &str {
-            "later"
-        }
-        fn retry_after<'a>(
-            &'a self,
-            _: &'a Request,
-            _: &'a DecisionContext<'a>,
-        ) -> StrategyFuture<'a> {
-            StrategyFuture::pending(async {
-                let (tx, rx) = futures::channel::oneshot::channel();
-                std::thread::spawn(move || tx.send(Duration::from_millis(7)).unwrap());
-                RetryAction::after(rx.await.unwrap())
-            })
-        }
-    }
     let orchestrator = Orchestrator::new(Arc::new(Later));
     let mut req = request(RequestType::Get, 2500, Instant::now());
     assert_eq!(
         retry_delay_ms(&decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0)),
         7
     );
+}
+
+/// `Deciding`: a strategy that answers at once is asked by the call itself (the retry is on
+/// the request even if the future is never polled); an asynchronous strategy, here the
+/// request's own, is asked only when the future is polled, and awaited.
+#[test]
+fn a_decision_is_made_by_the_call_unless_its_strategy_must_be_awaited() {
+    let orchestrator = Orchestrator::default();
+    let mut req = request(RequestType::Get, 2500, Instant::now());
+    drop(orchestrator.maybe_retry(&mut req, &reasons::KV_LOCKED));
+    assert_eq!(req.retry_attempts(), 1, "best effort answered at the call");
+
+    let mut req = request(RequestType::Get, 2500, Instant::now()).with_strategy(Arc::new(Later));
+    drop(orchestrator.maybe_retry(&mut req, &reasons::KV_LOCKED));
+    assert_eq!(req.retry_attempts(), 0, "never polled, never asked");
+    let decision =
+        futures::executor::block_on(orchestrator.maybe_retry(&mut req, &reasons::KV_LOCKED));
+    assert_eq!(retry_delay_ms(&decision), 7);
+    assert_eq!(req.retry_attempts(), 1);
 }

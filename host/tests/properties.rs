@@ -110,6 +110,25 @@ proptest! {
         prop_assert!(controlled_backoff(attempt + 1) >= c);
     }
 
+    /// Reference 001 "Best Effort": the delay is `min × factor^attempt` clamped to
+    /// `[min, max]`. A whole factor is computed in integers; it gives the delays of the
+    /// floating-point formula.
+    #[test]
+    fn whole_factor_backoff_is_the_formula(
+        min_us in 1u64..2_000_000, span_us in 0u64..100_000_000, factor in 1u32..12,
+        attempt in 0u32..80,
+    ) {
+        let (min, max) = (Duration::from_micros(min_us), Duration::from_micros(min_us + span_us));
+        let b = ExponentialBackoff::new(min, max, f64::from(factor)).unwrap();
+        let secs = min.as_secs_f64() * f64::from(factor).powi(attempt as i32);
+        let formula = if secs >= max.as_secs_f64() {
+            max
+        } else {
+            Duration::from_secs_f64(secs).clamp(min, max)
+        };
+        prop_assert_eq!(b.nominal(attempt), formula);
+    }
+
     /// Reason names parse back to the same reason, whatever alias is used.
     #[test]
     fn reason_names_round_trip(reason in any_reason()) {

@@ -101,23 +101,70 @@ fn concurrent_withdrawals_never_overdraw() {
     assert_eq!(granted, 50);
 }
 
+/// Threads on different stripes depositing and withdrawing at once never overdraw: at 20 %
+/// without a floor, 4 threads making 1000 first failures each (a deposit and a retry in one
+/// step) are granted at most 20 % of the 4000 requests, and every deposit is counted.
+#[test]
+fn concurrent_first_failures_never_overdraw() {
+    let start = Instant::now();
+    let b = Arc::new(budget(20.0, 0, 10_000));
+    let granted: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let b = Arc::clone(&b);
+                scope.spawn(move || {
+                    (0..1000)
+                        .filter(|_| b.deposit_and_try_withdraw_at(start))
+                        .count()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert!(
+        granted <= 800,
+        "{granted} retries granted for 4000 requests at 20 %"
+    );
+    let stats = b.stats_at(start);
+    assert_eq!((stats.deposits, stats.withdrawals), (4000, granted as u64));
+}
+
+/// A first failure's deposit and retry in one step decide as a deposit followed by a
+/// withdrawal do: at 20 % the fifth first failure is the first granted.
+#[test]
+fn a_first_failure_deposits_before_it_withdraws() {
+    let start = Instant::now();
+    let (one_step, two_steps) = (budget(20.0, 0, 10_000), budget(20.0, 0, 10_000));
+    for _ in 0..12 {
+        two_steps.deposit_at(start);
+        assert_eq!(
+            one_step.deposit_and_try_withdraw_at(start),
+            two_steps.try_withdraw_at(start)
+        );
+    }
+    assert_eq!(one_step.stats_at(start), two_steps.stats_at(start));
+    assert_eq!(one_step.stats_at(start).withdrawals, 2);
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Event {
     Request,
     Retry,
+    FirstFailure,
 }
 
 proptest! {
     /// Issue 15 point 7: over any window, the retries granted never exceed `percent ×
     /// requests + min_per_second × ttl`. The window checked ends at each granted retry and
     /// spans `ttl` less one slot (what the budget is sure to still count); its requests are
-    /// counted over the full `ttl` before it (what the budget may still count).
+    /// counted over the full `ttl` before it (what the budget may still count). Requests,
+    /// retries and first failures (a deposit and a retry in one step) come mixed.
     #[test]
     fn retries_never_exceed_the_share_of_requests_and_the_floor(
         percent in 0.0f64..=100.0,
         min_per_second in 0u32..20,
         ttl_ms in 10u64..5_000,
-        events in prop::collection::vec((0u64..400, prop::bool::weighted(0.6)), 1..600),
+        events in prop::collection::vec((0u64..400, 0u8..5), 1..600),
     ) {
         let start = Instant::now();
         let b = budget(percent, min_per_second, ttl_ms);
@@ -125,16 +172,27 @@ proptest! {
         let mut now_ms = 0u64;
         let mut requests: Vec<u64> = Vec::new();
         let mut granted: Vec<u64> = Vec::new();
-        for (advance, is_request) in events {
+        for (advance, kind) in events {
             now_ms += advance;
             let now = start + Duration::from_millis(now_ms);
-            match if is_request { Event::Request } else { Event::Retry } {
+            let event = match kind {
+                0..=2 => Event::Request,
+                3 => Event::Retry,
+                _ => Event::FirstFailure,
+            };
+            match event {
                 Event::Request => {
                     b.deposit_at(now);
                     requests.push(now_ms);
                 }
-                Event::Retry => {
-                    if !b.try_withdraw_at(now) {
+                Event::Retry | Event::FirstFailure => {
+                    let granted_now = if let Event::FirstFailure = event {
+                        requests.push(now_ms);
+                        b.deposit_and_try_withdraw_at(now)
+                    } else {
+                        b.try_withdraw_at(now)
+                    };
+                    if !granted_now {
                         continue;
                     }
                     granted.push(now_ms);
@@ -285,5 +343,65 @@ builtin = "best-effort"
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(config.policy_budgets["kv"], "storm");
         assert_eq!(config.budgets["storm"], rebound::BudgetConfig::default());
+    }
+}
+
+mod guard {
+    //! The safety guard beside a budget: a first failure that schedules a retry deposits in
+    //! the same step as it withdraws, one that is refused deposits alone.
+
+    use super::budget;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use futures::FutureExt;
+    use rebound::{
+        reasons, CancelReason, Decision, DecisionContext, Orchestrator, Request, RequestType,
+        RetryAction, RetryError, SyncStrategy,
+    };
+
+    /// Asks for a retry whatever the failure.
+    #[derive(Debug)]
+    struct AlwaysRetry;
+
+    impl SyncStrategy for AlwaysRetry {
+        fn name(&self) -> &str {
+            "always-retry"
+        }
+        fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
+            RetryAction::after(Duration::from_millis(1))
+        }
+    }
+
+    /// Reference 001 "Retry Orchestration" (a non-idempotent request is retried only for a
+    /// reason that allows it), with a budget: the upsert's retry after a socket closed in
+    /// flight is refused as unsafe, its first failure is deposited and nothing is withdrawn;
+    /// the same retry of a get is granted and withdrawn.
+    #[test]
+    fn an_unsafe_retry_is_refused_and_its_first_failure_still_deposits() {
+        let b = Arc::new(budget(100.0, 10, 10_000));
+        let orchestrator = Orchestrator::new(Arc::new(AlwaysRetry)).with_budget(Arc::clone(&b));
+        let reason = &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
+
+        let mut upsert = Request::new(1, RequestType::Upsert, Duration::from_secs(10)).unwrap();
+        let decision = orchestrator.maybe_retry(&mut upsert, reason).now_or_never();
+        assert!(
+            matches!(
+                decision,
+                Some(Decision::Fail(RetryError::RequestCanceled {
+                    reason: CancelReason::UnsafeRetryRefused(_),
+                    ..
+                }))
+            ),
+            "{decision:?}"
+        );
+        let stats = b.stats_at(upsert.start());
+        assert_eq!((stats.deposits, stats.withdrawals), (1, 0));
+
+        let mut get = Request::new(2, RequestType::Get, Duration::from_secs(10)).unwrap();
+        let decision = orchestrator.maybe_retry(&mut get, reason).now_or_never();
+        assert!(matches!(decision, Some(Decision::Retry(_))), "{decision:?}");
+        let stats = b.stats_at(get.start());
+        assert_eq!((stats.deposits, stats.withdrawals), (2, 1));
     }
 }

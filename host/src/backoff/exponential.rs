@@ -151,12 +151,32 @@ impl ExponentialBackoff {
 
     /// The delay without jitter: `min × factor^attempt` clamped to `[min, max]`.
     pub fn nominal(&self, attempt: u32) -> Duration {
+        if let Some(delay) = self.whole_factor_nominal(attempt) {
+            return delay;
+        }
         let exp = i32::try_from(attempt).unwrap_or(i32::MAX);
         let secs = self.min.as_secs_f64() * self.factor.powi(exp);
         if !secs.is_finite() || secs >= self.max.as_secs_f64() {
             return self.max;
         }
         Duration::from_secs_f64(secs).clamp(self.min, self.max)
+    }
+
+    /// [`nominal`](Self::nominal) for a whole factor (the default 2), in exact integer
+    /// nanoseconds: the same delays as the floating-point product, without its cost. `None`
+    /// for a fractional factor or bounds past `u64` nanoseconds.
+    fn whole_factor_nominal(&self, attempt: u32) -> Option<Duration> {
+        if self.factor.fract() != 0.0 || self.factor > u64::MAX as f64 {
+            return None;
+        }
+        let min = u64::try_from(self.min.as_nanos()).ok()?;
+        let max = u64::try_from(self.max.as_nanos()).ok()?;
+        // The factor is at least 1, so a product past u64 is past `max` too.
+        let nanos = (self.factor as u64)
+            .checked_pow(attempt)
+            .and_then(|power| power.checked_mul(min))
+            .map_or(max, |nanos| nanos.min(max));
+        Some(Duration::from_nanos(nanos))
     }
 }
 

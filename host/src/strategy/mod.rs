@@ -74,6 +74,13 @@ pub trait RetryStrategy: Send + Sync + Debug {
         request: &'a Request,
         context: &'a DecisionContext<'a>,
     ) -> StrategyFuture<'a>;
+
+    /// This strategy as a [`SyncStrategy`] when it always answers at once (every
+    /// `SyncStrategy` is): the orchestrator then asks it directly, without a future. `None`,
+    /// the default, for a strategy whose answer may need waiting for.
+    fn as_sync(&self) -> Option<&dyn SyncStrategy> {
+        None
+    }
 }
 
 /// A strategy that answers at once.
@@ -96,6 +103,10 @@ impl<T: SyncStrategy> RetryStrategy for T {
         context: &'a DecisionContext<'a>,
     ) -> StrategyFuture<'a> {
         StrategyFuture::ready(self.decide(request, context))
+    }
+
+    fn as_sync(&self) -> Option<&dyn SyncStrategy> {
+        Some(self)
     }
 }
 

@@ -1,0 +1,69 @@
+//! [`Striped`]: one copy of some counters per core, each thread writing to its own, so that
+//! threads deciding at once do not contend for one cache line; readers add the copies up.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crossbeam_utils::CachePadded;
+
+/// Copies of `T`, one per core up to a most (a power of two), each on its own cache line.
+pub(crate) struct Striped<T> {
+    stripes: Box<[CachePadded<T>]>,
+}
+
+impl<T: Default> Striped<T> {
+    /// One copy per core, at most `most` (rounded up to a power of two).
+    pub fn new(most: usize) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let count = cores.clamp(1, most.max(1)).next_power_of_two();
+        Striped {
+            stripes: (0..count).map(|_| CachePadded::default()).collect(),
+        }
+    }
+}
+
+impl<T> Striped<T> {
+    /// The calling thread's copy.
+    pub fn mine(&self) -> &T {
+        &self.stripes[thread_number() & (self.stripes.len() - 1)]
+    }
+
+    /// Every copy.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.stripes.iter().map(|stripe| &**stripe)
+    }
+}
+
+/// The calling thread's number: threads take numbers in turn as they first ask, so the
+/// threads of a pool spread over the stripes.
+fn thread_number() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static NUMBER: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    NUMBER.with(|number| *number)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+
+    use super::*;
+
+    /// Whatever thread writes, the copies add up to every write.
+    #[test]
+    fn the_copies_add_up_to_every_write() {
+        let counts: Striped<AtomicU64> = Striped::new(8);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..1000 {
+                        counts.mine().fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        let total: u64 = counts.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        assert_eq!(total, 4000);
+        assert!(counts.iter().count().is_power_of_two());
+    }
+}
