@@ -147,6 +147,7 @@ mod strategy;
 mod striped;
 #[cfg(any(feature = "executor", feature = "registry"))]
 pub mod telemetry;
+mod thread_counts;
 mod traffic_budget;
 #[cfg(feature = "wasm")]
 pub mod wasm;

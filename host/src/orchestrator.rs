@@ -4,7 +4,6 @@
 //! otherwise, enforces the safety guard, caps delays to the deadline, and logs every outcome.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,7 @@ use crate::outcome::{CancelReason, ErrorContext, RetryError};
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::strategy::{BestEffort, RetryStrategy};
-use crate::striped::Striped;
+use crate::thread_counts::ThreadCounts;
 use crate::traffic_budget::TrafficBudget;
 
 /// Where a retry delay came from.
@@ -93,28 +92,17 @@ pub enum Guard {
     Exempt,
 }
 
-/// Counters of the orchestrator's outcomes, one copy per core (threads deciding at once do
-/// not contend for their cache line).
-pub struct OrchestratorStats(Striped<Counts>);
-
-/// One core's copy of the outcome counters.
+/// Counters of the orchestrator's outcomes, one copy per thread (threads deciding at once
+/// do not contend for their cache line).
 #[derive(Default)]
-struct Counts {
-    retries: AtomicU64,
-    timeouts: AtomicU64,
-    failures: AtomicU64,
-    refusals: AtomicU64,
-    budget_refusals: AtomicU64,
-}
+pub struct OrchestratorStats(ThreadCounts<5>);
 
-/// The most copies of the counters: reading them adds up one per core.
-const MOST_COPIES: usize = 16;
-
-impl Default for OrchestratorStats {
-    fn default() -> Self {
-        OrchestratorStats(Striped::new(MOST_COPIES))
-    }
-}
+/// The counters' places in [`OrchestratorStats`].
+const RETRIES: usize = 0;
+const TIMEOUTS: usize = 1;
+const FAILURES: usize = 2;
+const REFUSALS: usize = 3;
+const BUDGET_REFUSALS: usize = 4;
 
 impl std::fmt::Debug for OrchestratorStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -142,23 +130,13 @@ pub struct StatsSnapshot {
 impl OrchestratorStats {
     /// Reads the counters.
     pub fn snapshot(&self) -> StatsSnapshot {
-        let sum = |counter: fn(&Counts) -> &AtomicU64| -> u64 {
-            (self.0.iter())
-                .map(|counts| counter(counts).load(Ordering::Relaxed))
-                .sum()
-        };
         StatsSnapshot {
-            retries: sum(|c| &c.retries),
-            timeouts: sum(|c| &c.timeouts),
-            failures: sum(|c| &c.failures),
-            refusals: sum(|c| &c.refusals),
-            budget_refusals: sum(|c| &c.budget_refusals),
+            retries: self.0.total(RETRIES),
+            timeouts: self.0.total(TIMEOUTS),
+            failures: self.0.total(FAILURES),
+            refusals: self.0.total(REFUSALS),
+            budget_refusals: self.0.total(BUDGET_REFUSALS),
         }
-    }
-
-    /// The calling thread's copy, to count in.
-    fn mine(&self) -> &Counts {
-        self.0.mine()
     }
 }
 
@@ -500,10 +478,7 @@ impl Orchestrator {
         };
         if !granted {
             let cancel = CancelReason::RetryBudgetExhausted(reason.clone());
-            self.stats
-                .mine()
-                .budget_refusals
-                .fetch_add(1, Ordering::Relaxed);
+            self.stats.0.add_one(BUDGET_REFUSALS);
             tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
                 reason = %reason, attempts = request.retry_attempts(), strategy,
                 "not retried: the retry budget is exhausted");
@@ -521,7 +496,7 @@ impl Orchestrator {
             let total = request.elapsed_at(now) + remaining;
             let error = RetryError::timeout(request, total);
             request.cancel("TIMEOUT");
-            self.stats.mine().timeouts.fetch_add(1, Ordering::Relaxed);
+            self.stats.0.add_one(TIMEOUTS);
             tracing::info!(request_id = request.id(), request_type = %request.request_type(),
                 reason = %reason, attempts = request.retry_attempts(),
                 requested_delay_ms = delay.as_millis() as u64,
@@ -535,7 +510,7 @@ impl Orchestrator {
         if let Some(level) = consistency {
             request.set_consistency(level);
         }
-        self.stats.mine().retries.fetch_add(1, Ordering::Relaxed);
+        self.stats.0.add_one(RETRIES);
         tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
             reason = %reason, attempt = request.retry_attempts(),
             delay_ms = delay.as_millis() as u64, node = ?node, strategy, "retrying");
@@ -555,7 +530,7 @@ impl Orchestrator {
         strategy: &str,
         now: Instant,
     ) -> Decision {
-        self.stats.mine().refusals.fetch_add(1, Ordering::Relaxed);
+        self.stats.0.add_one(REFUSALS);
         tracing::warn!(request_id = request.id(), request_type = %request.request_type(),
             reason = %cancel.retry_reason(), idempotent = request.is_idempotent(),
             refusal = %cancel, strategy, "safety guard refused the retry the strategy asked for");
@@ -577,7 +552,7 @@ impl Orchestrator {
         let context = ErrorContext::new(request, Some(why.clone()), request.elapsed_at(now));
         let error = error(Box::new(context));
         request.cancel(why);
-        self.stats.mine().failures.fetch_add(1, Ordering::Relaxed);
+        self.stats.0.add_one(FAILURES);
         Decision::Fail(error)
     }
 }

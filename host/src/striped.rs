@@ -1,5 +1,6 @@
-//! [`Striped`]: one copy of some counters per core, each thread writing to its own, so that
-//! threads deciding at once do not contend for one cache line; readers add the copies up.
+//! [`Striped`]: one copy per core of what threads update with atomic read-modify-writes (a
+//! budget's slots), each thread writing to its own, so that threads deciding at once do not
+//! contend for one cache line; readers read every copy.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -19,6 +19,7 @@ use std::time::Instant;
 use serde::Deserialize;
 
 use crate::striped::Striped;
+use crate::thread_counts::ThreadCounts;
 
 /// How many slots the `ttl` window is divided into.
 const SLOTS: usize = TrafficBudget::SLOTS;
@@ -119,9 +120,10 @@ pub struct TrafficBudget {
     withdrawal: i32,
     /// The floor: `min_per_second × ttl` retries' worth of units, always in the balance.
     reserve: i64,
-    /// The slots and counters, one stripe per core.
+    /// The slots, one stripe per core.
     stripes: Striped<Stripe>,
-    refusals: AtomicU64,
+    /// Deposits, withdrawals and refusals, counted per thread.
+    counts: ThreadCounts<3>,
     /// Its name in logs.
     name: String,
     /// Whether its last answer was a refusal: the change either way is logged, once.
@@ -141,14 +143,17 @@ pub struct BudgetStats {
     pub balance: u64,
 }
 
-/// One stripe of a budget: the slots and counters the threads mapped to it write.
+/// One stripe of a budget: the slots the threads mapped to it write.
 #[derive(Default)]
 struct Stripe {
     /// Per slot: the period it holds (high 32 bits) and its balance in units (low 32 bits).
     slots: [AtomicU64; SLOTS],
-    deposits: AtomicU64,
-    withdrawals: AtomicU64,
 }
+
+/// The counters' places in [`TrafficBudget::counts`].
+const DEPOSITS: usize = 0;
+const WITHDRAWALS: usize = 1;
+const REFUSALS: usize = 2;
 
 impl Stripe {
     /// Adds `units` to the slot of `period`, starting it afresh if it held an older period;
@@ -216,7 +221,7 @@ impl TrafficBudget {
                 .unwrap_or(i64::MAX / 2)
                 .saturating_mul(i64::from(withdrawal)),
             stripes: Striped::new(MOST_STRIPES),
-            refusals: AtomicU64::new(0),
+            counts: ThreadCounts::default(),
             name: String::new(),
             exhausted: AtomicBool::new(false),
         })
@@ -267,7 +272,7 @@ impl TrafficBudget {
         if self.deposit > 0 {
             stripe.add(self.period(now), self.deposit);
         }
-        stripe.deposits.fetch_add(1, Ordering::Relaxed);
+        self.counts.add_one(DEPOSITS);
     }
 
     /// Asks for one retry at `now`: true (and withdrawn) if the budget holds it.
@@ -282,9 +287,8 @@ impl TrafficBudget {
     /// [`deposit_at`](Self::deposit_at) then [`try_withdraw_at`](Self::try_withdraw_at) do, in
     /// one step. True if the retry was granted; the deposit stays either way.
     pub fn deposit_and_try_withdraw_at(&self, now: Instant) -> bool {
-        let stripe = self.stripes.mine();
-        stripe.deposits.fetch_add(1, Ordering::Relaxed);
-        self.withdraw(stripe, self.period(now), self.deposit)
+        self.counts.add_one(DEPOSITS);
+        self.withdraw(self.stripes.mine(), self.period(now), self.deposit)
     }
 
     /// Withdraws one retry in `period` from `stripe`, with `deposit` units deposited in the
@@ -292,7 +296,7 @@ impl TrafficBudget {
     fn withdraw(&self, stripe: &Stripe, period: u32, deposit: i32) -> bool {
         stripe.add(period, deposit - self.withdrawal);
         if self.balance(period) >= 0 {
-            stripe.withdrawals.fetch_add(1, Ordering::Relaxed);
+            self.counts.add_one(WITHDRAWALS);
             if self.exhausted.load(Ordering::Relaxed)
                 && self.exhausted.swap(false, Ordering::Relaxed)
             {
@@ -303,7 +307,7 @@ impl TrafficBudget {
         // Given back only in its own period: once the slot moved on, the withdrawal is
         // forgotten.
         stripe.give_back(period, self.withdrawal);
-        self.refusals.fetch_add(1, Ordering::Relaxed);
+        self.counts.add_one(REFUSALS);
         // One line when it runs dry, not one per refused retry (a storm would flood the log).
         if !self.exhausted.load(Ordering::Relaxed) && !self.exhausted.swap(true, Ordering::Relaxed)
         {
@@ -317,15 +321,10 @@ impl TrafficBudget {
     /// The counters, and the retries it would grant at `now`.
     pub fn stats_at(&self, now: Instant) -> BudgetStats {
         let balance = self.balance(self.period(now)).max(0);
-        let sum = |counter: fn(&Stripe) -> &AtomicU64| -> u64 {
-            (self.stripes.iter())
-                .map(|stripe| counter(stripe).load(Ordering::Relaxed))
-                .sum()
-        };
         BudgetStats {
-            deposits: sum(|stripe| &stripe.deposits),
-            withdrawals: sum(|stripe| &stripe.withdrawals),
-            refusals: self.refusals.load(Ordering::Relaxed),
+            deposits: self.counts.total(DEPOSITS),
+            withdrawals: self.counts.total(WITHDRAWALS),
+            refusals: self.counts.total(REFUSALS),
             balance: u64::try_from(balance / i64::from(self.withdrawal)).unwrap_or(0),
         }
     }
