@@ -1,9 +1,10 @@
 //! Decision latency through the orchestrator — native BestEffort, a bare no-op export with the
 //! world's signature (the floor), and the best-effort policy in Rust (with the reference's
-//! parameters, and tuned so that it computes in the policy), C and Zig — then the bare
-//! strategy calls, the copy of the request each decision starts from, compile and instantiate
-//! costs, printed as a table with ratios. The latencies are measured interleaved, round by
-//! round, so every row of one run sees the same machine.
+//! parameters, and tuned so that it computes in the policy), C and Zig, and the native one
+//! again at a moment the caller fixes — then the bare strategy calls, the copy of the request
+//! each decision starts from, compile and instantiate costs, printed as a table with ratios.
+//! The latencies are measured interleaved, round by round, so every row of one run sees the
+//! same machine.
 //! Run: `./scripts/build-guests.sh && env -u RUST_BACKTRACE cargo bench -p rebound --bench
 //! decision`. `REBOUND_BENCH_EXTRA=a.wasm,b.wasm` adds rows for other components.
 
@@ -33,6 +34,17 @@ fn decide(orchestrator: &Orchestrator, template: &Request) {
     let mut request = template.clone();
     let decision = orchestrator
         .maybe_retry(&mut request, &reasons::KV_LOCKED)
+        .now_or_never()
+        .expect("synchronous strategy");
+    black_box(matches!(decision, Decision::Retry(_) | Decision::Fail(_)));
+}
+
+/// One decision through `orchestrator` for a fresh copy of `template`, at the request's start:
+/// a caller that fixes the decision's moment, so the orchestrator reads no clock.
+fn decide_at_start(orchestrator: &Orchestrator, template: &Request) {
+    let mut request = template.clone();
+    let decision = orchestrator
+        .maybe_retry_at(&mut request, &reasons::KV_LOCKED, template.start())
         .now_or_never()
         .expect("synchronous strategy");
     black_box(matches!(decision, Decision::Retry(_) | Decision::Fail(_)));
@@ -109,15 +121,21 @@ fn main() {
     // Each decision above starts from a fresh copy of the request; this row is that copy
     // alone, so that a decision's own cost can be told from the bench's setup.
     let mut copy = || drop(black_box(template.clone()));
+    // The native decision again, with the moment fixed by the caller (no clock read).
+    let mut native_at_start = || decide_at_start(&orchestrators[0], &template);
     let mut all: Vec<&mut dyn FnMut()> = deciders
         .iter_mut()
         .chain(callers.iter_mut())
         .map(|f| &mut **f as &mut dyn FnMut())
-        .chain([&mut copy as &mut dyn FnMut()])
+        .chain([
+            &mut copy as &mut dyn FnMut(),
+            &mut native_at_start as &mut dyn FnMut(),
+        ])
         .collect();
     let times = measure_interleaved(41, 10_000, &mut all);
     let (decisions, rest) = times.split_at(strategies.len());
-    let (calls, copy) = rest.split_at(strategies.len());
+    let (calls, rest) = rest.split_at(strategies.len());
+    let (copy, native_at_start) = (rest[0], rest[1]);
 
     let bytes = std::fs::read(guest("best_effort")).unwrap();
     let compile = measure(5, 3, || {
@@ -155,8 +173,13 @@ fn main() {
         );
     }
     println!(
+        "| decision (orchestrator), native BestEffort, the moment fixed by the caller (no clock read) | {:.0} ns | {:.2}× native |",
+        ns(native_at_start),
+        ns(native_at_start) / ns(decisions[0])
+    );
+    println!(
         "| copying the request (each decision row's setup, included above) | {:.0} ns | |",
-        ns(copy[0])
+        ns(copy)
     );
     for (i, ((name, _), time)) in strategies.iter().zip(calls).enumerate() {
         let ratio = match i {

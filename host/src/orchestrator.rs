@@ -230,22 +230,33 @@ impl Orchestrator {
         request: &'a mut Request,
         context: &DecisionContext<'a>,
     ) -> Deciding<'a> {
-        let context = match (&self.budget, context.budget()) {
-            (Some(budget), None) => context.with_budget(Some(budget)),
-            _ => *context,
-        };
+        match (&self.budget, context.budget()) {
+            (Some(budget), None) => {
+                self.decide_with_own_strategy(request, &context.with_budget(Some(budget)))
+            }
+            _ => self.decide_with_own_strategy(request, context),
+        }
+    }
+
+    /// [`decide`](Self::decide) once the context names its budget.
+    fn decide_with_own_strategy<'a>(
+        &'a self,
+        request: &'a mut Request,
+        context: &DecisionContext<'a>,
+    ) -> Deciding<'a> {
         // Own the strategy only when the request overrides it (rare): the shared default is
         // borrowed, so deciding writes no reference count on a cache line every thread shares.
         match request.strategy().cloned() {
             None => {
                 let strategy = &*self.default_strategy;
-                self.decide_using(request, &context, strategy, self.guard_for(strategy))
+                self.decide_using(request, context, strategy, self.guard_for(strategy))
             }
             Some(own) => {
                 let guard = self.guard_for(&*own);
-                if let Some(decision) = self.settle_at_once(request, &context, &*own, guard) {
+                if let Some(decision) = self.settle_at_once(request, context, &*own, guard) {
                     return Deciding::ready(decision);
                 }
+                let context = *context;
                 Deciding::pending(async move { self.ask(request, &context, &*own, guard).await })
             }
         }
