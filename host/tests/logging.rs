@@ -4,35 +4,17 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{decide_at, logged_at, paused_runtime, request};
-use rebound::DecisionContext;
-use rebound::{reasons, Orchestrator, Request, RequestType, RetryAction, SyncStrategy};
-
-#[derive(Debug)]
-struct AlwaysRetry;
-
-impl SyncStrategy for AlwaysRetry {
-    fn name(&self) -> &str {
-        "always"
-    }
-    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
-        RetryAction::after(Duration::from_millis(5))
-    }
-}
-
-fn always_retry() -> Orchestrator {
-    Orchestrator::new(Arc::new(AlwaysRetry))
-}
+use common::{always_retry, decide_at, logged_at, paused_runtime, request};
+use rebound::{reasons, Orchestrator, Request, RequestType};
 
 /// Reference 001 "Retry Orchestration": retries and refusals are logged with the reason as a
 /// structured field.
 #[test]
 fn retries_and_refusals_are_logged_with_reason() {
     let log = logged_at(tracing::Level::DEBUG, || {
-        let orchestrator = always_retry();
+        let orchestrator = always_retry(5);
         let mut req = request(RequestType::Get, 2500, Instant::now());
         let _ = decide_at(&orchestrator, &mut req, &reasons::KV_LOCKED, 0);
         let mut upsert = request(RequestType::Upsert, 2500, Instant::now());

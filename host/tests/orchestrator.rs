@@ -6,31 +6,13 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{decide_at, fail_name, request, retry_delay_ms};
+use common::{always_retry, decide_at, fail_name, request, retry_delay_ms};
 use rebound::DecisionContext;
 use rebound::StrategyFuture;
 use rebound::{
     reasons, CancelReason, Decision, DelaySource, FailFast, Orchestrator, Request, RequestType,
-    RetryAction, RetryError, RetryStrategy, SyncStrategy,
+    RetryAction, RetryError, RetryStrategy,
 };
-
-/// A strategy that always asks for a fixed retry, whatever the request: the adversary of the
-/// safety guard.
-#[derive(Debug)]
-struct AlwaysRetry(&'static str, Duration);
-
-impl SyncStrategy for AlwaysRetry {
-    fn name(&self) -> &str {
-        self.0
-    }
-    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
-        RetryAction::after(self.1)
-    }
-}
-
-fn always_retry(ms: u64) -> Orchestrator {
-    Orchestrator::new(Arc::new(AlwaysRetry("always", Duration::from_millis(ms))))
-}
 
 /// Reference 001 "Retry Orchestration": a completed request is left alone.
 #[test]

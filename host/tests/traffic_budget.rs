@@ -351,27 +351,12 @@ mod guard {
     //! the same step as it withdraws, one that is refused deposits alone.
 
     use super::budget;
+    use super::common::always_retry;
     use std::sync::Arc;
     use std::time::Duration;
 
     use futures::FutureExt;
-    use rebound::{
-        reasons, CancelReason, Decision, DecisionContext, Orchestrator, Request, RequestType,
-        RetryAction, RetryError, SyncStrategy,
-    };
-
-    /// Asks for a retry whatever the failure.
-    #[derive(Debug)]
-    struct AlwaysRetry;
-
-    impl SyncStrategy for AlwaysRetry {
-        fn name(&self) -> &str {
-            "always-retry"
-        }
-        fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
-            RetryAction::after(Duration::from_millis(1))
-        }
-    }
+    use rebound::{reasons, CancelReason, Decision, Request, RequestType, RetryError};
 
     /// Reference 001 "Retry Orchestration" (a non-idempotent request is retried only for a
     /// reason that allows it), with a budget: the upsert's retry after a socket closed in
@@ -380,7 +365,7 @@ mod guard {
     #[test]
     fn an_unsafe_retry_is_refused_and_its_first_failure_still_deposits() {
         let b = Arc::new(budget(100.0, 10, 10_000));
-        let orchestrator = Orchestrator::new(Arc::new(AlwaysRetry)).with_budget(Arc::clone(&b));
+        let orchestrator = always_retry(1).with_budget(Arc::clone(&b));
         let reason = &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
 
         let mut upsert = Request::new(1, RequestType::Upsert, Duration::from_secs(10)).unwrap();

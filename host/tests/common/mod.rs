@@ -128,3 +128,22 @@ pub fn paused_runtime() -> tokio::runtime::Runtime {
         .build()
         .expect("a tokio runtime")
 }
+
+/// A strategy named `always` that asks for a retry after its delay whatever the request: the
+/// adversary of the safety guard.
+#[derive(Debug)]
+pub struct AlwaysRetry(pub Duration);
+
+impl SyncStrategy for AlwaysRetry {
+    fn name(&self) -> &str {
+        "always"
+    }
+    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
+        RetryAction::after(self.0)
+    }
+}
+
+/// An orchestrator whose strategy always asks for a retry after `ms`.
+pub fn always_retry(ms: u64) -> Orchestrator {
+    Orchestrator::new(std::sync::Arc::new(AlwaysRetry(Duration::from_millis(ms))))
+}
