@@ -110,3 +110,17 @@ fn huge_timeout_does_not_panic() {
     assert_eq!(req.deadline(), None);
     assert!(req.remaining_at(std::time::Instant::now()) > Duration::from_secs(1 << 40));
 }
+
+/// Reference 001 "Accessible Context": a request's client context is its own. New requests
+/// start empty; an entry added to one, or to a copy of one, is seen by that request only.
+#[test]
+fn a_client_context_belongs_to_its_request() {
+    let plain = req(RequestType::Get);
+    let tenant = req(RequestType::Get).context("tenant", "blue");
+    let copy = tenant.clone().context("tenant", "green");
+    let later = req(RequestType::Get);
+    assert!(plain.client_context().is_empty());
+    assert!(later.client_context().is_empty());
+    assert_eq!(tenant.client_context()["tenant"], "blue");
+    assert_eq!(copy.client_context()["tenant"], "green");
+}
