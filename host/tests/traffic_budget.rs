@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
@@ -83,22 +82,23 @@ fn out_of_range_parameters_are_refused() {
     }
 }
 
+/// How many of 1000 asks on each of 4 threads at once `ask` grants.
+fn granted_on_four_threads(ask: impl Fn() -> bool + Sync) -> usize {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| (0..1000).filter(|_| ask()).count()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    })
+}
+
 /// Threads withdrawing at once never overdraw: with a floor of 50 retries, 4 threads asking
 /// 1000 times each are granted exactly 50 together.
 #[test]
 fn concurrent_withdrawals_never_overdraw() {
     let start = Instant::now();
-    let b = Arc::new(budget(0.0, 5, 10_000));
-    let granted: usize = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..4)
-            .map(|_| {
-                let b = Arc::clone(&b);
-                scope.spawn(move || (0..1000).filter(|_| b.try_withdraw_at(start)).count())
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).sum()
-    });
-    assert_eq!(granted, 50);
+    let b = budget(0.0, 5, 10_000);
+    assert_eq!(granted_on_four_threads(|| b.try_withdraw_at(start)), 50);
 }
 
 /// Threads on different stripes depositing and withdrawing at once never overdraw: at 20 %
@@ -107,20 +107,8 @@ fn concurrent_withdrawals_never_overdraw() {
 #[test]
 fn concurrent_first_failures_never_overdraw() {
     let start = Instant::now();
-    let b = Arc::new(budget(20.0, 0, 10_000));
-    let granted: usize = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..4)
-            .map(|_| {
-                let b = Arc::clone(&b);
-                scope.spawn(move || {
-                    (0..1000)
-                        .filter(|_| b.deposit_and_try_withdraw_at(start))
-                        .count()
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).sum()
-    });
+    let b = budget(20.0, 0, 10_000);
+    let granted = granted_on_four_threads(|| b.deposit_and_try_withdraw_at(start));
     assert!(
         granted <= 800,
         "{granted} retries granted for 4000 requests at 20 %"

@@ -10,23 +10,18 @@ use std::time::Duration;
 
 use couchbase_core::retry::RetryReason as SdkReason;
 use futures_util::FutureExt;
-use rebound::registry::{PolicyRegistry, RegistryConfig};
 use rebound::{reasons, DecisionContext, Request, RequestType};
 use rebound_couchbase::ReboundRetryStrategy;
 
+#[path = "../../../host/benches/support/builtin_registry.rs"]
+mod builtin_registry;
 #[path = "../../../host/benches/support/measure.rs"]
 mod measure;
+use builtin_registry::builtin_registry;
 use measure::measure_interleaved;
 
 fn main() {
-    let config = RegistryConfig::parse(
-        "default_policy = \"best\"\ncache_dir = false\n[watch]\nenabled = false\n\
-         [policies.best]\nbuiltin = \"best-effort\"\n",
-        "rebound.toml".as_ref(),
-        ".".as_ref(),
-    )
-    .unwrap();
-    let registry = Arc::new(PolicyRegistry::new(config).unwrap());
+    let registry = builtin_registry("best-effort");
     let strategy = ReboundRetryStrategy::new(Arc::clone(&registry));
     let times = measure_interleaved(
         31,

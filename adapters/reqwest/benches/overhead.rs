@@ -15,13 +15,16 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use http::Extensions;
 use rebound::classify::{classify, Classification, Response as Answer};
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::registry::PolicyRegistry;
 use rebound::{reasons, Decision, DecisionContext, HttpMethod, Request, RequestType, Service};
 use rebound_reqwest::ReboundMiddleware;
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next};
 
+#[path = "../../../host/benches/support/builtin_registry.rs"]
+mod builtin_registry;
 #[path = "../../../host/benches/support/measure.rs"]
 mod measure;
+use builtin_registry::builtin_registry;
 use measure::measure_interleaved;
 
 const URL: &str = "http://127.0.0.1:8092/default/_design/beers/_view/by_name";
@@ -127,14 +130,7 @@ async fn by_hand(
 }
 
 fn main() {
-    let config = RegistryConfig::parse(
-        "default_policy = \"best\"\ncache_dir = false\n[watch]\nenabled = false\n\
-         [policies.best]\nbuiltin = \"best-effort\"\n",
-        "rebound.toml".as_ref(),
-        ".".as_ref(),
-    )
-    .unwrap();
-    let registry = Arc::new(PolicyRegistry::new(config).unwrap());
+    let registry = builtin_registry("best-effort");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)

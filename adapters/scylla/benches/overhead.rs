@@ -8,25 +8,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use rebound::registry::{PolicyRegistry, RegistryConfig};
 use rebound::{DecisionContext, Request, RequestType, RetryReason, Unavailable};
 use rebound_scylla::ReboundRetryPolicy;
 use scylla::errors::{DbError, RequestAttemptError};
 use scylla::statement::Consistency;
 
+#[path = "../../../host/benches/support/builtin_registry.rs"]
+mod builtin_registry;
 #[path = "../../../host/benches/support/measure.rs"]
 mod measure;
+use builtin_registry::builtin_registry;
 use measure::measure_interleaved;
 
 fn main() {
-    let config = RegistryConfig::parse(
-        "default_policy = \"cassandra\"\ncache_dir = false\n[watch]\nenabled = false\n\
-         [policies.cassandra]\nbuiltin = \"cassandra-default\"\n",
-        "rebound.toml".as_ref(),
-        ".".as_ref(),
-    )
-    .unwrap();
-    let registry = Arc::new(PolicyRegistry::new(config).unwrap());
+    let registry = builtin_registry("cassandra-default");
     let policy = ReboundRetryPolicy::new(Arc::clone(&registry)).unwrap();
     let error = RequestAttemptError::DbError(
         DbError::Unavailable {

@@ -1,0 +1,17 @@
+//! The registry the adapters' benches decide with: one built-in policy, the default, with no
+//! file watching and no artifact cache, so that only deciding is measured.
+
+use std::sync::Arc;
+
+use rebound::registry::{PolicyRegistry, RegistryConfig};
+
+/// A registry whose only policy, `bench`, is the built-in `builtin`.
+pub fn builtin_registry(builtin: &str) -> Arc<PolicyRegistry> {
+    let text = format!(
+        "default_policy = \"bench\"\ncache_dir = false\n[watch]\nenabled = false\n\
+         [policies.bench]\nbuiltin = \"{builtin}\"\n"
+    );
+    let config = RegistryConfig::parse(&text, "rebound.toml".as_ref(), ".".as_ref())
+        .expect("a valid one-policy configuration");
+    Arc::new(PolicyRegistry::new(config).expect("a registry of one built-in policy"))
+}
