@@ -3,10 +3,12 @@
 //! spins until its deadline; and how late past that deadline (counted from the request's
 //! arrival, waiting for a place included) the spinning policy's requests are answered.
 //!
-//! `cargo bench -p rebound-cli --bench isolation [-- SECONDS]` (needs `./scripts/build-guests.sh`
+//! `cargo bench -p rebound-cli --bench isolation [-- SECONDS]` (SECONDS per phase, 5 rounds of
+//! an unloaded and a loaded phase; needs `./scripts/build-guests.sh`
 //! for the adversary policy). The server runs with 2 workers and its default isolation (two
-//! policy threads per core, one call per core for a policy), the threads at nice 0, then at
-//! nice 10.
+//! policy threads per core, one call per two cores for a policy, 125 ms per second per core of
+//! the threads' time for one policy), then as isolation was before the time share (one call
+//! per core, no limit on a policy's time).
 
 mod support;
 
@@ -20,6 +22,9 @@ use support::{ms, serve, Client};
 /// The spinning policy's deadline.
 const DEADLINE_MS: u64 = 10;
 
+/// Unloaded and loaded phases measured, alternating.
+const ROUNDS: usize = 5;
+
 const BUILTIN: &str = r#"{"reason": "KV_LOCKED"}"#;
 const SPIN: &str = r#"{"policy": "spinner", "request": {"client_context": {"spin": "yes"}}, "reason": "KV_LOCKED"}"#;
 
@@ -29,50 +34,84 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(5);
     let window = Duration::from_secs(seconds);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let guest = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../build/guests/adversary.wasm");
     assert!(
         guest.is_file(),
         "{}: run ./scripts/build-guests.sh",
         guest.display()
     );
-    let rows: Vec<Row> = [0, 10].map(|nice| measure(&guest, nice, window)).into();
-    println!("| measure | policy threads at nice 0 (the default) | at nice 10 |");
+    let before = format!("per_policy = {cores}\nbusy_per_second_ms = 0");
+    let rows: Vec<Row> = ["", before.as_str()]
+        .map(|isolation| measure(&guest, isolation, window))
+        .into();
+    println!(
+        "| measure | default isolation | one call per core, no time share \
+         (`per_policy = {cores}`, `busy_per_second_ms = 0`) |"
+    );
     println!("| --- | --- | --- |");
     let line = |what: &str, cell: &dyn Fn(&Row) -> String| {
         println!("| {what} | {} | {} |", cell(&rows[0]), cell(&rows[1]));
     };
-    line("built-in decisions/s, unloaded (2 clients)", &|r| {
-        format!("{:.0}", r.unloaded)
-    });
     line(
-        "built-in decisions/s, 8 clients on the spinning policy",
+        "built-in decisions/s, unloaded (2 clients), mean of the rounds",
+        &|r| format!("{:.0}", r.unloaded),
+    );
+    line(
+        "built-in decisions/s, 8 clients on the spinning policy, mean of the rounds",
         &|r| format!("{:.0}", r.loaded),
     );
-    line("loaded ÷ unloaded", &|r| {
-        format!("{:.2}", r.loaded / r.unloaded.max(f64::MIN_POSITIVE))
-    });
+    line(
+        &format!("loaded ÷ unloaded, median (lowest – highest) of {ROUNDS} rounds"),
+        &|r| {
+            let (low, high) = (r.ratios[0], r.ratios[r.ratios.len() - 1]);
+            format!("{:.2} ({low:.2} – {high:.2})", r.ratios[r.ratios.len() / 2])
+        },
+    );
     line("spinning-policy requests answered", &|r| {
-        r.late.len().to_string()
+        (r.late.len() + r.overloaded.len()).to_string()
     });
     line(
-        "… of which `overloaded` (no place within the deadline)",
-        &|r| r.overloaded.to_string(),
+        "… of which `overloaded` (no place or no share within the deadline)",
+        &|r| r.overloaded.len().to_string(),
     );
     line(
         &format!(
-            "their answers past the {DEADLINE_MS} ms deadline at the client, p50 / p99 / max (ms)"
+            "answers past the {DEADLINE_MS} ms deadline at the client, p50 / p99 / max (ms): all"
         ),
-        &|r| spread(&r.late),
+        &|r| {
+            let mut all = [r.late.as_slice(), &r.overloaded].concat();
+            all.sort();
+            spread(&all)
+        },
     );
+    line("… the calls ended by their deadline", &|r| {
+        spread(&r.late)
+    });
+    line("… the `overloaded` answers", &|r| spread(&r.overloaded));
+    line(
+        "past the deadline in the server (`Server-Timing`), p50 / p99 / max (ms): the calls",
+        &|r| spread(&r.late_in_server),
+    );
+    line("… the `overloaded` answers", &|r| {
+        spread(&r.overloaded_in_server)
+    });
 }
 
 /// One configuration's figures.
 struct Row {
     unloaded: f64,
     loaded: f64,
-    /// How late past the deadline each spinning-policy answer came at the client, sorted.
+    /// Loaded ÷ unloaded in each round, sorted.
+    ratios: Vec<f64>,
+    /// How late past the deadline each spinning-policy call's answer came at the client, sorted.
     late: Vec<Duration>,
-    overloaded: usize,
+    /// The same for the answers `overloaded`.
+    overloaded: Vec<Duration>,
+    /// How late past the deadline the server answered the calls, by its `Server-Timing`.
+    late_in_server: Vec<Duration>,
+    /// The same for the answers `overloaded`.
+    overloaded_in_server: Vec<Duration>,
 }
 
 /// p50 / p99 / max of sorted `values`, in ms.
@@ -86,15 +125,15 @@ fn spread(values: &[Duration]) -> String {
     format!("{:.2} / {:.2} / {:.2}", at(0.5), at(0.99), at(1.0))
 }
 
-/// Serves the spinning policy with its isolation's threads at `nice`, and measures.
-fn measure(guest: &std::path::Path, nice: i32, window: Duration) -> Row {
+/// Serves the spinning policy with `isolation` as its `[engine.isolation]`, and measures.
+fn measure(guest: &std::path::Path, isolation: &str, window: Duration) -> Row {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(guest, dir.path().join("adversary.wasm")).unwrap();
     std::fs::write(
         dir.path().join("rebound.toml"),
         format!(
             "default_policy = \"standard\"\n[watch]\nenabled = false\n\
-             [engine.isolation]\nnice = {nice}\n\
+             [engine.isolation]\n{isolation}\n\
              [policies.standard]\nbuiltin = \"best-effort\"\n\
              [policies.spinner]\ncomponent = \"adversary.wasm\"\n\
              limits = {{ deadline_ms = {DEADLINE_MS}, fuel = 100_000_000_000 }}\n\
@@ -103,31 +142,59 @@ fn measure(guest: &std::path::Path, nice: i32, window: Duration) -> Row {
     )
     .unwrap();
     let (mut server, address) = serve(&dir.path().join("rebound.toml"));
-    let unloaded = builtin_rate(&address, window, 2);
-    let stop = Arc::new(AtomicBool::new(false));
+    let (active, stop) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let spinners: Vec<_> = (0..8)
         .map(|_| {
-            let (address, stop) = (address.clone(), Arc::clone(&stop));
-            std::thread::spawn(move || hammer(&address, &stop))
+            let (address, active, stop) = (address.clone(), Arc::clone(&active), Arc::clone(&stop));
+            std::thread::spawn(move || hammer(&address, &active, &stop))
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(200));
-    let loaded = builtin_rate(&address, window, 2);
-    stop.store(true, Ordering::Relaxed);
-    let (mut late, mut overloaded) = (Vec::new(), 0);
-    for spinner in spinners {
-        let (lateness, over) = spinner.join().unwrap();
-        overloaded += over;
-        late.extend(lateness);
+    // Unloaded and loaded phases alternate, so that a change in the machine's own load
+    // between them moves both.
+    let (mut unloaded, mut loaded, mut ratios) = (0.0, 0.0, Vec::new());
+    for _ in 0..ROUNDS {
+        let alone = builtin_rate(&address, window, 2);
+        active.store(true, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(200));
+        let beside = builtin_rate(&address, window, 2);
+        active.store(false, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(200));
+        unloaded += alone / ROUNDS as f64;
+        loaded += beside / ROUNDS as f64;
+        ratios.push(beside / alone.max(f64::MIN_POSITIVE));
     }
-    late.sort();
+    ratios.sort_by(f64::total_cmp);
+    stop.store(true, Ordering::Relaxed);
+    let [mut late, mut overloaded, mut late_in_server, mut overloaded_in_server] =
+        [(); 4].map(|_| Vec::new());
+    for spinner in spinners {
+        let lateness = spinner.join().unwrap();
+        late.extend(lateness.called);
+        overloaded.extend(lateness.overloaded);
+        late_in_server.extend(lateness.called_in_server);
+        overloaded_in_server.extend(lateness.overloaded_in_server);
+    }
+    for values in [
+        &mut late,
+        &mut overloaded,
+        &mut late_in_server,
+        &mut overloaded_in_server,
+    ] {
+        values.sort();
+    }
     let _ = server.kill();
     let _ = server.wait();
     Row {
         unloaded,
         loaded,
+        ratios,
         late,
         overloaded,
+        late_in_server,
+        overloaded_in_server,
     }
 }
 
@@ -153,21 +220,42 @@ fn builtin_rate(address: &str, window: Duration, clients: usize) -> f64 {
     total as f64 / window.as_secs_f64()
 }
 
-/// Asks the spinning policy until `stop`: how late past the deadline each answer came at the
-/// client, and how many were answered `overloaded`.
-fn hammer(address: &str, stop: &AtomicBool) -> (Vec<Duration>, usize) {
+/// How late past the deadline one client's spinning-policy answers came.
+#[derive(Default)]
+struct Lateness {
+    called: Vec<Duration>,
+    overloaded: Vec<Duration>,
+    called_in_server: Vec<Duration>,
+    overloaded_in_server: Vec<Duration>,
+}
+
+/// Asks the spinning policy while `active`, until `stop`: how late past the deadline each
+/// answer came at the client and in the server, for the calls made and for the answers
+/// `overloaded`.
+fn hammer(address: &str, active: &AtomicBool, stop: &AtomicBool) -> Lateness {
     let mut client = Client::connect(address);
     let deadline = Duration::from_millis(DEADLINE_MS);
-    let (mut late, mut overloaded) = (Vec::new(), 0);
+    let mut lateness = Lateness::default();
     while !stop.load(Ordering::Relaxed) {
+        if !active.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
         let started = Instant::now();
         let (status, body) = client.decide(SPIN);
-        let took = started.elapsed();
+        let past = started.elapsed().saturating_sub(deadline);
         assert_eq!(status, 200, "{body}");
+        let in_server = client
+            .server_time()
+            .expect("a Server-Timing header")
+            .saturating_sub(deadline);
         if body.contains("\"overloaded\"") {
-            overloaded += 1;
+            lateness.overloaded.push(past);
+            lateness.overloaded_in_server.push(in_server);
+        } else {
+            lateness.called.push(past);
+            lateness.called_in_server.push(in_server);
         }
-        late.push(took.saturating_sub(deadline));
     }
-    (late, overloaded)
+    lateness
 }

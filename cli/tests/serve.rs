@@ -125,6 +125,32 @@ fn decides_classifies_and_reports_status_health_and_metrics() {
 
 /// Issue 19, point 7: errors the HTTP layer makes (a method a route does not take, a path that
 /// does not decode) answer the API's JSON error object too.
+/// A decision's answer says how long the server took on it (W3C `Server-Timing`, in
+/// milliseconds): what the isolation benchmark reads to tell the server's lateness from its
+/// clients' on a shared machine.
+#[test]
+fn a_decision_answer_says_how_long_the_server_took() {
+    let server = start("127.0.0.1:0", None);
+    let started = std::time::Instant::now();
+    let response = ureq::post(&format!("http://{}/v1/decide", server.authority()))
+        .header("Content-Type", "application/json")
+        .send(robot_get().to_string())
+        .unwrap();
+    let took = started.elapsed();
+    let timing = response.headers()["server-timing"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let ms: f64 = timing
+        .strip_prefix("decide;dur=")
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("{timing}"));
+    assert!(
+        ms > 0.0 && ms <= took.as_secs_f64() * 1000.0,
+        "{ms} ms of {took:?}"
+    );
+}
+
 #[test]
 fn http_layer_errors_answer_the_json_error_object() {
     let server = start("127.0.0.1:0", None);

@@ -1,8 +1,9 @@
 //! Issue 19, point 2: with `[engine] isolation`, components' calls run on threads of their own.
-//! A spinning policy takes at most `per_policy` of them (a call past that is answered its
-//! fail-safe at once, as `overloaded`), a caller in a tokio runtime has its answer by the
-//! call's deadline, and built-in decisions never wait on it. Outside a tokio runtime the
-//! sandbox's own deadline ends the call.
+//! A spinning policy takes at most `per_policy` of them and `busy_per_second_ms` of their time
+//! (a call past either waits at most its deadline, then is answered its fail-safe as
+//! `overloaded`), a caller in a tokio runtime has its answer by the call's deadline counted from
+//! when it asked, and built-in decisions never wait on it. Outside a tokio runtime the sandbox's
+//! own deadline ends the call.
 
 mod registry_support;
 
@@ -11,23 +12,30 @@ use std::time::{Duration, Instant};
 
 use rebound::registry::{PolicyRegistry, RegistryConfig};
 use rebound::{
-    reasons, CancelReason, Decision, DecisionContext, PolicyFailureKind, RequestType, RetryError,
+    reasons, CancelReason, Decision, DecisionContext, PolicyFailure, PolicyFailureKind,
+    RequestType, RetryError,
 };
 use registry_support::{request, runtime, Workspace};
 
 /// A registry with `standard` (best effort) and `spinner` (the adversary policy: a `spin`
-/// request runs until its 200 ms deadline), isolated on two threads, one call per policy.
+/// request runs until its 200 ms deadline), isolated on two threads, one call per policy and
+/// no limit on their time.
 fn registry() -> (Workspace, Arc<PolicyRegistry>) {
+    registry_with("per_policy = 1\nbusy_per_second_ms = 0")
+}
+
+/// As [`registry`], with `isolation` as the rest of `[engine.isolation]`.
+fn registry_with(isolation: &str) -> (Workspace, Arc<PolicyRegistry>) {
     let ws = Workspace::new();
     ws.install("adversary.wasm", "adversary");
-    ws.config(
+    ws.config(&format!(
         "default_policy = \"standard\"\n\
-         [engine.isolation]\nthreads = 2\nper_policy = 1\n\
+         [engine.isolation]\nthreads = 2\n{isolation}\n\
          [policies.standard]\nbuiltin = \"best-effort\"\n\
          [policies.spinner]\ncomponent = \"adversary.wasm\"\n\
-         limits = { deadline_ms = 200, fuel = 100_000_000_000 }\n\
-         quarantine = { after_failures = 0 }\n",
-    );
+         limits = {{ deadline_ms = 200, fuel = 100_000_000_000 }}\n\
+         quarantine = {{ after_failures = 0 }}\n",
+    ));
     let config = RegistryConfig {
         strict_start: true,
         ..ws.load_config()
@@ -36,21 +44,32 @@ fn registry() -> (Workspace, Arc<PolicyRegistry>) {
     (ws, Arc::new(registry))
 }
 
-/// The kind of policy failure `decision` reports, if any.
-fn failure_kind(decision: &Decision) -> Option<PolicyFailureKind> {
+/// The policy failure `decision` reports, if any.
+fn failure(decision: &Decision) -> Option<&PolicyFailure> {
     match decision {
         Decision::Fail(RetryError::RequestCanceled {
             reason: CancelReason::PolicyFailed(failure, _),
             ..
-        }) => Some(failure.kind),
+        }) => Some(failure),
         _ => None,
     }
 }
 
+/// The kind of policy failure `decision` reports, if any.
+fn failure_kind(decision: &Decision) -> Option<PolicyFailureKind> {
+    failure(decision).map(|failure| failure.kind)
+}
+
 async fn decide_spin(registry: &PolicyRegistry) -> (Decision, Duration) {
-    let mut request = request(RequestType::Get)
-        .policy("spinner")
-        .context("spin", "yes");
+    decide_spinner(registry, true).await
+}
+
+/// Asks the spinning policy, to spin or not: its decision and how long it took.
+async fn decide_spinner(registry: &PolicyRegistry, spin: bool) -> (Decision, Duration) {
+    let mut request = request(RequestType::Get).policy("spinner");
+    if spin {
+        request = request.context("spin", "yes");
+    }
     let started = Instant::now();
     let decided = registry
         .decide(&mut request, &DecisionContext::new(&reasons::KV_LOCKED))
@@ -60,8 +79,8 @@ async fn decide_spin(registry: &PolicyRegistry) -> (Decision, Duration) {
 }
 
 /// One call of the spinning policy at a time: a second caller waits for the place (holding no
-/// thread) and its call runs when it frees, to the sandbox's deadline; a third waits its whole
-/// deadline and is answered `overloaded`; a built-in decides at once all along.
+/// thread) and its call runs when it frees, to the deadline counted from when it asked; a third
+/// waits its whole deadline and is answered `overloaded`; a built-in decides at once all along.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spinning_policy_takes_its_places_only_and_answers_by_its_deadline() {
     let (_ws, registry) = registry();
@@ -99,22 +118,70 @@ async fn a_spinning_policy_takes_its_places_only_and_answers_by_its_deadline() {
         let (decision, took) = call.await.unwrap();
         waited.push((failure_kind(&decision), took));
     }
-    // One took the freed place and ran its own call to the sandbox's deadline; the other never
-    // had one and was answered when its deadline passed waiting.
-    waited.sort_by_key(|(_, took)| *took);
+    // One took the freed place 150 ms after it asked and its call ran for what was left of its
+    // deadline (it ran for a whole deadline from there, 350 ms after it asked, before); the
+    // other never had one and was answered when its deadline passed waiting.
+    waited.sort_by_key(|(kind, _)| *kind == Some(PolicyFailureKind::Timeout));
     assert_eq!(
         waited[0].0,
         Some(PolicyFailureKind::Overloaded),
         "{waited:?}"
     );
-    assert!(
-        waited[0].1 >= Duration::from_millis(190) && waited[0].1 < Duration::from_millis(300),
-        "{waited:?}"
-    );
     assert_eq!(waited[1].0, Some(PolicyFailureKind::Timeout), "{waited:?}");
+    for (_, took) in &waited {
+        assert!(
+            *took >= Duration::from_millis(190) && *took < Duration::from_millis(300),
+            "answered by the deadline counted from the ask: {waited:?}"
+        );
+    }
+}
+
+/// A policy's calls take at most their share of the threads' time: after a 200 ms spin at 500 ms
+/// per second, the next call may start only 300 ms later (400 ms owed, 100 forgiven by the
+/// window), so a caller asking at once waits its whole deadline and is answered `overloaded`,
+/// and one asking after that waits for the rest and is answered by the policy; built-ins decide
+/// at once all along.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_s_calls_take_at_most_their_share_of_the_threads_time() {
+    let (_ws, registry) = registry_with("per_policy = 2\nbusy_per_second_ms = 500");
+    let (spun, _) = decide_spin(&registry).await;
+    assert_eq!(
+        failure_kind(&spun),
+        Some(PolicyFailureKind::Timeout),
+        "{spun:?}"
+    );
+    // Its caller may be answered as the deadline passes, just before the sandbox stops the
+    // call and its time is counted.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+
+    let (refused, took) = decide_spinner(&registry, false).await;
+    let detail = failure(&refused).map(|failure| (failure.kind, failure.detail.clone()));
     assert!(
-        waited[1].1 >= Duration::from_millis(300) && waited[1].1 < Duration::from_millis(600),
-        "waited for the place, then ran to its own deadline: {waited:?}"
+        matches!(&detail, Some((PolicyFailureKind::Overloaded, text)) if text.contains("500 ms per second")),
+        "{refused:?}"
+    );
+    assert!(
+        took >= Duration::from_millis(190) && took < Duration::from_millis(300),
+        "waited its deadline: {took:?}"
+    );
+    let mut plain = request(RequestType::Get);
+    let started = Instant::now();
+    let decided = registry
+        .decide(&mut plain, &DecisionContext::new(&reasons::KV_LOCKED))
+        .await
+        .unwrap();
+    assert!(
+        matches!(decided.decision, Decision::Retry(_)),
+        "{decided:?}"
+    );
+    assert!(started.elapsed() < Duration::from_millis(50));
+
+    // About 100 ms of the 300 are left: this caller waits for them, then the policy answers.
+    let (answered, took) = decide_spinner(&registry, false).await;
+    assert_eq!(failure_kind(&answered), None, "{answered:?}");
+    assert!(
+        took >= Duration::from_millis(40) && took < Duration::from_millis(190),
+        "waited for the policy's share: {took:?}"
     );
 }
 

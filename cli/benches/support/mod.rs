@@ -42,6 +42,7 @@ pub fn serve(config: &Path) -> (Child, String) {
 pub struct Client {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
+    server_time: Option<Duration>,
 }
 
 impl Client {
@@ -51,6 +52,7 @@ impl Client {
         Client {
             reader: BufReader::new(writer.try_clone().unwrap()),
             writer,
+            server_time: None,
         }
     }
 
@@ -71,7 +73,13 @@ impl Client {
         self.answer()
     }
 
+    /// The server's time for the last answer, from its `Server-Timing` header.
+    pub fn server_time(&self) -> Option<Duration> {
+        self.server_time
+    }
+
     fn answer(&mut self) -> (u16, String) {
+        self.server_time = None;
         let mut status = 0;
         let mut length = 0usize;
         let mut line = String::new();
@@ -87,6 +95,11 @@ impl Client {
             } else if let Some((name, value)) = text.split_once(':') {
                 if name.eq_ignore_ascii_case("content-length") {
                     length = value.trim().parse().unwrap();
+                } else if name.eq_ignore_ascii_case("server-timing") {
+                    self.server_time = value
+                        .split_once("dur=")
+                        .and_then(|(_, ms)| ms.trim().parse::<f64>().ok())
+                        .map(|ms| Duration::from_secs_f64(ms / 1000.0));
                 }
             }
         }

@@ -241,9 +241,11 @@ async fn decide(State(app): Shared, body: Result<Bytes, BytesRejection>) -> Resp
     match app.decider.decide_text(text, id).await {
         Ok(answer) => {
             let outcome = answer.json["decision"].as_str().unwrap_or_default();
-            app.metrics
-                .decided(answer.policy.as_ref(), outcome, started.elapsed());
-            Json(answer.json).into_response()
+            let took = started.elapsed();
+            app.metrics.decided(answer.policy.as_ref(), outcome, took);
+            // W3C Server Timing: the decision's time in the server, in milliseconds.
+            let timing = format!("decide;dur={:.3}", took.as_secs_f64() * 1000.0);
+            ([("server-timing", timing)], Json(answer.json)).into_response()
         }
         Err(e) => bad_input(&app, e),
     }

@@ -216,18 +216,26 @@ pub struct EngineConfig {
 
 /// Components' calls on dedicated threads, so that a slow or spinning policy cannot hold the
 /// threads that decide with the built-ins or serve requests: at most `per_policy` calls of
-/// one policy version run at once (another waits for a place, in a tokio runtime up to the
+/// one policy version run at once, and its calls keep the threads busy at most
+/// `busy_per_second_ms` per second (a call past either waits, in a tokio runtime up to the
 /// call's deadline, holding no thread, then is answered its fail-safe as `overloaded`); the
-/// call runs under the sandbox's deadline as on the deciding thread, and a caller in a tokio
-/// runtime is answered `timeout` by the host should even the deadline's grace pass.
+/// call runs under the sandbox's deadline as on the deciding thread, given what is left of it
+/// after the wait, and a caller in a tokio runtime is answered `timeout` by the host should
+/// even the deadline's grace pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IsolationConfig {
     /// Threads running components' calls; 0: none, calls run on the deciding thread (no
     /// isolation). Default: two per available core.
     pub threads: usize,
-    /// Calls of one policy version running at once. Default: half the threads (one per core).
+    /// Calls of one policy version running at once. Default: half the available cores, at
+    /// least 1 (its time share, not this, bounds an honest policy's throughput; this bounds
+    /// how many cores a spinning one holds at once).
     pub per_policy: usize,
+    /// Milliseconds per second one policy version's calls may keep the threads busy (wall
+    /// time of its calls, averaged over 100 ms); 0: no limit. Default: 125 per core (an eighth
+    /// of the machine).
+    pub busy_per_second_ms: u64,
     /// The threads' niceness on Linux (0 to 19; elsewhere ignored): above 0, a machine short
     /// of CPU serves requests and built-in decisions before components' calls (which may then
     /// be slower, and answered their fail-safe past their deadline's grace). Default: 0.
@@ -239,7 +247,8 @@ impl Default for IsolationConfig {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         IsolationConfig {
             threads: cores * 2,
-            per_policy: cores,
+            per_policy: (cores / 2).max(1),
+            busy_per_second_ms: 125 * cores as u64,
             nice: 0,
         }
     }

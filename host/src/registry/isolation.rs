@@ -1,27 +1,40 @@
 //! Components' calls on threads of their own (`[engine] isolation`), so that a slow or
 //! spinning policy holds neither the threads deciding with built-in policies nor those serving
-//! requests: a bounded number of calls per policy version at once, a caller past it waiting
-//! (in a tokio runtime, holding no thread) for a place at most the call's deadline before its
-//! fail-safe answers as `overloaded`; the call itself ended by the sandbox's deadline (with its
-//! grace for a preempted thread), and, in a tokio runtime, answered for by the host if even that
-//! grace passes.
+//! requests: a bounded number of calls per policy version at once and a bounded share of the
+//! threads' time for its calls, a caller past either waiting (in a tokio runtime, holding no
+//! thread) at most the call's deadline before its fail-safe answers as `overloaded`; the call
+//! itself given what is left of that deadline and ended by the sandbox (with its grace for a
+//! preempted thread), and, in a tokio runtime, answered for by the host as soon as it is past
+//! due having spent CPU (spinning, its thread perhaps waiting for a core), or if even the grace
+//! passes.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::config::IsolationConfig;
 use super::error::RegistryError;
+use super::time_share::TimeShare;
 use super::version::PolicyVersion;
 use crate::action::{PolicyFailure, PolicyFailureKind};
 use crate::context::{DecisionContext, FailureNote};
 use crate::request::Request;
-use crate::strategy::{RetryStrategy, StrategyFuture, SyncStrategy};
-use crate::wasm::MOST_PAST_DEADLINE;
+use crate::strategy::{RetryStrategy, StrategyFuture};
+use crate::wasm::{CallWatch, Due, MOST_PAST_DEADLINE};
 
-/// The threads components' calls run on, and how many calls of one version may run at once.
+/// The threads components' calls run on, how many calls of one version may run at once, and
+/// how much of the threads' time one version's calls may take.
 pub(super) struct Isolation {
     threads: rayon::ThreadPool,
     per_policy: usize,
+    busy_per_second_ms: u64,
+}
+
+/// What one version may take of the isolation's threads.
+pub(super) struct CallRoom {
+    /// Places for calls running at once.
+    places: Arc<tokio::sync::Semaphore>,
+    /// The threads' time its calls may take; `None`: no limit.
+    share: Option<TimeShare>,
 }
 
 impl Isolation {
@@ -36,6 +49,7 @@ impl Isolation {
         Ok(Isolation {
             threads,
             per_policy: config.per_policy.max(1),
+            busy_per_second_ms: config.busy_per_second_ms,
         })
     }
 }
@@ -85,42 +99,73 @@ impl RetryStrategy for Isolated<'_> {
         let Some(wasm) = self.version.wasm_shared() else {
             return self.version.strategy().retry_after(request, context);
         };
-        let places = Arc::clone(self.version.call_places(self.isolation.per_policy));
+        let room = Arc::clone(self.version.call_room(|| CallRoom {
+            places: Arc::new(tokio::sync::Semaphore::new(self.isolation.per_policy)),
+            share: TimeShare::new(self.isolation.busy_per_second_ms),
+        }));
         let deadline_ms = wasm.config().limits.deadline_ms;
-        let deadline = Duration::from_millis(deadline_ms);
         let in_tokio = tokio::runtime::Handle::try_current().is_ok();
         StrategyFuture::pending(async move {
             // The caller's answer is due one deadline after it asked, waiting included.
-            let due = tokio::time::Instant::now() + deadline;
+            let asked = tokio::time::Instant::now();
+            let due = asked + Duration::from_millis(deadline_ms);
+            let overloaded = |why: String| {
+                wasm.count_overloaded();
+                wasm.fail_safe(
+                    PolicyFailure::new(PolicyFailureKind::Overloaded, why),
+                    request,
+                    context,
+                )
+            };
+            // Its turn in the version's share of the threads' time: at once, or, in a tokio
+            // runtime, when that share allows before the answer is due.
+            if let Some(share) = &room.share {
+                let starts = tokio::time::Instant::from_std(share.starts_at(asked.into_std()));
+                if starts > asked {
+                    if in_tokio {
+                        let until = if starts > due { by(due) } else { starts };
+                        tokio::time::sleep_until(until).await;
+                    }
+                    if !in_tokio || starts > due {
+                        return overloaded(format!(
+                            "this policy's calls used their share of the policy threads' time \
+                             ({} ms per second) for the whole deadline of {deadline_ms} ms",
+                            share.per_second_ms()
+                        ));
+                    }
+                }
+            }
             // A place for the call: at once, or, in a tokio runtime, as soon as one frees
             // before the answer is due (a caller waiting costs no thread).
-            let place = match Arc::clone(&places).try_acquire_owned() {
+            let place = match Arc::clone(&room.places).try_acquire_owned() {
                 Ok(place) => Some(place),
-                Err(_) if in_tokio => tokio::time::timeout_at(due, places.acquire_owned())
-                    .await
-                    .ok()
-                    .and_then(Result::ok),
+                Err(_) if in_tokio => {
+                    tokio::time::timeout_at(by(due), Arc::clone(&room.places).acquire_owned())
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                }
                 Err(_) => None,
             };
+            // A place that freed only as the answer fell due leaves the call no time.
+            let place = place.filter(|_| tokio::time::Instant::now() < due);
             let Some(place) = place else {
-                wasm.count_overloaded();
-                let failure = PolicyFailure::new(
-                    PolicyFailureKind::Overloaded,
-                    format!(
-                        "{} calls of this policy were in progress for the whole deadline of {deadline_ms} ms",
-                        self.isolation.per_policy
-                    ),
-                );
-                return wasm.fail_safe(failure, request, context);
+                return overloaded(format!(
+                    "{} calls of this policy were in progress for the whole deadline of {deadline_ms} ms",
+                    self.isolation.per_policy
+                ));
             };
             let (answer, answered) = tokio::sync::oneshot::channel();
-            let (strategy, owned) = (Arc::clone(wasm), request.clone());
+            let (strategy, owned, room) = (Arc::clone(wasm), request.clone(), Arc::clone(&room));
             let reason = context.reason().clone();
             let (spec, pushback, moment) = (
                 context.error_map_spec().copied(),
                 context.pushback(),
                 context.moment(),
             );
+            let due_std = due.into_std();
+            let watch = Arc::new(CallWatch::default());
+            let watched = Arc::clone(&watch);
             self.isolation.threads.spawn(move || {
                 let note = FailureNote::default();
                 let mut there = DecisionContext::new(&reason)
@@ -130,32 +175,48 @@ impl RetryStrategy for Isolated<'_> {
                 if let Some(moment) = moment {
                     there = there.at(moment);
                 }
-                let action = strategy.decide(&owned, &there);
+                // The call has what is left of the caller's deadline after its wait.
+                let started = room.share.as_ref().map(|_| Instant::now());
+                let due = Due::At {
+                    at: due_std,
+                    watch: &watched,
+                };
+                let action = strategy.decide_by(&owned, &there, due);
+                if let (Some(share), Some(started)) = (&room.share, started) {
+                    let ended = Instant::now();
+                    share.charge(ended - started, ended);
+                }
                 // The place is freed before the answer is sent: the caller's next call finds it.
                 drop(place);
                 let _ = answer.send((action, note.into_inner()));
             });
             // Outside a tokio runtime there is no timer: the sandbox's deadline ends the call.
-            let received = if in_tokio {
-                // The sandbox ends a call by its own deadline, forgiving a thread the machine
-                // preempted (docs: deadline grace); only a call it cannot end is answered for.
-                let answer_due = tokio::time::Instant::now() + deadline + MOST_PAST_DEADLINE;
-                tokio::time::timeout_at(answer_due, answered).await.ok()
+            let waited = if in_tokio {
+                wait_for_answer(answered, &watch, due).await
             } else {
-                Some(answered.await)
+                Waited::Answered(answered.await)
             };
-            let failure = match received {
-                Some(Ok((action, failure))) => {
+            let failure = match waited {
+                Waited::Answered(Ok((action, failure))) => {
                     if let Some(failure) = failure {
                         context.note_failure(failure);
                     }
                     return action;
                 }
-                Some(Err(_)) => PolicyFailure::new(
+                Waited::Answered(Err(_)) => PolicyFailure::new(
                     PolicyFailureKind::Trap,
                     "the policy's thread ended without an answer",
                 ),
-                None => PolicyFailure::new(
+                Waited::Spinning(spent) => PolicyFailure::new(
+                    PolicyFailureKind::Timeout,
+                    format!(
+                        "still running past the deadline of {deadline_ms} ms after {} µs of CPU; \
+                         the host answered for it (the sandbox stops the call when its thread \
+                         next runs)",
+                        spent.as_micros()
+                    ),
+                ),
+                Waited::Silent => PolicyFailure::new(
                     PolicyFailureKind::Timeout,
                     format!(
                         "no answer within the deadline of {deadline_ms} ms and its grace; the host answered for it"
@@ -164,5 +225,122 @@ impl RetryStrategy for Isolated<'_> {
             };
             wasm.fail_safe(failure, request, context)
         })
+    }
+}
+
+/// CPU time a call past its deadline has spent after which its caller is answered for it:
+/// far more than an honest decision takes (tens of microseconds in the slowest languages,
+/// docs/performance.md "Policies per language"), far less than a call spinning to a deadline
+/// of milliseconds has spent.
+const SPINNING_CPU: Duration = Duration::from_micros(200);
+
+/// How late after its instant a tokio timer may fire (its resolution is a millisecond, and it
+/// rounds up).
+const TIMER_LATENESS: Duration = Duration::from_millis(1);
+
+/// When to set a tokio timer for a wait that must end by `due`: that much earlier, so that an
+/// answer of `overloaded` comes by its due time, not a millisecond after it.
+fn by(due: tokio::time::Instant) -> tokio::time::Instant {
+    due.checked_sub(TIMER_LATENESS).unwrap_or(due)
+}
+
+/// How often a caller past its answer's due time looks at the call's CPU time.
+const LOOK_EVERY: Duration = Duration::from_millis(1);
+
+/// How a caller's wait for its call's answer ended.
+enum Waited<T> {
+    /// The call's thread answered (or dropped the channel).
+    Answered(Result<T, tokio::sync::oneshot::error::RecvError>),
+    /// The call was past due and had spent this much CPU: spinning.
+    Spinning(Duration),
+    /// No answer even within the deadline's grace.
+    Silent,
+}
+
+/// Waits for `answered`, due at `due`. The sandbox ends a call by its own deadline, forgiving a
+/// thread the machine preempted (docs: deadline grace), so its verdict is awaited; but a call
+/// past due that has spent [`SPINNING_CPU`] is spinning, and its caller is answered at once
+/// rather than when the machine next runs the call's thread. A call that has spent nothing is
+/// waiting for the CPU, and is waited for up to the grace.
+async fn wait_for_answer<T>(
+    mut answered: tokio::sync::oneshot::Receiver<T>,
+    watch: &CallWatch,
+    due: tokio::time::Instant,
+) -> Waited<T> {
+    let last = due + MOST_PAST_DEADLINE;
+    let mut look = due;
+    loop {
+        match tokio::time::timeout_at(look.min(last), &mut answered).await {
+            Ok(answer) => return Waited::Answered(answer),
+            Err(_) if look >= last => return Waited::Silent,
+            Err(_) => {}
+        }
+        if let Some(spent) = watch.cpu_spent().filter(|spent| *spent >= SPINNING_CPU) {
+            // The answer may have come as the CPU time was read.
+            return match answered.try_recv() {
+                Ok(answer) => Waited::Answered(Ok(answer)),
+                Err(_) => Waited::Spinning(spent),
+            };
+        }
+        look += LOOK_EVERY;
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    /// A watched "call" on a thread of its own that spends `cpu` and then blocks (as a spinning
+    /// call's thread does while the machine runs others) until the returned sender is dropped.
+    fn blocked_call_after(cpu: Duration) -> (Arc<CallWatch>, mpsc::Sender<()>) {
+        let watch = Arc::new(CallWatch::default());
+        let (started, ready) = mpsc::channel();
+        let (release, blocked) = mpsc::channel::<()>();
+        let watched = Arc::clone(&watch);
+        std::thread::spawn(move || {
+            watched.start();
+            let own = || cpu_time::ThreadTime::now().as_duration();
+            let from = own();
+            while own() - from < cpu {}
+            started.send(()).unwrap();
+            let _ = blocked.recv();
+        });
+        ready.recv().unwrap();
+        (watch, release)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_past_due_that_spent_cpu_is_answered_for_at_once() {
+        let (watch, _release) = blocked_call_after(SPINNING_CPU);
+        let (_answer, answered) = tokio::sync::oneshot::channel::<()>();
+        let due = tokio::time::Instant::now() + Duration::from_millis(10);
+        let waited = wait_for_answer(answered, &watch, due).await;
+        assert!(matches!(waited, Waited::Spinning(spent) if spent >= SPINNING_CPU));
+        // At the first look, at its due time: not a grace later.
+        assert!(tokio::time::Instant::now() < due + LOOK_EVERY);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_past_due_that_spent_nothing_is_waited_for_through_the_grace() {
+        let (watch, _release) = blocked_call_after(Duration::ZERO);
+        let (_answer, answered) = tokio::sync::oneshot::channel::<()>();
+        let due = tokio::time::Instant::now() + Duration::from_millis(10);
+        let waited = wait_for_answer(answered, &watch, due).await;
+        assert!(matches!(waited, Waited::Silent));
+        assert!(tokio::time::Instant::now() >= due + MOST_PAST_DEADLINE);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_past_due_is_taken_even_from_a_call_that_spent_cpu() {
+        let (watch, _release) = blocked_call_after(SPINNING_CPU);
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        answer.send(7).unwrap();
+        let due = tokio::time::Instant::now();
+        assert!(matches!(
+            wait_for_answer(answered, &watch, due).await,
+            Waited::Answered(Ok(7))
+        ));
     }
 }

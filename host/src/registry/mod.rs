@@ -22,6 +22,7 @@ mod slot;
 mod stand_in;
 mod status;
 mod table;
+mod time_share;
 mod version;
 mod watch;
 

@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use super::builtin::BuiltinPolicy;
 use super::compile_ahead::CompileAhead;
 use super::config::{ConfigError, PolicyDefinition, PolicySource};
+use super::isolation::CallRoom;
 use super::stand_in::StandIn;
 use crate::budget::RetryBudgets;
 use crate::cassandra_types::ConsistencyLevel;
@@ -117,7 +118,7 @@ pub struct PolicyVersion {
     strategy: Arc<dyn RetryStrategy>,
     wasm: Option<Arc<WasmStrategy>>,
     decisions: AtomicU64,
-    call_places: OnceLock<Arc<tokio::sync::Semaphore>>,
+    call_room: OnceLock<Arc<CallRoom>>,
     /// Its `policy` and `version` metric labels, made at its first decision.
     metric_labels: OnceLock<[SharedString; 2]>,
 }
@@ -204,11 +205,9 @@ impl PolicyVersion {
     pub(crate) fn wasm_shared(&self) -> Option<&Arc<WasmStrategy>> {
         self.wasm.as_ref()
     }
-    /// The places for this version's calls on the isolation's threads, `places` of them
-    /// (fixed by the first call).
-    pub(crate) fn call_places(&self, places: usize) -> &Arc<tokio::sync::Semaphore> {
-        self.call_places
-            .get_or_init(|| Arc::new(tokio::sync::Semaphore::new(places)))
+    /// What this version may take of the isolation's threads (made by the first call).
+    pub(super) fn call_room(&self, make: impl FnOnce() -> CallRoom) -> &Arc<CallRoom> {
+        self.call_room.get_or_init(|| Arc::new(make()))
     }
     /// Decisions this version was resolved for.
     pub fn decisions(&self) -> u64 {
@@ -267,7 +266,7 @@ impl PolicyVersion {
             }),
             wasm: None,
             decisions: AtomicU64::new(0),
-            call_places: OnceLock::new(),
+            call_room: OnceLock::new(),
             metric_labels: OnceLock::new(),
         }
     }
@@ -294,7 +293,7 @@ impl PolicyVersion {
             strategy,
             wasm: None,
             decisions: AtomicU64::new(0),
-            call_places: OnceLock::new(),
+            call_room: OnceLock::new(),
             metric_labels: OnceLock::new(),
         }
     }
@@ -390,7 +389,7 @@ impl PolicyVersion {
             strategy: Arc::clone(&wasm) as Arc<dyn RetryStrategy>,
             wasm: Some(wasm),
             decisions: AtomicU64::new(0),
-            call_places: OnceLock::new(),
+            call_room: OnceLock::new(),
             metric_labels: OnceLock::new(),
         })
     }

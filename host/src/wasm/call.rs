@@ -1,18 +1,21 @@
 //! One call into a policy: arming its store with the call's budgets (fuel, the epoch
 //! deadline), and turning every way the call can fail into a [`PolicyFailure`] of a known kind.
 
+use std::time::Duration;
+
 use wasmtime::{Store, Trap};
 
+use super::deadline::Due;
 use super::imports::HostTrap;
-use super::runtime::{SandboxLimits, EPOCH_TICK, SETUP_FUEL_FACTOR};
+use super::runtime::{SandboxLimits, WasmRuntime, SETUP_FUEL_FACTOR};
 use super::store::CallState;
 use crate::action::{PolicyFailure, PolicyFailureKind};
 
 /// Which budgets a call runs under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Budgets {
-    /// A decision: `deadline_ms` and `fuel`.
-    Decision,
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Budgets<'a> {
+    /// A decision, due when given (at most `deadline_ms` after it starts), and `fuel`.
+    Decision(Due<'a>),
     /// Creating and configuring an instance: `setup_deadline_ms` and
     /// [`SETUP_FUEL_FACTOR`] × `fuel`.
     Setup,
@@ -21,21 +24,21 @@ pub(super) enum Budgets {
 /// Arms `store` for one call under `limits`.
 pub(super) fn arm(
     store: &mut Store<CallState>,
+    runtime: &WasmRuntime,
     limits: &SandboxLimits,
-    budgets: Budgets,
+    budgets: Budgets<'_>,
 ) -> Result<(), PolicyFailure> {
-    let (fuel, deadline_ms) = match budgets {
+    let (fuel, due) = match budgets {
         Budgets::Setup => (
             limits.fuel.saturating_mul(SETUP_FUEL_FACTOR),
-            limits.setup_deadline_ms,
+            Due::Within(Duration::from_millis(limits.setup_deadline_ms)),
         ),
-        Budgets::Decision => (limits.fuel, limits.deadline_ms),
+        Budgets::Decision(due) => (limits.fuel, due),
     };
     store
         .set_fuel(fuel)
         .map_err(|e| PolicyFailure::new(PolicyFailureKind::Trap, format!("{e:#}")))?;
-    let ticks = deadline_ms.div_ceil(EPOCH_TICK.as_millis() as u64) + 1;
-    store.set_epoch_deadline(ticks);
+    store.set_epoch_deadline(due.ticks_to_eve(runtime));
     store.data_mut().deadline.reset();
     store.data_mut().wasi.begin_call();
     Ok(())

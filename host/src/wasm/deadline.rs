@@ -1,15 +1,19 @@
-//! The per-call wall-clock deadline, forgiving of preemption. The epoch ticker raises the
-//! deadline after `deadline_ms`; from then on the call is stopped only once its thread has
-//! spent [`SPIN_CPU`] of CPU time past the deadline (a policy really running that long past
-//! its budget is spinning), or after [`GRACE_TICKS`] more ticks of wall time whatever it did.
-//! A call that overran only because the machine was overloaded (its thread descheduled) needs
-//! microseconds of CPU to finish, and is let finish. A spinning policy is thus stopped about a
-//! millisecond after its deadline on an idle machine, and an honest one is not blamed for a
-//! busy machine. Nothing here runs on a call that meets its deadline.
+//! The per-call wall-clock deadline, forgiving of preemption. The epoch ticker first calls
+//! back one tick before the deadline (its eve), where the thread's CPU time is noted; from the
+//! deadline on, the call is stopped once its thread has spent [`SPIN_CPU`] of CPU time since
+//! the eve (a policy that ran through the last tick before its deadline and on past it is
+//! spinning), or after [`GRACE_TICKS`] more ticks of wall time whatever it did. A call that
+//! overran only because the machine was overloaded (its thread descheduled) needs
+//! microseconds of CPU to finish, and is let finish. A spinning policy is thus stopped at the
+//! first tick past its deadline, and an honest one is not blamed for a busy machine. Nothing
+//! here runs on a call that ends before its deadline's eve.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::call_watch::CallWatch;
 use wasmtime::UpdateDeadline;
+
+use super::runtime::{WasmRuntime, EPOCH_TICK};
 
 /// The most ticks a call is extended past its deadline.
 const GRACE_TICKS: u32 = 100;
@@ -17,37 +21,149 @@ const GRACE_TICKS: u32 = 100;
 /// The longest a call runs past its deadline in wall time: the grace a preempted call is given.
 #[cfg(feature = "registry")]
 pub(crate) const MOST_PAST_DEADLINE: Duration =
-    Duration::from_millis(super::runtime::EPOCH_TICK.as_millis() as u64 * GRACE_TICKS as u64);
+    Duration::from_millis(EPOCH_TICK.as_millis() as u64 * GRACE_TICKS as u64);
 
-/// CPU time past the deadline after which a call is stopped.
-const SPIN_CPU: Duration = Duration::from_millis(1);
+/// CPU time since the deadline's eve after which a call past its deadline is stopped: a tenth
+/// of a tick, so that a spinning thread is stopped at the first tick past its deadline even
+/// when it shares its core with a few others; a call overrunning only because its thread was
+/// descheduled needs microseconds of CPU to finish.
+const SPIN_CPU: Duration = Duration::from_micros(EPOCH_TICK.as_micros() as u64 / 10);
 
-/// Where a call stands past its deadline.
+/// When a call is due.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Due<'a> {
+    /// Within this long of its start, the clock not read: the deadline passes between that
+    /// long and a tick more after the start (the epoch may be about to advance when the call
+    /// starts).
+    Within(Duration),
+    /// At this moment: the deadline passes at the first tick at or after it. The call's
+    /// caller, on another thread, watches its CPU time through `watch`.
+    #[cfg_attr(not(feature = "registry"), allow(dead_code))]
+    At {
+        /// When the call is due.
+        at: Instant,
+        /// Where the call's thread notes its CPU time as the call starts.
+        watch: &'a CallWatch,
+    },
+}
+
+impl Due<'_> {
+    /// Epoch ticks from the current epoch to the deadline's eve (the deadline is one tick
+    /// later), as the call starts.
+    pub(super) fn ticks_to_eve(self, runtime: &WasmRuntime) -> u64 {
+        match self {
+            Due::Within(within) => ticks_to_eve(within),
+            Due::At { at, watch } => {
+                watch.start();
+                runtime.ticks_until(at).saturating_sub(1)
+            }
+        }
+    }
+}
+
+/// Epoch ticks from now to the deadline's eve, for a call due within `deadline`: the deadline
+/// itself is one tick later, and never sooner than `deadline`.
+fn ticks_to_eve(deadline: Duration) -> u64 {
+    let tick = EPOCH_TICK.as_nanos();
+    u64::try_from(deadline.as_nanos().div_ceil(tick)).unwrap_or(u64::MAX)
+}
+
+/// Where a call stands near its deadline.
 #[derive(Debug, Default)]
 pub(crate) struct DeadlineGrace {
-    /// The thread's CPU time when the deadline first passed in this call.
-    cpu_at_deadline: Option<Duration>,
-    /// Ticks granted so far in this call.
+    /// The thread's CPU time at the deadline's eve in this call.
+    cpu_at_eve: Option<Duration>,
+    /// Ticks granted past the deadline so far in this call.
     granted: u32,
 }
 
 impl DeadlineGrace {
     /// Forgets the previous call.
     pub fn reset(&mut self) {
-        self.cpu_at_deadline = None;
+        self.cpu_at_eve = None;
         self.granted = 0;
     }
 
     /// The epoch deadline passed: stop the call, or extend it by one tick.
     pub fn on_deadline(&mut self) -> UpdateDeadline {
-        let Ok(cpu) = cpu_time::ThreadTime::try_now().map(|t| t.as_duration()) else {
-            return UpdateDeadline::Interrupt; // cannot tell: the deadline stands
+        let cpu = cpu_time::ThreadTime::try_now()
+            .map(|t| t.as_duration())
+            .ok();
+        self.on_tick(cpu)
+    }
+
+    /// The verdict at a tick, the thread's CPU time being `cpu` (`None`: unknown).
+    fn on_tick(&mut self, cpu: Option<Duration>) -> UpdateDeadline {
+        let Some(eve) = self.cpu_at_eve else {
+            // The eve: note the CPU time (zero if unknown) and go on to the deadline.
+            self.cpu_at_eve = Some(cpu.unwrap_or_default());
+            return UpdateDeadline::Continue(1);
         };
-        let since = *self.cpu_at_deadline.get_or_insert(cpu);
-        if cpu.saturating_sub(since) >= SPIN_CPU || self.granted >= GRACE_TICKS {
+        // Without the thread's CPU time a spinning thread cannot be told from a preempted
+        // one: the deadline stands.
+        let Some(cpu) = cpu else {
+            return UpdateDeadline::Interrupt;
+        };
+        if cpu.saturating_sub(eve) >= SPIN_CPU || self.granted >= GRACE_TICKS {
             return UpdateDeadline::Interrupt;
         }
         self.granted += 1;
         UpdateDeadline::Continue(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interrupts(verdict: UpdateDeadline) -> bool {
+        matches!(verdict, UpdateDeadline::Interrupt)
+    }
+
+    #[test]
+    fn the_eve_notes_the_cpu_and_the_call_goes_on_to_its_deadline() {
+        let mut grace = DeadlineGrace::default();
+        assert!(!interrupts(grace.on_tick(Some(Duration::from_millis(7)))));
+    }
+
+    #[test]
+    fn a_thread_that_ran_since_the_eve_is_stopped_at_the_deadline() {
+        let mut grace = DeadlineGrace::default();
+        let eve = Duration::from_millis(7);
+        grace.on_tick(Some(eve));
+        assert!(interrupts(grace.on_tick(Some(eve + SPIN_CPU))));
+    }
+
+    #[test]
+    fn a_preempted_thread_is_given_grace_up_to_its_limit() {
+        let mut grace = DeadlineGrace::default();
+        let eve = Duration::from_millis(7);
+        grace.on_tick(Some(eve));
+        let barely_ran = eve + Duration::from_micros(10);
+        for tick in 0..GRACE_TICKS {
+            assert!(!interrupts(grace.on_tick(Some(barely_ran))), "tick {tick}");
+        }
+        assert!(interrupts(grace.on_tick(Some(barely_ran))));
+        // The next call starts afresh.
+        grace.reset();
+        assert!(!interrupts(grace.on_tick(Some(barely_ran))));
+    }
+
+    #[test]
+    fn without_the_thread_s_cpu_time_the_deadline_stands() {
+        let mut grace = DeadlineGrace::default();
+        assert!(!interrupts(grace.on_tick(None)), "the eve");
+        assert!(interrupts(grace.on_tick(None)), "the deadline");
+    }
+
+    #[test]
+    fn the_deadline_is_never_sooner_than_asked() {
+        // The eve is ⌈deadline ÷ tick⌉ ticks away and the deadline one more: the epoch may
+        // advance right after the call starts, so the deadline's tick comes no sooner than
+        // `deadline` itself.
+        assert_eq!(ticks_to_eve(Duration::ZERO), 0);
+        assert_eq!(ticks_to_eve(EPOCH_TICK), 1);
+        assert_eq!(ticks_to_eve(EPOCH_TICK * 10), 10);
+        assert_eq!(ticks_to_eve(EPOCH_TICK * 10 + Duration::from_nanos(1)), 11);
     }
 }

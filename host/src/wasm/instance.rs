@@ -62,7 +62,7 @@ impl PolicyInstance {
         let mut store = Store::new(pre.runtime().engine(), state);
         store.limiter(|state| state);
         store.epoch_deadline_callback(|mut store| Ok(store.data_mut().deadline.on_deadline()));
-        arm(&mut store, &config.limits, Budgets::Setup)?;
+        arm(&mut store, pre.runtime(), &config.limits, Budgets::Setup)?;
         let policy = pre.pre().instantiate(&mut store).map_err(classify)?;
         policy
             .configure(&mut store, params)

@@ -19,6 +19,7 @@
 mod bindings;
 mod cache;
 mod call;
+mod call_watch;
 mod component;
 mod config;
 mod deadline;
@@ -36,11 +37,13 @@ mod world;
 
 pub use cache::{ArtifactCache, CacheError, CacheStats};
 #[cfg(feature = "registry")]
+pub(crate) use call_watch::CallWatch;
+#[cfg(feature = "registry")]
 pub(crate) use component::{read_metadata, MachineCode};
 pub use component::{CodeOrigin, LoadError, PolicyPre, HOST_PACKAGE};
 pub use config::{FailSafe, QuarantineConfig, WasmStrategyConfig};
 #[cfg(feature = "registry")]
-pub(crate) use deadline::MOST_PAST_DEADLINE;
+pub(crate) use deadline::{Due, MOST_PAST_DEADLINE};
 pub use health::PolicyStats;
 pub use metadata::{ParamError, ParamKind, ParamSpec, PolicyMetadata, METADATA_SECTION};
 pub use runtime::{Optimization, PoolConfig, SandboxLimits, WasmRuntime};

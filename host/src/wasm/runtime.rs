@@ -32,6 +32,13 @@ pub struct SandboxLimits {
 /// How many times a call's fuel budget creating and configuring an instance may use.
 pub const SETUP_FUEL_FACTOR: u64 = 100;
 
+impl SandboxLimits {
+    /// `deadline_ms` as a duration.
+    pub fn deadline(&self) -> Duration {
+        Duration::from_millis(self.deadline_ms)
+    }
+}
+
 impl Default for SandboxLimits {
     fn default() -> Self {
         SandboxLimits {
@@ -85,6 +92,11 @@ impl Default for PoolConfig {
     }
 }
 
+/// `base` plus `nanos` nanoseconds.
+fn nanos_after(base: Instant, nanos: u128) -> Instant {
+    base + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+}
+
 /// How often the epoch advances: the granularity of call deadlines.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(1);
 
@@ -96,10 +108,10 @@ pub struct WasmRuntime {
 
 struct RuntimeInner {
     engine: Engine,
-    /// When the ticker started, and the milliseconds since then at its last tick: a clock
+    /// When the ticker started, and the epoch (ticks since then) at its last tick: a clock
     /// read without a system call on the deciding path.
     base: Instant,
-    coarse_ms: Arc<AtomicU64>,
+    epoch: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     ticker: Option<JoinHandle<()>>,
     max_memory_bytes: u64,
@@ -157,19 +169,31 @@ impl WasmRuntime {
 
         let stop = Arc::new(AtomicBool::new(false));
         let base = Instant::now();
-        let coarse_ms = Arc::new(AtomicU64::new(0));
+        let epoch = Arc::new(AtomicU64::new(0));
         let ticker = {
             let engine = engine.clone();
             let stop = Arc::clone(&stop);
-            let coarse_ms = Arc::clone(&coarse_ms);
+            let shared = Arc::clone(&epoch);
             std::thread::Builder::new()
                 .name("rebound-epoch".into())
                 .spawn(move || {
+                    // The epoch counts whole ticks since `base`. The ticker wakes at each tick's
+                    // start (not a tick after its last wake, which drifts by the timer's slack),
+                    // and makes up at once for a wake that came late, so that epoch n begins
+                    // n ticks after `base` give or take the wake-up's latency.
+                    let tick = EPOCH_TICK.as_nanos();
+                    let mut epoch = 0u64;
                     while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(EPOCH_TICK);
-                        let now = u64::try_from(base.elapsed().as_millis()).unwrap_or(u64::MAX);
-                        coarse_ms.store(now, Ordering::Relaxed);
-                        engine.increment_epoch();
+                        let next = nanos_after(base, tick * u128::from(epoch + 1));
+                        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                        let due =
+                            u64::try_from(base.elapsed().as_nanos() / tick).unwrap_or(u64::MAX);
+                        while epoch < due {
+                            engine.increment_epoch();
+                            epoch += 1;
+                        }
+                        // After the engine's: a deadline reckoned from this value is never early.
+                        shared.store(epoch, Ordering::Release);
                     }
                 })?
         };
@@ -177,7 +201,7 @@ impl WasmRuntime {
             inner: Arc::new(RuntimeInner {
                 engine,
                 base,
-                coarse_ms,
+                epoch,
                 stop,
                 ticker: Some(ticker),
                 max_memory_bytes,
@@ -195,8 +219,17 @@ impl WasmRuntime {
     /// The time, to the last epoch tick (at most about a millisecond behind), read without a
     /// system call.
     pub fn coarse_now(&self) -> Instant {
-        let ms = self.inner.coarse_ms.load(Ordering::Relaxed);
-        self.inner.base + Duration::from_millis(ms)
+        let epoch = self.inner.epoch.load(Ordering::Acquire);
+        nanos_after(self.inner.base, EPOCH_TICK.as_nanos() * u128::from(epoch))
+    }
+
+    /// Epoch ticks from the current epoch to the first that begins at or after `at` (0 if it
+    /// has begun): an epoch deadline that far ahead passes no sooner than `at`, and, the ticker
+    /// waking at each tick's start, soon after it.
+    pub(crate) fn ticks_until(&self, at: Instant) -> u64 {
+        let since = at.saturating_duration_since(self.inner.base).as_nanos();
+        let target = u64::try_from(since.div_ceil(EPOCH_TICK.as_nanos())).unwrap_or(u64::MAX);
+        target.saturating_sub(self.inner.epoch.load(Ordering::Acquire))
     }
 
     /// The per-instance memory the pool reserves.

@@ -9,6 +9,7 @@ use super::bindings::v0_3 as b;
 use super::call::{arm, classify, Budgets};
 use super::component::{LoadError, PolicyPre};
 use super::config::WasmStrategyConfig;
+use super::deadline::Due;
 use super::health::{Health, PolicyStats};
 use super::instance::{PolicyInstance, SetupError};
 use super::log_budget::LogBudget;
@@ -122,12 +123,28 @@ impl WasmStrategy {
         request: &Request,
         context: &DecisionContext<'_>,
     ) -> Result<RetryAction, PolicyFailure> {
+        self.try_decide_by(request, context, Due::Within(self.config.limits.deadline()))
+    }
+
+    /// As [`try_decide`](Self::try_decide), the call `due` as given (no later than its
+    /// deadline after it was asked for).
+    fn try_decide_by(
+        &self,
+        request: &Request,
+        context: &DecisionContext<'_>,
+        due: Due<'_>,
+    ) -> Result<RetryAction, PolicyFailure> {
         let reason = context.reason();
         let mut instance = match self.pool.take() {
             Some(instance) => instance,
             None => self.instantiate().map_err(PolicyFailure::from)?,
         };
-        arm(&mut instance.store, &self.config.limits, Budgets::Decision)?;
+        arm(
+            &mut instance.store,
+            self.component.runtime(),
+            &self.config.limits,
+            Budgets::Decision(due),
+        )?;
         let state = instance.store.data_mut();
         if !Arc::ptr_eq(&state.client_context, request.shared_client_context()) {
             state.client_context = Arc::clone(request.shared_client_context());
@@ -191,6 +208,20 @@ impl SyncStrategy for WasmStrategy {
     }
 
     fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        self.decide_by(request, context, Due::Within(self.config.limits.deadline()))
+    }
+}
+
+impl WasmStrategy {
+    /// As [`SyncStrategy::decide`], the call `due` as given (no later than its deadline after
+    /// it was asked for): a caller that waited for its turn gives the call what is left of the
+    /// time it allows.
+    pub(crate) fn decide_by(
+        &self,
+        request: &Request,
+        context: &DecisionContext<'_>,
+        due: Due<'_>,
+    ) -> RetryAction {
         let reason = context.reason();
         if self.health.skips_call() {
             let last = self.health.stats().last_failure.unwrap_or_default();
@@ -200,7 +231,7 @@ impl SyncStrategy for WasmStrategy {
             );
             return self.fail_safe(failure, request, context);
         }
-        match self.try_decide(request, context) {
+        match self.try_decide_by(request, context, due) {
             Ok(action) => {
                 self.health.on_success();
                 action
