@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::answer_wait::{wait_for_answer, Waited};
 use super::config::IsolationConfig;
 use super::error::RegistryError;
 use super::time_share::TimeShare;
@@ -19,7 +20,7 @@ use crate::action::{PolicyFailure, PolicyFailureKind};
 use crate::context::{DecisionContext, FailureNote};
 use crate::request::Request;
 use crate::strategy::{RetryStrategy, StrategyFuture};
-use crate::wasm::{CallWatch, Due, MOST_PAST_DEADLINE};
+use crate::wasm::{CallWatch, Due};
 
 /// The threads components' calls run on, how many calls of one version may run at once, and
 /// how much of the threads' time one version's calls may take.
@@ -228,12 +229,6 @@ impl RetryStrategy for Isolated<'_> {
     }
 }
 
-/// CPU time a call past its deadline has spent after which its caller is answered for it:
-/// far more than an honest decision takes (tens of microseconds in the slowest languages,
-/// docs/performance.md "Policies per language"), far less than a call spinning to a deadline
-/// of milliseconds has spent.
-const SPINNING_CPU: Duration = Duration::from_micros(200);
-
 /// How late after its instant a tokio timer may fire (its resolution is a millisecond, and it
 /// rounds up).
 const TIMER_LATENESS: Duration = Duration::from_millis(1);
@@ -242,105 +237,4 @@ const TIMER_LATENESS: Duration = Duration::from_millis(1);
 /// answer of `overloaded` comes by its due time, not a millisecond after it.
 fn by(due: tokio::time::Instant) -> tokio::time::Instant {
     due.checked_sub(TIMER_LATENESS).unwrap_or(due)
-}
-
-/// How often a caller past its answer's due time looks at the call's CPU time.
-const LOOK_EVERY: Duration = Duration::from_millis(1);
-
-/// How a caller's wait for its call's answer ended.
-enum Waited<T> {
-    /// The call's thread answered (or dropped the channel).
-    Answered(Result<T, tokio::sync::oneshot::error::RecvError>),
-    /// The call was past due and had spent this much CPU: spinning.
-    Spinning(Duration),
-    /// No answer even within the deadline's grace.
-    Silent,
-}
-
-/// Waits for `answered`, due at `due`. The sandbox ends a call by its own deadline, forgiving a
-/// thread the machine preempted (docs: deadline grace), so its verdict is awaited; but a call
-/// past due that has spent [`SPINNING_CPU`] is spinning, and its caller is answered at once
-/// rather than when the machine next runs the call's thread. A call that has spent nothing is
-/// waiting for the CPU, and is waited for up to the grace.
-async fn wait_for_answer<T>(
-    mut answered: tokio::sync::oneshot::Receiver<T>,
-    watch: &CallWatch,
-    due: tokio::time::Instant,
-) -> Waited<T> {
-    let last = due + MOST_PAST_DEADLINE;
-    let mut look = due;
-    loop {
-        match tokio::time::timeout_at(look.min(last), &mut answered).await {
-            Ok(answer) => return Waited::Answered(answer),
-            Err(_) if look >= last => return Waited::Silent,
-            Err(_) => {}
-        }
-        if let Some(spent) = watch.cpu_spent().filter(|spent| *spent >= SPINNING_CPU) {
-            // The answer may have come as the CPU time was read.
-            return match answered.try_recv() {
-                Ok(answer) => Waited::Answered(Ok(answer)),
-                Err(_) => Waited::Spinning(spent),
-            };
-        }
-        look += LOOK_EVERY;
-    }
-}
-
-#[cfg(all(test, target_os = "linux"))]
-mod tests {
-    use std::sync::mpsc;
-
-    use super::*;
-
-    /// A watched "call" on a thread of its own that spends `cpu` and then blocks (as a spinning
-    /// call's thread does while the machine runs others) until the returned sender is dropped.
-    fn blocked_call_after(cpu: Duration) -> (Arc<CallWatch>, mpsc::Sender<()>) {
-        let watch = Arc::new(CallWatch::default());
-        let (started, ready) = mpsc::channel();
-        let (release, blocked) = mpsc::channel::<()>();
-        let watched = Arc::clone(&watch);
-        std::thread::spawn(move || {
-            watched.start();
-            let own = || cpu_time::ThreadTime::now().as_duration();
-            let from = own();
-            while own() - from < cpu {}
-            started.send(()).unwrap();
-            let _ = blocked.recv();
-        });
-        ready.recv().unwrap();
-        (watch, release)
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_call_past_due_that_spent_cpu_is_answered_for_at_once() {
-        let (watch, _release) = blocked_call_after(SPINNING_CPU);
-        let (_answer, answered) = tokio::sync::oneshot::channel::<()>();
-        let due = tokio::time::Instant::now() + Duration::from_millis(10);
-        let waited = wait_for_answer(answered, &watch, due).await;
-        assert!(matches!(waited, Waited::Spinning(spent) if spent >= SPINNING_CPU));
-        // At the first look, at its due time: not a grace later.
-        assert!(tokio::time::Instant::now() < due + LOOK_EVERY);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_call_past_due_that_spent_nothing_is_waited_for_through_the_grace() {
-        let (watch, _release) = blocked_call_after(Duration::ZERO);
-        let (_answer, answered) = tokio::sync::oneshot::channel::<()>();
-        let due = tokio::time::Instant::now() + Duration::from_millis(10);
-        let waited = wait_for_answer(answered, &watch, due).await;
-        assert!(matches!(waited, Waited::Silent));
-        assert!(tokio::time::Instant::now() >= due + MOST_PAST_DEADLINE);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_answer_past_due_is_taken_even_from_a_call_that_spent_cpu() {
-        let (watch, _release) = blocked_call_after(SPINNING_CPU);
-        let (answer, answered) = tokio::sync::oneshot::channel();
-        answer.send(7).unwrap();
-        let due = tokio::time::Instant::now();
-        assert!(matches!(
-            wait_for_answer(answered, &watch, due).await,
-            Waited::Answered(Ok(7))
-        ));
-    }
 }

@@ -9,6 +9,7 @@
 //! - [`RegistryWatcher`]: file watching with debounce; reloads run off the deciding path.
 //! - [`Shadow`]: a candidate answering beside the active version, its answers never used.
 
+mod answer_wait;
 mod builtin;
 mod compile_ahead;
 mod config;
