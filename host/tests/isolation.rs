@@ -78,6 +78,21 @@ async fn decide_spinner(registry: &PolicyRegistry, spin: bool) -> (Decision, Dur
     (decided.decision, started.elapsed())
 }
 
+/// The built-in policy decides a plain request at once, whatever the spinning policy does.
+async fn a_builtin_decides_at_once(registry: &PolicyRegistry) {
+    let mut plain = request(RequestType::Get);
+    let started = Instant::now();
+    let decided = registry
+        .decide(&mut plain, &DecisionContext::new(&reasons::KV_LOCKED))
+        .await
+        .unwrap();
+    assert!(
+        matches!(decided.decision, Decision::Retry(_)),
+        "{decided:?}"
+    );
+    assert!(started.elapsed() < Duration::from_millis(50));
+}
+
 /// One call of the spinning policy at a time: a second caller waits for the place (holding no
 /// thread) and its call runs when it frees, to the deadline counted from when it asked; a third
 /// waits its whole deadline and is answered `overloaded`; a built-in decides at once all along.
@@ -91,17 +106,7 @@ async fn a_spinning_policy_takes_its_places_only_and_answers_by_its_deadline() {
     let first = spin();
     tokio::time::sleep(Duration::from_millis(50)).await;
     let (second, third) = (spin(), spin());
-    let mut plain = request(RequestType::Get);
-    let started = Instant::now();
-    let decided = registry
-        .decide(&mut plain, &DecisionContext::new(&reasons::KV_LOCKED))
-        .await
-        .unwrap();
-    assert!(
-        matches!(decided.decision, Decision::Retry(_)),
-        "{decided:?}"
-    );
-    assert!(started.elapsed() < Duration::from_millis(50));
+    a_builtin_decides_at_once(&registry).await;
 
     let (first, took) = first.await.unwrap();
     assert_eq!(
@@ -164,17 +169,7 @@ async fn a_policy_s_calls_take_at_most_their_share_of_the_threads_time() {
         took >= Duration::from_millis(190) && took < Duration::from_millis(300),
         "waited its deadline: {took:?}"
     );
-    let mut plain = request(RequestType::Get);
-    let started = Instant::now();
-    let decided = registry
-        .decide(&mut plain, &DecisionContext::new(&reasons::KV_LOCKED))
-        .await
-        .unwrap();
-    assert!(
-        matches!(decided.decision, Decision::Retry(_)),
-        "{decided:?}"
-    );
-    assert!(started.elapsed() < Duration::from_millis(50));
+    a_builtin_decides_at_once(&registry).await;
 
     // About 100 ms of the 300 are left: this caller waits for them, then the policy answers.
     let (answered, took) = decide_spinner(&registry, false).await;
