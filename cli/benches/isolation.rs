@@ -4,11 +4,11 @@
 //! arrival, waiting for a place included) the spinning policy's requests are answered.
 //!
 //! `cargo bench -p rebound-cli --bench isolation [-- SECONDS]` (SECONDS per phase, 5 rounds of
-//! an unloaded and a loaded phase; needs `./scripts/build-guests.sh`
-//! for the adversary policy). The server runs with 2 workers and its default isolation (two
-//! policy threads per core, one call per two cores for a policy, 125 ms per second per core of
-//! the threads' time for one policy), then as isolation was before the time share (one call
-//! per core, no limit on a policy's time).
+//! an unloaded and a loaded phase; needs `./scripts/build-guests.sh` for the adversary policy).
+//! The server runs with 2 workers and its default isolation (two policy threads per core, one
+//! call per two cores for a policy, 125 ms per second per core of the threads' time for one
+//! policy), then as isolation was before the time share (one call per core, no limit on a
+//! policy's time). Lateness is read at the client and from the answers' `Server-Timing`.
 
 mod support;
 

@@ -72,8 +72,9 @@ pub enum PolicyFailureKind {
     InvalidAnswer,
     /// The policy is quarantined after repeated failures and was not called.
     Quarantined,
-    /// The policy had as many calls in progress as it may (`[engine] isolation`'s
-    /// `per_policy`) and was not called.
+    /// The policy had as many calls in progress as it may, or had used its share of the
+    /// policy threads' time (`[engine] isolation`'s `per_policy`, `busy_per_second_ms`), for
+    /// the whole deadline, and was not called.
     Overloaded,
     /// The policy failed to load when the registry started and has no version to call (a
     /// start that is not strict); a successful reload replaces the stand-in.
