@@ -2,6 +2,7 @@
 //! [`ReboundRetrySession`] per request, which keeps Rebound's view of that request (its
 //! idempotence, consistency, retries so far and start) across the driver's questions.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,8 +48,33 @@ struct Shared {
     request_timeout: Duration,
 }
 
-/// Request ids for the requests the sessions describe (their error contexts and logs).
+/// Request ids for the requests the sessions describe (their error contexts and logs): each
+/// thread takes a block of [`ID_BLOCK`] at a time, so that ids are unique without every request
+/// writing one shared counter.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// How many ids a thread takes at once.
+const ID_BLOCK: u64 = 1024;
+
+thread_local! {
+    /// This thread's next id and the end of its block.
+    static IDS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// A request id no other request of this process has.
+fn next_id() -> u64 {
+    IDS.with(|ids| {
+        let (id, end) = match ids.get() {
+            (next, end) if next < end => (next, end),
+            _ => {
+                let start = NEXT_ID.fetch_add(ID_BLOCK, Ordering::Relaxed);
+                (start, start + ID_BLOCK)
+            }
+        };
+        ids.set((id + 1, end));
+        id
+    })
+}
 
 impl ReboundRetryPolicy {
     /// The driver's default request timeout, which a session counts the deadline from.
@@ -121,7 +147,7 @@ impl ReboundRetryPolicy {
 impl Shared {
     /// A new request started at `start`, as the policy describes it to the registry.
     fn request(&self, start: Instant, idempotent: bool, consistency: ConsistencyLevel) -> Request {
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let id = next_id();
         let mut request = Request::new_at(id, RequestType::Cql, self.request_timeout, start)
             .expect("a non-zero timeout")
             .idempotent(idempotent)
@@ -192,14 +218,16 @@ impl ReboundRetrySession {
                     .now_or_never()
             }
             None => {
-                let mut request = self.shared.request(self.start, is_idempotent, consistency);
-                let decided = self
-                    .shared
+                // Made where the session keeps it: no copy of the request after the decision.
+                let request = self.request.insert(self.shared.request(
+                    self.start,
+                    is_idempotent,
+                    consistency,
+                ));
+                self.shared
                     .registry
-                    .decide(&mut request, &context)
-                    .now_or_never();
-                self.request = Some(request);
-                decided
+                    .decide(request, &context)
+                    .now_or_never()
             }
         };
         match decided {
@@ -243,5 +271,29 @@ impl RetrySession for ReboundRetrySession {
     fn reset(&mut self) {
         self.start = Instant::now();
         self.request = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn request_ids_are_unique_across_threads_and_blocks() {
+        let per_thread = 3 * ID_BLOCK as usize + 7;
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(move || (0..per_thread).map(|_| next_id()).collect::<Vec<_>>())
+            })
+            .collect();
+        let mut seen = HashSet::new();
+        for thread in threads {
+            for id in thread.join().unwrap() {
+                assert!(id > 0 && seen.insert(id), "id {id} given twice (or 0)");
+            }
+        }
+        assert_eq!(seen.len(), 4 * per_thread);
     }
 }
