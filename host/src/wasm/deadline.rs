@@ -10,9 +10,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::call_watch::CallWatch;
 use wasmtime::UpdateDeadline;
 
+use super::call_watch::CallWatch;
 use super::runtime::{WasmRuntime, EPOCH_TICK};
 
 /// The most ticks a call is extended past its deadline.
@@ -84,7 +84,8 @@ impl DeadlineGrace {
         self.granted = 0;
     }
 
-    /// The epoch deadline passed: stop the call, or extend it by one tick.
+    /// An epoch deadline passed (the eve, then the deadline and each tick after it): stop the
+    /// call, or extend it by one tick.
     pub fn on_deadline(&mut self) -> UpdateDeadline {
         let cpu = cpu_time::ThreadTime::try_now()
             .map(|t| t.as_duration())
