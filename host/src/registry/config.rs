@@ -220,8 +220,9 @@ pub struct EngineConfig {
 /// `busy_per_second_ms` per second (a call past either waits, in a tokio runtime up to the
 /// call's deadline, holding no thread, then is answered its fail-safe as `overloaded`); the
 /// call runs under the sandbox's deadline as on the deciding thread, given what is left of it
-/// after the wait, and a caller in a tokio runtime is answered `timeout` by the host should
-/// even the deadline's grace pass.
+/// after the wait, and a caller in a tokio runtime is answered `timeout` by the host as soon
+/// as its call is past due having spent 0.2 ms of CPU (spinning), or should even the
+/// deadline's grace pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IsolationConfig {
