@@ -23,12 +23,23 @@ impl<T: Default> Striped<T> {
 }
 
 impl<T> Striped<T> {
-    /// The calling thread's copy.
-    pub fn mine(&self) -> &T {
-        &self.stripes[thread_number() & (self.stripes.len() - 1)]
+    /// The calling thread's copy and its index.
+    pub fn mine(&self) -> (usize, &T) {
+        let index = thread_number() & (self.stripes.len() - 1);
+        (index, &self.stripes[index])
     }
 
-    /// Every copy.
+    /// Copy `index` (below [`len`](Self::len)).
+    pub fn get(&self, index: usize) -> &T {
+        &self.stripes[index]
+    }
+
+    /// How many copies there are (a power of two).
+    pub fn len(&self) -> usize {
+        self.stripes.len()
+    }
+
+    /// Every copy, in index order.
     pub fn iter(&self) -> impl Iterator<Item = &T> {
         self.stripes.iter().map(|stripe| &**stripe)
     }
@@ -58,7 +69,7 @@ mod tests {
             for _ in 0..4 {
                 scope.spawn(|| {
                     for _ in 0..1000 {
-                        counts.mine().fetch_add(1, Ordering::Relaxed);
+                        counts.mine().1.fetch_add(1, Ordering::Relaxed);
                     }
                 });
             }

@@ -8,8 +8,17 @@
 //! withdrawals are lock-free: each slot is one atomic word holding its period and its balance.
 //! The slots are striped: each thread writes to its stripe's (one stripe per core, up to
 //! `MOST_STRIPES`), so threads deciding and reporting at once do not contend for one cache
-//! line; a withdrawal reads every stripe. Time is an argument (`*_at(now)`), so simulations and
-//! replays stay deterministic.
+//! line.
+//!
+//! A withdrawal need not read the other stripes either. When a slot period begins, what the
+//! window held before it (the floor and the earlier slots of every stripe) is counted once and
+//! shared out among the stripes; within the period a stripe grants retries from its share and
+//! its own deposits of the period, and only when those run short does a withdrawal take the rest
+//! from the other stripes. Every stripe keeps its share and deposits at or above what it
+//! granted, so together they never grant more than the window holds. A period whose window is
+//! overdrawn (deposits forgotten before the retries they paid for) has nothing to share: its
+//! withdrawals read every stripe, as all withdrawals once did. Time is an argument
+//! (`*_at(now)`), so simulations and replays stay deterministic.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,8 +36,8 @@ const SLOTS: usize = TrafficBudget::SLOTS;
 /// Units a request deposits, so that a percent's withdrawal is a whole number of units.
 const DEPOSIT: i32 = 100;
 
-/// The most stripes a budget has, however many cores: a withdrawal reads `stripes × SLOTS`
-/// words.
+/// The most stripes a budget has, however many cores: a period's first withdrawal reads
+/// `stripes × SLOTS` words.
 const MOST_STRIPES: usize = 8;
 
 /// The most units one withdrawal may take; a smaller percent counts as 0 (no share of the
@@ -122,6 +131,11 @@ pub struct TrafficBudget {
     reserve: i64,
     /// The slots, one stripe per core.
     stripes: Striped<Stripe>,
+    /// `log2` of the number of stripes.
+    stripes_log2: u32,
+    /// The period withdrawals are made in (high 32 bits) and what the window held before it
+    /// began, the reserve left out (low 32 bits): counted once per period, then shared out.
+    before_period: AtomicU64,
     /// Deposits, withdrawals and refusals, counted per thread.
     counts: ThreadCounts<3>,
     /// Its name in logs.
@@ -158,18 +172,61 @@ const REFUSALS: usize = 2;
 impl Stripe {
     /// Adds `units` to the slot of `period`, starting it afresh if it held an older period;
     /// dropped if the slot already holds a newer one (a moment read `ttl` before it landed).
-    fn add(&self, period: u32, units: i32) {
+    /// True if added.
+    fn add(&self, period: u32, units: i32) -> bool {
         let slot = &self.slots[period as usize % SLOTS];
-        // SeqCst: a withdrawal writes here and then reads the other stripes while another
-        // thread does the same on its own; one of the two must see the other's write.
-        let _ = slot.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| {
+        // SeqCst: an overdrawn period's withdrawal writes here and then reads the other stripes
+        // while another thread does the same on its own; one of the two must see the other's.
+        slot.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| {
             let (held, balance) = unpack(word);
             match held.wrapping_sub(period) as i32 {
                 0 => Some(pack(period, balance.saturating_add(units))),
                 newer if newer > 0 => None,
                 _ => Some(pack(period, units)),
             }
+        })
+        .is_ok()
+    }
+
+    /// Takes up to `most` units in `period`, `deposit` added first in the same step, from
+    /// what this stripe may grant: its `share` of the window before the period and its
+    /// balance in the period. Returns the units taken; nothing is taken (nor deposited) if the
+    /// slot already holds a newer period.
+    fn take(&self, period: u32, share: i64, deposit: i32, most: i32) -> i32 {
+        let slot = &self.slots[period as usize % SLOTS];
+        let mut taken = 0;
+        // SeqCst: a period's first withdrawal counts the slots after announcing the period, and
+        // a withdrawal checks the period after taking (see `TrafficBudget::still_in`).
+        let _ = slot.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| {
+            let (held, balance) = unpack(word);
+            let balance = match held.wrapping_sub(period) as i32 {
+                0 => balance,
+                newer if newer > 0 => {
+                    taken = 0;
+                    return None;
+                }
+                _ => 0,
+            };
+            let room = share + i64::from(balance) + i64::from(deposit);
+            taken = room.clamp(0, i64::from(most)) as i32;
+            (taken > 0 || deposit != 0).then(|| {
+                pack(
+                    period,
+                    balance.saturating_add(deposit).saturating_sub(taken),
+                )
+            })
         });
+        taken
+    }
+
+    /// Its balance in `period` (0 if its slot holds another period).
+    fn balance_in(&self, period: u32) -> i64 {
+        let (held, balance) = unpack(self.slots[period as usize % SLOTS].load(Ordering::SeqCst));
+        if held == period {
+            i64::from(balance)
+        } else {
+            0
+        }
     }
 
     /// Gives back `units` taken in `period`, unless the slot moved on (the withdrawal is
@@ -208,6 +265,8 @@ impl TrafficBudget {
         };
         // Whole retries of the floor over the window, rounded down (never generous).
         let floor_retries = u64::from(config.min_per_second) * config.ttl_ms / 1000;
+        let stripes = Striped::new(MOST_STRIPES);
+        let stripes_log2 = stripes.len().trailing_zeros();
         Ok(TrafficBudget {
             config,
             base: OnceLock::new(),
@@ -220,7 +279,10 @@ impl TrafficBudget {
             reserve: i64::try_from(floor_retries)
                 .unwrap_or(i64::MAX / 2)
                 .saturating_mul(i64::from(withdrawal)),
-            stripes: Striped::new(MOST_STRIPES),
+            stripes,
+            stripes_log2,
+            // Periods count from the first use: nothing is held before period 0.
+            before_period: AtomicU64::new(pack(0, 0)),
             counts: ThreadCounts::default(),
             name: String::new(),
             exhausted: AtomicBool::new(false),
@@ -254,49 +316,109 @@ impl TrafficBudget {
         ((u128::from(nanos) * u128::from(self.slot_reciprocal)) >> 64) as u32
     }
 
-    /// The units in the window that ends in `period`: the reserve and every slot's balance
-    /// from the last `SLOTS` periods, in every stripe.
-    fn balance(&self, period: u32) -> i64 {
-        let counted = (self.stripes.iter())
+    /// What the window that ends in `period` held before the period began, the reserve left
+    /// out: every stripe's slots from the `SLOTS - 1` periods before it.
+    fn held_before(&self, period: u32) -> i64 {
+        (self.stripes.iter())
             .flat_map(|stripe| &stripe.slots)
             .map(|slot| unpack(slot.load(Ordering::SeqCst)))
-            .filter(|(held, _)| period.wrapping_sub(*held) < SLOTS as u32)
+            .filter(|(held, _)| (1..SLOTS as u32).contains(&period.wrapping_sub(*held)))
             .map(|(_, balance)| i64::from(balance))
-            .sum::<i64>();
-        self.reserve.saturating_add(counted)
+            .sum()
+    }
+
+    /// What the window held when `period` began, the reserve included, counted once per
+    /// period and the same for every withdrawal in it; `None` if a withdrawal of a later
+    /// period was already made (a moment read before the period ended but used after).
+    /// Periods compare as the slots' do, in 32 bits that wrap around.
+    fn window_before(&self, period: u32) -> Option<i64> {
+        let mut word = self.before_period.load(Ordering::SeqCst);
+        loop {
+            let (announced, held) = unpack(word);
+            match period.wrapping_sub(announced) as i32 {
+                0 => return Some(self.reserve + i64::from(held)),
+                late if late < 0 => return None,
+                _ => {}
+            }
+            // Announced first, counted after: a withdrawal of the period before that lands
+            // after this count sees the new period and is given back (`still_in`). Counts above
+            // what 32 bits hold are cut down, never up.
+            let held = self.held_before(period);
+            let held = held.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
+            match self.before_period.compare_exchange(
+                word,
+                pack(period, held),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => return Some(self.reserve + i64::from(held)),
+                Err(current) => word = current,
+            }
+        }
+    }
+
+    /// Whether `period` is still the one withdrawals are made in.
+    fn still_in(&self, period: u32) -> bool {
+        unpack(self.before_period.load(Ordering::SeqCst)).0 == period
+    }
+
+    /// Stripe `index`'s share of `window`: an equal part, the remainder to stripe 0.
+    fn share(&self, window: i64, index: usize) -> i64 {
+        let each = window >> self.stripes_log2;
+        if index == 0 {
+            window - (each << self.stripes_log2) + each
+        } else {
+            each
+        }
     }
 
     /// A request was made at `now`.
     pub fn deposit_at(&self, now: Instant) {
-        let stripe = self.stripes.mine();
+        let (_, stripe) = self.stripes.mine();
         if self.deposit > 0 {
-            stripe.add(self.period(now), self.deposit);
+            let _ = stripe.add(self.period(now), self.deposit);
         }
         self.counts.add_one(DEPOSITS);
     }
 
     /// Asks for one retry at `now`: true (and withdrawn) if the budget holds it.
     ///
-    /// The withdrawal is made first and undone if the balance went below zero, so that
-    /// threads withdrawing at once can never overdraw the budget together.
+    /// Threads withdrawing at once never overdraw the budget together: each stripe grants at
+    /// most what it holds, in one atomic step.
     pub fn try_withdraw_at(&self, now: Instant) -> bool {
-        self.withdraw(self.stripes.mine(), self.period(now), 0)
+        self.withdraw(self.period(now), None)
     }
 
     /// A request's first failure at `now`: its deposit, then one retry asked for — what
     /// [`deposit_at`](Self::deposit_at) then [`try_withdraw_at`](Self::try_withdraw_at) do, in
     /// one step. True if the retry was granted; the deposit stays either way.
     pub fn deposit_and_try_withdraw_at(&self, now: Instant) -> bool {
-        self.counts.add_one(DEPOSITS);
-        self.withdraw(self.stripes.mine(), self.period(now), self.deposit)
+        self.withdraw(self.period(now), Some(self.deposit))
     }
 
-    /// Withdraws one retry in `period` from `stripe`, with `deposit` units deposited in the
-    /// same step.
-    fn withdraw(&self, stripe: &Stripe, period: u32, deposit: i32) -> bool {
-        stripe.add(period, deposit - self.withdrawal);
-        if self.balance(period) >= 0 {
-            self.counts.add_one(WITHDRAWALS);
+    /// Withdraws one retry in `period`, with a request's `deposit` units deposited in the
+    /// same step if it is its first failure, and counts and logs the answer.
+    fn withdraw(&self, period: u32, first_failure: Option<i32>) -> bool {
+        let deposit = first_failure.unwrap_or(0);
+        let (index, mine) = self.stripes.mine();
+        let granted = match self.window_before(period) {
+            Some(window) if window >= 0 => {
+                self.withdraw_from_shares(index, period, window, deposit)
+            }
+            Some(window) => self.withdraw_overdrawn(mine, period, window, deposit),
+            None => {
+                // Late: the window it belongs to has been shared out already. Refused, never
+                // more generous; the deposit still counts.
+                let _ = mine.add(period, deposit);
+                false
+            }
+        };
+        let answer = if granted { WITHDRAWALS } else { REFUSALS };
+        match first_failure {
+            Some(_) => self.counts.add_one_to_each(&[DEPOSITS, answer]),
+            None => self.counts.add_one(answer),
+        }
+        if granted {
             if self.exhausted.load(Ordering::Relaxed)
                 && self.exhausted.swap(false, Ordering::Relaxed)
             {
@@ -304,10 +426,6 @@ impl TrafficBudget {
             }
             return true;
         }
-        // Given back only in its own period: once the slot moved on, the withdrawal is
-        // forgotten.
-        stripe.give_back(period, self.withdrawal);
-        self.counts.add_one(REFUSALS);
         // One line when it runs dry, not one per refused retry (a storm would flood the log).
         if !self.exhausted.load(Ordering::Relaxed) && !self.exhausted.swap(true, Ordering::Relaxed)
         {
@@ -318,9 +436,64 @@ impl TrafficBudget {
         false
     }
 
+    /// A withdrawal in a period whose window held `window` units before it: from the calling
+    /// thread's stripe first (stripe `index`), the rest from the others in turn; everything
+    /// taken is given back if together they hold less than one withdrawal.
+    fn withdraw_from_shares(&self, index: usize, period: u32, window: i64, deposit: i32) -> bool {
+        let count = self.stripes.len();
+        let mut taken = [0i32; MOST_STRIPES];
+        let mut total = 0;
+        for step in 0..count {
+            let at = (index + step) & (count - 1);
+            let stripe = self.stripes.get(at);
+            let deposit = if step == 0 { deposit } else { 0 };
+            taken[at] = stripe.take(
+                period,
+                self.share(window, at),
+                deposit,
+                self.withdrawal - total,
+            );
+            total += taken[at];
+            if total == self.withdrawal {
+                break;
+            }
+        }
+        if total == self.withdrawal && self.still_in(period) {
+            return true;
+        }
+        for (at, units) in taken.iter().enumerate().take(count) {
+            if *units > 0 {
+                self.stripes.get(at).give_back(period, *units);
+            }
+        }
+        false
+    }
+
+    /// A withdrawal in a period whose window was overdrawn before it (`window` below zero):
+    /// made first, then checked against every stripe's balance of the period, and undone if
+    /// they leave the window below zero.
+    fn withdraw_overdrawn(&self, mine: &Stripe, period: u32, window: i64, deposit: i32) -> bool {
+        if !mine.add(period, deposit - self.withdrawal) {
+            // Its slot holds a later period: nothing was withdrawn, so nothing is granted.
+            return false;
+        }
+        let in_period: i64 = self.stripes.iter().map(|s| s.balance_in(period)).sum();
+        if window + in_period >= 0 && self.still_in(period) {
+            return true;
+        }
+        mine.give_back(period, self.withdrawal);
+        false
+    }
+
     /// The counters, and the retries it would grant at `now`.
     pub fn stats_at(&self, now: Instant) -> BudgetStats {
-        let balance = self.balance(self.period(now)).max(0);
+        let period = self.period(now);
+        let window = match unpack(self.before_period.load(Ordering::SeqCst)) {
+            (announced, held) if announced == period => self.reserve + i64::from(held),
+            _ => self.reserve + self.held_before(period),
+        };
+        let in_period: i64 = self.stripes.iter().map(|s| s.balance_in(period)).sum();
+        let balance = (window + in_period).max(0);
         BudgetStats {
             deposits: self.counts.total(DEPOSITS),
             withdrawals: self.counts.total(WITHDRAWALS),

@@ -134,6 +134,132 @@ fn a_first_failure_deposits_before_it_withdraws() {
     assert_eq!(one_step.stats_at(start).withdrawals, 2);
 }
 
+/// A thread that deposited nothing is granted what other threads deposited: at 20 %, ten
+/// requests made on one thread pay for two retries asked on another. And two halves make a
+/// whole: at 50 %, one request on each of two threads pays for one retry on a third, although
+/// neither thread's stripe holds a whole retry.
+#[test]
+fn retries_are_paid_by_requests_made_on_other_threads() {
+    let start = Instant::now();
+    let b = budget(20.0, 0, 10_000);
+    std::thread::scope(|scope| {
+        scope.spawn(|| (0..10).for_each(|_| b.deposit_at(start)));
+    });
+    let granted = std::thread::scope(|scope| {
+        scope
+            .spawn(|| (0..5).filter(|_| b.try_withdraw_at(start)).count())
+            .join()
+            .unwrap()
+    });
+    assert_eq!(granted, 2);
+
+    let b = budget(50.0, 0, 10_000);
+    std::thread::scope(|scope| {
+        scope.spawn(|| b.deposit_at(start));
+        scope.spawn(|| b.deposit_at(start));
+    });
+    assert_eq!(b.stats_at(start).balance, 1);
+    let granted = std::thread::scope(|scope| {
+        scope
+            .spawn(|| (0..3).filter(|_| b.try_withdraw_at(start)).count())
+            .join()
+            .unwrap()
+    });
+    assert_eq!(granted, 1);
+}
+
+/// A window overdrawn when its period begins (the requests that paid for earlier retries are
+/// forgotten before those retries are): new retries are granted only once the period's own
+/// requests have paid the debt back. At 100 % over 10 s: one request at 0 s pays for a retry
+/// at 5 s; at 10.5 s the request is forgotten and the retry is not, so a first failure then
+/// (its request paying the debt) is refused, and so is a retry right after; one more request
+/// pays for one retry.
+#[test]
+fn an_overdrawn_window_grants_nothing_until_it_is_paid_back() {
+    let start = Instant::now();
+    let at = |ms| start + Duration::from_millis(ms);
+    let b = budget(100.0, 0, 10_000);
+    b.deposit_at(at(0));
+    assert!(b.try_withdraw_at(at(5_000)));
+    assert!(!b.deposit_and_try_withdraw_at(at(10_500)));
+    assert!(!b.try_withdraw_at(at(10_550)));
+    b.deposit_at(at(10_600));
+    assert!(b.try_withdraw_at(at(10_700)));
+    assert!(!b.try_withdraw_at(at(10_700)));
+}
+
+/// A moment from a period that has already been shared out (read before it ended, used after a
+/// retry of the next period) is refused, never granted twice; its request still counts, from
+/// the next period on (a period's window is counted once, when it begins).
+#[test]
+fn a_late_moment_is_refused_and_its_request_still_counts() {
+    let start = Instant::now();
+    let at = |ms| start + Duration::from_millis(ms);
+    let b = budget(100.0, 0, 10_000);
+    b.deposit_at(at(0));
+    b.deposit_at(at(1_500));
+    assert!(b.try_withdraw_at(at(1_500)));
+    assert!(!b.deposit_and_try_withdraw_at(at(900)));
+    let stats = b.stats_at(at(1_500));
+    assert_eq!(
+        (stats.deposits, stats.withdrawals, stats.refusals),
+        (3, 1, 1)
+    );
+    assert_eq!(stats.balance, 1);
+    assert_eq!(b.stats_at(at(2_500)).balance, 2);
+}
+
+/// Issue 15 point 7 with threads: four threads deciding at once over fifty slot periods, each
+/// at its own pace (so moments of a period already shared out arrive late), never overdraw a
+/// window. For every period, the retries granted in the window that ends with it are at most
+/// 20 % of that window's requests plus the floor (here one retry: 10 a second over 100 ms).
+#[test]
+fn threads_at_their_own_pace_never_overdraw_a_window() {
+    const SLOT_MS: u64 = 10;
+    let start = Instant::now();
+    let b = budget(20.0, 10, SLOT_MS * TrafficBudget::SLOTS as u64);
+    // Per thread: (moment in ms, whether a request was made, whether a retry was granted).
+    let events: Vec<(u64, bool, bool)> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    (0..2_000u64)
+                        .map(|i| {
+                            let ms = i / 4;
+                            let now = start + Duration::from_millis(ms);
+                            match i % 3 {
+                                0 => {
+                                    b.deposit_at(now);
+                                    (ms, true, false)
+                                }
+                                1 => (ms, true, b.deposit_and_try_withdraw_at(now)),
+                                _ => (ms, false, b.try_withdraw_at(now)),
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect()
+    });
+    let granted = events.iter().filter(|e| e.2).count();
+    assert!(granted > 0, "the budget granted nothing");
+    let last_period = events.iter().map(|e| e.0 / SLOT_MS).max().unwrap();
+    for period in 0..=last_period {
+        let window = period.saturating_sub(TrafficBudget::SLOTS as u64 - 1)..=period;
+        let in_window = |e: &&(u64, bool, bool)| window.contains(&(e.0 / SLOT_MS));
+        let requests = events.iter().filter(in_window).filter(|e| e.1).count();
+        let retries = events.iter().filter(in_window).filter(|e| e.2).count();
+        assert!(
+            retries as f64 <= 0.2 * requests as f64 + 1.0,
+            "{retries} retries in the window ending with period {period}, {requests} requests"
+        );
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Event {
     Request,
