@@ -120,9 +120,11 @@ impl RetryStrategy for Isolated<'_> {
             };
             // Its turn in the version's share of the threads' time: at once, or, in a tokio
             // runtime, when that share allows before the answer is due.
+            let mut waited = false;
             if let Some(share) = &room.share {
                 let starts = tokio::time::Instant::from_std(share.starts_at(asked.into_std()));
                 if starts > asked {
+                    waited = true;
                     if in_tokio {
                         let until = if starts > due { by(due) } else { starts };
                         tokio::time::sleep_until(until).await;
@@ -141,6 +143,7 @@ impl RetryStrategy for Isolated<'_> {
             let place = match Arc::clone(&room.places).try_acquire_owned() {
                 Ok(place) => Some(place),
                 Err(_) if in_tokio => {
+                    waited = true;
                     tokio::time::timeout_at(by(due), Arc::clone(&room.places).acquire_owned())
                         .await
                         .ok()
@@ -148,8 +151,9 @@ impl RetryStrategy for Isolated<'_> {
                 }
                 Err(_) => None,
             };
-            // A place that freed only as the answer fell due leaves the call no time.
-            let place = place.filter(|_| tokio::time::Instant::now() < due);
+            // A place that freed only as the answer fell due leaves the call no time (the
+            // clock read only after a wait: a call placed at once has its whole deadline).
+            let place = place.filter(|_| !waited || tokio::time::Instant::now() < due);
             let Some(place) = place else {
                 return overloaded(format!(
                     "{} calls of this policy were in progress for the whole deadline of {deadline_ms} ms",
