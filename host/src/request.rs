@@ -225,7 +225,8 @@ pub struct Request {
     retry_reasons: SmallVec<[RetryReason; 2]>,
     start: Instant,
     timeout: Duration,
-    client_context: Arc<BTreeMap<String, String>>,
+    /// `None` while empty: a request without client context allocates and shares nothing.
+    client_context: Option<Arc<BTreeMap<String, String>>>,
     last_dispatched_to: Option<String>,
     dispatched: bool,
     consistency: Option<ConsistencyLevel>,
@@ -268,7 +269,7 @@ impl Request {
             retry_reasons: SmallVec::new(),
             start,
             timeout,
-            client_context: Arc::default(),
+            client_context: None,
             last_dispatched_to: None,
             dispatched: false,
             consistency: None,
@@ -307,7 +308,7 @@ impl Request {
 
     /// Adds an entry to the client context (reference 001 "Accessible Context").
     pub fn context(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        Arc::make_mut(&mut self.client_context).insert(key.into(), value.into());
+        Arc::make_mut(self.client_context.get_or_insert_default()).insert(key.into(), value.into());
         self
     }
 
@@ -394,11 +395,13 @@ impl Request {
     }
     /// The client context.
     pub fn client_context(&self) -> &BTreeMap<String, String> {
-        &self.client_context
+        static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+        self.client_context.as_deref().unwrap_or(&EMPTY)
     }
-    /// The client context, shared (cloning it is one reference-count increment).
-    pub fn shared_client_context(&self) -> &Arc<BTreeMap<String, String>> {
-        &self.client_context
+    /// The client context, shared (cloning it is one reference-count increment); `None` when
+    /// it is empty.
+    pub fn shared_client_context(&self) -> Option<&Arc<BTreeMap<String, String>>> {
+        self.client_context.as_ref()
     }
     /// The node the request was last dispatched to.
     pub fn last_dispatched_to(&self) -> Option<&str> {

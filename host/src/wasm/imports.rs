@@ -96,7 +96,7 @@ macro_rules! failure_functions {
 
         fn client_context(&mut self, key: String) -> wasmtime::Result<Option<String>> {
             self.failed_request("client-context")?;
-            Ok(self.client_context.get(&key).cloned())
+            Ok(self.client_context_entry(&key))
         }
 
         fn error_map_spec(

@@ -32,7 +32,8 @@ pub(crate) struct CallState {
     pub budgets: Arc<RetryBudgets>,
     /// The request of the decision in progress; `None` before the instance's first decision.
     pub request: Option<wit::Request>,
-    pub client_context: Arc<BTreeMap<String, String>>,
+    /// The client context of the decision in progress (`None`: empty).
+    pub client_context: Option<Arc<BTreeMap<String, String>>>,
     pub error_map_spec: Option<RetrySpec>,
     /// The server's pushback on the failure being decided.
     pub pushback: Option<Pushback>,
@@ -44,6 +45,11 @@ pub(crate) struct CallState {
 }
 
 impl CallState {
+    /// The client context's entry `key` of the decision in progress.
+    pub fn client_context_entry(&self, key: &str) -> Option<String> {
+        self.client_context.as_deref()?.get(key).cloned()
+    }
+
     pub fn new(
         label: PolicyLabel,
         budgets: Arc<RetryBudgets>,
@@ -55,7 +61,7 @@ impl CallState {
             label,
             budgets,
             request: None,
-            client_context: Arc::default(),
+            client_context: None,
             error_map_spec: None,
             pushback: None,
             decision_time: None,

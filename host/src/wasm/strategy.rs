@@ -146,8 +146,14 @@ impl WasmStrategy {
             Budgets::Decision(due),
         )?;
         let state = instance.store.data_mut();
-        if !Arc::ptr_eq(&state.client_context, request.shared_client_context()) {
-            state.client_context = Arc::clone(request.shared_client_context());
+        let shared = request.shared_client_context();
+        let same = match (&state.client_context, shared) {
+            (None, None) => true,
+            (Some(held), Some(shared)) => Arc::ptr_eq(held, shared),
+            _ => false,
+        };
+        if !same {
+            state.client_context = shared.cloned();
         }
         state.error_map_spec = context.error_map_spec().copied();
         state.pushback = context.pushback();

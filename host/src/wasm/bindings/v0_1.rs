@@ -27,6 +27,6 @@ impl host::Host for CallState {
     }
 
     fn client_context(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.client_context.get(&key).cloned())
+        Ok(self.client_context_entry(&key))
     }
 }
