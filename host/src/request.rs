@@ -239,6 +239,7 @@ pub struct Request {
 impl Request {
     /// A new request started now. Its idempotency is derived from `request_type` (see
     /// [`RequestType::is_idempotent`]); `readonly`, `method` and `idempotent` refine it.
+    #[inline]
     pub fn new(
         id: u64,
         request_type: RequestType,
@@ -250,6 +251,7 @@ impl Request {
     /// A new request that started at `start`, for a caller that noted the moment already (a
     /// driver's retry session, a replay, a virtual clock): [`new`](Self::new) without its
     /// clock read.
+    #[inline]
     pub fn new_at(
         id: u64,
         request_type: RequestType,
@@ -281,6 +283,7 @@ impl Request {
     }
 
     /// Marks a query or analytics request read-only, which makes it idempotent.
+    #[inline]
     pub fn readonly(mut self, readonly: bool) -> Self {
         self.readonly = readonly;
         self.idempotent = self.request_type.is_idempotent(readonly, self.method);
@@ -288,6 +291,7 @@ impl Request {
     }
 
     /// Sets the HTTP method of a cluster-manager or management request (GET is idempotent).
+    #[inline]
     pub fn method(mut self, method: HttpMethod) -> Self {
         self.method = Some(method);
         self.idempotent = self.request_type.is_idempotent(self.readonly, Some(method));
@@ -295,12 +299,14 @@ impl Request {
     }
 
     /// Declares idempotency explicitly (e.g. a CQL statement marked idempotent).
+    #[inline]
     pub fn idempotent(mut self, idempotent: bool) -> Self {
         self.idempotent = idempotent;
         self
     }
 
     /// Sets when the request started (for replays and virtual clocks).
+    #[inline]
     pub fn started_at(mut self, start: Instant) -> Self {
         self.start = start;
         self
@@ -313,6 +319,7 @@ impl Request {
     }
 
     /// Sets the consistency level (CQL).
+    #[inline]
     pub fn consistency(mut self, level: ConsistencyLevel) -> Self {
         self.consistency = Some(level);
         self
@@ -340,16 +347,19 @@ impl Request {
     }
 
     /// Sets the number of retries already made (for replaying a request mid-life).
+    #[inline]
     pub fn with_retry_attempts(mut self, attempts: u32) -> Self {
         self.retry_attempts = attempts;
         self
     }
 
     /// The request id.
+    #[inline]
     pub fn id(&self) -> u64 {
         self.id
     }
     /// The request type.
+    #[inline]
     pub fn request_type(&self) -> RequestType {
         self.request_type
     }
@@ -358,14 +368,17 @@ impl Request {
         self.request_type.service()
     }
     /// Whether the request is idempotent.
+    #[inline]
     pub fn is_idempotent(&self) -> bool {
         self.idempotent
     }
     /// Whether the request was marked read-only.
+    #[inline]
     pub fn is_readonly(&self) -> bool {
         self.readonly
     }
     /// Retries already made.
+    #[inline]
     pub fn retry_attempts(&self) -> u32 {
         self.retry_attempts
     }
@@ -374,10 +387,12 @@ impl Request {
         &self.retry_reasons
     }
     /// When the request started.
+    #[inline]
     pub fn start(&self) -> Instant {
         self.start
     }
     /// The request timeout.
+    #[inline]
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
@@ -404,18 +419,22 @@ impl Request {
         self.client_context.as_ref()
     }
     /// The node the request was last dispatched to.
+    #[inline]
     pub fn last_dispatched_to(&self) -> Option<&str> {
         self.last_dispatched_to.as_deref()
     }
     /// The HTTP method of a cluster-manager or management request, if set.
+    #[inline]
     pub fn http_method(&self) -> Option<HttpMethod> {
         self.method
     }
     /// Whether the request was ever written to the network.
+    #[inline]
     pub fn was_dispatched(&self) -> bool {
         self.dispatched
     }
     /// The consistency level (CQL), if any.
+    #[inline]
     pub fn consistency_level(&self) -> Option<ConsistencyLevel> {
         self.consistency
     }
@@ -424,6 +443,7 @@ impl Request {
         &self.state
     }
     /// Whether the request is completed or cancelled.
+    #[inline]
     pub fn is_done(&self) -> bool {
         self.state != RequestState::Pending
     }
