@@ -225,9 +225,11 @@ impl PolicyRegistry {
             (log.cloned(), target)
         };
         // The request as the policy sees it, kept for the decision log before deciding
-        // changes it.
-        let logged = log.as_ref().map(|_| (request.clone(), context.now()));
-        let shadow_answers = OnceLock::new();
+        // changes it, and the shadow's answers: boxed, so that the future of a decision that
+        // is not logged stays small (an adapter boxes it, and moves it, per request).
+        let logged = log
+            .as_ref()
+            .map(|_| Box::new((request.clone(), context.now(), OnceLock::new())));
         let (decision, version) = match target {
             Target::Own(strategy) => {
                 let decision = self
@@ -244,7 +246,7 @@ impl PolicyRegistry {
                 budget,
             } => {
                 let context = &context.with_budget(budget.as_deref());
-                let answers = log.as_ref().map(|_| &shadow_answers);
+                let answers = logged.as_ref().map(|logged| &logged.2);
                 let decision = self
                     .decide_with(&version, shadow.as_deref(), request, context, answers)
                     .await;
@@ -254,7 +256,8 @@ impl PolicyRegistry {
         let decision_id = DecisionId::next();
         // The executor's attempt span (and any span with this field) names the decision.
         tracing::Span::current().record("decision_id", tracing::field::display(decision_id));
-        if let (Some(log), Some((input, at))) = (log, logged) {
+        if let (Some(log), Some(logged)) = (log, logged) {
+            let (input, at, shadow_answers) = *logged;
             log.record(Entry {
                 time: SystemTime::now(),
                 decision_id,
