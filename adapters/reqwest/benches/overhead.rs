@@ -2,7 +2,8 @@
 //! best-effort policy: a views request answered 503 then 200 — read, classified, decided,
 //! waited for and sent again — through the middleware, beside the same loop written by hand
 //! over the registry (what a caller calling the registry directly writes), and the decision
-//! itself; and what any middleware costs in `reqwest-middleware`'s chain (one that only calls the
+//! itself; the same through a middleware that serves the service (the request names none); and
+//! what any middleware costs in `reqwest-middleware`'s chain (one that only calls the
 //! next). The answers come from a last middleware in the chain, not a network, and the runtime's
 //! clock is paused (tokio's auto-advance) so that neither a socket nor the planned 1 ms wait is
 //! what is measured. Run: `env -u RUST_BACKTRACE cargo bench -p rebound-reqwest --bench overhead`.
@@ -143,6 +144,14 @@ fn main() {
         .with(ReboundMiddleware::new(Arc::clone(&registry)))
         .with(Service503Then200)
         .build();
+    let serving_views = ClientBuilder::new(reqwest::Client::new())
+        .with(
+            ReboundMiddleware::new(Arc::clone(&registry))
+                .service(Service::Views)
+                .unwrap(),
+        )
+        .with(Service503Then200)
+        .build();
     let passing = ClientBuilder::new(reqwest::Client::new())
         .with(PassThrough)
         .with(Service503Then200)
@@ -178,6 +187,11 @@ fn main() {
                 });
                 assert_eq!(black_box(response).status(), 200);
             },
+            &mut || {
+                let response =
+                    runtime.block_on(async { serving_views.get(URL).send().await.unwrap() });
+                assert_eq!(black_box(response).status(), 200);
+            },
             &mut || answered_200(&runtime, &plain),
             &mut || answered_200(&runtime, &passing),
         ],
@@ -200,7 +214,17 @@ fn main() {
         middleware - by_hand,
         (middleware - by_hand) / decision
     );
-    let (alone, layered) = (ns(times[3]), ns(times[4]));
+    let serving = ns(times[3]);
+    println!(
+        "| through a middleware serving the service (no extension per request) | {serving:.0} | {:.2} |",
+        serving / decision
+    );
+    println!(
+        "| what that middleware adds (it - by hand) | {:.0} | {:.2} |",
+        serving - by_hand,
+        (serving - by_hand) / decision
+    );
+    let (alone, layered) = (ns(times[4]), ns(times[5]));
     println!(
         "| a send answered 200, then one through a middleware that only calls the next: the difference | {:.0} | {:.2} |",
         layered - alone,

@@ -30,4 +30,4 @@
 mod classify;
 mod middleware;
 
-pub use middleware::{Idempotent, ReboundMiddleware};
+pub use middleware::{Idempotent, NotAnHttpService, ReboundMiddleware};

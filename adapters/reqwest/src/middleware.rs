@@ -1,6 +1,8 @@
 //! The retry loop around `next.run`: send, classify the answer or the error, ask the registry,
 //! wait the planned delay, send again — or hand back the last answer.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -24,13 +26,21 @@ pub struct Idempotent(pub bool);
 
 /// A `reqwest-middleware` middleware deciding retries with a policy registry. A request names
 /// its service with `with_extension(rebound::Service::Query)` (or analytics, search, views,
-/// management); one that names none is sent once and never retried.
+/// management), or the middleware serves one ([`service`](Self::service)); a request whose
+/// service is not known is sent once and never retried.
 #[derive(Debug, Clone)]
 pub struct ReboundMiddleware {
     registry: Arc<PolicyRegistry>,
     policy: Option<Arc<str>>,
     timeout: Duration,
+    /// The service of requests that name none.
+    service: Option<Service>,
 }
+
+/// A service refused where an HTTP service was expected (`kv`, `cql`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("rebound-reqwest: `{}` is not an HTTP service; expected query, analytics, search, views or management", .0.name())]
+pub struct NotAnHttpService(pub Service);
 
 /// Request ids for the requests the middleware describes.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -49,7 +59,17 @@ impl ReboundMiddleware {
             registry,
             policy: None,
             timeout: Self::DEFAULT_TIMEOUT,
+            service: None,
         }
+    }
+
+    /// Serves `service`: a request that names no service with `with_extension` is taken to
+    /// target it (one client per service, as each service has its own port; a request that
+    /// names one is still taken at its word). `kv` and `cql` are refused.
+    pub fn service(mut self, service: Service) -> Result<Self, NotAnHttpService> {
+        request_type(service)?;
+        self.service = Some(service);
+        Ok(self)
     }
 
     /// Decides with the registry's policy `name`; an unknown name is refused.
@@ -74,19 +94,8 @@ impl ReboundMiddleware {
         method: &http::Method,
         extensions: &Extensions,
     ) -> Result<Request, reqwest_middleware::Error> {
-        let request_type = match service {
-            Service::Query => RequestType::Query,
-            Service::Analytics => RequestType::Analytics,
-            Service::Search => RequestType::Search,
-            Service::Views => RequestType::View,
-            Service::Management => RequestType::Management,
-            other => {
-                return Err(reqwest_middleware::Error::Middleware(anyhow::anyhow!(
-                    "rebound-reqwest: `{}` is not an HTTP service; expected query, analytics, search, views or management",
-                    other.name()
-                )))
-            }
-        };
+        let request_type =
+            request_type(service).map_err(|e| reqwest_middleware::Error::Middleware(e.into()))?;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let mut request = Request::new(id, request_type, self.timeout).expect("a non-zero timeout");
         if let Some(method) = http_method(method) {
@@ -100,6 +109,18 @@ impl ReboundMiddleware {
         }
         Ok(request)
     }
+}
+
+/// The request type of a request to `service`, an HTTP service.
+fn request_type(service: Service) -> Result<RequestType, NotAnHttpService> {
+    Ok(match service {
+        Service::Query => RequestType::Query,
+        Service::Analytics => RequestType::Analytics,
+        Service::Search => RequestType::Search,
+        Service::Views => RequestType::View,
+        Service::Management => RequestType::Management,
+        other => return Err(NotAnHttpService(other)),
+    })
 }
 
 fn http_method(method: &http::Method) -> Option<HttpMethod> {
@@ -133,21 +154,42 @@ impl Answer {
     /// Lets the connection go back to the client's pool before the request is sent again: an
     /// answer's body left unread closes its connection.
     async fn finish(self) {
-        if let Answer::AsSent(Ok(response)) = self {
-            let _ = response.bytes().await;
+        if let Answer::AsSent(Ok(mut response)) = self {
+            // Read chunk by chunk and dropped: nothing is collected.
+            while let Ok(Some(_)) = response.chunk().await {}
         }
     }
 }
 
-/// Why one attempt failed, if it did: the reason and the server's pushback, with the attempt's
-/// answer to hand back should no retry follow.
-async fn failure(
-    service: Service,
-    attempted: Attempted,
-    request: &mut Request,
-) -> Result<(RetryReason, Option<Pushback>, Answer), Attempted> {
-    let mut response = match attempted {
-        Ok(response) if response.status().is_success() => return Err(Ok(response)),
+/// Why one attempt failed: the reason, the server's pushback and the answer to hand back should
+/// no retry follow.
+type Failed = (RetryReason, Option<Pushback>, Answer);
+
+/// What one attempt's outcome says.
+enum Told {
+    /// A failure that may be retried.
+    Failed(Failed),
+    /// What to hand back: a success, an answer not retried, an error that is not the
+    /// transport's.
+    HandBack(Attempted),
+}
+
+/// What one attempt's outcome says, told without waiting or not.
+enum Triage {
+    /// Told without waiting.
+    Told(Told),
+    /// An answer whose body must be read to classify it, with the server's pushback.
+    ReadBody(reqwest::Response, Option<Pushback>),
+}
+
+/// What one attempt's outcome says. The middleware's own future holds no future of this step
+/// (it is boxed and moved for every request, so it is kept small): reading a body to classify
+/// it is [`read_and_classify`], awaited boxed.
+fn triage(service: Service, attempted: Attempted, request: &mut Request) -> Triage {
+    let response = match attempted {
+        Ok(response) if response.status().is_success() => {
+            return Triage::Told(Told::HandBack(Ok(response)))
+        }
         Ok(response) => response,
         Err(error) => {
             let reason = match &error {
@@ -159,80 +201,127 @@ async fn failure(
                     request.mark_dispatched(e.url().map(|u| u.to_string()).unwrap_or_default());
                     reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT
                 }
-                reqwest_middleware::Error::Middleware(_) => return Err(Err(error)),
+                reqwest_middleware::Error::Middleware(_) => {
+                    return Triage::Told(Told::HandBack(Err(error)))
+                }
             };
-            return Ok((reason, None, Answer::AsSent(Err(error))));
+            return Triage::Told(Told::Failed((reason, None, Answer::AsSent(Err(error)))));
         }
     };
     request.mark_dispatched(response.url().as_str());
     let status = response.status();
     let pushback = (response.headers().get(http::header::RETRY_AFTER))
         .map(|value| Pushback::from_retry_after(value.to_str().unwrap_or(""), SystemTime::now()));
-    let (classification, answer) = if classify::reads_body(service, status.as_u16()) {
-        let version = response.version();
-        let headers = std::mem::take(response.headers_mut());
-        let body = match response.bytes().await {
-            Ok(body) => body,
-            Err(error) => {
-                let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
-                return Ok((reason, None, Answer::AsSent(Err(error.into()))));
-            }
-        };
-        let classification =
-            classify::answer(service, status.as_u16(), &String::from_utf8_lossy(&body));
-        let mut read = http::Response::new(body);
-        *read.status_mut() = status;
-        *read.version_mut() = version;
-        *read.headers_mut() = headers;
-        (classification, Answer::Read(read))
-    } else {
-        let classification = classify::answer(service, status.as_u16(), "");
-        (classification, Answer::AsSent(Ok(response)))
+    if classify::reads_body(service, status.as_u16()) {
+        return Triage::ReadBody(response, pushback);
+    }
+    let classification = classify::answer(service, status.as_u16(), "");
+    Triage::Told(retried(
+        classification,
+        pushback,
+        Answer::AsSent(Ok(response)),
+    ))
+}
+
+/// Reads the body of an answer classified by it (query, analytics, views 404 and 500), then
+/// classifies it.
+async fn read_and_classify(
+    service: Service,
+    mut response: reqwest::Response,
+    pushback: Option<Pushback>,
+) -> Told {
+    let status = response.status();
+    let version = response.version();
+    let headers = std::mem::take(response.headers_mut());
+    let body = match response.bytes().await {
+        Ok(body) => body,
+        Err(error) => {
+            let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
+            return Told::Failed((reason, None, Answer::AsSent(Err(error.into()))));
+        }
     };
+    let classification =
+        classify::answer(service, status.as_u16(), &String::from_utf8_lossy(&body));
+    let mut read = http::Response::new(body);
+    *read.status_mut() = status;
+    *read.version_mut() = version;
+    *read.headers_mut() = headers;
+    retried(classification, pushback, Answer::Read(read))
+}
+
+/// A failure to decide about if `classification` says the answer may be retried, else the
+/// answer to hand back.
+fn retried(
+    classification: Option<Classification>,
+    pushback: Option<Pushback>,
+    answer: Answer,
+) -> Told {
     match classification {
-        Some(Classification::Retry { reason, .. }) => Ok((reason, pushback, answer)),
-        _ => Err(answer.hand_back()),
+        Some(Classification::Retry { reason, .. }) => Told::Failed((reason, pushback, answer)),
+        _ => Told::HandBack(answer.hand_back()),
     }
 }
 
-#[async_trait::async_trait]
+/// The trait's `async fn` as `async_trait` makes it, but with the arguments used where they were
+/// captured: `async_trait` moves them into variables of the body, so the future held the
+/// request twice. This future is boxed and moved for every request: 832 bytes (2 224 before;
+/// docs/performance.md "Adapters").
 impl Middleware for ReboundMiddleware {
-    async fn handle(
-        &self,
+    fn handle<'a, 'b, 'c, 'f>(
+        &'a self,
         req: reqwest::Request,
-        extensions: &mut Extensions,
-        next: Next<'_>,
-    ) -> reqwest_middleware::Result<reqwest::Response> {
-        let Some(service) = extensions.get::<Service>().copied() else {
-            tracing::debug!(url = %req.url(), "no service named: sent once, not retried");
-            return next.run(req, extensions).await;
-        };
-        let mut request = self.request(service, req.method(), extensions)?;
-        loop {
-            // A body that cannot be copied (a stream) cannot be sent again: sent once.
-            let Some(attempt) = req.try_clone() else {
+        extensions: &'b mut Extensions,
+        next: Next<'c>,
+    ) -> Pin<Box<dyn Future<Output = reqwest_middleware::Result<reqwest::Response>> + Send + 'f>>
+    where
+        'a: 'f,
+        'b: 'f,
+        'c: 'f,
+        Self: 'f,
+    {
+        Box::pin(async move {
+            let Some(service) = extensions.get::<Service>().copied().or(self.service) else {
+                tracing::debug!(url = %req.url(), "no service named: sent once, not retried");
                 return next.run(req, extensions).await;
             };
-            let attempted = next.clone().run(attempt, extensions).await;
-            let (reason, pushback, answer) = match failure(service, attempted, &mut request).await {
-                Ok(failed) => failed,
-                Err(done) => return done,
-            };
-            let context = DecisionContext::new(&reason).with_pushback(pushback);
-            let decided = match self.registry.decide(&mut request, &context).await {
-                Ok(decided) => decided,
-                Err(error) => {
-                    tracing::warn!(%error, "no policy decides for the request: not retried");
-                    return answer.hand_back();
-                }
-            };
-            match decided.decision {
-                Decision::Retry(plan) => {
-                    answer.finish().await;
-                    tokio::time::sleep(plan.delay).await;
-                }
-                _ => return answer.hand_back(),
+            let mut request = self.request(service, req.method(), extensions)?;
+            loop {
+                // A body that cannot be copied (a stream) cannot be sent again: sent once.
+                let Some(attempt) = req.try_clone() else {
+                    return next.run(req, extensions).await;
+                };
+                let attempted = next.clone().run(attempt, extensions).await;
+                // In blocks, so that what one step needs is not kept in the future beside what
+                // the next step needs.
+                let (reason, pushback, answer) = {
+                    let told = match triage(service, attempted, &mut request) {
+                        Triage::Told(told) => told,
+                        Triage::ReadBody(response, pushback) => {
+                            Box::pin(read_and_classify(service, response, pushback)).await
+                        }
+                    };
+                    match told {
+                        Told::Failed(failed) => failed,
+                        Told::HandBack(done) => return done,
+                    }
+                };
+                let (delay, answer) = {
+                    let context = DecisionContext::new(&reason).with_pushback(pushback);
+                    // Boxed, as the answer's draining below: the futures that only a failure
+                    // needs are not part of every request's.
+                    let decided = Box::pin(self.registry.decide(&mut request, &context)).await;
+                    match decided.map(|decided| decided.decision) {
+                        Ok(Decision::Retry(plan)) => (plan.delay, answer),
+                        Ok(_) => return answer.hand_back(),
+                        Err(error) => {
+                            tracing::warn!(%error, "no policy decides for the request: not retried");
+                            return answer.hand_back();
+                        }
+                    }
+                };
+                Box::pin(answer.finish()).await;
+                tokio::time::sleep(delay).await;
             }
-        }
+        })
     }
 }

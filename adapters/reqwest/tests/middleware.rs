@@ -265,6 +265,44 @@ async fn requests_without_an_http_service_are_not_retried() {
     assert!(error.contains("`kv` is not an HTTP service"), "{error}");
 }
 
+/// A middleware that serves one service retries requests that name none as requests to it
+/// (reference 001 "Response Code Retry List", views 503), and a request that names another is
+/// taken at its word (a management 503 is never retried); `kv` is refused when the middleware
+/// is built.
+#[tokio::test]
+async fn a_middleware_serving_one_service_retries_requests_that_name_none() {
+    let server = MockServer::start().await;
+    Mock::given(path("/view"))
+        .respond_with(Alternating(AtomicU64::new(0)))
+        .mount(&server)
+        .await;
+    let inner = reqwest::Client::new();
+    let views = ReboundMiddleware::new(registry())
+        .service(Service::Views)
+        .unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(inner)
+        .with(views)
+        .build();
+    let url = format!("{}/view", server.uri());
+    let response = client.get(&url).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+    let response = (client.get(&url))
+        .with_extension(Service::Management)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+    let refused = ReboundMiddleware::new(registry())
+        .service(Service::Kv)
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("`kv` is not an HTTP service"),
+        "{refused}"
+    );
+}
+
 /// Answers 503 and 200 in turn, whoever asks.
 struct Alternating(AtomicU64);
 
