@@ -141,17 +141,20 @@ fn a_first_failure_deposits_before_it_withdraws() {
 #[test]
 fn retries_are_paid_by_requests_made_on_other_threads() {
     let start = Instant::now();
+    // How many of `asks` retries a new thread is granted.
+    let granted_on_a_new_thread = |b: &TrafficBudget, asks: usize| {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| (0..asks).filter(|_| b.try_withdraw_at(start)).count())
+                .join()
+                .unwrap()
+        })
+    };
     let b = budget(20.0, 0, 10_000);
     std::thread::scope(|scope| {
         scope.spawn(|| (0..10).for_each(|_| b.deposit_at(start)));
     });
-    let granted = std::thread::scope(|scope| {
-        scope
-            .spawn(|| (0..5).filter(|_| b.try_withdraw_at(start)).count())
-            .join()
-            .unwrap()
-    });
-    assert_eq!(granted, 2);
+    assert_eq!(granted_on_a_new_thread(&b, 5), 2);
 
     let b = budget(50.0, 0, 10_000);
     std::thread::scope(|scope| {
@@ -159,13 +162,7 @@ fn retries_are_paid_by_requests_made_on_other_threads() {
         scope.spawn(|| b.deposit_at(start));
     });
     assert_eq!(b.stats_at(start).balance, 1);
-    let granted = std::thread::scope(|scope| {
-        scope
-            .spawn(|| (0..3).filter(|_| b.try_withdraw_at(start)).count())
-            .join()
-            .unwrap()
-    });
-    assert_eq!(granted, 1);
+    assert_eq!(granted_on_a_new_thread(&b, 3), 1);
 }
 
 /// A window overdrawn when its period begins (the requests that paid for earlier retries are
