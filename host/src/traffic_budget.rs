@@ -384,7 +384,9 @@ impl TrafficBudget {
     /// Asks for one retry at `now`: true (and withdrawn) if the budget holds it.
     ///
     /// Threads withdrawing at once never overdraw the budget together: each stripe grants at
-    /// most what it holds, in one atomic step.
+    /// most what it holds, in one atomic step. A moment that falls in a slot period before
+    /// one a retry was already asked in (read before that period began, used after) is
+    /// refused.
     pub fn try_withdraw_at(&self, now: Instant) -> bool {
         self.withdraw(self.period(now), None)
     }
