@@ -1,6 +1,6 @@
 //! [`Striped`]: one copy per core of what threads update with atomic read-modify-writes (a
-//! budget's slots), each thread writing to its own, so that threads deciding at once do not
-//! contend for one cache line; readers read every copy.
+//! budget's slots), each thread writing to its own first, so that threads deciding at once do
+//! not contend for one cache line; a thread may read or write the others' too.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
