@@ -357,6 +357,11 @@ impl TrafficBudget {
         }
     }
 
+    /// Every stripe's balance in `period` (its deposits less its withdrawals).
+    fn in_period(&self, period: u32) -> i64 {
+        self.stripes.iter().map(|s| s.balance_in(period)).sum()
+    }
+
     /// Whether `period` is still the one withdrawals are made in.
     fn still_in(&self, period: u32) -> bool {
         unpack(self.before_period.load(Ordering::SeqCst)).0 == period
@@ -411,7 +416,9 @@ impl TrafficBudget {
             None => {
                 // Late: the window it belongs to has been shared out already. Refused, never
                 // more generous; the deposit still counts.
-                let _ = mine.add(period, deposit);
+                if deposit > 0 {
+                    let _ = mine.add(period, deposit);
+                }
                 false
             }
         };
@@ -479,7 +486,7 @@ impl TrafficBudget {
             // Its slot holds a later period: nothing was withdrawn, so nothing is granted.
             return false;
         }
-        let in_period: i64 = self.stripes.iter().map(|s| s.balance_in(period)).sum();
+        let in_period = self.in_period(period);
         if window + in_period >= 0 && self.still_in(period) {
             return true;
         }
@@ -494,7 +501,7 @@ impl TrafficBudget {
             (announced, held) if announced == period => self.reserve + i64::from(held),
             _ => self.reserve + self.held_before(period),
         };
-        let in_period: i64 = self.stripes.iter().map(|s| s.balance_in(period)).sum();
+        let in_period = self.in_period(period);
         let balance = (window + in_period).max(0);
         BudgetStats {
             deposits: self.counts.total(DEPOSITS),
