@@ -1,8 +1,10 @@
 //! Decision latency through the orchestrator — native BestEffort, a bare no-op export with the
 //! world's signature (the floor), and the best-effort policy in Rust (with the reference's
-//! parameters, and tuned so that it computes in the policy), C and Zig, and the native one
-//! again at a moment the caller fixes — then the bare strategy calls, the copy of the request
-//! each decision starts from, compile and instantiate costs, printed as a table with ratios.
+//! parameters, and tuned so that it computes in the policy), C and Zig, each taken with
+//! `Deciding::into_decision` as a synchronous caller takes it; the native one again at a moment
+//! the caller fixes, taken by a poll, and for a cancellation — then the bare strategy calls,
+//! the no-op called by wasmtime alone, the copy of the request each decision starts from,
+//! compile and instantiate costs, printed as a table with ratios.
 //! The latencies are measured interleaved, round by round, so every row of one run sees the
 //! same machine.
 //! Run: `./scripts/build-guests.sh && env -u RUST_BACKTRACE cargo bench -p rebound --bench
@@ -25,12 +27,54 @@ use rebound::{
 mod measure;
 use measure::{measure, measure_interleaved};
 
+/// The current WIT world, for calling a component with wasmtime alone.
+mod bare {
+    wasmtime::component::bindgen!({ path: "../wit", world: "retry-policy" });
+}
+
+/// wasmtime alone: the no-op component instantiated in a plain store of `runtime`'s engine
+/// (its imports trap; the no-op calls none), fuel and epoch deadline set once, and a function
+/// that makes one typed call of `retry-after` — no pool, no call state, no answer checked.
+fn bare_call(runtime: &WasmRuntime, bytes: &[u8]) -> impl FnMut() {
+    use wasmtime::component::{Component, Linker};
+    let engine = runtime.engine();
+    let component = Component::new(engine, bytes).expect("the no-op compiles");
+    let mut linker = Linker::<()>::new(engine);
+    linker
+        .define_unknown_imports_as_traps(&component)
+        .expect("imports");
+    let mut store = wasmtime::Store::new(engine, ());
+    store.set_fuel(u64::MAX).expect("fuel");
+    store.set_epoch_deadline(u64::MAX / 2);
+    let policy = bare::RetryPolicy::instantiate(&mut store, &component, &linker).expect("instance");
+    let reason = bare::rebound::policy::types::RetryReason::KvLocked;
+    move || {
+        black_box(
+            policy
+                .rebound_policy_strategy()
+                .call_retry_after(&mut store, black_box(&reason))
+                .expect("the no-op answers"),
+        );
+    }
+}
+
 fn guest(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../build/guests/{name}.wasm"))
 }
 
-/// One decision through `orchestrator` for a fresh copy of `template`.
+/// One decision through `orchestrator` for a fresh copy of `template`, taken as a synchronous
+/// caller takes it.
 fn decide(orchestrator: &Orchestrator, template: &Request) {
+    let mut request = template.clone();
+    let decision = orchestrator
+        .maybe_retry(&mut request, &reasons::KV_LOCKED)
+        .into_decision()
+        .expect("synchronous strategy");
+    black_box(matches!(decision, Decision::Retry(_) | Decision::Fail(_)));
+}
+
+/// As [`decide`], the decision taken by polling the future once (`now_or_never`).
+fn decide_polled(orchestrator: &Orchestrator, template: &Request) {
     let mut request = template.clone();
     let decision = orchestrator
         .maybe_retry(&mut request, &reasons::KV_LOCKED)
@@ -45,9 +89,21 @@ fn decide_at_start(orchestrator: &Orchestrator, template: &Request) {
     let mut request = template.clone();
     let decision = orchestrator
         .maybe_retry_at(&mut request, &reasons::KV_LOCKED, template.start())
-        .now_or_never()
+        .into_decision()
         .expect("synchronous strategy");
     black_box(matches!(decision, Decision::Retry(_) | Decision::Fail(_)));
+}
+
+/// A native cancellation through `orchestrator`: a dispatched upsert whose socket closed in
+/// flight is not retried (reference 001: not idempotent, and the reason does not allow it), so
+/// the decision builds the error context.
+fn cancel(orchestrator: &Orchestrator, template: &Request) {
+    let mut request = template.clone();
+    let decision = orchestrator
+        .maybe_retry(&mut request, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT)
+        .into_decision()
+        .expect("synchronous strategy");
+    black_box(matches!(decision, Decision::Fail(_)));
 }
 
 /// One bare call of `strategy`.
@@ -123,6 +179,13 @@ fn main() {
     let mut copy = || drop(black_box(template.clone()));
     // The native decision again, with the moment fixed by the caller (no clock read).
     let mut native_at_start = || decide_at_start(&orchestrators[0], &template);
+    let noop_bytes = std::fs::read(guest("noop")).expect("the no-op guest");
+    let mut wasmtime_alone = bare_call(&runtime, &noop_bytes);
+    // The native decision again, taken by a poll instead of `Deciding::into_decision`.
+    let mut native_polled = || decide_polled(&orchestrators[0], &template);
+    let mut upsert = Request::new(2, RequestType::Upsert, Duration::from_secs(3600)).unwrap();
+    upsert.mark_dispatched("10.0.0.1:11210");
+    let mut native_cancel = || cancel(&orchestrators[0], &upsert);
     let mut all: Vec<&mut dyn FnMut()> = deciders
         .iter_mut()
         .chain(callers.iter_mut())
@@ -130,12 +193,17 @@ fn main() {
         .chain([
             &mut copy as &mut dyn FnMut(),
             &mut native_at_start as &mut dyn FnMut(),
+            &mut native_polled as &mut dyn FnMut(),
+            &mut wasmtime_alone as &mut dyn FnMut(),
+            &mut native_cancel as &mut dyn FnMut(),
         ])
         .collect();
     let times = measure_interleaved(41, 10_000, &mut all);
     let (decisions, rest) = times.split_at(strategies.len());
     let (calls, rest) = rest.split_at(strategies.len());
-    let (copy, native_at_start) = (rest[0], rest[1]);
+    let [copy, native_at_start, native_polled, wasmtime_alone, native_cancel] = rest else {
+        unreachable!("one time per row")
+    };
 
     let bytes = std::fs::read(guest("best_effort")).unwrap();
     let compile = measure(5, 3, || {
@@ -174,12 +242,22 @@ fn main() {
     }
     println!(
         "| decision (orchestrator), native BestEffort, the moment fixed by the caller (no clock read) | {:.0} ns | {:.2}× native |",
-        ns(native_at_start),
-        ns(native_at_start) / ns(decisions[0])
+        ns(*native_at_start),
+        ns(*native_at_start) / ns(decisions[0])
+    );
+    println!(
+        "| decision (orchestrator), native BestEffort, taken by a poll (`now_or_never`) | {:.0} ns | {:.2}× native |",
+        ns(*native_polled),
+        ns(*native_polled) / ns(decisions[0])
+    );
+    println!(
+        "| decision (orchestrator), native BestEffort, a cancellation (builds the error context) | {:.0} ns | {:.2}× native |",
+        ns(*native_cancel),
+        ns(*native_cancel) / ns(decisions[0])
     );
     println!(
         "| copying the request (each decision row's setup, included above) | {:.0} ns | |",
-        ns(copy)
+        ns(*copy)
     );
     for (i, ((name, _), time)) in strategies.iter().zip(calls).enumerate() {
         let ratio = match i {
@@ -191,6 +269,11 @@ fn main() {
             ns(*time)
         );
     }
+    println!(
+        "| wasmtime alone: a typed call of the no-op's `retry-after` in a plain store | {:.0} ns | {:.2}× the floor's call |",
+        ns(*wasmtime_alone),
+        ns(*wasmtime_alone) / ns(calls[1])
+    );
     println!(
         "| instantiate + configure (pooling, pre-instantiated) | {:.1} µs | |",
         ns(instantiate) / 1e3

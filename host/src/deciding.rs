@@ -8,7 +8,8 @@ use std::task::{Context, Poll};
 use crate::orchestrator::Decision;
 
 /// A decision being made, as [`Orchestrator::decide`](crate::Orchestrator::decide) and its
-/// siblings return it. Await it (or take it with `now_or_never`) for the [`Decision`].
+/// siblings return it. Await it, or take it with [`into_decision`](Self::into_decision) when the
+/// strategy answers at once, for the [`Decision`].
 ///
 /// Unlike an `async fn`'s future, the work is done by the call when it needs no waiting: a
 /// request already done, an always-retry reason, or a strategy that answers at once (every
@@ -29,6 +30,31 @@ enum State<'a> {
 impl<'a> Deciding<'a> {
     pub(crate) fn ready(decision: Decision) -> Self {
         Deciding(State::Ready(Some(decision)))
+    }
+
+    /// The decision, when the call that returned this made it (no strategy to await); else
+    /// `self` back, to be awaited. A synchronous caller (a driver's retry hook) takes the
+    /// decision with this rather than `now_or_never`, which moves the decision through a
+    /// poll and costs a native decision about a sixth more (docs/performance.md).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use rebound::{reasons, Decision, Orchestrator, Request, RequestType};
+    ///
+    /// let orchestrator = Orchestrator::default();
+    /// let mut request = Request::new(1, RequestType::Get, Duration::from_secs(2)).unwrap();
+    /// let decision = orchestrator
+    ///     .maybe_retry(&mut request, &reasons::KV_LOCKED)
+    ///     .into_decision()
+    ///     .expect("the default strategy answers at once");
+    /// assert!(matches!(decision, Decision::Retry(_)));
+    /// ```
+    #[inline]
+    pub fn into_decision(self) -> Result<Decision, Self> {
+        match self.0 {
+            State::Ready(Some(decision)) => Ok(decision),
+            state => Err(Deciding(state)),
+        }
     }
 
     pub(crate) fn pending(future: impl Future<Output = Decision> + Send + 'a) -> Self {

@@ -324,3 +324,31 @@ fn a_decision_is_made_by_the_call_unless_its_strategy_must_be_awaited() {
     assert_eq!(retry_delay_ms(&decision), 7);
     assert_eq!(req.retry_attempts(), 1);
 }
+
+/// `Deciding::into_decision`: the decision a call made is taken without a poll; a decision
+/// whose strategy must be awaited comes back unchanged and is still made when awaited.
+#[test]
+fn into_decision_takes_a_decision_made_by_the_call_and_hands_back_one_to_await() {
+    let orchestrator = Orchestrator::default();
+    let mut req = request(RequestType::Get, 2500, Instant::now());
+    let decision = orchestrator
+        .maybe_retry(&mut req, &reasons::KV_LOCKED)
+        .into_decision()
+        .expect("best effort answers at once");
+    assert_eq!(
+        retry_delay_ms(&decision),
+        1,
+        "reference 001: the first delay"
+    );
+
+    let mut req = request(RequestType::Get, 2500, Instant::now()).with_strategy(Arc::new(Later));
+    let deciding = match orchestrator
+        .maybe_retry(&mut req, &reasons::KV_LOCKED)
+        .into_decision()
+    {
+        Ok(decision) => panic!("an awaited strategy decided at the call: {decision:?}"),
+        Err(deciding) => deciding,
+    };
+    assert_eq!(retry_delay_ms(&futures::executor::block_on(deciding)), 7);
+    assert_eq!(req.retry_attempts(), 1);
+}
