@@ -62,48 +62,21 @@ fn guest(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../build/guests/{name}.wasm"))
 }
 
-/// One decision through `orchestrator` for a fresh copy of `template`, taken as a synchronous
-/// caller takes it.
-fn decide(orchestrator: &Orchestrator, template: &Request) {
+/// One decision for a fresh copy of `template`, which `ask` asks the orchestrator for and takes
+/// (`None`: the strategy did not answer at once).
+fn decide(template: &Request, ask: impl FnOnce(&mut Request) -> Option<Decision>) {
     let mut request = template.clone();
-    let decision = orchestrator
-        .maybe_retry(&mut request, &reasons::KV_LOCKED)
-        .into_decision()
-        .expect("synchronous strategy");
+    let decision = ask(&mut request).expect("synchronous strategy");
     black_box(matches!(decision, Decision::Retry(_) | Decision::Fail(_)));
 }
 
-/// As [`decide`], the decision taken by polling the future once (`now_or_never`).
-fn decide_polled(orchestrator: &Orchestrator, template: &Request) {
-    let mut request = template.clone();
-    let decision = orchestrator
-        .maybe_retry(&mut request, &reasons::KV_LOCKED)
-        .now_or_never()
-        .expect("synchronous strategy");
-    black_box(matches!(decision, Decision::Retry(_) | Decision::Fail(_)));
-}
-
-/// One decision through `orchestrator` for a fresh copy of `template`, at the request's start:
-/// a caller that fixes the decision's moment, so the orchestrator reads no clock.
-fn decide_at_start(orchestrator: &Orchestrator, template: &Request) {
-    let mut request = template.clone();
-    let decision = orchestrator
-        .maybe_retry_at(&mut request, &reasons::KV_LOCKED, template.start())
-        .into_decision()
-        .expect("synchronous strategy");
-    black_box(matches!(decision, Decision::Retry(_) | Decision::Fail(_)));
-}
-
-/// A native cancellation through `orchestrator`: a dispatched upsert whose socket closed in
-/// flight is not retried (reference 001: not idempotent, and the reason does not allow it), so
-/// the decision builds the error context.
-fn cancel(orchestrator: &Orchestrator, template: &Request) {
-    let mut request = template.clone();
-    let decision = orchestrator
-        .maybe_retry(&mut request, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT)
-        .into_decision()
-        .expect("synchronous strategy");
-    black_box(matches!(decision, Decision::Fail(_)));
+/// A decision for KV_LOCKED taken as a synchronous caller takes it.
+fn kv_locked(orchestrator: &Orchestrator, template: &Request) {
+    decide(template, |request| {
+        (orchestrator.maybe_retry(request, &reasons::KV_LOCKED))
+            .into_decision()
+            .ok()
+    });
 }
 
 /// One bare call of `strategy`.
@@ -168,7 +141,7 @@ fn main() {
         .collect();
     let mut deciders: Vec<Box<dyn FnMut()>> = orchestrators
         .iter()
-        .map(|o| Box::new(|| decide(o, &template)) as Box<dyn FnMut()>)
+        .map(|o| Box::new(|| kv_locked(o, &template)) as Box<dyn FnMut()>)
         .collect();
     let mut callers: Vec<Box<dyn FnMut()>> = strategies
         .iter()
@@ -177,15 +150,37 @@ fn main() {
     // Each decision above starts from a fresh copy of the request; this row is that copy
     // alone, so that a decision's own cost can be told from the bench's setup.
     let mut copy = || drop(black_box(template.clone()));
+    let native = &orchestrators[0];
     // The native decision again, with the moment fixed by the caller (no clock read).
-    let mut native_at_start = || decide_at_start(&orchestrators[0], &template);
-    let noop_bytes = std::fs::read(guest("noop")).expect("the no-op guest");
-    let mut wasmtime_alone = bare_call(&runtime, &noop_bytes);
-    // The native decision again, taken by a poll instead of `Deciding::into_decision`.
-    let mut native_polled = || decide_polled(&orchestrators[0], &template);
+    let mut native_at_start = || {
+        decide(&template, |request| {
+            (native.maybe_retry_at(request, &reasons::KV_LOCKED, template.start()))
+                .into_decision()
+                .ok()
+        })
+    };
+    // The native decision again, taken by polling the future once instead.
+    let mut native_polled = || {
+        decide(&template, |request| {
+            native
+                .maybe_retry(request, &reasons::KV_LOCKED)
+                .now_or_never()
+        })
+    };
+    // A native cancellation: a dispatched upsert whose socket closed in flight is not retried
+    // (reference 001: not idempotent, and the reason does not allow it), so the decision builds
+    // the error context.
     let mut upsert = Request::new(2, RequestType::Upsert, Duration::from_secs(3600)).unwrap();
     upsert.mark_dispatched("10.0.0.1:11210");
-    let mut native_cancel = || cancel(&orchestrators[0], &upsert);
+    let mut native_cancel = || {
+        decide(&upsert, |request| {
+            (native.maybe_retry(request, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT))
+                .into_decision()
+                .ok()
+        })
+    };
+    let noop_bytes = std::fs::read(guest("noop")).expect("the no-op guest");
+    let mut wasmtime_alone = bare_call(&runtime, &noop_bytes);
     let mut all: Vec<&mut dyn FnMut()> = deciders
         .iter_mut()
         .chain(callers.iter_mut())
