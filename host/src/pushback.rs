@@ -45,6 +45,7 @@ impl Pushback {
     }
 
     /// `action` as the server's word allows: a retry no sooner than asked, or none at all.
+    #[inline]
     pub fn honour(pushback: Option<Pushback>, action: RetryAction) -> RetryAction {
         match (pushback, action) {
             (

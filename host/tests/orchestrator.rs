@@ -76,6 +76,53 @@ fn a_retry_increments_attempts_and_records_reason() {
     );
 }
 
+/// Answers a 1 ms retry to every failure.
+#[derive(Debug)]
+struct RetryEverything;
+
+impl rebound::SyncStrategy for RetryEverything {
+    fn name(&self) -> &str {
+        "retry-everything"
+    }
+    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
+        RetryAction::after(Duration::from_millis(1))
+    }
+}
+
+/// Reference 001 "Retry Orchestration": the reasons recorded are the distinct reasons of the
+/// retries, in order, reasons that carry data (Cassandra's) compared with their data.
+#[test]
+fn the_reasons_recorded_are_the_distinct_ones_data_included() {
+    use rebound::cassandra::ConsistencyLevel;
+    use rebound::{ReadTimeout, RetryReason};
+    let read_timeout = |received| {
+        RetryReason::ReadTimeout(ReadTimeout {
+            consistency: ConsistencyLevel::Quorum,
+            block_for: 2,
+            received,
+            data_present: false,
+        })
+    };
+    let orchestrator = Orchestrator::new(Arc::new(RetryEverything));
+    let mut req = request(RequestType::Cql, 60_000, Instant::now()).idempotent(true);
+    let failures = [
+        read_timeout(1),
+        reasons::KV_LOCKED,
+        read_timeout(1),
+        read_timeout(0),
+        reasons::KV_LOCKED,
+    ];
+    for (i, reason) in failures.iter().enumerate() {
+        let decision = decide_at(&orchestrator, &mut req, reason, i as u64);
+        assert_eq!(retry_delay_ms(&decision), 1, "{reason}");
+    }
+    assert_eq!(req.retry_attempts(), 5);
+    assert_eq!(
+        req.retry_reasons(),
+        &[read_timeout(1), reasons::KV_LOCKED, read_timeout(0)]
+    );
+}
+
 /// Reference 001 "Retry Orchestration": no delay cancels the request (RequestCanceled).
 #[test]
 fn no_retry_cancels() {
