@@ -405,7 +405,7 @@ impl Orchestrator {
                 tracing::info!(request_id = request.id(), request_type = %request.request_type(),
                     reason = %reason, attempts = request.retry_attempts(), strategy = name,
                     "not retried: strategy answered no retry");
-                self.fail(request, now, cancel.to_string(), |context| {
+                self.fail(request, now, cancel.text(), |context| {
                     RetryError::RequestCanceled {
                         reason: cancel,
                         context,
@@ -423,7 +423,7 @@ impl Orchestrator {
                 tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
                     reason = %reason, failure = %kind, strategy = name,
                     "not retried: the policy failed (fail-safe)");
-                self.fail(request, now, cancel.to_string(), |context| {
+                self.fail(request, now, cancel.text(), |context| {
                     RetryError::RequestCanceled {
                         reason: cancel,
                         context,
@@ -493,7 +493,7 @@ impl Orchestrator {
             tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
                 reason = %reason, attempts = request.retry_attempts(), strategy,
                 "not retried: the retry budget is exhausted");
-            return self.fail(request, now, cancel.to_string(), |context| {
+            return self.fail(request, now, cancel.text(), |context| {
                 RetryError::RequestCanceled {
                     reason: cancel,
                     context,
@@ -545,7 +545,7 @@ impl Orchestrator {
         tracing::warn!(request_id = request.id(), request_type = %request.request_type(),
             reason = %cancel.retry_reason(), idempotent = request.is_idempotent(),
             refusal = %cancel, strategy, "safety guard refused the retry the strategy asked for");
-        self.fail(request, now, cancel.to_string(), |context| {
+        self.fail(request, now, cancel.text(), |context| {
             RetryError::RequestCanceled {
                 reason: cancel,
                 context,

@@ -30,6 +30,16 @@ pub enum CancelReason {
 }
 
 impl CancelReason {
+    /// The cancellation as text (its `Display`), written into one allocation that holds every
+    /// cause's name and retry reason, where `to_string` grew its buffer on the way (two
+    /// reallocations for a `NO_MORE_RETRIES` of a Couchbase reason).
+    pub(crate) fn text(&self) -> String {
+        use std::fmt::Write;
+        let mut text = String::with_capacity(64);
+        let _ = write!(text, "{self}");
+        text
+    }
+
     /// The retry reason behind the cancellation.
     pub fn retry_reason(&self) -> &RetryReason {
         match self {
