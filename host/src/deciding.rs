@@ -35,7 +35,7 @@ impl<'a> Deciding<'a> {
     /// The decision, when the call that returned this made it (no strategy to await); else
     /// `self` back, to be awaited. A synchronous caller (a driver's retry hook) takes the
     /// decision with this rather than `now_or_never`, which moves the decision through a
-    /// poll and costs a native decision about a sixth more (docs/performance.md).
+    /// poll and makes a native decision about an eighth dearer (docs/performance.md).
     ///
     /// ```
     /// use std::time::Duration;

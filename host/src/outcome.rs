@@ -30,9 +30,9 @@ pub enum CancelReason {
 }
 
 impl CancelReason {
-    /// The cancellation as text (its `Display`), written into one allocation that holds every
-    /// cause's name and retry reason, where `to_string` grew its buffer on the way (two
-    /// reallocations for a `NO_MORE_RETRIES` of a Couchbase reason).
+    /// The cancellation as text (its `Display`), written into one allocation of 64 bytes:
+    /// enough for the cancellation of any known reason but a policy failure's (60 bytes at
+    /// most), where `to_string` grew its buffer on the way (twice for a `NO_MORE_RETRIES`).
     pub(crate) fn text(&self) -> String {
         use std::fmt::Write;
         let mut text = String::with_capacity(64);
