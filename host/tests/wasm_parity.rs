@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use rebound::backoff::ExponentialBackoff;
 use rebound::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy};
-use rebound::wasm::{WasmStrategyConfig, WitVersion};
+use rebound::wasm::{SandboxLimits, WasmStrategyConfig, WitVersion};
 use rebound::DecisionContext;
 use rebound::{
     reasons, BestEffort, FailFast, FastFailOnTerminalError, Orchestrator, Request, RequestType,
@@ -68,8 +68,23 @@ fn assert_parity(
     compared
 }
 
+/// A policy under the default limits but a call deadline of 5 s: these tests compare decisions,
+/// and the deadline (10 ms by default, held by `wasm_sandbox.rs`) would make them test the
+/// machine's load instead — in a debug build sharing 2 busy cores, a Python call preempted
+/// past its deadline and needing more than 0.1 ms of CPU to finish was stopped (a CI run,
+/// 2026-11-24: `python_policies_parity`, `timeout` where its twin answered no retry).
 fn wasm(name: &str) -> Arc<dyn RetryStrategy> {
-    wasm_support::strategy(name, WasmStrategyConfig::default())
+    let limits = SandboxLimits {
+        deadline_ms: 5_000,
+        ..SandboxLimits::default()
+    };
+    wasm_support::strategy(
+        name,
+        WasmStrategyConfig {
+            limits,
+            ..WasmStrategyConfig::default()
+        },
+    )
 }
 
 #[test]
