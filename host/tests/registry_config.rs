@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rebound::registry::{Builtin, BuiltinPolicy, ConfigError};
 use rebound::registry::{PolicySource, RegistryConfig};
-use rebound::wasm::FailSafe;
+use rebound::wasm::{FailSafe, TickerPriority};
 use rebound::{RequestType, Service};
 
 /// A directory with an (empty) component file `robots.wasm`: validation only checks that
@@ -370,4 +370,38 @@ fn a_component_may_come_from_an_oci_registry() {
         e.message.contains("expected registry/repository:tag"),
         "{e}"
     );
+}
+
+#[test]
+fn the_epoch_ticker_s_priority_is_read_from_the_engine_table_and_a_registry_asks_it() {
+    let text = "default_policy = \"s\"\n[engine]\nticker_priority = \"normal\"\n\
+                [policies.s]\nbuiltin = \"best-effort\"\n";
+    let dir = dir();
+    let config = parse(dir.path(), text).unwrap();
+    assert_eq!(config.engine.ticker_priority, TickerPriority::Normal);
+    // The default asks for a real-time priority (the best permitted is what it gets).
+    let default = parse(
+        dir.path(),
+        "default_policy = \"s\"\n[policies.s]\nbuiltin = \"best-effort\"\n",
+    );
+    assert_eq!(
+        default.unwrap().engine.ticker_priority,
+        TickerPriority::Realtime
+    );
+    // What was asked is what the registry's engine asked for: "normal" is always granted.
+    let registry = rebound::registry::PolicyRegistry::new(config).unwrap();
+    assert_eq!(registry.runtime().ticker_priority(), TickerPriority::Normal);
+}
+
+#[test]
+fn an_unknown_ticker_priority_lists_the_valid_ones() {
+    let e = error(
+        "default_policy = \"s\"\n[engine]\nticker_priority = \"urgent\"\n\
+         [policies.s]\nbuiltin = \"best-effort\"\n",
+    );
+    assert_eq!(e.line, 3, "{e}");
+    assert_eq!(e.field, "engine.ticker_priority", "{e}");
+    for valid in ["normal", "short_slice", "realtime"] {
+        assert!(e.message.contains(valid), "{e}");
+    }
 }

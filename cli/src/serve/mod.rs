@@ -95,6 +95,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 "no admin token and a non-loopback address: reload, rollback, shadow and promote are disabled"
             ),
         }
+        let ticker = registry.runtime().ticker_priority();
         let app = Arc::new(routes::App {
             metrics: metrics::Metrics::new(Arc::clone(&registry)),
             decider: Decider::new(registry, FileAccess::Inside(policy_dir.clone())),
@@ -105,7 +106,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         });
         let connections = app.metrics.connections().clone();
         println!("rebound serve listening on http://{local}");
-        tracing::info!(%local, config = %args.config.display(), limits = ?args.limits, "serving");
+        tracing::info!(%local, config = %args.config.display(), limits = ?args.limits,
+            ?ticker, "serving");
         listener::serve(
             listener,
             routes::router(app),

@@ -17,7 +17,8 @@ use crate::decision_log::DecisionLogConfig;
 use crate::request::{RequestType, Service};
 use crate::traffic_budget::BudgetConfig;
 use crate::wasm::{
-    ArtifactCache, FailSafe, Optimization, PoolConfig, QuarantineConfig, SandboxLimits, WasiConfig,
+    ArtifactCache, FailSafe, Optimization, PoolConfig, QuarantineConfig, SandboxLimits,
+    TickerPriority, WasiConfig,
 };
 
 /// A component's parameter value as text: TOML strings, integers, floats and booleans are
@@ -212,6 +213,10 @@ pub struct EngineConfig {
     /// Whether components' calls run on threads of their own (and how many at once per
     /// policy) instead of the deciding thread; unset: on the deciding thread.
     pub isolation: Option<IsolationConfig>,
+    /// How promptly the machine runs the epoch ticker's thread, which ends calls at their
+    /// deadline and wakes isolated callers at theirs: asked, and where the process is not
+    /// permitted it the best below. Default: real-time.
+    pub ticker_priority: TickerPriority,
 }
 
 /// Components' calls on dedicated threads, so that a slow or spinning policy cannot hold the

@@ -8,7 +8,10 @@
 //! due having spent CPU (spinning, its thread perhaps waiting for a core), or if even the grace
 //! passes.
 
+use std::future::Future;
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use super::answer_wait::{wait_for_answer, Waited};
@@ -20,7 +23,7 @@ use crate::action::{PolicyFailure, PolicyFailureKind};
 use crate::context::{DecisionContext, FailureNote};
 use crate::request::Request;
 use crate::strategy::{RetryStrategy, StrategyFuture};
-use crate::wasm::{CallWatch, Due};
+use crate::wasm::{CallWatch, Due, WasmRuntime};
 
 /// The threads components' calls run on, how many calls of one version may run at once, and
 /// how much of the threads' time one version's calls may take.
@@ -197,7 +200,8 @@ impl RetryStrategy for Isolated<'_> {
             });
             // Outside a tokio runtime there is no timer: the sandbox's deadline ends the call.
             let waited = if in_tokio {
-                wait_for_answer(answered, &watch, due).await
+                let runtime = wasm.component().runtime();
+                wait_for_answer(answered, &watch, due, |at| first_wake(runtime, at)).await
             } else {
                 Waited::Answered(answered.await)
             };
@@ -231,6 +235,23 @@ impl RetryStrategy for Isolated<'_> {
             wasm.fail_safe(failure, request, context)
         })
     }
+}
+
+/// Ready at `at`, woken by whichever comes first: the epoch ticker's alarm (at that moment when
+/// the machine runs the ticker's thread promptly) or tokio's timer (up to a millisecond later,
+/// rounded up to its wheel, but served by the runtime's own threads should the ticker's
+/// thread wait for a core).
+async fn first_wake(runtime: &WasmRuntime, at: tokio::time::Instant) {
+    let mut alarm = pin!(runtime.alarm(at.into_std()));
+    let mut timer = pin!(tokio::time::sleep_until(at));
+    std::future::poll_fn(|cx| {
+        if alarm.as_mut().poll(cx).is_ready() || timer.as_mut().poll(cx).is_ready() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
 }
 
 /// How late after its instant a tokio timer may fire (its resolution is a millisecond, and it

@@ -102,6 +102,9 @@ impl PolicyRegistry {
         let engine = &config.engine;
         let runtime = WasmRuntime::with_pool(max_memory, engine.optimization, engine.pool)
             .map_err(|e| RegistryError::Engine(format!("{e:#}")))?;
+        if engine.ticker_priority != runtime.ticker_priority() {
+            runtime.set_ticker_priority(engine.ticker_priority);
+        }
         Self::with_runtime(config, runtime)
     }
 

@@ -16,6 +16,7 @@
 //!   repeated failures quarantine the policy.
 //! - [`ArtifactCache`]: compiled components on disk, keyed by component and engine.
 
+mod alarm;
 mod bindings;
 mod cache;
 mod call;
@@ -32,6 +33,7 @@ mod pool;
 mod runtime;
 mod store;
 mod strategy;
+mod ticker_priority;
 mod wasi;
 mod world;
 
@@ -48,5 +50,6 @@ pub use health::PolicyStats;
 pub use metadata::{ParamError, ParamKind, ParamSpec, PolicyMetadata, METADATA_SECTION};
 pub use runtime::{Optimization, PoolConfig, SandboxLimits, WasmRuntime};
 pub use strategy::WasmStrategy;
+pub use ticker_priority::TickerPriority;
 pub use wasi::{WasiClocks, WasiConfig, WasiRandom};
 pub use world::WitVersion;

@@ -1,5 +1,6 @@
 //! The wasmtime engine shared by every policy, its sandbox limits, and the epoch ticker that
-//! turns wall-clock deadlines into interrupts.
+//! turns wall-clock deadlines into interrupts (and rings the alarms of callers waiting for an
+//! isolated call's answer).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -9,7 +10,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use super::alarm::{Alarm, Alarms};
 use super::pool::IdleBudget;
+use super::ticker_priority::TickerPriority;
 
 /// Per-call and per-instance limits of the sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,11 +116,31 @@ struct RuntimeInner {
     base: Instant,
     epoch: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
+    alarms: Arc<Alarms>,
     ticker: Option<JoinHandle<()>>,
     max_memory_bytes: u64,
     pool: PoolConfig,
     idle: Arc<IdleBudget>,
+    /// The ticker's thread, as the kernel names it, and how it is scheduled.
+    ticker_thread: TickerThread,
+    ticker_priority: std::sync::Mutex<TickerPriority>,
 }
+
+/// A thread as the kernel's scheduling calls name it.
+#[cfg(target_os = "linux")]
+type TickerThread = libc::pid_t;
+#[cfg(not(target_os = "linux"))]
+type TickerThread = ();
+
+/// The calling thread, as [`TickerThread`].
+#[cfg(target_os = "linux")]
+fn this_thread() -> TickerThread {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn this_thread() -> TickerThread {}
 
 impl std::fmt::Debug for WasmRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -170,9 +193,11 @@ impl WasmRuntime {
         let stop = Arc::new(AtomicBool::new(false));
         let base = Instant::now();
         let epoch = Arc::new(AtomicU64::new(0));
+        let alarms = Arc::new(Alarms::default());
+        let (started, ticker_thread) = std::sync::mpsc::sync_channel(1);
         let ticker = {
             let engine = engine.clone();
-            let stop = Arc::clone(&stop);
+            let (stop, alarms) = (Arc::clone(&stop), Arc::clone(&alarms));
             let shared = Arc::clone(&epoch);
             std::thread::Builder::new()
                 .name("rebound-epoch".into())
@@ -180,14 +205,19 @@ impl WasmRuntime {
                     // The epoch counts whole ticks since `base`. The ticker wakes at each tick's
                     // start (not a tick after its last wake, which drifts by the timer's slack),
                     // and makes up at once for a wake that came late, so that epoch n begins
-                    // n ticks after `base` give or take the wake-up's latency.
+                    // n ticks after `base` give or take the wake-up's latency. It wakes sooner
+                    // for an alarm due before the tick, and rings the alarms due.
+                    alarms.rung_by(std::thread::current());
+                    let _ = started.send(this_thread());
                     let tick = EPOCH_TICK.as_nanos();
                     let mut epoch = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         let next = nanos_after(base, tick * u128::from(epoch + 1));
-                        std::thread::sleep(next.saturating_duration_since(Instant::now()));
-                        let due =
-                            u64::try_from(base.elapsed().as_nanos() / tick).unwrap_or(u64::MAX);
+                        let wake = alarms.plan_wake(next);
+                        std::thread::park_timeout(wake.saturating_duration_since(Instant::now()));
+                        let now = Instant::now();
+                        alarms.ring(now);
+                        let due = u64::try_from((now - base).as_nanos() / tick).unwrap_or(u64::MAX);
                         while epoch < due {
                             engine.increment_epoch();
                             epoch += 1;
@@ -197,18 +227,50 @@ impl WasmRuntime {
                     }
                 })?
         };
-        Ok(WasmRuntime {
+        // Sent first thing by the thread: it is not lost unless the thread could not start.
+        let ticker_thread = ticker_thread
+            .recv()
+            .map_err(|_| wasmtime::Error::msg("the epoch ticker's thread did not start"))?;
+        let runtime = WasmRuntime {
             inner: Arc::new(RuntimeInner {
                 engine,
                 base,
                 epoch,
                 stop,
+                alarms,
                 ticker: Some(ticker),
                 max_memory_bytes,
                 pool,
                 idle: Arc::new(IdleBudget::new(instances as usize / 2)),
+                ticker_thread,
+                ticker_priority: std::sync::Mutex::new(TickerPriority::Normal),
             }),
-        })
+        };
+        runtime.set_ticker_priority(TickerPriority::default());
+        Ok(runtime)
+    }
+
+    /// Asks that the epoch ticker's thread be scheduled as `wanted`, or as the best below it
+    /// the process is permitted; returns what it got. A new runtime asks for
+    /// [`TickerPriority::default`].
+    pub fn set_ticker_priority(&self, wanted: TickerPriority) -> TickerPriority {
+        let mut priority = self
+            .inner
+            .ticker_priority
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *priority = wanted.apply(self.inner.ticker_thread);
+        tracing::debug!(?wanted, got = ?*priority, "epoch ticker's scheduling");
+        *priority
+    }
+
+    /// How the epoch ticker's thread is scheduled.
+    pub fn ticker_priority(&self) -> TickerPriority {
+        *self
+            .inner
+            .ticker_priority
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The engine.
@@ -230,6 +292,18 @@ impl WasmRuntime {
         let since = at.saturating_duration_since(self.inner.base).as_nanos();
         let target = u64::try_from(since.div_ceil(EPOCH_TICK.as_nanos())).unwrap_or(u64::MAX);
         target.saturating_sub(self.inner.epoch.load(Ordering::Acquire))
+    }
+
+    /// A future ready at `at`, woken by the epoch ticker's thread within the kernel's timer
+    /// slack of that moment (tokio's timers round up to their wheel's next millisecond).
+    #[cfg_attr(not(feature = "registry"), allow(dead_code))]
+    pub(crate) fn alarm(&self, at: Instant) -> Alarm<'_> {
+        self.inner.alarms.at(at)
+    }
+
+    #[cfg(test)]
+    pub(super) fn alarms(&self) -> &Alarms {
+        &self.inner.alarms
     }
 
     /// The per-instance memory the pool reserves.
@@ -254,6 +328,7 @@ impl WasmRuntime {
 impl Drop for RuntimeInner {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        self.alarms.rouse();
         if let Some(ticker) = self.ticker.take() {
             let _ = ticker.join();
         }
