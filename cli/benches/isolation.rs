@@ -7,8 +7,10 @@
 //! an unloaded and a loaded phase; needs `./scripts/build-guests.sh` for the adversary policy).
 //! The server runs with 2 workers and its default isolation (two policy threads per core, one
 //! call per two cores for a policy, 125 ms per second per core of the threads' time for one
-//! policy), then as isolation was before the time share (one call per core, no limit on a
-//! policy's time). Lateness is read at the client and from the answers' `Server-Timing`.
+//! policy, the epoch ticker's thread asking a real-time priority), then with the ticker's
+//! thread given a short time slice or left at the usual priority, then as isolation was
+//! before the time share (one call per core, no limit on a policy's time, the usual priority).
+//! Lateness is read at the client and from the answers' `Server-Timing`.
 
 mod support;
 
@@ -41,17 +43,32 @@ fn main() {
         "{}: run ./scripts/build-guests.sh",
         guest.display()
     );
-    let before = format!("per_policy = {cores}\nbusy_per_second_ms = 0");
-    let rows: Vec<Row> = ["", before.as_str()]
-        .map(|isolation| measure(&guest, isolation, window))
-        .into();
-    println!(
-        "| measure | default isolation | one call per core, no time share \
-         (`per_policy = {cores}`, `busy_per_second_ms = 0`) |"
-    );
-    println!("| --- | --- | --- |");
+    let before = format!("[engine.isolation]\nper_policy = {cores}\nbusy_per_second_ms = 0");
+    let columns = [
+        ("default isolation", "[engine.isolation]".to_owned()),
+        (
+            "the ticker's short slice",
+            "[engine]\nticker_priority = \"short_slice\"\n[engine.isolation]".to_owned(),
+        ),
+        (
+            "the ticker's normal priority",
+            "[engine]\nticker_priority = \"normal\"\n[engine.isolation]".to_owned(),
+        ),
+        (
+            "one call per core, no time share, the ticker's normal priority",
+            format!("[engine]\nticker_priority = \"normal\"\n{before}"),
+        ),
+    ];
+    let rows: Vec<Row> = columns
+        .iter()
+        .map(|(_, engine)| measure(&guest, engine, window))
+        .collect();
+    let labels: Vec<&str> = columns.iter().map(|(label, _)| *label).collect();
+    println!("| measure | {} |", labels.join(" | "));
+    println!("|{}", " --- |".repeat(labels.len() + 1));
     let line = |what: &str, cell: &dyn Fn(&Row) -> String| {
-        println!("| {what} | {} | {} |", cell(&rows[0]), cell(&rows[1]));
+        let cells: Vec<String> = rows.iter().map(cell).collect();
+        println!("| {what} | {} |", cells.join(" | "));
     };
     line(
         "built-in decisions/s, unloaded (2 clients), mean of the rounds",
@@ -125,15 +142,16 @@ fn spread(values: &[Duration]) -> String {
     format!("{:.2} / {:.2} / {:.2}", at(0.5), at(0.99), at(1.0))
 }
 
-/// Serves the spinning policy with `isolation` as its `[engine.isolation]`, and measures.
-fn measure(guest: &std::path::Path, isolation: &str, window: Duration) -> Row {
+/// Serves the spinning policy with `engine` added to the configuration (its `[engine]`
+/// tables), and measures.
+fn measure(guest: &std::path::Path, engine: &str, window: Duration) -> Row {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(guest, dir.path().join("adversary.wasm")).unwrap();
     std::fs::write(
         dir.path().join("rebound.toml"),
         format!(
             "default_policy = \"standard\"\n[watch]\nenabled = false\n\
-             [engine.isolation]\n{isolation}\n\
+             {engine}\n\
              [policies.standard]\nbuiltin = \"best-effort\"\n\
              [policies.spinner]\ncomponent = \"adversary.wasm\"\n\
              limits = {{ deadline_ms = {DEADLINE_MS}, fuel = 100_000_000_000 }}\n\
