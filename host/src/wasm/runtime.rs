@@ -104,6 +104,9 @@ fn nanos_after(base: Instant, nanos: u128) -> Instant {
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// The engine and its epoch ticker. Cheap to clone; the ticker stops when the last clone drops.
+/// The ticker's thread asks for a real-time priority ([`TickerPriority::default`]: it runs
+/// microseconds per millisecond, and deadlines pass only when it runs), getting the best the
+/// process is permitted; [`set_ticker_priority`](Self::set_ticker_priority) asks for another.
 #[derive(Clone)]
 pub struct WasmRuntime {
     inner: Arc<RuntimeInner>,
