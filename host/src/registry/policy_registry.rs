@@ -33,7 +33,7 @@ use crate::request_outcome::Outcome;
 use crate::strategy::RetryStrategy;
 use crate::telemetry;
 use crate::traffic_budget::TrafficBudget;
-use crate::wasm::{ArtifactCache, SandboxLimits, WasmRuntime};
+use crate::wasm::{ArtifactCache, SandboxLimits, TickerPriority, WasmRuntime};
 
 /// A decision, its ID and the version it was resolved to.
 #[derive(Debug)]
@@ -102,7 +102,8 @@ impl PolicyRegistry {
         let engine = &config.engine;
         let runtime = WasmRuntime::with_pool(max_memory, engine.optimization, engine.pool)
             .map_err(|e| RegistryError::Engine(format!("{e:#}")))?;
-        if engine.ticker_priority != runtime.ticker_priority() {
+        // A new runtime has asked for the default already (and got what it is permitted).
+        if engine.ticker_priority != TickerPriority::default() {
             runtime.set_ticker_priority(engine.ticker_priority);
         }
         Self::with_runtime(config, runtime)
