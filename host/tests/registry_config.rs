@@ -1,4 +1,4 @@
-//! The registry's configuration file (issue 4, point 1): named policies, the default, profiles
+//! The registry's configuration file: named policies, the default, profiles
 //! (reference 003 "Using multiple policies"), service and request-type routes; a bad
 //! configuration is refused naming the file, the line, the field and what was expected.
 
@@ -228,7 +228,7 @@ fn a_policy_is_a_builtin_or_a_component_never_both_or_neither() {
     );
 }
 
-/// Fail fast has no parameter (issue 15: the others' are tested in builtin_params.rs).
+/// Fail fast has no parameter (the others' are tested in builtin_params.rs).
 #[test]
 fn fail_fast_takes_no_parameters() {
     let e = error(
@@ -270,7 +270,7 @@ fn a_configuration_file_is_named_in_its_errors() {
     assert!(missing.message.contains("cannot read"), "{missing}");
 }
 
-/// Issue 18, point 6: compiled policies are cached in the user's cache directory unless the
+/// Compiled policies are cached in the user's cache directory unless the
 /// configuration names another directory or turns the cache off; a configured directory is
 /// resolved against the configuration's directory.
 #[test]
@@ -295,7 +295,7 @@ fn the_cache_is_the_users_unless_configured() {
     assert!(error.to_string().contains("cache_dir"), "{error}");
 }
 
-/// Issue 14, point 5: `component = { path, sha256 }` pins the file's digest (either case, an
+/// `component = { path, sha256 }` pins the file's digest (either case, an
 /// optional `sha256:` prefix); a digest that is not 64 hex digits is refused at its line.
 #[test]
 fn a_component_may_be_pinned_by_its_sha256() {
@@ -334,7 +334,7 @@ fn a_component_may_be_pinned_by_its_sha256() {
     assert!(e.message.contains("sha256 = "), "{e}");
 }
 
-/// Issue 14, point 6: `component = { oci = "registry/repository:tag", sha256 }` names a
+/// `component = { oci = "registry/repository:tag", sha256 }` names a
 /// component in an OCI registry (the pin optional); a reference without a registry is refused
 /// at its line.
 #[test]
@@ -378,16 +378,17 @@ fn the_epoch_ticker_s_priority_is_read_from_the_engine_table_and_a_registry_asks
                 [policies.s]\nbuiltin = \"best-effort\"\n";
     let dir = dir();
     let config = parse(dir.path(), text).unwrap();
-    assert_eq!(config.engine.ticker_priority, TickerPriority::Normal);
-    // The default asks for a real-time priority (the best permitted is what it gets).
+    assert_eq!(config.engine.ticker_priority, Some(TickerPriority::Normal));
+    // Unset, the embedder chooses; a library's registry leaves the ticker as its process's
+    // other threads (docs/embedding.md: the library changes no thread's scheduling unasked).
     let default = parse(
         dir.path(),
         "default_policy = \"s\"\n[policies.s]\nbuiltin = \"best-effort\"\n",
-    );
-    assert_eq!(
-        default.unwrap().engine.ticker_priority,
-        TickerPriority::Realtime
-    );
+    )
+    .unwrap();
+    assert_eq!(default.engine.ticker_priority, None);
+    let library = rebound::registry::PolicyRegistry::new(default).unwrap();
+    assert_eq!(library.runtime().ticker_priority(), TickerPriority::Normal);
     // What was asked is what the registry's engine asked for: "normal" is always granted.
     let registry = rebound::registry::PolicyRegistry::new(config).unwrap();
     assert_eq!(registry.runtime().ticker_priority(), TickerPriority::Normal);

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use rebound::registry::{IsolationConfig, PolicyRegistry, RegistryConfig};
+use rebound::wasm::TickerPriority;
 
 use crate::decider::{Decider, FileAccess};
 use admin::AdminAccess;
@@ -69,6 +70,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .engine
         .isolation
         .get_or_insert_with(IsolationConfig::default);
+    // A server's deadlines pass on time on busy cores only if the epoch ticker runs promptly:
+    // it asks for the real-time priority unless the configuration names another
+    // (docs/serve.md "Deadlines on a busy machine").
+    config
+        .engine
+        .ticker_priority
+        .get_or_insert(TickerPriority::Realtime);
     let registry = Arc::new(PolicyRegistry::new(config)?);
     let registry_at_exit = Arc::clone(&registry);
     let _watcher = registry

@@ -215,8 +215,10 @@ pub struct EngineConfig {
     pub isolation: Option<IsolationConfig>,
     /// How promptly the machine runs the epoch ticker's thread, which ends calls at their
     /// deadline and wakes isolated callers at theirs: asked, and where the process is not
-    /// permitted it the best below. Default: real-time.
-    pub ticker_priority: TickerPriority,
+    /// permitted it the best below. Unset: the embedder's choice, which for the library is
+    /// [`TickerPriority::Normal`] (no change to the process's scheduling) and for
+    /// `rebound serve` is [`TickerPriority::Realtime`].
+    pub ticker_priority: Option<TickerPriority>,
 }
 
 /// Components' calls on dedicated threads, so that a slow or spinning policy cannot hold the

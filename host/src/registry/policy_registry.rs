@@ -102,9 +102,12 @@ impl PolicyRegistry {
         let engine = &config.engine;
         let runtime = WasmRuntime::with_pool(max_memory, engine.optimization, engine.pool)
             .map_err(|e| RegistryError::Engine(format!("{e:#}")))?;
-        // A new runtime has asked for the default already (and got what it is permitted).
-        if engine.ticker_priority != TickerPriority::default() {
-            runtime.set_ticker_priority(engine.ticker_priority);
+        // A new runtime's ticker is scheduled as the default asks already.
+        if let Some(wanted) = engine
+            .ticker_priority
+            .filter(|p| *p != TickerPriority::default())
+        {
+            runtime.set_ticker_priority(wanted);
         }
         Self::with_runtime(config, runtime)
     }

@@ -104,9 +104,10 @@ fn nanos_after(base: Instant, nanos: u128) -> Instant {
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// The engine and its epoch ticker. Cheap to clone; the ticker stops when the last clone drops.
-/// The ticker's thread asks for a real-time priority ([`TickerPriority::default`]: it runs
-/// microseconds per millisecond, and deadlines pass only when it runs), getting the best the
-/// process is permitted; [`set_ticker_priority`](Self::set_ticker_priority) asks for another.
+/// The ticker's thread is scheduled as the process's other threads
+/// ([`TickerPriority::default`]); [`set_ticker_priority`](Self::set_ticker_priority) asks for
+/// a prompter one (deadlines pass only when it runs, and it runs microseconds per
+/// millisecond), getting the best the process is permitted.
 #[derive(Clone)]
 pub struct WasmRuntime {
     inner: Arc<RuntimeInner>,
@@ -246,16 +247,15 @@ impl WasmRuntime {
                 pool,
                 idle: Arc::new(IdleBudget::new(instances as usize / 2)),
                 ticker_thread,
-                ticker_priority: std::sync::Mutex::new(TickerPriority::Normal),
+                ticker_priority: std::sync::Mutex::new(TickerPriority::default()),
             }),
         };
-        runtime.set_ticker_priority(TickerPriority::default());
         Ok(runtime)
     }
 
     /// Asks that the epoch ticker's thread be scheduled as `wanted`, or as the best below it
-    /// the process is permitted; returns what it got. A new runtime asks for
-    /// [`TickerPriority::default`].
+    /// the process is permitted; returns what it got. A new runtime's ticker has
+    /// [`TickerPriority::default`], the usual scheduling.
     pub fn set_ticker_priority(&self, wanted: TickerPriority) -> TickerPriority {
         let mut priority = self
             .inner

@@ -14,15 +14,17 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TickerPriority {
-    /// As the process's other threads.
+    /// As the process's other threads: the library's default, so that embedding Rebound
+    /// never changes how the application's threads are scheduled unasked.
+    #[default]
     Normal,
     /// The shortest time slice Linux's EEVDF scheduler grants a normal thread (0.1 ms, Linux
     /// 6.12 or later; any user may ask it): woken, the thread preempts a running one sooner.
     ShortSlice,
     /// `SCHED_FIFO` at the lowest real-time priority, 1 (needs `CAP_SYS_NICE` or an
     /// `RLIMIT_RTPRIO` of at least 1): woken, the thread runs at once. Not inherited by
-    /// threads it would start (it starts none).
-    #[default]
+    /// threads it would start (it starts none). `rebound serve` asks for it unless its
+    /// configuration says otherwise.
     Realtime,
 }
 
