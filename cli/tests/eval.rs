@@ -1,4 +1,4 @@
-//! `rebound eval` end to end on a fixture file (issue 5, points 2 and 8): one answer per line
+//! `rebound eval` end to end on a fixture file: one answer per line
 //! in order, the decisions the references require, and each bad line answered by an error
 //! object naming its line and field while the rest continue.
 
@@ -128,22 +128,33 @@ fn a_component_file_with_parameters_decides_a_line() {
     assert_eq!(answers[1]["cancel_reason"], "NO_MORE_RETRIES");
 }
 
-/// Issue 19, point 7: a policy's own error text is in the decision's `detail`, beside
-/// `policy_failure` — a Python exception's last traceback line, a Rust panic's message.
+/// docs/decision-json.md, `detail`: a policy's own error text is in the decision's `detail`,
+/// beside `policy_failure` — a Python exception's last traceback line, a Rust panic's message.
+/// The policies get a deadline with room (5 s), so that a debug build on busy cores reaches
+/// the failure itself and not the sandbox's deadline (wasm_sandbox.rs tests the deadline).
 #[test]
 fn a_failed_policy_s_own_words_are_in_the_decision() {
     let python = guest("python_wasi_probe").display().to_string();
     let rust = guest("adversary").display().to_string();
-    let input = format!(
-        "{}\n{}\n",
-        format_args!(
-            r#"{{"policy": {{"name": "{python}", "params": {{"probe": "nonsense"}}}}, "reason": "KV_LOCKED"}}"#
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rebound.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "default_policy = \"python\"\n\
+             [policies.python]\ncomponent = {python:?}\nparams = {{ probe = \"nonsense\" }}\n\
+             limits = {{ deadline_ms = 5000 }}\n\
+             [policies.rust]\ncomponent = {rust:?}\nlimits = {{ deadline_ms = 5000 }}\n"
         ),
-        format_args!(
-            r#"{{"policy": "{rust}", "request": {{"client_context": {{"panic": "out of ideas"}}}}, "reason": "KV_LOCKED"}}"#
-        ),
+    )
+    .unwrap();
+    let input = concat!(
+        r#"{"policy": "python", "reason": "KV_LOCKED"}"#,
+        "\n",
+        r#"{"policy": "rust", "request": {"client_context": {"panic": "out of ideas"}}, "reason": "KV_LOCKED"}"#,
+        "\n",
     );
-    let (ok, answers) = eval(&[], &input);
+    let (ok, answers) = eval(&["--config", config.to_str().unwrap()], input);
     assert!(ok, "{answers:?}");
     for answer in &answers {
         assert_eq!(answer["decision"], "cancel", "{answer}");
@@ -163,7 +174,7 @@ fn a_failed_policy_s_own_words_are_in_the_decision() {
     );
 }
 
-/// Issue 15, point 1: a line names a built-in with parameters (`exponential` declared as
+/// A line names a built-in with parameters (`exponential` declared as
 /// gRPC's retryPolicy, best effort's backoff); the answer names the tuned version; a refused
 /// parameter names its field.
 #[test]
@@ -209,7 +220,7 @@ fn a_builtin_with_parameters_decides_a_line() {
     assert_eq!(answers[0]["error"]["field"], "policy.params.jitter");
 }
 
-/// Issue 15, point 4: `eval` takes outcome lines beside decision lines, so that a replay of a
+/// `eval` takes outcome lines beside decision lines, so that a replay of a
 /// client's traffic feeds the budgets as `serve` would; a budget spent refuses the retry.
 #[test]
 fn outcome_lines_feed_the_budgets() {
@@ -240,7 +251,7 @@ fn outcome_lines_feed_the_budgets() {
     assert_eq!(answers[4]["error"]["field"], "attempts", "{}", answers[4]);
 }
 
-/// Issue 15, point 5: a decision request carries the server's pushback, as a response's
+/// A decision request carries the server's pushback, as a response's
 /// `retry_after` (HTTP Retry-After) or `pushback_ms` (gRPC); best effort waits at least that
 /// long, and an unreadable or negative one stops the retries.
 #[test]
@@ -344,7 +355,7 @@ fn params_for_a_named_policy_and_reason_with_response_are_refused_by_field() {
         .contains("unknown field `extra`"));
 }
 
-/// Issue 16, point 1: every answer carries a unique, time-ordered `decision_id` (a UUIDv7,
+/// Every answer carries a unique, time-ordered `decision_id` (a UUIDv7,
 /// docs/decision-json.md) and the `request_id` its line gave (or the line number), so the
 /// answers to one request's retries share its trail — an answer the classifier settles without
 /// a decision included.
@@ -377,7 +388,7 @@ fn every_answer_carries_a_decision_id_and_the_request_trail() {
     assert!(answers[2]["request_id"].is_u64(), "{}", answers[2]);
 }
 
-/// Issue 16, point 2: `eval --replay LOG --policy CANDIDATE` finds exactly the disagreements of
+/// `eval --replay LOG --policy CANDIDATE` finds exactly the disagreements of
 /// a known grid. The log is written by `eval` itself under a configuration with a
 /// `[decision_log]` (best-effort deciding); the expected disagreements come from deciding the
 /// same grid with each policy directly and comparing the verdicts.
