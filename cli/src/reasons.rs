@@ -1,5 +1,5 @@
 //! `rebound reasons`: the reason table (reference 001 "RetryReason", reference 003 for the
-//! Cassandra kinds) with both flags and the stage at which each reason arises.
+//! Cassandra kinds) with both flags, the stage at which each reason arises and what it means.
 
 use std::io::Write;
 
@@ -22,6 +22,7 @@ struct Row {
     allows_non_idempotent_retry: bool,
     always_retry: bool,
     stage: Stage,
+    meaning: &'static str,
 }
 
 fn rows() -> Vec<Row> {
@@ -34,6 +35,7 @@ fn rows() -> Vec<Row> {
             allows_non_idempotent_retry: k.allows_non_idempotent_retry(),
             always_retry: k.always_retry(),
             stage: k.stage(),
+            meaning: k.meaning(),
         })
         .collect()
 }
@@ -61,6 +63,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             format!("{:?}", row.stage),
             row.aliases.join(", ")
         )?;
+        writeln!(out, "    {}", row.meaning)?;
     }
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! The `rebound` binary end to end (issue 5, points 3 and 8): `reasons`, `classify` and
+//! The `rebound` binary end to end: `reasons`, `classify` and
 //! `errormap` run as a user runs them, their output checked against the library's own tables,
 //! and bad input of each kind refused with a message that names it.
 
@@ -52,14 +52,18 @@ fn reasons_lists_every_reason_with_both_flags() {
             kind.allows_non_idempotent_retry()
         );
         assert_eq!(row["always_retry"], kind.always_retry());
+        assert_eq!(row["meaning"], kind.meaning());
     }
     let text = success_stdout(rebound().arg("reasons"));
     let text = String::from_utf8(text).unwrap();
-    let locked = text.lines().find(|l| l.starts_with("KV_LOCKED ")).unwrap();
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("KV_LOCKED "));
+    let locked = lines.next().unwrap();
     assert_eq!(
         locked.split_whitespace().take(3).collect::<Vec<_>>(),
         ["KV_LOCKED", "true", "false"]
     );
+    // Its meaning on the next line, indented.
+    assert!(lines.next().unwrap().starts_with("    KV status 0x09"));
 }
 
 /// Reference 001 "Response Code Retry List": TMPFAIL is retried (even for an upsert), KEY_ENOENT
@@ -263,7 +267,7 @@ fn with_custom_section(mut bytes: Vec<u8>, name: &str, data: &str) -> Vec<u8> {
     bytes
 }
 
-/// Issue 14, points 4 and 7 (docs/wit-versions.md): `rebound inspect` reads a component
+/// docs/wit-versions.md: `rebound inspect` reads a component
 /// without compiling it — the version it was built for and the hosts that accept it, its
 /// imports and exports, the metadata sections its build wrote — and refuses what is not one.
 #[test]

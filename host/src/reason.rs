@@ -29,11 +29,20 @@ pub enum Stage {
 }
 
 macro_rules! reason_kinds {
-    ($( $(#[$doc:meta])* $kind:ident = $name:literal [$($alias:literal),*] ($non_idem:literal, $always:literal, $stage:ident); )*) => {
+    ($( $(#[doc = $doc:literal])* $kind:ident = $name:literal [$($alias:literal),*] ($non_idem:literal, $always:literal, $stage:ident); )*) => {
         /// The kind of a [`RetryReason`], without its data: what the reason table is keyed by.
+        ///
+        /// `#[non_exhaustive]`: the table is the references' and grows with them (revision 16
+        /// of reference 001 added five reasons), so a later minor version may add a kind; match
+        /// with a wildcard arm, or ask the flags ([`allows_non_idempotent_retry`],
+        /// [`always_retry`]) rather than listing kinds.
+        ///
+        /// [`allows_non_idempotent_retry`]: ReasonKind::allows_non_idempotent_retry
+        /// [`always_retry`]: ReasonKind::always_retry
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
         pub enum ReasonKind {
-            $( $(#[$doc])* $kind, )*
+            $( $(#[doc = $doc])* $kind, )*
         }
 
         impl ReasonKind {
@@ -64,86 +73,104 @@ macro_rules! reason_kinds {
             pub const fn stage(self) -> Stage {
                 match self { $(ReasonKind::$kind => Stage::$stage,)* }
             }
+
+            /// What the reason means, in one or two sentences (its doc comment, as `rebound
+            /// reasons` prints it).
+            pub fn meaning(self) -> &'static str {
+                match self { $(ReasonKind::$kind => concat!($($doc),*).trim_start(),)* }
+            }
         }
     };
 }
 
 reason_kinds! {
-    /// Unexpected or unknown: never retried (reference 001 "RetryReason").
+    /// An unexpected failure the client could not classify (reference 001 "RetryReason").
     Unknown = "UNKNOWN" [] (false, false, Unknown);
-    /// The socket the request should be written into is not available.
+    /// No connected socket to write the request into; nothing was sent.
     SocketNotAvailable = "SOCKET_NOT_AVAILABLE" ["ENDPOINT_NOT_AVAILABLE"] (true, false, PreDispatch);
-    /// The service (kv, query, ...) is not available on the node.
+    /// The service (kv, query, ...) is not running on the chosen node; nothing was sent.
     ServiceNotAvailable = "SERVICE_NOT_AVAILABLE" [] (true, false, PreDispatch);
-    /// The node the request should go to is not available.
+    /// The node the request should go to is not in the cluster map or not reachable; nothing was
+    /// sent.
     NodeNotAvailable = "NODE_NOT_AVAILABLE" [] (true, false, PreDispatch);
-    /// The endpoint is connected but not writable (reference 002).
+    /// The endpoint is connected but cannot take a write now; nothing was sent.
     EndpointNotWritable = "ENDPOINT_NOT_WRITABLE" [] (true, false, PreDispatch);
-    /// KV "not my vbucket" (0x07).
+    /// KV status 0x07: the node no longer owns the document's vbucket (a rebalance moved it).
     KvNotMyVbucket = "KV_NOT_MY_VBUCKET" [] (true, true, Response);
-    /// KV collection outdated (0x88). Always-retry as the RFC says.
+    /// KV status 0x88: the client's collection map is out of date.
     KvCollectionOutdated = "KV_COLLECTION_OUTDATED" [] (true, true, Response);
-    /// An unknown KV status whose error-map entry indicates a retry.
+    /// An unknown KV status whose error-map entry has a retry attribute; `failure.error-map-spec`
+    /// gives its retry specification (reference 004).
     KvErrorMapRetryIndicated = "KV_ERROR_MAP_RETRY_INDICATED" ["KV_ERROR_MAP_INDICATED"] (true, false, Response);
-    /// KV locked (0x09).
+    /// KV status 0x09: the document is locked by a get-and-lock; a later try may find it unlocked.
     KvLocked = "KV_LOCKED" [] (true, false, Response);
-    /// KV temporary failure (0x86).
+    /// KV status 0x86: the server is temporarily unable to serve (out of memory, warming up).
     KvTemporaryFailure = "KV_TEMPORARY_FAILURE" [] (true, false, Response);
-    /// KV sync write in progress (0xa2).
+    /// KV status 0xa2: a durable write to the same document is still in progress.
     KvSyncWriteInProgress = "KV_SYNC_WRITE_IN_PROGRESS" [] (true, false, Response);
-    /// KV sync write re-commit in progress (0xa4).
+    /// KV status 0xa4: a durable write to the same document is being re-committed.
     KvSyncWriteReCommitInProgress = "KV_SYNC_WRITE_RE_COMMIT_IN_PROGRESS" ["KV_SYNC_RE_COMMIT_IN_PROGRESS"] (true, false, Response);
-    /// A service response code indicated a retry.
+    /// An HTTP service (query, analytics, search, views, management) answered with a code its retry
+    /// list marks retryable (reference 001 "Response Code Retry List").
     ServiceResponseCodeIndicated = "SERVICE_RESPONSE_CODE_INDICATED" [] (true, false, Response);
-    /// The socket closed while the request was in flight: the outcome is unknown.
+    /// The connection closed after the request was written and before its answer: the server may or
+    /// may not have applied it.
     SocketClosedWhileInFlight = "SOCKET_CLOSED_WHILE_IN_FLIGHT" ["CHANNEL_CLOSED_WHILE_IN_FLIGHT"] (false, false, InFlight);
-    /// The circuit breaker of the endpoint is open.
+    /// The endpoint's circuit breaker is open; nothing was sent.
     CircuitBreakerOpen = "CIRCUIT_BREAKER_OPEN" ["ENDPOINT_CIRCUIT_OPEN"] (true, false, PreDispatch);
-    /// Query prepared statement failure (4040, 4050, 4070).
+    /// Query codes 4040, 4050 or 4070: the prepared statement must be prepared again.
     QueryPreparedStatementFailure = "QUERY_PREPARED_STATEMENT_FAILURE" [] (true, false, Response);
-    /// Query index not found (5000 with `queryport.indexNotFound`).
+    /// Query code 5000 with `queryport.indexNotFound`: the index is not (yet) available.
     QueryIndexNotFound = "QUERY_INDEX_NOT_FOUND" [] (true, false, Response);
-    /// Analytics temporary failure (23000, 23003, 23007).
+    /// Analytics codes 23000, 23003 or 23007: a temporary failure.
     AnalyticsTemporaryFailure = "ANALYTICS_TEMPORARY_FAILURE" [] (true, false, Response);
-    /// Search HTTP 429.
+    /// Search answered HTTP 429: too many requests.
     SearchTooManyRequests = "SEARCH_TOO_MANY_REQUESTS" [] (true, false, Response);
-    /// Views temporary failure.
+    /// Views answered a temporary failure.
     ViewsTemporaryFailure = "VIEWS_TEMPORARY_FAILURE" [] (true, false, Response);
-    /// Views HTTP 302: no active partition.
+    /// Views answered HTTP 302: no active partition.
     ViewsNoActivePartition = "VIEWS_NO_ACTIVE_PARTITION" [] (true, true, Response);
-    /// The bucket is not available in the client yet (reference 002).
+    /// The bucket is not open in the client yet; nothing was sent.
     BucketNotAvailable = "BUCKET_NOT_AVAILABLE" [] (true, false, PreDispatch);
-    /// A bucket open is in progress (reference 002).
+    /// The bucket is being opened; nothing was sent.
     BucketOpenInProgress = "BUCKET_OPEN_IN_PROGRESS" [] (true, false, PreDispatch);
-    /// A global config load is in progress (reference 002).
+    /// The cluster configuration is being loaded; nothing was sent.
     GlobalConfigLoadInProgress = "GLOBAL_CONFIG_LOAD_IN_PROGRESS" [] (true, false, PreDispatch);
-    /// A collection map refresh is in progress (reference 002).
+    /// The collection map is being refreshed; nothing was sent.
     CollectionMapRefreshInProgress = "COLLECTION_MAP_REFRESH_IN_PROGRESS" [] (true, false, PreDispatch);
-    /// Revision 16: a topology connection got an explicit SASL auth failure (0x20).
+    /// A topology connection got an explicit SASL authentication failure (KV 0x20); terminal for
+    /// `fast-fail-on-terminal-error`.
     AuthenticationError = "AUTHENTICATION_ERROR" [] (true, false, PreDispatch);
-    /// Revision 16: a topology connection got an explicit TLS failure.
+    /// A topology connection got an explicit TLS failure; terminal for
+    /// `fast-fail-on-terminal-error`.
     TlsError = "TLS_ERROR" [] (true, false, PreDispatch);
-    /// Revision 16: SELECT BUCKET answered NO_ACCESS.
+    /// SELECT BUCKET answered NO_ACCESS; terminal for `fast-fail-on-terminal-error`.
     BucketAccessError = "BUCKET_ACCESS_ERROR" [] (true, false, PreDispatch);
-    /// Revision 16: the fetched collection map lacks the scope.
+    /// The fetched collection map lacks the scope; terminal for `fast-fail-on-terminal-error`.
     ScopeNotFound = "SCOPE_NOT_FOUND" [] (true, false, PreDispatch);
-    /// Revision 16: the fetched collection map lacks the collection.
+    /// The fetched collection map lacks the collection; terminal for `fast-fail-on-terminal-error`.
     CollectionNotFound = "COLLECTION_NOT_FOUND" [] (true, false, PreDispatch);
-    /// Cassandra READ_TIMEOUT from the coordinator (reference 003 `onReadTimeoutVerdict`).
+    /// Cassandra READ_TIMEOUT from the coordinator, with its data (reference 003
+    /// `onReadTimeoutVerdict`).
     ReadTimeout = "READ_TIMEOUT" [] (true, false, Response);
-    /// Cassandra WRITE_TIMEOUT from the coordinator (reference 003 `onWriteTimeoutVerdict`).
+    /// Cassandra WRITE_TIMEOUT from the coordinator, with its data: the write may have been applied
+    /// (reference 003 `onWriteTimeoutVerdict`).
     WriteTimeout = "WRITE_TIMEOUT" [] (false, false, Response);
-    /// Cassandra UNAVAILABLE from the coordinator (reference 003 `onUnavailableVerdict`).
+    /// Cassandra UNAVAILABLE: the coordinator knew too few replicas alive to try; nothing was
+    /// written (reference 003 `onUnavailableVerdict`).
     Unavailable = "UNAVAILABLE" [] (true, false, Response);
-    /// Cassandra: aborted before a response (reference 003 `onRequestAbortedVerdict`).
+    /// Cassandra: the request was aborted before a response (connection closed, heartbeat failed);
+    /// it may have been applied (reference 003 `onRequestAbortedVerdict`).
     RequestAborted = "REQUEST_ABORTED" [] (false, false, InFlight);
     /// Cassandra: another coordinator error (reference 003 `onErrorResponseVerdict`).
     ErrorResponse = "ERROR_RESPONSE" [] (false, false, Response);
-    /// Cassandra: the node is bootstrapping; the query was not executed (hard-coded rule).
+    /// Cassandra: the node is bootstrapping and did not execute the query (reference 003
+    /// "Hard-coded rules": tried on the next node).
     Bootstrapping = "BOOTSTRAPPING" [] (true, false, Response);
-    /// Cassandra: the coordinator does not know the prepared statement (hard-coded rule).
+    /// Cassandra: the coordinator does not know the prepared statement (reference 003 "Hard-coded
+    /// rules": prepared again, then retried).
     Unprepared = "UNPREPARED" [] (true, false, Response);
-    /// A reason this host does not know (catch-all for newer clients): never retried.
+    /// A reason this host does not know, by its name (a newer client's): never retried.
     Other = "OTHER" [] (false, false, Unknown);
 }
 
@@ -211,7 +238,11 @@ pub struct Unavailable {
 }
 
 /// Why a request is being considered for a retry: a [`ReasonKind`] plus the data some kinds carry.
+///
+/// `#[non_exhaustive]`, as [`ReasonKind`] is: a later minor version may add a reason the
+/// references add.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RetryReason {
     /// A reason without data.
     Simple(SimpleReason),

@@ -68,8 +68,13 @@ macro_rules! request_types {
         /// What a request does. Idempotency of KV types follows reference 001
         /// "Idempotent Operation List" and reference 002 ("Collection: get, lookupIn,
         /// getAnyReplica, getAllReplicas, exists").
+        ///
+        /// `#[non_exhaustive]`: a later minor version may describe requests of other protocols
+        /// or operations; match with a wildcard arm, or ask [`RequestType::service`] and the
+        /// request's idempotency rather than listing types.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
+        #[non_exhaustive]
         pub enum RequestType {
             $( $(#[$doc])* $ty, )*
         }

@@ -194,7 +194,13 @@ macro_rules! __wit_conversions {
         pub(crate) fn $to_wit(v: $ht) -> $wt {
             type W = $wt;
             type H = $ht;
-            match v { $(H::$v => W::$v,)* }
+            match v {
+                $(H::$v => W::$v,)*
+                // A `#[non_exhaustive]` engine enum seen from another crate (the guest SDK):
+                // a value a newer engine adds has no case in this package version.
+                #[allow(unreachable_patterns)]
+                other => unreachable!("{other:?} has no case in this rebound:policy version"),
+            }
         }
     };
 
@@ -260,6 +266,10 @@ macro_rules! __wit_conversions {
                 H::RequestAborted(k) => $w::RetryReason::RequestAborted(abort_to_wit(*k)),
                 H::ErrorResponse(k) => $w::RetryReason::ErrorResponse(server_error_to_wit(*k)),
                 H::Other(name) => $w::RetryReason::Other(name.to_string()),
+                // `RetryReason` is `#[non_exhaustive]`: a reason a newer engine adds reaches an
+                // older package version by its name, as `other` says.
+                #[allow(unreachable_patterns)]
+                other => $w::RetryReason::Other(other.name().to_owned()),
             }
         }
     };

@@ -177,3 +177,46 @@ fn names_are_unique_and_round_trip() {
         }
     }
 }
+
+/// The doc comment of each case of the WIT's `retry-reason` (`wit/policy.wit`): what a policy
+/// author in any language reads must agree with the reason table the host applies — whether
+/// the host asks a policy at all (always-retry reasons are retried by the orchestrator with the
+/// controlled backoff, reference 001 "Retry Orchestration") and whether a non-idempotent
+/// request may be retried for it (reference 001 "RetryReason").
+#[test]
+fn every_wit_reason_case_documents_the_table_s_flags() {
+    let wit = include_str!("../../wit/policy.wit");
+    let start = wit.find("variant retry-reason {").expect("the variant");
+    let body = &wit[start..start + wit[start..].find("\n    }").unwrap()];
+    let mut comment = String::new();
+    let mut cases = 0;
+    for line in body.lines().skip(1).map(str::trim) {
+        if let Some(text) = line.strip_prefix("///") {
+            comment.push_str(text);
+            continue;
+        }
+        let case = line.trim_end_matches(',');
+        let case = case.split('(').next().unwrap();
+        let name = case.to_uppercase().replace('-', "_");
+        let kind = ReasonKind::from_name(&name)
+            .or((name == "OTHER").then_some(ReasonKind::Other))
+            .unwrap_or_else(|| panic!("{case}: no reason of the table"));
+        let asked = if kind.always_retry() {
+            "Asked: no, the host retries it itself"
+        } else {
+            "Asked: yes"
+        };
+        let unsafe_retry = if kind.allows_non_idempotent_retry() {
+            "Non-idempotent retry: allowed."
+        } else {
+            "Non-idempotent retry: refused"
+        };
+        assert!(comment.contains(asked), "{case}: {comment}");
+        assert!(comment.contains(unsafe_retry), "{case}: {comment}");
+        assert!(!kind.meaning().is_empty(), "{case}");
+        comment.clear();
+        cases += 1;
+    }
+    // Every kind of the table has its case (Other stands for the names a version lacks).
+    assert_eq!(cases, ReasonKind::ALL.len());
+}
