@@ -1,4 +1,4 @@
-//! Policy isolation in `rebound serve` (issue 19, point 2), as a table: the built-in policy's
+//! Policy isolation in `rebound serve`, as a table: the built-in policy's
 //! decisions per second with nothing else running, then while 8 clients hammer a policy that
 //! spins until its deadline; and how late past that deadline (counted from the request's
 //! arrival, waiting for a place included) the spinning policy's requests are answered.

@@ -1,4 +1,4 @@
-//! A soak of `rebound serve` (issue 19, point 8), as a table: DECISIONS decisions (default
+//! A soak of `rebound serve`, as a table: DECISIONS decisions (default
 //! 10 000 000) from 4 kept-alive clients, alternately the built-in and a component policy,
 //! while the component's file is replaced every second (each replacement a reload and a swap);
 //! the server's resident memory sampled every second, latency at the client.

@@ -1,4 +1,4 @@
-//! `rebound check POLICY.wasm` end to end (issue 5, point 4): a well-behaved policy passes
+//! `rebound check POLICY.wasm` end to end: a well-behaved policy passes
 //! every rule; each rule is broken by a policy that breaks it, and each breaking input is
 //! reported; a component of another package version, or one that refuses its configuration,
 //! does not load; the exit status says which.
@@ -179,7 +179,7 @@ fn nondeterministic_answers_and_delays_past_the_timeout_are_reported() {
     }
 }
 
-/// Issue 14, point 7; issue 15, point 5 (docs/wit-versions.md): a component built for an
+/// docs/wit-versions.md: a component built for an
 /// earlier released version (`rebound:policy@0.1.0`, `@0.2.0`) passes, and the report says
 /// which version it was built for and which hosts accept it.
 #[test]

@@ -1,4 +1,4 @@
-//! A policy project outside this tree (issue 14, points 1, 2, 8 and 9): `rebound new LANG NAME
+//! A policy project outside this tree: `rebound new LANG NAME
 //! DIR` in a temporary directory, `rebound build` there with only that language's tools on
 //! PATH, `rebound test` with the cases the template ships (passing, then failing after an
 //! edit that breaks a rule), and the component served by a running `rebound serve`, which
@@ -417,7 +417,7 @@ fn bad_input_is_named() {
     );
 }
 
-/// Issue 14, points 4 and 8: `rebound build` writes the project's metadata (policy.toml's name,
+/// `rebound build` writes the project's metadata (policy.toml's name,
 /// version, description and parameter schema) into the component; `inspect` reads it back, and
 /// a host's configuration whose `params` do not match the schema is refused at load as a
 /// configuration error naming the file, the line and the field, before `configure` runs.

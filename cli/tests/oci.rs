@@ -1,4 +1,4 @@
-//! Policies shipped through an OCI registry (issue 14, point 6), against a real registry
+//! Policies shipped through an OCI registry, against a real registry
 //! server started by the test (Debian's `docker-registry`, installed by
 //! `scripts/test-services.sh`): `rebound push` and `rebound pull` on the real binary;
 //! `component = { oci, sha256 }` resolved at load into the artifact cache; a moved tag (the

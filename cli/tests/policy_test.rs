@@ -1,4 +1,4 @@
-//! `rebound test POLICY.wasm [CASES.jsonl]` end to end (issue 14, point 3): every example and
+//! `rebound test POLICY.wasm [CASES.jsonl]` end to end: every example and
 //! template policy of every language passes the cases it ships, so do the components built for
 //! the earlier released versions of `rebound:policy` (docs/wit-versions.md); a failing case is shown with its input,
 //! expectation and answer and fails the run; `--raw` checks the policy's own answer; `--json`
@@ -249,7 +249,7 @@ fn malformed_cases_and_missing_files_are_named() {
         "{}",
         problem(4)
     );
-    // Issue 14, point 9: a refused parameter is a configuration error.
+    // A refused parameter is a configuration error.
     assert!(
         problem(5).contains("failed to configure: it rejected its parameters")
             && problem(5).contains("max_attempts"),

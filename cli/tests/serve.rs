@@ -1,4 +1,4 @@
-//! `rebound serve` as a real process on loopback (issue 5, points 1 and 8): deciding,
+//! `rebound serve` as a real process on loopback: deciding,
 //! classifying, status, health and metrics; bad input answered 4xx naming the field, never
 //! 500; the admin token and the loopback rule; path confinement; a reload while requests
 //! flow; graceful shutdown on SIGTERM; privileged routes out of a web page's reach, from a real
@@ -60,7 +60,7 @@ fn decides_classifies_and_reports_status_health_and_metrics() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["decision"], "retry");
     assert_eq!(answer["policy"], "standard");
-    // Issue 16, point 1: each answer has its own time-ordered decision_id, and a request_id.
+    // Each answer has its own time-ordered decision_id, and a request_id.
     let first_id = answer["decision_id"].as_str().unwrap().to_owned();
     assert!(answer["request_id"].is_u64(), "{answer}");
     // The robots policy (a component) refuses every retry for a robot's request.
@@ -123,7 +123,7 @@ fn decides_classifies_and_reports_status_health_and_metrics() {
     );
 }
 
-/// Issue 19, point 7: errors the HTTP layer makes (a method a route does not take, a path that
+/// Errors the HTTP layer makes (a method a route does not take, a path that
 /// does not decode) answer the API's JSON error object too.
 /// A decision's answer says how long the server took on it (W3C `Server-Timing`, in
 /// milliseconds): what the isolation benchmark reads to tell the server's lateness from its
@@ -214,7 +214,7 @@ fn bad_input_is_a_4xx_naming_the_field_never_a_500() {
             400,
             "response",
         ),
-        // Issue 19, point 7: a request is a JSON object, not an array serde could read as one.
+        // A request is a JSON object, not an array serde could read as one.
         ("/v1/decide", r#"[{"type": "get"}, "KV_LOCKED"]"#, 400, ""),
         ("/v1/classify", r#"[{"type": "get"}]"#, 400, ""),
         (
@@ -393,7 +393,7 @@ fn sigterm_stops_the_server_gracefully() {
     assert!(!log.contains("not retried"), "{log}");
 }
 
-/// Issue 19, point 5: what a page on another site can make a browser send is refused on the
+/// What a page on another site can make a browser send is refused on the
 /// privileged routes, in every admin mode: a body not declared as JSON (a "simple" request,
 /// which needs no CORS preflight), a cross-site `Sec-Fetch-Site`, a foreign or opaque
 /// `Origin`. Each refusal is logged with the caller and what was asked. The same call from the
@@ -526,7 +526,7 @@ fn serve_page(page: String, done: std::sync::mpsc::Sender<String>) -> u16 {
     port
 }
 
-/// Issue 19, point 5, from a real browser: a page on another site loaded by headless Chromium
+/// docs/serve.md "Who may change what decides", from a real browser: a page on another site loaded by headless Chromium
 /// tries a `text/plain` fetch and a `text/plain` form post at the privileged routes of a
 /// loopback server without a token, and a JSON fetch. The first two reach the server and are
 /// refused (logged with the page's origin); the JSON fetch is stopped by the browser, since
@@ -589,7 +589,7 @@ fn a_page_on_another_site_cannot_drive_privileged_routes_from_a_browser() {
     assert!(!log.contains("promote robots"), "{log}");
 }
 
-/// Issue 19, point 6: an error map named by requests is parsed once and read again when its
+/// An error map named by requests is parsed once and read again when its
 /// file changes (an edit shows in the next answer), and a refusal names the file as the client
 /// gave it, never the server's directories.
 #[test]
@@ -636,7 +636,7 @@ fn error_maps_are_refreshed_when_they_change_and_refusals_hide_the_directory() {
     }
 }
 
-/// Issue 19, point 7: a failed reload shows in `/health` (`degraded`, naming the policy and the
+/// A failed reload shows in `/health` (`degraded`, naming the policy and the
 /// error, while the running version keeps answering) and in `rebound_reload_failures_total`;
 /// the next good reload clears it.
 #[test]
@@ -685,7 +685,7 @@ fn a_failed_reload_shows_in_health_and_metrics() {
     assert_eq!(health["problems"], json!([]));
 }
 
-/// Issue 19, point 7: a policy that fails to load at start leaves the server starting, that
+/// A policy that fails to load at start leaves the server starting, that
 /// policy on its fail-safe (the decision says why) and `/health` degraded, until its file is
 /// fixed; with `strict_start = true` the server refuses to start, naming the policy.
 #[test]
@@ -744,7 +744,7 @@ fn a_policy_that_fails_at_start_leaves_the_server_serving_on_its_fail_safe() {
     assert_eq!(answer["cancel_reason"], "NO_MORE_RETRIES", "{answer}");
 }
 
-/// Issue 15, points 3, 4 and 6: `POST /v1/outcome` takes one report or a batch, feeding the
+/// `POST /v1/outcome` takes one report or a batch, feeding the
 /// retry budget of the policy that decides for each request; a spent budget refuses retries
 /// with RETRY_BUDGET_EXHAUSTED; the budget's counters are in the status and `/metrics`; a
 /// report naming an unknown policy is refused naming the field, and nothing of its batch is
@@ -827,7 +827,7 @@ budget = "storm"
     }
 }
 
-/// Issue 16, point 2: `serve` writes a decision-log line per decision its configuration's
+/// `serve` writes a decision-log line per decision its configuration's
 /// `[decision_log]` samples, with the answer's `decision_id`, and writes every line before it
 /// exits on SIGTERM. A response the classifier settles is not a policy's decision: no line.
 #[test]

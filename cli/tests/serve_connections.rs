@@ -1,4 +1,4 @@
-//! `rebound serve` under clients that hold connections (issue 19, points 1 and 3), on the real
+//! `rebound serve` under clients that hold connections, on the real
 //! process over raw sockets: the idle, header and body timeouts close what waits too long; past
 //! `--max-connections` a connection is answered 503 at once and counted; on SIGTERM every
 //! request already sent is answered, idle connections are closed, a half-sent request does not
@@ -318,7 +318,7 @@ fn a_second_signal_exits_at_once() {
     );
 }
 
-/// Issue 19, point 7: a request head HTTP cannot parse — a malformed request line, a head
+/// A request head HTTP cannot parse — a malformed request line, a head
 /// over hyper's limit (about 400 KiB), over 100 headers — gets the API's JSON error object
 /// under hyper's status, and the connection is closed; on a kept-alive connection the answer
 /// before it is untouched.

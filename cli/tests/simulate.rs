@@ -1,4 +1,4 @@
-//! `rebound simulate` end to end (issue 5, points 5 and 8): the same seed gives the same run
+//! `rebound simulate` end to end: the same seed gives the same run
 //! (table, timeline and chart), every example scenario runs and shows the rule its fault
 //! exercises, and bad scenarios are refused naming the file, line and field.
 
@@ -246,7 +246,7 @@ fn bad_scenarios_are_refused_naming_the_file_line_and_field() {
     }
 }
 
-/// Issue 15, point 6: the retry-storm example — a node failing every request sent to it for
+/// The retry-storm example — a node failing every request sent to it for
 /// 20 s — side by side: best effort retries each request until its deadline, the fixed-rate
 /// budget (the WebAssembly `budgeted` policy) and a budget of 20 % of the traffic bound the
 /// attempts; the proportional budget never grants more than `20 % × requests + 10/s × the

@@ -1,5 +1,5 @@
-//! What a retry budget adds to a decision, and what an outcome report costs (issue 15 point
-//! 8), single-threaded and with two threads contending on one budget, measured in one run
+//! What a retry budget adds to a decision, and what an outcome report costs,
+//! single-threaded and with two threads contending on one budget, measured in one run
 //! beside the decision without a budget and printed as a table with ratios.
 //! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --bench budget`.
 

@@ -1,4 +1,4 @@
-//! What the decision log adds to a decision (issue 16 point 6): a registry's decision with no
+//! What the decision log adds to a decision: a registry's decision with no
 //! log, with a log sampling none of the decisions, and with a log writing every decision to a
 //! file, measured in one run and printed as a table with the difference; then how many lines a
 //! second the log's writer thread turns into file lines, the rate past which lines are

@@ -1,4 +1,4 @@
-//! Hot-swap benchmark (issue 4, point 8), printed as tables from one run:
+//! Hot-swap benchmark, printed as tables from one run:
 //!
 //! 1. Time from the final rename of a policy file to the first decision served by the new
 //!    version, debounce included, for content never seen (compiled), content in the
@@ -6,7 +6,7 @@
 //! 2. Decision latency percentiles with no swaps, and while the policy file is swapped every
 //!    100 ms (reused versions, and fresh content that must compile on the other core).
 //!
-//! Rust guests, then the Python and JavaScript best-effort policies (issue 6).
+//! Rust guests, then the Python and JavaScript best-effort policies.
 //!
 //! Run: `./scripts/build-guests.sh && cargo bench -p rebound --bench hot_swap`.
 
@@ -270,7 +270,7 @@ fn main() {
     let best = guest("best_effort");
     swap_table("Rust", "best-effort", &best, 15);
     swap_table("Rust", "fail-fast", &guest("fail_fast"), 15);
-    // Issue 6: a Python or JavaScript runtime takes seconds to compile; cached, it must not.
+    // A Python or JavaScript runtime takes seconds to compile; cached, it must not.
     swap_table("Python", "best-effort", &guest("python_best_effort"), 3);
     swap_table(
         "JavaScript",

@@ -1,4 +1,4 @@
-//! Policies per language (issue 6, point 6), printed as one table from one run: the warm
+//! Policies per language, printed as one table from one run: the warm
 //! decision latency of the three example policies of Rust, Python, JavaScript (on SpiderMonkey
 //! and on QuickJS), C and Zig — best-effort (the `best-effort` answer, decided by the host; the
 //! Rust one computes it in the guest), no-retry-for-robots (one `failure.client-context` read,

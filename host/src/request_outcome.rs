@@ -1,4 +1,4 @@
-//! How a request ended, reported back to the host (issue 15 point 4) so that retry budgets
+//! How a request ended, reported back to the host so that retry budgets
 //! follow the whole traffic, the requests that never failed included: the executor and the
 //! tower layer report every request's end, `serve` takes reports over HTTP, `eval` as lines.
 

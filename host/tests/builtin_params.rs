@@ -1,4 +1,4 @@
-//! Issue 15, points 1, 2 and 7: built-ins take parameters (in the registry's TOML), the
+//! Built-ins take parameters (in the registry's TOML), the
 //! declarative `exponential` built-in; without parameters every built-in decides exactly as the
 //! references' strategies do; refused parameters name file, line and field.
 
@@ -43,8 +43,8 @@ fn ask(
     futures::executor::block_on(strategy.retry_after(&request, &DecisionContext::new(reason)))
 }
 
-/// Issue 15 point 1: "The defaults stay exactly the references'". Each built-in without
-/// parameters answers as the reference strategy over every reason of the grid, idempotent or
+/// docs/registry.md "Built-in parameters": without parameters a built-in is exactly its
+/// reference's strategy. Each built-in without parameters answers as the reference strategy over every reason of the grid, idempotent or
 /// not, at several retry counts.
 #[test]
 fn without_parameters_every_builtin_decides_as_the_reference_strategy() {
@@ -85,7 +85,7 @@ fn without_parameters_every_builtin_decides_as_the_reference_strategy() {
     }
 }
 
-/// Issue 15 point 1, best effort's parameters: `min_ms × factor^retries` clamped to
+/// Best effort's parameters: `min_ms × factor^retries` clamped to
 /// `[min_ms, max_ms]`; a tuned version is told apart from the default in answers.
 #[test]
 fn best_effort_parameters_shape_its_delays() {
@@ -120,7 +120,7 @@ fn best_effort_parameters_shape_its_delays() {
     }
 }
 
-/// Issue 15 point 1, fast fail's `terminal`: only the listed terminal reasons fail at once
+/// Fast fail's `terminal`: only the listed terminal reasons fail at once
 /// (with reference 001's named error); the others are treated as best effort treats them.
 #[test]
 fn fast_fail_fails_only_the_terminal_reasons_it_lists() {
@@ -157,7 +157,7 @@ fn fast_fail_fails_only_the_terminal_reasons_it_lists() {
     }
 }
 
-/// Issue 15 point 1, the Cassandra policies' `max_retries` (reference 003 "Behavior": the
+/// The Cassandra policies' `max_retries` (reference 003 "Behavior": the
 /// driver's is one): the counted verdicts (read timeout, write timeout, unavailable) are granted
 /// while fewer retries were made, as for the first retry; aborts are not counted, as in the
 /// driver.
@@ -195,7 +195,7 @@ fn cassandra_max_retries_bounds_the_counted_verdicts() {
     );
 }
 
-/// Issue 15 point 2: `exponential` retries what it accepts while fewer than `max_attempts`
+/// `exponential` retries what it accepts while fewer than `max_attempts`
 /// attempts were made (the first counts, as gRPC's maxAttempts), after its exponential delay,
 /// on its node; `never_on` wins, `retry_on` limits.
 #[test]
@@ -247,7 +247,7 @@ fn exponential_follows_its_declaration() {
     );
 }
 
-/// Issue 15 point 2 and the guide's rule on unsafe retries: `exponential` does not look at
+/// The guide's rule on unsafe retries: `exponential` does not look at
 /// idempotency, and the orchestrator's safety guard still refuses to retry a non-idempotent
 /// request for a reason that does not allow it (reference 001 "Idempotent operations"),
 /// while the same request is retried for a reason that allows it.
@@ -294,8 +294,8 @@ fn refused(policy: &str) -> ConfigError {
         .expect_err("the parameters must be refused")
 }
 
-/// Issue 15 point 1: "Unknown or out-of-range values are config errors with file, line and
-/// field", and unknown reasons in `retry_on` are refused at load.
+/// docs/registry.md: unknown or out-of-range parameters are configuration errors naming
+/// file, line and field, and unknown reasons in `retry_on` are refused at load.
 #[test]
 fn bad_parameters_are_configuration_errors_naming_file_line_and_field() {
     let cases = [

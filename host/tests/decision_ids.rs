@@ -1,4 +1,4 @@
-//! Issue 16, point 1: every decision the registry makes carries a unique, sortable
+//! Every decision the registry makes carries a unique, sortable
 //! `decision_id` (a UUIDv7: the Unix millisecond first, then a process-wide sequence), and
 //! the decisions of one request's retries share its `request_id` trail.
 
@@ -79,7 +79,7 @@ fn every_registry_decision_has_its_own_id_and_the_request_trail() {
     assert!(ids[0] < ids[1] && ids[1] < ids[2], "{ids:?}");
 }
 
-/// Issue 16, point 3: the executor's span of an attempt that failed carries the ID of the
+/// The executor's span of an attempt that failed carries the ID of the
 /// decision made on that failure (the one its answer and decision-log line carry), inside the
 /// request's span with its `request_id`; the attempt that succeeded made no decision.
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 16, points 2 and 5: the decision log. Every decision path (routed, named, a request's
+//! The decision log. Every decision path (routed, named, a request's
 //! own strategy, a shadow trial, isolated components) writes exactly one line when sampled at
 //! 1.0 and none at 0.0; the listed keys are masked; a full buffer drops and counts lines instead
 //! of blocking a decision; rotation keeps the configured bound; a configuration names the

@@ -1,4 +1,4 @@
-//! The retry executor (issue 7, point 1) on tokio's paused clock, so every wait is exact and
+//! The retry executor on tokio's paused clock, so every wait is exact and
 //! no test sleeps for real. Each test names the rule it checks.
 
 mod common;

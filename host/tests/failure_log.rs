@@ -1,4 +1,4 @@
-//! Issue 19, point 7: a policy failing on every decision writes at most one failure line a
+//! A policy failing on every decision writes at most one failure line a
 //! second, and the next line counts the ones left out. Alone in its binary: tracing caches
 //! callsite interest process-wide, so a test running first without a subscriber would hide
 //! these events.

@@ -1,4 +1,4 @@
-//! Hot reload under load (issue 4, points 3 and 7): threads decide continuously while the
+//! Hot reload under load: threads decide continuously while the
 //! policy file is replaced by the ways editors and build tools write files; no decision fails,
 //! and each is attributable to exactly one complete version.
 
@@ -338,7 +338,7 @@ fn write_then_rename_config(path: &Path, text: &str) {
     std::fs::rename(&temp, path).unwrap();
 }
 
-/// Issue 6 point 5 (and issue 4 point 4): Python and JavaScript policies swap like any other
+/// Python and JavaScript policies swap like any other
 /// while a thread decides, and a version this registry never loaded comes from the
 /// compiled-artifact cache (another process compiled it) instead of being compiled again,
 /// which takes seconds for these runtimes.

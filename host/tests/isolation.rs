@@ -1,4 +1,4 @@
-//! Issue 19, point 2: with `[engine] isolation`, components' calls run on threads of their own.
+//! With `[engine] isolation`, components' calls run on threads of their own.
 //! A spinning policy takes at most `per_policy` of them and `busy_per_second_ms` of their time
 //! (a call past either waits at most its deadline, then is answered its fail-safe as
 //! `overloaded`), a caller in a tokio runtime has its answer by the call's deadline counted from

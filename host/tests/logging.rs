@@ -36,7 +36,7 @@ fn retries_and_refusals_are_logged_with_reason() {
     );
 }
 
-/// Issue 16, point 3: the executor runs each request in a `rebound.request` span carrying its
+/// The executor runs each request in a `rebound.request` span carrying its
 /// `request_id`, and each attempt in a `rebound.attempt` span inside it, so what the operation
 /// and the orchestrator log is tied to the request and the attempt.
 #[test]

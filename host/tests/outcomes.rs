@@ -1,4 +1,4 @@
-//! Issue 15, points 4 and 7: outcomes reach the host. The executor and the tower layer, which
+//! Outcomes reach the host. The executor and the tower layer, which
 //! runs on it, report every request's end — success after N attempts, give-up, timeout —
 //! to what decides, and a budget counts the requests that never failed. On tokio's paused
 //! clock, so no test sleeps for real.
@@ -91,7 +91,7 @@ async fn the_executor_reports_every_end() {
     );
 }
 
-/// Issue 15 point 3 with point 4: an orchestrator with a budget counts requests that
+/// An orchestrator with a budget counts requests that
 /// succeeded at once (reported by the executor) and requests that failed (at their first
 /// decision) once each, and its retries draw from it.
 #[tokio::test(start_paused = true)]
@@ -200,7 +200,7 @@ fn answering(
     (service, calls)
 }
 
-/// Issue 15, point 4: through the tower layer, a successful response may be classified as a
+/// Through the tower layer, a successful response may be classified as a
 /// retryable failure (tower's `Policy::retry` sees `Ok` too) — a 503 is sent again until the
 /// 200 — and the layer reports every request's end: success after N attempts, give-up,
 /// timeout. Reference 001's safety rule holds for responses as for errors: a non-idempotent
@@ -289,7 +289,7 @@ impl rebound::executor::ExecutorListener for Heard {
     }
 }
 
-/// Issue 16, point 3: an application's listener hears every retry (why, how long, which
+/// An application's listener hears every retry (why, how long, which
 /// attempt comes next), every give-up (how it ended, with the outcome error when the
 /// orchestrator ended the request) and every success that needed retries — not a first
 /// attempt's success.

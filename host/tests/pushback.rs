@@ -1,4 +1,4 @@
-//! Issue 15, points 5 and 7: server pushback — HTTP `Retry-After` (delay-seconds and HTTP-date,
+//! Server pushback — HTTP `Retry-After` (delay-seconds and HTTP-date,
 //! RFC 9110 §10.2.3) and gRPC's pushback in milliseconds (gRFC A6: negative or unreadable
 //! means do not retry). The built-ins never retry sooner than asked and stop when told; the
 //! deadline caps the delay.
@@ -118,7 +118,7 @@ fn a_pushback_past_the_deadline_is_a_timeout() {
     }
 }
 
-/// Issue 15, point 5: a failure the executor (and so the tower layer) hears of may carry the
+/// A failure the executor (and so the tower layer) hears of may carry the
 /// server's pushback (`Failure::with_pushback`): best effort then waits at least as long as
 /// the server asked before the next attempt, and a pushback that says stop ends the request
 /// after one attempt.

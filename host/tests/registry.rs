@@ -1,4 +1,4 @@
-//! The policy registry (issue 4): resolving a request to its policy (reference 003 "Using
+//! The policy registry: resolving a request to its policy (reference 003 "Using
 //! multiple policies", reference 002 global and per-request strategies), atomic versions,
 //! reload with validation and smoke calls, rollback, shadow trials, configuration changes,
 //! status, and the compiled-artifact cache.
@@ -517,7 +517,7 @@ fn the_cache_serves_a_compiled_component_and_discards_corrupt_or_foreign_entries
     assert_eq!(fourth.status().cache.unwrap().discarded, 1);
 }
 
-/// Issue 19, point 4: an entry is bound to the component it was compiled from, inside the
+/// An entry is bound to the component it was compiled from, inside the
 /// entry: another policy's entry renamed into place (a sound entry, right sha256, loadable by
 /// wasmtime) is refused and the component compiled again, and the policy decides as itself.
 /// An entry that others may write is refused like a directory others may write.
@@ -579,7 +579,7 @@ fn a_cache_directory_others_can_write_is_refused() {
     assert!(e.to_string().contains("777"), "{e}");
 }
 
-/// docs/wit-versions.md (issue 14, point 7; issue 15, point 5): a deployed component of each
+/// docs/wit-versions.md: a deployed component of each
 /// earlier released version (`rebound:policy@0.1.0`, `@0.2.0`) serves under this host, status
 /// names the version it was built for, and it is hot-swapped for its current rebuild (and
 /// back) without a decision changing.
@@ -629,7 +629,7 @@ fn serves_and_swaps_with_its_current_rebuild(released: WitVersion) {
     }
 }
 
-/// Issue 19, point 7: a policy that fails to load at start leaves the registry starting, that
+/// A policy that fails to load at start leaves the registry starting, that
 /// policy answering its fail-safe (saying why) with the error in its status, the others
 /// deciding as usual; a reload that succeeds replaces the stand-in (and it is no version to
 /// roll back to). `strict_start = true` refuses to start instead.
@@ -689,7 +689,7 @@ fn a_policy_that_fails_to_load_at_start_answers_its_fail_safe_until_reloaded() {
     ));
 }
 
-/// Issue 14, point 5: a pinned component loads only with its digest; a file whose digest
+/// A pinned component loads only with its digest; a file whose digest
 /// differs is refused at load, and at a reload the running version keeps serving with the
 /// error in status. Changing the pin in the configuration accepts the new file.
 #[test]

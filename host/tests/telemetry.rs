@@ -1,4 +1,4 @@
-//! Issue 16, point 3: the library records its metrics through the `metrics` facade, with one
+//! The library records its metrics through the `metrics` facade, with one
 //! set of names and labels (docs/observability.md) — a registry's decisions and the
 //! executor's request ends, once an application enables them. The names and labels are a
 //! contract with dashboards: this snapshot fails when they change.

@@ -1,4 +1,4 @@
-//! The tower layer (issue 7, point 2) on tokio's paused clock: a request/response service
+//! The tower layer on tokio's paused clock: a request/response service
 //! wrapped by `RetryLayer` is retried, refused, timed out and made ready as the executor and
 //! tower's conventions say.
 

@@ -1,4 +1,4 @@
-//! Issue 15, points 3 and 7: retry budgets proportional to traffic (Finagle's `RetryBudget`,
+//! Retry budgets proportional to traffic (Finagle's `RetryBudget`,
 //! tower's `TpsBudget`): each request deposits, each retry withdraws, a floor per second, a
 //! window of `ttl`; over any window, retries never exceed `percent × requests + min_per_second
 //! × window`.
@@ -206,7 +206,7 @@ fn a_late_moment_is_refused_and_its_request_still_counts() {
     assert_eq!(b.stats_at(at(2_500)).balance, 2);
 }
 
-/// Issue 15 point 7 with threads: four threads deciding at once over fifty slot periods, each
+/// Four threads deciding at once over fifty slot periods, each
 /// at its own pace (so moments of a period already shared out arrive late), never overdraw a
 /// window. For every period, the retries granted in the window that ends with it are at most
 /// 20 % of that window's requests plus the floor (here one retry: 10 a second over 100 ms).
@@ -265,7 +265,7 @@ enum Event {
 }
 
 proptest! {
-    /// Issue 15 point 7: over any window, the retries granted never exceed `percent ×
+    /// Over any window, the retries granted never exceed `percent ×
     /// requests + min_per_second × ttl`. The window checked ends at each granted retry and
     /// spans `ttl` less one slot (what the budget is sure to still count); its requests are
     /// counted over the full `ttl` before it (what the budget may still count). Requests,
@@ -370,7 +370,7 @@ builtin = "best-effort"
             .decision
     }
 
-    /// Issue 15 point 3: a retry refused by an empty budget ends the request as
+    /// A retry refused by an empty budget ends the request as
     /// RequestCanceled with RETRY_BUDGET_EXHAUSTED; two policies share one budget; a policy
     /// without a budget is not limited; the status counts deposits, withdrawals, refusals.
     #[test]

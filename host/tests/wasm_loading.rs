@@ -184,7 +184,7 @@ fn configure_rejection_is_a_load_error() {
     assert!(matches!(err, LoadError::Configure { .. }), "{err}");
     let text = err.to_string();
     assert!(text.contains("refuse its configuration"), "{text}");
-    // Issue 14, point 9: a refused parameter is a configuration error, not an invalid answer.
+    // A refused parameter is a configuration error, not an invalid answer.
     assert!(
         text.contains("failed to configure: it rejected its parameters: ")
             && !text.contains("invalid_answer"),

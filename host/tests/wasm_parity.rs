@@ -1,10 +1,10 @@
 //! Spec: each WebAssembly policy with a native twin decides exactly as the twin, through the
 //! orchestrator, on the full grid: every reason (with Cassandra data variants and an unknown
 //! name) × idempotent or not × attempts 0..=10 × several elapsed/timeout pairs × with and
-//! without a robot marker in the client context. Issue 6: the Python, JavaScript (on both
+//! without a robot marker in the client context. The Python, JavaScript (on both
 //! engines, SpiderMonkey and QuickJS), C and Zig versions of best-effort, no-retry-for-robots
-//! and cassandra-default are held to the same twins as the Rust ones. Issue 14, point 7
-//! (docs/wit-versions.md): the components built for `rebound:policy@0.1.0` are held to their
+//! and cassandra-default are held to the same twins as the Rust ones.
+//! docs/wit-versions.md: the components built for `rebound:policy@0.1.0` are held to their
 //! current twins built from today's source.
 
 mod common;
@@ -70,9 +70,9 @@ fn assert_parity(
 
 /// A policy under the default limits but a call deadline of 5 s: these tests compare decisions,
 /// and the deadline (10 ms by default, held by `wasm_sandbox.rs`) would make them test the
-/// machine's load instead — in a debug build sharing 2 busy cores, a Python call preempted
-/// past its deadline and needing more than 0.1 ms of CPU to finish was stopped (a CI run,
-/// 2026-11-24: `python_policies_parity`, `timeout` where its twin answered no retry).
+/// machine's load instead: in a debug build sharing 2 busy cores, a Python call preempted
+/// past a 10 ms deadline and needing more than 0.1 ms of CPU to finish is stopped, answering
+/// `timeout` where its twin answers.
 fn wasm(name: &str) -> Arc<dyn RetryStrategy> {
     let limits = SandboxLimits {
         deadline_ms: 5_000,
@@ -213,7 +213,7 @@ fn go_policies_parity() {
     language_parity("go");
 }
 
-/// The starting templates (issue 6, point 1) load in every language, refuse a bad parameter
+/// The starting templates load in every language, refuse a bad parameter
 /// naming it, and do what they say: no retry once `max_attempts` retries were made, the host's
 /// best effort before.
 #[test]

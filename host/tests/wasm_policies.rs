@@ -220,7 +220,7 @@ fn a_best_effort_answer_is_the_host_best_effort_and_keeps_non_idempotent_request
                 .into_iter()
                 .flat_map(|version| asking_host.map(|name| wasm_support::released(version, name))),
         );
-    // Issue 15, point 5: best effort honours the server's pushback, whoever asks for it.
+    // Best effort honours the server's pushback, whoever asks for it.
     let pushbacks = [
         None,
         Some(Pushback::After(Duration::from_secs(2))),
@@ -267,7 +267,7 @@ fn a_best_effort_answer_is_the_host_best_effort_and_keeps_non_idempotent_request
     }
 }
 
-/// Issue 15, point 5 (`wit/policy.wit`, `failure.server-delay-ms`, new in 0.3.0): a policy
+/// `wit/policy.wit`, `failure.server-delay-ms`, new in 0.3.0: a policy
 /// reads the server's pushback of the failure it decides — the delay in milliseconds, a
 /// negative value when the server said stop, none when it said nothing — and never outside a
 /// decision's own failure (the next decision without a pushback reads none).

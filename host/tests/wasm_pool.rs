@@ -1,4 +1,4 @@
-//! The instance pool (issue 18, point 5): however many policies an engine loads, their idle
+//! The instance pool: however many policies an engine loads, their idle
 //! instances together hold at most half of its slots, so the calls in flight always find one.
 
 mod wasm_support;

@@ -149,7 +149,7 @@ fn panic_message_surfaces() {
         last.contains("adversary panicked: the sky is falling"),
         "{last}"
     );
-    // The decision's context carries the message to whoever asked (issue 19, point 7).
+    // The decision's context carries the message to whoever asked.
     let note = FailureNote::default();
     let reason = reasons::KV_LOCKED;
     let action = strategy.decide(

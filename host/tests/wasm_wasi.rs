@@ -1,4 +1,4 @@
-//! Spec (issue 6, points 3 and 4): a Python policy's WASI imports are inert and grant nothing
+//! Spec: a Python policy's WASI imports are inert and grant nothing
 //! (no environment, no files, no sockets, empty stdin, stdout/stderr into the host's log,
 //! clocks and randomness as configured, exit and sleeping end the call), and the sandbox holds
 //! for Python and JavaScript runtimes (SpiderMonkey and QuickJS): an infinite loop is stopped at
@@ -186,8 +186,8 @@ fn exit_ends_the_call() {
     );
 }
 
-/// A Python exception's text is the failure's detail (issue 19, point 7: the decision says the
-/// policy's own error): the traceback's last line, written to stderr before the trap.
+/// A Python exception's text is the failure's detail (docs/decision-json.md
+/// `detail`: the decision says the policy's own error): the traceback's last line, written to stderr before the trap.
 #[test]
 fn a_python_exception_is_the_failures_detail() {
     let policy = strategy(
@@ -226,7 +226,7 @@ fn a_python_exception_is_the_failures_detail() {
     assert!(!exit.detail.contains("ValueError"), "{exit:?}");
 }
 
-/// Issue 19, point 7: a policy writing to stderr on every call does not flood the log — at
+/// A policy writing to stderr on every call does not flood the log — at
 /// most 20 of its lines a second, and the next line written says how many were left out.
 #[test]
 fn stderr_lines_are_limited_per_policy() {

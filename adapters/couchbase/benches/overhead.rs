@@ -1,4 +1,4 @@
-//! What the adapter adds to a decision (issue 17 point 6): the SDK's question (idempotence,
+//! What the adapter adds to a decision: the SDK's question (idempotence,
 //! retries so far, the SDK's reason) answered through the strategy (reason mapped, request made,
 //! the plan mapped to a `RetryAction`) beside the registry asked directly for the same reason
 //! about a request built as a caller would build it, in one run, with the built-in best-effort

@@ -1,4 +1,4 @@
-//! The adapter through the SDK's public types (issue 17, points 2 and 4): every retry reason of
+//! The adapter through the SDK's public types: every retry reason of
 //! couchbase-core 1.1 maps to one of Rebound's (reference 001 "RetryReason"), its facts
 //! (idempotence, retries so far) reach the policy, the answer comes back as the SDK's
 //! `RetryAction`, and a policy file replaced while operations fail is picked up with no
@@ -118,7 +118,7 @@ fn an_unknown_policy_is_refused_naming_the_known_ones() {
     assert!(error.contains("standard, strict"), "{error}");
 }
 
-/// Issue 17 point 4: the policy file (best effort from Rust, then from C) is replaced while
+/// The policy file (best effort from Rust, then from C) is replaced while
 /// four threads ask about locked documents: every answer is a retry, and the decision log
 /// shows both versions deciding.
 #[test]

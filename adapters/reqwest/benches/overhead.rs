@@ -1,4 +1,4 @@
-//! What the middleware adds to a decision (issue 17 point 6), in one run, with the built-in
+//! What the middleware adds to a decision, in one run, with the built-in
 //! best-effort policy: a views request answered 503 then 200 — read, classified, decided,
 //! waited for and sent again — through the middleware, beside the same loop written by hand
 //! over the registry (what a caller calling the registry directly writes), and the decision

@@ -1,5 +1,4 @@
-//! The middleware end to end against real HTTP servers started by the test (issue 17, points 3
-//! and 4): wiremock scripting the services' answers, and a bare TCP server that drops the
+//! The middleware end to end against real HTTP servers started by the test: wiremock scripting the services' answers, and a bare TCP server that drops the
 //! connection after reading the request (a connection reset mid-flight).
 
 #[path = "../../test_support.rs"]
@@ -315,7 +314,7 @@ impl Respond for Alternating {
     }
 }
 
-/// Issue 17 point 4: the policy file is replaced (best effort built from Rust, then from C)
+/// The policy file is replaced (best effort built from Rust, then from C)
 /// while requests flow; every request ends with its 200, and the decision log shows both
 /// versions deciding.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

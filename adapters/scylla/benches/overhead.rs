@@ -1,4 +1,4 @@
-//! What the adapter adds to a decision (issue 17 point 6): the driver's question answered by a
+//! What the adapter adds to a decision: the driver's question answered by a
 //! new session (error mapped to a reason, the request made, the verdict mapped back) beside the
 //! registry asked directly for the same reason about a request built as a caller would build
 //! it, in one run, with the built-in Cassandra default policy. Run: `env -u RUST_BACKTRACE cargo bench -p rebound-scylla --bench overhead`.

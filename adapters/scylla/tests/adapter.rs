@@ -1,4 +1,4 @@
-//! The adapter's own rules (issue 17, points 1 and 4): a policy file replaced while requests
+//! The adapter's own rules: a policy file replaced while requests
 //! flow is picked up with no failed request; unknown names and an isolating registry are
 //! refused when the policy is built; errors that no policy is asked about are answered by the
 //! driver's hard-coded rules or "do not retry"; a downgrade reaches the driver as a

@@ -119,7 +119,7 @@ impl Case {
 mod tests {
     use super::*;
 
-    /// Issue 14, point 3: a case is a decision input plus `expect`; `params` and `name` are
+    /// A case is a decision input plus `expect`; `params` and `name` are
     /// taken out; comments and blank lines are skipped.
     #[test]
     fn a_case_is_a_decision_input_with_expect() {

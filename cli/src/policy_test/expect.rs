@@ -119,7 +119,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// Issue 14, point 3: exact values, numbers as numbers, absent fields ignored.
+    /// Exact values, numbers as numbers, absent fields ignored.
     #[test]
     fn exact_values_match_and_absent_fields_are_ignored() {
         let answer = json!({"decision": "retry", "delay_ms": 1.0, "node": "same"});
@@ -134,7 +134,7 @@ mod tests {
         );
     }
 
-    /// Issue 14, point 3: `{"min", "max"}` bounds a number, either bound alone too.
+    /// `{"min", "max"}` bounds a number, either bound alone too.
     #[test]
     fn ranges_bound_numbers() {
         let answer = json!({"delay_ms": 37.5});
@@ -161,7 +161,7 @@ mod tests {
         );
     }
 
-    /// Issue 14, bad input: an `expect` field no answer has is named, with the ones it has.
+    /// An `expect` field no answer has is named, with the ones it has.
     #[test]
     fn unknown_expect_fields_are_named() {
         let expect = json!({"decision": "retry", "delay": 5});

@@ -1,5 +1,5 @@
 //! A small memcached binary-protocol client whose operations run under Rebound's retry
-//! executor: the end-to-end example of issue 7. [`protocol`] is the wire format, [`Client`]
+//! executor: the executor's end-to-end example (docs/executor.md). [`protocol`] is the wire format, [`Client`]
 //! the operations (get, set, incr) and how their failures map to Rebound's reasons.
 
 pub mod client;

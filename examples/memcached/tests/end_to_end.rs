@@ -1,4 +1,4 @@
-//! End to end (issue 7, point 3): the example client against a real memcached on loopback,
+//! End to end: the example client against a real memcached on loopback,
 //! with faults made by the test (the server down at first, connections cut in flight,
 //! responses held past the deadline, TMPFAIL injected by a proxy). Whether a non-idempotent
 //! increment was applied more than once is read from the server's own counters.

@@ -204,7 +204,7 @@ mod tests {
             .collect()
     }
 
-    /// Issue 14, point 4: a parameter's name, type and range are checked.
+    /// A parameter's name, type and range are checked.
     #[test]
     fn parameters_are_checked_against_the_schema() {
         let schema = schema();
