@@ -56,7 +56,7 @@ fn measure(strategy: &dyn SyncStrategy, cases: &[(Request, RetryReason)], args: 
         let started = Instant::now();
         for i in 0..per_round {
             let (request, reason) = &cases[i as usize % cases.len()];
-            let _ = black_box(strategy.decide(black_box(request), &DecisionContext::new(reason)));
+            let _ = black_box(strategy.answer(black_box(request), &DecisionContext::new(reason)));
         }
         started.elapsed() / per_round
     };

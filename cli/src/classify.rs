@@ -9,7 +9,7 @@ use anyhow::Context;
 use rebound::classify::{classify, Classification, KvOpcode, Response};
 use rebound::RequestType;
 
-use crate::errormap::load;
+use crate::parse::{load_error_map, parse_number};
 use crate::wire::output::{self, failure_kind};
 
 /// Options of `rebound classify`: exactly one kind of response.
@@ -48,16 +48,6 @@ pub struct Args {
     json: bool,
 }
 
-/// A decimal or 0x-hexadecimal number.
-pub fn parse_number<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
-    let value = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => text.parse(),
-    }
-    .map_err(|_| format!("`{text}` is not a number (decimal, or hexadecimal with 0x)"))?;
-    T::try_from(value).map_err(|_| format!("{text} is out of range"))
-}
-
 fn opcode(request: &str) -> anyhow::Result<KvOpcode> {
     if request.starts_with("0x") || request.starts_with("0X") {
         return Ok(KvOpcode(parse_number(request).map_err(anyhow::Error::msg)?));
@@ -70,7 +60,7 @@ fn opcode(request: &str) -> anyhow::Result<KvOpcode> {
 
 /// Classifies the response the options describe and prints the classification.
 pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
-    let map = args.error_map.as_deref().map(load).transpose()?;
+    let map = args.error_map.as_deref().map(load_error_map).transpose()?;
     let response = if let Some(status) = args.kv {
         let request = args.request.as_deref().unwrap_or_default();
         Response::Kv {

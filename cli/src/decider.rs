@@ -227,7 +227,9 @@ impl Decider {
             Some(policy) => policy.choice()?,
             None => PolicyChoice::Routed,
         };
-        // The policy a request names itself (a built-in or a component): its name and version.
+        // The policy a request names itself (a built-in or a component): the strategy, its
+        // name and version.
+        let mut own_strategy: Option<Arc<dyn RetryStrategy>> = None;
         let own_policy = match choice {
             PolicyChoice::Routed => None,
             PolicyChoice::Named(name) => match Builtin::from_name(&name) {
@@ -235,7 +237,7 @@ impl Decider {
                 Some(builtin) if self.registry.active(&name).is_err() => {
                     let builtin = BuiltinPolicy::new(builtin, &serde_json::Map::new())
                         .map_err(|e| InputError::new("policy", e.message))?;
-                    request = request.with_strategy(builtin.strategy());
+                    own_strategy = Some(builtin.strategy());
                     Some((name, builtin.version()))
                 }
                 // The registry refuses an unknown name when it resolves the request.
@@ -245,7 +247,7 @@ impl Decider {
                 }
             },
             PolicyChoice::Builtin(builtin) => {
-                request = request.with_strategy(builtin.strategy());
+                own_strategy = Some(builtin.strategy());
                 Some((builtin.builtin().name().to_owned(), builtin.version()))
             }
             PolicyChoice::Component { path, .. }
@@ -263,7 +265,7 @@ impl Decider {
                 let strategy = self.component(&path, params)?;
                 let component = strategy.component();
                 let policy = (component.name().to_owned(), component.version().to_owned());
-                request = request.with_strategy(strategy as Arc<dyn RetryStrategy>);
+                own_strategy = Some(strategy as Arc<dyn RetryStrategy>);
                 Some(policy)
             }
         };
@@ -271,17 +273,24 @@ impl Decider {
             .with_error_map_spec(spec)
             .with_pushback(pushback)
             .at(now);
-        let decided = self
-            .registry
-            .decide(&mut request, &context)
-            .await
-            .map_err(|e| {
-                let field = match e {
-                    RegistryError::UnknownProfile { .. } => "request.profile",
-                    _ => "policy",
-                };
-                InputError::new(field, e.to_string())
-            })?;
+        let decided = match &own_strategy {
+            Some(strategy) => {
+                self.registry
+                    .decide_using(&mut request, &context, &**strategy)
+                    .await
+            }
+            None => self
+                .registry
+                .decide(&mut request, &context)
+                .await
+                .map_err(|e| {
+                    let field = match e {
+                        RegistryError::UnknownProfile { .. } => "request.profile",
+                        _ => "policy",
+                    };
+                    InputError::new(field, e.to_string())
+                })?,
+        };
         let json =
             rebound::decision_json::decision(&decided.decision, &reason, request.retry_attempts());
         let json = output::with_ids(json, decided.decision_id, request.id());
@@ -360,7 +369,7 @@ impl Decider {
                 return Ok(Arc::clone(&cached.map));
             }
         }
-        let map = crate::errormap::load(&path).map_err(|e| error(&e.root_cause()))?;
+        let map = crate::parse::load_error_map(&path).map_err(|e| error(&e.root_cause()))?;
         let map = Arc::new(map);
         let mut maps = lock(&self.error_maps);
         if maps.len() >= ERROR_MAPS_KEPT && !maps.contains_key(&path) {

@@ -1,15 +1,14 @@
 //! `rebound errormap FILE`: validates a KV error map (reference 004), summarises it, or looks
 //! one status code up: name, attributes, retry spec and what the host does with it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use std::io::Write;
 
-use anyhow::Context;
-use rebound::errormap::{ErrorMap, ErrorMapVerdict};
+use rebound::errormap::ErrorMapVerdict;
 use serde_json::json;
 
-use crate::classify::parse_number;
+use crate::parse::{load_error_map, parse_number};
 
 /// Options of `rebound errormap`.
 #[derive(clap::Args)]
@@ -24,16 +23,9 @@ pub struct Args {
     json: bool,
 }
 
-/// Reads and parses the error map at `path`; errors name the file and the field.
-pub fn load(path: &Path) -> anyhow::Result<ErrorMap> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read error map {}", path.display()))?;
-    ErrorMap::parse(&text).with_context(|| format!("{} is not a valid error map", path.display()))
-}
-
 /// Validates, then summarises or looks up.
 pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
-    let map = load(&args.file)?;
+    let map = load_error_map(&args.file)?;
     let report = match args.code {
         Some(code) => {
             let (verdict, entry) = match map.verdict(code) {

@@ -13,7 +13,6 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use wasmparser::{Parser, Payload};
 
-use crate::check::accepted_by;
 
 /// Options of `rebound inspect`.
 #[derive(clap::Args)]
@@ -125,7 +124,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.policy.display()))?;
     let version = built_for(&contents.exports);
     let interface = match &version {
-        Ok(Some(version)) => format!("{version}: {}", accepted_by(*version)),
+        Ok(Some(version)) => format!("{version}: {}", version.accepted_by()),
         Ok(None) => "none: it exports no rebound:policy/strategy, so no host loads it".to_owned(),
         Err(export) => {
             let loads: Vec<&str> = WitVersion::ALL.iter().map(|v| v.number()).collect();

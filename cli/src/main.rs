@@ -1,13 +1,21 @@
-//! `rebound`: a decision service with hot reload, and the tools a policy author needs.
+//! `rebound`: a decision service with hot reload, and the tools a policy author needs
+//! (docs/cli.md has every command with its output).
 //!
 //! - `rebound serve` — the decision service (HTTP/JSON, hot reload, metrics; docs/serve.md).
-//! - `rebound eval` — JSON lines in, one decision per line out (docs/decision-json.md).
-//! - `rebound bench POLICY.wasm` — a policy's decision latency beside the native baseline.
+//! - `rebound eval` — JSON lines in, one decision per line out (docs/decision-json.md), or a
+//!   decision log replayed against a candidate policy.
+//! - `rebound new`, `rebound build` — a policy project in Rust, Python, JavaScript, C, C++, Go
+//!   or Zig, and its component.
+//! - `rebound test POLICY.wasm` — a policy's declarative cases (JSON lines with `expect`).
 //! - `rebound check POLICY.wasm` — a policy author's pre-flight: loads it against the WIT and
 //!   holds its answers on a generated grid to the invariants.
+//! - `rebound inspect POLICY.wasm` — what a component is, without compiling it.
+//! - `rebound bench POLICY` — a policy's decision latency beside the native baseline.
 //! - `rebound simulate SCENARIO.toml` — a workload and a fault timeline on a virtual clock
 //!   through several policies side by side: a comparison table and an SVG chart.
-//! - `rebound reasons` — the reason table with both flags (text or `--json`).
+//! - `rebound push`, `rebound pull` — policy components through an OCI registry.
+//! - `rebound wit` — the WIT of any `rebound:policy` version this host loads.
+//! - `rebound reasons` — the reason table with both flags and each reason's meaning.
 //! - `rebound classify` — a raw response (KV status, query/analytics code, search/views HTTP
 //!   status) to its retry reason, or why it is not retried.
 //! - `rebound errormap FILE` — validate and summarise a KV error map, or look a code up in it.
@@ -23,6 +31,7 @@ mod go_workspace;
 mod inspect;
 mod new;
 mod oci;
+mod parse;
 mod policy_test;
 mod project;
 mod reasons;
@@ -47,7 +56,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// The retry reasons with their two flags (reference 001 "RetryReason").
+    /// The retry reasons with their two flags and meaning (reference 001 "RetryReason").
     Reasons(reasons::Args),
     /// Classifies a raw response (reference 001 "Response Code Classification").
     Classify(classify::Args),
@@ -68,7 +77,8 @@ enum Command {
     /// Shows what a component is (WIT version, hosts that accept it, imports, metadata)
     /// without compiling it.
     Inspect(inspect::Args),
-    /// Creates a standalone policy project (rust, python, javascript, c, zig) from a template.
+    /// Creates a standalone policy project (rust, python, javascript, c, cpp, go, zig) from a
+    /// template.
     New(new::Args),
     /// Pushes a policy component to an OCI registry.
     Push(oci::PushArgs),

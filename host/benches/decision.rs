@@ -1,7 +1,7 @@
 //! Decision latency through the orchestrator — native BestEffort, a bare no-op export with the
 //! world's signature (the floor), and the best-effort policy in Rust (with the reference's
 //! parameters, and tuned so that it computes in the policy), C and Zig, each taken with
-//! `Deciding::into_decision` as a synchronous caller takes it; the native one again at a moment
+//! `Deciding::into_ready` as a synchronous caller takes it; the native one again at a moment
 //! the caller fixes, taken by a poll, and for a cancellation — then the bare strategy calls,
 //! the no-op called by wasmtime alone, the copy of the request each decision starts from,
 //! compile and instantiate costs, printed as a table with ratios.
@@ -74,14 +74,14 @@ fn decide(template: &Request, ask: impl FnOnce(&mut Request) -> Option<Decision>
 fn kv_locked(orchestrator: &Orchestrator, template: &Request) {
     decide(template, |request| {
         (orchestrator.maybe_retry(request, &reasons::KV_LOCKED))
-            .into_decision()
+            .into_ready()
             .ok()
     });
 }
 
 /// One bare call of `strategy`.
 fn call(strategy: &dyn SyncStrategy, request: &Request) {
-    let _ = black_box(strategy.decide(
+    let _ = black_box(strategy.answer(
         black_box(request),
         &DecisionContext::new(&reasons::KV_LOCKED),
     ));
@@ -155,7 +155,7 @@ fn main() {
     let mut native_at_start = || {
         decide(&template, |request| {
             (native.maybe_retry_at(request, &reasons::KV_LOCKED, template.start()))
-                .into_decision()
+                .into_ready()
                 .ok()
         })
     };
@@ -175,7 +175,7 @@ fn main() {
     let mut native_cancel = || {
         decide(&upsert, |request| {
             (native.maybe_retry(request, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT))
-                .into_decision()
+                .into_ready()
                 .ok()
         })
     };

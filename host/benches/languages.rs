@@ -37,7 +37,7 @@ fn guest(name: &str) -> Vec<u8> {
 /// Warm latency of one decision of `strategy` for `request` failing with `reason`.
 fn decision(strategy: &dyn SyncStrategy, request: &Request, reason: &RetryReason) -> Duration {
     measure(11, 5_000, || {
-        let _ = black_box(strategy.decide(black_box(request), &DecisionContext::new(reason)));
+        let _ = black_box(strategy.answer(black_box(request), &DecisionContext::new(reason)));
     })
 }
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::context::DecisionContext;
-use crate::orchestrator::{Decision, Orchestrator};
+use crate::decision::Decision;
+use crate::orchestrator::Orchestrator;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
 

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use crate::action::{PolicyFailure, RetryAction};
 use crate::context::DecisionContext;
-use crate::orchestrator::{Decision, DelaySource};
+use crate::decision::{Decision, DelaySource};
 use crate::outcome::{CancelReason, RetryError};
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;

@@ -120,7 +120,7 @@ mod cassandra_types;
 pub mod classify;
 mod context;
 mod decider;
-mod deciding;
+mod decision;
 #[cfg(feature = "registry")]
 mod decision_id;
 pub mod decision_json;
@@ -141,6 +141,7 @@ pub mod registry;
 mod request;
 mod request_outcome;
 mod retry_loop;
+mod rules;
 #[cfg(feature = "registry")]
 mod sampling;
 mod strategy;
@@ -157,12 +158,11 @@ pub use action::{NodeChoice, PolicyFailure, PolicyFailureKind, RetryAction, Term
 pub use budget::RetryBudgets;
 pub use context::{DecisionContext, FailureNote};
 pub use decider::{DecideError, Decider};
-pub use deciding::Deciding;
+pub use decision::{Deciding, Decision, DelaySource, ReadyOrBoxed, RetryPlan};
 #[cfg(feature = "registry")]
 pub use decision_id::DecisionId;
-pub use orchestrator::{
-    Decision, DelaySource, Guard, Orchestrator, OrchestratorStats, RetryPlan, StatsSnapshot,
-};
+pub use orchestrator::Orchestrator;
+pub use rules::Guard;
 pub use outcome::{CancelReason, ErrorContext, RetryError, ServiceContext, Timings};
 pub use pushback::Pushback;
 pub use reason::{

@@ -12,7 +12,6 @@ use smallvec::SmallVec;
 
 use crate::cassandra_types::ConsistencyLevel;
 use crate::reason::RetryReason;
-use crate::strategy::RetryStrategy;
 
 /// The service a request goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -236,7 +235,6 @@ pub struct Request {
     dispatched: bool,
     consistency: Option<ConsistencyLevel>,
     state: RequestState,
-    strategy: Option<Arc<dyn RetryStrategy>>,
     policy: Option<Arc<str>>,
     profile: Option<Arc<str>>,
 }
@@ -281,7 +279,6 @@ impl Request {
             dispatched: false,
             consistency: None,
             state: RequestState::Pending,
-            strategy: None,
             policy: None,
             profile: None,
         })
@@ -327,13 +324,6 @@ impl Request {
     #[inline]
     pub fn consistency(mut self, level: ConsistencyLevel) -> Self {
         self.consistency = Some(level);
-        self
-    }
-
-    /// Sets a per-request strategy overriding the orchestrator's default (reference 002
-    /// "Customizing the RetryStrategy").
-    pub fn with_strategy(mut self, strategy: Arc<dyn RetryStrategy>) -> Self {
-        self.strategy = Some(strategy);
         self
     }
 
@@ -452,11 +442,6 @@ impl Request {
     pub fn is_done(&self) -> bool {
         self.state != RequestState::Pending
     }
-    /// The per-request strategy override, if any.
-    pub fn strategy(&self) -> Option<&Arc<dyn RetryStrategy>> {
-        self.strategy.as_ref()
-    }
-
     /// The registry policy named for this request, if any.
     pub fn policy_name(&self) -> Option<&str> {
         self.policy.as_deref()

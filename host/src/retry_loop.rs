@@ -12,7 +12,7 @@ use crate::cassandra_types::ConsistencyLevel;
 use crate::classify::Classification;
 use crate::context::DecisionContext;
 use crate::decider::{DecideError, Decider};
-use crate::orchestrator::Decision;
+use crate::decision::Decision;
 use crate::outcome::{ErrorContext, RetryError};
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use metrics::SharedString;
 
 #[cfg(feature = "registry")]
-use crate::orchestrator::Decision;
+use crate::decision::Decision;
 #[cfg(feature = "registry")]
 use crate::outcome::RetryError;
 #[cfg(feature = "registry")]

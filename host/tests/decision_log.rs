@@ -47,15 +47,16 @@ fn lines(path: &std::path::Path) -> Vec<Value> {
 }
 
 /// The decision paths of a registry, each decided once: the route, a policy by name, the
-/// request's own strategy, a component, a component in a shadow trial (returns the IDs).
+/// strategy the caller chose for the request, a component, a component in a shadow trial (returns the IDs).
 fn every_path(registry: &PolicyRegistry, ws: &Workspace) -> Vec<String> {
     let mut ids = vec![
         decide(registry, request(RequestType::Get)),
         decide(registry, request(RequestType::Get).policy("strict")),
-        decide(
-            registry,
-            request(RequestType::Get).with_strategy(Arc::new(FailFast)),
-        ),
+        {
+            let context = DecisionContext::new(&reasons::KV_LOCKED);
+            let mut own = request(RequestType::Get);
+            futures::executor::block_on(registry.decide_using(&mut own, &context, &FailFast))
+        },
         decide(registry, request(RequestType::Get).policy("wasm")),
     ];
     ws.install("candidate.wasm", "fail_fast");

@@ -40,7 +40,7 @@ impl SyncStrategy for Fixed {
     fn name(&self) -> &str {
         "fixed"
     }
-    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         RetryAction::RetryAfter {
             delay: self.delay,
             node: self.node,
@@ -57,7 +57,7 @@ impl SyncStrategy for Answer {
     fn name(&self) -> &str {
         "answer"
     }
-    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         self.0
     }
 }

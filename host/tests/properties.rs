@@ -20,7 +20,7 @@ impl SyncStrategy for Scripted {
     fn name(&self) -> &str {
         "scripted"
     }
-    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         self.0
     }
 }

@@ -107,12 +107,12 @@ fn reference_002_a_per_request_policy_overrides_the_global_one() {
         ),
         "standard"
     );
-    // A strategy object on the request decides too; no registry version is involved.
-    let mut req = request(RequestType::Get).with_strategy(Arc::new(FailFast));
-    let decided = futures::executor::block_on(
-        registry.maybe_retry(&mut req, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
-    )
-    .unwrap();
+    // A strategy the caller chooses for the request decides too (reference 002
+    // "Customizing the RetryStrategy"); no registry version is involved.
+    let mut req = request(RequestType::Get);
+    let context = DecisionContext::new(&reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT);
+    let decided =
+        futures::executor::block_on(registry.decide_using(&mut req, &context, &FailFast));
     assert!(decided.version.is_none());
     assert!(matches!(decided.decision, Decision::Fail(_)));
 }
@@ -305,8 +305,8 @@ fn shadow_grid() -> Vec<(RequestType, RetryReason, bool)> {
             }
             let req = request(ty);
             let active = BestEffort::<rebound::backoff::ExponentialBackoff>::default()
-                .decide(&req, &DecisionContext::new(&reason));
-            let candidate = FailFast.decide(&req, &DecisionContext::new(&reason));
+                .answer(&req, &DecisionContext::new(&reason));
+            let candidate = FailFast.answer(&req, &DecisionContext::new(&reason));
             grid.push((ty, reason, active != candidate));
         }
     }

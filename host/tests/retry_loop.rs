@@ -155,7 +155,7 @@ fn unretried_and_ignored_failures_end_the_loop() {
         fn name(&self) -> &str {
             "ignores"
         }
-        fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
+        fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
             RetryAction::Ignore
         }
     }

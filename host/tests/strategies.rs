@@ -33,15 +33,15 @@ fn best_effort_retries_when_safe() {
     let upsert = request(RequestType::Upsert, 2500, start).with_retry_attempts(3);
     let closed = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
     assert_eq!(
-        strategy.decide(&get, &DecisionContext::new(&closed)),
+        strategy.answer(&get, &DecisionContext::new(&closed)),
         RetryAction::after(Duration::from_millis(8))
     );
     assert_eq!(
-        strategy.decide(&upsert, &DecisionContext::new(&closed)),
+        strategy.answer(&upsert, &DecisionContext::new(&closed)),
         RetryAction::NoRetry
     );
     assert_eq!(
-        strategy.decide(&upsert, &DecisionContext::new(&reasons::KV_LOCKED)),
+        strategy.answer(&upsert, &DecisionContext::new(&reasons::KV_LOCKED)),
         RetryAction::after(Duration::from_millis(8))
     );
 }
@@ -59,7 +59,7 @@ fn best_effort_takes_a_custom_calculator() {
     let strategy = BestEffort::with_calculator(Fixed);
     let get = request(RequestType::Get, 2500, Instant::now()).with_retry_attempts(2);
     assert_eq!(
-        strategy.decide(&get, &DecisionContext::new(&reasons::KV_LOCKED)),
+        strategy.answer(&get, &DecisionContext::new(&reasons::KV_LOCKED)),
         RetryAction::after(Duration::from_millis(102))
     );
 }
@@ -71,7 +71,7 @@ fn fail_fast_never_retries() {
     for kind in rebound::ReasonKind::ALL {
         if let Some(reason) = RetryReason::simple(*kind) {
             assert_eq!(
-                FailFast.decide(&get, &DecisionContext::new(&reason)),
+                FailFast.answer(&get, &DecisionContext::new(&reason)),
                 RetryAction::NoRetry,
                 "{reason}"
             );
@@ -105,7 +105,7 @@ fn fast_fail_on_terminal_error_table() {
     ];
     for (reason, error) in table {
         assert_eq!(
-            strategy.decide(&get, &DecisionContext::new(&reason)),
+            strategy.answer(&get, &DecisionContext::new(&reason)),
             RetryAction::Fail(error),
             "{reason}"
         );
@@ -119,8 +119,8 @@ fn fast_fail_on_terminal_error_table() {
     ] {
         for req in [&get, &upsert] {
             assert_eq!(
-                strategy.decide(req, &DecisionContext::new(&reason)),
-                best_effort.decide(req, &DecisionContext::new(&reason)),
+                strategy.answer(req, &DecisionContext::new(&reason)),
+                best_effort.answer(req, &DecisionContext::new(&reason)),
                 "{reason}"
             );
         }
@@ -166,7 +166,7 @@ fn check_rows(strategy: &dyn SyncStrategy, rows: &[(RetryReason, bool, u32, Retr
             .idempotent(*idempotent)
             .with_retry_attempts(*retries);
         assert_eq!(
-            &strategy.decide(&req, &DecisionContext::new(reason)),
+            &strategy.answer(&req, &DecisionContext::new(reason)),
             want,
             "{} {reason:?} idempotent={idempotent} retries={retries}",
             strategy.name()

@@ -134,11 +134,11 @@ impl SyncStrategy for Except {
     fn name(&self) -> &str {
         "twin"
     }
-    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         if (self.0)(request, context.reason()) {
             RetryAction::NoRetry
         } else {
-            BestEffort::<ExponentialBackoff>::default().decide(request, context)
+            BestEffort::<ExponentialBackoff>::default().answer(request, context)
         }
     }
 }
@@ -242,10 +242,10 @@ fn templates_load_and_cap_attempts() {
             let expected = if attempts >= 2 {
                 RetryAction::NoRetry
             } else {
-                best_effort.decide(&request, &DecisionContext::new(&reasons::KV_LOCKED))
+                best_effort.answer(&request, &DecisionContext::new(&reasons::KV_LOCKED))
             };
             assert_eq!(
-                policy.decide(&request, &DecisionContext::new(&reasons::KV_LOCKED)),
+                policy.answer(&request, &DecisionContext::new(&reasons::KV_LOCKED)),
                 expected,
                 "{name} attempts={attempts}"
             );

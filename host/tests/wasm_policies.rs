@@ -56,7 +56,7 @@ fn honor_error_map_spec_follows_the_spec_in(guest: &str) {
         .map(|attempts| {
             let context = DecisionContext::new(&reasons::KV_ERROR_MAP_RETRY_INDICATED)
                 .with_error_map_spec(Some(spec));
-            strategy.decide(&get(attempts), &context)
+            strategy.answer(&get(attempts), &context)
         })
         .collect();
     let ms = |d| RetryAction::after(Duration::from_millis(d));
@@ -67,19 +67,19 @@ fn honor_error_map_spec_follows_the_spec_in(guest: &str) {
     );
     let best_effort = BestEffort::<rebound::backoff::ExponentialBackoff>::default();
     assert_eq!(
-        strategy.decide(
+        strategy.answer(
             &get(3),
             &DecisionContext::new(&reasons::KV_ERROR_MAP_RETRY_INDICATED)
         ),
-        best_effort.decide(
+        best_effort.answer(
             &get(3),
             &DecisionContext::new(&reasons::KV_ERROR_MAP_RETRY_INDICATED)
         ),
         "no spec attached: best effort"
     );
     assert_eq!(
-        strategy.decide(&get(3), &DecisionContext::new(&reasons::KV_LOCKED)),
-        best_effort.decide(&get(3), &DecisionContext::new(&reasons::KV_LOCKED))
+        strategy.answer(&get(3), &DecisionContext::new(&reasons::KV_LOCKED)),
+        best_effort.answer(&get(3), &DecisionContext::new(&reasons::KV_LOCKED))
     );
 }
 
@@ -115,7 +115,7 @@ fn retry_budget_is_host_kept_and_shared_in(guest: &str) {
     for i in 0..10 {
         let strategy = if i % 2 == 0 { &a } else { &b };
         if strategy
-            .decide(&get(0), &DecisionContext::new(&reasons::KV_LOCKED))
+            .answer(&get(0), &DecisionContext::new(&reasons::KV_LOCKED))
             .is_retry()
         {
             retried += 1;
@@ -125,7 +125,7 @@ fn retry_budget_is_host_kept_and_shared_in(guest: &str) {
     // Best effort's own refusals are kept (a non-idempotent in-flight failure is never retried).
     let upsert = Request::new(2, RequestType::Upsert, Duration::from_secs(1)).unwrap();
     assert_eq!(
-        a.decide(
+        a.answer(
             &upsert,
             &DecisionContext::new(&reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT)
         ),
@@ -248,10 +248,10 @@ fn a_best_effort_answer_is_the_host_best_effort_and_keeps_non_idempotent_request
                         continue; // the one reason it decides itself
                     }
                     let context = DecisionContext::new(&reason).with_pushback(pushback);
-                    let answer = strategy.decide(&request, &context);
+                    let answer = strategy.answer(&request, &context);
                     assert_eq!(
                         answer,
-                        native.decide(&request, &context),
+                        native.answer(&request, &context),
                         "{guest}: {request_type:?} after {attempts} retries, {reason}, pushback {pushback:?}"
                     );
                     if !request.is_idempotent() && !reason.allows_non_idempotent_retry() {
@@ -303,6 +303,6 @@ fn a_policy_reads_the_server_pushback_of_the_failure() {
     for (pushback, expected) in cases {
         let context =
             DecisionContext::new(&reasons::SERVICE_RESPONSE_CODE_INDICATED).with_pushback(pushback);
-        assert_eq!(echo.decide(&get(0), &context), expected, "{pushback:?}");
+        assert_eq!(echo.answer(&get(0), &context), expected, "{pushback:?}");
     }
 }

@@ -44,7 +44,7 @@ fn many_policies_never_exhaust_the_pool() {
                 for round in 0..3 {
                     for (i, policy) in policies.iter().enumerate() {
                         let context = DecisionContext::new(&reasons::KV_LOCKED);
-                        let action = policy.decide(&request, &context);
+                        let action = policy.answer(&request, &context);
                         assert!(
                             !matches!(action, RetryAction::PolicyFailed(PolicyFailureKind::Trap)),
                             "policy {i}, round {round}: {action:?} ({:?})",

@@ -46,17 +46,17 @@ fn plain() -> Request {
 fn pair(strategy: &WasmStrategy, obeyed: Request, violated: Request, kind: PolicyFailureKind) {
     let reason = reasons::KV_LOCKED;
     assert_eq!(
-        strategy.decide(&obeyed, &DecisionContext::new(&reason)),
+        strategy.answer(&obeyed, &DecisionContext::new(&reason)),
         OK,
         "obeyed"
     );
     assert_eq!(
-        strategy.decide(&violated, &DecisionContext::new(&reason)),
+        strategy.answer(&violated, &DecisionContext::new(&reason)),
         RetryAction::PolicyFailed(kind),
         "violated"
     );
     assert_eq!(
-        strategy.decide(&plain(), &DecisionContext::new(&reason)),
+        strategy.answer(&plain(), &DecisionContext::new(&reason)),
         OK,
         "the next call is undisturbed"
     );
@@ -152,7 +152,7 @@ fn panic_message_surfaces() {
     // The decision's context carries the message to whoever asked.
     let note = FailureNote::default();
     let reason = reasons::KV_LOCKED;
-    let action = strategy.decide(
+    let action = strategy.answer(
         &asking("panic", "the sky is falling"),
         &DecisionContext::new(&reason).with_failure_note(&note),
     );
@@ -219,7 +219,7 @@ fn fail_safe_best_effort() {
     );
     let request = asking("trap", "").with_retry_attempts(3);
     assert_eq!(
-        strategy.decide(&request, &DecisionContext::new(&reasons::KV_LOCKED)),
+        strategy.answer(&request, &DecisionContext::new(&reasons::KV_LOCKED)),
         RetryAction::after(Duration::from_millis(8))
     );
 }
@@ -241,7 +241,7 @@ fn quarantine_and_recovery() {
     let reason = reasons::KV_LOCKED;
     for _ in 0..3 {
         assert_eq!(
-            strategy.decide(&asking("trap", ""), &DecisionContext::new(&reason)),
+            strategy.answer(&asking("trap", ""), &DecisionContext::new(&reason)),
             RetryAction::PolicyFailed(PolicyFailureKind::Trap)
         );
     }
@@ -249,13 +249,13 @@ fn quarantine_and_recovery() {
     assert!(stats.quarantined && stats.quarantines == 1, "{stats:?}");
     // While quarantined a healthy request is not even sent to the policy.
     assert_eq!(
-        strategy.decide(&plain(), &DecisionContext::new(&reason)),
+        strategy.answer(&plain(), &DecisionContext::new(&reason)),
         RetryAction::PolicyFailed(PolicyFailureKind::Quarantined)
     );
     assert_eq!(strategy.stats().decisions, 0);
     std::thread::sleep(Duration::from_millis(250));
     assert_eq!(
-        strategy.decide(&plain(), &DecisionContext::new(&reason)),
+        strategy.answer(&plain(), &DecisionContext::new(&reason)),
         OK,
         "the probe after the cooldown succeeds"
     );
@@ -265,7 +265,7 @@ fn quarantine_and_recovery() {
         "{stats:?}"
     );
     assert_eq!(
-        strategy.decide(&plain(), &DecisionContext::new(&reason)),
+        strategy.answer(&plain(), &DecisionContext::new(&reason)),
         OK
     );
 }
@@ -283,12 +283,12 @@ fn failed_probe_requarantines() {
             ..Default::default()
         },
     );
-    let _ = strategy.decide(
+    let _ = strategy.answer(
         &asking("trap", ""),
         &DecisionContext::new(&reasons::KV_LOCKED),
     );
     std::thread::sleep(Duration::from_millis(80));
-    let _ = strategy.decide(
+    let _ = strategy.answer(
         &asking("trap", ""),
         &DecisionContext::new(&reasons::KV_LOCKED),
     );

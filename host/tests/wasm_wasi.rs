@@ -82,7 +82,7 @@ fn request() -> Request {
 /// What the Python probe saw, reported as its retry delay.
 fn observe(probe: &str, wasi: WasiConfig) -> u64 {
     let policy = strategy("python_wasi_probe", &[("probe", probe)], roomy(), wasi);
-    match policy.decide(&request(), &DecisionContext::new(&reasons::KV_LOCKED)) {
+    match policy.answer(&request(), &DecisionContext::new(&reasons::KV_LOCKED)) {
         RetryAction::RetryAfter { delay, .. } => delay.as_millis() as u64,
         other => panic!("probe {probe}: {other:?} {:?}", policy.stats()),
     }
@@ -97,7 +97,7 @@ fn failure(
 ) -> (PolicyFailureKind, String, Duration) {
     let policy = strategy(guest, params, limits, WasiConfig::default());
     let started = Instant::now();
-    let action = policy.decide(&request(), &DecisionContext::new(&reasons::KV_LOCKED));
+    let action = policy.answer(&request(), &DecisionContext::new(&reasons::KV_LOCKED));
     let took = started.elapsed();
     let stats = policy.stats();
     let kind = match action {
@@ -198,7 +198,7 @@ fn a_python_exception_is_the_failures_detail() {
     );
     let note = FailureNote::default();
     let reason = reasons::KV_LOCKED;
-    let action = policy.decide(
+    let action = policy.answer(
         &request(),
         &DecisionContext::new(&reason).with_failure_note(&note),
     );
@@ -218,7 +218,7 @@ fn a_python_exception_is_the_failures_detail() {
         roomy(),
         WasiConfig::default(),
     );
-    let _ = policy_ok.decide(
+    let _ = policy_ok.answer(
         &request(),
         &DecisionContext::new(&reason).with_failure_note(&note),
     );
@@ -246,7 +246,7 @@ fn stderr_lines_are_limited_per_policy() {
     let reason = reasons::KV_LOCKED;
     let started = Instant::now();
     for _ in 0..40 {
-        let _ = policy.decide(&request(), &DecisionContext::new(&reason));
+        let _ = policy.answer(&request(), &DecisionContext::new(&reason));
     }
     let took = started.elapsed();
     let text = String::from_utf8_lossy(&logs().lock().unwrap()).into_owned();
@@ -259,7 +259,7 @@ fn stderr_lines_are_limited_per_policy() {
         assert!(logged <= 20, "{logged} lines in {took:?}");
     }
     std::thread::sleep(Duration::from_millis(1100));
-    let _ = policy.decide(&request(), &DecisionContext::new(&reason));
+    let _ = policy.answer(&request(), &DecisionContext::new(&reason));
     let text = String::from_utf8_lossy(&logs().lock().unwrap()).into_owned();
     let counted = text
         .lines()

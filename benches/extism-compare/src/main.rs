@@ -43,7 +43,7 @@ impl SyncStrategy for ExtismStrategy {
         "extism-best-effort"
     }
 
-    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let mut input = Vec::with_capacity(48);
         input.push(u8::from(request.is_idempotent()));
         input.extend(request.retry_attempts().to_le_bytes());
@@ -77,7 +77,7 @@ fn decide(orchestrator: &Orchestrator, (template, reason): &(Request, RetryReaso
     let mut request = template.clone();
     orchestrator
         .maybe_retry(&mut request, reason)
-        .into_decision()
+        .into_ready()
         .expect("synchronous strategy")
 }
 

@@ -7,7 +7,6 @@ mod grid;
 mod invariants;
 mod report;
 
-pub use report::accepted_by;
 
 use std::collections::BTreeMap;
 use std::io::Write;

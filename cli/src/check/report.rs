@@ -122,7 +122,7 @@ impl Report {
             "host": HOST_PACKAGE,
             "host_loads": WitVersion::ALL.map(WitVersion::package),
             "built_for": self.loaded.as_ref().map(|l| l.wit_version.package()),
-            "accepted_by": self.loaded.as_ref().map(|l| accepted_by(l.wit_version)),
+            "accepted_by": self.loaded.as_ref().map(|l| l.wit_version.accepted_by()),
             "compatible": self.loaded.is_some(),
             "error": self.load_error,
         })
@@ -179,7 +179,7 @@ impl Report {
                 out,
                 "  interface  {}: {}",
                 loaded.wit_version,
-                accepted_by(loaded.wit_version)
+                loaded.wit_version.accepted_by()
             )?;
             writeln!(out, "  version    {}", loaded.version)?;
             if let Some(meta) = &loaded.metadata {
@@ -258,14 +258,3 @@ impl Report {
     }
 }
 
-/// Which hosts accept a component built for `version`: this one, and by the support rule
-/// (docs/wit-versions.md) every later one.
-pub fn accepted_by(version: WitVersion) -> String {
-    let loads: Vec<&str> = WitVersion::ALL.iter().map(|v| v.number()).collect();
-    format!(
-        "accepted by this host (rebound {}, which loads rebound:policy {}) and every later host; {} is the newest",
-        env!("CARGO_PKG_VERSION"),
-        loads.join(", "),
-        if version == WitVersion::CURRENT { "it" } else { HOST_PACKAGE },
-    )
-}

@@ -13,11 +13,28 @@ use crate::context::DecisionContext;
 use crate::decision_id::DecisionId;
 use crate::decision_json;
 use crate::errormap::RetrySpec;
-use crate::orchestrator::Decision;
+use crate::decision::Decision;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
-use crate::registry::PolicyVersion;
 use crate::request::Request;
+
+/// What a log line says of the policy version that decided: its name and version. The
+/// registry's `PolicyVersion` is one; the log needs nothing else of it.
+pub(crate) trait LoggedVersion: std::fmt::Debug + Send + Sync {
+    /// The policy's configured name.
+    fn name(&self) -> &str;
+    /// The version (a component's content hash prefix, or `builtin:NAME`).
+    fn version(&self) -> &str;
+}
+
+/// What decided a logged decision.
+#[derive(Debug)]
+pub(crate) enum DecidedBy {
+    /// A configured policy's version.
+    Version(Arc<dyn LoggedVersion>),
+    /// A strategy the caller chose for the request, by its name.
+    Strategy(String),
+}
 
 /// A decision to log, taken on the deciding path.
 #[derive(Debug)]
@@ -26,8 +43,8 @@ pub(crate) struct Entry {
     pub time: SystemTime,
     /// Its ID.
     pub decision_id: DecisionId,
-    /// The version that decided; `None` when the request carried its own strategy.
-    pub version: Option<Arc<PolicyVersion>>,
+    /// What decided.
+    pub decided_by: DecidedBy,
     /// The request as the policy saw it, before the decision changed it.
     pub request: Request,
     /// The decision's moment.
@@ -50,7 +67,7 @@ pub(crate) struct Entry {
 #[derive(Debug, Clone)]
 pub(crate) struct ShadowAnswers {
     /// The candidate.
-    pub candidate: Arc<PolicyVersion>,
+    pub candidate: Arc<dyn LoggedVersion>,
     /// The active version's answer, before the orchestrator.
     pub active: RetryAction,
     /// The candidate's answer, before the orchestrator.
@@ -68,14 +85,13 @@ impl Entry {
         line.insert("timestamp".into(), timestamp.into());
         line.insert("decision_id".into(), self.decision_id.to_string().into());
         line.insert("request_id".into(), self.request.id().into());
-        match &self.version {
-            Some(version) => {
+        match &self.decided_by {
+            DecidedBy::Version(version) => {
                 line.insert("policy".into(), version.name().into());
                 line.insert("version".into(), version.version().into());
             }
-            None => {
-                let name = self.request.strategy().map_or("", |s| s.name());
-                line.insert("policy".into(), name.into());
+            DecidedBy::Strategy(name) => {
+                line.insert("policy".into(), name.as_str().into());
             }
         }
         let input = decision_json::input(&self.request, &context, self.at);

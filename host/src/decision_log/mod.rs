@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 pub use config::{DecisionLogConfig, DecisionLogConfigError, REQUEST_FIELDS};
-pub(crate) use entry::{Entry, ShadowAnswers};
+pub(crate) use entry::{DecidedBy, Entry, LoggedVersion, ShadowAnswers};
 use rotating_file::RotatingFile;
 
 use crate::telemetry;

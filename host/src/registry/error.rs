@@ -1,8 +1,8 @@
-//! Why a registry operation was refused.
+//! Why a registry operation was refused ([`RegistryError`]), and why a policy version could not
+//! be built ([`BuildError`]).
 
 use super::config::ConfigError;
-use super::version::BuildError;
-use crate::wasm::CacheError;
+use crate::wasm::{CacheError, LoadError};
 
 /// Why a registry operation was refused.
 #[derive(Debug, thiserror::Error)]
@@ -53,4 +53,80 @@ pub enum RegistryError {
     /// The wasmtime engine could not be created.
     #[error("cannot create the WebAssembly engine: {0}")]
     Engine(String),
+}
+
+/// Why a version could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The component file could not be read.
+    #[error("policy `{policy}`: cannot read {path}: {source}")]
+    Read {
+        /// The policy.
+        policy: String,
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The component was refused (not a component, wrong world or version, forbidden
+    /// imports, rejected parameters).
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The component could not be fetched from its OCI registry.
+    #[cfg(feature = "oci")]
+    #[error("policy `{policy}`: {source}")]
+    Oci {
+        /// The policy.
+        policy: String,
+        /// Why.
+        source: super::oci::OciError,
+    },
+    /// The policy names an OCI component, and this build has no OCI client.
+    #[error("policy `{policy}`: `component = {{ oci = … }}` needs the `oci` feature of rebound, which this build lacks")]
+    OciUnsupported {
+        /// The policy.
+        policy: String,
+    },
+    /// An OCI component needs the artifact cache's directory to keep what it pulls.
+    #[error("policy `{policy}`: a component from an OCI registry is kept in the artifact cache's directory, and this registry has none (`cache_dir = false`, or the directory could not be used: see the warning logged at start)")]
+    OciWithoutCache {
+        /// The policy.
+        policy: String,
+    },
+    /// The component file's sha256 differs from the one the configuration pins.
+    #[error("policy `{policy}`: {path} has sha256 {found}, the configuration pins {expected}; refusing it")]
+    PinMismatch {
+        /// The policy.
+        policy: String,
+        /// The file.
+        path: String,
+        /// The pinned digest (hex).
+        expected: String,
+        /// The file's digest (hex).
+        found: String,
+    },
+    /// The configuration's `params` do not match the component's parameter schema.
+    #[error(transparent)]
+    Params(#[from] ConfigError),
+    /// The component loaded but failed its smoke calls.
+    #[error("policy `{policy}` failed its smoke call ({input}): {failure}")]
+    Smoke {
+        /// The policy.
+        policy: String,
+        /// The input that failed.
+        input: String,
+        /// How it failed.
+        failure: String,
+    },
+    /// The policy's memory limit is above what the engine reserves per instance.
+    #[error("policy `{policy}`: limits.memory_bytes = {asked} exceeds the engine's per-instance maximum of {max} bytes, fixed when the host started")]
+    MemoryAboveEngine {
+        /// The policy.
+        policy: String,
+        /// The configured limit.
+        asked: u64,
+        /// The engine's maximum.
+        max: u64,
+    },
 }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use super::answer_wait::{wait_for_answer, Waited};
 use super::config::IsolationConfig;
 use super::error::RegistryError;
+use super::call_room::CallRoom;
 use super::time_share::TimeShare;
 use super::version::PolicyVersion;
 use crate::action::{PolicyFailure, PolicyFailureKind};
@@ -31,14 +32,6 @@ pub(super) struct Isolation {
     threads: rayon::ThreadPool,
     per_policy: usize,
     busy_per_second_ms: u64,
-}
-
-/// What one version may take of the isolation's threads.
-pub(super) struct CallRoom {
-    /// Places for calls running at once.
-    places: Arc<tokio::sync::Semaphore>,
-    /// The threads' time its calls may take; `None`: no limit.
-    share: Option<TimeShare>,
 }
 
 impl Isolation {
@@ -189,7 +182,7 @@ impl RetryStrategy for Isolated<'_> {
                     at: due_std,
                     watch: &watched,
                 };
-                let action = strategy.decide_by(&owned, &there, due);
+                let action = strategy.answer_by(&owned, &there, due);
                 if let (Some(share), Some(started)) = (&room.share, started) {
                     let ended = Instant::now();
                     share.charge(ended - started, ended);

@@ -11,6 +11,7 @@
 
 mod answer_wait;
 mod builtin;
+mod call_room;
 mod compile_ahead;
 mod config;
 mod error;
@@ -32,10 +33,10 @@ pub use config::{
     CacheDir, ConfigError, EngineConfig, IsolationConfig, Location, PolicyDefinition, PolicySource,
     RegistryConfig, WatchConfig,
 };
-pub use error::RegistryError;
+pub use error::{BuildError, RegistryError};
 pub use policy_registry::{Decided, PolicyRegistry};
 pub use shadow::{Shadow, ShadowStatus};
 pub use slot::ReloadOutcome;
 pub use status::{BudgetStatus, PolicyStatus, RegistryStatus, VersionStatus};
-pub use version::{BuildError, PolicyVersion};
+pub use version::PolicyVersion;
 pub use watch::{RegistryWatcher, WatchError};

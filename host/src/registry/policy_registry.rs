@@ -25,8 +25,11 @@ use super::version::{fetch_oci, read, BuildContext, PolicyVersion};
 use crate::budget::RetryBudgets;
 use crate::context::DecisionContext;
 use crate::decision_id::DecisionId;
-use crate::decision_log::{DecisionLog, DecisionLogStats, Entry, ShadowAnswers};
-use crate::orchestrator::{Decision, Guard, Orchestrator};
+use crate::decision_log::{
+    DecidedBy, DecisionLog, DecisionLogStats, Entry, LoggedVersion, ShadowAnswers,
+};
+use crate::decision::Decision;
+use crate::rules::{self, Guard};
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
@@ -50,8 +53,8 @@ pub struct Decided {
 
 /// What decides for one request: its own strategy, or a policy's active version (with its
 /// shadow trial and retry budget, if any).
-enum Target {
-    Own(Arc<dyn RetryStrategy>),
+enum Target<'s> {
+    Own(&'s dyn RetryStrategy),
     Policy {
         version: Arc<PolicyVersion>,
         shadow: Option<Arc<Shadow>>,
@@ -61,7 +64,6 @@ enum Target {
 
 /// Named policies, each with an atomically replaceable active version.
 pub struct PolicyRegistry {
-    orchestrator: Orchestrator,
     runtime: WasmRuntime,
     budgets: Arc<RetryBudgets>,
     cache: Option<ArtifactCache>,
@@ -141,7 +143,6 @@ impl PolicyRegistry {
         };
         let table = build_table(&ctx, config, None, failed)?;
         Ok(PolicyRegistry {
-            orchestrator: Orchestrator::default(),
             runtime,
             budgets,
             cache,
@@ -152,11 +153,6 @@ impl PolicyRegistry {
             config_reload_failures: AtomicU64::new(0),
             isolation,
         })
-    }
-
-    /// The orchestrator that applies the engine's rules around every policy's answer.
-    pub fn orchestrator(&self) -> &Orchestrator {
-        &self.orchestrator
     }
 
     /// The engine the policies run in (for components loaded beside the registry's).
@@ -217,20 +213,40 @@ impl PolicyRegistry {
         // not held across the policy's call.
         let (log, target) = {
             let table = self.table.load();
-            let log = table.decision_log.as_ref().filter(|log| log.sampled());
-            let target = match request.strategy() {
-                Some(strategy) => Target::Own(Arc::clone(strategy)),
-                None => {
-                    let slot = table.resolve(request)?;
-                    Target::Policy {
-                        version: slot.active.load_full(),
-                        shadow: slot.shadow.load_full(),
-                        budget: table.budget_of(&slot.name).cloned(),
-                    }
-                }
+            let slot = table.resolve(request)?;
+            let target = Target::Policy {
+                version: slot.active.load_full(),
+                shadow: slot.shadow.load_full(),
+                budget: table.budget_of(&slot.name).cloned(),
             };
-            (log.cloned(), target)
+            (sampled_log(&table), target)
         };
+        Ok(self.decide_for(request, context, log, target).await)
+    }
+
+    /// Decides for `request` with `strategy` instead of a configured policy (reference 002
+    /// "Customizing the RetryStrategy": a per-request strategy overrides the global one), under
+    /// the safety guard, logged in the decision log by the strategy's name. `Decided::version`
+    /// is `None`.
+    pub async fn decide_using(
+        &self,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+        strategy: &dyn RetryStrategy,
+    ) -> Decided {
+        let log = sampled_log(&self.table.load());
+        self.decide_for(request, context, log, Target::Own(strategy))
+            .await
+    }
+
+    /// The decision of `target` for `request`, logged in `log` if given.
+    async fn decide_for(
+        &self,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+        log: Option<Arc<DecisionLog>>,
+        target: Target<'_>,
+    ) -> Decided {
         // The request as the policy sees it, kept for the decision log before deciding
         // changes it, and the shadow's answers: boxed, so that the future of a decision that
         // is not logged stays small (an adapter boxes it, and moves it, per request).
@@ -239,13 +255,10 @@ impl PolicyRegistry {
             .map(|_| Box::new((request.clone(), context.now(), OnceLock::new())));
         let (decision, version) = match target {
             Target::Own(strategy) => {
-                let decision = self
-                    .orchestrator
-                    .decide_using(request, context, &*strategy, Guard::Enforced)
-                    .await;
+                let decision = rules::decide(request, context, strategy, Guard::Enforced).await;
                 let labels = || [SharedString::from(strategy.name().to_owned()), "".into()];
                 telemetry::record_decision(labels, &decision, context.reason());
-                (decision, None)
+                (decision, Err(strategy.name()))
             }
             Target::Policy {
                 version,
@@ -257,7 +270,7 @@ impl PolicyRegistry {
                 let decision = self
                     .decide_with(&version, shadow.as_deref(), request, context, answers)
                     .await;
-                (decision, Some(version))
+                (decision, Ok(version))
             }
         };
         let decision_id = DecisionId::next();
@@ -268,7 +281,10 @@ impl PolicyRegistry {
             log.record(Entry {
                 time: SystemTime::now(),
                 decision_id,
-                version: version.clone(),
+                decided_by: match &version {
+                    Ok(version) => DecidedBy::Version(Arc::clone(version) as Arc<dyn LoggedVersion>),
+                    Err(strategy) => DecidedBy::Strategy((*strategy).to_owned()),
+                },
                 request: input,
                 at,
                 reason: context.reason().clone(),
@@ -279,11 +295,11 @@ impl PolicyRegistry {
                 shadow: shadow_answers.into_inner(),
             });
         }
-        Ok(Decided {
+        Decided {
             decision,
-            version,
+            version: version.ok(),
             decision_id,
-        })
+        }
     }
 
     /// The decision of `version` (beside its `shadow` trial, whose answers go to `answers` if
@@ -300,13 +316,11 @@ impl PolicyRegistry {
         let decision = match (shadow, &self.isolation) {
             (None, Some(isolation)) if version.wasm().is_some() => {
                 let strategy = Isolated { isolation, version };
-                self.orchestrator
-                    .decide_using(request, context, &strategy, version.guard())
+                rules::decide(request, context, &strategy, version.guard())
                     .await
             }
             (None, _) => {
-                self.orchestrator
-                    .decide_using(request, context, version.strategy(), version.guard())
+                rules::decide(request, context, version.strategy(), version.guard())
                     .await
             }
             (Some(shadow), _) => {
@@ -315,8 +329,7 @@ impl PolicyRegistry {
                     shadow,
                     answers,
                 };
-                self.orchestrator
-                    .decide_using(request, context, &strategy, version.guard())
+                rules::decide(request, context, &strategy, version.guard())
                     .await
             }
         };
@@ -631,4 +644,13 @@ impl PolicyRegistry {
 
 fn hex_sha256(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
+}
+
+/// The decision log of `table`, when it samples the decision being made.
+fn sampled_log(table: &Table) -> Option<Arc<DecisionLog>> {
+    table
+        .decision_log
+        .as_ref()
+        .filter(|log| log.sampled())
+        .cloned()
 }

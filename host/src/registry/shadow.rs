@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::version::PolicyVersion;
 use crate::action::RetryAction;
 use crate::context::DecisionContext;
-use crate::decision_log::ShadowAnswers;
+use crate::decision_log::{LoggedVersion, ShadowAnswers};
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::strategy::{RetryStrategy, StrategyFuture};
@@ -145,7 +145,7 @@ impl RetryStrategy for Shadowed<'_> {
                 .await;
             if let Some(answers) = self.answers {
                 let _ = answers.set(ShadowAnswers {
-                    candidate: Arc::clone(&self.shadow.candidate),
+                    candidate: Arc::clone(&self.shadow.candidate) as Arc<dyn LoggedVersion>,
                     active: used,
                     answer: shadow,
                 });

@@ -11,8 +11,9 @@ use serde::Serialize;
 use super::config::PolicyDefinition;
 use super::shadow::Shadow;
 use super::status::{PolicyStatus, VersionStatus};
-use super::version::{BuildContext, BuildError, PolicyVersion};
-use crate::orchestrator::Guard;
+use super::error::BuildError;
+use super::version::{BuildContext, PolicyVersion};
+use crate::rules::Guard;
 
 /// What a reload did.
 #[derive(Debug, Clone, PartialEq, Serialize)]

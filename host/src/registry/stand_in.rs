@@ -21,7 +21,7 @@ impl SyncStrategy for StandIn {
         &self.name
     }
 
-    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let failure = PolicyFailure::new(PolicyFailureKind::NotLoaded, self.error.clone());
         self.fail_safe.answer(failure, request, context)
     }

@@ -35,13 +35,13 @@ impl BestEffort {
     /// host answers a policy's `best-effort` (answer or `host.best-effort` call) and its
     /// best-effort fail-safe.
     pub fn default_decision(request: &Request, reason: &RetryReason) -> RetryAction {
-        BestEffort::<ExponentialBackoff>::default().decide_reason(request, reason)
+        BestEffort::<ExponentialBackoff>::default().answer_reason(request, reason)
     }
 }
 
 impl<C: BackoffCalculator> BestEffort<C> {
     /// Best effort needs only the reason of the failure.
-    pub(crate) fn decide_reason(&self, request: &Request, reason: &RetryReason) -> RetryAction {
+    pub(crate) fn answer_reason(&self, request: &Request, reason: &RetryReason) -> RetryAction {
         if request.is_idempotent() || reason.allows_non_idempotent_retry() {
             RetryAction::after(self.calculator.backoff(request.retry_attempts()))
         } else {
@@ -57,10 +57,10 @@ impl<C: BackoffCalculator> SyncStrategy for BestEffort<C> {
 
     /// Best effort's answer, no sooner than the server's pushback asks (and none if it says
     /// stop).
-    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         Pushback::honour(
             context.pushback(),
-            self.decide_reason(request, context.reason()),
+            self.answer_reason(request, context.reason()),
         )
     }
 }

@@ -70,7 +70,7 @@ impl SyncStrategy for ExponentialRetry {
         "exponential"
     }
 
-    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let retries = request.retry_attempts();
         // Attempts made so far: the first one and every retry.
         let attempts = retries.saturating_add(1);

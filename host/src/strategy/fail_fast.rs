@@ -16,7 +16,7 @@ impl SyncStrategy for FailFast {
         "fail-fast"
     }
 
-    fn decide(&self, _request: &Request, _context: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, _request: &Request, _context: &DecisionContext<'_>) -> RetryAction {
         RetryAction::NoRetry
     }
 }

@@ -90,11 +90,11 @@ impl<C: BackoffCalculator> SyncStrategy for FastFailOnTerminalError<C> {
         "fast-fail-on-terminal-error"
     }
 
-    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let reason = context.reason();
         match Self::terminal_error(reason) {
             Some(error) if self.terminal.contains(&reason.kind()) => RetryAction::Fail(error),
-            _ => self.best_effort.decide(request, context),
+            _ => self.best_effort.answer(request, context),
         }
     }
 }

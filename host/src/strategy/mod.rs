@@ -13,18 +13,16 @@ pub use fail_fast::FailFast;
 pub use fast_fail_terminal::FastFailOnTerminalError;
 
 use std::fmt::Debug;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use crate::action::RetryAction;
 use crate::context::DecisionContext;
+use crate::decision::ReadyOrBoxed;
 use crate::request::Request;
 
 /// Decides whether and how a request is retried.
 ///
 /// Reference 001 gives `retryAfter` a future so that a strategy may do I/O without blocking
-/// the caller; [`StrategyFuture::Ready`] keeps the common, synchronous case free of
+/// the caller; a [`StrategyFuture`] known at once keeps the common, synchronous case free of
 /// allocation. Strategies whose answer is always immediate implement [`SyncStrategy`] instead
 /// and get this trait for free.
 ///
@@ -49,10 +47,10 @@ use crate::request::Request;
 ///     fn name(&self) -> &str {
 ///         "no-wait-on-lock"
 ///     }
-///     fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+///     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
 ///         match context.reason().kind() {
 ///             ReasonKind::KvLocked => RetryAction::NoRetry,
-///             _ => self.0.decide(request, context),
+///             _ => self.0.answer(request, context),
 ///         }
 ///     }
 /// }
@@ -89,7 +87,7 @@ pub trait SyncStrategy: Send + Sync + Debug {
     fn name(&self) -> &str;
 
     /// The action for `request`, whose failure `context` describes.
-    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction;
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction;
 }
 
 impl<T: SyncStrategy> RetryStrategy for T {
@@ -102,7 +100,7 @@ impl<T: SyncStrategy> RetryStrategy for T {
         request: &'a Request,
         context: &'a DecisionContext<'a>,
     ) -> StrategyFuture<'a> {
-        StrategyFuture::ready(self.decide(request, context))
+        StrategyFuture::ready(self.answer(request, context))
     }
 
     fn as_sync(&self) -> Option<&dyn SyncStrategy> {
@@ -110,37 +108,6 @@ impl<T: SyncStrategy> RetryStrategy for T {
     }
 }
 
-/// The answer of [`RetryStrategy::retry_after`]: ready at once, or a boxed future.
-pub enum StrategyFuture<'a> {
-    /// The action is known already (taken on first poll).
-    Ready(Option<RetryAction>),
-    /// The action needs asynchronous work.
-    Pending(Pin<Box<dyn Future<Output = RetryAction> + Send + 'a>>),
-}
-
-impl<'a> StrategyFuture<'a> {
-    /// An action known at once.
-    pub const fn ready(action: RetryAction) -> Self {
-        StrategyFuture::Ready(Some(action))
-    }
-
-    /// An action produced by `future`.
-    pub fn pending(future: impl Future<Output = RetryAction> + Send + 'a) -> Self {
-        StrategyFuture::Pending(Box::pin(future))
-    }
-}
-
-impl Future for StrategyFuture<'_> {
-    type Output = RetryAction;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RetryAction> {
-        match self.get_mut() {
-            StrategyFuture::Ready(action) => Poll::Ready(
-                action
-                    .take()
-                    .expect("StrategyFuture polled after completion"),
-            ),
-            StrategyFuture::Pending(future) => future.as_mut().poll(cx),
-        }
-    }
-}
+/// The answer of [`RetryStrategy::retry_after`]: ready at once
+/// ([`ReadyOrBoxed::ready`]), or a boxed future ([`ReadyOrBoxed::pending`]).
+pub type StrategyFuture<'a> = ReadyOrBoxed<'a, RetryAction>;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use wasmtime::{Store, Trap};
 
 use super::deadline::Due;
-use super::imports::HostTrap;
+use super::host_trap::HostTrap;
 use super::runtime::{SandboxLimits, WasmRuntime, SETUP_FUEL_FACTOR};
 use super::store::CallState;
 use crate::action::{PolicyFailure, PolicyFailureKind};

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::config::{FailSafe, QuarantineConfig};
 use super::log_budget::LogBudget;
-use super::store::PolicyLabel;
+use super::policy_label::PolicyLabel;
 use crate::action::PolicyFailureKind;
 use crate::reason::RetryReason;
 use crate::request::Request;

@@ -10,21 +10,12 @@ use wasmtime::ResourceLimiter;
 
 use super::bindings::v0_3::wit;
 use super::deadline::DeadlineGrace;
-use super::imports::HostTrap;
-use super::log_budget::LogBudget;
-use super::wasi::{WasiConfig, WasiState};
+use super::host_trap::HostTrap;
+use super::policy_label::PolicyLabel;
+use super::wasi::{WasiConfig, WasiState, WasiView};
 use crate::budget::RetryBudgets;
 use crate::errormap::RetrySpec;
 use crate::pushback::Pushback;
-
-/// Names a policy in logs: its configured name and version (content hash prefix); and the
-/// budget of stderr lines all its instances share.
-#[derive(Debug, Clone)]
-pub(crate) struct PolicyLabel {
-    pub name: Arc<str>,
-    pub version: Arc<str>,
-    pub stderr_lines: Arc<LogBudget>,
-}
 
 /// The store data of one policy instance.
 pub(crate) struct CallState {
@@ -95,5 +86,11 @@ impl ResourceLimiter for CallState {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         Ok(desired <= 100_000)
+    }
+}
+
+impl WasiView for CallState {
+    fn wasi(&mut self) -> &mut WasiState {
+        &mut self.wasi
     }
 }

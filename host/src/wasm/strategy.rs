@@ -14,7 +14,7 @@ use super::health::{Health, PolicyStats};
 use super::instance::{PolicyInstance, SetupError};
 use super::log_budget::LogBudget;
 use super::pool::InstancePool;
-use super::store::PolicyLabel;
+use super::policy_label::PolicyLabel;
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
 use crate::budget::RetryBudgets;
 use crate::context::DecisionContext;
@@ -213,16 +213,16 @@ impl SyncStrategy for WasmStrategy {
         self.component.name()
     }
 
-    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
-        self.decide_by(request, context, Due::Within(self.config.limits.deadline()))
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        self.answer_by(request, context, Due::Within(self.config.limits.deadline()))
     }
 }
 
 impl WasmStrategy {
-    /// As [`SyncStrategy::decide`], the call `due` as given (no later than its deadline after
+    /// As [`SyncStrategy::answer`], the call `due` as given (no later than its deadline after
     /// it was asked for): a caller that waited for its turn gives the call what is left of the
     /// time it allows.
-    pub(crate) fn decide_by(
+    pub(crate) fn answer_by(
         &self,
         request: &Request,
         context: &DecisionContext<'_>,

@@ -70,6 +70,19 @@ impl WitVersion {
         }
     }
 
+    /// Which hosts accept a component built for this version, in words: this one (the
+    /// `rebound` crate's version, and the versions it loads), and by the support rule
+    /// (docs/wit-versions.md) every later one.
+    pub fn accepted_by(self) -> String {
+        let loads: Vec<&str> = WitVersion::ALL.iter().map(|v| v.number()).collect();
+        format!(
+            "accepted by this host (rebound {}, which loads rebound:policy {}) and every later host; {} is the newest",
+            env!("CARGO_PKG_VERSION"),
+            loads.join(", "),
+            if self == WitVersion::CURRENT { "it" } else { WitVersion::CURRENT.package() },
+        )
+    }
+
     /// The `rebound:policy` interfaces a component of this version may import.
     pub(crate) fn granted_interfaces(self) -> &'static [&'static str] {
         match self {

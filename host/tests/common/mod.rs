@@ -60,7 +60,7 @@ impl SyncStrategy for SeesSpec {
     fn name(&self) -> &str {
         "sees-spec"
     }
-    fn decide(&self, _: &Request, context: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, _: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let spec = context.error_map_spec().copied();
         self.0.lock().unwrap_or_else(|p| p.into_inner()).push(spec);
         RetryAction::after(Duration::from_millis(1))
@@ -138,7 +138,7 @@ impl SyncStrategy for AlwaysRetry {
     fn name(&self) -> &str {
         "always"
     }
-    fn decide(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         RetryAction::after(self.0)
     }
 }

@@ -136,7 +136,7 @@ impl<P: CassandraPolicy> SyncStrategy for Cassandra<P> {
         self.policy.name()
     }
 
-    fn decide(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let reason = context.reason();
         if let Route::Fixed(action) = route(reason, request.is_idempotent()) {
             return action;

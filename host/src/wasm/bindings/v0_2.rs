@@ -4,8 +4,6 @@
 //! `failure` function, so this version's `types` are 0.3.0's Rust types (the component model
 //! checks them by structure) and its imports are 0.3.0's, less `failure.server-delay-ms`.
 
-use self::rebound::policy::{failure, host};
-use super::super::store::CallState;
 pub(crate) use super::v0_3::{
     action_to_wit, reason_to_host, reason_to_wit, request_to_host, spec_to_host, wit,
 };
@@ -16,11 +14,3 @@ wasmtime::component::bindgen!({
     imports: { default: trappable },
     with: { "rebound:policy/types": super::v0_3::rebound::policy::types },
 });
-
-impl failure::Host for CallState {
-    crate::wasm::imports::failure_functions!();
-}
-
-impl host::Host for CallState {
-    crate::wasm::imports::shared_host_functions!(self);
-}

@@ -10,8 +10,8 @@ use wasmtime::component::{Component, Linker, Resource, ResourceAny, ResourceType
 use wasmtime::StoreContextMut;
 
 use super::inert::{InputStream, IoError, OutputStream, Pollable};
-use crate::wasm::imports::HostTrap;
-use crate::wasm::store::CallState;
+use crate::wasm::host_trap::HostTrap;
+use super::WasiView;
 
 /// The denied packages.
 pub(super) const DENIED_PACKAGES: [&str; 2] = ["wasi:filesystem/", "wasi:sockets/"];
@@ -41,7 +41,7 @@ fn access_denied() -> Val {
 
 /// The answer of `interface#function`, or `None` when it cannot be called legitimately.
 fn answer(
-    store: &mut StoreContextMut<'_, CallState>,
+    store: &mut StoreContextMut<'_, impl WasiView>,
     interface: &str,
     function: &str,
 ) -> wasmtime::Result<Option<Val>> {
@@ -61,8 +61,8 @@ fn answer(
 }
 
 /// Defines every denied interface `component` imports in `linker`.
-pub(super) fn add_to_linker(
-    linker: &mut Linker<CallState>,
+pub(super) fn add_to_linker<T: WasiView>(
+    linker: &mut Linker<T>,
     component: &Component,
 ) -> wasmtime::Result<()> {
     let engine = component.engine().clone();

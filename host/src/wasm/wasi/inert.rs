@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use wasmtime::component::Resource;
 
 use super::{WasiClocks, WasiState};
-use crate::wasm::imports::HostTrap;
+use crate::wasm::host_trap::HostTrap;
 
 wasmtime::component::bindgen!({
     path: "wit-wasi",

@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 
-use super::store::{CallState, PolicyLabel};
+use super::policy_label::PolicyLabel;
 
 /// The clocks a policy reads through `wasi:clocks`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -197,12 +197,19 @@ pub(crate) fn is_granted(import: &str) -> bool {
             .is_some_and(|(_, v)| v.starts_with("0.2."))
 }
 
+/// What a store's data gives the WASI imports: its [`WasiState`] (as wasmtime-wasi's
+/// `WasiView` does), so that this module needs nothing else of the store.
+pub(crate) trait WasiView: Send + 'static {
+    /// The instance's WASI state.
+    fn wasi(&mut self) -> &mut WasiState;
+}
+
 /// Defines the WASI imports of `component` in `linker`.
-pub(crate) fn add_to_linker(
-    linker: &mut Linker<CallState>,
+pub(crate) fn add_to_linker<T: WasiView>(
+    linker: &mut Linker<T>,
     component: &Component,
 ) -> wasmtime::Result<()> {
-    inert::Inert::add_to_linker::<CallState, HasSelf<WasiState>>(linker, |s| &mut s.wasi)?;
+    inert::Inert::add_to_linker::<T, HasSelf<WasiState>>(linker, T::wasi)?;
     denied::add_to_linker(linker, component)
 }
 

@@ -2,34 +2,16 @@
 //! imports, answered from the call state in the instance's store (`store`). The functions
 //! several released versions share are macros each version's bindings expand
 //! (`failure_functions!` for 0.2.0 and 0.3.0, `shared_host_functions!` for every `host`); the
-//! current version's are implemented here.
+//! current version's are implemented here, the earlier versions' in `v0_1` and `v0_2`.
 
 use super::bindings::v0_3::rebound::policy::failure;
 use super::bindings::v0_3::rebound::policy::host;
 use super::bindings::v0_3::{self, wit};
+use super::host_trap::HostTrap;
 use super::store::CallState;
 
-/// Why a call failed inside a host import or the limiter (recovered from the trap's error).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum HostTrap {
-    /// The guest called `abort` (its panic hook).
-    #[error("policy panicked: {0}")]
-    Panic(String),
-    /// The guest used a WASI function the sandbox denies (exit, sleeping, files, sockets).
-    #[error("denied: {0}")]
-    Denied(String),
-    /// The guest read the failure outside a `retry-after` call (while configuring).
-    #[error("no failure is being decided: `failure.{0}` is answered only during retry-after")]
-    NoFailure(&'static str),
-    /// The guest tried to grow memory past the cap.
-    #[error("memory limit exceeded: the policy asked for {desired} bytes, the cap is {cap}")]
-    MemoryLimitExceeded {
-        /// Bytes requested.
-        desired: usize,
-        /// The cap.
-        cap: usize,
-    },
-}
+mod v0_1;
+mod v0_2;
 
 impl wit::Host for CallState {}
 
@@ -147,7 +129,7 @@ macro_rules! shared_host_functions {
         }
 
         fn abort(&mut self, message: String) -> wasmtime::Result<()> {
-            Err($crate::wasm::imports::HostTrap::Panic(message).into())
+            Err($crate::wasm::host_trap::HostTrap::Panic(message).into())
         }
 
         fn best_effort(
