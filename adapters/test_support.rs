@@ -13,7 +13,7 @@ use rebound::decision_log::{DecisionLog, DecisionLogConfig};
 use rebound::registry::{PolicyRegistry, RegistryWatcher};
 
 /// The component `name` built by `scripts/build-guests.sh`.
-pub fn guest(name: &str) -> PathBuf {
+pub(crate) fn guest(name: &str) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../build/guests")
         .join(format!("{name}.wasm"));
@@ -41,7 +41,7 @@ impl Write for Lines {
 
 /// Policy `p`, the component file `policy.wasm` in a scratch directory, watched (20 ms
 /// debounce) by a registry that logs every decision in memory.
-pub struct WatchedPolicy {
+pub(crate) struct WatchedPolicy {
     dir: tempfile::TempDir,
     /// The registry deciding with it.
     pub registry: Arc<PolicyRegistry>,
@@ -52,7 +52,7 @@ pub struct WatchedPolicy {
 
 impl WatchedPolicy {
     /// Policy `p` built from guest `name`.
-    pub fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::copy(guest(name), dir.path().join("policy.wasm")).unwrap();
         let config = dir.path().join("rebound.toml");
@@ -79,7 +79,7 @@ impl WatchedPolicy {
 
     /// Replaces the policy file with guest `name` (written beside it, then renamed over it, as
     /// a deployment does) and waits until the registry serves the new version.
-    pub fn replace_with(&self, name: &str) {
+    pub(crate) fn replace_with(&self, name: &str) {
         let file = self.dir.path().join("policy.wasm");
         let replacement = self.dir.path().join("policy.wasm.new");
         std::fs::copy(guest(name), &replacement).unwrap();
@@ -93,7 +93,7 @@ impl WatchedPolicy {
 
     /// The versions that decided, from the decision log (closed first, so it has written every
     /// line), and the first and current versions of the policy.
-    pub fn versions_logged(&self) -> (BTreeSet<String>, String, String) {
+    pub(crate) fn versions_logged(&self) -> (BTreeSet<String>, String, String) {
         self.registry.set_decision_log(None);
         let text = String::from_utf8(self.lines.0.lock().unwrap().clone()).unwrap();
         let versions = text
@@ -108,7 +108,7 @@ impl WatchedPolicy {
     }
 
     /// Asserts that the first and the replacing version both decided.
-    pub fn assert_both_versions_decided(&self) {
+    pub(crate) fn assert_both_versions_decided(&self) {
         let (versions, first, current) = self.versions_logged();
         assert_ne!(first, current, "the file was reloaded");
         assert!(

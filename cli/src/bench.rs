@@ -1,6 +1,6 @@
-//! `rebound bench POLICY`: the warm decision latency of a policy (a component file, or a
-//! built-in by name) on a small grid of requests and reasons, beside the native best-effort
-//! strategy measured in the same run.
+//! `rebound bench POLICY.wasm`: the warm decision latency of a policy component on a small
+//! grid of requests and reasons, beside the native best-effort strategy measured in the same
+//! run.
 
 use std::hint::black_box;
 use std::io::Write;

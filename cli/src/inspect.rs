@@ -13,7 +13,6 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use wasmparser::{Parser, Payload};
 
-
 /// Options of `rebound inspect`.
 #[derive(clap::Args)]
 pub struct Args {

@@ -10,7 +10,7 @@
 //! - `rebound check POLICY.wasm` — a policy author's pre-flight: loads it against the WIT and
 //!   holds its answers on a generated grid to the invariants.
 //! - `rebound inspect POLICY.wasm` — what a component is, without compiling it.
-//! - `rebound bench POLICY` — a policy's decision latency beside the native baseline.
+//! - `rebound bench POLICY.wasm` — a policy's decision latency beside the native baseline.
 //! - `rebound simulate SCENARIO.toml` — a workload and a fault timeline on a virtual clock
 //!   through several policies side by side: a comparison table and an SVG chart.
 //! - `rebound push`, `rebound pull` — policy components through an OCI registry.

@@ -549,3 +549,50 @@ fn replay_refuses_a_line_that_is_not_a_decision() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("3 of 4 lines were refused"), "{stderr}");
 }
+
+/// docs/policy-reference.md "Cases and the answers they get": every case of the page's block,
+/// one per decision kind, is decided by `rebound eval` as its `expect` says.
+#[test]
+fn the_policy_reference_cases_get_the_answers_they_show() {
+    let page = include_str!("../../docs/policy-reference.md");
+    let block = page
+        .split("```jsonl\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the page's block of cases");
+    let cases: Vec<Value> = block
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
+        .collect();
+    let input: String = cases
+        .iter()
+        .map(|case| {
+            let mut line = case.clone();
+            let object = line.as_object_mut().unwrap();
+            object.remove("name");
+            object.remove("expect");
+            format!("{line}\n")
+        })
+        .collect();
+    let (ok, answers) = eval(&[], &input);
+    assert!(ok, "{answers:?}");
+    let mut kinds = std::collections::BTreeSet::new();
+    for (case, answer) in cases.iter().zip(&answers) {
+        for (field, expected) in case["expect"].as_object().unwrap() {
+            let got = &answer[field];
+            let same =
+                got == expected || (got.as_f64().is_some() && got.as_f64() == expected.as_f64());
+            assert!(
+                same,
+                "{}: {field} is {got}, the page says {expected}",
+                case["name"]
+            );
+        }
+        kinds.insert(answer["decision"].as_str().unwrap().to_owned());
+    }
+    // Every decision kind a decision request can get.
+    assert_eq!(
+        kinds.into_iter().collect::<Vec<_>>(),
+        ["already_done", "cancel", "ignore", "retry", "timeout"]
+    );
+}

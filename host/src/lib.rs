@@ -162,7 +162,6 @@ pub use decision::{Deciding, Decision, DelaySource, ReadyOrBoxed, RetryPlan};
 #[cfg(feature = "registry")]
 pub use decision_id::DecisionId;
 pub use orchestrator::Orchestrator;
-pub use rules::Guard;
 pub use outcome::{CancelReason, ErrorContext, RetryError, ServiceContext, Timings};
 pub use pushback::Pushback;
 pub use reason::{
@@ -172,6 +171,7 @@ pub use reason::{
 pub use request::{HttpMethod, Request, RequestError, RequestState, RequestType, Service};
 pub use request_outcome::Outcome;
 pub use retry_loop::{Cause, Ending, NextAttempt, RetryLoop, Step};
+pub use rules::Guard;
 pub use strategy::{
     BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, RetryStrategy, StrategyFuture,
     SyncStrategy,

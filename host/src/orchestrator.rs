@@ -11,8 +11,8 @@ use crate::context::DecisionContext;
 use crate::decision::Deciding;
 use crate::reason::RetryReason;
 use crate::request::Request;
-pub use crate::rules::Guard;
 use crate::rules;
+pub(crate) use crate::rules::Guard;
 use crate::strategy::{BestEffort, RetryStrategy};
 use crate::traffic_budget::TrafficBudget;
 

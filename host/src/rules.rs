@@ -57,7 +57,14 @@ pub(crate) fn settle_at_once(
     let sync = strategy.as_sync()?;
     let note = FailureNote::default();
     let action = sync.answer(request, &context.with_failure_note(&note));
-    Some(conclude(request, context, action, note, strategy.name(), guard))
+    Some(conclude(
+        request,
+        context,
+        action,
+        note,
+        strategy.name(),
+        guard,
+    ))
 }
 
 /// Asks a strategy whose answer may need waiting for, then concludes.
@@ -280,12 +287,7 @@ fn schedule(
     })
 }
 
-fn refuse(
-    request: &mut Request,
-    cancel: CancelReason,
-    strategy: &str,
-    now: Instant,
-) -> Decision {
+fn refuse(request: &mut Request, cancel: CancelReason, strategy: &str, now: Instant) -> Decision {
     tracing::warn!(request_id = request.id(), request_type = %request.request_type(),
         reason = %cancel.retry_reason(), idempotent = request.is_idempotent(),
         refusal = %cancel, strategy, "safety guard refused the retry the strategy asked for");

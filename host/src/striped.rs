@@ -13,7 +13,7 @@ pub(crate) struct Striped<T> {
 
 impl<T: Default> Striped<T> {
     /// One copy per core, at most `most` (rounded up to a power of two).
-    pub fn new(most: usize) -> Self {
+    pub(crate) fn new(most: usize) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let count = cores.clamp(1, most.max(1)).next_power_of_two();
         Striped {
@@ -24,23 +24,23 @@ impl<T: Default> Striped<T> {
 
 impl<T> Striped<T> {
     /// The calling thread's copy and its index.
-    pub fn mine(&self) -> (usize, &T) {
+    pub(crate) fn mine(&self) -> (usize, &T) {
         let index = thread_number() & (self.stripes.len() - 1);
         (index, &self.stripes[index])
     }
 
     /// Copy `index` (below [`len`](Self::len)).
-    pub fn get(&self, index: usize) -> &T {
+    pub(crate) fn get(&self, index: usize) -> &T {
         &self.stripes[index]
     }
 
     /// How many copies there are (a power of two).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.stripes.len()
     }
 
     /// Every copy, in index order.
-    pub fn iter(&self) -> impl Iterator<Item = &T> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.stripes.iter().map(|stripe| &**stripe)
     }
 }

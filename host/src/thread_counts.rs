@@ -19,12 +19,12 @@ impl<const N: usize> Default for ThreadCounts<N> {
 
 impl<const N: usize> ThreadCounts<N> {
     /// Adds one to counter `counter`.
-    pub fn add_one(&self, counter: usize) {
+    pub(crate) fn add_one(&self, counter: usize) {
         self.add_one_to_each(&[counter]);
     }
 
     /// Adds one to each of `counters` (one look-up of the thread's copy for all).
-    pub fn add_one_to_each(&self, counters: &[usize]) {
+    pub(crate) fn add_one_to_each(&self, counters: &[usize]) {
         let counts =
             (self.0).get_or(|| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0))));
         for &counter in counters {
@@ -35,7 +35,7 @@ impl<const N: usize> ThreadCounts<N> {
     }
 
     /// Counter `counter`'s total over every thread.
-    pub fn total(&self, counter: usize) -> u64 {
+    pub(crate) fn total(&self, counter: usize) -> u64 {
         (self.0.iter())
             .map(|counts| counts[counter].load(Ordering::Relaxed))
             .sum()

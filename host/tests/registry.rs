@@ -111,8 +111,7 @@ fn reference_002_a_per_request_policy_overrides_the_global_one() {
     // "Customizing the RetryStrategy"); no registry version is involved.
     let mut req = request(RequestType::Get);
     let context = DecisionContext::new(&reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT);
-    let decided =
-        futures::executor::block_on(registry.decide_using(&mut req, &context, &FailFast));
+    let decided = futures::executor::block_on(registry.decide_using(&mut req, &context, &FailFast));
     assert!(decided.version.is_none());
     assert!(matches!(decided.decision, Decision::Fail(_)));
 }

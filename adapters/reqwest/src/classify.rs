@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// The classification of an answer with `status` and `body` from `service`; `None` when the
 /// host does not classify it (management, or a query/analytics answer without an error code).
-pub fn answer(service: Service, status: u16, body: &str) -> Option<Classification> {
+pub(crate) fn answer(service: Service, status: u16, body: &str) -> Option<Classification> {
     let response = match service {
         Service::Search => Response::Search { status },
         Service::Views => Response::Views { status, body },
@@ -33,7 +33,7 @@ pub fn answer(service: Service, status: u16, body: &str) -> Option<Classificatio
 /// Whether classifying a non-2xx answer with `status` from `service` reads its body: query and
 /// analytics answers always (their error codes), views answers with 404 or 500 (reference 001
 /// "Response Code Retry List"), others never.
-pub fn reads_body(service: Service, status: u16) -> bool {
+pub(crate) fn reads_body(service: Service, status: u16) -> bool {
     match service {
         Service::Query | Service::Analytics => true,
         Service::Views => matches!(status, 404 | 500),

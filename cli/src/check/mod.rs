@@ -7,7 +7,6 @@ mod grid;
 mod invariants;
 mod report;
 
-
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;

@@ -257,4 +257,3 @@ impl Report {
         writeln!(out, "{verdict}")
     }
 }
-

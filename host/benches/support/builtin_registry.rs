@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rebound::registry::{PolicyRegistry, RegistryConfig};
 
 /// A registry whose only policy, `bench`, is the built-in `builtin`.
-pub fn builtin_registry(builtin: &str) -> Arc<PolicyRegistry> {
+pub(crate) fn builtin_registry(builtin: &str) -> Arc<PolicyRegistry> {
     let text = format!(
         "default_policy = \"bench\"\ncache_dir = false\n[watch]\nenabled = false\n\
          [policies.bench]\nbuiltin = \"{builtin}\"\n"

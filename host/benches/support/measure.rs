@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 /// Median over `rounds` of the mean time per call of `f` over `iters` calls, after `iters`
 /// warm-up calls.
 #[allow(dead_code)] // each bench binary uses one of the two
-pub fn measure(rounds: usize, iters: u32, mut f: impl FnMut()) -> Duration {
+pub(crate) fn measure(rounds: usize, iters: u32, mut f: impl FnMut()) -> Duration {
     for _ in 0..iters {
         f();
     }
@@ -26,7 +26,7 @@ pub fn measure(rounds: usize, iters: u32, mut f: impl FnMut()) -> Duration {
 /// functions taking turns round by round (after one warm-up round each), so that a slow
 /// spell of a noisy machine falls on all of them alike and their ratios stay meaningful.
 #[allow(dead_code)] // each bench binary uses one of the two
-pub fn measure_interleaved(
+pub(crate) fn measure_interleaved(
     rounds: usize,
     iters: u32,
     fs: &mut [&mut dyn FnMut()],

@@ -10,10 +10,10 @@ use serde_json::{Map, Value};
 
 use crate::action::RetryAction;
 use crate::context::DecisionContext;
+use crate::decision::Decision;
 use crate::decision_id::DecisionId;
 use crate::decision_json;
 use crate::errormap::RetrySpec;
-use crate::decision::Decision;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
@@ -76,7 +76,7 @@ pub(crate) struct ShadowAnswers {
 
 impl Entry {
     /// The entry's JSON line (ending with a newline), without the fields `mask` names.
-    pub fn line(&self, mask: &[String]) -> Vec<u8> {
+    pub(crate) fn line(&self, mask: &[String]) -> Vec<u8> {
         let context = DecisionContext::new(&self.reason)
             .with_error_map_spec(self.spec)
             .with_pushback(self.pushback);

@@ -20,7 +20,7 @@ pub(super) struct RotatingFile {
 
 impl RotatingFile {
     /// Opens `path` for appending (its directory must exist), continuing its current size.
-    pub fn open(path: &Path, max_bytes: u64, keep: u32) -> io::Result<Self> {
+    pub(super) fn open(path: &Path, max_bytes: u64, keep: u32) -> io::Result<Self> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         let size = file.metadata()?.len();
         Ok(RotatingFile {
@@ -33,12 +33,12 @@ impl RotatingFile {
     }
 
     /// Whether a line of `len` bytes (its newline included) can ever be written.
-    pub fn fits(&self, len: usize) -> bool {
+    pub(super) fn fits(&self, len: usize) -> bool {
         len as u64 <= self.max_bytes
     }
 
     /// Appends `line` (which ends with its newline), rotating first if it would not fit.
-    pub fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
+    pub(super) fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
         if self.size + line.len() as u64 > self.max_bytes && self.size > 0 {
             self.rotate()?;
         }
@@ -48,7 +48,7 @@ impl RotatingFile {
     }
 
     /// Writes what is buffered to the file.
-    pub fn flush(&mut self) -> io::Result<()> {
+    pub(super) fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
 

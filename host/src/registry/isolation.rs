@@ -15,9 +15,9 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use super::answer_wait::{wait_for_answer, Waited};
+use super::call_room::CallRoom;
 use super::config::IsolationConfig;
 use super::error::RegistryError;
-use super::call_room::CallRoom;
 use super::time_share::TimeShare;
 use super::version::PolicyVersion;
 use crate::action::{PolicyFailure, PolicyFailureKind};
@@ -35,7 +35,7 @@ pub(super) struct Isolation {
 }
 
 impl Isolation {
-    pub fn new(config: IsolationConfig) -> Result<Self, RegistryError> {
+    pub(super) fn new(config: IsolationConfig) -> Result<Self, RegistryError> {
         let nice = config.nice.clamp(0, 19);
         let threads = rayon::ThreadPoolBuilder::new()
             .num_threads(config.threads.max(1))

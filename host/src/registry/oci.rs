@@ -251,7 +251,7 @@ pub(crate) struct OciStore {
 
 impl OciStore {
     /// The store under the artifact cache directory `cache_dir`.
-    pub fn new(cache_dir: &Path) -> Self {
+    pub(crate) fn new(cache_dir: &Path) -> Self {
         OciStore {
             dir: cache_dir.join("oci"),
         }
@@ -294,7 +294,11 @@ impl OciStore {
     }
 
     /// A local file holding the component `reference` names (see the module docs).
-    pub fn resolve(&self, reference: &str, pinned: Option<&str>) -> Result<PathBuf, OciError> {
+    pub(crate) fn resolve(
+        &self,
+        reference: &str,
+        pinned: Option<&str>,
+    ) -> Result<PathBuf, OciError> {
         if let Some(pin) = pinned {
             if let Some(path) = self.cached(pin) {
                 return Ok(path);

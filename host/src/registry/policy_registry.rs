@@ -24,15 +24,15 @@ use super::table::{build_table, Failed, Table};
 use super::version::{fetch_oci, read, BuildContext, PolicyVersion};
 use crate::budget::RetryBudgets;
 use crate::context::DecisionContext;
+use crate::decision::Decision;
 use crate::decision_id::DecisionId;
 use crate::decision_log::{
     DecidedBy, DecisionLog, DecisionLogStats, Entry, LoggedVersion, ShadowAnswers,
 };
-use crate::decision::Decision;
-use crate::rules::{self, Guard};
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
+use crate::rules::{self, Guard};
 use crate::strategy::RetryStrategy;
 use crate::telemetry;
 use crate::traffic_budget::TrafficBudget;
@@ -282,7 +282,9 @@ impl PolicyRegistry {
                 time: SystemTime::now(),
                 decision_id,
                 decided_by: match &version {
-                    Ok(version) => DecidedBy::Version(Arc::clone(version) as Arc<dyn LoggedVersion>),
+                    Ok(version) => {
+                        DecidedBy::Version(Arc::clone(version) as Arc<dyn LoggedVersion>)
+                    }
                     Err(strategy) => DecidedBy::Strategy((*strategy).to_owned()),
                 },
                 request: input,
@@ -316,21 +318,16 @@ impl PolicyRegistry {
         let decision = match (shadow, &self.isolation) {
             (None, Some(isolation)) if version.wasm().is_some() => {
                 let strategy = Isolated { isolation, version };
-                rules::decide(request, context, &strategy, version.guard())
-                    .await
+                rules::decide(request, context, &strategy, version.guard()).await
             }
-            (None, _) => {
-                rules::decide(request, context, version.strategy(), version.guard())
-                    .await
-            }
+            (None, _) => rules::decide(request, context, version.strategy(), version.guard()).await,
             (Some(shadow), _) => {
                 let strategy = Shadowed {
                     active: version,
                     shadow,
                     answers,
                 };
-                rules::decide(request, context, &strategy, version.guard())
-                    .await
+                rules::decide(request, context, &strategy, version.guard()).await
             }
         };
         telemetry::record_decision(|| version.metric_labels(), &decision, context.reason());

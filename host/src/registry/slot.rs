@@ -9,9 +9,9 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use serde::Serialize;
 
 use super::config::PolicyDefinition;
+use super::error::BuildError;
 use super::shadow::Shadow;
 use super::status::{PolicyStatus, VersionStatus};
-use super::error::BuildError;
 use super::version::{BuildContext, PolicyVersion};
 use crate::rules::Guard;
 
@@ -46,7 +46,7 @@ pub(super) struct Slot {
 }
 
 impl Slot {
-    pub fn new(name: &str, definition: PolicyDefinition, version: PolicyVersion) -> Self {
+    pub(super) fn new(name: &str, definition: PolicyDefinition, version: PolicyVersion) -> Self {
         Slot {
             name: name.to_owned(),
             definition,
@@ -61,18 +61,18 @@ impl Slot {
 
     /// Records that the policy failed to load at start (it is a stand-in): the error stays in
     /// the status until a reload succeeds.
-    pub fn load_failed(&self, error: String) {
+    pub(super) fn load_failed(&self, error: String) {
         *lock(&self.last_error) = Some(error);
     }
 
     /// Records a failed reload: the error stays in the status until a reload succeeds.
-    pub fn reload_failed(&self, error: String) {
+    pub(super) fn reload_failed(&self, error: String) {
         *lock(&self.last_error) = Some(error);
         self.reload_failures.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Makes `version` active, keeping the one it replaces for rollback.
-    pub fn install(&self, version: Arc<PolicyVersion>, why: &str) -> ReloadOutcome {
+    pub(super) fn install(&self, version: Arc<PolicyVersion>, why: &str) -> ReloadOutcome {
         // Writers are serialised, so nothing replaces the active version between this load and
         // the store below. The bookkeeping comes first: whoever sees the new version also sees
         // the swap counted.
@@ -98,7 +98,7 @@ impl Slot {
 
     /// Builds a version of this policy from the component `bytes` read from `path`, reusing
     /// the compiled component of a version it already holds with the same content.
-    pub fn build(
+    pub(super) fn build(
         &self,
         path: &Path,
         bytes: &[u8],
@@ -114,14 +114,14 @@ impl Slot {
         )
     }
 
-    pub fn versions(&self) -> Vec<Arc<PolicyVersion>> {
+    pub(super) fn versions(&self) -> Vec<Arc<PolicyVersion>> {
         let mut known = vec![self.active.load_full()];
         known.extend(self.previous.load_full());
         known.extend(self.shadow.load_full().map(|s| Arc::clone(s.candidate())));
         known
     }
 
-    pub fn status(&self) -> PolicyStatus {
+    pub(super) fn status(&self) -> PolicyStatus {
         let active = self.active.load_full();
         let stats = active.wasm().map(|w| w.stats());
         PolicyStatus {

@@ -31,7 +31,7 @@ pub(super) struct Table {
 }
 
 impl Table {
-    pub fn slot(&self, name: &str) -> Result<&Arc<Slot>, RegistryError> {
+    pub(super) fn slot(&self, name: &str) -> Result<&Arc<Slot>, RegistryError> {
         self.slots
             .get(name)
             .ok_or_else(|| RegistryError::UnknownPolicy {
@@ -47,7 +47,7 @@ impl Table {
     }
 
     /// The status of `slot`'s policy, with the budget it draws from.
-    pub fn policy_status(&self, slot: &Slot) -> PolicyStatus {
+    pub(super) fn policy_status(&self, slot: &Slot) -> PolicyStatus {
         PolicyStatus {
             budget: self.config.policy_budgets.get(&slot.name).cloned(),
             ..slot.status()
@@ -55,7 +55,7 @@ impl Table {
     }
 
     /// The retry budget policy `name` draws from, if it has one.
-    pub fn budget_of(&self, name: &str) -> Option<&Arc<TrafficBudget>> {
+    pub(super) fn budget_of(&self, name: &str) -> Option<&Arc<TrafficBudget>> {
         if self.policy_budgets.is_empty() {
             return None;
         }
@@ -64,7 +64,7 @@ impl Table {
 
     /// The policy deciding for `request`: its own policy name, else its profile's dedicated
     /// policy, else the route of its request type, else of its service, else the default.
-    pub fn resolve(&self, request: &Request) -> Result<&Arc<Slot>, RegistryError> {
+    pub(super) fn resolve(&self, request: &Request) -> Result<&Arc<Slot>, RegistryError> {
         if let Some(name) = request.policy_name() {
             return self.slot(name);
         }

@@ -28,7 +28,7 @@ pub(super) struct TimeShare {
 
 impl TimeShare {
     /// A share of `per_second_ms` milliseconds per second; `None` for 0 (no limit).
-    pub fn new(per_second_ms: u64) -> Option<Self> {
+    pub(super) fn new(per_second_ms: u64) -> Option<Self> {
         (per_second_ms > 0).then(|| TimeShare {
             per_second_ms,
             base: Instant::now(),
@@ -37,12 +37,12 @@ impl TimeShare {
     }
 
     /// The allowance, in milliseconds per second.
-    pub fn per_second_ms(&self) -> u64 {
+    pub(super) fn per_second_ms(&self) -> u64 {
         self.per_second_ms
     }
 
     /// The earliest moment, `now` or later, at which a call may start.
-    pub fn starts_at(&self, now: Instant) -> Instant {
+    pub(super) fn starts_at(&self, now: Instant) -> Instant {
         let until = self.base + Duration::from_nanos(self.busy_until.load(Ordering::Acquire));
         until
             .checked_sub(WINDOW)
@@ -50,7 +50,7 @@ impl TimeShare {
     }
 
     /// Counts a call that kept a thread busy for `busy`, ending at `now`.
-    pub fn charge(&self, busy: Duration, now: Instant) {
+    pub(super) fn charge(&self, busy: Duration, now: Instant) {
         let cost = busy.as_nanos().saturating_mul(1000) / u128::from(self.per_second_ms);
         let cost = u64::try_from(cost).unwrap_or(u64::MAX);
         let now =

@@ -11,18 +11,18 @@ use metrics::SharedString;
 use sha2::{Digest, Sha256};
 
 use super::builtin::BuiltinPolicy;
+use super::call_room::CallRoom;
 use super::compile_ahead::CompileAhead;
 use super::config::{ConfigError, PolicyDefinition, PolicySource};
 use super::error::BuildError;
-use super::call_room::CallRoom;
 use super::stand_in::StandIn;
 use crate::budget::RetryBudgets;
 use crate::cassandra_types::ConsistencyLevel;
 use crate::context::DecisionContext;
 use crate::decision_log::LoggedVersion;
-use crate::rules::Guard;
 use crate::reason::{reasons, ReadTimeout, RetryReason};
 use crate::request::{Request, RequestType};
+use crate::rules::Guard;
 use crate::strategy::RetryStrategy;
 use crate::wasm::{
     read_metadata, ArtifactCache, CodeOrigin, LoadError, PolicyPre, WasmRuntime, WasmStrategy,

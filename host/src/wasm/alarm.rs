@@ -40,13 +40,13 @@ struct Set {
 
 impl Alarms {
     /// Names the thread that rings the alarms (once, as it starts).
-    pub fn rung_by(&self, thread: Thread) {
+    pub(super) fn rung_by(&self, thread: Thread) {
         let _ = self.ringer.set(thread);
     }
 
     /// When the ringing thread, due to wake at `next` on its own account, is to wake: then, or
     /// at the earliest alarm set if sooner.
-    pub fn plan_wake(&self, next: Instant) -> Instant {
+    pub(super) fn plan_wake(&self, next: Instant) -> Instant {
         let mut plan = self.lock();
         let wake = plan
             .alarms
@@ -59,12 +59,12 @@ impl Alarms {
 
     /// The earliest moment an alarm is set for.
     #[cfg(test)]
-    pub fn earliest(&self) -> Option<Instant> {
+    pub(super) fn earliest(&self) -> Option<Instant> {
         self.lock().alarms.iter().map(|set| set.at).min()
     }
 
     /// Wakes the tasks whose alarms are due at `now`, and forgets those alarms.
-    pub fn ring(&self, now: Instant) {
+    pub(super) fn ring(&self, now: Instant) {
         let mut due = Vec::new();
         self.lock().alarms.retain(|set| {
             if set.at <= now {
@@ -77,7 +77,7 @@ impl Alarms {
     }
 
     /// Wakes the ringing thread (to look again at the alarms, or to stop).
-    pub fn rouse(&self) {
+    pub(super) fn rouse(&self) {
         if let Some(ringer) = self.ringer.get() {
             ringer.unpark();
         }
@@ -85,7 +85,7 @@ impl Alarms {
 
     /// A future ready at `at`, woken by the ringing thread.
     #[cfg_attr(not(feature = "registry"), allow(dead_code))]
-    pub fn at(&self, at: Instant) -> Alarm<'_> {
+    pub(super) fn at(&self, at: Instant) -> Alarm<'_> {
         Alarm {
             alarms: self,
             at,

@@ -22,7 +22,7 @@ pub(crate) struct CallWatch {
 
 impl CallWatch {
     /// Notes, on the call's thread, where its CPU time stands as the call starts.
-    pub fn start(&self) {
+    pub(crate) fn start(&self) {
         let Some((clock, cpu)) = this_thread_clock() else {
             return;
         };
@@ -34,7 +34,7 @@ impl CallWatch {
     /// The CPU time the call's thread has spent since the call started, read from any thread;
     /// `None` before it started or where it cannot be read.
     #[cfg_attr(not(feature = "registry"), allow(dead_code))]
-    pub fn cpu_spent(&self) -> Option<Duration> {
+    pub(crate) fn cpu_spent(&self) -> Option<Duration> {
         if !self.started.load(Ordering::Acquire) {
             return None;
         }

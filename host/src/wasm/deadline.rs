@@ -80,14 +80,14 @@ pub(crate) struct DeadlineGrace {
 
 impl DeadlineGrace {
     /// Forgets the previous call.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.cpu_at_eve = None;
         self.granted = 0;
     }
 
     /// An epoch deadline passed (the eve, then the deadline and each tick after it): stop the
     /// call, or extend it by one tick.
-    pub fn on_deadline(&mut self) -> UpdateDeadline {
+    pub(crate) fn on_deadline(&mut self) -> UpdateDeadline {
         let cpu = cpu_time::ThreadTime::try_now()
             .map(|t| t.as_duration())
             .ok();

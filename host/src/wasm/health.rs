@@ -65,7 +65,11 @@ pub(super) struct Health {
 }
 
 impl Health {
-    pub fn new(label: PolicyLabel, quarantine: QuarantineConfig, fail_safe: FailSafe) -> Self {
+    pub(super) fn new(
+        label: PolicyLabel,
+        quarantine: QuarantineConfig,
+        fail_safe: FailSafe,
+    ) -> Self {
         Health {
             label,
             quarantine,
@@ -88,7 +92,7 @@ impl Health {
     }
 
     /// Whether the policy is quarantined now; a skipped call is counted as such.
-    pub fn skips_call(&self) -> bool {
+    pub(super) fn skips_call(&self) -> bool {
         let until = self.quarantined_until.load(Ordering::Relaxed);
         if until != 0 && self.now_nanos() < until {
             self.record(PolicyFailureKind::Quarantined);
@@ -99,7 +103,7 @@ impl Health {
 
     /// A call was not made for `kind` (`overloaded`): counted.
     #[cfg(feature = "registry")]
-    pub fn skipped(&self, kind: PolicyFailureKind) {
+    pub(super) fn skipped(&self, kind: PolicyFailureKind) {
         self.record(kind);
     }
 
@@ -109,7 +113,7 @@ impl Health {
     }
 
     /// The policy answered: a quarantine whose probe call succeeded is lifted.
-    pub fn on_success(&self) {
+    pub(super) fn on_success(&self) {
         self.decisions.fetch_add(1, Ordering::Relaxed);
         // Load first: the common healthy case then writes nothing shared.
         if self.consecutive_failures.load(Ordering::Relaxed) > 0
@@ -126,7 +130,7 @@ impl Health {
 
     /// A call failed with `kind` (`detail` says how): counted, logged, and the policy
     /// quarantined once the consecutive failures reach the threshold.
-    pub fn on_failure(
+    pub(super) fn on_failure(
         &self,
         kind: PolicyFailureKind,
         detail: &str,
@@ -158,7 +162,7 @@ impl Health {
     }
 
     /// A snapshot of the counters.
-    pub fn stats(&self) -> PolicyStats {
+    pub(super) fn stats(&self) -> PolicyStats {
         PolicyStats {
             decisions: self.decisions.load(Ordering::Relaxed),
             failures: FAILURE_KINDS

@@ -51,7 +51,7 @@ pub(super) struct PolicyInstance {
 
 impl PolicyInstance {
     /// Instantiates `pre` and configures it with `params`, under the setup deadline and fuel.
-    pub fn new(
+    pub(super) fn new(
         pre: &PolicyPre,
         label: &PolicyLabel,
         config: &WasmStrategyConfig,

@@ -21,7 +21,7 @@ pub(crate) struct LogBudget {
 }
 
 impl LogBudget {
-    pub fn new(per_second: u32) -> Self {
+    pub(crate) fn new(per_second: u32) -> Self {
         LogBudget {
             base: Instant::now(),
             per_second,
@@ -32,7 +32,7 @@ impl LogBudget {
     }
 
     /// Whether a line may be written now; if so, how many were left out since the last one.
-    pub fn allow(&self) -> Option<u64> {
+    pub(crate) fn allow(&self) -> Option<u64> {
         let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let start = self.window_start.load(Ordering::Relaxed);
         let window = u64::try_from(WINDOW.as_nanos()).unwrap_or(u64::MAX);

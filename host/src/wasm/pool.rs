@@ -16,7 +16,7 @@ pub(crate) struct IdleBudget {
 }
 
 impl IdleBudget {
-    pub fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         IdleBudget {
             held: AtomicUsize::new(0),
             limit,
@@ -37,12 +37,12 @@ impl IdleBudget {
     }
 
     /// Places held now.
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.held.load(Ordering::Acquire)
     }
 
     /// The most places that can be held.
-    pub fn limit(&self) -> usize {
+    pub(crate) fn limit(&self) -> usize {
         self.limit
     }
 }
@@ -56,7 +56,7 @@ pub(super) struct InstancePool<T> {
 
 impl<T> InstancePool<T> {
     /// A pool of at most `capacity` (at least 1) idle instances.
-    pub fn new(capacity: usize, budget: Arc<IdleBudget>) -> Self {
+    pub(super) fn new(capacity: usize, budget: Arc<IdleBudget>) -> Self {
         InstancePool {
             idle: ArrayQueue::new(capacity.max(1)),
             budget,
@@ -64,7 +64,7 @@ impl<T> InstancePool<T> {
     }
 
     /// An idle instance, if one is waiting.
-    pub fn take(&self) -> Option<T> {
+    pub(super) fn take(&self) -> Option<T> {
         let instance = self.idle.pop()?;
         self.budget.release();
         Some(instance)
@@ -72,7 +72,7 @@ impl<T> InstancePool<T> {
 
     /// Keeps `instance` for the next call, or drops it when this pool or the engine's budget
     /// is full.
-    pub fn put(&self, instance: T) {
+    pub(super) fn put(&self, instance: T) {
         if !self.budget.try_hold() {
             return;
         }

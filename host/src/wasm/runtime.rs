@@ -33,7 +33,7 @@ pub struct SandboxLimits {
 }
 
 /// How many times a call's fuel budget creating and configuring an instance may use.
-pub const SETUP_FUEL_FACTOR: u64 = 100;
+pub(super) const SETUP_FUEL_FACTOR: u64 = 100;
 
 impl SandboxLimits {
     /// `deadline_ms` as a duration.

@@ -37,11 +37,11 @@ pub(crate) struct CallState {
 
 impl CallState {
     /// The client context's entry `key` of the decision in progress.
-    pub fn client_context_entry(&self, key: &str) -> Option<String> {
+    pub(crate) fn client_context_entry(&self, key: &str) -> Option<String> {
         self.client_context.as_deref()?.get(key).cloned()
     }
 
-    pub fn new(
+    pub(crate) fn new(
         label: PolicyLabel,
         budgets: Arc<RetryBudgets>,
         memory_cap: usize,

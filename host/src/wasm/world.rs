@@ -109,7 +109,7 @@ pub(crate) enum WorldPre {
 impl WorldPre {
     /// Links `component` against `version`'s host imports (and the inert WASI when it
     /// `imports_wasi`) and pre-instantiates it. The error is wasmtime's.
-    pub fn new(
+    pub(crate) fn new(
         version: WitVersion,
         component: &Component,
         imports_wasi: bool,
@@ -147,7 +147,7 @@ impl WorldPre {
     }
 
     /// Instantiates the component in `store`.
-    pub fn instantiate(&self, store: &mut Store<CallState>) -> wasmtime::Result<World> {
+    pub(crate) fn instantiate(&self, store: &mut Store<CallState>) -> wasmtime::Result<World> {
         Ok(match self {
             WorldPre::V0_1(pre) => World::V0_1(pre.instantiate(store)?),
             WorldPre::V0_2(pre) => World::V0_2(pre.instantiate(store)?),
@@ -165,7 +165,7 @@ pub(crate) enum World {
 
 impl World {
     /// `strategy.configure`: the policy's verdict on its parameters.
-    pub fn configure(
+    pub(crate) fn configure(
         &self,
         store: &mut Store<CallState>,
         params: &[(String, String)],
@@ -186,7 +186,7 @@ impl World {
     /// `strategy.retry-after` for `request`, failed for `reason` (its facts at `now`), as the
     /// engine's action. The store's call state already holds the failure (`failure` reads
     /// it; 0.1.0 receives the request record instead).
-    pub fn retry_after(
+    pub(crate) fn retry_after(
         &self,
         store: &mut Store<CallState>,
         request: &Request,

@@ -12,14 +12,14 @@ use rebound::{
 };
 
 /// A request of `ty` with `timeout_ms`, started at `start`.
-pub fn request(ty: RequestType, timeout_ms: u64, start: Instant) -> Request {
+pub(crate) fn request(ty: RequestType, timeout_ms: u64, start: Instant) -> Request {
     Request::new(1, ty, Duration::from_millis(timeout_ms))
         .expect("valid timeout")
         .started_at(start)
 }
 
 /// Runs the orchestrator at `start + elapsed_ms`.
-pub fn decide_at(
+pub(crate) fn decide_at(
     orchestrator: &Orchestrator,
     request: &mut Request,
     reason: &RetryReason,
@@ -30,7 +30,7 @@ pub fn decide_at(
 }
 
 /// The delay of a retry decision, panicking with the decision otherwise.
-pub fn retry_delay_ms(decision: &Decision) -> u64 {
+pub(crate) fn retry_delay_ms(decision: &Decision) -> u64 {
     match decision {
         Decision::Retry(plan) => plan.delay.as_millis() as u64,
         other => panic!("expected a retry, got {other:?}"),
@@ -38,7 +38,7 @@ pub fn retry_delay_ms(decision: &Decision) -> u64 {
 }
 
 /// The error name of a failing decision, panicking otherwise.
-pub fn fail_name(decision: &Decision) -> &'static str {
+pub(crate) fn fail_name(decision: &Decision) -> &'static str {
     match decision {
         Decision::Fail(error) => error.name(),
         other => panic!("expected a failure, got {other:?}"),
@@ -46,7 +46,7 @@ pub fn fail_name(decision: &Decision) -> &'static str {
 }
 
 /// Path of a fixture error map.
-pub fn error_map_path(name: &str) -> std::path::PathBuf {
+pub(crate) fn error_map_path(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/error_maps")
         .join(name)
@@ -54,7 +54,7 @@ pub fn error_map_path(name: &str) -> std::path::PathBuf {
 
 /// Records the error-map retry spec every decision is given, and retries after 1 ms.
 #[derive(Debug, Default)]
-pub struct SeesSpec(pub Mutex<Vec<Option<RetrySpec>>>);
+pub(crate) struct SeesSpec(pub Mutex<Vec<Option<RetrySpec>>>);
 
 impl SyncStrategy for SeesSpec {
     fn name(&self) -> &str {
@@ -68,7 +68,7 @@ impl SyncStrategy for SeesSpec {
 }
 
 /// An error map whose status 0x7ff0 is retried with a constant spec (reference 004).
-pub fn error_map_with_spec() -> ErrorMap {
+pub(crate) fn error_map_with_spec() -> ErrorMap {
     ErrorMap::parse(
         r#"{"version":2,"revision":1,"errors":{"7ff0":{"name":"X","desc":"","attrs":["auto-retry"],
         "retry":{"strategy":"constant","interval":5,"after":5,"max-duration":100}}}}"#,
@@ -78,11 +78,11 @@ pub fn error_map_with_spec() -> ErrorMap {
 
 /// Where a test's tracing subscriber writes: cloned into the subscriber, read back as text.
 #[derive(Clone, Default)]
-pub struct LogBuffer(std::sync::Arc<Mutex<Vec<u8>>>);
+pub(crate) struct LogBuffer(std::sync::Arc<Mutex<Vec<u8>>>);
 
 impl LogBuffer {
     /// Everything written so far.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
     }
 }
@@ -98,7 +98,7 @@ impl std::io::Write for LogBuffer {
 }
 
 /// The first TOML code block after the heading `heading` of the Markdown `doc`.
-pub fn toml_block_after<'d>(doc: &'d str, heading: &str) -> &'d str {
+pub(crate) fn toml_block_after<'d>(doc: &'d str, heading: &str) -> &'d str {
     let section = &doc[doc
         .find(heading)
         .unwrap_or_else(|| panic!("no `{heading}`"))..];
@@ -107,7 +107,7 @@ pub fn toml_block_after<'d>(doc: &'d str, heading: &str) -> &'d str {
 }
 
 /// What `f` logs through `tracing` at `level` and above (plain text, no colours).
-pub fn logged_at(level: tracing::Level, f: impl FnOnce()) -> String {
+pub(crate) fn logged_at(level: tracing::Level, f: impl FnOnce()) -> String {
     let buf = LogBuffer::default();
     let writer = buf.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -121,7 +121,7 @@ pub fn logged_at(level: tracing::Level, f: impl FnOnce()) -> String {
 
 /// A current-thread tokio runtime on a paused clock, for a synchronous test that drives the
 /// executor (no test sleeps for real).
-pub fn paused_runtime() -> tokio::runtime::Runtime {
+pub(crate) fn paused_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -132,7 +132,7 @@ pub fn paused_runtime() -> tokio::runtime::Runtime {
 /// A strategy named `always` that asks for a retry after its delay whatever the request: the
 /// adversary of the safety guard.
 #[derive(Debug)]
-pub struct AlwaysRetry(pub Duration);
+pub(crate) struct AlwaysRetry(pub Duration);
 
 impl SyncStrategy for AlwaysRetry {
     fn name(&self) -> &str {
@@ -144,6 +144,6 @@ impl SyncStrategy for AlwaysRetry {
 }
 
 /// An orchestrator whose strategy always asks for a retry after `ms`.
-pub fn always_retry(ms: u64) -> Orchestrator {
+pub(crate) fn always_retry(ms: u64) -> Orchestrator {
     Orchestrator::new(std::sync::Arc::new(AlwaysRetry(Duration::from_millis(ms))))
 }

@@ -12,47 +12,47 @@ use sha2::{Digest, Sha256};
 #[path = "../wasm_support/mod.rs"]
 mod wasm_support;
 #[allow(unused_imports)] // each test binary uses a different subset
-pub use wasm_support::{guest, released, released_versions, runtime};
+pub(crate) use wasm_support::{guest, released, released_versions, runtime};
 
 /// A scratch directory for policy files and a configuration.
-pub struct Workspace {
+pub(crate) struct Workspace {
     pub dir: tempfile::TempDir,
 }
 
 impl Workspace {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Workspace {
             dir: tempfile::tempdir().expect("temporary directory"),
         }
     }
 
     /// The path of `file` in the workspace.
-    pub fn path(&self, file: &str) -> PathBuf {
+    pub(crate) fn path(&self, file: &str) -> PathBuf {
         std::path::absolute(self.dir.path().join(file)).unwrap()
     }
 
     /// Copies guest `name` to `file`.
-    pub fn install(&self, file: &str, name: &str) -> PathBuf {
+    pub(crate) fn install(&self, file: &str, name: &str) -> PathBuf {
         let path = self.path(file);
         std::fs::copy(guest(name), &path).expect("copy guest");
         path
     }
 
     /// Writes the configuration file `rebound.toml`.
-    pub fn config(&self, text: &str) -> PathBuf {
+    pub(crate) fn config(&self, text: &str) -> PathBuf {
         let path = self.path("rebound.toml");
         std::fs::write(&path, text).expect("write config");
         path
     }
 
     /// The configuration file, read and validated.
-    pub fn load_config(&self) -> RegistryConfig {
+    pub(crate) fn load_config(&self) -> RegistryConfig {
         RegistryConfig::load(&self.path("rebound.toml")).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// A registry for the configuration file, in the shared runtime; every policy must load
     /// (a strict start).
-    pub fn registry(&self) -> PolicyRegistry {
+    pub(crate) fn registry(&self) -> PolicyRegistry {
         let config = RegistryConfig {
             strict_start: true,
             ..self.load_config()
@@ -62,7 +62,7 @@ impl Workspace {
 }
 
 /// The sha256 (hex) of guest `name`: the hash a version loaded from it reports.
-pub fn guest_hash(name: &str) -> String {
+pub(crate) fn guest_hash(name: &str) -> String {
     let bytes = std::fs::read(guest(name)).unwrap();
     Sha256::digest(bytes)
         .iter()
@@ -71,18 +71,22 @@ pub fn guest_hash(name: &str) -> String {
 }
 
 /// A fresh request of `ty` with a 2.5 s timeout.
-pub fn request(ty: RequestType) -> Request {
+pub(crate) fn request(ty: RequestType) -> Request {
     Request::new(1, ty, Duration::from_millis(2500)).unwrap()
 }
 
 /// Decides through the registry, synchronously.
-pub fn decide(registry: &PolicyRegistry, mut request: Request, reason: &RetryReason) -> Decided {
+pub(crate) fn decide(
+    registry: &PolicyRegistry,
+    mut request: Request,
+    reason: &RetryReason,
+) -> Decided {
     futures::executor::block_on(registry.maybe_retry(&mut request, reason))
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Waits until `check` holds, polling; panics after `limit` naming `what`.
-pub fn wait_for(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+pub(crate) fn wait_for(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
     let started = Instant::now();
     while !check() {
         assert!(
@@ -94,6 +98,6 @@ pub fn wait_for(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
 }
 
 /// The active version's hash of policy `name`.
-pub fn active_hash(registry: &PolicyRegistry, name: &str) -> String {
+pub(crate) fn active_hash(registry: &PolicyRegistry, name: &str) -> String {
     registry.active(name).unwrap().hash().to_owned()
 }

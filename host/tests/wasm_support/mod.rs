@@ -11,7 +11,7 @@ use rebound::RetryBudgets;
 
 /// The released versions kept as fixtures (`tests/fixtures/rebound-policy-V/`): every version
 /// this host loads but the newest, whose components are built from today's source.
-pub fn released_versions() -> Vec<WitVersion> {
+pub(crate) fn released_versions() -> Vec<WitVersion> {
     WitVersion::ALL
         .into_iter()
         .filter(|v| *v != WitVersion::CURRENT)
@@ -20,12 +20,12 @@ pub fn released_versions() -> Vec<WitVersion> {
 
 /// The name under which [`guest`] finds the fixture `name` built for `version`
 /// (`tests/fixtures/rebound-policy-VERSION/`, bytes kept from the tree's history).
-pub fn released(version: WitVersion, name: &str) -> String {
+pub(crate) fn released(version: WitVersion, name: &str) -> String {
     format!("{RELEASED}{}/{name}", version.number())
 }
 
 /// [`released`] for `rebound:policy@0.1.0`.
-pub fn released_0_1_0(name: &str) -> String {
+pub(super) fn released_0_1_0(name: &str) -> String {
     released(WitVersion::V0_1_0, name)
 }
 
@@ -33,7 +33,7 @@ const RELEASED: &str = "released-";
 
 /// The component `name` built by `scripts/build-guests.sh`, or a released version's fixture
 /// when `name` comes from [`released`].
-pub fn guest(name: &str) -> PathBuf {
+pub(crate) fn guest(name: &str) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     if let Some((version, fixture)) = name
         .strip_prefix(RELEASED)
@@ -53,14 +53,14 @@ pub fn guest(name: &str) -> PathBuf {
 }
 
 /// The runtime shared by the tests of one binary (64 MiB per instance at most).
-pub fn runtime() -> &'static WasmRuntime {
+pub(crate) fn runtime() -> &'static WasmRuntime {
     static RUNTIME: OnceLock<WasmRuntime> = OnceLock::new();
     RUNTIME.get_or_init(|| WasmRuntime::new(64 << 20).expect("wasmtime engine"))
 }
 
 /// The compiled-artifact cache the test binaries share (under `build/`), so that each Python
 /// or JavaScript guest, seconds to compile, is compiled once per build.
-pub fn cache() -> &'static ArtifactCache {
+pub(super) fn cache() -> &'static ArtifactCache {
     static CACHE: OnceLock<ArtifactCache> = OnceLock::new();
     CACHE.get_or_init(|| {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../build/test-artifact-cache");
@@ -69,14 +69,14 @@ pub fn cache() -> &'static ArtifactCache {
 }
 
 /// Loads guest `name` as a policy of the same name, its machine code from the shared cache.
-pub fn load(name: &str) -> Result<PolicyPre, LoadError> {
+pub(super) fn load(name: &str) -> Result<PolicyPre, LoadError> {
     let path = guest(name);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     PolicyPre::load_cached(runtime(), name, &bytes, Some(cache()))
 }
 
 /// Loads guest `name` and runs it with `config`.
-pub fn strategy(name: &str, config: WasmStrategyConfig) -> Arc<WasmStrategy> {
+pub(super) fn strategy(name: &str, config: WasmStrategyConfig) -> Arc<WasmStrategy> {
     let component = load(name).unwrap_or_else(|e| panic!("{e}"));
     Arc::new(
         WasmStrategy::new(component, config, Arc::new(RetryBudgets::new()))

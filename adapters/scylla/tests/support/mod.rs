@@ -9,10 +9,10 @@ use rebound::registry::{PolicyRegistry, RegistryConfig};
 #[path = "../../../test_support.rs"]
 mod test_support;
 #[allow(unused_imports)] // each test binary uses a different subset
-pub use test_support::{guest, WatchedPolicy};
+pub(crate) use test_support::{guest, WatchedPolicy};
 
 /// The registry configuration of the Cassandra policies, native and WebAssembly.
-pub fn config_text() -> String {
+pub(crate) fn config_text() -> String {
     format!(
         "default_policy = \"cassandra-default\"\ncache_dir = false\n[watch]\nenabled = false\n\
          [policies.cassandra-default]\nbuiltin = \"cassandra-default\"\n\
@@ -26,7 +26,7 @@ pub fn config_text() -> String {
 }
 
 /// One registry for a test binary.
-pub fn registry() -> Arc<PolicyRegistry> {
+pub(crate) fn registry() -> Arc<PolicyRegistry> {
     static REGISTRY: OnceLock<Arc<PolicyRegistry>> = OnceLock::new();
     Arc::clone(REGISTRY.get_or_init(|| {
         let config = RegistryConfig::parse(&config_text(), "rebound.toml".as_ref(), ".".as_ref())

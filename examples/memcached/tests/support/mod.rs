@@ -1,4 +1,4 @@
 //! What the end-to-end tests run against: a real memcached and a fault-injecting proxy.
 
-pub mod proxy;
-pub mod server;
+pub(crate) mod proxy;
+pub(crate) mod server;

@@ -13,7 +13,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// What the proxy does to the next requests.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Faults {
+pub(crate) struct Faults {
     /// Answer this many requests with TMPFAIL without forwarding them.
     pub tmpfail: u32,
     /// Forward this many requests, let the server answer, then close the client's connection
@@ -39,14 +39,14 @@ enum Action {
 
 /// A running proxy.
 #[derive(Clone)]
-pub struct FaultProxy {
+pub(crate) struct FaultProxy {
     pub addr: SocketAddr,
     state: Arc<Mutex<State>>,
 }
 
 impl FaultProxy {
     /// Starts a proxy on a free loopback port in front of `upstream`.
-    pub async fn start(upstream: SocketAddr) -> FaultProxy {
+    pub(crate) async fn start(upstream: SocketAddr) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let proxy = FaultProxy {
             addr: listener.local_addr().unwrap(),
@@ -62,12 +62,12 @@ impl FaultProxy {
     }
 
     /// Arms `faults` for the next requests.
-    pub fn arm(&self, faults: Faults) {
+    pub(crate) fn arm(&self, faults: Faults) {
         self.state.lock().unwrap().faults = faults;
     }
 
     /// Requests with `opcode` the proxy received from clients.
-    pub fn received(&self, opcode: u8) -> u32 {
+    pub(crate) fn received(&self, opcode: u8) -> u32 {
         self.state
             .lock()
             .unwrap()
@@ -78,7 +78,7 @@ impl FaultProxy {
     }
 
     /// Requests with `opcode` the proxy forwarded to the server.
-    pub fn forwarded(&self, opcode: u8) -> u32 {
+    pub(crate) fn forwarded(&self, opcode: u8) -> u32 {
         self.state
             .lock()
             .unwrap()

@@ -21,7 +21,7 @@ const MEMCACHED: &str = "/usr/bin/memcached";
 const PORTS: std::ops::Range<u16> = 20_000..32_000;
 
 /// A free loopback port for a server, never the same twice in one test process.
-pub fn free_port() -> SocketAddr {
+pub(crate) fn free_port() -> SocketAddr {
     static NEXT: AtomicU16 = AtomicU16::new(0);
     let span = PORTS.end - PORTS.start;
     // Concurrent test processes start at different places.
@@ -37,14 +37,14 @@ pub fn free_port() -> SocketAddr {
 }
 
 /// A running memcached.
-pub struct Memcached {
+pub(crate) struct Memcached {
     pub addr: SocketAddr,
     child: Child,
 }
 
 impl Memcached {
     /// Starts memcached on `addr` and waits until it accepts connections.
-    pub fn start(addr: SocketAddr) -> Memcached {
+    pub(crate) fn start(addr: SocketAddr) -> Memcached {
         let child = Command::new(MEMCACHED)
             .args([
                 "-l",
@@ -92,7 +92,7 @@ impl Memcached {
     }
 
     /// The server's `stats` counters.
-    pub async fn stats(&self) -> HashMap<String, u64> {
+    pub(crate) async fn stats(&self) -> HashMap<String, u64> {
         let mut stream = TcpStream::connect(self.addr).await.unwrap();
         stream.write_all(b"stats\r\n").await.unwrap();
         let mut lines = BufReader::new(stream).lines();
@@ -111,7 +111,7 @@ impl Memcached {
 
     /// How many increments the server applied to an existing counter (`incr_hits`). memcached
     /// counts no statistic for an increment that creates its counter, so tests seed theirs.
-    pub async fn increments_applied(&self) -> u64 {
+    pub(crate) async fn increments_applied(&self) -> u64 {
         self.stats().await["incr_hits"]
     }
 }

@@ -1,8 +1,8 @@
 //! The imports of `rebound:policy@0.2.0`: its `failure` functions (0.3.0's, less
 //! `server-delay-ms`) and its `host` functions, answered from the same call state.
 
-use crate::wasm::bindings::v0_2::rebound::policy::{failure, host};
 use crate::wasm::bindings::v0_2;
+use crate::wasm::bindings::v0_2::rebound::policy::{failure, host};
 use crate::wasm::store::CallState;
 
 impl failure::Host for CallState {

@@ -10,8 +10,8 @@ use wasmtime::component::{Component, Linker, Resource, ResourceAny, ResourceType
 use wasmtime::StoreContextMut;
 
 use super::inert::{InputStream, IoError, OutputStream, Pollable};
-use crate::wasm::host_trap::HostTrap;
 use super::WasiView;
+use crate::wasm::host_trap::HostTrap;
 
 /// The denied packages.
 pub(super) const DENIED_PACKAGES: [&str; 2] = ["wasi:filesystem/", "wasi:sockets/"];

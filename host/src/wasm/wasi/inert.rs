@@ -37,6 +37,7 @@ use wasi::random::{insecure, insecure_seed, random};
 
 /// Something a policy can wait on.
 #[derive(Debug)]
+#[allow(unreachable_pub)] // `bindgen!`'s `with` re-exports it
 pub enum Pollable {
     /// Always ready (the streams: writes never wait, stdin is at its end).
     Ready,
@@ -46,20 +47,24 @@ pub enum Pollable {
 
 /// The policy's stdin: always at its end.
 #[derive(Debug)]
+#[allow(unreachable_pub)] // `bindgen!`'s `with` re-exports it
 pub struct InputStream;
 
 /// The policy's stdout or stderr: stdout's writes and stderr's lines go to the host's log.
 #[derive(Debug)]
+#[allow(unreachable_pub)] // `bindgen!`'s `with` re-exports it
 pub struct OutputStream {
     stderr: bool,
 }
 
 /// An I/O error; none is ever created, since no operation here fails with one.
 #[derive(Debug)]
+#[allow(unreachable_pub)] // `bindgen!`'s `with` re-exports it
 pub enum IoError {}
 
 /// A terminal; none is ever handed out.
 #[derive(Debug)]
+#[allow(unreachable_pub)] // `bindgen!`'s `with` re-exports it
 pub enum Terminal {}
 
 /// How much of one write is copied into the log.
