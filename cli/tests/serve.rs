@@ -869,3 +869,41 @@ fn serve_logs_each_decision_and_writes_the_log_before_exiting() {
     assert_eq!(lines[0]["answer"]["decision"], "cancel");
     assert_eq!(lines[1]["policy"], "standard");
 }
+
+/// docs/serve.md "Deadlines on a busy machine": `serve` asks for the real-time priority for
+/// the engine's epoch ticker unless its configuration names another (the library alone leaves
+/// it as its other threads: docs/embedding.md), and its `serving` line says what it got —
+/// what this test's own process gets when it asks the same (the best it is permitted).
+#[test]
+fn serve_asks_for_the_real_time_ticker_unless_configured() {
+    use rebound::wasm::{TickerPriority, WasmRuntime};
+    let permitted = WasmRuntime::new(64 << 20)
+        .unwrap()
+        .set_ticker_priority(TickerPriority::Realtime);
+    for (engine, expected) in [
+        ("", permitted),
+        (
+            "[engine]\nticker_priority = \"normal\"\n",
+            TickerPriority::Normal,
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("rebound.toml");
+        std::fs::write(
+            &config,
+            format!("default_policy = \"s\"\n{engine}[policies.s]\nbuiltin = \"best-effort\"\n"),
+        )
+        .unwrap();
+        let server = Server::start_with_options(&config, &[]);
+        let (ok, log) = server.terminate();
+        assert!(ok, "{log}");
+        let serving = log
+            .lines()
+            .find(|line| line.contains("serving"))
+            .unwrap_or_else(|| panic!("no serving line: {log}"));
+        assert!(
+            serving.contains(&format!("ticker={expected:?}")),
+            "{engine:?}: {serving}"
+        );
+    }
+}

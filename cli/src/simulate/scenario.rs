@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rebound::registry::line_column;
 use rebound::RequestType;
 use serde::Deserialize;
 
@@ -246,14 +247,6 @@ impl ScenarioError {
             message,
         }
     }
-}
-
-/// Line and column (from 1) of byte `offset` in `text`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
 }
 
 impl Scenario {

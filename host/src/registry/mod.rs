@@ -30,8 +30,8 @@ mod watch;
 
 pub use builtin::{Builtin, BuiltinParamError, BuiltinPolicy};
 pub use config::{
-    CacheDir, ConfigError, EngineConfig, IsolationConfig, Location, PolicyDefinition, PolicySource,
-    RegistryConfig, WatchConfig,
+    line_column, CacheDir, ConfigError, EngineConfig, IsolationConfig, Location, PolicyDefinition,
+    PolicySource, RegistryConfig, WatchConfig,
 };
 pub use error::{BuildError, RegistryError};
 pub use policy_registry::{Decided, PolicyRegistry};

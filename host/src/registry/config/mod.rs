@@ -1,0 +1,303 @@
+//! The registry's configuration file: named policies (a built-in strategy or a component
+//! file, with parameters, sandbox limits, fail-safe and guard exemption), the default policy,
+//! profiles in the sense of reference 003 "Using multiple policies", and routes from a service
+//! or a request type to a policy. Every error names the file, the line and column, the field,
+//! and what was expected.
+//!
+//! `raw` is the file as written (the TOML schema), this module the model the registry runs,
+//! and `validate` the step between them, one function per section.
+
+mod raw;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::builtin::BuiltinPolicy;
+use crate::decision_log::DecisionLogConfig;
+use crate::request::{RequestType, Service};
+use crate::traffic_budget::BudgetConfig;
+use crate::wasm::{
+    FailSafe, Optimization, PoolConfig, QuarantineConfig, SandboxLimits, TickerPriority, WasiConfig,
+};
+
+/// Where compiled policies are cached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheDir {
+    /// The user's cache directory (`ArtifactCache::default_dir`), as no `cache_dir` is
+    /// configured; if it cannot be used, policies load without a cache.
+    UserDefault(PathBuf),
+    /// The configured `cache_dir`; if it cannot be used, the configuration is refused.
+    Configured(PathBuf),
+}
+
+impl CacheDir {
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        match self {
+            CacheDir::UserDefault(dir) | CacheDir::Configured(dir) => dir,
+        }
+    }
+}
+
+/// File watching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WatchConfig {
+    /// Whether the policy files and the configuration are watched for changes.
+    pub enabled: bool,
+    /// Quiet time after the last change to a file before it is reloaded, in milliseconds.
+    pub debounce_ms: u64,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig {
+            enabled: true,
+            debounce_ms: 20,
+        }
+    }
+}
+
+/// The WebAssembly engine, fixed when the registry starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineConfig {
+    /// How Cranelift optimises policy code.
+    pub optimization: Optimization,
+    /// Linear memory each instance may reach at most; unset: the largest `limits.memory_bytes`
+    /// of the policies at start (at least the default 64 MiB).
+    pub max_memory_bytes: Option<u64>,
+    /// The instance pool: slots for all policies, idle instances per policy.
+    pub pool: PoolConfig,
+    /// Whether components' calls run on threads of their own (and how many at once per
+    /// policy) instead of the deciding thread; unset: on the deciding thread.
+    pub isolation: Option<IsolationConfig>,
+    /// How promptly the machine runs the epoch ticker's thread, which ends calls at their
+    /// deadline and wakes isolated callers at theirs: asked, and where the process is not
+    /// permitted it the best below. Unset: the embedder's choice, which for the library is
+    /// [`TickerPriority::Normal`] (no change to the process's scheduling) and for
+    /// `rebound serve` is [`TickerPriority::Realtime`].
+    pub ticker_priority: Option<TickerPriority>,
+}
+
+/// Components' calls on dedicated threads, so that a slow or spinning policy cannot hold the
+/// threads that decide with the built-ins or serve requests: at most `per_policy` calls of
+/// one policy version run at once, and its calls keep the threads busy at most
+/// `busy_per_second_ms` per second (a call past either waits, in a tokio runtime up to the
+/// call's deadline, holding no thread, then is answered its fail-safe as `overloaded`); the
+/// call runs under the sandbox's deadline as on the deciding thread, given what is left of it
+/// after the wait, and a caller in a tokio runtime is answered `timeout` by the host as soon
+/// as its call is past due having spent 0.2 ms of CPU (spinning), or should even the
+/// deadline's grace pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IsolationConfig {
+    /// Threads running components' calls; 0: none, calls run on the deciding thread (no
+    /// isolation). Default: two per available core.
+    pub threads: usize,
+    /// Calls of one policy version running at once. Default: half the available cores, at
+    /// least 1 (its time share, not this, bounds an honest policy's throughput; this bounds
+    /// how many cores a spinning one holds at once).
+    pub per_policy: usize,
+    /// Milliseconds per second one policy version's calls may keep the threads busy (wall
+    /// time of its calls, averaged over 100 ms); 0: no limit. Default: 125 per core (an eighth
+    /// of the machine).
+    pub busy_per_second_ms: u64,
+    /// The threads' niceness on Linux (0 to 19; elsewhere ignored): above 0, a machine short
+    /// of CPU serves requests and built-in decisions before components' calls (which may then
+    /// be slower, and answered their fail-safe past their deadline's grace). Default: 0.
+    pub nice: i32,
+}
+
+impl Default for IsolationConfig {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        IsolationConfig {
+            threads: cores * 2,
+            per_policy: (cores / 2).max(1),
+            busy_per_second_ms: 125 * cores as u64,
+            nice: 0,
+        }
+    }
+}
+
+/// Where a policy comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PolicySource {
+    /// A built-in native strategy with its parameters.
+    Builtin(BuiltinPolicy),
+    /// A component file (absolute, resolved against the policy directory).
+    Component(PathBuf),
+    /// A component in an OCI registry (`registry/repository:tag`), pulled into the artifact
+    /// cache's directory (feature `oci`).
+    Oci(String),
+}
+
+impl fmt::Display for PolicySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicySource::Builtin(b) => write!(f, "builtin:{}", b.builtin().name()),
+            PolicySource::Component(path) => write!(f, "{}", path.display()),
+            PolicySource::Oci(reference) => write!(f, "oci:{reference}"),
+        }
+    }
+}
+
+/// One named policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyDefinition {
+    /// Its source.
+    pub source: PolicySource,
+    /// Parameters handed to the component's `configure` (empty for built-ins, whose
+    /// parameters are in their [`BuiltinPolicy`]).
+    pub params: BTreeMap<String, String>,
+    /// Sandbox limits (components).
+    pub limits: SandboxLimits,
+    /// What a failed call answers (components).
+    pub fail_safe: FailSafe,
+    /// Quarantine of a component that keeps failing.
+    pub quarantine: QuarantineConfig,
+    /// What the component's WASI imports answer (clocks, randomness).
+    pub wasi: WasiConfig,
+    /// Whether the safety guard lets this policy retry non-idempotent requests for reasons
+    /// that do not allow it (see [`Orchestrator::exempt_from_guard`](crate::Orchestrator::exempt_from_guard)).
+    pub guard_exempt: bool,
+    /// The sha256 the component file must have (`component = { path, sha256 }`): a file with
+    /// another digest is refused at load and at every reload.
+    pub pinned_sha256: Option<[u8; 32]>,
+    /// Where `params` is written, for errors about them found when the component loads (its
+    /// parameter schema); `None` when the configuration gives no `params`.
+    pub params_location: Option<Location>,
+}
+
+/// A place in a configuration file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file (`<inline>` for a configuration given as text).
+    pub file: PathBuf,
+    /// Line, from 1.
+    pub line: usize,
+    /// Column, from 1.
+    pub column: usize,
+}
+
+impl Location {
+    /// An error about `field` at this place.
+    pub fn error(&self, field: String, message: String) -> ConfigError {
+        ConfigError {
+            file: self.file.clone(),
+            line: self.line,
+            column: self.column,
+            field,
+            message,
+        }
+    }
+}
+
+/// A validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegistryConfig {
+    /// The file it was read from, if any.
+    pub file: Option<PathBuf>,
+    /// The policy used when nothing more specific applies.
+    pub default_policy: String,
+    /// The directory relative component paths are resolved against (absolute).
+    pub policy_dir: PathBuf,
+    /// Directory of the compiled-artifact cache; none: no cache (`cache_dir = false`, or
+    /// no user cache directory on this platform).
+    pub cache_dir: Option<CacheDir>,
+    /// File watching.
+    pub watch: WatchConfig,
+    /// The engine (read at start only).
+    pub engine: EngineConfig,
+    /// The policies by name.
+    pub policies: BTreeMap<String, PolicyDefinition>,
+    /// Profiles: name to a dedicated policy, or `None` to inherit the default.
+    pub profiles: BTreeMap<String, Option<String>>,
+    /// Services routed to a policy.
+    pub services: BTreeMap<Service, String>,
+    /// Request types routed to a policy (more specific than a service route).
+    pub request_types: BTreeMap<RequestType, String>,
+    /// Whether a policy that fails to load at start stops the registry from starting
+    /// (`true`), or starts as a stand-in answering its fail-safe, its error in the status,
+    /// until a reload succeeds (`false`, the default). Later reloads never install a failed
+    /// load.
+    pub strict_start: bool,
+    /// Retry budgets proportional to traffic, by name (`[budgets.NAME]`).
+    pub budgets: BTreeMap<String, BudgetConfig>,
+    /// The budget each policy draws its retries from (`[policies.NAME] budget`), by policy.
+    pub policy_budgets: BTreeMap<String, String>,
+    /// The decision log (`[decision_log]`), its file's path resolved; `None`: no log.
+    pub decision_log: Option<DecisionLogConfig>,
+}
+
+/// A configuration that was refused: where, which field, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}:{column}: {field}: {message}", file.display())]
+pub struct ConfigError {
+    /// The file (`<inline>` for a configuration given as text).
+    pub file: PathBuf,
+    /// Line, from 1.
+    pub line: usize,
+    /// Column, from 1.
+    pub column: usize,
+    /// The field, as a dotted path (`policies.robots.component`); empty for a syntax error.
+    pub field: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+/// Line and column (from 1) of byte `offset` in `text`: where a TOML parser's span starts,
+/// as every configuration and scenario error names it.
+pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+impl RegistryConfig {
+    /// Reads and validates the configuration file at `path`. Relative paths in it are
+    /// resolved against the file's directory.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        // Absolute, so the watcher's event paths compare equal to the configured ones.
+        let path = &std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_owned(),
+            line: 0,
+            column: 0,
+            field: String::new(),
+            message: format!("cannot read the configuration: {e}"),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let mut config = Self::parse(&text, path, base)?;
+        config.file = Some(path.to_owned());
+        Ok(config)
+    }
+
+    /// Parses and validates configuration `text`, naming `file` in errors and resolving
+    /// relative paths against `base`.
+    pub fn parse(text: &str, file: &Path, base: &Path) -> Result<Self, ConfigError> {
+        let errors = validate::Errors { file, text };
+        let base = &std::path::absolute(base).unwrap_or_else(|_| base.to_owned());
+        let deserializer = toml::Deserializer::parse(text)
+            .map_err(|e| errors.at(e.span().unwrap_or(0..0), "", e.message().trim()))?;
+        let raw: raw::RawConfig = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            // `Spanned` values add a private segment to the path: leave it out.
+            let field = e
+                .path()
+                .iter()
+                .map(ToString::to_string)
+                .filter(|segment| !segment.starts_with("$__serde_spanned"))
+                .collect::<Vec<_>>()
+                .join(".");
+            let inner = e.into_inner();
+            errors.at(inner.span().unwrap_or(0..0), field, inner.message().trim())
+        })?;
+        validate::validate(raw, &errors, base)
+    }
+}

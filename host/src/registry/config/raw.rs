@@ -1,0 +1,155 @@
+//! The configuration file as written: the TOML schema serde reads (unknown fields refused),
+//! with the spans errors point at. `validate` turns it into the model.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{EngineConfig, WatchConfig};
+use crate::decision_log::DecisionLogConfig;
+use crate::registry::builtin::Builtin;
+use crate::request::{RequestType, Service};
+use crate::traffic_budget::BudgetConfig;
+use crate::wasm::{FailSafe, QuarantineConfig, SandboxLimits, WasiConfig};
+
+/// A component's parameter value as text: TOML strings, integers, floats and booleans are
+/// handed to the policy's `configure` as their text; arrays and tables are refused.
+pub(super) fn param_text(value: &toml::Value) -> Option<String> {
+    match value {
+        toml::Value::String(s) => Some(s.clone()),
+        toml::Value::Integer(n) => Some(n.to_string()),
+        toml::Value::Float(x) => Some(x.to_string()),
+        toml::Value::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConfig {
+    pub(super) default_policy: Spanned<String>,
+    #[serde(default)]
+    pub(super) policy_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub(super) cache_dir: Option<RawCacheDir>,
+    #[serde(default)]
+    pub(super) watch: WatchConfig,
+    #[serde(default)]
+    pub(super) engine: EngineConfig,
+    pub(super) policies: BTreeMap<String, Spanned<RawPolicy>>,
+    #[serde(default)]
+    pub(super) profiles: BTreeMap<String, RawProfile>,
+    #[serde(default)]
+    pub(super) services: BTreeMap<Service, Spanned<String>>,
+    #[serde(default)]
+    pub(super) request_types: BTreeMap<RequestType, Spanned<String>>,
+    #[serde(default)]
+    pub(super) strict_start: bool,
+    #[serde(default)]
+    pub(super) budgets: BTreeMap<String, Spanned<BudgetConfig>>,
+    #[serde(default)]
+    pub(super) decision_log: Option<Spanned<DecisionLogConfig>>,
+}
+
+/// `cache_dir = "path"`, or `cache_dir = false` for no cache.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawCacheDir {
+    Enabled(bool),
+    Dir(PathBuf),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPolicy {
+    #[serde(default)]
+    pub(super) builtin: Option<Builtin>,
+    #[serde(default)]
+    pub(super) component: Option<Spanned<RawComponent>>,
+    #[serde(default)]
+    pub(super) params: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    #[serde(default)]
+    pub(super) limits: SandboxLimits,
+    #[serde(default)]
+    pub(super) fail_safe: FailSafe,
+    #[serde(default)]
+    pub(super) quarantine: QuarantineConfig,
+    #[serde(default)]
+    pub(super) wasi: WasiConfig,
+    #[serde(default)]
+    pub(super) guard_exempt: bool,
+    #[serde(default)]
+    pub(super) budget: Option<Spanned<String>>,
+}
+
+/// `component = "FILE.wasm"`, `component = { path = "FILE.wasm", sha256 = "…" }` pinned, or
+/// `component = { oci = "registry/repository:tag", sha256 = "…" }` (the pin optional).
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a component file (\"FILE.wasm\"), { path = \"FILE.wasm\", sha256 = \"64 hex digits\" } or { oci = \"registry/repository:tag\", sha256 = \"64 hex digits\" }"
+)]
+pub(super) enum RawComponent {
+    Path(PathBuf),
+    Pinned(RawPinnedComponent),
+    Oci(RawOciComponent),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOciComponent {
+    pub(super) oci: String,
+    #[serde(default)]
+    pub(super) sha256: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPinnedComponent {
+    pub(super) path: PathBuf,
+    pub(super) sha256: String,
+}
+
+impl RawComponent {
+    pub(super) fn sha256(&self) -> Option<&str> {
+        match self {
+            RawComponent::Path(_) => None,
+            RawComponent::Pinned(pinned) => Some(&pinned.sha256),
+            RawComponent::Oci(oci) => oci.sha256.as_deref(),
+        }
+    }
+}
+
+/// Whether `reference` has the shape `registry/repository[:tag]` (the registry a host name,
+/// with an optional port): the client parses it fully when it pulls.
+pub(super) fn valid_oci_reference(reference: &str) -> bool {
+    let Some((registry, repository)) = reference.split_once('/') else {
+        return false;
+    };
+    !registry.is_empty()
+        && !repository.is_empty()
+        && !reference.chars().any(char::is_whitespace)
+        && (registry.contains('.') || registry.contains(':') || registry == "localhost")
+}
+
+/// The sha256 digest written as 64 hexadecimal digits (either case), as bytes.
+pub(super) fn parse_sha256(text: &str) -> Option<[u8; 32]> {
+    let text = text.strip_prefix("sha256:").unwrap_or(text);
+    if text.len() != 64 || !text.is_ascii() {
+        return None;
+    }
+    let mut digest = [0u8; 32];
+    for (i, byte) in digest.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(digest)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawProfile {
+    #[serde(default)]
+    pub(super) policy: Option<Spanned<String>>,
+}

@@ -1,0 +1,391 @@
+//! From the configuration as written to the model, one function per section, each error
+//! naming the file, the line and column where the value is written, the field's dotted path,
+//! and what was expected.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use toml::Spanned;
+
+use super::raw::{
+    param_text, parse_sha256, valid_oci_reference, RawCacheDir, RawComponent, RawConfig,
+    RawPinnedComponent, RawPolicy,
+};
+use super::{
+    line_column, CacheDir, ConfigError, Location, PolicyDefinition, PolicySource, RegistryConfig,
+};
+use crate::decision_log::DecisionLogConfig;
+use crate::registry::builtin::{Builtin, BuiltinPolicy};
+use crate::request::{RequestType, Service};
+use crate::traffic_budget::BudgetConfig;
+use crate::wasm::ArtifactCache;
+
+/// Errors about one file's text, placed by the span of what they are about.
+pub(super) struct Errors<'a> {
+    pub(super) file: &'a Path,
+    pub(super) text: &'a str,
+}
+
+impl Errors<'_> {
+    pub(super) fn at(
+        &self,
+        span: Range<usize>,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> ConfigError {
+        let (line, column) = line_column(self.text, span.start);
+        ConfigError {
+            file: self.file.to_owned(),
+            line,
+            column,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The place of byte `offset`.
+    fn location(&self, offset: usize) -> Location {
+        let (line, column) = line_column(self.text, offset);
+        Location {
+            file: self.file.to_owned(),
+            line,
+            column,
+        }
+    }
+}
+
+/// The whole configuration, section by section.
+pub(super) fn validate(
+    raw: RawConfig,
+    errors: &Errors<'_>,
+    base: &Path,
+) -> Result<RegistryConfig, ConfigError> {
+    let policy_dir = match &raw.policy_dir {
+        Some(dir) => base.join(dir),
+        None => base.to_owned(),
+    };
+    let names = PolicyNames {
+        policies: &raw.policies,
+        errors,
+    };
+    let default_policy = names.known(&raw.default_policy, "default_policy".into())?;
+    let policies = policies(&raw.policies, &policy_dir, errors)?;
+    let budgets = budgets(&raw.budgets, errors)?;
+    let policy_budgets = policy_budgets(&raw.policies, &budgets, errors)?;
+    let decision_log = decision_log(raw.decision_log.as_ref(), base, errors)?;
+    let mut profiles = BTreeMap::new();
+    for (name, profile) in &raw.profiles {
+        let policy = match &profile.policy {
+            Some(policy) => Some(names.known(policy, format!("profiles.{name}.policy"))?),
+            None => None,
+        };
+        profiles.insert(name.clone(), policy);
+    }
+    let services = routes(&raw.services, "services", Service::name, &names)?;
+    let request_types = routes(
+        &raw.request_types,
+        "request_types",
+        RequestType::name,
+        &names,
+    )?;
+    Ok(RegistryConfig {
+        file: None,
+        default_policy,
+        policy_dir,
+        cache_dir: cache_dir(raw.cache_dir, base),
+        watch: raw.watch,
+        engine: raw.engine,
+        policies,
+        profiles,
+        services,
+        request_types,
+        strict_start: raw.strict_start,
+        budgets,
+        policy_budgets,
+        decision_log,
+    })
+}
+
+/// The configured policy names, for the fields that name one.
+struct PolicyNames<'a> {
+    policies: &'a BTreeMap<String, Spanned<RawPolicy>>,
+    errors: &'a Errors<'a>,
+}
+
+impl PolicyNames<'_> {
+    /// `name`, if a `[policies]` table has it.
+    fn known(&self, name: &Spanned<String>, field: String) -> Result<String, ConfigError> {
+        if self.policies.contains_key(name.get_ref()) {
+            return Ok(name.get_ref().clone());
+        }
+        Err(self.errors.at(
+            name.span(),
+            field,
+            format!(
+                "no policy named `{}`; expected one of the [policies] tables: {}",
+                name.get_ref(),
+                self.policies.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        ))
+    }
+}
+
+/// The `[policies]` tables.
+fn policies(
+    raw: &BTreeMap<String, Spanned<RawPolicy>>,
+    policy_dir: &Path,
+    errors: &Errors<'_>,
+) -> Result<BTreeMap<String, PolicyDefinition>, ConfigError> {
+    let mut policies = BTreeMap::new();
+    for (name, spanned) in raw {
+        policies.insert(name.clone(), policy(name, spanned, policy_dir, errors)?);
+    }
+    Ok(policies)
+}
+
+/// One `[policies.NAME]` table.
+fn policy(
+    name: &str,
+    spanned: &Spanned<RawPolicy>,
+    policy_dir: &Path,
+    errors: &Errors<'_>,
+) -> Result<PolicyDefinition, ConfigError> {
+    let field = format!("policies.{name}");
+    let raw = spanned.get_ref();
+    let source = match (&raw.builtin, &raw.component) {
+        (Some(builtin), None) => PolicySource::Builtin(builtin_policy(
+            *builtin,
+            raw.params.as_ref(),
+            spanned.span(),
+            errors,
+            &field,
+        )?),
+        (None, Some(component)) => component_source(component, policy_dir, errors, &field)?,
+        (Some(_), Some(path)) => {
+            return Err(errors.at(
+                path.span(),
+                format!("{field}.component"),
+                "a policy is either `builtin` or `component`, not both",
+            ))
+        }
+        (None, None) => {
+            return Err(errors.at(
+                spanned.span(),
+                field,
+                "expected `builtin = \"best-effort\"` (or another built-in) or `component = \"FILE.wasm\"`",
+            ))
+        }
+    };
+    let pinned_sha256 = match raw.component.as_ref() {
+        Some(component) => match component.get_ref().sha256() {
+            None => None,
+            Some(text) => Some(parse_sha256(text).ok_or_else(|| {
+                errors.at(
+                    component.span(),
+                    format!("{field}.component.sha256"),
+                    format!("expected the file's sha256 as 64 hexadecimal digits (`sha256sum FILE.wasm`), got `{text}`"),
+                )
+            })?),
+        },
+        None => None,
+    };
+    // A built-in's parameters are in its source; a component's are text for `configure`.
+    let params = raw
+        .params
+        .as_ref()
+        .filter(|_| !matches!(source, PolicySource::Builtin(_)));
+    let mut texts = BTreeMap::new();
+    for (key, value) in params.iter().flat_map(|p| p.get_ref()) {
+        let text = param_text(value.get_ref()).ok_or_else(|| {
+            errors.at(
+                value.span(),
+                format!("{field}.params.{key}"),
+                "expected a string, a number or a boolean (a component's parameters are handed to its `configure` as text)",
+            )
+        })?;
+        texts.insert(key.clone(), text);
+    }
+    Ok(PolicyDefinition {
+        source,
+        params: texts,
+        limits: raw.limits,
+        fail_safe: raw.fail_safe,
+        quarantine: raw.quarantine,
+        wasi: raw.wasi,
+        guard_exempt: raw.guard_exempt,
+        pinned_sha256,
+        params_location: params.map(|p| errors.location(p.span().start)),
+    })
+}
+
+/// A policy's `component`: a file in the policy directory, or an OCI reference.
+fn component_source(
+    component: &Spanned<RawComponent>,
+    policy_dir: &Path,
+    errors: &Errors<'_>,
+    field: &str,
+) -> Result<PolicySource, ConfigError> {
+    match component.get_ref() {
+        RawComponent::Oci(oci) => {
+            if !valid_oci_reference(&oci.oci) {
+                return Err(errors.at(
+                    component.span(),
+                    format!("{field}.component.oci"),
+                    format!("`{}` is not an OCI reference; expected registry/repository:tag, e.g. \"ghcr.io/team/policy:1.0\"", oci.oci),
+                ));
+            }
+            Ok(PolicySource::Oci(oci.oci.clone()))
+        }
+        RawComponent::Path(path) | RawComponent::Pinned(RawPinnedComponent { path, .. }) => {
+            let file = policy_dir.join(path);
+            if !file.is_file() {
+                return Err(errors.at(
+                    component.span(),
+                    format!("{field}.component"),
+                    format!(
+                        "no component file at {} (relative paths are resolved against {})",
+                        file.display(),
+                        policy_dir.display()
+                    ),
+                ));
+            }
+            Ok(PolicySource::Component(file))
+        }
+    }
+}
+
+/// `builtin` with the `params` a policy gives it; a refused parameter is reported where it is
+/// written.
+fn builtin_policy(
+    builtin: Builtin,
+    params: Option<&Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    policy: Range<usize>,
+    errors: &Errors<'_>,
+    field: &str,
+) -> Result<BuiltinPolicy, ConfigError> {
+    let Some(params) = params else {
+        return BuiltinPolicy::new(builtin, &serde_json::Map::new()).map_err(|e| {
+            errors.at(
+                policy.clone(),
+                format!("{field}.params"),
+                format!(
+                    "{}: {} takes parameters, some required",
+                    e.message,
+                    builtin.name()
+                ),
+            )
+        });
+    };
+    let mut json = serde_json::Map::new();
+    for (key, value) in params.get_ref() {
+        let value = serde_json::to_value(value.get_ref())
+            .map_err(|e| errors.at(value.span(), format!("{field}.params.{key}"), e.to_string()))?;
+        json.insert(key.clone(), value);
+    }
+    BuiltinPolicy::new(builtin, &json).map_err(|e| {
+        // Where the refused parameter is written, or the whole table.
+        let (span, field) = match params.get_ref().get(&e.param) {
+            Some(value) => (value.span(), format!("{field}.params.{}", e.param)),
+            None if e.param.is_empty() => (params.span(), format!("{field}.params")),
+            None => (params.span(), format!("{field}.params.{}", e.param)),
+        };
+        errors.at(span, field, e.message)
+    })
+}
+
+/// The `[budgets]` tables.
+fn budgets(
+    raw: &BTreeMap<String, Spanned<BudgetConfig>>,
+    errors: &Errors<'_>,
+) -> Result<BTreeMap<String, BudgetConfig>, ConfigError> {
+    let mut budgets = BTreeMap::new();
+    for (name, budget) in raw {
+        budget.get_ref().validate().map_err(|e| {
+            errors.at(
+                budget.span(),
+                format!("budgets.{name}.{}", e.field),
+                e.message,
+            )
+        })?;
+        budgets.insert(name.clone(), *budget.get_ref());
+    }
+    Ok(budgets)
+}
+
+/// Each policy's `budget`, which must name a `[budgets]` table; a budget no policy uses is a
+/// warning.
+fn policy_budgets(
+    policies: &BTreeMap<String, Spanned<RawPolicy>>,
+    budgets: &BTreeMap<String, BudgetConfig>,
+    errors: &Errors<'_>,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut policy_budgets = BTreeMap::new();
+    for (name, spanned) in policies {
+        let Some(budget) = &spanned.get_ref().budget else {
+            continue;
+        };
+        if !budgets.contains_key(budget.get_ref()) {
+            return Err(errors.at(
+                budget.span(),
+                format!("policies.{name}.budget"),
+                format!(
+                    "no budget named `{}`; expected one of the [budgets] tables: {}",
+                    budget.get_ref(),
+                    budgets.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        policy_budgets.insert(name.clone(), budget.get_ref().clone());
+    }
+    for name in budgets.keys() {
+        if !policy_budgets.values().any(|used| used == name) {
+            tracing::warn!(budget = %name, file = %errors.file.display(),
+                "budget is not used by any policy (attach it with `budget = \"{name}\"` in a [policies] table)");
+        }
+    }
+    Ok(policy_budgets)
+}
+
+/// The `[decision_log]` table, its file resolved against `base`.
+fn decision_log(
+    raw: Option<&Spanned<DecisionLogConfig>>,
+    base: &Path,
+    errors: &Errors<'_>,
+) -> Result<Option<DecisionLogConfig>, ConfigError> {
+    let Some(log) = raw else {
+        return Ok(None);
+    };
+    log.get_ref()
+        .validate()
+        .map_err(|e| errors.at(log.span(), format!("decision_log.{}", e.field), e.message))?;
+    let mut log = log.get_ref().clone();
+    log.file = log.file.map(|file| base.join(file));
+    Ok(Some(log))
+}
+
+/// A table of routes (`[services]`, `[request_types]`) from a key to a policy name.
+fn routes<K: Ord + Copy>(
+    raw: &BTreeMap<K, Spanned<String>>,
+    table: &str,
+    key_name: impl Fn(K) -> &'static str,
+    names: &PolicyNames<'_>,
+) -> Result<BTreeMap<K, String>, ConfigError> {
+    let mut routes = BTreeMap::new();
+    for (key, policy) in raw {
+        let field = format!("{table}.{}", key_name(*key));
+        routes.insert(*key, names.known(policy, field)?);
+    }
+    Ok(routes)
+}
+
+/// `cache_dir`: the user's cache directory unless `false` or a directory is given.
+fn cache_dir(raw: Option<RawCacheDir>, base: &Path) -> Option<CacheDir> {
+    match raw {
+        None | Some(RawCacheDir::Enabled(true)) => {
+            ArtifactCache::default_dir().map(CacheDir::UserDefault)
+        }
+        Some(RawCacheDir::Enabled(false)) => None,
+        Some(RawCacheDir::Dir(dir)) => Some(CacheDir::Configured(base.join(dir))),
+    }
+}

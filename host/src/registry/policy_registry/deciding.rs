@@ -1,0 +1,257 @@
+//! Deciding: the request's policy resolved once from the published table, without a lock,
+//! and the active version's strategy handed to the rules once (`rules::decide`), on the
+//! isolation's threads for a component when the engine has them, beside a shadow trial if one
+//! runs; the decision logged and counted. Outcome reports reach the budget of the policy that
+//! decides for the request.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime};
+
+use metrics::SharedString;
+
+use crate::context::DecisionContext;
+use crate::decision::Decision;
+use crate::decision_id::DecisionId;
+use crate::decision_log::{
+    DecidedBy, DecisionLog, DecisionLogStats, Entry, LoggedVersion, ShadowAnswers,
+};
+use crate::reason::RetryReason;
+use crate::registry::error::RegistryError;
+use crate::registry::isolation::Isolated;
+use crate::registry::shadow::{Shadow, Shadowed};
+use crate::registry::slot::lock;
+use crate::registry::table::Table;
+use crate::registry::version::PolicyVersion;
+use crate::request::Request;
+use crate::request_outcome::Outcome;
+use crate::rules::{self, Guard};
+use crate::strategy::RetryStrategy;
+use crate::telemetry;
+use crate::traffic_budget::TrafficBudget;
+
+use super::PolicyRegistry;
+
+/// A decision, its ID and the version it was resolved to.
+#[derive(Debug)]
+#[must_use]
+pub struct Decided {
+    /// The orchestrator's decision.
+    pub decision: Decision,
+    /// The version that decided; `None` when the request carried its own strategy object.
+    pub version: Option<Arc<PolicyVersion>>,
+    /// This decision's unique, time-ordered ID. The decisions of one request's retries share
+    /// the request's id ([`Request::id`]), its trail.
+    pub decision_id: DecisionId,
+}
+
+/// What decides for one request: its own strategy, or a policy's active version (with its
+/// shadow trial and retry budget, if any).
+enum Target<'s> {
+    Own(&'s dyn RetryStrategy),
+    Policy {
+        version: Arc<PolicyVersion>,
+        shadow: Option<Arc<Shadow>>,
+        budget: Option<Arc<TrafficBudget>>,
+    },
+}
+
+impl PolicyRegistry {
+    /// Decides for `request`, which failed for `reason`, with the policy the request resolves
+    /// to. The active version is read without a lock and held until the decision is made, so
+    /// a swap during the call does not affect it.
+    pub async fn maybe_retry(
+        &self,
+        request: &mut Request,
+        reason: &RetryReason,
+    ) -> Result<Decided, RegistryError> {
+        self.decide(request, &DecisionContext::new(reason)).await
+    }
+
+    /// As [`maybe_retry`](Self::maybe_retry), at the given moment `now` (virtual clocks,
+    /// replays, tokio's paused time).
+    pub async fn maybe_retry_at(
+        &self,
+        request: &mut Request,
+        reason: &RetryReason,
+        now: Instant,
+    ) -> Result<Decided, RegistryError> {
+        self.decide(request, &DecisionContext::new(reason).at(now))
+            .await
+    }
+
+    /// Decides for `request`, whose failure `context` describes, with the policy the request
+    /// resolves to (see [`maybe_retry`](Self::maybe_retry)).
+    pub async fn decide(
+        &self,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+    ) -> Result<Decided, RegistryError> {
+        // What deciding needs from the published table, read without a lock; the table is
+        // not held across the policy's call.
+        let (log, target) = {
+            let table = self.table.load();
+            let slot = table.resolve(request)?;
+            let target = Target::Policy {
+                version: slot.active.load_full(),
+                shadow: slot.shadow.load_full(),
+                budget: table.budget_of(&slot.name).cloned(),
+            };
+            (sampled_log(&table), target)
+        };
+        Ok(self.decide_for(request, context, log, target).await)
+    }
+
+    /// Decides for `request` with `strategy` instead of a configured policy (reference 002
+    /// "Customizing the RetryStrategy": a per-request strategy overrides the global one), under
+    /// the safety guard, logged in the decision log by the strategy's name. `Decided::version`
+    /// is `None`.
+    pub async fn decide_using(
+        &self,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+        strategy: &dyn RetryStrategy,
+    ) -> Decided {
+        let log = sampled_log(&self.table.load());
+        self.decide_for(request, context, log, Target::Own(strategy))
+            .await
+    }
+
+    /// The decision of `target` for `request`, logged in `log` if given.
+    async fn decide_for(
+        &self,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+        log: Option<Arc<DecisionLog>>,
+        target: Target<'_>,
+    ) -> Decided {
+        // The request as the policy sees it, kept for the decision log before deciding
+        // changes it, and the shadow's answers: boxed, so that the future of a decision that
+        // is not logged stays small (an adapter boxes it, and moves it, per request).
+        let logged = log
+            .as_ref()
+            .map(|_| Box::new((request.clone(), context.now(), OnceLock::new())));
+        let (decision, version) = match target {
+            Target::Own(strategy) => {
+                let decision = rules::decide(request, context, strategy, Guard::Enforced).await;
+                let labels = || [SharedString::from(strategy.name().to_owned()), "".into()];
+                telemetry::record_decision(labels, &decision, context.reason());
+                (decision, Err(strategy.name()))
+            }
+            Target::Policy {
+                version,
+                shadow,
+                budget,
+            } => {
+                let context = &context.with_budget(budget.as_deref());
+                let answers = logged.as_ref().map(|logged| &logged.2);
+                let decision = self
+                    .decide_with(&version, shadow.as_deref(), request, context, answers)
+                    .await;
+                (decision, Ok(version))
+            }
+        };
+        let decision_id = DecisionId::next();
+        // The executor's attempt span (and any span with this field) names the decision.
+        tracing::Span::current().record("decision_id", tracing::field::display(decision_id));
+        if let (Some(log), Some(logged)) = (log, logged) {
+            let (input, at, shadow_answers) = *logged;
+            log.record(Entry {
+                time: SystemTime::now(),
+                decision_id,
+                decided_by: match &version {
+                    Ok(version) => {
+                        DecidedBy::Version(Arc::clone(version) as Arc<dyn LoggedVersion>)
+                    }
+                    Err(strategy) => DecidedBy::Strategy((*strategy).to_owned()),
+                },
+                request: input,
+                at,
+                reason: context.reason().clone(),
+                spec: context.error_map_spec().copied(),
+                pushback: context.pushback(),
+                decision: decision.clone(),
+                attempts: request.retry_attempts(),
+                shadow: shadow_answers.into_inner(),
+            });
+        }
+        Decided {
+            decision,
+            version: version.ok(),
+            decision_id,
+        }
+    }
+
+    /// The decision of `version` (beside its `shadow` trial, whose answers go to `answers` if
+    /// given), on the isolation threads for a component when the engine has them.
+    async fn decide_with(
+        &self,
+        version: &Arc<PolicyVersion>,
+        shadow: Option<&Shadow>,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+        answers: Option<&OnceLock<ShadowAnswers>>,
+    ) -> Decision {
+        version.count_decision();
+        let decision = match (shadow, &self.isolation) {
+            (None, Some(isolation)) if version.wasm().is_some() => {
+                let strategy = Isolated { isolation, version };
+                rules::decide(request, context, &strategy, version.guard()).await
+            }
+            (None, _) => rules::decide(request, context, version.strategy(), version.guard()).await,
+            (Some(shadow), _) => {
+                let strategy = Shadowed {
+                    active: version,
+                    shadow,
+                    answers,
+                };
+                rules::decide(request, context, &strategy, version.guard()).await
+            }
+        };
+        telemetry::record_decision(|| version.metric_labels(), &decision, context.reason());
+        decision
+    }
+
+    /// Installs `log` as the decision log (an application's own sink, see
+    /// [`DecisionLog::to_writer`]), or removes the log with `None`. It stays until a
+    /// configuration changes the `[decision_log]` table.
+    pub fn set_decision_log(&self, log: Option<DecisionLog>) {
+        let _writer = lock(&self.writer);
+        let mut table = Table::clone(&self.table.load());
+        table.decision_log = log.map(Arc::new);
+        self.table.store(Arc::new(table));
+    }
+
+    /// What the decision log did so far, if there is one.
+    pub fn decision_log_stats(&self) -> Option<DecisionLogStats> {
+        self.table
+            .load()
+            .decision_log
+            .as_ref()
+            .map(|log| log.stats())
+    }
+
+    /// `request` ended as `outcome` at `now`: recorded in the retry budget of the policy
+    /// that decides for it, if it has one (lock-free: the published table and atomic adds).
+    pub fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
+        let table = self.table.load();
+        if table.budgets.is_empty() {
+            return;
+        }
+        if let Some(budget) = table
+            .resolve(request)
+            .ok()
+            .and_then(|slot| table.budget_of(&slot.name))
+        {
+            outcome.record_in(budget, now);
+        }
+    }
+}
+
+/// The decision log of `table`, when it samples the decision being made.
+fn sampled_log(table: &Table) -> Option<Arc<DecisionLog>> {
+    table
+        .decision_log
+        .as_ref()
+        .filter(|log| log.sampled())
+        .cloned()
+}

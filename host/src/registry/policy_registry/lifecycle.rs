@@ -1,0 +1,297 @@
+//! The registry's lifecycle: reading a policy's active version, reloading, rolling back,
+//! shadow trials and promotion, applying or reloading the configuration, and status. Changes
+//! are serialised by the registry's writer lock, built off the deciding path and published
+//! with one atomic swap.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+
+use crate::registry::config::{PolicySource, RegistryConfig};
+use crate::registry::error::RegistryError;
+use crate::registry::shadow::{Shadow, ShadowStatus};
+use crate::registry::slot::{lock, ReloadOutcome, Slot};
+use crate::registry::status::{BudgetStatus, PolicyStatus, RegistryStatus};
+use crate::registry::table::{build_table, Failed};
+use crate::registry::version::{fetch_oci, read, PolicyVersion};
+use crate::wasm::ArtifactCache;
+
+use super::PolicyRegistry;
+
+impl PolicyRegistry {
+    /// The active version of policy `name`.
+    pub fn active(&self, name: &str) -> Result<Arc<PolicyVersion>, RegistryError> {
+        Ok(self.table.load().slot(name)?.active.load_full())
+    }
+
+    fn slot(&self, name: &str) -> Result<Arc<Slot>, RegistryError> {
+        self.table.load().slot(name).cloned()
+    }
+
+    /// Reloads policy `name` from its file: compiles (or fetches from the cache), configures
+    /// and smoke-calls the new content off the deciding path, then swaps it in. A file whose
+    /// content is already active changes nothing. On failure the active version keeps serving
+    /// and the error is logged and kept in the policy's status.
+    pub fn reload(&self, name: &str) -> Result<ReloadOutcome, RegistryError> {
+        let _writer = lock(&self.writer);
+        let slot = self.slot(name)?;
+        let ctx = self.build_context();
+        // An OCI tag is resolved again: an explicit reload is when an unpinned tag moves.
+        let path = match &slot.definition.source {
+            PolicySource::Builtin(_) => return Err(RegistryError::Builtin(name.to_owned())),
+            PolicySource::Component(path) => Ok(path.clone()),
+            PolicySource::Oci(reference) => fetch_oci(name, reference, &slot.definition, &ctx),
+        };
+        let result = path.and_then(|path| {
+            let bytes = read(name, &path)?;
+            let active = slot.active.load_full();
+            if hex_sha256(&bytes) == active.hash() {
+                return Ok(None);
+            }
+            slot.build(&path, &bytes, &ctx).map(Some)
+        });
+        match result {
+            Ok(None) => {
+                *lock(&slot.last_error) = None;
+                Ok(ReloadOutcome::Unchanged {
+                    version: slot.active.load().version().to_owned(),
+                })
+            }
+            Ok(Some(version)) => Ok(slot.install(Arc::new(version), "reload")),
+            Err(error) => {
+                tracing::error!(policy = name, error = %error,
+                    active_version = slot.active.load().version(),
+                    "reload failed; the active version keeps serving");
+                slot.reload_failed(error.to_string());
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Makes the previous version of `name` active again (the current one becomes the
+    /// previous: a second rollback undoes the first). It stays active until the policy's file
+    /// changes again.
+    pub fn rollback(&self, name: &str) -> Result<ReloadOutcome, RegistryError> {
+        let _writer = lock(&self.writer);
+        let slot = self.slot(name)?;
+        let previous = slot
+            .previous
+            .load_full()
+            .ok_or_else(|| RegistryError::NoPrevious(name.to_owned()))?;
+        Ok(slot.install(previous, "rollback"))
+    }
+
+    /// Starts a shadow trial for `name`: the component at `path`, built with the policy's
+    /// parameters and limits, answers beside the active version on a `sample` share (0..=1)
+    /// of its decisions. A trial already running is replaced.
+    pub fn shadow(
+        &self,
+        name: &str,
+        path: &Path,
+        sample: f64,
+    ) -> Result<ShadowStatus, RegistryError> {
+        let _writer = lock(&self.writer);
+        let slot = self.slot(name)?;
+        if matches!(slot.definition.source, PolicySource::Builtin(_)) {
+            return Err(RegistryError::Builtin(name.to_owned()));
+        }
+        let bytes = read(name, path)?;
+        let candidate = slot.build(path, &bytes, &self.build_context())?;
+        let shadow = Shadow::new(Arc::new(candidate), sample);
+        let status = shadow.status();
+        slot.shadow.store(Some(Arc::new(shadow)));
+        tracing::info!(
+            policy = name,
+            candidate_version = &*status.version,
+            sample = status.sample,
+            "shadow trial started"
+        );
+        Ok(status)
+    }
+
+    /// Makes the shadow candidate of `name` the active version and ends the trial.
+    pub fn promote(&self, name: &str) -> Result<ReloadOutcome, RegistryError> {
+        let _writer = lock(&self.writer);
+        let (slot, shadow) = self.end_trial(name, "promoted")?;
+        Ok(slot.install(Arc::clone(shadow.candidate()), "promote"))
+    }
+
+    /// Ends the shadow trial of `name` without using the candidate.
+    pub fn abandon(&self, name: &str) -> Result<ShadowStatus, RegistryError> {
+        let _writer = lock(&self.writer);
+        Ok(self.end_trial(name, "abandoned")?.1.status())
+    }
+
+    /// Removes the shadow trial of `name` (the caller holds the writer lock) and logs its tally.
+    fn end_trial(
+        &self,
+        name: &str,
+        ending: &str,
+    ) -> Result<(Arc<Slot>, Arc<Shadow>), RegistryError> {
+        let slot = self.slot(name)?;
+        let shadow = slot
+            .shadow
+            .swap(None)
+            .ok_or_else(|| RegistryError::NoShadow(name.to_owned()))?;
+        let status = shadow.status();
+        tracing::info!(
+            policy = name,
+            compared = status.compared,
+            disagreements = status.disagreements,
+            ending,
+            "shadow trial ended"
+        );
+        Ok((slot, shadow))
+    }
+
+    /// Replaces the configuration. Policies whose definition is unchanged keep their versions,
+    /// counters and trials; new and changed ones are loaded first. If any fails, the running
+    /// configuration stays and the error is returned (and kept in the status).
+    pub fn apply(&self, mut config: RegistryConfig) -> Result<(), RegistryError> {
+        let _writer = lock(&self.writer);
+        let old = self.table.load_full();
+        // Isolation the file leaves unset keeps what the host started with (`serve` sets it).
+        if config.engine.isolation.is_none() {
+            config.engine.isolation = old.config.engine.isolation;
+        }
+        if config.cache_dir != old.config.cache_dir || config.engine != old.config.engine {
+            tracing::warn!("cache_dir or [engine] changed: they take effect after a restart");
+        }
+        match build_table(&self.build_context(), config, Some(&old), Failed::Refuse) {
+            Ok(table) => {
+                self.table.store(Arc::new(table));
+                *lock(&self.config_error) = None;
+                tracing::info!("configuration applied");
+                Ok(())
+            }
+            Err(error) => {
+                tracing::error!(error = %error, "new configuration refused; the running one stays");
+                self.config_reload_failed(error.to_string());
+                Err(error)
+            }
+        }
+    }
+
+    /// Records a refused configuration: the error stays in the status until one applies.
+    fn config_reload_failed(&self, error: String) {
+        *lock(&self.config_error) = Some(error);
+        self.config_reload_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Reads the configuration file again and applies it. A bad file leaves the running
+    /// configuration in place; the error is returned and kept in the status.
+    pub fn reload_config(&self) -> Result<(), RegistryError> {
+        let file = self.table.load().config.file.clone();
+        let Some(file) = file else {
+            return Ok(());
+        };
+        match RegistryConfig::load(&file) {
+            Ok(config) => self.apply(config),
+            Err(error) => {
+                tracing::error!(error = %error, "configuration reload refused; the running one stays");
+                self.config_reload_failed(error.to_string());
+                Err(error.into())
+            }
+        }
+    }
+    /// Starts compiling the component file at `path` for the reload its change will cause,
+    /// unless a version of a policy using it already has this content. Runs on the watcher's
+    /// early-compile thread; any error waits for the reload to report it.
+    pub(crate) fn compile_ahead(&self, path: &Path) {
+        let table = self.table.load();
+        let mut slots = table
+            .slots
+            .values()
+            .filter(|s| matches!(&s.definition.source, PolicySource::Component(p) if p == path));
+        let Some(first) = slots.next() else { return };
+        let Ok(bytes) = std::fs::read(path) else {
+            return;
+        };
+        let sha256: [u8; 32] = Sha256::digest(&bytes).into();
+        let known = std::iter::once(first)
+            .chain(slots)
+            .flat_map(|s| s.versions())
+            .any(|v| v.component().is_some_and(|c| c.sha256() == &sha256));
+        if !known {
+            let started = Instant::now();
+            if self
+                .ahead
+                .prepare(&self.runtime, &bytes, &sha256, self.cache.as_ref())
+            {
+                tracing::debug!(path = %path.display(), compile_ms = started.elapsed().as_millis() as u64, "compiled ahead of the debounce");
+            }
+        }
+    }
+
+    /// The policies whose component file is `path`.
+    pub(crate) fn policies_at(&self, path: &Path) -> Vec<String> {
+        self.table
+            .load()
+            .config
+            .policies
+            .iter()
+            .filter(|(_, d)| matches!(&d.source, PolicySource::Component(p) if p == path))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// The configuration file and every component file.
+    pub(crate) fn watched_files(&self) -> (Option<PathBuf>, Vec<PathBuf>) {
+        let table = self.table.load();
+        let files = table
+            .config
+            .policies
+            .values()
+            .filter_map(|d| match &d.source {
+                PolicySource::Component(path) => Some(path.clone()),
+                // Builtins have no file; an OCI component changes by an explicit reload.
+                PolicySource::Builtin(_) | PolicySource::Oci(_) => None,
+            })
+            .collect();
+        (table.config.file.clone(), files)
+    }
+
+    /// The status of every policy.
+    pub fn status(&self) -> RegistryStatus {
+        let table = self.table.load();
+        let mut policies: Vec<PolicyStatus> = table
+            .slots
+            .values()
+            .map(|slot| table.policy_status(slot))
+            .collect();
+        policies.sort_by(|a, b| a.name.cmp(&b.name));
+        RegistryStatus {
+            config_file: table.config.file.as_ref().map(|f| f.display().to_string()),
+            config_error: lock(&self.config_error).clone(),
+            config_reload_failures: self.config_reload_failures.load(Ordering::Relaxed),
+            default_policy: table.config.default_policy.clone(),
+            policies,
+            cache: self.cache.as_ref().map(ArtifactCache::stats),
+            budgets: table
+                .config
+                .budgets
+                .keys()
+                .map(|name| {
+                    let users = (table.config.policy_budgets.iter())
+                        .filter(|(_, budget)| *budget == name)
+                        .map(|(policy, _)| policy.clone())
+                        .collect();
+                    BudgetStatus::of(&table.budgets[name], users)
+                })
+                .collect(),
+        }
+    }
+
+    /// The status of policy `name`.
+    pub fn policy_status(&self, name: &str) -> Result<PolicyStatus, RegistryError> {
+        let table = self.table.load();
+        Ok(table.policy_status(table.slot(name)?))
+    }
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
