@@ -106,7 +106,7 @@ fn init_logging(command: &Command) {
     let default = match command {
         // One line per decision would be tens of thousands of lines a second; the metrics
         // count decisions, the log keeps what changes (swaps, privileged actions, failures).
-        Command::Serve(_) => "info,rebound::orchestrator=warn",
+        Command::Serve(_) => "info,rebound::rules=warn",
         _ => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -142,7 +142,7 @@ fn a_failed_policy_s_own_words_are_in_the_decision() {
         &config,
         format!(
             "default_policy = \"python\"\n\
-             [policies.python]\ncomponent = {python:?}\nparams = {{ probe = \"nonsense\" }}\n\
+             [policies.python]\ncomponent = {python:?}\nparams = {{ probe = \"raise_on_locked\" }}\n\
              limits = {{ deadline_ms = 5000 }}\n\
              [policies.rust]\ncomponent = {rust:?}\nlimits = {{ deadline_ms = 5000 }}\n"
         ),
@@ -163,7 +163,7 @@ fn a_failed_policy_s_own_words_are_in_the_decision() {
     assert_eq!(answers[0]["policy_failure"], "trap");
     let detail = answers[0]["detail"].as_str().unwrap();
     assert!(
-        detail.starts_with("ValueError: unknown probe 'nonsense'"),
+        detail.starts_with("ValueError: a locked document is not for this probe"),
         "{detail}"
     );
     assert_eq!(answers[1]["policy_failure"], "panic");

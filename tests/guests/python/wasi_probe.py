@@ -61,5 +61,10 @@ class Strategy(exports.Strategy):
         probe = dict(params).get("probe", "")
 
     def retry_after(self, reason):
+        if probe == "raise_on_locked":
+            # Fails on one reason only, so that a host's smoke calls pass and a decision fails.
+            if isinstance(reason, types.RetryReason_KvLocked):
+                raise ValueError("a locked document is not for this probe")
+            return types.RetryAction_NoRetry()
         delay = observe()
         return types.RetryAction_Retry(types.Retry(delay_ms=delay, node=types.NodeChoice.SAME, consistency=None))
