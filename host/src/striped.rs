@@ -1,6 +1,6 @@
 //! [`Striped`]: one copy per core of what threads update with atomic read-modify-writes (a
-//! budget's slots), each thread writing to its own, so that threads deciding at once do not
-//! contend for one cache line; a reader reads them all.
+//! budget's slots), each thread writing to its own first, so that threads deciding at once do
+//! not contend for one cache line; a thread may read or write the others' too.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -23,9 +23,20 @@ impl<T: Default> Striped<T> {
 }
 
 impl<T> Striped<T> {
-    /// The calling thread's copy.
-    pub(crate) fn mine(&self) -> &T {
-        &self.stripes[thread_number() & (self.stripes.len() - 1)]
+    /// The calling thread's copy and its index.
+    pub(crate) fn mine(&self) -> (usize, &T) {
+        let index = thread_number() & (self.stripes.len() - 1);
+        (index, &self.stripes[index])
+    }
+
+    /// Copy `index` (below [`len`](Self::len)).
+    pub(crate) fn get(&self, index: usize) -> &T {
+        &self.stripes[index]
+    }
+
+    /// How many copies there are (a power of two).
+    pub(crate) fn len(&self) -> usize {
+        self.stripes.len()
     }
 
     /// Every copy, in index order.
@@ -58,7 +69,7 @@ mod tests {
             for _ in 0..4 {
                 scope.spawn(|| {
                     for _ in 0..1000 {
-                        counts.mine().fetch_add(1, Ordering::Relaxed);
+                        counts.mine().1.fetch_add(1, Ordering::Relaxed);
                     }
                 });
             }

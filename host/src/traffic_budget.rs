@@ -4,20 +4,25 @@
 //! a window of [`TrafficBudget::SLOTS`] slots, so the budget follows the traffic of the last `ttl`.
 //!
 //! Over the `ttl` window counted at the moment of any retry, the retries granted never exceed
-//! `percent / 100 × requests + min_per_second × ttl` (tested by a property test).
+//! `percent / 100 × requests + min_per_second × ttl` (tested by a property test). Deposits and
+//! withdrawals are lock-free: each slot is one atomic word holding its period and its balance.
+//! The slots are striped: each thread writes to its stripe's (one stripe per core, up to
+//! `MOST_STRIPES`), so threads deciding and reporting at once do not contend for one cache
+//! line.
 //!
-//! Deposits are lock-free and striped: each slot is one atomic word holding its period and its
-//! balance, and each thread adds to its stripe's (one stripe per core, up to `MOST_STRIPES`), so
-//! threads reporting at once do not contend for one cache line. Withdrawals are serialised by
-//! one lock per budget, as tower's `TpsBudget` serialises its own: under it a withdrawal sums
-//! the window's slots of every stripe and, if they hold a retry, subtracts it from its own
-//! stripe. Deposits only add, so a sum read while others deposit can only undercount: together
-//! the withdrawals never grant more than the window holds. Time is an argument (`*_at(now)`),
-//! so simulations and replays stay deterministic.
+//! A withdrawal need not read the other stripes either. When a slot period begins, what the
+//! window held before it (the floor and the earlier slots of every stripe) is counted once and
+//! shared out among the stripes; within the period a stripe grants retries from its share and
+//! its own deposits of the period, and only when those run short does a withdrawal take the rest
+//! from the other stripes. Every stripe keeps its share and deposits at or above what it
+//! granted, so together they never grant more than the window holds. A period whose window is
+//! overdrawn (deposits forgotten before the retries they paid for) has nothing to share: its
+//! withdrawals read every stripe, as all withdrawals once did. Time is an argument
+//! (`*_at(now)`), so simulations and replays stay deterministic.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use serde::Deserialize;
@@ -31,8 +36,8 @@ const SLOTS: usize = TrafficBudget::SLOTS;
 /// Units a request deposits, so that a percent's withdrawal is a whole number of units.
 const DEPOSIT: i32 = 100;
 
-/// The most stripes a budget has, however many cores: a withdrawal reads `stripes × SLOTS`
-/// words.
+/// The most stripes a budget has, however many cores: a period's first withdrawal reads
+/// `stripes × SLOTS` words.
 const MOST_STRIPES: usize = 8;
 
 /// The most units one withdrawal may take; a smaller percent counts as 0 (no share of the
@@ -126,9 +131,11 @@ pub struct TrafficBudget {
     reserve: i64,
     /// The slots, one stripe per core.
     stripes: Striped<Stripe>,
-    /// Serialises withdrawals; holds the latest period a retry was asked in, so that a moment
-    /// of an earlier one (read before that period began, used after) is refused.
-    withdrawals: Mutex<u32>,
+    /// `log2` of the number of stripes.
+    stripes_log2: u32,
+    /// The period withdrawals are made in (high 32 bits) and what the window held before it
+    /// began, the reserve left out (low 32 bits): counted once per period, then shared out.
+    before_period: AtomicU64,
     /// Deposits, withdrawals and refusals, counted per thread.
     counts: ThreadCounts<3>,
     /// Its name in logs.
@@ -163,14 +170,14 @@ const WITHDRAWALS: usize = 1;
 const REFUSALS: usize = 2;
 
 impl Stripe {
-    /// Adds `units` (negative for a withdrawal) to the slot of `period`, starting it afresh if
-    /// it held an older period; dropped if the slot already holds a newer one (a moment read
-    /// `ttl` before it landed). True if added.
+    /// Adds `units` to the slot of `period`, starting it afresh if it held an older period;
+    /// dropped if the slot already holds a newer one (a moment read `ttl` before it landed).
+    /// True if added.
     fn add(&self, period: u32, units: i32) -> bool {
         let slot = &self.slots[period as usize % SLOTS];
-        // Relaxed: a deposit read by a withdrawal or not is equally safe (an undercount), and
-        // the withdrawals' lock orders each withdrawal's write before the next one's reads.
-        slot.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |word| {
+        // SeqCst: an overdrawn period's withdrawal writes here and then reads the other stripes
+        // while another thread does the same on its own; one of the two must see the other's.
+        slot.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| {
             let (held, balance) = unpack(word);
             match held.wrapping_sub(period) as i32 {
                 0 => Some(pack(period, balance.saturating_add(units))),
@@ -179,6 +186,57 @@ impl Stripe {
             }
         })
         .is_ok()
+    }
+
+    /// Takes up to `most` units in `period`, `deposit` added first in the same step, from
+    /// what this stripe may grant: its `share` of the window before the period and its
+    /// balance in the period. Returns the units taken; nothing is taken (nor deposited) if the
+    /// slot already holds a newer period.
+    fn take(&self, period: u32, share: i64, deposit: i32, most: i32) -> i32 {
+        let slot = &self.slots[period as usize % SLOTS];
+        let mut taken = 0;
+        // SeqCst: a period's first withdrawal counts the slots after announcing the period, and
+        // a withdrawal checks the period after taking (see `TrafficBudget::still_in`).
+        let _ = slot.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| {
+            let (held, balance) = unpack(word);
+            let balance = match held.wrapping_sub(period) as i32 {
+                0 => balance,
+                newer if newer > 0 => {
+                    taken = 0;
+                    return None;
+                }
+                _ => 0,
+            };
+            let room = share + i64::from(balance) + i64::from(deposit);
+            taken = room.clamp(0, i64::from(most)) as i32;
+            (taken > 0 || deposit != 0).then(|| {
+                pack(
+                    period,
+                    balance.saturating_add(deposit).saturating_sub(taken),
+                )
+            })
+        });
+        taken
+    }
+
+    /// Its balance in `period` (0 if its slot holds another period).
+    fn balance_in(&self, period: u32) -> i64 {
+        let (held, balance) = unpack(self.slots[period as usize % SLOTS].load(Ordering::SeqCst));
+        if held == period {
+            i64::from(balance)
+        } else {
+            0
+        }
+    }
+
+    /// Gives back `units` taken in `period`, unless the slot moved on (the withdrawal is
+    /// forgotten then anyway).
+    fn give_back(&self, period: u32, units: i32) {
+        let slot = &self.slots[period as usize % SLOTS];
+        let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+            let (held, balance) = unpack(word);
+            (held == period).then(|| pack(period, balance.saturating_add(units)))
+        });
     }
 }
 
@@ -207,6 +265,8 @@ impl TrafficBudget {
         };
         // Whole retries of the floor over the window, rounded down (never generous).
         let floor_retries = u64::from(config.min_per_second) * config.ttl_ms / 1000;
+        let stripes = Striped::new(MOST_STRIPES);
+        let stripes_log2 = stripes.len().trailing_zeros();
         Ok(TrafficBudget {
             config,
             base: OnceLock::new(),
@@ -219,8 +279,10 @@ impl TrafficBudget {
             reserve: i64::try_from(floor_retries)
                 .unwrap_or(i64::MAX / 2)
                 .saturating_mul(i64::from(withdrawal)),
-            stripes: Striped::new(MOST_STRIPES),
-            withdrawals: Mutex::new(0),
+            stripes,
+            stripes_log2,
+            // Periods count from the first use: nothing is held before period 0.
+            before_period: AtomicU64::new(pack(0, 0)),
             counts: ThreadCounts::default(),
             name: String::new(),
             exhausted: AtomicBool::new(false),
@@ -254,20 +316,70 @@ impl TrafficBudget {
         ((u128::from(nanos) * u128::from(self.slot_reciprocal)) >> 64) as u32
     }
 
-    /// What the window that ends in `period` holds, the reserve left out: every stripe's slots
-    /// from `period` and the `SLOTS - 1` periods before it.
-    fn held_in_window(&self, period: u32) -> i64 {
+    /// What the window that ends in `period` held before the period began, the reserve left
+    /// out: every stripe's slots from the `SLOTS - 1` periods before it.
+    fn held_before(&self, period: u32) -> i64 {
         (self.stripes.iter())
             .flat_map(|stripe| &stripe.slots)
-            .map(|slot| unpack(slot.load(Ordering::Relaxed)))
-            .filter(|(held, _)| (period.wrapping_sub(*held) as usize) < SLOTS)
+            .map(|slot| unpack(slot.load(Ordering::SeqCst)))
+            .filter(|(held, _)| (1..SLOTS as u32).contains(&period.wrapping_sub(*held)))
             .map(|(_, balance)| i64::from(balance))
             .sum()
     }
 
+    /// What the window held when `period` began, the reserve included, counted once per
+    /// period and the same for every withdrawal in it; `None` if a withdrawal of a later
+    /// period was already made (a moment read before the period ended but used after).
+    /// Periods compare as the slots' do, in 32 bits that wrap around.
+    fn window_before(&self, period: u32) -> Option<i64> {
+        let mut word = self.before_period.load(Ordering::SeqCst);
+        loop {
+            let (announced, held) = unpack(word);
+            match period.wrapping_sub(announced) as i32 {
+                0 => return Some(self.reserve + i64::from(held)),
+                late if late < 0 => return None,
+                _ => {}
+            }
+            // Announced first, counted after: a withdrawal of the period before that lands
+            // after this count sees the new period and is given back (`still_in`). Counts above
+            // what 32 bits hold are cut down, never up.
+            let held = self.held_before(period);
+            let held = held.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
+            match self.before_period.compare_exchange(
+                word,
+                pack(period, held),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => return Some(self.reserve + i64::from(held)),
+                Err(current) => word = current,
+            }
+        }
+    }
+
+    /// Every stripe's balance in `period` (its deposits less its withdrawals).
+    fn in_period(&self, period: u32) -> i64 {
+        self.stripes.iter().map(|s| s.balance_in(period)).sum()
+    }
+
+    /// Whether `period` is still the one withdrawals are made in.
+    fn still_in(&self, period: u32) -> bool {
+        unpack(self.before_period.load(Ordering::SeqCst)).0 == period
+    }
+
+    /// Stripe `index`'s share of `window`: an equal part, the remainder to stripe 0.
+    fn share(&self, window: i64, index: usize) -> i64 {
+        let each = window >> self.stripes_log2;
+        if index == 0 {
+            window - (each << self.stripes_log2) + each
+        } else {
+            each
+        }
+    }
+
     /// A request was made at `now`.
     pub fn deposit_at(&self, now: Instant) {
-        let stripe = self.stripes.mine();
+        let (_, stripe) = self.stripes.mine();
         if self.deposit > 0 {
             let _ = stripe.add(self.period(now), self.deposit);
         }
@@ -276,9 +388,10 @@ impl TrafficBudget {
 
     /// Asks for one retry at `now`: true (and withdrawn) if the budget holds it.
     ///
-    /// Threads withdrawing at once never overdraw the budget together: withdrawals take turns.
-    /// A moment that falls in a slot period before one a retry was already asked in (read
-    /// before that period began, used after) is refused.
+    /// Threads withdrawing at once never overdraw the budget together: each stripe grants at
+    /// most what it holds, in one atomic step. A moment that falls in a slot period before
+    /// one a retry was already asked in (read before that period began, used after) is
+    /// refused.
     pub fn try_withdraw_at(&self, now: Instant) -> bool {
         self.withdraw(self.period(now), None)
     }
@@ -294,23 +407,15 @@ impl TrafficBudget {
     /// same step if it is its first failure, and counts and logs the answer.
     fn withdraw(&self, period: u32, first_failure: Option<i32>) -> bool {
         let deposit = first_failure.unwrap_or(0);
-        let mine = self.stripes.mine();
-        let granted = {
-            let mut latest = self
-                .withdrawals
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            // Periods compare as the slots' do, in 32 bits that wrap around.
-            let late = (period.wrapping_sub(*latest) as i32) < 0;
-            if !late {
-                *latest = period;
+        let (index, mine) = self.stripes.mine();
+        let granted = match self.window_before(period) {
+            Some(window) if window >= 0 => {
+                self.withdraw_from_shares(index, period, window, deposit)
             }
-            let window = self.reserve + self.held_in_window(period) + i64::from(deposit);
-            if !late && window >= i64::from(self.withdrawal) {
-                // Not added (so not granted) if its slot holds a later period.
-                mine.add(period, deposit - self.withdrawal)
-            } else {
-                // Refused, never more generous; the deposit still counts.
+            Some(window) => self.withdraw_overdrawn(mine, period, window, deposit),
+            None => {
+                // Late: the window it belongs to has been shared out already. Refused, never
+                // more generous; the deposit still counts.
                 if deposit > 0 {
                     let _ = mine.add(period, deposit);
                 }
@@ -340,9 +445,64 @@ impl TrafficBudget {
         false
     }
 
+    /// A withdrawal in a period whose window held `window` units before it: from the calling
+    /// thread's stripe first (stripe `index`), the rest from the others in turn; everything
+    /// taken is given back if together they hold less than one withdrawal.
+    fn withdraw_from_shares(&self, index: usize, period: u32, window: i64, deposit: i32) -> bool {
+        let count = self.stripes.len();
+        let mut taken = [0i32; MOST_STRIPES];
+        let mut total = 0;
+        for step in 0..count {
+            let at = (index + step) & (count - 1);
+            let stripe = self.stripes.get(at);
+            let deposit = if step == 0 { deposit } else { 0 };
+            taken[at] = stripe.take(
+                period,
+                self.share(window, at),
+                deposit,
+                self.withdrawal - total,
+            );
+            total += taken[at];
+            if total == self.withdrawal {
+                break;
+            }
+        }
+        if total == self.withdrawal && self.still_in(period) {
+            return true;
+        }
+        for (at, units) in taken.iter().enumerate().take(count) {
+            if *units > 0 {
+                self.stripes.get(at).give_back(period, *units);
+            }
+        }
+        false
+    }
+
+    /// A withdrawal in a period whose window was overdrawn before it (`window` below zero):
+    /// made first, then checked against every stripe's balance of the period, and undone if
+    /// they leave the window below zero.
+    fn withdraw_overdrawn(&self, mine: &Stripe, period: u32, window: i64, deposit: i32) -> bool {
+        if !mine.add(period, deposit - self.withdrawal) {
+            // Its slot holds a later period: nothing was withdrawn, so nothing is granted.
+            return false;
+        }
+        let in_period = self.in_period(period);
+        if window + in_period >= 0 && self.still_in(period) {
+            return true;
+        }
+        mine.give_back(period, self.withdrawal);
+        false
+    }
+
     /// The counters, and the retries it would grant at `now`.
     pub fn stats_at(&self, now: Instant) -> BudgetStats {
-        let balance = (self.reserve + self.held_in_window(self.period(now))).max(0);
+        let period = self.period(now);
+        let window = match unpack(self.before_period.load(Ordering::SeqCst)) {
+            (announced, held) if announced == period => self.reserve + i64::from(held),
+            _ => self.reserve + self.held_before(period),
+        };
+        let in_period = self.in_period(period);
+        let balance = (window + in_period).max(0);
         BudgetStats {
             deposits: self.counts.total(DEPOSITS),
             withdrawals: self.counts.total(WITHDRAWALS),

@@ -185,9 +185,9 @@ fn an_overdrawn_window_grants_nothing_until_it_is_paid_back() {
     assert!(!b.try_withdraw_at(at(10_700)));
 }
 
-/// A moment from a period before one a retry was already asked in (read before that period
-/// began, used after) is refused, never more generous; its request still counts in the window
-/// (docs/decisions.md "Retry budget across cores").
+/// A moment from a period that has already been shared out (read before it ended, used after a
+/// retry of the next period) is refused, never granted twice; its request still counts, from
+/// the next period on (a period's window is counted once, when it begins).
 #[test]
 fn a_late_moment_is_refused_and_its_request_still_counts() {
     let start = Instant::now();
@@ -202,13 +202,12 @@ fn a_late_moment_is_refused_and_its_request_still_counts() {
         (stats.deposits, stats.withdrawals, stats.refusals),
         (3, 1, 1)
     );
-    // Three requests at 100 %, one retry granted: two left.
-    assert_eq!(stats.balance, 2);
+    assert_eq!(stats.balance, 1);
     assert_eq!(b.stats_at(at(2_500)).balance, 2);
 }
 
 /// Four threads deciding at once over fifty slot periods, each
-/// at its own pace (so moments of a period before the latest arrive late), never overdraw a
+/// at its own pace (so moments of a period already shared out arrive late), never overdraw a
 /// window. For every period, the retries granted in the window that ends with it are at most
 /// 20 % of that window's requests plus the floor (here one retry: 10 a second over 100 ms).
 #[test]
