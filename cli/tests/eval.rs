@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use support::guest;
 
 use assert_cmd::Command;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -595,4 +595,96 @@ fn the_policy_reference_cases_get_the_answers_they_show() {
         kinds.into_iter().collect::<Vec<_>>(),
         ["already_done", "cancel", "ignore", "retry", "timeout"]
     );
+}
+
+/// docs/decision-json.md, errors: an error names the field and what JSON was expected, never
+/// this program's own types. Every value of a set of valid decision and outcome lines is
+/// replaced, one at a time, by a value of each JSON type, and the top level by non-objects; no
+/// error object's message names a Rust type (`struct`, `enum`, a path, or a CamelCase name).
+#[test]
+fn error_messages_name_no_rust_type() {
+    let valid = [
+        json!({"request": {"type": "get", "retry_attempts": 1, "client_context": {"k": "v"}, "consistency": "QUORUM"}, "reason": "KV_LOCKED"}),
+        json!({"request": {"type": "cql"}, "reason": {"read_timeout": {"consistency": "QUORUM", "block_for": 2, "received": 1, "data_present": false}}}),
+        json!({"policy": {"name": "exponential", "params": {"max_attempts": 3, "initial_ms": 10, "max_ms": 100, "multiplier": 2, "retry_on": ["KV_LOCKED"]}}, "reason": "KV_LOCKED", "pushback": {"retry_after": "1"}}),
+        json!({"request": {"type": "get"}, "response": {"kv": {"status": 134}}}),
+        json!({"outcome": "failure", "attempts": 2, "request": {"type": "get"}}),
+    ];
+    let replacements = [
+        json!(null),
+        json!(true),
+        json!(7),
+        json!(-1.5),
+        json!("x"),
+        json!([]),
+        json!([1]),
+        json!({}),
+    ];
+    let mut lines: Vec<Value> = replacements.to_vec();
+    for line in &valid {
+        for replacement in &replacements {
+            mutations(line, replacement, &mut lines);
+        }
+    }
+    let input: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let (_, answers) = eval(&[], &input);
+    assert_eq!(answers.len(), lines.len());
+    let mut errors = 0;
+    for (line, answer) in lines.iter().zip(&answers) {
+        let Some(message) = answer["error"]["message"].as_str() else {
+            continue;
+        };
+        errors += 1;
+        let camel = message.split(|c: char| !c.is_alphanumeric()).find(|word| {
+            let mut chars = word.chars();
+            chars.next().is_some_and(char::is_uppercase)
+                && word.chars().any(char::is_lowercase)
+                && chars
+                    .skip_while(|c| !c.is_lowercase())
+                    .any(char::is_uppercase)
+        });
+        assert!(
+            !message.contains("struct ")
+                && !message.contains("enum ")
+                && !message.contains("::")
+                && camel.is_none(),
+            "{line} -> {message}"
+        );
+    }
+    assert!(
+        errors > lines.len() / 2,
+        "{errors} errors of {}",
+        lines.len()
+    );
+}
+
+/// Every copy of `value` with one of its values (at any depth, the whole included) replaced by
+/// `replacement`.
+fn mutations(value: &Value, replacement: &Value, out: &mut Vec<Value>) {
+    out.push(replacement.clone());
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                let mut inner_copies = Vec::new();
+                mutations(inner, replacement, &mut inner_copies);
+                for copy in inner_copies {
+                    let mut whole = map.clone();
+                    whole.insert(key.clone(), copy);
+                    out.push(Value::Object(whole));
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, inner) in items.iter().enumerate() {
+                let mut inner_copies = Vec::new();
+                mutations(inner, replacement, &mut inner_copies);
+                for copy in inner_copies {
+                    let mut whole = items.clone();
+                    whole[i] = copy;
+                    out.push(Value::Array(whole));
+                }
+            }
+        }
+        _ => {}
+    }
 }

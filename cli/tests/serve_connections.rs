@@ -372,3 +372,85 @@ fn a_head_that_cannot_be_parsed_gets_the_json_error_object() {
     assert_eq!(status, 400, "{body}");
     assert!(body.starts_with(r#"{"error""#), "{body}");
 }
+
+/// Reads one response's head and body (`Content-Length`): the head as text and the body.
+fn read_head_and_body(stream: &mut TcpStream) -> (String, String) {
+    let mut raw = Vec::new();
+    let mut byte = [0u8; 1];
+    while !raw.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            stream.read(&mut byte).unwrap(),
+            1,
+            "the answer's head ended early"
+        );
+        raw.push(byte[0]);
+    }
+    let head = String::from_utf8(raw).unwrap().to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map_or(0, |v| v.trim().parse().unwrap());
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).unwrap();
+    (head, String::from_utf8(body).unwrap())
+}
+
+/// docs/serve.md "Connections and shutdown": an answer after which the server closes the
+/// connection (a body over the limit, left unread) says `Connection: close`, so that a client
+/// sends its next request on a new connection instead of losing it.
+#[test]
+fn an_answer_before_the_server_closes_says_connection_close() {
+    let dir = config();
+    let server = serve(dir.path(), &[]);
+    let body = "x".repeat(300 * 1024);
+    let mut stream = connect(&server);
+    let head = format!(
+        "POST /v1/decide HTTP/1.1\r\nHost: rebound\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    // The server may answer and close before it has read everything.
+    let _ = stream.write_all(body.as_bytes());
+    let (head, body) = read_head_and_body(&mut stream);
+    assert!(head.starts_with("http/1.1 413"), "{head}{body}");
+    assert!(head.contains("\r\nconnection: close\r\n"), "{head}");
+    assert!(closed_after(&mut stream) < Duration::from_secs(5));
+    // A kept-alive answer does not say it.
+    let mut stream = connect(&server);
+    stream
+        .write_all(decide_request(STANDARD).as_bytes())
+        .unwrap();
+    let (head, body) = read_head_and_body(&mut stream);
+    assert!(head.starts_with("http/1.1 200"), "{head}{body}");
+    assert!(!head.contains("connection: close"), "{head}");
+}
+
+/// docs/serve.md "Who may change what decides": a privileged request carrying two `Origin`
+/// (or two `Sec-Fetch-Site`) headers is refused, whatever the first says; one same-site
+/// `Origin` is let through.
+#[test]
+fn a_privileged_request_with_two_origins_is_refused() {
+    let dir = config();
+    let server = serve(dir.path(), &[]);
+    let authority = server.authority();
+    let send = |extra: &str| {
+        let mut stream = connect(&server);
+        let request = format!(
+            "POST /v1/policies/slow/reload HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n{extra}Content-Length: 2\r\n\r\n{{}}"
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        read_head_and_body(&mut stream)
+    };
+    let same_site = format!("Origin: http://{authority}\r\n");
+    let (head, body) = send(&same_site);
+    assert!(head.starts_with("http/1.1 200"), "{head}{body}");
+    for twice in [
+        format!("{same_site}Origin: http://elsewhere.example\r\n"),
+        format!("{same_site}{same_site}"),
+        "Sec-Fetch-Site: same-origin\r\nSec-Fetch-Site: cross-site\r\n".to_owned(),
+    ] {
+        let (head, body) = send(&twice);
+        assert!(head.starts_with("http/1.1 403"), "{twice}: {head}{body}");
+        assert!(body.contains("more than one"), "{body}");
+    }
+}

@@ -97,6 +97,16 @@ fn not_from_another_site(headers: &HeaderMap) -> Result<(), Refusal> {
             message: "privileged requests must be sent with `Content-Type: application/json`",
         });
     }
+    // One of each at most: with two, a check of the first alone could pass what the second
+    // says.
+    for name in ["origin", "sec-fetch-site"] {
+        if headers.get_all(name).iter().count() > 1 {
+            return Err(Refusal {
+                status: StatusCode::FORBIDDEN,
+                message: "refused: a privileged request with more than one Origin or Sec-Fetch-Site header",
+            });
+        }
+    }
     let fetch_site = headers.get("sec-fetch-site").map(HeaderValue::as_bytes);
     if fetch_site.is_some_and(|site| site != b"same-origin" && site != b"none") {
         return Err(Refusal {

@@ -22,7 +22,7 @@ use serde_json::json;
 use super::admin::{AdminAccess, Refusal};
 use super::metrics::Metrics;
 use crate::decider::Decider;
-use crate::wire::input::InputError;
+use crate::wire::input::{without_type_names, InputError};
 use crate::wire::output;
 
 /// The largest request body accepted.
@@ -85,7 +85,8 @@ async fn read_body(
                 .into_inner()
                 .downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some();
-            if too_large {
+            // The body is left unread, so the connection is closed after the answer: say so.
+            closing(if too_large {
                 error(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     "",
@@ -93,25 +94,31 @@ async fn read_body(
                 )
             } else {
                 error(StatusCode::BAD_REQUEST, "", "the body could not be read")
-            }
+            })
         }
         Err(_) => {
             app.metrics.connections().closed("body_timeout");
-            let mut answer = error(
+            closing(error(
                 StatusCode::REQUEST_TIMEOUT,
                 "",
                 &format!(
                     "the body did not arrive within {} ms",
                     app.body_timeout.as_millis()
                 ),
-            );
-            answer.headers_mut().insert(
-                header::CONNECTION,
-                header::HeaderValue::from_static("close"),
-            );
-            answer
+            ))
         }
     }
+}
+
+/// `answer` with `Connection: close`: the answer after which the server closes the connection
+/// (hyper closes one whose request body was left unread), so that the client sends its next
+/// request on a new one instead of losing it.
+fn closing(mut answer: Response) -> Response {
+    answer.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    answer
 }
 
 /// Every error answer is the API's JSON error object: one the router or an extractor made
@@ -438,7 +445,8 @@ async fn shadow(
         Ok(request) => request,
         Err(e) => {
             let field = e.path().to_string();
-            return error(StatusCode::BAD_REQUEST, &field, &e.into_inner().to_string());
+            let message = without_type_names(&e.into_inner().to_string());
+            return error(StatusCode::BAD_REQUEST, &field, &message);
         }
     };
     if !(0.0..=1.0).contains(&request.sample) {

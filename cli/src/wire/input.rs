@@ -29,10 +29,12 @@ pub struct InputError {
 }
 
 impl InputError {
+    /// An error about `field`; a Rust type serde names in `message` is said as the JSON it
+    /// expects ([`without_type_names`]).
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         InputError {
             field: field.into(),
-            message: message.into(),
+            message: without_type_names(&message.into()),
         }
     }
 }
@@ -369,6 +371,40 @@ fn describe(error: &serde_json::Error) -> String {
             }
         }
     }
+}
+
+/// `message` with the Rust types serde names ("expected struct DecideInput") said as the JSON
+/// they expect: a client knows the API's JSON, not this program's types.
+pub fn without_type_names(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("expected ") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "expected ".len()..];
+        let (kind, tail) = [
+            ("tuple struct ", "a JSON array"),
+            ("unit struct ", "null"),
+            ("struct ", "a JSON object"),
+            ("enum ", "one of the documented values"),
+        ]
+        .into_iter()
+        .find_map(|(prefix, json)| after.strip_prefix(prefix).map(|tail| (json, tail)))
+        .unwrap_or(("", after));
+        if kind.is_empty() {
+            out.push_str("expected ");
+            rest = after;
+            continue;
+        }
+        // The type's name runs to the first character that cannot be in one.
+        let name_len = tail
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        out.push_str("expected ");
+        out.push_str(kind);
+        rest = &tail[name_len..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A reason name (`"KV_LOCKED"`), or an object with one key naming a kind that carries data

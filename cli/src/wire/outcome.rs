@@ -48,8 +48,14 @@ impl OutcomeInput {
     /// `text` (`""` for a single object, `"[2]"` in an array), for [`located`]; an error names
     /// the field, and for an array the index (`[2].outcome`).
     pub fn parse_all(text: &str) -> Result<Vec<(String, OutcomeInput)>, InputError> {
-        let reports: Reports = serde_json::from_str(text)
-            .map_err(|e| InputError::new("", format!("not JSON: {e}")))?;
+        let reports: Reports = serde_json::from_str(text).map_err(|e| {
+            let message = if e.is_syntax() || e.is_eof() {
+                format!("not JSON: {e}")
+            } else {
+                "expected an outcome report (an object) or an array of them".to_owned()
+            };
+            InputError::new("", message)
+        })?;
         let one = |value: serde_json::Value, at: String| match serde_path_to_error::deserialize::<
             _,
             OutcomeInput,
