@@ -454,3 +454,76 @@ fn a_privileged_request_with_two_origins_is_refused() {
         assert!(body.contains("more than one"), "{body}");
     }
 }
+
+/// docs/serve.md "Who may change what decides": refused privileged requests, which anyone who
+/// can connect can send, are all counted (`rebound_privileged_refused_total`) but logged at most
+/// once a second, each line carrying at most 128 characters of each value the caller chose
+/// (`Origin`, `User-Agent`): 100 000 refusals in a burst add a few short lines to the log.
+#[test]
+fn a_burst_of_refused_privileged_requests_is_counted_not_logged_line_by_line() {
+    const REQUESTS: usize = 100_000;
+    const CONNECTIONS: usize = 4;
+    let dir = config();
+    let server = serve(dir.path(), &[]);
+    let long = "x".repeat(300);
+    let request = format!(
+        "POST /v1/policies/slow/reload HTTP/1.1\r\nHost: rebound\r\nContent-Type: text/plain\r\nOrigin: http://{long}\r\nUser-Agent: {long}\r\nContent-Length: 2\r\n\r\n{{}}"
+    );
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..CONNECTIONS {
+            let mut stream = connect(&server);
+            let reader = stream.try_clone().unwrap();
+            let request = &request;
+            scope.spawn(move || {
+                let batch = request.repeat(100);
+                for _ in 0..REQUESTS / CONNECTIONS / 100 {
+                    stream.write_all(batch.as_bytes()).unwrap();
+                }
+            });
+            scope.spawn(move || {
+                let mut reader = std::io::BufReader::new(reader);
+                for _ in 0..REQUESTS / CONNECTIONS {
+                    let mut status = String::new();
+                    std::io::BufRead::read_line(&mut reader, &mut status).unwrap();
+                    assert!(status.starts_with("HTTP/1.1 415"), "{status}");
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some(value) =
+                            line.to_ascii_lowercase().strip_prefix("content-length:")
+                        {
+                            length = value.trim().parse().unwrap();
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                }
+            });
+        }
+    });
+    let seconds = started.elapsed().as_secs() as usize;
+    assert_eq!(
+        metric(&server, "rebound_privileged_refused_total"),
+        REQUESTS as f64
+    );
+    let (ok, log) = server.terminate();
+    assert!(ok, "{log}");
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("privileged request refused"))
+        .collect();
+    assert!(
+        !lines.is_empty() && lines.len() <= seconds + 2,
+        "{} lines in {seconds} s",
+        lines.len()
+    );
+    for line in &lines {
+        assert!(line.len() <= 1024, "{} bytes: {line}", line.len());
+        assert!(!line.contains(&long), "{line}");
+    }
+}

@@ -132,6 +132,7 @@ pub mod executor;
 pub mod grid;
 #[cfg(feature = "tower")]
 pub mod layer;
+mod log_budget;
 mod orchestrator;
 mod outcome;
 mod pushback;
@@ -161,6 +162,7 @@ pub use decider::{DecideError, Decider};
 pub use decision::{Deciding, Decision, DelaySource, ReadyOrBoxed, RetryPlan};
 #[cfg(feature = "registry")]
 pub use decision_id::DecisionId;
+pub use log_budget::LogBudget;
 pub use orchestrator::Orchestrator;
 pub use outcome::{CancelReason, ErrorContext, RetryError, ServiceContext, Timings};
 pub use pushback::Pushback;

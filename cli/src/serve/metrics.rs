@@ -77,6 +77,7 @@ pub struct Metrics {
     registry: Registry,
     latency: Histogram,
     refused: Counter,
+    privileged_refused: Counter,
     connections: ConnectionMetrics,
 }
 
@@ -105,6 +106,12 @@ impl Metrics {
             "Decision requests refused as bad input (4xx)",
             refused.clone(),
         );
+        let privileged_refused = Counter::default();
+        registry.register(
+            "privileged_refused",
+            "Privileged requests refused (no or a wrong token, another site, not JSON)",
+            privileged_refused.clone(),
+        );
         registry.register_collector(Box::new(PolicyCollector(policies)));
         let connections = ConnectionMetrics::default();
         connections.register(&mut registry);
@@ -112,8 +119,14 @@ impl Metrics {
             registry,
             latency,
             refused,
+            privileged_refused,
             connections,
         }
+    }
+
+    /// A privileged request was refused.
+    pub fn privileged_refused(&self) {
+        self.privileged_refused.inc();
     }
 
     /// The connections' metrics.

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use rebound::registry::{IsolationConfig, PolicyRegistry, RegistryConfig};
 use rebound::wasm::TickerPriority;
+use rebound::LogBudget;
 
 use crate::decider::{Decider, FileAccess};
 use admin::AdminAccess;
@@ -111,6 +112,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             policy_dir,
             next_id: AtomicU64::new(1),
             body_timeout: args.limits.body_timeout(),
+            refusal_lines: LogBudget::new(1),
         });
         let connections = app.metrics.connections().clone();
         println!("rebound serve listening on http://{local}");

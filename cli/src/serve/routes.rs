@@ -24,6 +24,7 @@ use super::metrics::Metrics;
 use crate::decider::Decider;
 use crate::wire::input::{without_type_names, InputError};
 use crate::wire::output;
+use rebound::LogBudget;
 
 /// The largest request body accepted.
 pub const BODY_LIMIT: usize = 64 * 1024;
@@ -38,7 +39,13 @@ pub struct App {
     pub next_id: AtomicU64,
     /// Longest wait for a request's body.
     pub body_timeout: Duration,
+    /// Lines a second for refused privileged requests, which anyone who can connect can cause.
+    pub refusal_lines: LogBudget,
 }
+
+/// How much of a caller-supplied value (`Origin`, `User-Agent`, what a refused request asked)
+/// a log line carries, in characters; the rest is cut and marked `…`.
+pub const LOGGED_CHARS: usize = 128;
 
 type Shared = State<Arc<App>>;
 
@@ -308,25 +315,43 @@ fn registry_error(e: &RegistryError) -> Response {
     error(status, "", &e.to_string())
 }
 
-/// A refused privileged request: logged with the caller and what it asked, answered with the
-/// refusal.
-fn refused(peer: SocketAddr, headers: &HeaderMap, what: &str, refusal: &Refusal) -> Response {
-    let header = |name: header::HeaderName| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("-")
-            .to_owned()
-    };
-    tracing::warn!(
-        %peer,
-        what,
-        origin = header(header::ORIGIN),
-        user_agent = header(header::USER_AGENT),
-        "privileged request refused: {}",
-        refusal.message
-    );
+/// A refused privileged request: counted, logged with the caller and what it asked (at most
+/// one line a second, the next saying how many were left out; each caller-supplied value cut
+/// to [`LOGGED_CHARS`]), answered with the refusal.
+fn refused(
+    app: &App,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    what: &str,
+    refusal: &Refusal,
+) -> Response {
+    app.metrics.privileged_refused();
+    if let Some(left_out) = app.refusal_lines.allow() {
+        let header = |name: header::HeaderName| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map_or_else(|| "-".to_owned(), cut)
+        };
+        tracing::warn!(
+            %peer,
+            what = cut(what),
+            origin = header(header::ORIGIN),
+            user_agent = header(header::USER_AGENT),
+            left_out,
+            "privileged request refused: {}",
+            refusal.message
+        );
+    }
     error(refusal.status, "", refusal.message)
+}
+
+/// `text` cut to [`LOGGED_CHARS`] characters.
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(LOGGED_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
 }
 
 /// Runs a privileged `action` on policy `name` for an admitted caller, off the async
@@ -340,7 +365,7 @@ async fn privileged<T: serde::Serialize + Send + 'static>(
 ) -> Response {
     let who = match app.admin.admit(headers, peer) {
         Ok(who) => who,
-        Err(refusal) => return refused(peer, headers, &what, &refusal),
+        Err(refusal) => return refused(app, peer, headers, &what, &refusal),
     };
     let worker = Arc::clone(app);
     let result = tokio::task::spawn_blocking(move || action(&worker)).await;
@@ -430,6 +455,7 @@ async fn shadow(
             Err(_) => "an unreadable body".to_owned(),
         };
         return refused(
+            &app,
             peer,
             &headers,
             &format!("shadow {name} with {asked}"),

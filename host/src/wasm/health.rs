@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::config::{FailSafe, QuarantineConfig};
-use super::log_budget::LogBudget;
 use super::policy_label::PolicyLabel;
 use crate::action::PolicyFailureKind;
+use crate::log_budget::LogBudget;
 use crate::reason::RetryReason;
 use crate::request::Request;
 

@@ -28,7 +28,6 @@ mod health;
 mod host_trap;
 mod imports;
 mod instance;
-mod log_budget;
 mod metadata;
 mod policy_label;
 mod pool;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::log_budget::LogBudget;
+use crate::log_budget::LogBudget;
 
 /// Names a policy in logs: its configured name and version (content hash prefix); and the
 /// budget of stderr lines all its instances share.

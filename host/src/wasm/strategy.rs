@@ -12,12 +12,12 @@ use super::config::WasmStrategyConfig;
 use super::deadline::Due;
 use super::health::{Health, PolicyStats};
 use super::instance::{PolicyInstance, SetupError};
-use super::log_budget::LogBudget;
 use super::policy_label::PolicyLabel;
 use super::pool::InstancePool;
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
 use crate::budget::RetryBudgets;
 use crate::context::DecisionContext;
+use crate::log_budget::LogBudget;
 use crate::request::Request;
 use crate::strategy::SyncStrategy;
 

@@ -1,6 +1,7 @@
-//! A budget of log lines per second for one policy, so that a policy failing, or writing to
-//! stderr, on every call cannot flood the host's log: lines past the budget are left out and
-//! counted, and the next line written says how many were.
+//! [`LogBudget`]: a budget of log lines per second, so that what an outsider or a policy can
+//! cause on every call (a policy failing or writing to stderr, a refused request) cannot flood
+//! the host's log: lines past the budget are left out and counted, and the next line written
+//! says how many were.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -9,7 +10,7 @@ const WINDOW: Duration = Duration::from_secs(1);
 
 /// At most `per_second` lines in each second.
 #[derive(Debug)]
-pub(crate) struct LogBudget {
+pub struct LogBudget {
     base: Instant,
     per_second: u32,
     /// When the current second began (ns after `base`).
@@ -21,7 +22,8 @@ pub(crate) struct LogBudget {
 }
 
 impl LogBudget {
-    pub(crate) fn new(per_second: u32) -> Self {
+    /// A budget of `per_second` lines in each second.
+    pub fn new(per_second: u32) -> Self {
         LogBudget {
             base: Instant::now(),
             per_second,
@@ -32,7 +34,7 @@ impl LogBudget {
     }
 
     /// Whether a line may be written now; if so, how many were left out since the last one.
-    pub(crate) fn allow(&self) -> Option<u64> {
+    pub fn allow(&self) -> Option<u64> {
         let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let start = self.window_start.load(Ordering::Relaxed);
         let window = u64::try_from(WINDOW.as_nanos()).unwrap_or(u64::MAX);
