@@ -527,3 +527,65 @@ fn a_burst_of_refused_privileged_requests_is_counted_not_logged_line_by_line() {
         assert!(!line.contains(&long), "{line}");
     }
 }
+
+/// docs/serve.md "Connections and shutdown": the connection cap is checked against the
+/// open-file limit at start. Each connection holds two descriptors; at `ulimit -n 256` (a hard
+/// limit the server cannot raise past) the default cap of 1 000 cannot be held, so it is
+/// lowered to what fits, with the arithmetic in the log; the connections past it are answered
+/// 503, none closed without an answer.
+#[test]
+fn the_connection_cap_is_fitted_to_the_open_file_limit() {
+    const CLIENTS: usize = 200;
+    let dir = config();
+    let server = Server::start_with_open_files(&dir.path().join("rebound.toml"), 256, &[]);
+    let mut streams: Vec<TcpStream> = (0..CLIENTS).map(|_| connect(&server)).collect();
+    // Those within the cap hear nothing (idle, kept open); the others are answered 503 at
+    // once. Wait until no more answers arrive for a second.
+    for stream in &streams {
+        stream.set_nonblocking(true).unwrap();
+    }
+    let answered = |streams: &[TcpStream]| {
+        streams
+            .iter()
+            .filter(|stream| stream.peek(&mut [0u8; 1]).is_ok_and(|n| n > 0))
+            .count()
+    };
+    let (mut seen, mut since) = (0, Instant::now());
+    let started = Instant::now();
+    while since.elapsed() < Duration::from_secs(1) && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = answered(&streams);
+        if now != seen {
+            (seen, since) = (now, Instant::now());
+        }
+    }
+    let mut refused = 0;
+    for stream in &mut streams {
+        if stream.peek(&mut [0u8; 1]).is_ok_and(|n| n > 0) {
+            stream.set_nonblocking(false).unwrap();
+            let (status, body) = read_response(stream).expect("a whole answer");
+            assert_eq!(status, 503, "{body}");
+            refused += 1;
+        }
+    }
+    drop(streams);
+    let (ok, log) = server.terminate();
+    assert!(ok, "{log}");
+    let lowered = log
+        .lines()
+        .find(|line| line.contains("the connection cap is lowered"))
+        .unwrap_or_else(|| panic!("no lowered cap in\n{log}"));
+    assert!(
+        lowered.contains("((256 (`ulimit -n`)") || lowered.contains("(256 (`ulimit -n`)"),
+        "{lowered}"
+    );
+    assert!(lowered.contains("/ 2 per connection"), "{lowered}");
+    let cap: usize = lowered
+        .split("max_connections=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{lowered}"));
+    assert!(cap > 0 && cap < 128, "{lowered}");
+    assert_eq!(refused, CLIENTS - cap, "{lowered}");
+}

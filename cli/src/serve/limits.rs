@@ -17,7 +17,8 @@ pub struct Limits {
     #[arg(long, default_value_t = 60_000, value_name = "MS")]
     pub idle_timeout_ms: u64,
     /// Most connections open at once; past it a new connection is answered 503 and closed.
-    /// Keep it below the open-file limit (`ulimit -n`).
+    /// Each holds two file descriptors: a cap the open-file limit (`ulimit -n`) cannot hold is
+    /// lowered at start to what fits, and the log says so.
     #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
     /// On SIGTERM/SIGINT, longest wait, in ms, for the requests received to be answered

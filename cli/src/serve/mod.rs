@@ -9,6 +9,7 @@ mod facade;
 mod limits;
 mod listener;
 mod metrics;
+mod open_files;
 mod parse_error;
 mod routes;
 
@@ -94,6 +95,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let local = listener.local_addr()?;
+        // Counted once the engine, the watcher and the listener hold theirs.
+        let mut limits = args.limits.clone();
+        limits.max_connections = open_files::fit(limits.max_connections)?;
         let admin = AdminAccess::new(token.as_deref(), local);
         match admin {
             AdminAccess::Token(_) => {}
@@ -116,12 +120,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         });
         let connections = app.metrics.connections().clone();
         println!("rebound serve listening on http://{local}");
-        tracing::info!(%local, config = %args.config.display(), limits = ?args.limits,
-            ?ticker, "serving");
+        tracing::info!(%local, config = %args.config.display(), ?limits, ?ticker, "serving");
         listener::serve(
             listener,
             routes::router(app),
-            args.limits.clone(),
+            limits,
             connections,
             || Box::pin(shutdown()),
         )

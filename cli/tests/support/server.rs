@@ -68,6 +68,17 @@ impl Server {
         Self::launch(config, "127.0.0.1:0", None, &[], options)
     }
 
+    /// As `start_with_options`, the process's open-file limit (`ulimit -n`) set to `limit`.
+    pub fn start_with_open_files(config: &Path, limit: u64, options: &[&str]) -> Server {
+        let mut command = Command::new("sh");
+        command.args([
+            "-c",
+            &format!("ulimit -n {limit} && exec \"$0\" \"$@\""),
+            env!("CARGO_BIN_EXE_rebound"),
+        ]);
+        Self::launch_with(command, config, "127.0.0.1:0", None, &[], options)
+    }
+
     fn launch(
         config: &Path,
         listen: &str,
@@ -75,7 +86,18 @@ impl Server {
         env: &[(&str, &Path)],
         options: &[&str],
     ) -> Server {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_rebound"));
+        let command = Command::new(env!("CARGO_BIN_EXE_rebound"));
+        Self::launch_with(command, config, listen, token, env, options)
+    }
+
+    fn launch_with(
+        mut command: Command,
+        config: &Path,
+        listen: &str,
+        token: Option<&str>,
+        env: &[(&str, &Path)],
+        options: &[&str],
+    ) -> Server {
         command
             .args(["serve", "--listen", listen, "--workers", "2"])
             .args(options)
