@@ -457,8 +457,9 @@ fn a_privileged_request_with_two_origins_is_refused() {
 
 /// docs/serve.md "Who may change what decides": refused privileged requests, which anyone who
 /// can connect can send, are all counted (`rebound_privileged_refused_total`) but logged at most
-/// once a second, each line carrying at most 128 characters of each value the caller chose
-/// (`Origin`, `User-Agent`): 100 000 refusals in a burst add a few short lines to the log.
+/// ten lines a second, each carrying at most 128 characters of each value the caller chose
+/// (`Origin`, `User-Agent`): 100 000 refusals in a burst add at most 10 lines of under 1 KiB per
+/// second of the burst to the log.
 #[test]
 fn a_burst_of_refused_privileged_requests_is_counted_not_logged_line_by_line() {
     const REQUESTS: usize = 100_000;
@@ -518,7 +519,7 @@ fn a_burst_of_refused_privileged_requests_is_counted_not_logged_line_by_line() {
         .filter(|line| line.contains("privileged request refused"))
         .collect();
     assert!(
-        !lines.is_empty() && lines.len() <= seconds + 2,
+        !lines.is_empty() && lines.len() <= 10 * (seconds + 2),
         "{} lines in {seconds} s",
         lines.len()
     );

@@ -116,7 +116,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             policy_dir,
             next_id: AtomicU64::new(1),
             body_timeout: args.limits.body_timeout(),
-            refusal_lines: LogBudget::new(1),
+            refusal_lines: LogBudget::new(routes::REFUSAL_LINES_PER_SECOND),
         });
         let connections = app.metrics.connections().clone();
         println!("rebound serve listening on http://{local}");

@@ -43,6 +43,10 @@ pub struct App {
     pub refusal_lines: LogBudget,
 }
 
+/// Lines a second for refused privileged requests: enough to tell an operator's own mistakes
+/// apart, few enough that a flood of refusals adds at most a few KiB a second to the log.
+pub const REFUSAL_LINES_PER_SECOND: u32 = 10;
+
 /// How much of a caller-supplied value (`Origin`, `User-Agent`, what a refused request asked)
 /// a log line carries, in characters; the rest is cut and marked `…`.
 pub const LOGGED_CHARS: usize = 128;
@@ -316,8 +320,8 @@ fn registry_error(e: &RegistryError) -> Response {
 }
 
 /// A refused privileged request: counted, logged with the caller and what it asked (at most
-/// one line a second, the next saying how many were left out; each caller-supplied value cut
-/// to [`LOGGED_CHARS`]), answered with the refusal.
+/// [`REFUSAL_LINES_PER_SECOND`], the next line saying how many were left out; each
+/// caller-supplied value cut to [`LOGGED_CHARS`]), answered with the refusal.
 fn refused(
     app: &App,
     peer: SocketAddr,
