@@ -204,7 +204,7 @@ impl Decider {
             .with_pushback(input.pushback(SystemTime::now())?)
             .at(now);
         Ok(rebound::decision_json::action(
-            &strategy.try_decide(&request, &context),
+            &strategy.try_answer(&request, &context),
         ))
     }
 

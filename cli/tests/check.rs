@@ -122,9 +122,18 @@ fn unsafe_retries_of_non_idempotent_requests_are_reported_input_by_input() {
     assert_eq!(answer["cancel_reason"], "UNSAFE_RETRY_REFUSED", "{answer}");
 }
 
+/// A policy that fails on some inputs is reported with the kind of each failure. The calls get
+/// a 5 s deadline (`--deadline-ms`), so that a debug build on busy cores reaches the panic
+/// and not the sandbox's deadline (wasm_sandbox.rs tests the deadline).
 #[test]
 fn a_policy_that_fails_is_reported_with_the_kind_of_failure() {
-    let (report, ok) = check(&[&path("adversary"), "--context", "panic=boom"]);
+    let (report, ok) = check(&[
+        &path("adversary"),
+        "--context",
+        "panic=boom",
+        "--deadline-ms",
+        "5000",
+    ]);
     assert!(!ok);
     let failures = violations(&report, "within_limits");
     // Every input run with the `panic` context fails, and only those.

@@ -33,6 +33,11 @@ pub struct Args {
     /// context of its own, beside the empty one).
     #[arg(long = "context", value_name = "KEY=VALUE", value_parser = key_value)]
     contexts: Vec<(String, String)>,
+    /// Each call's deadline, in ms (the sandbox's default, 10, unless given): the one the host
+    /// that runs the policy configures (`limits.deadline_ms`), or more on a busy machine, where a
+    /// call preempted near its deadline is stopped as a timeout.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    deadline_ms: Option<u64>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -57,10 +62,13 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let name = path
         .file_stem()
         .map_or_else(|| "policy".into(), |s| s.to_string_lossy().into_owned());
-    let config = WasmStrategyConfig {
+    let mut config = WasmStrategyConfig {
         params: args.params.iter().cloned().collect(),
         ..WasmStrategyConfig::default()
     };
+    if let Some(deadline_ms) = args.deadline_ms {
+        config.limits.deadline_ms = deadline_ms;
+    }
     let runtime =
         WasmRuntime::new(config.limits.memory_bytes).map_err(|e| anyhow::anyhow!("{e:#}"))?;
     let mut report = Report::new(path, &config);
@@ -124,7 +132,7 @@ fn ask(
         let request = input.request(now);
         let context = DecisionContext::new(&input.reason).at(now);
         let started = Instant::now();
-        let result = strategy.try_decide(&request, &context);
+        let result = strategy.try_answer(&request, &context);
         answers[i] = Some(Answer {
             result,
             took: started.elapsed(),

@@ -23,6 +23,11 @@ pub struct Server {
 /// of hanging it.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The `rebound` binary under test.
+fn rebound() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rebound"))
+}
+
 /// A client that returns every status as an answer and gives up after `CALL_TIMEOUT`.
 fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
@@ -60,12 +65,12 @@ impl Server {
         token: Option<&str>,
         env: &[(&str, &Path)],
     ) -> Server {
-        Self::launch(config, listen, token, env, &[])
+        Self::launch(rebound(), config, listen, token, env, &[])
     }
 
     /// Serves `config` on a free loopback port with these further options of `serve`.
     pub fn start_with_options(config: &Path, options: &[&str]) -> Server {
-        Self::launch(config, "127.0.0.1:0", None, &[], options)
+        Self::launch(rebound(), config, "127.0.0.1:0", None, &[], options)
     }
 
     /// As `start_with_options`, the process's open-file limit (`ulimit -n`) set to `limit`.
@@ -76,21 +81,10 @@ impl Server {
             &format!("ulimit -n {limit} && exec \"$0\" \"$@\""),
             env!("CARGO_BIN_EXE_rebound"),
         ]);
-        Self::launch_with(command, config, "127.0.0.1:0", None, &[], options)
+        Self::launch(command, config, "127.0.0.1:0", None, &[], options)
     }
 
     fn launch(
-        config: &Path,
-        listen: &str,
-        token: Option<&str>,
-        env: &[(&str, &Path)],
-        options: &[&str],
-    ) -> Server {
-        let command = Command::new(env!("CARGO_BIN_EXE_rebound"));
-        Self::launch_with(command, config, listen, token, env, options)
-    }
-
-    fn launch_with(
         mut command: Command,
         config: &Path,
         listen: &str,

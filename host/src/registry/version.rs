@@ -401,7 +401,7 @@ fn smoke(name: &str, strategy: &WasmStrategy) -> Result<(), BuildError> {
         (request(RequestType::Cql).idempotent(true), read_timeout),
     ];
     for (request, reason) in &inputs {
-        if let Err(failure) = strategy.try_decide(request, &DecisionContext::new(reason)) {
+        if let Err(failure) = strategy.try_answer(request, &DecisionContext::new(reason)) {
             return Err(BuildError::Smoke {
                 policy: name.to_owned(),
                 input: format!("{} after {reason}", request.request_type()),

@@ -118,7 +118,7 @@ impl WasmStrategy {
     /// its answer as given (the orchestrator's safety guard has not seen it), or how the call
     /// failed. The registry smoke-tests a version with it; `rebound check` runs a grid of
     /// inputs through it. An instance whose call failed is dropped, never reused.
-    pub fn try_decide(
+    pub fn try_answer(
         &self,
         request: &Request,
         context: &DecisionContext<'_>,
@@ -126,7 +126,7 @@ impl WasmStrategy {
         self.try_decide_by(request, context, Due::Within(self.config.limits.deadline()))
     }
 
-    /// As [`try_decide`](Self::try_decide), the call `due` as given (no later than its
+    /// As [`try_answer`](Self::try_answer), the call `due` as given (no later than its
     /// deadline after it was asked for).
     fn try_decide_by(
         &self,
