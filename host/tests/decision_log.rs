@@ -306,6 +306,13 @@ fn a_bad_decision_log_table_is_refused_with_its_field() {
         ("buffer = 0\n", "buffer", "at least 1", 4),
         ("max_bytes = 10\n", "max_bytes", "at least 4096", 4),
         (
+            "max_bytes = 2199023255552\n",
+            "max_bytes",
+            "at most 1099511627776",
+            4,
+        ),
+        ("keep = 1000000\n", "keep", "expected 0 to 100", 4),
+        (
             "mask = [\"request.password\"]\n",
             "mask",
             "`request.password` is not",

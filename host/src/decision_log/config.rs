@@ -41,12 +41,12 @@ pub struct DecisionLogConfig {
     /// The file lines are appended to (relative paths against the configuration's directory);
     /// `None`: standard output.
     pub file: Option<PathBuf>,
-    /// The largest a file may grow, in bytes: a line that would pass it goes to a new file
-    /// (the full one becomes `FILE.1`, `FILE.1` becomes `FILE.2`, …). A line longer than this
-    /// alone is dropped and counted.
+    /// The largest a file may grow, in bytes ([`MIN_MAX_BYTES`] to [`MAX_MAX_BYTES`]): a line
+    /// that would pass it goes to a new file (the full one becomes `FILE.1`, `FILE.1` becomes
+    /// `FILE.2`, …). A line longer than this alone is dropped and counted.
     pub max_bytes: u64,
-    /// Rotated files kept besides the current one; older ones are deleted. 0: the full file
-    /// is deleted when the next line needs room.
+    /// Rotated files kept besides the current one (0 to [`MAX_KEEP`]); older ones are deleted.
+    /// 0: the full file is deleted when the next line needs room.
     pub keep: u32,
     /// The share of decisions logged, from 0.0 (none) to 1.0 (all).
     pub sample: f64,
@@ -84,7 +84,14 @@ pub struct DecisionLogConfigError {
 }
 
 /// The smallest `max_bytes`: room for a few lines.
-const MIN_MAX_BYTES: u64 = 4096;
+pub const MIN_MAX_BYTES: u64 = 4096;
+
+/// The largest `max_bytes`: 1 TiB, a file no filesystem holds by accident.
+pub const MAX_MAX_BYTES: u64 = 1 << 40;
+
+/// The most rotated files kept: a rotation renames each of them, so this bounds its cost
+/// (a rotation at the most renames 100 files, off the deciding path).
+pub const MAX_KEEP: u32 = 100;
 
 impl DecisionLogConfig {
     /// Checks the ranges and the mask's names.
@@ -99,12 +106,21 @@ impl DecisionLogConfig {
         if self.buffer == 0 {
             return error("buffer", "expected at least 1 line".into());
         }
-        if self.max_bytes < MIN_MAX_BYTES {
+        if !(MIN_MAX_BYTES..=MAX_MAX_BYTES).contains(&self.max_bytes) {
             return error(
                 "max_bytes",
                 format!(
-                    "{} is too small; expected at least {MIN_MAX_BYTES}",
+                    "{} is out of range; expected at least {MIN_MAX_BYTES} and at most {MAX_MAX_BYTES} (1 TiB)",
                     self.max_bytes
+                ),
+            );
+        }
+        if self.keep > MAX_KEEP {
+            return error(
+                "keep",
+                format!(
+                    "{} is out of range; expected 0 to {MAX_KEEP} rotated files (each rotation renames every one kept)",
+                    self.keep
                 ),
             );
         }

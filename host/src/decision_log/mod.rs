@@ -15,7 +15,10 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-pub use config::{DecisionLogConfig, DecisionLogConfigError, REQUEST_FIELDS};
+pub use config::{
+    DecisionLogConfig, DecisionLogConfigError, MAX_KEEP, MAX_MAX_BYTES, MIN_MAX_BYTES,
+    REQUEST_FIELDS,
+};
 pub(crate) use entry::{DecidedBy, Entry, LoggedVersion, ShadowAnswers};
 use rotating_file::RotatingFile;
 
