@@ -590,3 +590,40 @@ fn the_connection_cap_is_fitted_to_the_open_file_limit() {
     assert!(cap > 0 && cap < 128, "{lowered}");
     assert_eq!(refused, CLIENTS - cap, "{lowered}");
 }
+
+/// docs/serve.md "Connections and shutdown": the exit never waits on the decision log longer
+/// than the drain timeout. The log is a FIFO the test opens and never reads, so its writer
+/// blocks once the pipe is full; SIGTERM still ends the server within the drain timeout, and
+/// the log says how many lines were not written.
+#[test]
+fn a_decision_log_that_takes_nothing_does_not_hold_the_exit() {
+    let dir = config();
+    let toml = dir.path().join("rebound.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str("[decision_log]\nfile = \"decisions.fifo\"\nsample = 1.0\nbuffer = 64\n");
+    std::fs::write(&toml, text).unwrap();
+    let fifo = dir.path().join("decisions.fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    // The FIFO's reader: opened (which lets the server's own open go through), never read.
+    let reader = std::thread::spawn(move || std::fs::File::open(&fifo).unwrap());
+    let server = serve(dir.path(), &["--drain-timeout-ms", "1000"]);
+    let _reader = reader.join().unwrap();
+    // Lines enough to fill the pipe (64 KiB) and the writer's queue.
+    for _ in 0..600 {
+        let (status, answer) = server.call("POST", "/v1/decide", STANDARD, None);
+        assert_eq!(status, 200, "{answer}");
+    }
+    let started = Instant::now();
+    let (ok, log) = server.terminate();
+    assert!(ok, "{log}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(log.contains("lines not written before exit"), "{log}");
+}

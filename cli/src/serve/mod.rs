@@ -133,8 +133,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     })?;
     // Nothing left to wait for: a reload still compiling on a blocking thread is abandoned.
     runtime.shutdown_background();
-    // The decision log writes every line it holds before the process ends.
-    registry_at_exit.set_decision_log(None);
+    // The decision log writes the lines it holds before the process ends, within the drain
+    // timeout: a sink that does not take them cannot hold the exit.
+    let left = registry_at_exit.close_decision_log(args.limits.drain_timeout());
+    if left > 0 {
+        tracing::warn!(
+            lines = left,
+            drain_timeout_ms = args.limits.drain_timeout_ms,
+            "decision log: lines not written before exit (the sink did not take them in time)"
+        );
+    }
     Ok(())
 }
 

@@ -10,10 +10,11 @@ mod entry;
 mod rotating_file;
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 pub use config::{
     DecisionLogConfig, DecisionLogConfigError, MAX_KEEP, MAX_MAX_BYTES, MIN_MAX_BYTES,
@@ -24,13 +25,28 @@ use rotating_file::RotatingFile;
 
 use crate::telemetry;
 
-/// A running decision log. Dropping it writes the lines still buffered and stops its writer.
+/// A running decision log. Dropping it writes the lines still buffered and stops its writer;
+/// [`close_within`](Self::close_within) bounds that wait.
 #[derive(Debug)]
 pub struct DecisionLog {
     config: DecisionLogConfig,
-    lines: Option<SyncSender<Entry>>,
+    lines: Option<SyncSender<Message>>,
     counts: Arc<Counts>,
     writer: Option<JoinHandle<()>>,
+    /// Set when a close ran out of time: the writer drops, and counts, what is left.
+    abandoned: Arc<AtomicBool>,
+    /// Set by the writer when it has stopped.
+    stopped: Arc<AtomicBool>,
+}
+
+/// What the writer is handed.
+// Every message but the last is a line: boxing it would allocate once per logged decision.
+#[allow(clippy::large_enum_variant)]
+enum Message {
+    /// A decision to write.
+    Line(Entry),
+    /// Write what came before, then stop.
+    Close,
 }
 
 /// What happened to the lines of a decision log so far.
@@ -47,6 +63,10 @@ pub struct DecisionLogStats {
 
 #[derive(Debug, Default)]
 struct Counts {
+    /// Lines handed to the writer.
+    handed: AtomicU64,
+    /// Lines the writer is done with: written, dropped or failed.
+    settled: AtomicU64,
     written: AtomicU64,
     dropped: AtomicU64,
     failed: AtomicU64,
@@ -97,12 +117,19 @@ impl DecisionLog {
     fn start(config: &DecisionLogConfig, sink: Sink) -> Self {
         let (lines, queue) = sync_channel(config.buffer.max(1));
         let counts = Arc::new(Counts::default());
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::new(AtomicBool::new(false));
         let writer = {
             let counts = Arc::clone(&counts);
+            let abandoned = Arc::clone(&abandoned);
+            let stopped = Arc::clone(&stopped);
             let mask = config.mask.clone();
             std::thread::Builder::new()
                 .name("rebound-decision-log".into())
-                .spawn(move || write_lines(&queue, sink, &mask, &counts))
+                .spawn(move || {
+                    write_lines(&queue, sink, &mask, &counts, &abandoned);
+                    stopped.store(true, Ordering::Release);
+                })
                 .expect("a thread for the decision log")
         };
         DecisionLog {
@@ -110,6 +137,8 @@ impl DecisionLog {
             lines: Some(lines),
             counts,
             writer: Some(writer),
+            abandoned,
+            stopped,
         }
     }
 
@@ -127,6 +156,38 @@ impl DecisionLog {
         }
     }
 
+    /// Asks the writer to write the lines it holds and stop, waiting at most `limit`; returns
+    /// how many lines it was handed and had not settled (written, dropped or failed on) when
+    /// the limit passed, 0 when it stopped in time. Past `limit` the writer is left to drop, and count, the rest: a sink that
+    /// does not take lines (a full pipe, a stalled disk) cannot hold the caller longer.
+    pub fn close_within(&self, limit: Duration) -> u64 {
+        let deadline = Instant::now() + limit;
+        if let Some(lines) = &self.lines {
+            // The queue may be full: its close waits for room, within the limit.
+            let mut close = Message::Close;
+            loop {
+                match lines.try_send(close) {
+                    Ok(()) | Err(TrySendError::Disconnected(_)) => break,
+                    Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                        close = back;
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    Err(TrySendError::Full(_)) => break,
+                }
+            }
+        }
+        while !self.stopped.load(Ordering::Acquire) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if self.stopped.load(Ordering::Acquire) {
+            return 0;
+        }
+        self.abandoned.store(true, Ordering::Relaxed);
+        let counts = &self.counts;
+        (counts.handed.load(Ordering::Relaxed))
+            .saturating_sub(counts.settled.load(Ordering::Relaxed))
+    }
+
     /// Whether this decision is logged (the configured sample).
     pub(crate) fn sampled(&self) -> bool {
         crate::sampling::sampled(self.config.sample)
@@ -135,8 +196,10 @@ impl DecisionLog {
     /// Hands `entry` to the writer, or drops and counts it if the buffer is full. Never waits.
     pub(crate) fn record(&self, entry: Entry) {
         let Some(lines) = &self.lines else { return };
-        match lines.try_send(entry) {
-            Ok(()) => {}
+        match lines.try_send(Message::Line(entry)) {
+            Ok(()) => {
+                self.counts.handed.fetch_add(1, Ordering::Relaxed);
+            }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.counts.dropped(1);
             }
@@ -162,36 +225,66 @@ impl Counts {
 
 impl Drop for DecisionLog {
     fn drop(&mut self) {
-        // Closing the channel lets the writer finish the buffered lines and stop.
+        // Closing the channel lets the writer finish the buffered lines and stop; a writer a
+        // close gave up on may be stuck in its sink, and is not waited for.
         self.lines = None;
         if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
+            if !self.abandoned.load(Ordering::Relaxed) || self.stopped.load(Ordering::Acquire) {
+                let _ = writer.join();
+            }
         }
     }
 }
 
-/// The writer thread: a line per entry, flushed whenever the buffer runs empty.
-fn write_lines(queue: &Receiver<Entry>, mut sink: Sink, mask: &[String], counts: &Counts) {
-    let write = |entry: Entry, sink: &mut Sink| match sink.write_line(&entry.line(mask)) {
-        Ok(true) => {
-            counts.written.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(false) => counts.dropped(1),
-        Err(error) => {
-            if counts.failed.fetch_add(1, Ordering::Relaxed) == 0 {
-                tracing::error!(%error, "the decision log cannot be written");
-            }
+/// The writer thread: a line per entry, flushed whenever the buffer runs empty, until the
+/// channel closes or a close is asked; once `abandoned`, what is left is dropped and counted.
+fn write_lines(
+    queue: &Receiver<Message>,
+    mut sink: Sink,
+    mask: &[String],
+    counts: &Counts,
+    abandoned: &AtomicBool,
+) {
+    let failed = |error: io::Error| {
+        if counts.failed.fetch_add(1, Ordering::Relaxed) == 0 {
+            tracing::error!(%error, "the decision log cannot be written");
         }
     };
-    while let Ok(entry) = queue.recv() {
-        write(entry, &mut sink);
-        while let Ok(entry) = queue.try_recv() {
-            write(entry, &mut sink);
+    // Whether to go on.
+    let handle = |message: Message, sink: &mut Sink| match message {
+        Message::Close => false,
+        Message::Line(_) if abandoned.load(Ordering::Relaxed) => {
+            counts.dropped(1);
+            counts.settled.fetch_add(1, Ordering::Relaxed);
+            true
         }
-        if let Err(error) = sink.flush() {
-            if counts.failed.fetch_add(1, Ordering::Relaxed) == 0 {
-                tracing::error!(%error, "the decision log cannot be written");
+        Message::Line(entry) => {
+            match sink.write_line(&entry.line(mask)) {
+                Ok(true) => {
+                    counts.written.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(false) => counts.dropped(1),
+                Err(error) => failed(error),
             }
+            counts.settled.fetch_add(1, Ordering::Relaxed);
+            true
+        }
+    };
+    while let Ok(message) = queue.recv() {
+        let mut going = handle(message, &mut sink);
+        while going {
+            match queue.try_recv() {
+                Ok(message) => going = handle(message, &mut sink),
+                Err(_) => break,
+            }
+        }
+        if !abandoned.load(Ordering::Relaxed) {
+            if let Err(error) = sink.flush() {
+                failed(error);
+            }
+        }
+        if !going {
+            return;
         }
     }
 }

@@ -221,6 +221,18 @@ impl PolicyRegistry {
         self.table.store(Arc::new(table));
     }
 
+    /// Closes the decision log, if there is one, waiting at most `limit` for it to write the
+    /// lines it holds, then removes it; returns how many lines it had not written by then
+    /// (see [`DecisionLog::close_within`]).
+    pub fn close_decision_log(&self, limit: std::time::Duration) -> u64 {
+        let left = match &self.table.load().decision_log {
+            Some(log) => log.close_within(limit),
+            None => 0,
+        };
+        self.set_decision_log(None);
+        left
+    }
+
     /// What the decision log did so far, if there is one.
     pub fn decision_log_stats(&self) -> Option<DecisionLogStats> {
         self.table
