@@ -872,19 +872,27 @@ fn serve_logs_each_decision_and_writes_the_log_before_exiting() {
 
 /// docs/serve.md "Deadlines on a busy machine": `serve` asks for the real-time priority for
 /// the engine's epoch ticker unless its configuration names another (the library alone leaves
-/// it as its other threads: docs/embedding.md), and its `serving` line says what it got —
-/// what this test's own process gets when it asks the same (the best it is permitted).
+/// it as its other threads: docs/embedding.md), and its `serving` line says what it asked and
+/// what it got. What a process is permitted depends on the machine (a capability, a limit,
+/// the real-time bandwidth left), so the default's grant is held only to "at most what was
+/// asked"; the usual priority is always granted.
 #[test]
 fn serve_asks_for_the_real_time_ticker_unless_configured() {
-    use rebound::wasm::{TickerPriority, WasmRuntime};
-    let permitted = WasmRuntime::new(64 << 20)
-        .unwrap()
-        .set_ticker_priority(TickerPriority::Realtime);
-    for (engine, expected) in [
-        ("", permitted),
+    use rebound::wasm::TickerPriority;
+    for (engine, asked, granted) in [
+        (
+            "",
+            TickerPriority::Realtime,
+            &[
+                TickerPriority::Realtime,
+                TickerPriority::ShortSlice,
+                TickerPriority::Normal,
+            ][..],
+        ),
         (
             "[engine]\nticker_priority = \"normal\"\n",
             TickerPriority::Normal,
+            &[TickerPriority::Normal][..],
         ),
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -902,7 +910,13 @@ fn serve_asks_for_the_real_time_ticker_unless_configured() {
             .find(|line| line.contains("serving"))
             .unwrap_or_else(|| panic!("no serving line: {log}"));
         assert!(
-            serving.contains(&format!("ticker={expected:?}")),
+            serving.contains(&format!("ticker_asked={asked:?}")),
+            "{engine:?}: {serving}"
+        );
+        assert!(
+            granted
+                .iter()
+                .any(|got| serving.contains(&format!(" ticker={got:?}"))),
             "{engine:?}: {serving}"
         );
     }

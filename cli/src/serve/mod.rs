@@ -75,7 +75,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     // A server's deadlines pass on time on busy cores only if the epoch ticker runs promptly:
     // it asks for the real-time priority unless the configuration names another
     // (docs/serve.md "Deadlines on a busy machine").
-    config
+    let ticker_asked = *config
         .engine
         .ticker_priority
         .get_or_insert(TickerPriority::Realtime);
@@ -120,7 +120,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         });
         let connections = app.metrics.connections().clone();
         println!("rebound serve listening on http://{local}");
-        tracing::info!(%local, config = %args.config.display(), ?limits, ?ticker, "serving");
+        tracing::info!(%local, config = %args.config.display(), ?limits, ?ticker_asked, ?ticker,
+            "serving");
         listener::serve(
             listener,
             routes::router(app),
