@@ -341,12 +341,15 @@ fn write_then_rename_config(path: &Path, text: &str) {
 /// Python and JavaScript policies swap like any other
 /// while a thread decides, and a version this registry never loaded comes from the
 /// compiled-artifact cache (another process compiled it) instead of being compiled again,
-/// which takes seconds for these runtimes.
+/// which takes seconds for these runtimes. The calls get a 5 s deadline: the swap, not the
+/// deadline, is the subject, and a call preempted near 10 ms while a reload runs beside it
+/// on busy cores would be stopped (wasm_sandbox.rs tests the deadline).
 #[test]
 fn python_and_javascript_policies_swap_and_come_from_the_cache() {
     let ws = Workspace::new();
     ws.config(
-        "default_policy = \"p\"\ncache_dir = \"cache\"\n[policies.p]\ncomponent = \"policy.wasm\"\n",
+        "default_policy = \"p\"\ncache_dir = \"cache\"\n[policies.p]\ncomponent = \"policy.wasm\"\n\
+         limits = { deadline_ms = 5000 }\n",
     );
     // An earlier run compiled the Python version into the cache.
     ws.install("policy.wasm", "python_best_effort");
