@@ -119,6 +119,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             refusal_lines: LogBudget::new(routes::REFUSAL_LINES_PER_SECOND),
         });
         let connections = app.metrics.connections().clone();
+        // Listening for the stop signals before saying the server listens: a SIGTERM sent as
+        // soon as it says so is a graceful stop, not the default action's kill.
+        let signals = Arc::new(tokio::sync::Mutex::new(StopSignals::listen()?));
         println!("rebound serve listening on http://{local}");
         tracing::info!(%local, config = %args.config.display(), ?limits, ?ticker_asked, ?ticker,
             "serving");
@@ -127,7 +130,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             routes::router(app),
             limits,
             connections,
-            || Box::pin(shutdown()),
+            move || {
+                let signals = Arc::clone(&signals);
+                Box::pin(async move { signals.lock().await.next().await })
+            },
         )
         .await;
         anyhow::Ok(())
@@ -147,27 +153,40 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// The signals that stop the server, listened for from when they are made.
+struct StopSignals {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    /// Listens for SIGTERM and SIGINT (on other systems, Ctrl-C when asked).
+    fn listen() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(StopSignals {
+                terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
+                interrupt: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+            })
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => tracing::info!("SIGINT: shutting down"),
-        () = terminate => tracing::info!("SIGTERM: shutting down"),
+        #[cfg(not(unix))]
+        Ok(StopSignals {})
+    }
+
+    /// Resolves on the next SIGINT (Ctrl-C) or SIGTERM.
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.interrupt.recv() => tracing::info!("SIGINT: shutting down"),
+            _ = self.terminate.recv() => tracing::info!("SIGTERM: shutting down"),
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            tracing::info!("SIGINT: shutting down");
+        }
     }
 }
