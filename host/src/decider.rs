@@ -15,8 +15,8 @@ use crate::request_outcome::Outcome;
 #[error("cannot decide: {0}")]
 pub struct DecideError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
 
-/// Decides what happens to a failed request: [`Orchestrator`] (the request's own strategy or
-/// the default) or `PolicyRegistry` (the request's policy by name, profile or route).
+/// Decides what happens to a failed request: [`Orchestrator`] (its default strategy) or
+/// `PolicyRegistry` (the request's policy by name, profile or route).
 pub trait Decider: Send + Sync {
     /// The decision for `request`, whose failure `context` describes. A retry loop fixes the
     /// context's moment (tokio's clock in the executor, so that paused time in tests moves

@@ -37,7 +37,8 @@ use super::PolicyRegistry;
 pub struct Decided {
     /// The orchestrator's decision.
     pub decision: Decision,
-    /// The version that decided; `None` when the request carried its own strategy object.
+    /// The version that decided; `None` for a strategy given to
+    /// [`decide_using`](PolicyRegistry::decide_using).
     pub version: Option<Arc<PolicyVersion>>,
     /// This decision's unique, time-ordered ID. The decisions of one request's retries share
     /// the request's id ([`Request::id`]), its trail.
