@@ -5,13 +5,11 @@
 use std::hint::black_box;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
-use rebound::RetryBudgets;
 use rebound::{reasons, BestEffort, Request, RequestType, RetryReason, SyncStrategy};
 use serde_json::json;
 
@@ -79,12 +77,8 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let component = PolicyPre::load(&runtime, &name, &bytes)
         .with_context(|| format!("{} does not load", args.policy.display()))?;
     let compile = started.elapsed();
-    let strategy = WasmStrategy::new(
-        component,
-        WasmStrategyConfig::default(),
-        Arc::new(RetryBudgets::new()),
-    )
-    .with_context(|| format!("{} does not configure", args.policy.display()))?;
+    let strategy = WasmStrategy::new(component, WasmStrategyConfig::default())
+        .with_context(|| format!("{} does not configure", args.policy.display()))?;
     let cases = grid();
     let native = measure(
         &BestEffort::<rebound::backoff::ExponentialBackoff>::default(),

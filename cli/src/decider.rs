@@ -11,7 +11,6 @@ use rebound::classify::{classify, Classification};
 use rebound::errormap::ErrorMap;
 use rebound::registry::{Builtin, BuiltinPolicy, PolicyRegistry, RegistryConfig, RegistryError};
 use rebound::wasm::{PolicyPre, WasmStrategy, WasmStrategyConfig};
-use rebound::RetryBudgets;
 use rebound::{DecisionContext, DecisionId, RetryStrategy};
 use serde_json::Value;
 
@@ -60,7 +59,6 @@ pub enum FileAccess {
 pub struct Decider {
     registry: Arc<PolicyRegistry>,
     access: FileAccess,
-    budgets: Arc<RetryBudgets>,
     components: Mutex<HashMap<ComponentKey, Arc<WasmStrategy>>>,
     error_maps: Mutex<HashMap<PathBuf, CachedErrorMap>>,
 }
@@ -104,7 +102,6 @@ impl Decider {
         Decider {
             registry,
             access,
-            budgets: Arc::new(RetryBudgets::new()),
             components: Mutex::default(),
             error_maps: Mutex::default(),
         }
@@ -420,7 +417,7 @@ impl Decider {
             ..WasmStrategyConfig::default()
         };
         let strategy = Arc::new(
-            WasmStrategy::new(component, config, Arc::clone(&self.budgets))
+            WasmStrategy::new(component, config)
                 .map_err(|e| error(format!("{}: {e}", path.display())))?,
         );
         lock(&self.components).insert((path, params), Arc::clone(&strategy));

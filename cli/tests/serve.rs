@@ -827,6 +827,81 @@ budget = "storm"
     }
 }
 
+/// `docs/decisions.md` "Guest retry budgets", on the real server: a policy inventing a
+/// million bucket names holds 64 buckets, its refused calls are counted in its status, the
+/// server's resident memory grows by less than 16 MiB (the buckets themselves are bounded by
+/// 64 × 64-byte names), and a second policy using the bucket name the first one drained keeps
+/// its whole burst.
+#[test]
+fn a_policy_inventing_bucket_names_is_bounded_and_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(guest("adversary"), dir.path().join("adversary.wasm")).unwrap();
+    std::fs::copy(guest("retry_budget"), dir.path().join("budgeted.wasm")).unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        r#"
+default_policy = "standard"
+[watch]
+enabled = false
+[policies.standard]
+builtin = "best-effort"
+[policies.inventor]
+component = "adversary.wasm"
+limits = { deadline_ms = 20_000, fuel = 100_000_000_000 }
+[policies.victim]
+component = "budgeted.wasm"
+params = { burst = "5", per_second = "0" }
+"#,
+    )
+    .unwrap();
+    let server = Server::start_in(dir, "127.0.0.1:0", None);
+    let invent = |names: u32| {
+        let (status, answer) = server.post(
+            "/v1/decide",
+            json!({"policy": "inventor", "request": {"client_context": {"buckets": names.to_string()}}, "reason": "KV_LOCKED"}),
+        );
+        assert_eq!(
+            (status, &answer["decision"]),
+            (200, &json!("retry")),
+            "{answer}"
+        );
+    };
+    invent(10);
+    let before = server.resident_bytes();
+    for _ in 0..100 {
+        invent(10_000);
+    }
+    let grown = server.resident_bytes().saturating_sub(before);
+    assert!(grown < 16 << 20, "the server grew by {grown} bytes");
+    let (status, inventor) = server.call("GET", "/v1/policies/inventor", "", None);
+    assert_eq!(status, 200, "{inventor}");
+    assert_eq!(inventor["budget_buckets"], json!(64), "{inventor}");
+    // `retry-budget` and 63 of the 1,000,010 invented names made the 64 buckets; every other
+    // name was refused.
+    assert_eq!(
+        inventor["budget_refusals"],
+        json!(1_000_010 - 63),
+        "{inventor}"
+    );
+    let victim_retries = (0..8)
+        .filter(|_| {
+            let (_, answer) = server.post(
+                "/v1/decide",
+                json!({"policy": "victim", "request": {"type": "get"}, "reason": "KV_LOCKED"}),
+            );
+            answer["decision"] == "retry"
+        })
+        .count();
+    assert_eq!(victim_retries, 5, "the victim's own bucket keeps its burst");
+    let (_, log) = server.terminate();
+    assert_eq!(
+        log.matches("retry-budget buckets and named another")
+            .count(),
+        1,
+        "logged once: {log}"
+    );
+}
+
 /// `serve` writes a decision-log line per decision its configuration's
 /// `[decision_log]` samples, with the answer's `decision_id`, and writes every line before it
 /// exits on SIGTERM. A response the classifier settles is not a policy's decision: no line.

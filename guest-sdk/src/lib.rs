@@ -140,7 +140,9 @@ pub mod host {
         failure::server_delay_ms()
     }
 
-    /// Takes a token from the host's token bucket `name`; false when it is empty.
+    /// Takes a token from the host-kept token bucket `name`; false when it is empty. The
+    /// bucket is this policy's own; its first use fixes `per_second` and `burst`. A policy
+    /// has at most 64 buckets with names of at most 64 bytes; past either, false.
     pub fn retry_budget(name: &str, per_second: u32, burst: u32) -> bool {
         imp::retry_budget(name, per_second, burst)
     }

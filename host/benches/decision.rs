@@ -18,7 +18,6 @@ use std::time::Duration;
 use futures::FutureExt;
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
-use rebound::RetryBudgets;
 use rebound::{
     reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryStrategy, SyncStrategy,
 };
@@ -96,7 +95,6 @@ fn both<S: SyncStrategy + 'static>(strategy: Arc<S>) -> Both {
 
 fn main() {
     let runtime = WasmRuntime::new(64 << 20).expect("engine");
-    let budgets = Arc::new(RetryBudgets::new());
     let load_with = |name: &str, path: &PathBuf, params: &[(&str, &str)]| {
         let bytes = std::fs::read(path)
             .unwrap_or_else(|e| panic!("{}: {e}; run ./scripts/build-guests.sh", path.display()));
@@ -107,9 +105,7 @@ fn main() {
                 .collect(),
             ..WasmStrategyConfig::default()
         };
-        both(Arc::new(
-            WasmStrategy::new(component, config, Arc::clone(&budgets)).unwrap(),
-        ))
+        both(Arc::new(WasmStrategy::new(component, config).unwrap()))
     };
     let load_path = |name: &str, path: &PathBuf| load_with(name, path, &[]);
     let wasm = |name: &str| load_path(name, &guest(name));
@@ -206,14 +202,7 @@ fn main() {
     });
     let component = PolicyPre::load(&runtime, "best_effort", &bytes).unwrap();
     let instantiate = measure(9, 200, || {
-        black_box(
-            WasmStrategy::new(
-                component.clone(),
-                WasmStrategyConfig::default(),
-                Arc::clone(&budgets),
-            )
-            .unwrap(),
-        );
+        black_box(WasmStrategy::new(component.clone(), WasmStrategyConfig::default()).unwrap());
     });
 
     let ns = |d: Duration| d.as_nanos() as f64;

@@ -12,7 +12,6 @@
 
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rebound::cassandra::ConsistencyLevel;
@@ -20,7 +19,6 @@ use rebound::cassandra::{Cassandra, DefaultRetryPolicy};
 use rebound::wasm::{ArtifactCache, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
 use rebound::ReadTimeout;
-use rebound::RetryBudgets;
 use rebound::{reasons, BestEffort, Request, RequestType, RetryReason, SyncStrategy};
 
 #[path = "support/measure.rs"]
@@ -63,7 +61,6 @@ fn main() {
     let runtime = WasmRuntime::new(64 << 20).expect("engine");
     let cache_dir = tempfile::tempdir().unwrap();
     let cache = ArtifactCache::open(cache_dir.path(), runtime.engine()).unwrap();
-    let budgets = Arc::new(RetryBudgets::new());
     let hour = Duration::from_secs(3600);
     let inputs = Inputs {
         get: Request::new(1, RequestType::Get, hour).unwrap(),
@@ -120,12 +117,7 @@ fn main() {
         black_box(PolicyPre::load_cached(&runtime, &name, &best_bytes, Some(&cache)).unwrap());
         let cached = started.elapsed();
         let started = Instant::now();
-        let best = WasmStrategy::new(
-            component,
-            WasmStrategyConfig::default(),
-            Arc::clone(&budgets),
-        )
-        .unwrap();
+        let best = WasmStrategy::new(component, WasmStrategyConfig::default()).unwrap();
         let instance = started.elapsed();
 
         // A warm instance of guest `{prefix}{policy}`.
@@ -134,7 +126,6 @@ fn main() {
             WasmStrategy::new(
                 PolicyPre::load_cached(&runtime, &name, &guest(&name), Some(&cache)).unwrap(),
                 WasmStrategyConfig::default(),
-                Arc::clone(&budgets),
             )
             .unwrap()
         };

@@ -13,7 +13,6 @@ use rebound::cassandra::ConsistencyLevel;
 use rebound::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
 use rebound::classify::{classify, KvOpcode, Response};
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
-use rebound::RetryBudgets;
 use rebound::Unavailable;
 use rebound::{reasons, Decision, Orchestrator, Request, RequestType, RetryReason};
 
@@ -96,13 +95,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\nWebAssembly policies (build/guests/):");
     let guests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/guests");
     let runtime = WasmRuntime::new(64 << 20)?;
-    let budgets = Arc::new(RetryBudgets::new());
     let load = |name: &str| -> Result<Orchestrator, Box<dyn std::error::Error>> {
         let path = guests.join(format!("{name}.wasm"));
         let component = PolicyPre::load_file(&runtime, name, &path)?;
         println!("loaded {name} version {}", component.version());
         let config = WasmStrategyConfig::default();
-        let strategy = WasmStrategy::new(component, config, Arc::clone(&budgets))?;
+        let strategy = WasmStrategy::new(component, config)?;
         Ok(Orchestrator::new(Arc::new(strategy)))
     };
     let robots = load("no_retry_for_robots")?;

@@ -156,7 +156,9 @@ pub mod wasm;
 mod wit_convert;
 
 pub use action::{NodeChoice, PolicyFailure, PolicyFailureKind, RetryAction, TerminalError};
-pub use budget::RetryBudgets;
+pub use budget::{
+    Acquired, BucketRefusal, RetryBudgets, MAX_BUCKETS_PER_POLICY, MAX_BUCKET_NAME_BYTES,
+};
 pub use context::{DecisionContext, FailureNote};
 pub use decider::{DecideError, Decider};
 pub use decision::{Deciding, Decision, DelaySource, ReadyOrBoxed, RetryPlan};

@@ -4,10 +4,8 @@
 mod wasm_support;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use rebound::wasm::{LoadError, PolicyPre, WasmStrategy, WasmStrategyConfig, WitVersion};
-use rebound::RetryBudgets;
 use wasm_support::{guest, load, runtime};
 
 /// A component importing interfaces outside `rebound:policy` and the inert WASI 0.2 set (an
@@ -173,7 +171,7 @@ fn adversary_configured_with(param: &str) -> LoadError {
         params: BTreeMap::from([(param.to_owned(), "yes".to_owned())]),
         ..Default::default()
     };
-    WasmStrategy::new(component, config, Arc::new(RetryBudgets::new())).unwrap_err()
+    WasmStrategy::new(component, config).unwrap_err()
 }
 
 /// A policy that rejects its parameters is refused when its strategy is created, with its

@@ -226,13 +226,9 @@ fn templates_load_and_cap_attempts() {
             ..Default::default()
         };
         let component = wasm_support::load(&name).unwrap_or_else(|e| panic!("{e}"));
-        let refused = rebound::wasm::WasmStrategy::new(
-            component.clone(),
-            config("many"),
-            Arc::new(rebound::RetryBudgets::new()),
-        )
-        .unwrap_err()
-        .to_string();
+        let refused = rebound::wasm::WasmStrategy::new(component.clone(), config("many"))
+            .unwrap_err()
+            .to_string();
         assert!(refused.contains("max_attempts"), "{name}: {refused}");
         let policy = wasm_support::strategy(&name, config("2"));
         for attempts in 0..4 {

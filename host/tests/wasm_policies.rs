@@ -9,7 +9,6 @@ mod common;
 mod wasm_support;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rebound::backoff::ExponentialBackoff;
@@ -17,7 +16,6 @@ use rebound::errormap::{RetrySpec, SpecStrategy};
 use rebound::wasm::{WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
 use rebound::Pushback;
-use rebound::RetryBudgets;
 use rebound::SyncStrategy;
 use rebound::{
     grid, reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryAction,
@@ -83,17 +81,17 @@ fn honor_error_map_spec_follows_the_spec_in(guest: &str) {
     );
 }
 
-/// The budget lets `burst` retries through, then refuses; two policies naming the same bucket
-/// share it, because the host keeps it.
+/// `docs/decisions.md` "Guest retry budgets": the budget lets `burst` retries through, then
+/// refuses, because the host keeps the bucket between calls; a second policy naming the same
+/// bucket has its own, untouched by the first one's retries.
 #[test]
-fn retry_budget_is_host_kept_and_shared() {
+fn retry_budget_is_host_kept_and_per_policy() {
     for guest in both_versions("retry_budget") {
-        retry_budget_is_host_kept_and_shared_in(&guest);
+        retry_budget_is_host_kept_and_per_policy_in(&guest);
     }
 }
 
-fn retry_budget_is_host_kept_and_shared_in(guest: &str) {
-    let budgets = Arc::new(RetryBudgets::new());
+fn retry_budget_is_host_kept_and_per_policy_in(guest: &str) {
     let config = WasmStrategyConfig {
         params: BTreeMap::from([
             ("burst".into(), "4".into()),
@@ -102,30 +100,32 @@ fn retry_budget_is_host_kept_and_shared_in(guest: &str) {
         ]),
         ..Default::default()
     };
-    let make = || {
-        WasmStrategy::new(
-            wasm_support::load(guest).unwrap(),
-            config.clone(),
-            Arc::clone(&budgets),
-        )
-        .unwrap()
-    };
+    let make = || WasmStrategy::new(wasm_support::load(guest).unwrap(), config.clone()).unwrap();
     let (a, b) = (make(), make());
-    let mut retried = 0;
-    for i in 0..10 {
-        let strategy = if i % 2 == 0 { &a } else { &b };
-        if strategy
-            .answer(&get(0), &DecisionContext::new(&reasons::KV_LOCKED))
-            .is_retry()
-        {
-            retried += 1;
-        }
-    }
-    assert_eq!(retried, 4, "{guest}");
+    let retried = |strategy: &WasmStrategy| {
+        (0..10)
+            .filter(|_| {
+                strategy
+                    .answer(&get(0), &DecisionContext::new(&reasons::KV_LOCKED))
+                    .is_retry()
+            })
+            .count()
+    };
+    assert_eq!(retried(&a), 4, "{guest}");
+    assert_eq!(
+        retried(&b),
+        4,
+        "{guest}: another policy's bucket of the same name"
+    );
+    assert_eq!(retried(&a), 0, "{guest}");
+    assert_eq!(
+        (a.stats().budget_buckets, a.stats().budget_refusals),
+        (1, 0)
+    );
     // Best effort's own refusals are kept (a non-idempotent in-flight failure is never retried).
     let upsert = Request::new(2, RequestType::Upsert, Duration::from_secs(1)).unwrap();
     assert_eq!(
-        a.answer(
+        b.answer(
             &upsert,
             &DecisionContext::new(&reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT)
         ),

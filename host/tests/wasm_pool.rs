@@ -9,7 +9,7 @@ use std::time::Duration;
 use rebound::wasm::{
     Optimization, PolicyPre, PoolConfig, WasmRuntime, WasmStrategy, WasmStrategyConfig,
 };
-use rebound::{reasons, DecisionContext, Request, RequestType, RetryAction, RetryBudgets};
+use rebound::{reasons, DecisionContext, Request, RequestType, RetryAction};
 use rebound::{PolicyFailureKind, SyncStrategy};
 
 /// An engine of 8 slots whose policies would each keep 16 idle instances (a many-core
@@ -24,11 +24,10 @@ fn many_policies_never_exhaust_the_pool() {
     let runtime = WasmRuntime::with_pool(64 << 20, Optimization::None, pool).unwrap();
     let bytes = std::fs::read(wasm_support::guest("best_effort")).unwrap();
     let component = PolicyPre::load(&runtime, "best_effort", &bytes).unwrap();
-    let budgets = Arc::new(RetryBudgets::new());
     let policies: Vec<Arc<WasmStrategy>> = (0..40)
         .map(|_| {
             let config = WasmStrategyConfig::default();
-            Arc::new(WasmStrategy::new(component.clone(), config, Arc::clone(&budgets)).unwrap())
+            Arc::new(WasmStrategy::new(component.clone(), config).unwrap())
         })
         .collect();
     assert_eq!(

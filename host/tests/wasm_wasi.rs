@@ -7,7 +7,7 @@
 mod wasm_support;
 
 use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rebound::wasm::{
@@ -15,7 +15,6 @@ use rebound::wasm::{
     WasmStrategyConfig,
 };
 use rebound::PolicyFailureKind;
-use rebound::RetryBudgets;
 use rebound::{reasons, Request, RequestType, RetryAction, SyncStrategy};
 use rebound::{DecisionContext, FailureNote};
 
@@ -61,8 +60,7 @@ fn strategy(
         ..Default::default()
     };
     let component = wasm_support::load(guest).unwrap_or_else(|e| panic!("{e}"));
-    WasmStrategy::new(component, config, Arc::new(RetryBudgets::new()))
-        .unwrap_or_else(|e| panic!("{e}"))
+    WasmStrategy::new(component, config).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Limits that let a probe report any number (as its delay).
@@ -242,7 +240,7 @@ fn stderr_lines_are_limited_per_policy() {
         ..Default::default()
     };
     let component = wasm_support::load("python_wasi_probe").unwrap();
-    let policy = WasmStrategy::new(component, config, Arc::new(RetryBudgets::new())).unwrap();
+    let policy = WasmStrategy::new(component, config).unwrap();
     let reason = reasons::KV_LOCKED;
     let started = Instant::now();
     for _ in 0..40 {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::{
     reasons, Decision, DecisionContext, Orchestrator, PolicyFailureKind, Request, RequestType,
-    RetryAction, RetryBudgets, RetryReason, SyncStrategy,
+    RetryAction, RetryReason, SyncStrategy,
 };
 
 #[path = "../../../host/benches/support/measure.rs"]
@@ -105,15 +105,9 @@ fn summary(decision: &Decision) -> String {
 fn main() {
     let runtime = WasmRuntime::new(64 << 20).expect("engine");
     let component = PolicyPre::load(&runtime, "best_effort", &read("best_effort")).unwrap();
-    let budgets = Arc::new(RetryBudgets::new());
     // As shipped, with the reference's parameters, the policy answers the host's own best
     // effort without computing.
-    let shipped = WasmStrategy::new(
-        component.clone(),
-        WasmStrategyConfig::default(),
-        Arc::clone(&budgets),
-    )
-    .unwrap();
+    let shipped = WasmStrategy::new(component.clone(), WasmStrategyConfig::default()).unwrap();
     // A factor a hair above 2 is not the reference's, so it computes in the sandbox as the
     // plugin does (reading the retry attempts and the server's pushback from the host), with
     // the same whole-millisecond delays (checked below).
@@ -121,7 +115,7 @@ fn main() {
         params: [("factor".to_owned(), "2.000000000000001".to_owned())].into(),
         ..WasmStrategyConfig::default()
     };
-    let computing = WasmStrategy::new(component, config, budgets).unwrap();
+    let computing = WasmStrategy::new(component, config).unwrap();
     let plugin = extism::Plugin::new(read("extism_best_effort"), [], false).expect("extism plugin");
     let extism = ExtismStrategy(Mutex::new(plugin));
 

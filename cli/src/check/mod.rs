@@ -10,13 +10,11 @@ mod report;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use rebound::wasm::{ArtifactCache, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
-use rebound::RetryBudgets;
 
 use self::invariants::Answer;
 use self::report::Report;
@@ -77,8 +75,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         .map_err(|e| e.to_string())
         .and_then(|component| {
             report.loaded(&component);
-            WasmStrategy::new(component, config, Arc::new(RetryBudgets::new()))
-                .map_err(|e| e.to_string())
+            WasmStrategy::new(component, config).map_err(|e| e.to_string())
         });
     match strategy {
         Err(why) => report.not_loaded(why),

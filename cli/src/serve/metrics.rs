@@ -183,7 +183,7 @@ impl Collector for PolicyCollector {
                 ConstCounter::new(*count).encode(failures.encode_family(&labels)?)?;
             }
         }
-        let per_policy: [PolicyCounter; 3] = [
+        let per_policy: [PolicyCounter; 4] = [
             (
                 "policy_quarantines",
                 "Times a policy was quarantined after repeated failures",
@@ -198,6 +198,12 @@ impl Collector for PolicyCollector {
                 "reload_failures",
                 "Reloads that failed, by policy (the running version kept serving)",
                 |p| p.reload_failures,
+            ),
+            (
+                "policy_budget_refusals",
+                "host.retry-budget calls of the active version refused a bucket (past 64 buckets \
+                 or a 64-byte name), by policy",
+                |p| p.budget_refusals,
             ),
         ];
         for (name, help, count) in per_policy {

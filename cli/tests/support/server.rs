@@ -167,6 +167,18 @@ impl Server {
         answer(response)
     }
 
+    /// The process's resident memory (`VmRSS`), in bytes.
+    pub fn resident_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kib: u64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.trim().strip_suffix("kB"))
+            .and_then(|kib| kib.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no VmRSS in {status}"));
+        kib * 1024
+    }
+
     /// The address it serves, `host:port`.
     pub fn authority(&self) -> &str {
         self.base.trim_start_matches("http://")

@@ -135,6 +135,8 @@ impl Slot {
                 .unwrap_or_default(),
             quarantined: stats.as_ref().is_some_and(|s| s.quarantined),
             quarantines: stats.as_ref().map_or(0, |s| s.quarantines),
+            budget_buckets: stats.as_ref().map_or(0, |s| s.budget_buckets),
+            budget_refusals: stats.as_ref().map_or(0, |s| s.budget_refusals),
             last_failure: stats.and_then(|s| s.last_failure),
             swaps: self.swaps.load(Ordering::Relaxed),
             last_error: lock(&self.last_error).clone(),

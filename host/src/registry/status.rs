@@ -74,6 +74,12 @@ pub struct PolicyStatus {
     pub quarantines: u64,
     /// The active version's last call failure (kind and detail).
     pub last_failure: Option<String>,
+    /// The active version's `host.retry-budget` buckets in use (at most
+    /// [`MAX_BUCKETS_PER_POLICY`](crate::MAX_BUCKETS_PER_POLICY)).
+    pub budget_buckets: usize,
+    /// The active version's `host.retry-budget` calls refused a bucket (a name too long, one
+    /// bucket too many): each got no token.
+    pub budget_refusals: u64,
     /// Versions swapped in since the policy was defined (reloads, rollbacks, promotions).
     pub swaps: u64,
     /// The last reload error, cleared by the next successful reload.

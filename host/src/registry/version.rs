@@ -16,7 +16,6 @@ use super::compile_ahead::CompileAhead;
 use super::config::{ConfigError, PolicyDefinition, PolicySource};
 use super::error::BuildError;
 use super::stand_in::StandIn;
-use crate::budget::RetryBudgets;
 use crate::cassandra_types::ConsistencyLevel;
 use crate::context::DecisionContext;
 use crate::decision_log::LoggedVersion;
@@ -64,7 +63,6 @@ pub(crate) struct BuildContext<'a> {
     pub runtime: &'a WasmRuntime,
     pub cache: Option<&'a ArtifactCache>,
     pub ahead: &'a CompileAhead,
-    pub budgets: &'a Arc<RetryBudgets>,
 }
 
 impl LoggedVersion for PolicyVersion {
@@ -304,11 +302,7 @@ impl PolicyVersion {
             params: definition.params.clone(),
             wasi: definition.wasi,
         };
-        let wasm = Arc::new(WasmStrategy::new(
-            component,
-            config,
-            Arc::clone(ctx.budgets),
-        )?);
+        let wasm = Arc::new(WasmStrategy::new(component, config)?);
         smoke(name, &wasm)?;
         Ok(PolicyVersion {
             name: name.to_owned(),
@@ -378,7 +372,8 @@ pub(crate) fn read(policy: &str, path: &Path) -> Result<Vec<u8>, BuildError> {
 
 /// Calls a new version on a few representative inputs (a read, a write, a query, a CQL read
 /// timeout) before it may decide anything: a version that traps, panics, overruns its limits
-/// or answers nonsense on them is refused.
+/// or answers nonsense on them is refused. The tokens its retry budgets gave these calls are
+/// given back.
 fn smoke(name: &str, strategy: &WasmStrategy) -> Result<(), BuildError> {
     let timeout = Duration::from_millis(2500);
     let request = |ty| Request::new(0, ty, timeout).expect("non-zero timeout");
@@ -409,5 +404,6 @@ fn smoke(name: &str, strategy: &WasmStrategy) -> Result<(), BuildError> {
             });
         }
     }
+    strategy.clear_budgets();
     Ok(())
 }

@@ -43,6 +43,10 @@ pub struct PolicyStats {
     pub consecutive_failures: u32,
     /// What the last failure was (kind and detail, e.g. the guest's panic message).
     pub last_failure: Option<String>,
+    /// Its `host.retry-budget` buckets in use.
+    pub budget_buckets: usize,
+    /// Its `host.retry-budget` calls refused a bucket (a name too long, one bucket too many).
+    pub budget_refusals: u64,
 }
 
 /// The health counters and quarantine state of one policy.
@@ -162,6 +166,7 @@ impl Health {
     }
 
     /// A snapshot of the counters.
+    /// Its counters; the retry-budget fields are the strategy's to fill.
     pub(super) fn stats(&self) -> PolicyStats {
         PolicyStats {
             decisions: self.decisions.load(Ordering::Relaxed),
@@ -179,6 +184,8 @@ impl Health {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .clone(),
+            budget_buckets: 0,
+            budget_refusals: 0,
         }
     }
 }

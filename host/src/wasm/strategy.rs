@@ -46,14 +46,10 @@ impl std::fmt::Debug for WasmStrategy {
 }
 
 impl WasmStrategy {
-    /// Runs `component` with `config`, sharing `budgets` with other policies. One instance is
-    /// created and configured now, so a policy that rejects its parameters, or fails while
-    /// configuring, is refused here rather than on the first decision.
-    pub fn new(
-        component: PolicyPre,
-        config: WasmStrategyConfig,
-        budgets: Arc<RetryBudgets>,
-    ) -> Result<Self, LoadError> {
+    /// Runs `component` with `config`, with retry-budget buckets of its own (freed with it).
+    /// One instance is created and configured now, so a policy that rejects its parameters, or
+    /// fails while configuring, is refused here rather than on the first decision.
+    pub fn new(component: PolicyPre, config: WasmStrategyConfig) -> Result<Self, LoadError> {
         let label = PolicyLabel {
             name: component.name().into(),
             version: component.version().into(),
@@ -72,7 +68,7 @@ impl WasmStrategy {
             config,
             params,
             label,
-            budgets,
+            budgets: Arc::new(RetryBudgets::new()),
             pool,
         };
         let instance = strategy.instantiate().map_err(|error| {
@@ -101,7 +97,17 @@ impl WasmStrategy {
 
     /// The policy's health counters.
     pub fn stats(&self) -> PolicyStats {
-        self.health.stats()
+        PolicyStats {
+            budget_buckets: self.budgets.len(),
+            budget_refusals: self.budgets.refusals(),
+            ..self.health.stats()
+        }
+    }
+
+    /// Drops its retry-budget buckets: calls made before it decides (the registry's smoke
+    /// calls) spend no token of its traffic's.
+    pub(crate) fn clear_budgets(&self) {
+        self.budgets.clear();
     }
 
     fn instantiate(&self) -> Result<PolicyInstance, SetupError> {

@@ -7,7 +7,6 @@ use std::sync::{Arc, OnceLock};
 use rebound::wasm::{
     ArtifactCache, LoadError, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig, WitVersion,
 };
-use rebound::RetryBudgets;
 
 /// The released versions kept as fixtures (`tests/fixtures/rebound-policy-V/`): every version
 /// this host loads but the newest, whose components are built from today's source.
@@ -78,8 +77,5 @@ pub(super) fn load(name: &str) -> Result<PolicyPre, LoadError> {
 /// Loads guest `name` and runs it with `config`.
 pub(super) fn strategy(name: &str, config: WasmStrategyConfig) -> Arc<WasmStrategy> {
     let component = load(name).unwrap_or_else(|e| panic!("{e}"));
-    Arc::new(
-        WasmStrategy::new(component, config, Arc::new(RetryBudgets::new()))
-            .unwrap_or_else(|e| panic!("{e}")),
-    )
+    Arc::new(WasmStrategy::new(component, config).unwrap_or_else(|e| panic!("{e}")))
 }

@@ -1,7 +1,7 @@
 //! Best effort, with retries limited per second through a host-kept token bucket, so a storm
 //! of failures cannot turn into a storm of retries. Parameters: `per_second` (default 10),
-//! `burst` (default 20), `budget` (the bucket's name, default `retry-budget`; policies naming
-//! the same bucket share it).
+//! `burst` (default 20), `budget` (the bucket's name, default `retry-budget`; the host keeps
+//! the bucket for this policy alone).
 
 use rebound_guest::{export_policy, host, Params, Policy, Request, RetryAction, RetryReason};
 

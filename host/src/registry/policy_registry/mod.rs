@@ -6,7 +6,7 @@
 
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use arc_swap::ArcSwap;
 
@@ -16,7 +16,6 @@ use super::error::RegistryError;
 use super::isolation::Isolation;
 use super::table::{build_table, Failed, Table};
 use super::version::BuildContext;
-use crate::budget::RetryBudgets;
 use crate::wasm::{ArtifactCache, SandboxLimits, TickerPriority, WasmRuntime};
 
 mod deciding;
@@ -27,7 +26,6 @@ pub use deciding::Decided;
 /// Named policies, each with an atomically replaceable active version.
 pub struct PolicyRegistry {
     runtime: WasmRuntime,
-    budgets: Arc<RetryBudgets>,
     cache: Option<ArtifactCache>,
     ahead: CompileAhead,
     table: ArcSwap<Table>,
@@ -86,13 +84,11 @@ impl PolicyRegistry {
             Some(CacheDir::UserDefault(dir)) => ArtifactCache::open_or_warn(dir, runtime.engine()),
             None => None,
         };
-        let budgets = Arc::new(RetryBudgets::new());
         let ahead = CompileAhead::default();
         let ctx = BuildContext {
             runtime: &runtime,
             cache: cache.as_ref(),
             ahead: &ahead,
-            budgets: &budgets,
         };
         let isolation = (config.engine.isolation)
             .filter(|isolation| isolation.threads > 0)
@@ -106,7 +102,6 @@ impl PolicyRegistry {
         let table = build_table(&ctx, config, None, failed)?;
         Ok(PolicyRegistry {
             runtime,
-            budgets,
             cache,
             ahead,
             table: ArcSwap::from_pointee(table),
@@ -137,7 +132,6 @@ impl PolicyRegistry {
             runtime: &self.runtime,
             cache: self.cache.as_ref(),
             ahead: &self.ahead,
-            budgets: &self.budgets,
         }
     }
 }

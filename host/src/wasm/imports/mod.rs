@@ -184,7 +184,18 @@ macro_rules! shared_host_functions {
         ) -> wasmtime::Result<bool> {
             // Budgets refill by the decision's moment when the caller fixed it.
             let now = self.decision_time.unwrap_or_else(std::time::Instant::now);
-            Ok(self.budgets.try_acquire_at(&name, per_second, burst, now))
+            let acquired = self.budgets.acquire_at(&name, per_second, burst, now);
+            if let $crate::budget::Acquired::Refused(refusal) = acquired {
+                if self.budgets.first_refusal_to_report() {
+                    tracing::warn!(
+                        policy = &*self.label.name,
+                        version = &*self.label.version,
+                        "{refusal}: host.retry-budget answers no token (refused calls are \
+                         counted in the policy's status as budget_refusals; this is logged once)"
+                    );
+                }
+            }
+            Ok(acquired == $crate::budget::Acquired::Token)
         }
     };
 }

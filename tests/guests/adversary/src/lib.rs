@@ -13,6 +13,7 @@
 //! | `invalid` | answers a retry delay of u64::MAX ms |
 //! | `delay` | answers a retry after N ms |
 //! | `count` | answers a retry after as many ms as calls this instance has answered (state kept between calls: not deterministic) |
+//! | `buckets` | empties the bucket `retry-budget` (asked with a burst of 1,000), then asks `host.retry-budget` for N buckets of names it invents (new ones on each call), then answers |
 //!
 //! Without any of these it answers "retry after 7 ms on the same node".
 //! Configured with parameter `reject=yes`, it refuses its configuration; with
@@ -92,6 +93,17 @@ impl Policy for Adversary {
         }
         if let Some(n) = amount("recurse") {
             black_box(recurse(n));
+        }
+        if let Some(n) = amount("buckets") {
+            while host::retry_budget("retry-budget", 0, 1_000) {}
+            let offset = CALLS.fetch_add(1, Ordering::Relaxed) * n;
+            for i in 0..n {
+                black_box(host::retry_budget(
+                    &format!("invented-{}", offset + i),
+                    1,
+                    1,
+                ));
+            }
         }
         if let Some(message) = host::client_context("panic") {
             panic!("adversary panicked: {message}");
