@@ -230,6 +230,51 @@ fn past_the_connection_cap_a_connection_is_refused_at_once() {
     );
 }
 
+/// docs/serve.md "Connections and shutdown": past the cap, thirty clients at once send their
+/// request in two parts, the second after the server has answered; each can send it all and
+/// then reads the 503 and its JSON error (a socket closed with bytes unread would have reset
+/// the connection, failing the second write), and every refusal is counted.
+#[test]
+fn past_the_cap_clients_that_sent_their_request_read_the_503() {
+    let dir = config();
+    let server = serve(dir.path(), &["--max-connections", "2"]);
+    let held: Vec<TcpStream> = (0..2).map(|_| connect(&server)).collect();
+    let mut first = held[0].try_clone().unwrap();
+    first
+        .write_all(decide_request(STANDARD).as_bytes())
+        .unwrap();
+    assert_eq!(read_response(&mut first).unwrap().0, 200);
+    // Each client sends its request in two parts, the second after the server has answered.
+    let request = decide_request(STANDARD);
+    let (early, late) = request.split_at(request.len() / 2);
+    let answers: Vec<Option<(u16, String)>> = std::thread::scope(|scope| {
+        let clients: Vec<_> = (0..30)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut client = connect(&server);
+                    client.write_all(early.as_bytes()).ok()?;
+                    std::thread::sleep(Duration::from_millis(100));
+                    client.write_all(late.as_bytes()).ok()?;
+                    read_response(&mut client)
+                })
+            })
+            .collect();
+        clients.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    for answer in &answers {
+        let (status, body) = answer.as_ref().expect("the 503, not a reset");
+        assert_eq!(*status, 503, "{body}");
+        assert!(body.contains("too many connections"), "{body}");
+    }
+    drop((held, first));
+    let started = Instant::now();
+    while server.call("GET", "/health", "", None).0 != 200 {
+        assert!(started.elapsed() < Duration::from_secs(5), "no place freed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(metric(&server, "rebound_connections_refused_total") >= 30.0);
+}
+
 /// Eight clients, each on a kept-alive connection that has already been answered once (hyper
 /// counts such a connection idle between requests, and a plain graceful shutdown closes it),
 /// have sent a request each to a policy that takes 300 ms (two workers: most are still unread
@@ -262,6 +307,47 @@ fn on_sigterm_every_request_sent_is_answered() {
     let (success, log, _) = server.wait_exit(Duration::from_secs(10));
     assert!(success, "{log}");
     assert!(log.contains("every request received was answered"), "{log}");
+}
+
+/// docs/serve.md "Connections and shutdown": eight clients each pipeline three requests in one write (a
+/// policy call that spins to its 300 ms deadline, then two built-in decisions), so that when
+/// SIGTERM comes the first is in flight and the other two wait in the server's buffer. Every
+/// one of the 24 is answered, in order, before the server closes the connection, and the log's
+/// claim counts them.
+#[test]
+fn on_sigterm_pipelined_requests_are_all_answered() {
+    let dir = config();
+    let mut server = serve(dir.path(), &[]);
+    let mut clients: Vec<TcpStream> = (0..8).map(|_| connect(&server)).collect();
+    for client in &mut clients {
+        client
+            .write_all(decide_request(STANDARD).as_bytes())
+            .unwrap();
+        assert_eq!(read_response(client).unwrap().0, 200);
+    }
+    let pipelined = [SLOW, STANDARD, STANDARD].map(decide_request).concat();
+    for client in &mut clients {
+        client.write_all(pipelined.as_bytes()).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    server.signal("TERM");
+    for (i, client) in clients.iter_mut().enumerate() {
+        let answers: Vec<(u16, String)> = std::iter::from_fn(|| read_response(client)).collect();
+        let decisions: Vec<bool> = answers
+            .iter()
+            .map(|(status, body)| *status == 200 && body.contains("POLICY_FAILED"))
+            .collect();
+        assert_eq!(decisions, [true, false, false], "client {i}: {answers:?}");
+        assert!(answers[1..]
+            .iter()
+            .all(|(status, body)| *status == 200 && body.contains("\"decision\":\"retry\"")));
+    }
+    let (success, log, _) = server.wait_exit(Duration::from_secs(15));
+    assert!(success, "{log}");
+    assert!(
+        log.contains("every request received was answered") && log.contains("answered=24"),
+        "{log}"
+    );
 }
 
 /// A client holding a half-sent request does not hold the exit past the drain timeout.

@@ -1,7 +1,8 @@
 //! One client connection of `rebound serve`, from accept to close: HTTP/1.1 through hyper,
 //! watched so that it is closed when it idles past the idle timeout or takes longer than the
 //! header timeout to send a request's headers, and drained at shutdown without losing a
-//! request the client has already sent; hyper's own answer to a head it cannot parse goes out
+//! request the client has already sent, pipelined ones included, and closed so that its last
+//! answer is delivered (`linger`); hyper's own answer to a head it cannot parse goes out
 //! as the API's JSON error object.
 
 use std::io;
@@ -22,6 +23,7 @@ use tokio::sync::{watch, Notify};
 use tower::ServiceExt;
 
 use super::limits::Limits;
+use super::linger;
 use super::metrics::ConnectionMetrics;
 use super::parse_error;
 
@@ -41,6 +43,9 @@ struct Activity {
     head_since: AtomicU64,
     /// When the connection last became idle (ns since `base`).
     idle_since: AtomicU64,
+    /// hyper asked the socket for bytes, found none, and has started no request since: with
+    /// no request in flight, its buffer holds no whole request (it reads only to complete one).
+    exhausted: AtomicBool,
     /// Wakes the watcher when a deadline starts: a head begins to arrive, an answer is ready.
     changed: Notify,
 }
@@ -54,6 +59,7 @@ impl Activity {
             receiving: AtomicBool::new(false),
             head_since: AtomicU64::new(0),
             idle_since: AtomicU64::new(0),
+            exhausted: AtomicBool::new(false),
             changed: Notify::new(),
         }
     }
@@ -68,6 +74,7 @@ impl Activity {
 
     /// Bytes arrived.
     fn received(&self) {
+        self.exhausted.store(false, Ordering::Release);
         if self.in_flight.load(Ordering::Acquire) == 0
             && !self.receiving.swap(true, Ordering::AcqRel)
         {
@@ -80,7 +87,24 @@ impl Activity {
     fn begin(self: &Arc<Self>) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         self.receiving.store(false, Ordering::Release);
+        self.exhausted.store(false, Ordering::Release);
         InFlight(Arc::clone(self))
+    }
+
+    /// hyper found no bytes to read.
+    fn found_none(&self) {
+        if self.in_flight.load(Ordering::Acquire) == 0 {
+            self.exhausted.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether everything the client has sent is answered: no request in flight, none being
+    /// received, none left in hyper's buffer, and no byte unread on the socket.
+    fn all_answered(&self, socket: &std::net::TcpStream) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+            && !self.receiving.load(Ordering::Acquire)
+            && self.exhausted.load(Ordering::Acquire)
+            && !has_unread_bytes(socket)
     }
 
     /// When the connection is due to be closed for waiting on its client, and why: `None`
@@ -186,8 +210,10 @@ impl AsyncRead for Watched {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.activity.received();
+        match polled {
+            Poll::Ready(Ok(())) if buf.filled().len() > before => self.activity.received(),
+            Poll::Pending => self.activity.found_none(),
+            _ => {}
         }
         polled
     }
@@ -244,7 +270,8 @@ fn has_unread_bytes(socket: &std::net::TcpStream) -> bool {
 }
 
 /// Serves `stream` from `peer` with `router` until the client or a timeout closes it, or,
-/// once `shutdown` turns true, until the requests the client has sent are answered.
+/// once `shutdown` turns true, until the requests the client has sent are answered; the
+/// answers it made after `shutdown` turned true.
 pub async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
@@ -252,14 +279,14 @@ pub async fn serve(
     limits: Arc<Limits>,
     mut shutdown: watch::Receiver<bool>,
     metrics: ConnectionMetrics,
-) {
+) -> u64 {
     // A second handle on the socket, to see whether a request is arriving when the drain
     // begins (the first belongs to hyper).
     let peeker = match std::os::fd::AsFd::as_fd(&stream).try_clone_to_owned() {
         Ok(fd) => std::net::TcpStream::from(fd),
         Err(error) => {
             tracing::warn!(%peer, %error, "cannot watch the connection; closing it");
-            return;
+            return 0;
         }
     };
     let activity = Arc::new(Activity::new());
@@ -275,12 +302,15 @@ pub async fn serve(
             answer
         }
     });
-    let connection = hyper::server::conn::http1::Builder::new()
-        .keep_alive(true)
-        .serve_connection(io, service);
-    tokio::pin!(connection);
+    let mut connection = Box::pin(
+        hyper::server::conn::http1::Builder::new()
+            .keep_alive(true)
+            .serve_connection(io, service),
+    );
     let mut draining = *shutdown.borrow();
     let mut closing = false;
+    let mut answers_before_drain = 0;
+    let answered_in_drain = |before: u64| activity.answers.load(Ordering::Acquire) - before;
     loop {
         let wake = if draining && !closing {
             Some(Instant::now() + DRAIN_POLL)
@@ -294,9 +324,12 @@ pub async fn serve(
                 if let Err(error) = result {
                     tracing::debug!(%peer, %error, "connection ended with an error");
                 }
-                return;
+                break;
             }
-            _ = shutdown.changed(), if !draining => draining = true,
+            _ = shutdown.changed(), if !draining => {
+                draining = true;
+                answers_before_drain = activity.answers.load(Ordering::Acquire);
+            }
             () = activity.changed.notified() => {}
             () = sleep_until(wake) => {}
         }
@@ -304,20 +337,23 @@ pub async fn serve(
             if Instant::now() >= at {
                 tracing::debug!(%peer, why, "closing a connection that waited too long on its client");
                 metrics.closed(why);
-                return;
+                break;
             }
         }
-        if draining && !closing {
-            // Close once nothing the client sent is left unanswered: a request in flight is
-            // answered first (hyper closes after it); one arriving is let in.
-            let in_flight = activity.in_flight.load(Ordering::Acquire) > 0;
-            let arriving = activity.receiving.load(Ordering::Acquire) || has_unread_bytes(&peeker);
-            if in_flight || !arriving {
-                connection.as_mut().graceful_shutdown();
-                closing = true;
-            }
+        if draining && !closing && activity.all_answered(&peeker) {
+            // hyper closes an idle connection at once; one still being written, after it.
+            connection.as_mut().graceful_shutdown();
+            closing = true;
         }
     }
+    let answered = if draining {
+        answered_in_drain(answers_before_drain)
+    } else {
+        0
+    };
+    drop(connection);
+    linger::close_handle(peeker).await;
+    answered
 }
 
 /// Sleeps until `at`, or for good.

@@ -1,5 +1,6 @@
 //! The accept loop of `rebound serve`: at most `max_connections` connections at once (one
-//! past it is answered 503 at once and closed, counted and logged at most once a second), and
+//! past it is answered 503 at once, unread, and closed so that the answer is delivered;
+//! counted and logged at most once a second), and
 //! the drain on SIGTERM/SIGINT: stop accepting, let every connection answer what its client
 //! sent, then exit — when all are done, when the drain timeout passes, or at a second signal.
 
@@ -14,11 +15,17 @@ use tokio::task::JoinSet;
 
 use super::connection;
 use super::limits::Limits;
+use super::linger;
 use super::metrics::ConnectionMetrics;
 
 /// What a connection past the cap is told before it is closed.
 const REFUSAL: &str =
     r#"{"error":{"field":"","message":"too many connections open; try again in a moment"}}"#;
+
+/// Refused connections lingering at once (each holds its descriptor up to
+/// [`linger::LINGER_TIME`], within the open-file reserve); past it, a refused socket is closed
+/// right after its answer, which resets a connection whose client sends more after that.
+pub const REFUSING_AT_ONCE: usize = 32;
 
 /// The pause after a failed accept (the open-file limit, say), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(20);
@@ -57,6 +64,7 @@ pub async fn serve(
 ) {
     let limits = Arc::new(limits);
     let slots = Arc::new(Semaphore::new(limits.max_connections as usize));
+    let refusing = Arc::new(Semaphore::new(REFUSING_AT_ONCE));
     let (draining, drain) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut throttle = Throttle::default();
@@ -76,13 +84,15 @@ pub async fn serve(
                             (router.clone(), Arc::clone(&limits), drain.clone(), metrics.clone());
                         metrics.opened();
                         connections.spawn(async move {
-                            connection::serve(stream, peer, router, limits, drain, metrics.clone()).await;
+                            let answered =
+                                connection::serve(stream, peer, router, limits, drain, metrics.clone()).await;
                             metrics.ended();
                             drop(slot);
+                            answered
                         });
                     }
                     Err(_) => {
-                        refuse(stream);
+                        refuse(stream, &refusing);
                         metrics.refused();
                         let total = refused.fetch_add(1, Ordering::Relaxed) + 1;
                         if let Some(left_out) = throttle.allow() {
@@ -109,24 +119,47 @@ pub async fn serve(
         "stopped accepting; answering the requests received"
     );
     let _ = draining.send(true);
-    let all_done = async { while connections.join_next().await.is_some() {} };
+    let mut answered = 0;
+    let all_done = async {
+        while let Some(ended) = connections.join_next().await {
+            answered += ended.unwrap_or(0);
+        }
+    };
     tokio::select! {
-        () = all_done => tracing::info!("stopped: every request received was answered"),
+        () = all_done => tracing::info!(answered, "stopped: every request received was answered"),
         () = tokio::time::sleep(limits.drain_timeout()) => {
-            tracing::warn!(cut = connections.len(), "drain timeout: closing the connections still open");
+            tracing::warn!(answered, cut = connections.len(), "drain timeout: closing the connections still open");
         }
         () = stop() => {
-            tracing::warn!(cut = connections.len(), "second signal: closing every connection now");
+            tracing::warn!(answered, cut = connections.len(), "second signal: closing every connection now");
         }
     }
     connections.abort_all();
 }
 
-/// Tells a connection past the cap so, without waiting on it, and closes it.
-fn refuse(stream: TcpStream) {
+/// Tells a connection past the cap so and closes it: what its client has sent is read and
+/// discarded, the answer written, and the close made off the accept loop, lingering so that the
+/// answer is delivered, while fewer than [`REFUSING_AT_ONCE`] are; else at once.
+fn refuse(stream: TcpStream, refusing: &Arc<Semaphore>) {
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: {}\r\n\r\n{REFUSAL}",
         REFUSAL.len()
     );
+    // What the client has sent already is read, so that closing does not reset the connection;
+    // the answer is smaller than any socket's send buffer: one write takes it whole.
+    let mut unread = [0u8; 4096];
+    let mut left = linger::LINGER_BYTES;
+    while left > 0 {
+        match stream.try_read(&mut unread) {
+            Ok(n) if n > 0 => left = left.saturating_sub(n),
+            _ => break,
+        }
+    }
     let _ = stream.try_write(answer.as_bytes());
+    if let Ok(permit) = Arc::clone(refusing).try_acquire_owned() {
+        tokio::spawn(async move {
+            linger::close(stream).await;
+            drop(permit);
+        });
+    }
 }

@@ -7,6 +7,7 @@ mod admin;
 mod connection;
 mod facade;
 mod limits;
+mod linger;
 mod listener;
 mod metrics;
 mod open_files;
