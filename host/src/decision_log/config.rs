@@ -30,7 +30,7 @@ pub const REQUEST_FIELDS: [&str; 14] = [
 /// [decision_log]
 /// file = "decisions.log"   # absent: standard output
 /// max_bytes = 104857600    # a file is rotated before it would grow past this
-/// keep = 5                 # rotated files kept: decisions.log.1 … decisions.log.5
+/// keep = 5                 # rotated files kept: decisions.log.N, the highest N the newest
 /// sample = 1.0             # the share of decisions logged
 /// mask = ["client_context.user", "request.last_dispatched_to"]
 /// buffer = 8192            # lines waiting for the writer; past it lines are dropped, counted
@@ -89,8 +89,8 @@ pub const MIN_MAX_BYTES: u64 = 4096;
 /// The largest `max_bytes`: 1 TiB, a file no filesystem holds by accident.
 pub const MAX_MAX_BYTES: u64 = 1 << 40;
 
-/// The most rotated files kept: a rotation renames each of them, so this bounds its cost
-/// (a rotation at the most renames 100 files, off the deciding path).
+/// The most rotated files kept, bounding the disk a log takes to `(keep + 1) × max_bytes`
+/// (a rotation renames one file and removes one, whatever `keep` is).
 pub const MAX_KEEP: u32 = 100;
 
 impl DecisionLogConfig {
@@ -119,7 +119,7 @@ impl DecisionLogConfig {
             return error(
                 "keep",
                 format!(
-                    "{} is out of range; expected 0 to {MAX_KEEP} rotated files (each rotation renames every one kept)",
+                    "{} is out of range; expected 0 to {MAX_KEEP} rotated files",
                     self.keep
                 ),
             );
