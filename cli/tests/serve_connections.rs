@@ -544,36 +544,52 @@ fn a_privileged_request_with_two_origins_is_refused() {
 /// docs/serve.md "Who may change what decides": refused privileged requests, which anyone who
 /// can connect can send, are all counted (`rebound_privileged_refused_total`) but logged at most
 /// ten lines a second, each carrying at most 128 characters of each value the caller chose
-/// (`Origin`, `User-Agent`): 100 000 refusals in a burst add at most 10 lines of under 1 KiB per
-/// second of the burst to the log.
+/// (`Origin`, `User-Agent`): 100 000 refusals in a burst (a body not declared as JSON, from a
+/// foreign origin) add at most 10 lines of under 1 KiB per second of the burst to the log, and
+/// so do 20 000 with a wrong admin token.
 #[test]
 fn a_burst_of_refused_privileged_requests_is_counted_not_logged_line_by_line() {
-    const REQUESTS: usize = 100_000;
-    const CONNECTIONS: usize = 4;
+    let long = "x".repeat(300);
     let dir = config();
     let server = serve(dir.path(), &[]);
-    let long = "x".repeat(300);
-    let request = format!(
+    let not_json = format!(
         "POST /v1/policies/slow/reload HTTP/1.1\r\nHost: rebound\r\nContent-Type: text/plain\r\nOrigin: http://{long}\r\nUser-Agent: {long}\r\nContent-Length: 2\r\n\r\n{{}}"
     );
+    refused_in_a_burst(server, &not_json, 100_000, "HTTP/1.1 415", &long);
+    let dir = config();
+    let server = Server::start(
+        &dir.path().join("rebound.toml"),
+        "127.0.0.1:0",
+        Some("the-admin-token"),
+    );
+    let wrong_token = format!(
+        "POST /v1/policies/slow/reload HTTP/1.1\r\nHost: rebound\r\nContent-Type: application/json\r\nAuthorization: Bearer {long}\r\nUser-Agent: {long}\r\nContent-Length: 2\r\n\r\n{{}}"
+    );
+    refused_in_a_burst(server, &wrong_token, 20_000, "HTTP/1.1 401", &long);
+}
+
+/// Sends `request` `requests` times over four connections, each answered `status`, then
+/// checks the counter and the log of `server`.
+fn refused_in_a_burst(server: Server, request: &str, requests: usize, status: &str, long: &str) {
+    const CONNECTIONS: usize = 4;
+    let log_before = 16 * 1024; // the lines of start and stop
     let started = Instant::now();
     std::thread::scope(|scope| {
         for _ in 0..CONNECTIONS {
             let mut stream = connect(&server);
             let reader = stream.try_clone().unwrap();
-            let request = &request;
             scope.spawn(move || {
                 let batch = request.repeat(100);
-                for _ in 0..REQUESTS / CONNECTIONS / 100 {
+                for _ in 0..requests / CONNECTIONS / 100 {
                     stream.write_all(batch.as_bytes()).unwrap();
                 }
             });
             scope.spawn(move || {
                 let mut reader = std::io::BufReader::new(reader);
-                for _ in 0..REQUESTS / CONNECTIONS {
-                    let mut status = String::new();
-                    std::io::BufRead::read_line(&mut reader, &mut status).unwrap();
-                    assert!(status.starts_with("HTTP/1.1 415"), "{status}");
+                for _ in 0..requests / CONNECTIONS {
+                    let mut line = String::new();
+                    std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+                    assert!(line.starts_with(status), "{line}");
                     let mut length = 0;
                     loop {
                         let mut line = String::new();
@@ -596,7 +612,7 @@ fn a_burst_of_refused_privileged_requests_is_counted_not_logged_line_by_line() {
     let seconds = started.elapsed().as_secs() as usize;
     assert_eq!(
         metric(&server, "rebound_privileged_refused_total"),
-        REQUESTS as f64
+        requests as f64
     );
     let (ok, log) = server.terminate();
     assert!(ok, "{log}");
@@ -611,8 +627,13 @@ fn a_burst_of_refused_privileged_requests_is_counted_not_logged_line_by_line() {
     );
     for line in &lines {
         assert!(line.len() <= 1024, "{} bytes: {line}", line.len());
-        assert!(!line.contains(&long), "{line}");
+        assert!(!line.contains(long), "{line}");
     }
+    assert!(
+        log.len() <= log_before + 1024 * 10 * (seconds + 2),
+        "{} bytes of log in {seconds} s",
+        log.len()
+    );
 }
 
 /// docs/serve.md "Connections and shutdown": the connection cap is checked against the

@@ -27,6 +27,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
+use crate::log_budget::LogBudget;
 use crate::striped::Striped;
 use crate::thread_counts::ThreadCounts;
 
@@ -142,6 +143,9 @@ pub struct TrafficBudget {
     name: String,
     /// Whether its last answer was a refusal: the change either way is logged, once.
     exhausted: AtomicBool,
+    /// At most one change logged a second: a budget kept at its edge (by a client that
+    /// alternates successes and storms) would otherwise log two lines per flip.
+    change_lines: LogBudget,
 }
 
 /// What a budget has counted since it was created.
@@ -286,6 +290,7 @@ impl TrafficBudget {
             counts: ThreadCounts::default(),
             name: String::new(),
             exhausted: AtomicBool::new(false),
+            change_lines: LogBudget::new(1),
         })
     }
 
@@ -431,16 +436,20 @@ impl TrafficBudget {
             if self.exhausted.load(Ordering::Relaxed)
                 && self.exhausted.swap(false, Ordering::Relaxed)
             {
-                tracing::info!(budget = %self.name, "retry budget has room again");
+                if let Some(left_out) = self.change_lines.allow() {
+                    tracing::info!(budget = %self.name, left_out, "retry budget has room again");
+                }
             }
             return true;
         }
         // One line when it runs dry, not one per refused retry (a storm would flood the log).
         if !self.exhausted.load(Ordering::Relaxed) && !self.exhausted.swap(true, Ordering::Relaxed)
         {
-            tracing::warn!(budget = %self.name, percent = self.config.percent,
-                min_per_second = self.config.min_per_second, ttl_ms = self.config.ttl_ms,
-                "retry budget exhausted: retries are refused (RETRY_BUDGET_EXHAUSTED) until requests refill it");
+            if let Some(left_out) = self.change_lines.allow() {
+                tracing::warn!(budget = %self.name, percent = self.config.percent,
+                    min_per_second = self.config.min_per_second, ttl_ms = self.config.ttl_ms, left_out,
+                    "retry budget exhausted: retries are refused (RETRY_BUDGET_EXHAUSTED) until requests refill it");
+            }
         }
         false
     }

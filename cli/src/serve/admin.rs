@@ -69,7 +69,6 @@ impl AdminAccess {
                 if bool::from(given.ct_eq(expected)) {
                     Ok(format!("{peer} (admin token)"))
                 } else {
-                    tracing::warn!(%peer, "privileged request with a wrong admin token refused");
                     Err(Refusal {
                         status: StatusCode::UNAUTHORIZED,
                         message: "wrong admin token",

@@ -285,7 +285,9 @@ pub async fn serve(
     let peeker = match std::os::fd::AsFd::as_fd(&stream).try_clone_to_owned() {
         Ok(fd) => std::net::TcpStream::from(fd),
         Err(error) => {
-            tracing::warn!(%peer, %error, "cannot watch the connection; closing it");
+            if let Some(left_out) = metrics.line_allowed() {
+                tracing::warn!(%peer, %error, left_out, "cannot watch a connection; closing it");
+            }
             return 0;
         }
     };

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use tokio::net::{TcpListener, TcpStream};
@@ -30,29 +30,6 @@ pub const REFUSING_AT_ONCE: usize = 32;
 /// The pause after a failed accept (the open-file limit, say), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(20);
 
-/// At most one line a second about refused connections or failed accepts.
-#[derive(Default)]
-struct Throttle {
-    last: Option<Instant>,
-    left_out: u64,
-}
-
-impl Throttle {
-    /// Whether a line may be written now; if so, how many were left out since the last.
-    fn allow(&mut self) -> Option<u64> {
-        let now = Instant::now();
-        if self
-            .last
-            .is_some_and(|last| now.duration_since(last) < Duration::from_secs(1))
-        {
-            self.left_out += 1;
-            return None;
-        }
-        self.last = Some(now);
-        Some(std::mem::take(&mut self.left_out))
-    }
-}
-
 /// Serves `router` on `listener` within `limits` until `stop` resolves, then drains; `stop`
 /// resolving again during the drain (a second signal) ends it at once.
 pub async fn serve(
@@ -67,7 +44,6 @@ pub async fn serve(
     let refusing = Arc::new(Semaphore::new(REFUSING_AT_ONCE));
     let (draining, drain) = watch::channel(false);
     let mut connections = JoinSet::new();
-    let mut throttle = Throttle::default();
     let refused = AtomicU64::new(0);
     let first_stop = stop();
     tokio::pin!(first_stop);
@@ -95,7 +71,7 @@ pub async fn serve(
                         refuse(stream, &refusing);
                         metrics.refused();
                         let total = refused.fetch_add(1, Ordering::Relaxed) + 1;
-                        if let Some(left_out) = throttle.allow() {
+                        if let Some(left_out) = metrics.line_allowed() {
                             tracing::warn!(%peer, max_connections = limits.max_connections,
                                 refused_total = total, left_out,
                                 "connection refused: too many connections open");
@@ -103,7 +79,7 @@ pub async fn serve(
                     }
                 },
                 Err(error) => {
-                    if let Some(left_out) = throttle.allow() {
+                    if let Some(left_out) = metrics.line_allowed() {
                         tracing::warn!(%error, left_out, "cannot accept a connection");
                     }
                     tokio::time::sleep(ACCEPT_BACKOFF).await;

@@ -14,6 +14,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use rebound::registry::{BudgetStatus, PolicyRegistry, PolicyStatus};
+use rebound::LogBudget;
 
 use super::facade;
 
@@ -23,12 +24,29 @@ struct ClosedLabels {
     reason: &'static str,
 }
 
-/// The connections' metrics, shared by the accept loop and every connection.
-#[derive(Debug, Clone, Default)]
+/// The connections' metrics, shared by the accept loop and every connection, with the budget
+/// of their log lines.
+#[derive(Debug, Clone)]
 pub struct ConnectionMetrics {
     open: Gauge,
     refused: Counter,
     closed: Family<ClosedLabels, Counter>,
+    lines: Arc<LogBudget>,
+}
+
+/// At most one line a second about connections (refused at the cap, failed accepts, sockets
+/// that cannot be watched): what a client can cause on every connection.
+const CONNECTION_LINES_PER_SECOND: u32 = 1;
+
+impl Default for ConnectionMetrics {
+    fn default() -> Self {
+        ConnectionMetrics {
+            open: Gauge::default(),
+            refused: Counter::default(),
+            closed: Family::default(),
+            lines: Arc::new(LogBudget::new(CONNECTION_LINES_PER_SECOND)),
+        }
+    }
 }
 
 impl ConnectionMetrics {
@@ -63,6 +81,11 @@ impl ConnectionMetrics {
     /// A connection was refused at the cap.
     pub fn refused(&self) {
         self.refused.inc();
+    }
+
+    /// Whether a line about connections may be written now; if so, how many were left out.
+    pub fn line_allowed(&self) -> Option<u64> {
+        self.lines.allow()
     }
 
     /// A connection was closed for `reason`.
