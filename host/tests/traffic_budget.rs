@@ -326,11 +326,11 @@ mod registry {
     //! Budgets in the registry's configuration: `[budgets.NAME]`, `[policies.X] budget`.
 
     use std::path::Path;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use rebound::registry::{PolicyRegistry, RegistryConfig};
     use rebound::{
-        reasons, CancelReason, Decision, DecisionContext, Request, RequestType, RetryError,
+        reasons, CancelReason, Decision, DecisionContext, Outcome, Request, RequestType, RetryError,
     };
 
     const CONFIG: &str = r#"
@@ -437,6 +437,77 @@ builtin = "best-effort"
         assert!(e.message.contains("0 to 100"), "{e}");
         let e = parse("default_policy = \"p\"\n[budgets.b]\npercnt = 15\n[policies.p]\nbuiltin = \"best-effort\"\n");
         assert!(e.message.contains("percnt"), "{e}");
+    }
+
+    /// docs/registry.md "Retry budgets" (`per`): a budget kept per client gives each value of
+    /// the client-context entry a budget of its own, so one client's storm of retries refuses
+    /// only its own; requests naming no client share the common one; the status counts every
+    /// client's.
+    #[test]
+    fn a_budget_kept_per_client_refuses_only_the_client_that_spent_it() {
+        let registry = registry(
+            "default_policy = \"kv\"\n\
+             [budgets.storm]\npercent = 10\nmin_per_second = 0\nper = \"client_context.client\"\n\
+             [policies.kv]\nbuiltin = \"best-effort\"\nbudget = \"storm\"\n",
+        );
+        let decide_as = |client: Option<&str>, retries: u32| {
+            let mut request = Request::new(1, RequestType::Get, Duration::from_secs(10))
+                .unwrap()
+                .with_retry_attempts(retries);
+            if let Some(client) = client {
+                request = request.context("client", client);
+            }
+            let context = DecisionContext::new(&reasons::KV_TEMPORARY_FAILURE);
+            let decision = futures::executor::block_on(registry.decide(&mut request, &context))
+                .unwrap()
+                .decision;
+            matches!(decision, Decision::Retry(_))
+        };
+        let succeeded = |client: &str| {
+            let request = Request::new(1, RequestType::Get, Duration::from_secs(10))
+                .unwrap()
+                .context("client", client);
+            registry.report(&request, Outcome::Succeeded { attempts: 1 }, Instant::now());
+        };
+        // Each client's 20 requests that succeeded pay for two retries (10 %).
+        for _ in 0..20 {
+            succeeded("noisy");
+            succeeded("quiet");
+        }
+        let noisy = (0..1000).filter(|_| decide_as(Some("noisy"), 2)).count();
+        assert_eq!(noisy, 2, "noisy's storm is refused past what it paid for");
+        let quiet = (0..5).filter(|_| decide_as(Some("quiet"), 2)).count();
+        assert_eq!(quiet, 2, "quiet is refused nothing of what it paid for");
+        // Requests naming no client draw from the common budget, which nobody paid into.
+        assert!(!decide_as(None, 2));
+        let storm = &registry.status().budgets[0];
+        assert_eq!(storm.per.as_deref(), Some("client_context.client"));
+        assert_eq!(storm.clients, 2);
+        assert_eq!(
+            (storm.deposits, storm.withdrawals, storm.refusals),
+            (40, 4, 998 + 3 + 1)
+        );
+    }
+
+    /// `per` and `max_clients` are checked when the configuration loads, naming the field.
+    #[test]
+    fn a_bad_per_client_budget_is_refused_naming_the_field() {
+        let parse = |budget: &str| {
+            RegistryConfig::parse(
+                &format!("default_policy = \"p\"\n[budgets.b]\n{budget}\n[policies.p]\nbuiltin = \"best-effort\"\nbudget = \"b\"\n"),
+                Path::new("rebound.toml"),
+                Path::new("."),
+            )
+            .unwrap_err()
+        };
+        let e = parse("per = \"tenant\"");
+        assert_eq!(e.field, "budgets.b.per", "{e}");
+        assert!(e.message.contains("client_context.KEY"), "{e}");
+        let e = parse("per = \"client_context.tenant\"\nmax_clients = 0");
+        assert_eq!(e.field, "budgets.b.max_clients", "{e}");
+        let e = parse("max_clients = 10");
+        assert_eq!(e.field, "budgets.b.max_clients", "{e}");
+        assert!(e.message.contains("per client"), "{e}");
     }
 
     /// The example of docs/registry.md "Retry budgets" is a valid configuration.

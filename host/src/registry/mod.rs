@@ -12,6 +12,7 @@
 mod answer_wait;
 mod builtin;
 mod call_room;
+mod client_budgets;
 mod compile_ahead;
 mod config;
 mod error;
@@ -29,9 +30,10 @@ mod version;
 mod watch;
 
 pub use builtin::{Builtin, BuiltinParamError, BuiltinPolicy};
+pub use client_budgets::MAX_CLIENT_BYTES;
 pub use config::{
-    line_column, CacheDir, ConfigError, EngineConfig, IsolationConfig, Location, PolicyDefinition,
-    PolicySource, RegistryConfig, WatchConfig,
+    line_column, BudgetScope, CacheDir, ConfigError, EngineConfig, IsolationConfig, Location,
+    PolicyDefinition, PolicySource, RegistryConfig, WatchConfig,
 };
 pub use error::{BuildError, RegistryError};
 pub use policy_registry::{Decided, PolicyRegistry};

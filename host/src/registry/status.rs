@@ -6,6 +6,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use super::client_budgets::ClientBudgets;
 use super::shadow::ShadowStatus;
 use super::version::PolicyVersion;
 use crate::traffic_budget::TrafficBudget;
@@ -125,21 +126,42 @@ pub struct BudgetStatus {
     pub ttl_ms: u64,
     /// The policies drawing from it.
     pub policies: Vec<String>,
-    /// Requests deposited.
+    /// Requests deposited (every client's, for a budget kept per client).
     pub deposits: u64,
-    /// Retries granted.
+    /// Retries granted (every client's).
     pub withdrawals: u64,
-    /// Retries refused (RETRY_BUDGET_EXHAUSTED).
+    /// Retries refused (RETRY_BUDGET_EXHAUSTED; every client's).
     pub refusals: u64,
-    /// Retries it would grant now.
+    /// Retries it would grant now (for a budget kept per client, its common budget: requests
+    /// naming no client, and clients past `max_clients`).
     pub balance: u64,
+    /// For a budget kept per client, the client-context entry naming the client.
+    pub per: Option<String>,
+    /// For a budget kept per client, the clients with a budget of their own.
+    pub clients: usize,
 }
 
 impl BudgetStatus {
-    pub(crate) fn of(budget: &TrafficBudget, policies: Vec<String>) -> Self {
+    /// The status of `budget`, drawn from by `policies`, with its clients' if it is kept per
+    /// client.
+    pub(crate) fn of(
+        budget: &TrafficBudget,
+        clients: Option<&ClientBudgets>,
+        policies: Vec<String>,
+    ) -> Self {
         let config = budget.config();
-        let stats = budget.stats_at(Instant::now());
+        let now = Instant::now();
+        let mut stats = budget.stats_at(now);
+        let each = clients.map(ClientBudgets::each).unwrap_or_default();
+        for client in &each {
+            let client = client.stats_at(now);
+            stats.deposits += client.deposits;
+            stats.withdrawals += client.withdrawals;
+            stats.refusals += client.refusals;
+        }
         BudgetStatus {
+            per: clients.map(|c| format!("client_context.{}", c.made_with().1.key)),
+            clients: each.len(),
             name: budget.name().to_owned(),
             percent: config.percent,
             min_per_second: config.min_per_second,

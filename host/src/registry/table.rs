@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::client_budgets::ClientBudgets;
 use super::config::RegistryConfig;
 use super::error::RegistryError;
 use super::slot::Slot;
@@ -22,10 +23,13 @@ pub(super) struct Table {
     profiles: HashMap<String, Option<Arc<Slot>>>,
     services: HashMap<Service, Arc<Slot>>,
     request_types: HashMap<RequestType, Arc<Slot>>,
-    /// The retry budgets by name, kept across configurations while their parameters stay.
+    /// The retry budgets by name, kept across configurations while their parameters stay:
+    /// for a budget kept per client, the common one.
     pub budgets: HashMap<String, Arc<TrafficBudget>>,
+    /// The budgets kept per client, by name, kept across configurations the same way.
+    pub client_budgets: HashMap<String, Arc<ClientBudgets>>,
     /// The budget of each policy that has one, by policy name.
-    policy_budgets: HashMap<String, Arc<TrafficBudget>>,
+    policy_budgets: HashMap<String, PolicyBudget>,
     /// The decision log, kept across configurations while its table stays the same.
     pub decision_log: Option<Arc<DecisionLog>>,
 }
@@ -54,12 +58,16 @@ impl Table {
         }
     }
 
-    /// The retry budget policy `name` draws from, if it has one.
-    pub(super) fn budget_of(&self, name: &str) -> Option<&Arc<TrafficBudget>> {
+    /// The retry budget policy `name` draws from for `request`, if it has one.
+    pub(super) fn budget_for(&self, name: &str, request: &Request) -> Option<Arc<TrafficBudget>> {
         if self.policy_budgets.is_empty() {
             return None;
         }
-        self.policy_budgets.get(name)
+        let budget = self.policy_budgets.get(name)?;
+        Some(match &budget.per_client {
+            Some(clients) => clients.for_request(request, &budget.common),
+            None => Arc::clone(&budget.common),
+        })
     }
 
     /// The policy deciding for `request`: its own policy name, else its profile's dedicated
@@ -86,6 +94,13 @@ impl Table {
             .or_else(|| self.services.get(&request.service()))
             .unwrap_or(&self.default))
     }
+}
+
+/// The budget a policy draws from: one for all its requests, or one per client.
+#[derive(Clone)]
+struct PolicyBudget {
+    common: Arc<TrafficBudget>,
+    per_client: Option<Arc<ClientBudgets>>,
 }
 
 /// What becomes of a policy that fails to build.
@@ -127,10 +142,31 @@ pub(super) fn build_table(
             (name.clone(), budget)
         })
         .collect();
+    let client_budgets: HashMap<String, Arc<ClientBudgets>> = config
+        .budget_scopes
+        .iter()
+        .map(|(name, scope)| {
+            let made_with = (config.budgets[name], scope);
+            let kept = old
+                .and_then(|table| table.client_budgets.get(name))
+                .filter(|running| running.made_with() == made_with);
+            let clients = match kept {
+                Some(running) => Arc::clone(running),
+                None => Arc::new(ClientBudgets::new(name, made_with.0, scope.clone())),
+            };
+            (name.clone(), clients)
+        })
+        .collect();
     let policy_budgets = config
         .policy_budgets
         .iter()
-        .map(|(policy, budget)| (policy.clone(), Arc::clone(&budgets[budget])))
+        .map(|(policy, budget)| {
+            let budget = PolicyBudget {
+                common: Arc::clone(&budgets[budget]),
+                per_client: client_budgets.get(budget).cloned(),
+            };
+            (policy.clone(), budget)
+        })
         .collect();
     // The running log stays while the `[decision_log]` table does (an application's own log,
     // installed with `PolicyRegistry::set_decision_log`, too).
@@ -197,6 +233,7 @@ pub(super) fn build_table(
         slots,
         config,
         budgets,
+        client_budgets,
         policy_budgets,
         decision_log,
     })

@@ -229,10 +229,29 @@ pub struct RegistryConfig {
     pub strict_start: bool,
     /// Retry budgets proportional to traffic, by name (`[budgets.NAME]`).
     pub budgets: BTreeMap<String, BudgetConfig>,
+    /// The budgets kept per client (`[budgets.NAME] per`), by budget name.
+    pub budget_scopes: BTreeMap<String, BudgetScope>,
     /// The budget each policy draws its retries from (`[policies.NAME] budget`), by policy.
     pub policy_budgets: BTreeMap<String, String>,
     /// The decision log (`[decision_log]`), its file's path resolved; `None`: no log.
     pub decision_log: Option<DecisionLogConfig>,
+}
+
+/// A budget kept per client: each value of the request's client-context entry `key` draws
+/// from a budget of its own (`[budgets.NAME] per = "client_context.KEY"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetScope {
+    /// The client-context entry naming the client.
+    pub key: String,
+    /// The most clients with a budget of their own; later ones share the common budget.
+    pub max_clients: usize,
+}
+
+impl BudgetScope {
+    /// `max_clients` when the table does not say.
+    pub const DEFAULT_MAX_CLIENTS: usize = 1024;
+    /// The largest `max_clients`.
+    pub const MOST_CLIENTS: usize = 100_000;
 }
 
 /// A configuration that was refused: where, which field, and why.

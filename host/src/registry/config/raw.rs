@@ -48,9 +48,47 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub(super) strict_start: bool,
     #[serde(default)]
-    pub(super) budgets: BTreeMap<String, Spanned<BudgetConfig>>,
+    pub(super) budgets: BTreeMap<String, Spanned<RawBudget>>,
     #[serde(default)]
     pub(super) decision_log: Option<Spanned<DecisionLogConfig>>,
+}
+
+/// A `[budgets.NAME]` table: the budget's parameters, and whether it is kept per client.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBudget {
+    #[serde(default = "default_percent")]
+    pub(super) percent: f64,
+    #[serde(default = "default_min_per_second")]
+    pub(super) min_per_second: u32,
+    #[serde(default = "default_ttl_ms")]
+    pub(super) ttl_ms: u64,
+    #[serde(default)]
+    pub(super) per: Option<String>,
+    #[serde(default)]
+    pub(super) max_clients: Option<usize>,
+}
+
+impl RawBudget {
+    pub(super) fn config(&self) -> BudgetConfig {
+        BudgetConfig {
+            percent: self.percent,
+            min_per_second: self.min_per_second,
+            ttl_ms: self.ttl_ms,
+        }
+    }
+}
+
+fn default_percent() -> f64 {
+    BudgetConfig::default().percent
+}
+
+fn default_min_per_second() -> u32 {
+    BudgetConfig::default().min_per_second
+}
+
+fn default_ttl_ms() -> u64 {
+    BudgetConfig::default().ttl_ms
 }
 
 /// `cache_dir = "path"`, or `cache_dir = false` for no cache.

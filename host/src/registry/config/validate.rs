@@ -9,11 +9,12 @@ use std::path::Path;
 use toml::Spanned;
 
 use super::raw::{
-    param_text, parse_sha256, valid_oci_reference, RawCacheDir, RawComponent, RawConfig,
+    param_text, parse_sha256, valid_oci_reference, RawBudget, RawCacheDir, RawComponent, RawConfig,
     RawPinnedComponent, RawPolicy,
 };
 use super::{
-    line_column, CacheDir, ConfigError, Location, PolicyDefinition, PolicySource, RegistryConfig,
+    line_column, BudgetScope, CacheDir, ConfigError, Location, PolicyDefinition, PolicySource,
+    RegistryConfig,
 };
 use crate::decision_log::DecisionLogConfig;
 use crate::registry::builtin::{Builtin, BuiltinPolicy};
@@ -71,7 +72,7 @@ pub(super) fn validate(
     };
     let default_policy = names.known(&raw.default_policy, "default_policy".into())?;
     let policies = policies(&raw.policies, &policy_dir, errors)?;
-    let budgets = budgets(&raw.budgets, errors)?;
+    let (budgets, budget_scopes) = budgets(&raw.budgets, errors)?;
     let policy_budgets = policy_budgets(&raw.policies, &budgets, errors)?;
     let decision_log = decision_log(raw.decision_log.as_ref(), base, errors)?;
     let mut profiles = BTreeMap::new();
@@ -102,6 +103,7 @@ pub(super) fn validate(
         request_types,
         strict_start: raw.strict_start,
         budgets,
+        budget_scopes,
         policy_budgets,
         decision_log,
     })
@@ -295,22 +297,67 @@ fn builtin_policy(
 }
 
 /// The `[budgets]` tables.
+#[allow(clippy::type_complexity)]
 fn budgets(
-    raw: &BTreeMap<String, Spanned<BudgetConfig>>,
+    raw: &BTreeMap<String, Spanned<RawBudget>>,
     errors: &Errors<'_>,
-) -> Result<BTreeMap<String, BudgetConfig>, ConfigError> {
+) -> Result<
+    (
+        BTreeMap<String, BudgetConfig>,
+        BTreeMap<String, BudgetScope>,
+    ),
+    ConfigError,
+> {
     let mut budgets = BTreeMap::new();
+    let mut scopes = BTreeMap::new();
     for (name, budget) in raw {
-        budget.get_ref().validate().map_err(|e| {
-            errors.at(
-                budget.span(),
-                format!("budgets.{name}.{}", e.field),
-                e.message,
-            )
-        })?;
-        budgets.insert(name.clone(), *budget.get_ref());
+        let at = |field: &str, message: String| {
+            errors.at(budget.span(), format!("budgets.{name}.{field}"), message)
+        };
+        let config = budget.get_ref().config();
+        config.validate().map_err(|e| at(e.field, e.message))?;
+        budgets.insert(name.clone(), config);
+        let raw = budget.get_ref();
+        match &raw.per {
+            Some(per) => {
+                let key = per
+                    .strip_prefix("client_context.")
+                    .filter(|key| !key.is_empty())
+                    .ok_or_else(|| {
+                        at(
+                            "per",
+                            format!("`{per}`: expected `client_context.KEY`, the client-context entry naming the client"),
+                        )
+                    })?;
+                let max_clients = raw.max_clients.unwrap_or(BudgetScope::DEFAULT_MAX_CLIENTS);
+                if !(1..=BudgetScope::MOST_CLIENTS).contains(&max_clients) {
+                    return Err(at(
+                        "max_clients",
+                        format!(
+                            "{max_clients} is out of range; expected 1 to {}",
+                            BudgetScope::MOST_CLIENTS
+                        ),
+                    ));
+                }
+                scopes.insert(
+                    name.clone(),
+                    BudgetScope {
+                        key: key.to_owned(),
+                        max_clients,
+                    },
+                );
+            }
+            None if raw.max_clients.is_some() => {
+                return Err(at(
+                    "max_clients",
+                    "applies to a budget kept per client; add `per = \"client_context.KEY\"`"
+                        .into(),
+                ))
+            }
+            None => {}
+        }
     }
-    Ok(budgets)
+    Ok((budgets, scopes))
 }
 
 /// Each policy's `budget`, which must name a `[budgets]` table; a budget no policy uses is a

@@ -95,7 +95,7 @@ impl PolicyRegistry {
             let target = Target::Policy {
                 version: slot.active.load_full(),
                 shadow: slot.shadow.load_full(),
-                budget: table.budget_of(&slot.name).cloned(),
+                budget: table.budget_for(&slot.name, request),
             };
             (sampled_log(&table), target)
         };
@@ -253,9 +253,9 @@ impl PolicyRegistry {
         if let Some(budget) = table
             .resolve(request)
             .ok()
-            .and_then(|slot| table.budget_of(&slot.name))
+            .and_then(|slot| table.budget_for(&slot.name, request))
         {
-            outcome.record_in(budget, now);
+            outcome.record_in(&budget, now);
         }
     }
 }

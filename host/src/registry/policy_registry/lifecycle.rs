@@ -279,7 +279,8 @@ impl PolicyRegistry {
                         .filter(|(_, budget)| *budget == name)
                         .map(|(policy, _)| policy.clone())
                         .collect();
-                    BudgetStatus::of(&table.budgets[name], users)
+                    let clients = table.client_budgets.get(name).map(|c| &**c);
+                    BudgetStatus::of(&table.budgets[name], clients, users)
                 })
                 .collect(),
         }
