@@ -304,9 +304,19 @@ impl Decider {
 
     /// Records the outcome reports in `text` (one object or an array): each request's end
     /// reaches the retry budget of the policy that decides for it. Nothing is recorded unless
-    /// every report is valid; a report naming an unknown policy is refused.
-    pub fn record_outcomes(&self, text: &str) -> Result<Value, InputError> {
-        let reports = OutcomeInput::parse_all(text)?;
+    /// every report is valid; a report naming an unknown policy is refused. `client`, a
+    /// client-context entry and value, is set on every report's request.
+    pub fn record_outcomes(
+        &self,
+        text: &str,
+        client: Option<(&str, &str)>,
+    ) -> Result<Value, InputError> {
+        let mut reports = OutcomeInput::parse_all(text)?;
+        if let Some((key, name)) = client {
+            for (_, report) in &mut reports {
+                report.set_context(key, name);
+            }
+        }
         let now = Instant::now();
         let mut checked = Vec::with_capacity(reports.len());
         for (at, report) in &reports {

@@ -99,7 +99,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         total += 1;
         // A line with an `outcome` reports how a request ended; any other is decided.
         let answer = if OutcomeInput::is_report(&line) {
-            decider.record_outcomes(&line)
+            decider.record_outcomes(&line, None)
         } else {
             runtime
                 .block_on(decider.decide_text(&line, number as u64))

@@ -745,8 +745,9 @@ fn a_policy_that_fails_at_start_leaves_the_server_serving_on_its_fail_safe() {
 }
 
 /// `POST /v1/outcome` takes one report or a batch, feeding the
-/// retry budget of the policy that decides for each request; a spent budget refuses retries
-/// with RETRY_BUDGET_EXHAUSTED; the budget's counters are in the status and `/metrics`; a
+/// retry budget of the policy that decides for each request (docs/serve.md "What an outcome
+/// report does": a first-attempt success deposits, a failure report deposits nothing, so the
+/// deposits stay 20); a spent budget refuses retries with RETRY_BUDGET_EXHAUSTED; the budget's counters are in the status and `/metrics`; a
 /// report naming an unknown policy is refused naming the field, and nothing of its batch is
 /// recorded.
 #[test]
@@ -825,6 +826,99 @@ budget = "storm"
     ] {
         assert!(metrics.contains(line), "{line} not in {metrics}");
     }
+}
+
+/// docs/serve.md "Who may ask for decisions": with `--client-tokens`, deciding and reporting
+/// need a client's token (none or an unknown one is refused 401 and counted); the token's
+/// client name replaces the request's `client_context.client`, so with a budget kept per
+/// client (docs/registry.md "Retry budgets") one client's storm of retries — even one that
+/// claims to be another client — refuses only its own, and outcome reports feed the
+/// reporting client's budget.
+#[test]
+fn client_tokens_name_the_client_whose_budget_pays() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        r#"
+default_policy = "kv"
+[watch]
+enabled = false
+[budgets.clients]
+percent = 10
+min_per_second = 0
+per = "client_context.client"
+[policies.kv]
+builtin = "best-effort"
+budget = "clients"
+"#,
+    )
+    .unwrap();
+    let hash = |token: &str| {
+        use sha2::Digest;
+        sha2::Sha256::digest(token.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let tokens = dir.path().join("clients.toml");
+    std::fs::write(
+        &tokens,
+        format!(
+            "[clients.alpha]\ntoken_sha256 = \"{}\"\n[clients.beta]\ntoken_sha256 = \"{}\"\n",
+            hash("alpha-token"),
+            hash("beta-token")
+        ),
+    )
+    .unwrap();
+    let server = Server::start_with_options(
+        &dir.path().join("rebound.toml"),
+        &["--client-tokens", tokens.to_str().unwrap()],
+    );
+    let later_retry = json!({"request": {"retry_attempts": 2, "client_context": {"client": "beta"}}, "reason": "KV_TEMPORARY_FAILURE"});
+    let (status, answer) = server.post("/v1/decide", later_retry.clone());
+    assert_eq!(status, 401, "{answer}");
+    let (status, _) = server.call(
+        "POST",
+        "/v1/decide",
+        &later_retry.to_string(),
+        Some("guess"),
+    );
+    assert_eq!(status, 401);
+    let (status, _) = server.post("/v1/outcome", json!({"outcome": "success"}));
+    assert_eq!(status, 401);
+    // Each client's 20 requests that succeeded pay for two later retries.
+    let successes = Value::Array((0..20).map(|_| json!({"outcome": "success"})).collect());
+    for token in ["alpha-token", "beta-token"] {
+        let (status, answer) =
+            server.call("POST", "/v1/outcome", &successes.to_string(), Some(token));
+        assert_eq!((status, &answer["recorded"]), (200, &json!(20)), "{answer}");
+    }
+    let retries = |token: &str, n: usize| {
+        (0..n)
+            .filter(|_| {
+                let (status, answer) =
+                    server.call("POST", "/v1/decide", &later_retry.to_string(), Some(token));
+                assert_eq!(status, 200, "{answer}");
+                answer["decision"] == "retry"
+            })
+            .count()
+    };
+    assert_eq!(
+        retries("alpha-token", 50),
+        2,
+        "alpha's storm spends alpha's budget"
+    );
+    assert_eq!(retries("beta-token", 5), 2, "beta keeps what it paid for");
+    let (_, status) = server.call("GET", "/v1/policies", "", None);
+    assert_eq!(status["budgets"][0]["clients"], json!(2), "{status}");
+    let (_, metrics) = server.call("GET", "/metrics", "", None);
+    assert!(
+        metrics
+            .as_str()
+            .unwrap()
+            .contains("rebound_client_refused_total 3"),
+        "{metrics}"
+    );
 }
 
 /// `docs/decisions.md` "Guest retry budgets", on the real server: a policy inventing a

@@ -101,6 +101,7 @@ pub struct Metrics {
     latency: Histogram,
     refused: Counter,
     privileged_refused: Counter,
+    client_refused: Counter,
     connections: ConnectionMetrics,
 }
 
@@ -135,6 +136,12 @@ impl Metrics {
             "Privileged requests refused (no or a wrong token, another site, not JSON)",
             privileged_refused.clone(),
         );
+        let client_refused = Counter::default();
+        registry.register(
+            "client_refused",
+            "Decision, classify and outcome requests refused for no or an unknown client token",
+            client_refused.clone(),
+        );
         registry.register_collector(Box::new(PolicyCollector(policies)));
         let connections = ConnectionMetrics::default();
         connections.register(&mut registry);
@@ -143,8 +150,15 @@ impl Metrics {
             latency,
             refused,
             privileged_refused,
+            client_refused,
             connections,
         }
+    }
+
+    /// A request for a decision (or to classify, or an outcome report) was refused for its
+    /// client token.
+    pub fn client_refused(&self) {
+        self.client_refused.inc();
     }
 
     /// A privileged request was refused.

@@ -4,6 +4,7 @@
 //! SIGTERM/SIGINT that answers every request received.
 
 mod admin;
+mod clients;
 mod connection;
 mod facade;
 mod limits;
@@ -43,6 +44,12 @@ pub struct Args {
     /// address only).
     #[arg(long)]
     admin_token_file: Option<PathBuf>,
+    /// A TOML file of the clients that may ask for decisions (`[clients.NAME]` with
+    /// `token_sha256`); with it, /v1/decide, /v1/classify and /v1/outcome need a client's
+    /// `Authorization: Bearer` token, and its name becomes the requests' client_context.client.
+    /// Without it they are open to whoever can connect.
+    #[arg(long)]
+    client_tokens: Option<PathBuf>,
     /// Worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
@@ -67,6 +74,11 @@ fn admin_token(args: &Args) -> anyhow::Result<Option<String>> {
 /// Serves until SIGTERM or SIGINT, then finishes the requests in flight.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let token = admin_token(args)?;
+    let clients = args
+        .client_tokens
+        .as_deref()
+        .map(clients::ClientTokens::load)
+        .transpose()?;
     let mut config = RegistryConfig::load(&args.config)?;
     // Components' calls never run on the threads serving requests (docs/serve.md).
     config
@@ -109,11 +121,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 "no admin token and a non-loopback address: reload, rollback, shadow and promote are disabled"
             ),
         }
+        if clients.is_none() && !local.ip().is_loopback() {
+            tracing::warn!(
+                "no client tokens and a non-loopback address: anyone who can connect may ask for decisions and report outcomes (--client-tokens)"
+            );
+        }
         let ticker = registry.runtime().ticker_priority();
         let app = Arc::new(routes::App {
             metrics: metrics::Metrics::new(Arc::clone(&registry)),
             decider: Decider::new(registry, FileAccess::Inside(policy_dir.clone())),
             admin,
+            clients,
             policy_dir,
             next_id: AtomicU64::new(1),
             body_timeout: args.limits.body_timeout(),

@@ -14,15 +14,16 @@ use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use rebound::registry::RegistryError;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::admin::{AdminAccess, Refusal};
+use super::clients::{ClientTokens, CLIENT_KEY};
 use super::metrics::Metrics;
 use crate::decider::Decider;
-use crate::wire::input::{without_type_names, InputError};
+use crate::wire::input::{without_type_names, DecideInput, InputError};
 use crate::wire::output;
 use rebound::LogBudget;
 
@@ -34,6 +35,8 @@ pub struct App {
     pub decider: Decider,
     pub metrics: Metrics,
     pub admin: AdminAccess,
+    /// The clients that may ask for decisions; `None`: anyone who can connect.
+    pub clients: Option<ClientTokens>,
     /// Where policy paths given through the API must resolve.
     pub policy_dir: PathBuf,
     pub next_id: AtomicU64,
@@ -58,9 +61,16 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics))
-        .route("/v1/decide", post(decide))
-        .route("/v1/classify", post(classify))
-        .route("/v1/outcome", post(outcome))
+        .merge(
+            Router::new()
+                .route("/v1/decide", post(decide))
+                .route("/v1/classify", post(classify))
+                .route("/v1/outcome", post(outcome))
+                .route_layer(axum::middleware::from_fn_with_state(
+                    Arc::clone(&app),
+                    admit_client,
+                )),
+        )
         .route("/v1/policies", get(policies))
         .route("/v1/policies/{name}", get(policy))
         .route("/v1/policies/{name}/shadow", post(shadow))
@@ -119,6 +129,41 @@ async fn read_body(
             ))
         }
     }
+}
+
+/// The client a decision request comes from, when client tokens are configured.
+#[derive(Clone)]
+struct Client(String);
+
+/// Admits a request for a decision (or to classify, or an outcome report): anyone when no
+/// client tokens are configured, else a client whose token the file names, passed on to the
+/// handler; a refusal is counted and logged as a privileged one is.
+async fn admit_client(
+    State(app): Shared,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if let Some(clients) = &app.clients {
+        match clients.identify(request.headers()) {
+            Ok(name) => {
+                let client = Client(name.to_owned());
+                request.extensions_mut().insert(client);
+            }
+            Err(refusal) => {
+                let what = request.uri().path().to_owned();
+                return refused(
+                    &app,
+                    Asker::Client,
+                    peer,
+                    request.headers(),
+                    &what,
+                    &refusal,
+                );
+            }
+        }
+    }
+    next.run(request).await
 }
 
 /// `answer` with `Connection: close`: the answer after which the server closes the connection
@@ -249,14 +294,25 @@ async fn metrics(State(app): Shared) -> Response {
     }
 }
 
-async fn decide(State(app): Shared, body: Result<Bytes, BytesRejection>) -> Response {
+async fn decide(
+    State(app): Shared,
+    client: Option<Extension<Client>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let text = match body_text(&body) {
         Ok(text) => text,
         Err((status, message)) => return error(status, "", &message),
     };
     let started = Instant::now();
     let id = app.next_id.fetch_add(1, Ordering::Relaxed);
-    match app.decider.decide_text(text, id).await {
+    let mut input = match DecideInput::parse(text) {
+        Ok(input) => input,
+        Err(e) => return bad_input(&app, e),
+    };
+    if let Some(Extension(Client(name))) = &client {
+        input.request.set_context(CLIENT_KEY, name);
+    }
+    match app.decider.decide(input, id).await {
         Ok(answer) => {
             let outcome = answer.json["decision"].as_str().unwrap_or_default();
             let took = started.elapsed();
@@ -270,12 +326,19 @@ async fn decide(State(app): Shared, body: Result<Bytes, BytesRejection>) -> Resp
 }
 
 /// Outcome reports: one object or an array (docs/decision-json.md "Outcomes").
-async fn outcome(State(app): Shared, body: Result<Bytes, BytesRejection>) -> Response {
+async fn outcome(
+    State(app): Shared,
+    client: Option<Extension<Client>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let text = match body_text(&body) {
         Ok(text) => text,
         Err((status, message)) => return error(status, "", &message),
     };
-    match app.decider.record_outcomes(text) {
+    let client = client
+        .as_ref()
+        .map(|Extension(Client(name))| (CLIENT_KEY, name.as_str()));
+    match app.decider.record_outcomes(text, client) {
         Ok(json) => Json(json).into_response(),
         Err(e) => bad_input(&app, e),
     }
@@ -319,17 +382,34 @@ fn registry_error(e: &RegistryError) -> Response {
     error(status, "", &e.to_string())
 }
 
-/// A refused privileged request: counted, logged with the caller and what it asked (at most
+/// Who was refused: a caller of a privileged endpoint, or a client asking for decisions.
+#[derive(Clone, Copy)]
+enum Asker {
+    Admin,
+    Client,
+}
+
+/// A refused request: counted, logged with the caller and what it asked (at most
 /// [`REFUSAL_LINES_PER_SECOND`], the next line saying how many were left out; each
 /// caller-supplied value cut to [`LOGGED_CHARS`]), answered with the refusal.
 fn refused(
     app: &App,
+    asker: Asker,
     peer: SocketAddr,
     headers: &HeaderMap,
     what: &str,
     refusal: &Refusal,
 ) -> Response {
-    app.metrics.privileged_refused();
+    let kind = match asker {
+        Asker::Admin => {
+            app.metrics.privileged_refused();
+            "privileged"
+        }
+        Asker::Client => {
+            app.metrics.client_refused();
+            "client"
+        }
+    };
     if let Some(left_out) = app.refusal_lines.allow() {
         let header = |name: header::HeaderName| {
             headers
@@ -343,7 +423,7 @@ fn refused(
             origin = header(header::ORIGIN),
             user_agent = header(header::USER_AGENT),
             left_out,
-            "privileged request refused: {}",
+            "{kind} request refused: {}",
             refusal.message
         );
     }
@@ -369,7 +449,7 @@ async fn privileged<T: serde::Serialize + Send + 'static>(
 ) -> Response {
     let who = match app.admin.admit(headers, peer) {
         Ok(who) => who,
-        Err(refusal) => return refused(app, peer, headers, &what, &refusal),
+        Err(refusal) => return refused(app, Asker::Admin, peer, headers, &what, &refusal),
     };
     let worker = Arc::clone(app);
     let result = tokio::task::spawn_blocking(move || action(&worker)).await;
@@ -460,6 +540,7 @@ async fn shadow(
         };
         return refused(
             &app,
+            Asker::Admin,
             peer,
             &headers,
             &format!("shadow {name} with {asked}"),

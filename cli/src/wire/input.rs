@@ -172,6 +172,13 @@ pub struct RequestSpec {
     profile: Option<String>,
 }
 
+impl RequestSpec {
+    /// Sets the client-context entry `key` to `value`, replacing what the request said.
+    pub fn set_context(&mut self, key: &str, value: &str) {
+        self.client_context.insert(key.to_owned(), value.to_owned());
+    }
+}
+
 /// A raw response, read according to the request's service.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -44,6 +44,11 @@ enum Reports {
 }
 
 impl OutcomeInput {
+    /// Sets the request's client-context entry `key` to `value`, replacing what it said.
+    pub fn set_context(&mut self, key: &str, value: &str) {
+        self.request.set_context(key, value);
+    }
+
     /// The reports in `text` (an object or an array of objects), each with where it is in
     /// `text` (`""` for a single object, `"[2]"` in an array), for [`located`]; an error names
     /// the field, and for an array the index (`[2].outcome`).
