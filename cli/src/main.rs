@@ -88,6 +88,10 @@ enum Command {
     Test(policy_test::Args),
     /// Prints (or writes) the WIT package `rebound:policy` of any version this host loads.
     Wit(wit::Args),
+    /// Compiles a component read from stdin for `serve`, writing wasmtime's artifact to
+    /// stdout (the child process `serve` compiles in).
+    #[command(hide = true)]
+    CompileComponent(serve::child_compiler::CompileArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -138,6 +142,7 @@ fn run() -> anyhow::Result<()> {
         Command::Pull(args) => oci::pull(&args, &mut out),
         Command::Test(args) => policy_test::run(&args, &mut out),
         Command::Wit(args) => wit::run(&args, &mut out),
+        Command::CompileComponent(args) => serve::child_compiler::run(&args),
     };
     match result {
         // The reader went away (`rebound reasons | head`): not an error of ours.

@@ -828,6 +828,119 @@ budget = "storm"
     }
 }
 
+/// Unsigned LEB128, as WebAssembly encodes integers.
+fn leb(mut n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return out;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// A WebAssembly section or vector: `prefix` (an id, or nothing), the length, the items.
+fn counted(prefix: &[u8], count: usize, items: &[u8]) -> Vec<u8> {
+    [prefix, &leb(count), items].concat()
+}
+
+/// A component of about 80 KB holding one function that Cranelift needs minutes and hundreds
+/// of megabytes to compile: `depth` nested blocks around `tables` conditional `br_table`s,
+/// each to every block, each after all `locals` locals are given new values, so that every
+/// block joins `tables` different values of every local.
+fn pathological_component(depth: usize, tables: usize, locals: usize) -> Vec<u8> {
+    let section = |id: u8, payload: Vec<u8>| counted(&[id], payload.len(), &payload);
+    let redefine: Vec<u8> = (1..=locals)
+        .flat_map(|j| [vec![0x20], leb(j), vec![0x41, 0x01, 0x6a, 0x21], leb(j)].concat())
+        .collect();
+    let targets: Vec<u8> = (1..=depth).flat_map(leb).collect();
+    let table = [
+        redefine,
+        vec![0x20, 0x00, 0x04, 0x40, 0x20, 0x00, 0x0e],
+        counted(&[], depth, &targets),
+        vec![0x01, 0x0b],
+    ]
+    .concat();
+    let uses: Vec<u8> = (1..=locals)
+        .flat_map(|j| [vec![0x20], leb(j), vec![0x1a]].concat())
+        .collect();
+    let body = [
+        counted(&[], 1, &[leb(locals), vec![0x7f]].concat()),
+        [0x02, 0x40].repeat(depth),
+        table.repeat(tables),
+        vec![0x0b; depth],
+        uses,
+        vec![0x0b],
+    ]
+    .concat();
+    let module = [
+        b"\0asm\x01\0\0\0".to_vec(),
+        section(1, counted(&[], 1, &[0x60, 0x01, 0x7f, 0x00])),
+        section(3, counted(&[], 1, &[0x00])),
+        section(10, counted(&[], 1, &counted(&[], body.len(), &body))),
+    ]
+    .concat();
+    [b"\0asm\x0d\0\x01\0".to_vec(), section(1, module)].concat()
+}
+
+/// docs/serve.md "Compiling components": `serve` compiles in a child process bounded in memory
+/// and time. A few megabytes of nested blocks and `br_table`s whose compilation passes the
+/// memory limit are refused naming the limit, and the running version keeps deciding; at
+/// start, one past the time limit leaves its policy on its fail-safe, the error naming the
+/// limit; a file past `[engine] max_component_bytes` is refused unread.
+#[test]
+fn components_are_bounded_before_and_while_they_compile() {
+    let pathological = pathological_component(500, 50, 100);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(guest("best_effort"), dir.path().join("p.wasm")).unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        "default_policy = \"p\"\ncache_dir = false\n[engine]\nmax_component_bytes = 8_000_000\n[watch]\nenabled = false\n[policies.p]\ncomponent = \"p.wasm\"\n",
+    )
+    .unwrap();
+    let server = Server::start_with_options(
+        &dir.path().join("rebound.toml"),
+        &[
+            "--compile-memory-mb",
+            "128",
+            "--compile-timeout-ms",
+            "600000",
+        ],
+    );
+    let before = server.resident_bytes();
+    std::fs::write(dir.path().join("p.wasm"), &pathological).unwrap();
+    let (status, answer) = server.call("POST", "/v1/policies/p/reload", "", None);
+    assert_eq!(status, 422, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("limit of 128 MiB of memory"), "{message}");
+    let (status, answer) = server.post("/v1/decide", json!({"reason": "KV_LOCKED"}));
+    assert_eq!(
+        (status, &answer["decision"]),
+        (200, &json!("retry")),
+        "{answer}"
+    );
+    let grown = server.resident_bytes().saturating_sub(before);
+    assert!(grown < 64 << 20, "the server grew by {grown} bytes");
+    std::fs::write(dir.path().join("p.wasm"), vec![0u8; 8_000_001]).unwrap();
+    let (status, answer) = server.call("POST", "/v1/policies/p/reload", "", None);
+    assert_eq!(status, 422, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("max_component_bytes"), "{message}");
+    drop(server);
+
+    std::fs::write(dir.path().join("p.wasm"), &pathological).unwrap();
+    let server = Server::start_with_options(
+        &dir.path().join("rebound.toml"),
+        &["--compile-timeout-ms", "200"],
+    );
+    let (_, health) = server.call("GET", "/health", "", None);
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert!(health.to_string().contains("limit of 200 ms"), "{health}");
+}
+
 /// docs/serve.md "Who may ask for decisions": with `--client-tokens`, deciding and reporting
 /// need a client's token (none or an unknown one is refused 401 and counted); the token's
 /// client name replaces the request's `client_context.client`, so with a budget kept per

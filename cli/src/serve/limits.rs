@@ -25,6 +25,14 @@ pub struct Limits {
     /// before the connections still open are cut; a second signal cuts them at once.
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub drain_timeout_ms: u64,
+    /// Most memory, in MiB, compiling one component may take (it compiles in a child process,
+    /// killed past it); the component is refused and the running version kept.
+    #[arg(long, default_value_t = 2_048, value_name = "MIB", value_parser = clap::value_parser!(u64).range(16..))]
+    pub compile_memory_mb: u64,
+    /// Longest time, in ms, compiling one component may take; past it the component is
+    /// refused and the running version kept.
+    #[arg(long, default_value_t = 120_000, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub compile_timeout_ms: u64,
 }
 
 impl Limits {

@@ -4,6 +4,7 @@
 //! SIGTERM/SIGINT that answers every request received.
 
 mod admin;
+pub mod child_compiler;
 mod clients;
 mod connection;
 mod facade;
@@ -92,7 +93,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .engine
         .ticker_priority
         .get_or_insert(TickerPriority::Realtime);
-    let registry = Arc::new(PolicyRegistry::new(config)?);
+    let runtime = PolicyRegistry::runtime_for(&config)?;
+    runtime.set_compiler(Arc::new(child_compiler::ChildCompiler {
+        max_memory_bytes: args.limits.compile_memory_mb << 20,
+        timeout: std::time::Duration::from_millis(args.limits.compile_timeout_ms),
+    }));
+    let registry = Arc::new(PolicyRegistry::with_runtime(config, runtime)?);
     let registry_at_exit = Arc::clone(&registry);
     let _watcher = registry
         .watch()

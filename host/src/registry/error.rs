@@ -69,6 +69,18 @@ pub enum BuildError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The component file is larger than `[engine] max_component_bytes`.
+    #[error("policy `{policy}`: {path} is {size} bytes, more than the limit of {limit} bytes (`[engine] max_component_bytes`); refusing it")]
+    TooLarge {
+        /// The policy.
+        policy: String,
+        /// The file.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// The component was refused (not a component, wrong world or version, forbidden
     /// imports, rejected parameters).
     #[error(transparent)]

@@ -63,6 +63,8 @@ pub(crate) struct BuildContext<'a> {
     pub runtime: &'a WasmRuntime,
     pub cache: Option<&'a ArtifactCache>,
     pub ahead: &'a CompileAhead,
+    /// The largest component file a policy may name.
+    pub max_component_bytes: u64,
 }
 
 impl LoggedVersion for PolicyVersion {
@@ -166,12 +168,12 @@ impl PolicyVersion {
         match &definition.source {
             PolicySource::Builtin(builtin) => Ok(Self::builtin(name, builtin, definition)),
             PolicySource::Component(path) => {
-                let bytes = read(name, path)?;
+                let bytes = read(name, path, ctx.max_component_bytes)?;
                 Self::from_component_bytes(name, definition, path, &bytes, ctx, known)
             }
             PolicySource::Oci(reference) => {
                 let path = fetch_oci(name, reference, definition, ctx)?;
-                let bytes = read(name, &path)?;
+                let bytes = read(name, &path, ctx.max_component_bytes)?;
                 Self::from_component_bytes(name, definition, &path, &bytes, ctx, known)
             }
         }
@@ -362,12 +364,34 @@ pub(crate) fn fetch_oci(
     }
 }
 
-pub(crate) fn read(policy: &str, path: &Path) -> Result<Vec<u8>, BuildError> {
-    std::fs::read(path).map_err(|source| BuildError::Read {
+/// The component file at `path`, refused unread past `limit` bytes.
+pub(crate) fn read(policy: &str, path: &Path, limit: u64) -> Result<Vec<u8>, BuildError> {
+    use std::io::Read;
+    let failed = |source| BuildError::Read {
         policy: policy.to_owned(),
         path: path.display().to_string(),
         source,
-    })
+    };
+    let too_large = |size| BuildError::TooLarge {
+        policy: policy.to_owned(),
+        path: path.display().to_string(),
+        size,
+        limit,
+    };
+    let file = std::fs::File::open(path).map_err(failed)?;
+    let size = file.metadata().map_err(failed)?.len();
+    if size > limit {
+        return Err(too_large(size));
+    }
+    // The file may grow between the two: read at most one byte past the limit.
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 /// Calls a new version on a few representative inputs (a read, a write, a query, a CQL read

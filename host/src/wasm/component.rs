@@ -153,7 +153,7 @@ impl MachineCode {
                 origin: CodeOrigin::Cached,
             });
         }
-        let component = Component::new(engine, bytes).map_err(|e| format!("{e:#}"))?;
+        let component = runtime.compile(bytes)?;
         if let Some(cache) = cache {
             cache.put(sha256, &component);
         }

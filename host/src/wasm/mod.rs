@@ -21,6 +21,7 @@ mod bindings;
 mod cache;
 mod call;
 mod call_watch;
+mod compiler;
 mod component;
 mod config;
 mod deadline;
@@ -41,6 +42,7 @@ mod world;
 pub use cache::{ArtifactCache, CacheError, CacheStats};
 #[cfg(feature = "registry")]
 pub(crate) use call_watch::CallWatch;
+pub use compiler::{ComponentCompiler, EngineSettings};
 #[cfg(feature = "registry")]
 pub(crate) use component::{read_metadata, MachineCode};
 pub use component::{CodeOrigin, LoadError, PolicyPre, HOST_PACKAGE};

@@ -8,9 +8,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::component::Component;
+use wasmtime::Engine;
 
 use super::alarm::{Alarm, Alarms};
+use super::compiler::{ComponentCompiler, EngineSettings};
 use super::pool::IdleBudget;
 use super::ticker_priority::TickerPriority;
 
@@ -123,6 +125,9 @@ struct RuntimeInner {
     alarms: Arc<Alarms>,
     ticker: Option<JoinHandle<()>>,
     max_memory_bytes: u64,
+    settings: EngineSettings,
+    /// Compiles components instead of the calling thread, if installed.
+    compiler: std::sync::RwLock<Option<Arc<dyn ComponentCompiler>>>,
     pool: PoolConfig,
     idle: Arc<IdleBudget>,
     /// The ticker's thread, as the kernel names it, and how it is scheduled.
@@ -174,25 +179,12 @@ impl WasmRuntime {
         pool: PoolConfig,
     ) -> wasmtime::Result<Self> {
         let instances = pool.instances.max(2);
-        let mut pooling = PoolingAllocationConfig::default();
-        pooling
-            .total_component_instances(instances)
-            .total_core_instances(instances.saturating_mul(8))
-            .total_memories(instances.saturating_mul(2))
-            .total_tables(instances.saturating_mul(8))
-            .max_memory_size(usize::try_from(max_memory_bytes).unwrap_or(usize::MAX));
-        let mut config = Config::new();
-        config
-            .wasm_component_model(true)
-            .consume_fuel(true)
-            .epoch_interruption(true)
-            .max_wasm_stack(512 << 10)
-            .cranelift_opt_level(match optimization {
-                Optimization::None => wasmtime::OptLevel::None,
-                Optimization::Speed => wasmtime::OptLevel::Speed,
-            })
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
-        let engine = Engine::new(&config)?;
+        let settings = EngineSettings {
+            max_memory_bytes,
+            optimization,
+            instances,
+        };
+        let engine = Engine::new(&settings.config())?;
 
         let stop = Arc::new(AtomicBool::new(false));
         let base = Instant::now();
@@ -244,6 +236,8 @@ impl WasmRuntime {
                 alarms,
                 ticker: Some(ticker),
                 max_memory_bytes,
+                settings,
+                compiler: std::sync::RwLock::new(None),
                 pool,
                 idle: Arc::new(IdleBudget::new(instances as usize / 2)),
                 ticker_thread,
@@ -251,6 +245,40 @@ impl WasmRuntime {
             }),
         };
         Ok(runtime)
+    }
+
+    /// What its engine is made from.
+    pub fn settings(&self) -> EngineSettings {
+        self.inner.settings
+    }
+
+    /// Compiles the components loaded from now on with `compiler` instead of on the calling
+    /// thread.
+    pub fn set_compiler(&self, compiler: Arc<dyn ComponentCompiler>) {
+        *self
+            .inner
+            .compiler
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Some(compiler);
+    }
+
+    /// Compiles component `bytes`, with the installed compiler if any. The error is the
+    /// compiler's or wasmtime's explanation.
+    pub(crate) fn compile(&self, bytes: &[u8]) -> Result<Component, String> {
+        let compiler = self
+            .inner
+            .compiler
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let Some(compiler) = compiler else {
+            return Component::new(&self.inner.engine, bytes).map_err(|e| format!("{e:#}"));
+        };
+        let artifact = compiler.compile(&self.inner.settings, bytes)?;
+        // SAFETY: a `ComponentCompiler` returns only what `EngineSettings::precompile` made for
+        // these settings (its contract); wasmtime checks the format and the engine's settings.
+        unsafe { Component::deserialize(&self.inner.engine, &artifact) }
+            .map_err(|e| format!("the compiler's artifact does not load: {e:#}"))
     }
 
     /// Asks that the epoch ticker's thread be scheduled as `wanted`, or as the best below it

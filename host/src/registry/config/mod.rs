@@ -76,12 +76,27 @@ pub struct EngineConfig {
     /// Whether components' calls run on threads of their own (and how many at once per
     /// policy) instead of the deciding thread; unset: on the deciding thread.
     pub isolation: Option<IsolationConfig>,
+    /// The largest component file a policy may name, in bytes; a larger one is refused before
+    /// it is read whole or compiled. Unset: [`EngineConfig::DEFAULT_MAX_COMPONENT_BYTES`].
+    pub max_component_bytes: Option<u64>,
     /// How promptly the machine runs the epoch ticker's thread, which ends calls at their
     /// deadline and wakes isolated callers at theirs: asked, and where the process is not
     /// permitted it the best below. Unset: the embedder's choice, which for the library is
     /// [`TickerPriority::Normal`] (no change to the process's scheduling) and for
     /// `rebound serve` is [`TickerPriority::Realtime`].
     pub ticker_priority: Option<TickerPriority>,
+}
+
+impl EngineConfig {
+    /// The largest component file when the configuration does not say: 64 MiB, three times
+    /// the shipped Python policies (componentize-py's runtime, about 18 MB).
+    pub const DEFAULT_MAX_COMPONENT_BYTES: u64 = 64 << 20;
+
+    /// The largest component file a policy may name.
+    pub fn max_component_bytes(&self) -> u64 {
+        self.max_component_bytes
+            .unwrap_or(Self::DEFAULT_MAX_COMPONENT_BYTES)
+    }
 }
 
 /// Components' calls on dedicated threads, so that a slow or spinning policy cannot hold the

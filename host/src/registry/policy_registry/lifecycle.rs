@@ -46,7 +46,7 @@ impl PolicyRegistry {
             PolicySource::Oci(reference) => fetch_oci(name, reference, &slot.definition, &ctx),
         };
         let result = path.and_then(|path| {
-            let bytes = read(name, &path)?;
+            let bytes = read(name, &path, ctx.max_component_bytes)?;
             let active = slot.active.load_full();
             if hex_sha256(&bytes) == active.hash() {
                 return Ok(None);
@@ -98,7 +98,7 @@ impl PolicyRegistry {
         if matches!(slot.definition.source, PolicySource::Builtin(_)) {
             return Err(RegistryError::Builtin(name.to_owned()));
         }
-        let bytes = read(name, path)?;
+        let bytes = read(name, path, self.max_component_bytes)?;
         let candidate = slot.build(path, &bytes, &self.build_context())?;
         let shadow = Shadow::new(Arc::new(candidate), sample);
         let status = shadow.status();
@@ -207,7 +207,7 @@ impl PolicyRegistry {
             .values()
             .filter(|s| matches!(&s.definition.source, PolicySource::Component(p) if p == path));
         let Some(first) = slots.next() else { return };
-        let Ok(bytes) = std::fs::read(path) else {
+        let Ok(bytes) = read("", path, self.max_component_bytes) else {
             return;
         };
         let sha256: [u8; 32] = Sha256::digest(&bytes).into();

@@ -28,6 +28,8 @@ pub struct PolicyRegistry {
     runtime: WasmRuntime,
     cache: Option<ArtifactCache>,
     ahead: CompileAhead,
+    /// `[engine] max_component_bytes`, fixed at start.
+    max_component_bytes: u64,
     table: ArcSwap<Table>,
     /// Serialises changes; deciding never takes it.
     writer: Mutex<()>,
@@ -52,6 +54,14 @@ impl PolicyRegistry {
 
     /// Loads every policy of `config` in a new engine set up as its `[engine]` table says.
     pub fn new(config: RegistryConfig) -> Result<Self, RegistryError> {
+        let runtime = Self::runtime_for(&config)?;
+        Self::with_runtime(config, runtime)
+    }
+
+    /// The engine [`new`](Self::new) makes for `config`, for an application that sets it up
+    /// further (a [`ComponentCompiler`](crate::wasm::ComponentCompiler), say) before
+    /// [`with_runtime`](Self::with_runtime).
+    pub fn runtime_for(config: &RegistryConfig) -> Result<WasmRuntime, RegistryError> {
         let max_memory = config.engine.max_memory_bytes.unwrap_or_else(|| {
             config
                 .policies
@@ -71,7 +81,7 @@ impl PolicyRegistry {
         {
             runtime.set_ticker_priority(wanted);
         }
-        Self::with_runtime(config, runtime)
+        Ok(runtime)
     }
 
     /// Loads every policy of `config` in `runtime`.
@@ -85,10 +95,12 @@ impl PolicyRegistry {
             None => None,
         };
         let ahead = CompileAhead::default();
+        let max_component_bytes = config.engine.max_component_bytes();
         let ctx = BuildContext {
             runtime: &runtime,
             cache: cache.as_ref(),
             ahead: &ahead,
+            max_component_bytes,
         };
         let isolation = (config.engine.isolation)
             .filter(|isolation| isolation.threads > 0)
@@ -104,6 +116,7 @@ impl PolicyRegistry {
             runtime,
             cache,
             ahead,
+            max_component_bytes,
             table: ArcSwap::from_pointee(table),
             writer: Mutex::new(()),
             config_error: Mutex::new(None),
@@ -132,6 +145,7 @@ impl PolicyRegistry {
             runtime: &self.runtime,
             cache: self.cache.as_ref(),
             ahead: &self.ahead,
+            max_component_bytes: self.max_component_bytes,
         }
     }
 }

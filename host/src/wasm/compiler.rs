@@ -1,0 +1,70 @@
+//! Where a runtime compiles components: on the calling thread (the default), or through a
+//! [`ComponentCompiler`] the application installs. `rebound serve` installs one that compiles
+//! in a child process bounded in time and memory, so that a pathological component cannot
+//! take the server's memory, and what compiling allocated goes back to the system when the
+//! child exits.
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::runtime::Optimization;
+
+/// What a runtime's engine is made from, and so what its machine code depends on: a compiler
+/// making artifacts for a runtime builds its engine from these ([`precompile`](Self::precompile)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineSettings {
+    /// The largest linear memory an instance may have, in bytes.
+    pub max_memory_bytes: u64,
+    /// How Cranelift optimises.
+    pub optimization: Optimization,
+    /// Component instances the engine's pool holds.
+    pub instances: u32,
+}
+
+impl EngineSettings {
+    /// The wasmtime configuration of an engine with these settings.
+    pub(crate) fn config(&self) -> Config {
+        let instances = self.instances.max(2);
+        let mut pooling = PoolingAllocationConfig::default();
+        pooling
+            .total_component_instances(instances)
+            .total_core_instances(instances.saturating_mul(8))
+            .total_memories(instances.saturating_mul(2))
+            .total_tables(instances.saturating_mul(8))
+            .max_memory_size(usize::try_from(self.max_memory_bytes).unwrap_or(usize::MAX));
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .max_wasm_stack(512 << 10)
+            .cranelift_opt_level(match self.optimization {
+                Optimization::None => wasmtime::OptLevel::None,
+                Optimization::Speed => wasmtime::OptLevel::Speed,
+            })
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
+        config
+    }
+
+    /// wasmtime's artifact of component `bytes` for an engine with these settings: what a
+    /// [`ComponentCompiler`] returns. The error is wasmtime's explanation.
+    pub fn precompile(&self, bytes: &[u8]) -> Result<Vec<u8>, String> {
+        let engine = Engine::new(&self.config()).map_err(|e| format!("{e:#}"))?;
+        engine
+            .precompile_component(bytes)
+            .map_err(|e| format!("{e:#}"))
+    }
+}
+
+/// Compiles components for a runtime ([`WasmRuntime::set_compiler`](super::WasmRuntime::set_compiler)).
+///
+/// # Safety
+///
+/// The runtime loads what [`compile`](Self::compile) returns as machine code, which wasmtime
+/// checks only for its format and engine settings: an implementation must return only what
+/// [`EngineSettings::precompile`] made from `bytes` for `settings`, in this process or in
+/// another running the same build of this crate.
+pub unsafe trait ComponentCompiler: Send + Sync + std::fmt::Debug {
+    /// The artifact of component `bytes` for an engine with `settings`, or why there is none
+    /// (a limit it passed, wasmtime's refusal).
+    fn compile(&self, settings: &EngineSettings, bytes: &[u8]) -> Result<Vec<u8>, String>;
+}
