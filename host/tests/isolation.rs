@@ -1,4 +1,5 @@
-//! With `[engine] isolation`, components' calls run on threads of their own.
+//! With `[engine] isolation`, a component version's calls run on the deciding thread until one
+//! overruns (docs/decisions.md "Isolation for the misbehaving"), then on threads of their own.
 //! A spinning policy takes at most `per_policy` of them and `busy_per_second_ms` of their time
 //! (a call past either waits at most its deadline, then is answered its fail-safe as
 //! `overloaded`), a caller in a tokio runtime has its answer by the call's deadline counted from
@@ -93,9 +94,11 @@ async fn a_builtin_decides_at_once(registry: &PolicyRegistry) {
     assert!(started.elapsed() < Duration::from_millis(50));
 }
 
-/// One call of the spinning policy at a time: a second caller waits for the place (holding no
-/// thread) and its call runs when it frees, to the deadline counted from when it asked; a third
-/// waits its whole deadline and is answered `overloaded`; a built-in decides at once all along.
+/// The first call of the spinning policy runs on the deciding thread (its version is trusted
+/// until a call overruns); a second caller, asking while it spins, is not let beside it and
+/// takes the policy threads' one place, spinning to the deadline counted from when it asked; a
+/// third waits for that place its whole deadline and is answered `overloaded`; a built-in
+/// decides at once all along.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spinning_policy_takes_its_places_only_and_answers_by_its_deadline() {
     let (_ws, registry) = registry();
@@ -104,6 +107,10 @@ async fn a_spinning_policy_takes_its_places_only_and_answers_by_its_deadline() {
         tokio::spawn(async move { decide_spin(&registry).await })
     };
     let first = spin();
+    // The first call is under way (its decision counted) before the others ask.
+    while registry.policy_status("spinner").unwrap().active.decisions == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     tokio::time::sleep(Duration::from_millis(50)).await;
     let (second, third) = (spin(), spin());
     a_builtin_decides_at_once(&registry).await;
@@ -123,9 +130,8 @@ async fn a_spinning_policy_takes_its_places_only_and_answers_by_its_deadline() {
         let (decision, took) = call.await.unwrap();
         waited.push((failure_kind(&decision), took));
     }
-    // One took the freed place 150 ms after it asked and its call ran for what was left of its
-    // deadline (it ran for a whole deadline from there, 350 ms after it asked, before); the
-    // other never had one and was answered when its deadline passed waiting.
+    // One took the policy threads' place and ran to its deadline; the other never had one and
+    // was answered when its deadline passed waiting.
     waited.sort_by_key(|(kind, _)| *kind == Some(PolicyFailureKind::Timeout));
     assert_eq!(
         waited[0].0,

@@ -1,12 +1,12 @@
-//! Components' calls on threads of their own (`[engine] isolation`), so that a slow or
-//! spinning policy holds neither the threads deciding with built-in policies nor those serving
-//! requests: a bounded number of calls per policy version at once and a bounded share of the
-//! threads' time for its calls, a caller past either waiting (in a tokio runtime, holding no
-//! thread) at most the call's deadline before its fail-safe answers as `overloaded`; the call
-//! itself given what is left of that deadline and ended by the sandbox (with its grace for a
-//! preempted thread), and, in a tokio runtime, answered for by the host as soon as it is past
-//! due having spent CPU (spinning, its thread perhaps waiting for a core), or if even the grace
-//! passes.
+//! Components' calls kept from the threads deciding with built-in policies and serving
+//! requests when they misbehave (`[engine] isolation`): a trusted version (`trust`) is called
+//! on the deciding thread; a distrusted one on threads of their own, with a bounded number of
+//! calls per policy version at once and a bounded share of the threads' time for its calls, a
+//! caller past either waiting (in a tokio runtime, holding no thread) at most the call's
+//! deadline before its fail-safe answers as `overloaded`; the call itself given what is left of
+//! that deadline and ended by the sandbox (with its grace for a preempted thread), and, in a
+//! tokio runtime, answered for by the host as soon as it is past due having spent CPU
+//! (spinning, its thread perhaps waiting for a core), or if even the grace passes.
 
 use std::future::Future;
 use std::pin::pin;
@@ -19,11 +19,12 @@ use super::call_room::CallRoom;
 use super::config::IsolationConfig;
 use super::error::RegistryError;
 use super::time_share::TimeShare;
+use super::trust::Trust;
 use super::version::PolicyVersion;
 use crate::action::{PolicyFailure, PolicyFailureKind};
 use crate::context::{DecisionContext, FailureNote};
 use crate::request::Request;
-use crate::strategy::{RetryStrategy, StrategyFuture};
+use crate::strategy::{RetryStrategy, StrategyFuture, SyncStrategy};
 use crate::wasm::{CallWatch, Due, WasmRuntime};
 
 /// The threads components' calls run on, how many calls of one version may run at once, and
@@ -99,8 +100,38 @@ impl RetryStrategy for Isolated<'_> {
         let room = Arc::clone(self.version.call_room(|| CallRoom {
             places: Arc::new(tokio::sync::Semaphore::new(self.isolation.per_policy)),
             share: TimeShare::new(self.isolation.busy_per_second_ms),
+            trust: Trust::new(),
         }));
         let deadline_ms = wasm.config().limits.deadline_ms;
+        // A trusted version is called here, on the deciding thread, when one of its places
+        // there is free, or when the call holding the last one taken began moments ago (an
+        // honest call ends in microseconds; a spinning one is not joined by others). The time
+        // share bounds the calls made on the policy threads, and a call here that overran.
+        {
+            let now = Instant::now();
+            let entered = room
+                .trust
+                .trusted(now)
+                .then(|| room.trust.enter(now, self.isolation.per_policy))
+                .flatten();
+            if let Some(entered) = entered {
+                let overruns = wasm.overruns();
+                let action = wasm.answer(request, context);
+                drop(entered);
+                if wasm.overruns() > overruns {
+                    // What it overran by counts against its share, as on the policy threads.
+                    let ended = Instant::now();
+                    if let Some(share) = &room.share {
+                        share.charge(ended - now, ended);
+                    }
+                    let cooldown = room.trust.distrust(ended);
+                    tracing::warn!(policy = self.version.name(), version = self.version.version(),
+                        deadline_ms, cooldown_s = cooldown.as_secs(),
+                        "a call ran past its deadline or out of fuel: this version's calls run on the isolation threads, under their limits, for the cooldown");
+                }
+                return StrategyFuture::ready(action);
+            }
+        }
         let in_tokio = tokio::runtime::Handle::try_current().is_ok();
         StrategyFuture::pending(async move {
             // The caller's answer is due one deadline after it asked, waiting included.

@@ -26,6 +26,7 @@ mod stand_in;
 mod status;
 mod table;
 mod time_share;
+mod trust;
 mod version;
 mod watch;
 

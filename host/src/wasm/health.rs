@@ -111,6 +111,16 @@ impl Health {
         self.record(kind);
     }
 
+    /// Calls that ran past their deadline or out of fuel, so far.
+    #[cfg(feature = "registry")]
+    pub(super) fn overruns(&self) -> u64 {
+        [PolicyFailureKind::Timeout, PolicyFailureKind::FuelExhausted]
+            .iter()
+            .filter_map(|kind| FAILURE_KINDS.iter().position(|k| k == kind))
+            .map(|index| self.failures[index].load(Ordering::Relaxed))
+            .sum()
+    }
+
     fn record(&self, kind: PolicyFailureKind) {
         let index = FAILURE_KINDS.iter().position(|k| *k == kind).unwrap_or(0);
         self.failures[index].fetch_add(1, Ordering::Relaxed);
@@ -165,8 +175,7 @@ impl Health {
         }
     }
 
-    /// A snapshot of the counters.
-    /// Its counters; the retry-budget fields are the strategy's to fill.
+    /// A snapshot of the counters; the retry-budget fields are the strategy's to fill.
     pub(super) fn stats(&self) -> PolicyStats {
         PolicyStats {
             decisions: self.decisions.load(Ordering::Relaxed),

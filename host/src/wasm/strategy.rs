@@ -197,6 +197,12 @@ impl WasmStrategy {
         Ok(action)
     }
 
+    /// Its calls that ran past their deadline or out of fuel, so far.
+    #[cfg(feature = "registry")]
+    pub(crate) fn overruns(&self) -> u64 {
+        self.health.overruns()
+    }
+
     /// Counts a call not made because the policy had as many in progress as it may.
     #[cfg(feature = "registry")]
     pub(crate) fn count_overloaded(&self) {
