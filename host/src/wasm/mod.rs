@@ -42,7 +42,7 @@ mod world;
 pub use cache::{ArtifactCache, CacheError, CacheStats};
 #[cfg(feature = "registry")]
 pub(crate) use call_watch::CallWatch;
-pub use compiler::{ComponentCompiler, EngineSettings};
+pub use compiler::{ComponentCompiler, EngineSettings, Optimization};
 #[cfg(feature = "registry")]
 pub(crate) use component::{read_metadata, MachineCode};
 pub use component::{CodeOrigin, LoadError, PolicyPre, HOST_PACKAGE};
@@ -51,7 +51,7 @@ pub use config::{FailSafe, QuarantineConfig, WasmStrategyConfig};
 pub(crate) use deadline::{Due, MOST_PAST_DEADLINE};
 pub use health::PolicyStats;
 pub use metadata::{ParamError, ParamKind, ParamSpec, PolicyMetadata, METADATA_SECTION};
-pub use runtime::{Optimization, PoolConfig, SandboxLimits, WasmRuntime};
+pub use runtime::{PoolConfig, SandboxLimits, WasmRuntime};
 pub use strategy::WasmStrategy;
 pub use ticker_priority::TickerPriority;
 pub use wasi::{WasiClocks, WasiConfig, WasiRandom};

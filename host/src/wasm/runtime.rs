@@ -12,7 +12,7 @@ use wasmtime::component::Component;
 use wasmtime::Engine;
 
 use super::alarm::{Alarm, Alarms};
-use super::compiler::{ComponentCompiler, EngineSettings};
+use super::compiler::{ComponentCompiler, EngineSettings, Optimization};
 use super::pool::IdleBudget;
 use super::ticker_priority::TickerPriority;
 
@@ -54,21 +54,6 @@ impl Default for SandboxLimits {
             setup_deadline_ms: 1000,
         }
     }
-}
-
-/// How hard Cranelift optimises policy code. The engine-wide choice: every policy of a runtime
-/// is compiled the same way (and the compiled-artifact cache keys on it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Optimization {
-    /// No optimisation passes. A decision's cost is dominated by the host/guest transition,
-    /// not the policy's own code, so this measured as fast per call as `speed` for the Rust
-    /// policies while compiling 2.4× faster (docs/performance.md): the default, as it makes a
-    /// hot swap faster.
-    #[default]
-    None,
-    /// Cranelift's `speed` level: for policies whose own code is heavy (e.g. an interpreter).
-    Speed,
 }
 
 /// How many policy instances an engine holds: the pooling allocator's slots, shared by every
