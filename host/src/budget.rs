@@ -123,6 +123,7 @@ impl RetryBudgets {
     }
 
     /// Drops every bucket (the next use of a name makes it anew, full).
+    #[cfg(feature = "registry")]
     pub(crate) fn clear(&self) {
         self.buckets
             .lock()

@@ -106,6 +106,7 @@ impl WasmStrategy {
 
     /// Drops its retry-budget buckets: calls made before it decides (the registry's smoke
     /// calls) spend no token of its traffic's.
+    #[cfg(feature = "registry")]
     pub(crate) fn clear_budgets(&self) {
         self.budgets.clear();
     }
