@@ -270,8 +270,7 @@ fn has_unread_bytes(socket: &std::net::TcpStream) -> bool {
 }
 
 /// Serves `stream` from `peer` with `router` until the client or a timeout closes it, or,
-/// once `shutdown` turns true, until the requests the client has sent are answered; the
-/// answers it made after `shutdown` turned true.
+/// once `shutdown` turns true, until the requests the client has sent are answered.
 pub async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
@@ -279,7 +278,7 @@ pub async fn serve(
     limits: Arc<Limits>,
     mut shutdown: watch::Receiver<bool>,
     metrics: ConnectionMetrics,
-) -> u64 {
+) {
     // A second handle on the socket, to see whether a request is arriving when the drain
     // begins (the first belongs to hyper).
     let peeker = match std::os::fd::AsFd::as_fd(&stream).try_clone_to_owned() {
@@ -288,19 +287,21 @@ pub async fn serve(
             if let Some(left_out) = metrics.line_allowed() {
                 tracing::warn!(%peer, %error, left_out, "cannot watch a connection; closing it");
             }
-            return 0;
+            return;
         }
     };
     let activity = Arc::new(Activity::new());
     let io = TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
     let requests = Arc::clone(&activity);
+    let counted = metrics.clone();
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
         request.extensions_mut().insert(ConnectInfo(peer));
         let in_flight = requests.begin();
-        let router = router.clone();
+        let (router, counted) = (router.clone(), counted.clone());
         async move {
             let answer = router.oneshot(request).await;
             drop(in_flight);
+            counted.answered();
             answer
         }
     });
@@ -311,8 +312,6 @@ pub async fn serve(
     );
     let mut draining = *shutdown.borrow();
     let mut closing = false;
-    let mut answers_before_drain = 0;
-    let answered_in_drain = |before: u64| activity.answers.load(Ordering::Acquire) - before;
     loop {
         let wake = if draining && !closing {
             Some(Instant::now() + DRAIN_POLL)
@@ -328,10 +327,7 @@ pub async fn serve(
                 }
                 break;
             }
-            _ = shutdown.changed(), if !draining => {
-                draining = true;
-                answers_before_drain = activity.answers.load(Ordering::Acquire);
-            }
+            _ = shutdown.changed(), if !draining => draining = true,
             () = activity.changed.notified() => {}
             () = sleep_until(wake) => {}
         }
@@ -348,14 +344,8 @@ pub async fn serve(
             closing = true;
         }
     }
-    let answered = if draining {
-        answered_in_drain(answers_before_drain)
-    } else {
-        0
-    };
     drop(connection);
     linger::close_handle(peeker).await;
-    answered
 }
 
 /// Sleeps until `at`, or for good.

@@ -30,6 +30,13 @@ pub const REFUSING_AT_ONCE: usize = 32;
 /// The pause after a failed accept (the open-file limit, say), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(20);
 
+/// How a drain ended.
+enum Drained {
+    AllAnswered,
+    TimedOut,
+    SecondSignal,
+}
+
 /// Serves `router` on `listener` within `limits` until `stop` resolves, then drains; `stop`
 /// resolving again during the drain (a second signal) ends it at once.
 pub async fn serve(
@@ -60,11 +67,9 @@ pub async fn serve(
                             (router.clone(), Arc::clone(&limits), drain.clone(), metrics.clone());
                         metrics.opened();
                         connections.spawn(async move {
-                            let answered =
-                                connection::serve(stream, peer, router, limits, drain, metrics.clone()).await;
+                            connection::serve(stream, peer, router, limits, drain, metrics.clone()).await;
                             metrics.ended();
                             drop(slot);
-                            answered
                         });
                     }
                     Err(_) => {
@@ -94,20 +99,33 @@ pub async fn serve(
         drain_timeout_ms = limits.drain_timeout_ms,
         "stopped accepting; answering the requests received"
     );
+    let answers_before = metrics.answers();
     let _ = draining.send(true);
-    let mut answered = 0;
-    let all_done = async {
-        while let Some(ended) = connections.join_next().await {
-            answered += ended.unwrap_or(0);
-        }
+    let all_done = async { while connections.join_next().await.is_some() {} };
+    // How the drain ended; the requests answered during it are counted on every connection.
+    let ended = tokio::select! {
+        () = all_done => Drained::AllAnswered,
+        () = tokio::time::sleep(limits.drain_timeout()) => Drained::TimedOut,
+        () = stop() => Drained::SecondSignal,
     };
-    tokio::select! {
-        () = all_done => tracing::info!(answered, "stopped: every request received was answered"),
-        () = tokio::time::sleep(limits.drain_timeout()) => {
-            tracing::warn!(answered, cut = connections.len(), "drain timeout: closing the connections still open");
+    let answered = metrics.answers() - answers_before;
+    match ended {
+        Drained::AllAnswered => {
+            tracing::info!(answered, "stopped: every request received was answered");
         }
-        () = stop() => {
-            tracing::warn!(answered, cut = connections.len(), "second signal: closing every connection now");
+        Drained::TimedOut => {
+            tracing::warn!(
+                answered,
+                cut = connections.len(),
+                "drain timeout: closing the connections still open"
+            );
+        }
+        Drained::SecondSignal => {
+            tracing::warn!(
+                answered,
+                cut = connections.len(),
+                "second signal: closing every connection now"
+            );
         }
     }
     connections.abort_all();

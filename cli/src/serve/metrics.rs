@@ -2,6 +2,7 @@
 //! latency, and, read from the registry at each scrape, policy failures by kind, quarantines,
 //! swaps and failed reloads.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +33,8 @@ pub struct ConnectionMetrics {
     refused: Counter,
     closed: Family<ClosedLabels, Counter>,
     lines: Arc<LogBudget>,
+    /// Answers the routes have made on every connection.
+    answers: Arc<AtomicU64>,
 }
 
 /// At most one line a second about connections (refused at the cap, failed accepts, sockets
@@ -45,6 +48,7 @@ impl Default for ConnectionMetrics {
             refused: Counter::default(),
             closed: Family::default(),
             lines: Arc::new(LogBudget::new(CONNECTION_LINES_PER_SECOND)),
+            answers: Arc::default(),
         }
     }
 }
@@ -81,6 +85,16 @@ impl ConnectionMetrics {
     /// A connection was refused at the cap.
     pub fn refused(&self) {
         self.refused.inc();
+    }
+
+    /// A request on some connection was answered.
+    pub fn answered(&self) {
+        self.answers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests answered so far, on every connection.
+    pub fn answers(&self) -> u64 {
+        self.answers.load(Ordering::Relaxed)
     }
 
     /// Whether a line about connections may be written now; if so, how many were left out.
