@@ -30,6 +30,17 @@ impl std::fmt::Debug for AdminAccess {
     }
 }
 
+/// The SHA-256 of the bearer token `headers` carry (`Authorization: Bearer TOKEN`), if any:
+/// tokens are compared as digests, so that comparing leaks neither content nor length.
+pub fn bearer_sha256(headers: &HeaderMap) -> Option<[u8; 32]> {
+    let token = headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")?;
+    Some(Sha256::digest(token.trim().as_bytes()).into())
+}
+
 /// A refused privileged request.
 pub struct Refusal {
     pub status: StatusCode,
@@ -57,15 +68,10 @@ impl AdminAccess {
             }),
             AdminAccess::LoopbackOnly => Ok(format!("{peer} (loopback, no token configured)")),
             AdminAccess::Token(expected) => {
-                let given = headers
-                    .get(header::AUTHORIZATION)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("Bearer "))
-                    .ok_or(Refusal {
-                        status: StatusCode::UNAUTHORIZED,
-                        message: "this endpoint needs `Authorization: Bearer <admin token>`",
-                    })?;
-                let given: [u8; 32] = Sha256::digest(given.trim().as_bytes()).into();
+                let given = bearer_sha256(headers).ok_or(Refusal {
+                    status: StatusCode::UNAUTHORIZED,
+                    message: "this endpoint needs `Authorization: Bearer <admin token>`",
+                })?;
                 if bool::from(given.ct_eq(expected)) {
                     Ok(format!("{peer} (admin token)"))
                 } else {

@@ -8,13 +8,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use toml::Spanned;
 
-use super::admin::Refusal;
+use super::admin::{bearer_sha256, Refusal};
 
 /// The client-context entry a client's name is written to.
 pub const CLIENT_KEY: &str = "client";
@@ -95,15 +94,10 @@ impl ClientTokens {
     /// The client `headers` authenticate, or why not. Every client's hash is compared, so the
     /// time taken says nothing about which matched.
     pub fn identify(&self, headers: &HeaderMap) -> Result<&str, Refusal> {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or(Refusal {
-                status: StatusCode::UNAUTHORIZED,
-                message: "this endpoint needs `Authorization: Bearer <client token>`",
-            })?;
-        let given: [u8; 32] = Sha256::digest(given.trim().as_bytes()).into();
+        let given = bearer_sha256(headers).ok_or(Refusal {
+            status: StatusCode::UNAUTHORIZED,
+            message: "this endpoint needs `Authorization: Bearer <client token>`",
+        })?;
         let mut found = None;
         for (name, hash) in &self.clients {
             if bool::from(given.ct_eq(hash)) {
@@ -132,6 +126,7 @@ fn parse_sha256(hex: &str) -> Option<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::header;
 
     const HASH_OF_SECRET: &str = "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b";
 
