@@ -109,7 +109,6 @@ struct RuntimeInner {
     stop: Arc<AtomicBool>,
     alarms: Arc<Alarms>,
     ticker: Option<JoinHandle<()>>,
-    max_memory_bytes: u64,
     settings: EngineSettings,
     /// Compiles components instead of the calling thread, if installed.
     compiler: std::sync::RwLock<Option<Arc<dyn ComponentCompiler>>>,
@@ -220,7 +219,6 @@ impl WasmRuntime {
                 stop,
                 alarms,
                 ticker: Some(ticker),
-                max_memory_bytes,
                 settings,
                 compiler: std::sync::RwLock::new(None),
                 pool,
@@ -324,7 +322,7 @@ impl WasmRuntime {
 
     /// The per-instance memory the pool reserves.
     pub fn max_memory_bytes(&self) -> u64 {
-        self.inner.max_memory_bytes
+        self.inner.settings.max_memory_bytes
     }
 
     /// Instances idle now, all policies together, and the most that may be.
