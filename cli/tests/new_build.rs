@@ -218,10 +218,12 @@ fn full_path(language: &str, source: &str, from: &str, to: &str) {
             break;
         }
         assert_eq!(decision, "retry");
-        assert!(
-            started.elapsed() < Duration::from_secs(180),
-            "the rebuilt component was not swapped in"
-        );
+        // Rebuilding and compiling a Python or JavaScript component takes minutes on two cores
+        // busy with the other tests' builds.
+        if started.elapsed() > Duration::from_secs(360) {
+            let (_, log) = server.terminate();
+            panic!("the rebuilt component was not swapped in; the server said:\n{log}");
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
     let (clean, log) = server.terminate();
