@@ -95,8 +95,7 @@ async fn a_builtin_decides_at_once(registry: &PolicyRegistry) {
 }
 
 /// docs/decisions.md "Isolation for the misbehaving". While its version is trusted, spinning
-/// calls run on deciding threads (one place, and calls that join it within 0.5 ms) or on the
-/// policy threads; each is answered by the deadline counted from when it asked, and a built-in
+/// calls run on a deciding thread (its one place there) or on the policy threads; each is answered by the deadline counted from when it asked, and a built-in
 /// decides at once all along. Once a call has overrun, the version's calls are isolated: of two
 /// asking at once, one takes the policy threads' one place and spins to its deadline, the other
 /// waits for that place its whole deadline and is answered `overloaded`.

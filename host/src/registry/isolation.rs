@@ -104,15 +104,14 @@ impl RetryStrategy for Isolated<'_> {
         }));
         let deadline_ms = wasm.config().limits.deadline_ms;
         // A trusted version is called here, on the deciding thread, when one of its places
-        // there is free, or when the call holding the last one taken began moments ago (an
-        // honest call ends in microseconds; a spinning one is not joined by others). The time
-        // share bounds the calls made on the policy threads, and a call here that overran.
+        // there is free (as many as on the policy threads). The time share bounds the calls
+        // made on the policy threads, and a call here that overran.
         {
             let now = Instant::now();
             let entered = room
                 .trust
                 .trusted(now)
-                .then(|| room.trust.enter(now, self.isolation.per_policy))
+                .then(|| room.trust.enter(self.isolation.per_policy))
                 .flatten();
             if let Some(entered) = entered {
                 let overruns = wasm.overruns();

@@ -3,7 +3,7 @@
 //! of fuel, then distrusted — its calls isolated, under the per-policy limits — for a cooldown
 //! that doubles with each offence (10 s, 20 s, … up to 640 s). An honest policy pays no
 //! isolation tax; a spinning one holds deciding threads (its places, as many as it may hold of
-//! the policy threads) for one call per cooldown at most.
+//! the policy threads) for one call each per cooldown at most.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -14,10 +14,6 @@ pub(super) const FIRST_COOLDOWN: Duration = Duration::from_secs(10);
 /// Offences past which the cooldown stops doubling.
 const MOST_DOUBLINGS: u32 = 6;
 
-/// How recently the call holding a version's place must have begun for another call to run
-/// beside it on a deciding thread: many times an honest call's length.
-pub(super) const BRIEF: Duration = Duration::from_micros(500);
-
 /// One version's trust.
 #[derive(Debug)]
 pub(super) struct Trust {
@@ -27,23 +23,17 @@ pub(super) struct Trust {
     offences: AtomicU32,
     /// Calls on deciding threads holding one of its places.
     placed: AtomicUsize,
-    /// When the last of them to take its place began, in nanoseconds since `base` plus one;
-    /// 0: none holds one.
-    placed_since: AtomicU64,
 }
 
 /// A call on a deciding thread, admitted by [`Trust::enter`].
 #[derive(Debug)]
 pub(super) struct Entered<'a> {
     trust: &'a Trust,
-    placed: bool,
 }
 
 impl Drop for Entered<'_> {
     fn drop(&mut self) {
-        if self.placed && self.trust.placed.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.trust.placed_since.store(0, Ordering::Relaxed);
-        }
+        self.trust.placed.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -54,7 +44,6 @@ impl Trust {
             distrusted_until: AtomicU64::new(0),
             offences: AtomicU32::new(0),
             placed: AtomicUsize::new(0),
-            placed_since: AtomicU64::new(0),
         }
     }
 
@@ -67,28 +56,14 @@ impl Trust {
         self.nanos(now) >= self.distrusted_until.load(Ordering::Relaxed)
     }
 
-    /// A call at `now` on a deciding thread, if it may be made there: one of `places` is
-    /// free, or the call holding the last place taken began less than [`BRIEF`] ago. The
+    /// A call on a deciding thread, if it may be made there: one of `places` is free. The
     /// place is held until the returned guard is dropped.
-    pub(super) fn enter(&self, now: Instant, places: usize) -> Option<Entered<'_>> {
-        let taken = self.placed.fetch_add(1, Ordering::AcqRel);
-        if taken < places {
-            self.placed_since
-                .store(self.nanos(now).saturating_add(1), Ordering::Relaxed);
-            return Some(Entered {
-                trust: self,
-                placed: true,
-            });
+    pub(super) fn enter(&self, places: usize) -> Option<Entered<'_>> {
+        if self.placed.fetch_add(1, Ordering::AcqRel) < places {
+            return Some(Entered { trust: self });
         }
         self.placed.fetch_sub(1, Ordering::AcqRel);
-        let brief = match self.placed_since.load(Ordering::Relaxed) {
-            0 => false,
-            since => self.nanos(now).saturating_sub(since - 1) < BRIEF.as_nanos() as u64,
-        };
-        brief.then_some(Entered {
-            trust: self,
-            placed: false,
-        })
+        None
     }
 
     /// One of its calls overran, ending at `now`: its calls are isolated for the cooldown,
@@ -123,20 +98,13 @@ mod tests {
         }
     }
 
-    /// A call takes a free place; another joins it only while it is brief; a place freed is
-    /// taken again.
+    /// A call takes a free place; another finds none until it is freed.
     #[test]
-    fn a_call_joins_only_a_brief_placed_call() {
+    fn a_call_on_a_deciding_thread_takes_a_place() {
         let trust = Trust::new();
-        let t0 = Instant::now();
-        let first = trust.enter(t0, 1).expect("a free place");
-        assert!(
-            trust.enter(t0 + BRIEF / 2, 1).is_some(),
-            "joins a brief call"
-        );
-        assert!(trust.enter(t0 + BRIEF, 1).is_none(), "not a long one");
+        let first = trust.enter(1).expect("a free place");
+        assert!(trust.enter(1).is_none());
         drop(first);
-        let again = trust.enter(t0 + BRIEF * 2, 1);
-        assert!(again.as_ref().is_some_and(|entered| entered.placed));
+        assert!(trust.enter(1).is_some());
     }
 }
