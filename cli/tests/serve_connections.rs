@@ -182,17 +182,39 @@ fn headers_and_bodies_that_take_too_long_are_cut_off() {
     );
 }
 
+/// `cap` connections held open, all accepted (an answer on the first proves the accept loop
+/// has taken them all).
+fn hold_the_cap(server: &Server, cap: usize) -> Vec<TcpStream> {
+    let mut held: Vec<TcpStream> = (0..cap).map(|_| connect(server)).collect();
+    held[0]
+        .write_all(decide_request(STANDARD).as_bytes())
+        .unwrap();
+    assert_eq!(read_response(&mut held[0]).unwrap().0, 200);
+    held
+}
+
+/// Waits until the server answers a decision again (a place freed), failing after 5 s.
+fn decides_again(server: &Server) -> Value {
+    let started = Instant::now();
+    loop {
+        let (status, answer) =
+            server.post("/v1/decide", serde_json::json!({"reason": "KV_LOCKED"}));
+        if status == 200 {
+            return answer;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{status} {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn past_the_connection_cap_a_connection_is_refused_at_once() {
     let dir = config();
     let server = serve(dir.path(), &["--max-connections", "4"]);
-    let held: Vec<TcpStream> = (0..4).map(|_| connect(&server)).collect();
-    // The four are accepted (an answer on one proves the loop has taken them all).
-    let mut first = held[0].try_clone().unwrap();
-    first
-        .write_all(decide_request(STANDARD).as_bytes())
-        .unwrap();
-    assert_eq!(read_response(&mut first).unwrap().0, 200);
+    let held = hold_the_cap(&server, 4);
 
     let started = Instant::now();
     let mut fifth = connect(&server);
@@ -207,21 +229,7 @@ fn past_the_connection_cap_a_connection_is_refused_at_once() {
 
     // A place freed is a place taken.
     drop(held);
-    drop(first);
-    let started = Instant::now();
-    let answered = loop {
-        let (status, answer) =
-            server.post("/v1/decide", serde_json::json!({"reason": "KV_LOCKED"}));
-        if status == 200 {
-            break answer;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "{status} {answer}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(answered["decision"], "retry");
+    assert_eq!(decides_again(&server)["decision"], "retry");
     assert!(metric(&server, "rebound_connections_refused_total") >= 1.0);
     let (_, log) = server.terminate();
     assert!(
@@ -238,12 +246,7 @@ fn past_the_connection_cap_a_connection_is_refused_at_once() {
 fn past_the_cap_clients_that_sent_their_request_read_the_503() {
     let dir = config();
     let server = serve(dir.path(), &["--max-connections", "2"]);
-    let held: Vec<TcpStream> = (0..2).map(|_| connect(&server)).collect();
-    let mut first = held[0].try_clone().unwrap();
-    first
-        .write_all(decide_request(STANDARD).as_bytes())
-        .unwrap();
-    assert_eq!(read_response(&mut first).unwrap().0, 200);
+    let held = hold_the_cap(&server, 2);
     // Each client sends its request in two parts, the second after the server has answered.
     let request = decide_request(STANDARD);
     let (early, late) = request.split_at(request.len() / 2);
@@ -266,12 +269,8 @@ fn past_the_cap_clients_that_sent_their_request_read_the_503() {
         assert_eq!(*status, 503, "{body}");
         assert!(body.contains("too many connections"), "{body}");
     }
-    drop((held, first));
-    let started = Instant::now();
-    while server.call("GET", "/health", "", None).0 != 200 {
-        assert!(started.elapsed() < Duration::from_secs(5), "no place freed");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    drop(held);
+    decides_again(&server);
     assert!(metric(&server, "rebound_connections_refused_total") >= 30.0);
 }
 
