@@ -337,7 +337,9 @@ quarantine = { after_failures = 0 }
         assert_eq!(read_response(client).unwrap().0, 200);
     }
     let stalling = SLOW.replace("\"slow\"", "\"stalling\"");
-    let pipelined = [&stalling, STANDARD, STANDARD].map(|b| decide_request(b)).concat();
+    let pipelined = [&stalling, STANDARD, STANDARD]
+        .map(|b| decide_request(b))
+        .concat();
     let sent = Instant::now();
     for client in &mut clients {
         client.write_all(pipelined.as_bytes()).unwrap();
