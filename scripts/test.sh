@@ -36,6 +36,11 @@ for features in "" executor tower wasm registry oci; do
   cargo clippy -p rebound --no-default-features --features "$features" --locked -- -D warnings
 done
 
+step "loom models of the retry budget's atomics (every interleaving of two threads)"
+# A target directory of its own: the cfg changes every artifact's hash.
+RUSTFLAGS="--cfg loom -D warnings" cargo test -p rebound --no-default-features --lib --release \
+  --locked --target-dir target/loom loom_models
+
 step "API docs, warnings denied"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
 

@@ -1,8 +1,13 @@
 //! [`Striped`]: one copy per core of what threads update with atomic read-modify-writes (a
 //! budget's slots), each thread writing to its own first, so that threads deciding at once do
 //! not contend for one cache line; a thread may read or write the others' too.
+//!
+//! Under the `loom` models (`--cfg loom`) there are two copies whatever the machine, and thread
+//! numbers are counted afresh in each execution the model explores.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+#[cfg(not(loom))]
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering;
 
 use crossbeam_utils::CachePadded;
 
@@ -14,8 +19,7 @@ pub(crate) struct Striped<T> {
 impl<T: Default> Striped<T> {
     /// One copy per core, at most `most` (rounded up to a power of two).
     pub(crate) fn new(most: usize) -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let count = cores.clamp(1, most.max(1)).next_power_of_two();
+        let count = cores().clamp(1, most.max(1)).next_power_of_two();
         Striped {
             stripes: (0..count).map(|_| CachePadded::default()).collect(),
         }
@@ -45,8 +49,19 @@ impl<T> Striped<T> {
     }
 }
 
+#[cfg(not(loom))]
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+#[cfg(loom)]
+fn cores() -> usize {
+    2
+}
+
 /// The calling thread's number: threads take numbers in turn as they first ask, so the
 /// threads of a pool spread over the stripes.
+#[cfg(not(loom))]
 fn thread_number() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
@@ -55,7 +70,18 @@ fn thread_number() -> usize {
     NUMBER.with(|number| *number)
 }
 
-#[cfg(test)]
+#[cfg(loom)]
+fn thread_number() -> usize {
+    loom::lazy_static! {
+        static ref NEXT: loom::sync::atomic::AtomicUsize = loom::sync::atomic::AtomicUsize::new(0);
+    }
+    loom::thread_local! {
+        static NUMBER: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    NUMBER.with(|number| *number)
+}
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use std::sync::atomic::AtomicU64;
 

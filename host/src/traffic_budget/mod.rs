@@ -10,22 +10,35 @@
 //! `MOST_STRIPES`), so threads deciding and reporting at once do not contend for one cache
 //! line.
 //!
-//! A withdrawal need not read the other stripes either. When a slot period begins, what the
-//! window held before it (the floor and the earlier slots of every stripe) is counted once and
-//! shared out among the stripes; within the period a stripe grants retries from its share and
+//! A withdrawal need not read the other stripes either. When a slot period begins, it is
+//! announced; then what the window held before it (the floor and the earlier slots of every
+//! stripe) is counted once and shared out among the stripes, and a withdrawal of an earlier
+//! period that sees the announcement after taking gives back what it took; within the period a stripe grants retries from its share and
 //! its own deposits of the period, and only when those run short does a withdrawal take the rest
 //! from the other stripes. Every stripe keeps its share and deposits at or above what it
 //! granted, so together they never grant more than the window holds. A period whose window is
 //! overdrawn (deposits forgotten before the retries they paid for) has nothing to share: its
-//! withdrawals read every stripe, as all withdrawals once did. Time is an argument
-//! (`*_at(now)`), so simulations and replays stay deterministic.
+//! withdrawals read every stripe. Time is an argument (`*_at(now)`), so simulations and replays
+//! stay deterministic.
+//!
+//! Where a thread writes one word and then reads another that a second thread writes before
+//! reading the first (a period's count against a late withdrawal, two overdrawn withdrawals),
+//! the reading side reads with a read-modify-write that changes nothing: it reads the word's
+//! latest value, and if it comes before the other's write, that write acquires what the reader
+//! wrote before. So the protocol needs acquire and release only, which the `loom` models in
+//! `loom_models` check over every interleaving (`RUSTFLAGS="--cfg loom"`, docs/decisions.md
+//! "Retry budget across cores").
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU32, AtomicU64};
 use serde::Deserialize;
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::log_budget::LogBudget;
 use crate::striped::Striped;
@@ -134,7 +147,10 @@ pub struct TrafficBudget {
     stripes: Striped<Stripe>,
     /// `log2` of the number of stripes.
     stripes_log2: u32,
-    /// The period withdrawals are made in (high 32 bits) and what the window held before it
+    /// The latest period a withdrawal was asked in: announced before its window is counted,
+    /// so that a withdrawal of an earlier period that the count may have missed sees it.
+    announced: AtomicU32,
+    /// A period whose window was counted (high 32 bits) and what the window held before it
     /// began, the reserve left out (low 32 bits): counted once per period, then shared out.
     before_period: AtomicU64,
     /// Deposits, withdrawals and refusals, counted per thread.
@@ -179,9 +195,7 @@ impl Stripe {
     /// True if added.
     fn add(&self, period: u32, units: i32) -> bool {
         let slot = &self.slots[period as usize % SLOTS];
-        // SeqCst: an overdrawn period's withdrawal writes here and then reads the other stripes
-        // while another thread does the same on its own; one of the two must see the other's.
-        slot.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| {
+        slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
             let (held, balance) = unpack(word);
             match held.wrapping_sub(period) as i32 {
                 0 => Some(pack(period, balance.saturating_add(units))),
@@ -199,9 +213,9 @@ impl Stripe {
     fn take(&self, period: u32, share: i64, deposit: i32, most: i32) -> i32 {
         let slot = &self.slots[period as usize % SLOTS];
         let mut taken = 0;
-        // SeqCst: a period's first withdrawal counts the slots after announcing the period, and
-        // a withdrawal checks the period after taking (see `TrafficBudget::still_in`).
-        let _ = slot.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |word| {
+        // Acquire: a period's count that read this slot before the take is read by the take,
+        // which so sees the period that count announced (`TrafficBudget::still_in`).
+        let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
             let (held, balance) = unpack(word);
             let balance = match held.wrapping_sub(period) as i32 {
                 0 => balance,
@@ -223,9 +237,10 @@ impl Stripe {
         taken
     }
 
-    /// Its balance in `period` (0 if its slot holds another period).
+    /// Its balance in `period` (0 if its slot holds another period), read as the slot's latest
+    /// write left it ([`latest`]).
     fn balance_in(&self, period: u32) -> i64 {
-        let (held, balance) = unpack(self.slots[period as usize % SLOTS].load(Ordering::SeqCst));
+        let (held, balance) = unpack(latest(&self.slots[period as usize % SLOTS]));
         if held == period {
             i64::from(balance)
         } else {
@@ -242,6 +257,13 @@ impl Stripe {
             (held == period).then(|| pack(period, balance.saturating_add(units)))
         });
     }
+}
+
+/// `slot`'s latest value in its modification order, by a read-modify-write that changes
+/// nothing: a plain load may return an older one. A write to `slot` that comes after this read
+/// acquires what the reading thread wrote before it.
+fn latest(slot: &AtomicU64) -> u64 {
+    slot.fetch_add(0, Ordering::AcqRel)
 }
 
 fn pack(period: u32, balance: i32) -> u64 {
@@ -286,6 +308,7 @@ impl TrafficBudget {
             stripes,
             stripes_log2,
             // Periods count from the first use: nothing is held before period 0.
+            announced: AtomicU32::new(0),
             before_period: AtomicU64::new(pack(0, 0)),
             counts: ThreadCounts::default(),
             name: String::new(),
@@ -322,11 +345,12 @@ impl TrafficBudget {
     }
 
     /// What the window that ends in `period` held before the period began, the reserve left
-    /// out: every stripe's slots from the `SLOTS - 1` periods before it.
+    /// out: every stripe's slots from the `SLOTS - 1` periods before it, each read as its
+    /// latest write left it ([`latest`]).
     fn held_before(&self, period: u32) -> i64 {
         (self.stripes.iter())
             .flat_map(|stripe| &stripe.slots)
-            .map(|slot| unpack(slot.load(Ordering::SeqCst)))
+            .map(|slot| unpack(latest(slot)))
             .filter(|(held, _)| (1..SLOTS as u32).contains(&period.wrapping_sub(*held)))
             .map(|(_, balance)| i64::from(balance))
             .sum()
@@ -337,24 +361,33 @@ impl TrafficBudget {
     /// period was already made (a moment read before the period ended but used after).
     /// Periods compare as the slots' do, in 32 bits that wrap around.
     fn window_before(&self, period: u32) -> Option<i64> {
-        let mut word = self.before_period.load(Ordering::SeqCst);
+        let mut word = self.before_period.load(Ordering::Acquire);
         loop {
-            let (announced, held) = unpack(word);
-            match period.wrapping_sub(announced) as i32 {
+            let (counted, held) = unpack(word);
+            match period.wrapping_sub(counted) as i32 {
                 0 => return Some(self.reserve + i64::from(held)),
                 late if late < 0 => return None,
                 _ => {}
             }
-            // Announced first, counted after: a withdrawal of the period before that lands
-            // after this count sees the new period and is given back (`still_in`). Counts above
-            // what 32 bits hold are cut down, never up.
+            // Announced first, counted after: a withdrawal of an earlier period whose take the
+            // count does not read comes after the count in its slot's order, acquires the
+            // announcement, sees the new period and is given back (`still_in`).
+            let announce = self
+                .announced
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |a| {
+                    (period.wrapping_sub(a) as i32 >= 0).then_some(period)
+                });
+            if announce.is_err() {
+                return None;
+            }
+            // Counts above what 32 bits hold are cut down, never up.
             let held = self.held_before(period);
             let held = held.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
             match self.before_period.compare_exchange(
                 word,
                 pack(period, held),
-                Ordering::SeqCst,
-                Ordering::SeqCst,
+                Ordering::AcqRel,
+                Ordering::Acquire,
             ) {
                 Ok(_) => return Some(self.reserve + i64::from(held)),
                 Err(current) => word = current,
@@ -367,9 +400,9 @@ impl TrafficBudget {
         self.stripes.iter().map(|s| s.balance_in(period)).sum()
     }
 
-    /// Whether `period` is still the one withdrawals are made in.
+    /// Whether `period` is still the latest one a withdrawal was asked in.
     fn still_in(&self, period: u32) -> bool {
-        unpack(self.before_period.load(Ordering::SeqCst)).0 == period
+        self.announced.load(Ordering::Acquire) == period
     }
 
     /// Stripe `index`'s share of `window`: an equal part, the remainder to stripe 0.
@@ -489,7 +522,8 @@ impl TrafficBudget {
 
     /// A withdrawal in a period whose window was overdrawn before it (`window` below zero):
     /// made first, then checked against every stripe's balance of the period, and undone if
-    /// they leave the window below zero.
+    /// they leave the window below zero. Of two made at once on two stripes, the second to read
+    /// the other's slot reads its withdrawal ([`latest`]).
     fn withdraw_overdrawn(&self, mine: &Stripe, period: u32, window: i64, deposit: i32) -> bool {
         if !mine.add(period, deposit - self.withdrawal) {
             // Its slot holds a later period: nothing was withdrawn, so nothing is granted.
@@ -506,7 +540,7 @@ impl TrafficBudget {
     /// The counters, and the retries it would grant at `now`.
     pub fn stats_at(&self, now: Instant) -> BudgetStats {
         let period = self.period(now);
-        let window = match unpack(self.before_period.load(Ordering::SeqCst)) {
+        let window = match unpack(self.before_period.load(Ordering::Acquire)) {
             (announced, held) if announced == period => self.reserve + i64::from(held),
             _ => self.reserve + self.held_before(period),
         };
@@ -537,3 +571,6 @@ impl PartialEq for TrafficBudget {
         std::ptr::eq(self, other)
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_models;
