@@ -337,8 +337,8 @@ quarantine = { after_failures = 0 }
         assert_eq!(read_response(client).unwrap().0, 200);
     }
     let stalling = SLOW.replace("\"slow\"", "\"stalling\"");
-    let pipelined = [&stalling, STANDARD, STANDARD]
-        .map(|b| decide_request(b))
+    let pipelined = [stalling.as_str(), STANDARD, STANDARD]
+        .map(decide_request)
         .concat();
     let sent = Instant::now();
     for client in &mut clients {
