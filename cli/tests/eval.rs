@@ -688,3 +688,68 @@ fn mutations(value: &Value, replacement: &Value, out: &mut Vec<Value>) {
         _ => {}
     }
 }
+
+/// docs/http-and-grpc.md, run on the example there (`examples/http-and-grpc/`): the `http`
+/// built-in retries a sent GET's 503 and a never-sent POST, never a sent POST (RFC 9110
+/// §9.2.2), and waits a pushback; the `grpc` built-in retries a listed status, waits exactly a
+/// pushback (gRFC A6 "Pushback"), stops on a negative one, and does not retry a call not
+/// declared idempotent once sent.
+#[test]
+fn the_http_and_grpc_example_decides_as_the_page_says() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/http-and-grpc");
+    let config = dir.join("rebound.toml");
+    let input = std::fs::read_to_string(dir.join("decisions.jsonl")).unwrap();
+    let (success, answers) = eval(&["--config", config.to_str().unwrap()], &input);
+    assert!(success, "{answers:?}");
+    let decisions: Vec<&str> = answers
+        .iter()
+        .map(|a| a["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        decisions,
+        ["retry", "cancel", "retry", "retry", "retry", "retry", "cancel", "cancel"]
+    );
+    assert_eq!(answers[1]["error_context"]["idempotent"], false);
+    assert_eq!(answers[3]["delay_ms"], 2000.0);
+    assert_eq!(answers[5]["delay_ms"], 250.0);
+    let first_grpc = answers[4]["delay_ms"].as_f64().unwrap();
+    assert!((80.0..=120.0).contains(&first_grpc), "{first_grpc}");
+    assert!(answers[4]["version"]
+        .as_str()
+        .unwrap()
+        .starts_with("builtin:grpc+"));
+}
+
+/// A service config gRPC would refuse is answered by an error naming the field's path inside
+/// it (gRFC A6 "Validation of retryPolicy"); a gRPC route that is not a full method name, and
+/// an HTTP status that is not an error, are refused by field.
+#[test]
+fn bad_grpc_and_http_input_is_refused_by_field() {
+    let input = [
+        json!({"policy": {"name": "grpc", "params": {"service_config": {"methodConfig": [{"name": [{"service": "a.S"}], "retryPolicy": {"maxAttempts": 1, "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": [14]}}]}}}, "request": {"type": "grpc"}, "reason": {"grpc_status": 14}}),
+        json!({"request": {"type": "grpc", "route": "a.S/Get"}, "reason": {"grpc_status": 14}}),
+        json!({"request": {"type": "http"}, "reason": {"http_status": 200}}),
+        json!({"request": {"type": "grpc"}, "reason": {"grpc_status": "NOT_A_CODE"}}),
+    ]
+    .map(|line| line.to_string())
+    .join("\n");
+    let (success, answers) = eval(&[], &input);
+    assert!(!success);
+    let fields: Vec<&str> = answers
+        .iter()
+        .map(|a| a["error"]["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "policy.params.service_config.methodConfig[0].retryPolicy.maxAttempts",
+            "request.route",
+            "reason.http_status",
+            "reason.grpc_status",
+        ]
+    );
+    assert!(answers[3]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("UNAVAILABLE"));
+}

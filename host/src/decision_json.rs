@@ -34,6 +34,8 @@ pub fn reason(reason: &RetryReason) -> Value {
         RetryReason::Unavailable(d) => data(json!(d)),
         RetryReason::RequestAborted(d) => data(json!(d)),
         RetryReason::ErrorResponse(d) => data(json!(d)),
+        RetryReason::HttpStatus(status) => data(json!(status)),
+        RetryReason::GrpcStatus(code) => data(json!(code)),
         RetryReason::Simple(_) | RetryReason::Other(_) => reason.name().into(),
     }
 }
@@ -68,6 +70,16 @@ pub fn input(request: &Request, context: &DecisionContext<'_>, now: Instant) -> 
     }
     if let Some(profile) = request.profile_name() {
         fields.insert("profile".into(), profile.into());
+    }
+    if let Some(authority) = request.authority_name() {
+        fields.insert("authority".into(), authority.into());
+    }
+    if let Some(route) = request.route_name() {
+        fields.insert("route".into(), route.into());
+    }
+    if request.retries_since_pushback() != request.retry_attempts() {
+        let since = request.retries_since_pushback();
+        fields.insert("retries_since_pushback".into(), since.into());
     }
     let mut out = Map::new();
     if let Some(policy) = request.policy_name() {

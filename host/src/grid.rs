@@ -3,12 +3,13 @@
 //! it.
 
 use crate::cassandra_types::{AbortKind, ConsistencyLevel, ServerErrorKind, WriteType};
+use crate::grpc::GrpcCode;
 use crate::reason::{ReadTimeout, ReasonKind, RetryReason, Unavailable, WriteTimeout};
 
 /// One of every reason a strategy can be asked about: each data-less kind, the Cassandra
 /// kinds with data on both sides of their thresholds (read and write timeouts at several
-/// consistency levels and write types, unavailable, aborts, every server error), and a name
-/// no table knows. The parity tests and `rebound check` run policies over it.
+/// consistency levels and write types, unavailable, aborts, every server error), HTTP and
+/// gRPC statuses retried and not by default, and a name no table knows. The parity tests and `rebound check` run policies over it.
 pub fn every_reason() -> Vec<RetryReason> {
     let mut reasons: Vec<RetryReason> = ReasonKind::ALL
         .iter()
@@ -77,6 +78,10 @@ pub fn every_reason() -> Vec<RetryReason> {
     ] {
         reasons.push(RetryReason::ErrorResponse(kind));
     }
+    reasons.push(RetryReason::HttpStatus(503));
+    reasons.push(RetryReason::HttpStatus(404));
+    reasons.push(RetryReason::GrpcStatus(GrpcCode::Unavailable));
+    reasons.push(RetryReason::GrpcStatus(GrpcCode::InvalidArgument));
     reasons.push("A_REASON_FROM_THE_FUTURE".parse().unwrap());
     reasons
 }

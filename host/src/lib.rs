@@ -130,6 +130,7 @@ pub mod errormap;
 #[cfg(feature = "executor")]
 pub mod executor;
 pub mod grid;
+pub mod grpc;
 #[cfg(feature = "tower")]
 pub mod layer;
 mod log_budget;
@@ -177,8 +178,8 @@ pub use request_outcome::Outcome;
 pub use retry_loop::{Cause, Ending, NextAttempt, RetryLoop, Step};
 pub use rules::Guard;
 pub use strategy::{
-    BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, RetryStrategy, StrategyFuture,
-    SyncStrategy,
+    BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, GrpcRetry, HttpRetry,
+    RetryStrategy, StrategyFuture, SyncStrategy,
 };
 pub use traffic_budget::{BudgetConfig, BudgetConfigError, BudgetStats, TrafficBudget};
 

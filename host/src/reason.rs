@@ -4,7 +4,8 @@
 //! five terminal reasons of revision 16), every user-visible reason of reference 002
 //! "RetryReasons" (where the two name the same thing differently the RFC name is canonical and
 //! the other is accepted as an alias), and the Cassandra error kinds of reference 003
-//! "Behavior" with their data. Each reason carries the two flags of reference 001:
+//! "Behavior" with their data, and a plain HTTP response's status and a gRPC call's status
+//! code. Each reason carries the two flags of reference 001:
 //! `allows_non_idempotent_retry` and `always_retry`.
 
 use std::fmt;
@@ -13,6 +14,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::cassandra_types::{AbortKind, ConsistencyLevel, ServerErrorKind, WriteType};
+use crate::grpc::GrpcCode;
 
 /// Where in the request lifecycle (reference 001 "Introduction") a reason arises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -170,6 +172,12 @@ reason_kinds! {
     /// Cassandra: the coordinator does not know the prepared statement (reference 003 "Hard-coded
     /// rules": prepared again, then retried).
     Unprepared = "UNPREPARED" [] (true, false, Response);
+    /// A plain HTTP request was answered with an error status (RFC 9110 §15); its data is the
+    /// status. The request was sent, so one that is not idempotent is not retried.
+    HttpStatus = "HTTP_STATUS" [] (false, false, Response);
+    /// A gRPC call ended with a status other than OK; its data is the code. The call was sent,
+    /// so one not declared idempotent is not retried.
+    GrpcStatus = "GRPC_STATUS" [] (false, false, Response);
     /// A reason this host does not know, by its name (a newer client's): never retried.
     Other = "OTHER" [] (false, false, Unknown);
 }
@@ -192,6 +200,8 @@ impl ReasonKind {
                 | ReasonKind::Unavailable
                 | ReasonKind::RequestAborted
                 | ReasonKind::ErrorResponse
+                | ReasonKind::HttpStatus
+                | ReasonKind::GrpcStatus
                 | ReasonKind::Other
         )
     }
@@ -256,6 +266,10 @@ pub enum RetryReason {
     RequestAborted(AbortKind),
     /// Cassandra coordinator error response, with the error kind.
     ErrorResponse(ServerErrorKind),
+    /// A plain HTTP response's error status.
+    HttpStatus(u16),
+    /// A gRPC call's status code.
+    GrpcStatus(GrpcCode),
     /// A reason name this host does not know. Never retried.
     Other(Box<str>),
 }
@@ -301,6 +315,8 @@ impl RetryReason {
                     ReasonKind::ReadTimeout => "consistency, block_for, received, data_present",
                     ReasonKind::WriteTimeout => "consistency, write_type, block_for, received",
                     ReasonKind::Unavailable => "consistency, required, alive",
+                    ReasonKind::HttpStatus => "the HTTP status",
+                    ReasonKind::GrpcStatus => "the gRPC status code",
                     _ => "error",
                 },
             )),
@@ -317,6 +333,8 @@ impl RetryReason {
             RetryReason::Unavailable(_) => ReasonKind::Unavailable,
             RetryReason::RequestAborted(_) => ReasonKind::RequestAborted,
             RetryReason::ErrorResponse(_) => ReasonKind::ErrorResponse,
+            RetryReason::HttpStatus(_) => ReasonKind::HttpStatus,
+            RetryReason::GrpcStatus(_) => ReasonKind::GrpcStatus,
             RetryReason::Other(_) => ReasonKind::Other,
         }
     }

@@ -1,6 +1,8 @@
 //! The request under retry handling (reference 001 "Request Annotation"): its type, service,
-//! idempotency (derived from reference 001 "Idempotent Operation List"), attempts, previous
-//! reasons, timing, client context, dispatch history and state.
+//! idempotency (derived from reference 001 "Idempotent Operation List", RFC 9110 §9.2.2 for
+//! plain HTTP requests, declared for gRPC calls), attempts, previous reasons, timing, client
+//! context, dispatch history and state; for HTTP requests and gRPC calls also the authority
+//! and the route (an HTTP path or route name, a gRPC call's full method name).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -31,6 +33,10 @@ pub enum Service {
     Management,
     /// Cassandra CQL.
     Cql,
+    /// A plain HTTP service (RFC 9110).
+    Http,
+    /// A gRPC service.
+    Grpc,
 }
 
 impl Service {
@@ -44,22 +50,50 @@ impl Service {
             Service::Views => "views",
             Service::Management => "management",
             Service::Cql => "cql",
+            Service::Http => "http",
+            Service::Grpc => "grpc",
         }
     }
 }
 
-/// An HTTP method, for cluster-manager and management requests.
+/// An HTTP method (RFC 9110 §9.3), for plain HTTP, cluster-manager and management requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum HttpMethod {
-    /// GET: read-only, idempotent.
+    /// GET: safe, idempotent.
     Get,
-    /// POST.
+    /// POST: not idempotent.
     Post,
-    /// PUT.
+    /// PUT: idempotent.
     Put,
-    /// DELETE.
+    /// DELETE: idempotent.
     Delete,
+    /// HEAD: safe, idempotent.
+    Head,
+    /// OPTIONS: safe, idempotent.
+    Options,
+    /// TRACE: safe, idempotent.
+    Trace,
+    /// PATCH (RFC 5789): not idempotent.
+    Patch,
+    /// CONNECT: not idempotent.
+    Connect,
+}
+
+impl HttpMethod {
+    /// RFC 9110 §9.2.2: the idempotent methods are the safe ones (GET, HEAD, OPTIONS, TRACE)
+    /// and PUT and DELETE.
+    pub const fn is_idempotent(self) -> bool {
+        matches!(
+            self,
+            HttpMethod::Get
+                | HttpMethod::Head
+                | HttpMethod::Options
+                | HttpMethod::Trace
+                | HttpMethod::Put
+                | HttpMethod::Delete
+        )
+    }
 }
 
 macro_rules! request_types {
@@ -105,6 +139,7 @@ enum IdempotencyRule {
     Never,
     IfReadonly,
     IfGet,
+    IfIdempotentMethod,
 }
 
 request_types! {
@@ -170,6 +205,10 @@ request_types! {
     Management = "management", Management, IfGet;
     /// A CQL statement: non-idempotent unless declared (the driver's default idempotence is false).
     Cql = "cql", Cql, Never;
+    /// A plain HTTP request: idempotent when its method is (RFC 9110 §9.2.2), unless declared.
+    Http = "http", Http, IfIdempotentMethod;
+    /// A gRPC call: non-idempotent unless declared (gRPC does not know a method's idempotency).
+    Grpc = "grpc", Grpc, Never;
 }
 
 impl RequestType {
@@ -178,14 +217,19 @@ impl RequestType {
         RequestType::ALL.iter().copied().find(|t| t.name() == name)
     }
 
-    /// Reference 001 "Idempotent Operation List": is a request of this type idempotent, given
-    /// its `readonly` flag (query, analytics) and HTTP method (cluster manager, management)?
+    /// Reference 001 "Idempotent Operation List" (RFC 9110 §9.2.2 for plain HTTP): is a
+    /// request of this type idempotent, given its `readonly` flag (query, analytics) and HTTP
+    /// method (cluster manager, management, plain HTTP, where no method is not idempotent)?
     pub const fn is_idempotent(self, readonly: bool, method: Option<HttpMethod>) -> bool {
         match self.idempotency_rule() {
             IdempotencyRule::Always => true,
             IdempotencyRule::Never => false,
             IdempotencyRule::IfReadonly => readonly,
             IdempotencyRule::IfGet => matches!(method, Some(HttpMethod::Get)),
+            IdempotencyRule::IfIdempotentMethod => match method {
+                Some(method) => method.is_idempotent(),
+                None => false,
+            },
         }
     }
 }
@@ -237,6 +281,10 @@ pub struct Request {
     state: RequestState,
     policy: Option<Arc<str>>,
     profile: Option<Arc<str>>,
+    authority: Option<Arc<str>>,
+    route: Option<Arc<str>>,
+    /// Retries made when the last one the server's pushback timed was recorded.
+    pushback_base: u32,
 }
 
 impl Request {
@@ -281,6 +329,9 @@ impl Request {
             state: RequestState::Pending,
             policy: None,
             profile: None,
+            authority: None,
+            route: None,
+            pushback_base: 0,
         })
     }
 
@@ -345,6 +396,29 @@ impl Request {
     #[inline]
     pub fn with_retry_attempts(mut self, attempts: u32) -> Self {
         self.retry_attempts = attempts;
+        self.pushback_base = self.pushback_base.min(attempts);
+        self
+    }
+
+    /// Sets how many of the retries already made came after the last one the server's
+    /// pushback timed (for replaying a request mid-life; gRFC A6 counts its backoff from there).
+    /// At most the retries made.
+    pub fn with_retries_since_pushback(mut self, retries: u32) -> Self {
+        self.pushback_base = self.retry_attempts - retries.min(self.retry_attempts);
+        self
+    }
+
+    /// Sets the authority the request goes to: an HTTP request's host (and port), a gRPC
+    /// call's server name.
+    pub fn authority(mut self, authority: impl Into<Arc<str>>) -> Self {
+        self.authority = Some(authority.into());
+        self
+    }
+
+    /// Sets the route: an HTTP request's path or route name, a gRPC call's full method name
+    /// (`/package.Service/Method`).
+    pub fn route(mut self, route: impl Into<Arc<str>>) -> Self {
+        self.route = Some(route.into());
         self
     }
 
@@ -450,6 +524,29 @@ impl Request {
     pub fn profile_name(&self) -> Option<&str> {
         self.profile.as_deref()
     }
+    /// The authority (an HTTP host, a gRPC server name), if set.
+    pub fn authority_name(&self) -> Option<&str> {
+        self.authority.as_deref()
+    }
+    /// The route (an HTTP path or route name, a gRPC call's full method name), if set.
+    pub fn route_name(&self) -> Option<&str> {
+        self.route.as_deref()
+    }
+    /// Retries made since the last one the server's pushback timed (all of them if none was).
+    pub fn retries_since_pushback(&self) -> u32 {
+        self.retry_attempts.saturating_sub(self.pushback_base)
+    }
+
+    /// Whether the request may be sent again after a failure for `reason`, as far as its
+    /// effects go: an idempotent request always; any other only for a reason that allows it
+    /// (reference 001's table) and, for plain HTTP requests and gRPC calls, only if no attempt
+    /// was ever written (RFC 9110 §9.2.2: a client should not retry a non-idempotent request
+    /// that may have been processed).
+    pub fn may_be_sent_again(&self, reason: &RetryReason) -> bool {
+        self.idempotent
+            || (reason.allows_non_idempotent_retry()
+                && (!matches!(self.service(), Service::Http | Service::Grpc) || !self.dispatched))
+    }
 
     /// Records that the request was written to `node`.
     pub fn mark_dispatched(&mut self, node: impl Into<String>) {
@@ -469,9 +566,13 @@ impl Request {
         self.consistency = Some(level);
     }
 
-    /// Counts one more retry for `reason` (reference 001 `incrementRetryAttempts`).
-    pub(crate) fn record_retry(&mut self, reason: &RetryReason) {
+    /// Counts one more retry for `reason` (reference 001 `incrementRetryAttempts`), timed by
+    /// the server's pushback if `pushed_back`.
+    pub(crate) fn record_retry(&mut self, reason: &RetryReason, pushed_back: bool) {
         self.retry_attempts = self.retry_attempts.saturating_add(1);
+        if pushed_back {
+            self.pushback_base = self.retry_attempts;
+        }
         if !self.retry_reasons.contains(reason) {
             // A reason without data is built in place: cloned through `Clone` it came back
             // through memory, which the push read in wider loads than it was written with (a

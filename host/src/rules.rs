@@ -14,6 +14,7 @@ use crate::cassandra_types::ConsistencyLevel;
 use crate::context::{DecisionContext, FailureNote};
 use crate::decision::{Deciding, Decision, DelaySource, RetryPlan};
 use crate::outcome::{CancelReason, ErrorContext, RetryError};
+use crate::pushback::Pushback;
 use crate::request::Request;
 use crate::strategy::RetryStrategy;
 
@@ -85,7 +86,7 @@ pub(crate) async fn ask(
 }
 
 /// What is decided before any strategy is asked: a request already done is left alone;
-/// an always-retry reason gets the controlled backoff.
+/// an always-retry reason gets the controlled backoff when the request may be sent again.
 fn settle_without_strategy(
     request: &mut Request,
     context: &DecisionContext<'_>,
@@ -95,7 +96,9 @@ fn settle_without_strategy(
         tracing::debug!(request_id = request.id(), reason = %reason, "request already done; left alone");
         return Some(Decision::AlreadyDone);
     }
-    if reason.always_retry() {
+    // An always-retry reason of reference 001 allows a non-idempotent retry; a plain HTTP
+    // request or gRPC call that was sent is still not sent again (`may_be_sent_again`).
+    if reason.always_retry() && request.may_be_sent_again(reason) {
         let delay = controlled_backoff(request.retry_attempts());
         let now = context.now();
         return Some(schedule(
@@ -135,10 +138,7 @@ fn conclude(
         } => {
             let refusal = if reason.never_retry() {
                 Some(CancelReason::NeverRetried(reason.clone()))
-            } else if !request.is_idempotent()
-                && !reason.allows_non_idempotent_retry()
-                && guard == Guard::Enforced
-            {
+            } else if !request.may_be_sent_again(reason) && guard == Guard::Enforced {
                 Some(CancelReason::UnsafeRetryRefused(reason.clone()))
             } else {
                 None
@@ -255,7 +255,8 @@ fn schedule(
             }
         });
     }
-    request.record_retry(reason);
+    let pushed_back = matches!(context.pushback(), Some(Pushback::After(_)));
+    request.record_retry(reason, pushed_back);
     if delay >= remaining {
         // Reference 001 "Capping the Retry Duration": cap to the time left, then end the
         // request as a timeout at that moment instead of dispatching it again.

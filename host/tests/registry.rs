@@ -291,10 +291,14 @@ fn reference_001_the_guard_refuses_unsafe_retries_unless_the_policy_is_exempt() 
 }
 
 /// Every (request type, reason) pair whose reason asks the strategy, with the active
-/// (best-effort) and candidate (fail-fast) answers computed by the native twins.
+/// (best-effort) and candidate (fail-fast) answers computed by the native twins: the request
+/// types a policy's version describes (plain HTTP requests and gRPC calls are not asked about).
 fn shadow_grid() -> Vec<(RequestType, RetryReason, bool)> {
     let mut grid = Vec::new();
-    for &ty in RequestType::ALL {
+    let described = RequestType::ALL
+        .iter()
+        .filter(|ty| WitVersion::CURRENT.describes(ty.service()));
+    for &ty in described {
         for &kind in ReasonKind::ALL {
             let Some(reason) = RetryReason::simple(kind) else {
                 continue;

@@ -306,3 +306,52 @@ fn a_policy_reads_the_server_pushback_of_the_failure() {
         assert_eq!(echo.answer(&get(0), &context), expected, "{pushback:?}");
     }
 }
+
+/// docs/wit-versions.md "Requests a version cannot describe": no released `rebound:policy`
+/// version has words for plain HTTP requests or gRPC calls, so a policy of any version is not
+/// asked about one and it is not retried by it (never a trap, never a retry): the best-effort
+/// policy, which would retry an idempotent GET never sent, answers no retry, and its failure
+/// counters stay at zero. A Couchbase request is still asked about.
+#[test]
+fn a_policy_is_not_asked_about_requests_its_version_cannot_describe() {
+    use rebound::grpc::GrpcCode;
+    use rebound::{HttpMethod, RetryReason};
+    let guests = ["best_effort".to_owned()].into_iter().chain(
+        wasm_support::released_versions()
+            .into_iter()
+            .map(|version| wasm_support::released(version, "best_effort")),
+    );
+    let native = BestEffort::<ExponentialBackoff>::default();
+    for guest in guests {
+        let strategy = wasm_support::strategy(&guest, WasmStrategyConfig::default());
+        let http = Request::new(1, RequestType::Http, Duration::from_secs(10))
+            .unwrap()
+            .method(HttpMethod::Get);
+        let grpc = Request::new(2, RequestType::Grpc, Duration::from_secs(10))
+            .unwrap()
+            .route("/shop.Inventory/Get")
+            .idempotent(true);
+        for (request, reason) in [
+            (&http, reasons::SOCKET_NOT_AVAILABLE),
+            (&http, RetryReason::HttpStatus(503)),
+            (&grpc, RetryReason::GrpcStatus(GrpcCode::Unavailable)),
+        ] {
+            let context = DecisionContext::new(&reason);
+            assert!(native.answer(request, &context).is_retry(), "{reason}");
+            assert_eq!(
+                strategy.answer(request, &context),
+                RetryAction::NoRetry,
+                "{guest}"
+            );
+            assert_eq!(
+                strategy.try_answer(request, &context),
+                Ok(RetryAction::NoRetry)
+            );
+        }
+        let stats = strategy.stats();
+        assert_eq!((stats.decisions, stats.failures.len()), (0, 0), "{guest}");
+        let context = DecisionContext::new(&reasons::KV_LOCKED);
+        assert!(strategy.answer(&get(0), &context).is_retry(), "{guest}");
+        assert_eq!(strategy.stats().decisions, 1, "{guest}");
+    }
+}

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use rebound::cassandra::{AbortKind, ConsistencyLevel, ServerErrorKind};
 use rebound::classify::{KvOpcode, Response};
 use rebound::errormap::RetrySpec;
+use rebound::grpc::{split_full_method, GrpcCode};
 use rebound::registry::{Builtin, BuiltinPolicy};
 use rebound::HttpMethod;
 use rebound::Pushback;
@@ -170,6 +171,9 @@ pub struct RequestSpec {
     client_context: BTreeMap<String, String>,
     consistency: Option<ConsistencyLevel>,
     profile: Option<String>,
+    authority: Option<String>,
+    route: Option<String>,
+    retries_since_pushback: Option<u32>,
 }
 
 impl RequestSpec {
@@ -243,6 +247,8 @@ fn service_type(service: Service) -> RequestType {
         Service::Views => RequestType::View,
         Service::Management => RequestType::Management,
         Service::Cql => RequestType::Cql,
+        Service::Http => RequestType::Http,
+        Service::Grpc => RequestType::Grpc,
     }
 }
 
@@ -316,6 +322,30 @@ impl DecideInput {
         }
         if let Some(profile) = &spec.profile {
             request = request.profile(profile.as_str());
+        }
+        if let Some(authority) = &spec.authority {
+            request = request.authority(authority.as_str());
+        }
+        if let Some(route) = &spec.route {
+            if request_type == RequestType::Grpc && split_full_method(route).is_none() {
+                return Err(InputError::new(
+                    "request.route",
+                    format!("`{route}` is not a gRPC method: expected /package.Service/Method"),
+                ));
+            }
+            request = request.route(route.as_str());
+        }
+        if let Some(since) = spec.retries_since_pushback {
+            if since > spec.retry_attempts {
+                return Err(InputError::new(
+                    "request.retries_since_pushback",
+                    format!(
+                        "{since} is more than the retries made ({})",
+                        spec.retry_attempts
+                    ),
+                ));
+            }
+            request = request.with_retries_since_pushback(since);
         }
         if spec.dispatched || spec.last_dispatched_to.is_some() {
             request.mark_dispatched(spec.last_dispatched_to.clone().unwrap_or_default());
@@ -448,9 +478,13 @@ pub fn parse_reason(value: &Value) -> Result<RetryReason, InputError> {
                 Some(ReasonKind::ErrorResponse) => ServerErrorKind::deserialize(data)
                     .map(RetryReason::ErrorResponse)
                     .map_err(data_error),
+                Some(ReasonKind::HttpStatus) => http_status(data, &field),
+                Some(ReasonKind::GrpcStatus) => GrpcCode::from_json(data)
+                    .map(RetryReason::GrpcStatus)
+                    .map_err(|e| InputError::new(&field, e)),
                 _ => Err(InputError::new(
                     "reason",
-                    format!("`{key}` carries no data: give it as a string; objects are for read_timeout, write_timeout, unavailable, request_aborted and error_response"),
+                    format!("`{key}` carries no data: give it as a string; objects are for read_timeout, write_timeout, unavailable, request_aborted, error_response, http_status and grpc_status"),
                 )),
             }
         }
@@ -459,6 +493,19 @@ pub fn parse_reason(value: &Value) -> Result<RetryReason, InputError> {
             "expected a reason name (\"KV_LOCKED\") or an object with one key ({\"read_timeout\": {...}})",
         )),
     }
+}
+
+/// An HTTP error status (400 to 599) as a reason's data.
+fn http_status(data: &Value, field: &str) -> Result<RetryReason, InputError> {
+    data.as_u64()
+        .filter(|s| (400..=599).contains(s))
+        .map(|s| RetryReason::HttpStatus(s as u16))
+        .ok_or_else(|| {
+            InputError::new(
+                field,
+                format!("expected an error status from 400 to 599, found `{data}`"),
+            )
+        })
 }
 
 impl ResponseSpec {
@@ -509,6 +556,16 @@ impl ResponseSpec {
                 status: status("HTTP status")?,
                 body: &self.body,
             },
+            Service::Http | Service::Grpc => {
+                return Err(InputError::new(
+                    "response",
+                    format!(
+                        "give a {} failure as a `reason`: {{\"{}_status\": ...}}",
+                        service.name(),
+                        service.name()
+                    ),
+                ))
+            }
             Service::Management | Service::Cql => {
                 return Err(InputError::new(
                     "response",

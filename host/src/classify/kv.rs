@@ -62,7 +62,9 @@ impl KvOpcode {
             | T::View
             | T::ClusterManager
             | T::Management
-            | T::Cql => return None,
+            | T::Cql
+            | T::Http
+            | T::Grpc => return None,
         };
         Some(KvOpcode(op))
     }

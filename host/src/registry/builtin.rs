@@ -12,11 +12,14 @@ use sha2::{Digest, Sha256};
 
 use crate::action::NodeChoice;
 use crate::backoff::{ExponentialBackoff, ExponentialBackoffConfig};
+use crate::grpc::{ServiceConfig, DEFAULT_MAX_ATTEMPTS_LIMIT};
 use crate::reason::ReasonKind;
 use crate::strategy::cassandra::{
     Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
 };
-use crate::strategy::{BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError};
+use crate::strategy::{
+    BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, GrpcRetry, HttpRetry,
+};
 use crate::RetryStrategy;
 
 /// A built-in native strategy a policy may name instead of a component.
@@ -41,17 +44,27 @@ pub enum Builtin {
     /// `max_attempts`, `initial_ms`, `max_ms`, `multiplier` (all four required), `jitter`,
     /// `retry_on`, `never_on` (reason names) and `node` (`same` or `next`).
     Exponential,
+    /// [`GrpcRetry`](crate::GrpcRetry): gRFC A6's retry policy, from `service_config` (a gRPC
+    /// service config, as a JSON object or its text; required) and `max_attempts_limit` (the
+    /// client's cap on `maxAttempts`, 5 by default).
+    Grpc,
+    /// [`HttpRetry`](crate::HttpRetry): RFC 9110's idempotent retries, with `max_attempts` (3),
+    /// `initial_ms` (100), `max_ms` (5000), `multiplier` (2) and `statuses` (408, 429, 500,
+    /// 502, 503, 504).
+    Http,
 }
 
 impl Builtin {
     /// Every built-in.
-    pub const ALL: [Builtin; 6] = [
+    pub const ALL: [Builtin; 8] = [
         Builtin::BestEffort,
         Builtin::FailFast,
         Builtin::FastFailOnTerminalError,
         Builtin::CassandraDefault,
         Builtin::CassandraDowngradingConsistency,
         Builtin::Exponential,
+        Builtin::Grpc,
+        Builtin::Http,
     ];
 
     /// The name used in the configuration.
@@ -63,6 +76,8 @@ impl Builtin {
             Builtin::CassandraDefault => "cassandra-default",
             Builtin::CassandraDowngradingConsistency => "cassandra-downgrading-consistency",
             Builtin::Exponential => "exponential",
+            Builtin::Grpc => "grpc",
+            Builtin::Http => "http",
         }
     }
 
@@ -119,6 +134,10 @@ pub enum BuiltinPolicy {
     },
     /// The declarative exponential strategy.
     Exponential(ExponentialRetry),
+    /// gRFC A6's retry policy from a service config.
+    Grpc(GrpcRetry),
+    /// RFC 9110's idempotent retries.
+    Http(HttpRetry),
 }
 
 const TERMINAL_REASONS: [ReasonKind; 5] =
@@ -171,6 +190,103 @@ struct ExponentialParams {
     never_on: Vec<String>,
     #[serde(default)]
     node: NodeChoice,
+}
+
+/// The `http` built-in's parameters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HttpParams {
+    #[serde(default = "http_max_attempts")]
+    max_attempts: u32,
+    #[serde(default = "http_initial_ms")]
+    initial_ms: u64,
+    #[serde(default = "http_max_ms")]
+    max_ms: u64,
+    #[serde(default = "http_multiplier")]
+    multiplier: f64,
+    #[serde(default = "http_statuses")]
+    statuses: Vec<u16>,
+}
+
+fn http_max_attempts() -> u32 {
+    3
+}
+fn http_initial_ms() -> u64 {
+    100
+}
+fn http_max_ms() -> u64 {
+    5000
+}
+fn http_multiplier() -> f64 {
+    2.0
+}
+fn http_statuses() -> Vec<u16> {
+    HttpRetry::DEFAULT_STATUSES.to_vec()
+}
+
+/// The `grpc` built-in: its service config (an object, or its JSON text) and the client's cap.
+fn grpc_policy(params: &Map<String, Value>) -> Result<GrpcRetry, BuiltinParamError> {
+    if let Some(unknown) = params
+        .keys()
+        .find(|k| !["service_config", "max_attempts_limit"].contains(&k.as_str()))
+    {
+        return Err(BuiltinParamError::new(
+            unknown.as_str(),
+            "unknown parameter; expected service_config or max_attempts_limit",
+        ));
+    }
+    let limit = match params.get("max_attempts_limit") {
+        None => DEFAULT_MAX_ATTEMPTS_LIMIT,
+        Some(value) => value
+            .as_u64()
+            .filter(|n| *n >= 2)
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| {
+                BuiltinParamError::new(
+                    "max_attempts_limit",
+                    format!("expected an integer of at least 2, found `{value}`"),
+                )
+            })?,
+    };
+    let config = match params.get("service_config") {
+        None => {
+            return Err(BuiltinParamError::new(
+                "service_config",
+                "required: a gRPC service config ({\"methodConfig\": [...]})",
+            ))
+        }
+        Some(Value::String(text)) => serde_json::from_str(text)
+            .map_err(|e| BuiltinParamError::new("service_config", format!("not JSON: {e}")))?,
+        Some(value) => value.clone(),
+    };
+    let config = ServiceConfig::parse(&config, limit)
+        .map_err(|e| BuiltinParamError::new(format!("service_config.{}", e.path), e.message))?;
+    Ok(GrpcRetry::new(config))
+}
+
+/// The `http` built-in from its parameters.
+fn http_policy(params: &Map<String, Value>) -> Result<HttpRetry, BuiltinParamError> {
+    let p: HttpParams = read(params)?;
+    if p.max_attempts < 1 {
+        return Err(BuiltinParamError::new(
+            "max_attempts",
+            "expected at least 1 (the first attempt counts)",
+        ));
+    }
+    let backoff = backoff(
+        (p.initial_ms, p.max_ms, p.multiplier, 0.0),
+        ["initial_ms", "max_ms", "multiplier", "jitter"],
+    )?;
+    if let Some(bad) = p.statuses.iter().find(|s| !(400..=599).contains(*s)) {
+        return Err(BuiltinParamError::new(
+            "statuses",
+            format!("{bad} is not an error status; expected statuses from 400 to 599"),
+        ));
+    }
+    Ok(HttpRetry::default()
+        .max_attempts(p.max_attempts)
+        .backoff(backoff.min(), backoff.max(), backoff.factor())
+        .statuses(p.statuses))
 }
 
 /// Reads `params` as `T`; a refused value names its parameter.
@@ -290,6 +406,8 @@ impl BuiltinPolicy {
                         .on_node(p.node),
                 )
             }
+            Builtin::Grpc => BuiltinPolicy::Grpc(grpc_policy(params)?),
+            Builtin::Http => BuiltinPolicy::Http(http_policy(params)?),
         })
     }
 
@@ -304,6 +422,8 @@ impl BuiltinPolicy {
                 Builtin::CassandraDowngradingConsistency
             }
             BuiltinPolicy::Exponential(_) => Builtin::Exponential,
+            BuiltinPolicy::Grpc(_) => Builtin::Grpc,
+            BuiltinPolicy::Http(_) => Builtin::Http,
         }
     }
 
@@ -337,6 +457,8 @@ impl BuiltinPolicy {
                 Cassandra::new(ConsistencyDowngradingRetryPolicy).with_max_retries(*max_retries),
             ),
             BuiltinPolicy::Exponential(strategy) => Arc::new(strategy.clone()),
+            BuiltinPolicy::Grpc(strategy) => Arc::new(strategy.clone()),
+            BuiltinPolicy::Http(strategy) => Arc::new(strategy.clone()),
         }
     }
 }

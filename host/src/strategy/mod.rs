@@ -6,11 +6,15 @@ pub(crate) mod cassandra;
 mod exponential;
 mod fail_fast;
 mod fast_fail_terminal;
+mod grpc;
+mod http;
 
 pub use best_effort::BestEffort;
 pub use exponential::ExponentialRetry;
 pub use fail_fast::FailFast;
 pub use fast_fail_terminal::FastFailOnTerminalError;
+pub use grpc::GrpcRetry;
+pub use http::HttpRetry;
 
 use std::fmt::Debug;
 

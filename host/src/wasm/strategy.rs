@@ -34,6 +34,8 @@ pub struct WasmStrategy {
     budgets: Arc<RetryBudgets>,
     pool: InstancePool<PolicyInstance>,
     health: Health,
+    /// A line a second at most about requests this policy's version cannot describe.
+    undescribed_lines: LogBudget,
 }
 
 impl std::fmt::Debug for WasmStrategy {
@@ -70,6 +72,7 @@ impl WasmStrategy {
             label,
             budgets: Arc::new(RetryBudgets::new()),
             pool,
+            undescribed_lines: LogBudget::new(1),
         };
         let instance = strategy.instantiate().map_err(|error| {
             let message = match error {
@@ -142,6 +145,9 @@ impl WasmStrategy {
         due: Due<'_>,
     ) -> Result<RetryAction, PolicyFailure> {
         let reason = context.reason();
+        if !self.describes(request) {
+            return Ok(RetryAction::NoRetry);
+        }
         let mut instance = match self.pool.take() {
             Some(instance) => instance,
             None => self.instantiate().map_err(PolicyFailure::from)?,
@@ -198,6 +204,22 @@ impl WasmStrategy {
         Ok(action)
     }
 
+    /// Whether its `rebound:policy` version has words for `request`. A request it has none
+    /// for is not put to it, and not retried by it (a policy written for other requests says
+    /// nothing about these); the first such request a second is logged.
+    fn describes(&self, request: &Request) -> bool {
+        let version = self.component.wit_version();
+        if version.describes(request.service()) {
+            return true;
+        }
+        if self.undescribed_lines.allow().is_some() {
+            tracing::warn!(policy = %self.label.name, version = %self.label.version,
+                wit = version.number(), service = request.service().name(),
+                "this policy's rebound:policy version cannot describe such requests: they are not retried by it; route them to the grpc or http built-in");
+        }
+        false
+    }
+
     /// Its calls that ran past their deadline or out of fuel, so far.
     #[cfg(feature = "registry")]
     pub(crate) fn overruns(&self) -> u64 {
@@ -242,6 +264,9 @@ impl WasmStrategy {
         due: Due<'_>,
     ) -> RetryAction {
         let reason = context.reason();
+        if !self.describes(request) {
+            return RetryAction::NoRetry;
+        }
         if self.health.skips_call() {
             let last = self.health.stats().last_failure.unwrap_or_default();
             let failure = PolicyFailure::new(

@@ -13,7 +13,7 @@ use super::wasi;
 use crate::action::RetryAction;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
-use crate::request::Request;
+use crate::request::{Request, Service};
 
 /// A released version of the WIT package `rebound:policy`. The host keeps one set of bindings
 /// per released version, so a component built for any of them keeps loading
@@ -54,6 +54,12 @@ impl WitVersion {
             WitVersion::V0_2_0 => "rebound:policy@0.2.0",
             WitVersion::V0_3_0 => "rebound:policy@0.3.0",
         }
+    }
+
+    /// Whether a policy of this version can be told about a request to `service`: no released
+    /// version has words for plain HTTP requests or gRPC calls.
+    pub const fn describes(self, service: Service) -> bool {
+        !matches!(service, Service::Http | Service::Grpc)
     }
 
     /// The version with this number, if this host loads it.

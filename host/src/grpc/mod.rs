@@ -1,0 +1,10 @@
+//! gRPC's side of retrying (gRFC A6): its status codes and the retry part of a service config.
+
+mod service_config;
+mod status;
+
+pub use service_config::{
+    split_full_method, RetryPolicy, RetryThrottling, ServiceConfig, ServiceConfigError,
+    DEFAULT_MAX_ATTEMPTS_LIMIT,
+};
+pub use status::GrpcCode;

@@ -1,0 +1,505 @@
+//! The retry part of a gRPC service config, as users write it (gRFC A6 "Configuration
+//! Language" and "Integration with Service Config"): `methodConfig` entries naming methods
+//! (`name: [{service, method}]`) with a `retryPolicy`, and `retryThrottling`. Validated by
+//! A6's rules ("Validation of retryPolicy", "Validation of retryThrottling"); an error names
+//! the field's path and what was expected. Fields unrelated to retries (`timeout`,
+//! `waitForReady`, `loadBalancingConfig`, ...) are accepted and not read.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::status::GrpcCode;
+
+/// The client-side cap on `maxAttempts` (gRFC A6 "Limits on Retries and Hedges": 5 unless
+/// the client changes it).
+pub const DEFAULT_MAX_ATTEMPTS_LIMIT: u32 = 5;
+
+/// A service config that gRPC would refuse: the field's path
+/// (`methodConfig[0].retryPolicy.maxAttempts`) and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ServiceConfigError {
+    /// The field, as a JSON path from the service config's root.
+    pub path: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+fn error(path: impl Into<String>, message: impl Into<String>) -> ServiceConfigError {
+    ServiceConfigError {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+/// A method config's `retryPolicy` (gRFC A6 "Retry Policy Capabilities").
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Attempts, the original one included, at most the client's cap.
+    pub max_attempts: u32,
+    /// The first retry's nominal delay.
+    pub initial_backoff: Duration,
+    /// The largest nominal delay.
+    pub max_backoff: Duration,
+    /// How the nominal delay grows from one retry to the next.
+    pub backoff_multiplier: f64,
+    /// The statuses retried.
+    pub retryable_status_codes: Vec<GrpcCode>,
+}
+
+/// `retryThrottling` (gRFC A6 "Throttling Retry Attempts and Hedged RPCs").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryThrottling {
+    /// The tokens a server name starts with, and the most it holds (1 to 1000).
+    pub max_tokens: u32,
+    /// The tokens a success gives back, to three decimal places.
+    pub token_ratio: f64,
+}
+
+/// Which methods a method config applies to: one method, every method of a service, or (no
+/// service) every method.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MethodName {
+    service: String,
+    method: Option<String>,
+}
+
+/// The retry part of a service config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceConfig {
+    /// Each method config's names and its retry policy (`None`: it retries nothing).
+    methods: Vec<(Vec<MethodName>, Option<RetryPolicy>)>,
+    throttling: Option<RetryThrottling>,
+}
+
+impl ServiceConfig {
+    /// Reads and validates `config` (a service config's JSON object), capping `maxAttempts`
+    /// at `max_attempts_limit` as a client does.
+    pub fn parse(config: &Value, max_attempts_limit: u32) -> Result<Self, ServiceConfigError> {
+        let root = object(config, "")?;
+        let mut methods = Vec::new();
+        let mut seen: Vec<MethodName> = Vec::new();
+        if let Some(list) = root.get("methodConfig") {
+            let list = list
+                .as_array()
+                .ok_or_else(|| error("methodConfig", "expected an array of method configs"))?;
+            for (i, entry) in list.iter().enumerate() {
+                let at = format!("methodConfig[{i}]");
+                let entry = object(entry, &at)?;
+                let names = names(entry, &at)?;
+                for (j, name) in names.iter().enumerate() {
+                    if seen.contains(name) {
+                        return Err(error(
+                            format!("{at}.name[{j}]"),
+                            "this method is named by an earlier method config already",
+                        ));
+                    }
+                    seen.push(name.clone());
+                }
+                if entry.contains_key("hedgingPolicy") {
+                    return Err(error(
+                        format!("{at}.hedgingPolicy"),
+                        "hedging is not decided by this built-in: give a retryPolicy",
+                    ));
+                }
+                let policy = match entry.get("retryPolicy") {
+                    Some(policy) => Some(retry_policy(
+                        policy,
+                        &format!("{at}.retryPolicy"),
+                        max_attempts_limit,
+                    )?),
+                    None => None,
+                };
+                methods.push((names, policy));
+            }
+        }
+        let throttling = match root.get("retryThrottling") {
+            Some(value) => Some(throttling(value)?),
+            None => None,
+        };
+        Ok(ServiceConfig {
+            methods,
+            throttling,
+        })
+    }
+
+    /// The retry policy for the call `full_method` (`/package.Service/Method`): that of the
+    /// most specific method config naming it (the method, else its service, else the
+    /// default); `None` if none names it or the one that does has no retry policy.
+    pub fn retry_policy(&self, full_method: &str) -> Option<&RetryPolicy> {
+        let (service, method) = split_full_method(full_method)?;
+        let matches = |exact: &dyn Fn(&MethodName) -> bool| {
+            self.methods
+                .iter()
+                .find(|(names, _)| names.iter().any(exact))
+        };
+        matches(&|n| n.service == service && n.method.as_deref() == Some(method))
+            .or_else(|| matches(&|n| n.service == service && n.method.is_none()))
+            .or_else(|| matches(&|n| n.service.is_empty()))
+            .and_then(|(_, policy)| policy.as_ref())
+    }
+
+    /// Its `retryThrottling`, if it has one.
+    pub fn throttling(&self) -> Option<RetryThrottling> {
+        self.throttling
+    }
+}
+
+/// `/package.Service/Method` as its service and method; `None` if it is not of that form.
+pub fn split_full_method(full_method: &str) -> Option<(&str, &str)> {
+    let (service, method) = full_method.strip_prefix('/')?.split_once('/')?;
+    (!service.is_empty() && !method.is_empty() && !method.contains('/'))
+        .then_some((service, method))
+}
+
+fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, ServiceConfigError> {
+    value.as_object().ok_or_else(|| {
+        error(
+            if path.is_empty() { "(root)" } else { path },
+            format!("expected a JSON object, found `{value}`"),
+        )
+    })
+}
+
+fn names(entry: &Map<String, Value>, at: &str) -> Result<Vec<MethodName>, ServiceConfigError> {
+    let list = entry
+        .get("name")
+        .and_then(Value::as_array)
+        .filter(|list| !list.is_empty())
+        .ok_or_else(|| {
+            error(
+                format!("{at}.name"),
+                "expected a non-empty array of {\"service\": ..., \"method\": ...}",
+            )
+        })?;
+    let text = |name: &Map<String, Value>, key: &str, path: &str| match name.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(error(
+            format!("{path}.{key}"),
+            format!("expected a string, found `{other}`"),
+        )),
+    };
+    list.iter()
+        .enumerate()
+        .map(|(j, name)| {
+            let path = format!("{at}.name[{j}]");
+            let name = object(name, &path)?;
+            let service = text(name, "service", &path)?;
+            let method = text(name, "method", &path)?;
+            if service.is_none() && method.is_some() {
+                return Err(error(
+                    format!("{path}.method"),
+                    "a method name needs its service (`service`: \"package.Service\")",
+                ));
+            }
+            Ok(MethodName {
+                service: service.unwrap_or_default(),
+                method,
+            })
+        })
+        .collect()
+}
+
+fn retry_policy(
+    value: &Value,
+    at: &str,
+    max_attempts_limit: u32,
+) -> Result<RetryPolicy, ServiceConfigError> {
+    let policy = object(value, at)?;
+    let field = |key: &str| {
+        policy
+            .get(key)
+            .ok_or_else(|| error(format!("{at}.{key}"), "required"))
+    };
+    let max_attempts = field("maxAttempts")?;
+    let max_attempts = max_attempts.as_u64().filter(|n| *n > 1).ok_or_else(|| {
+        error(
+            format!("{at}.maxAttempts"),
+            format!("expected an integer greater than 1, found `{max_attempts}`"),
+        )
+    })?;
+    let max_attempts = u32::try_from(max_attempts)
+        .unwrap_or(u32::MAX)
+        .min(max_attempts_limit.max(2));
+    let initial_backoff = duration(field("initialBackoff")?, &format!("{at}.initialBackoff"))?;
+    let max_backoff = duration(field("maxBackoff")?, &format!("{at}.maxBackoff"))?;
+    let multiplier = field("backoffMultiplier")?;
+    let backoff_multiplier = multiplier
+        .as_f64()
+        .filter(|m| *m > 0.0 && m.is_finite())
+        .ok_or_else(|| {
+            error(
+                format!("{at}.backoffMultiplier"),
+                format!("expected a number greater than 0, found `{multiplier}`"),
+            )
+        })?;
+    let codes_at = format!("{at}.retryableStatusCodes");
+    let codes = field("retryableStatusCodes")?
+        .as_array()
+        .filter(|codes| !codes.is_empty())
+        .ok_or_else(|| error(&codes_at, "expected a non-empty array of status codes"))?;
+    let retryable_status_codes = codes
+        .iter()
+        .enumerate()
+        .map(|(i, code)| {
+            GrpcCode::from_json(code).map_err(|e| error(format!("{codes_at}[{i}]"), e))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(RetryPolicy {
+        max_attempts,
+        initial_backoff,
+        max_backoff,
+        backoff_multiplier,
+        retryable_status_codes,
+    })
+}
+
+fn throttling(value: &Value) -> Result<RetryThrottling, ServiceConfigError> {
+    let at = "retryThrottling";
+    let throttling = object(value, at)?;
+    let tokens = throttling
+        .get("maxTokens")
+        .ok_or_else(|| error("retryThrottling.maxTokens", "required"))?;
+    let max_tokens = tokens
+        .as_u64()
+        .filter(|n| (1..=1000).contains(n))
+        .ok_or_else(|| {
+            error(
+                "retryThrottling.maxTokens",
+                format!("expected an integer from 1 to 1000, found `{tokens}`"),
+            )
+        })?;
+    let ratio = throttling
+        .get("tokenRatio")
+        .ok_or_else(|| error("retryThrottling.tokenRatio", "required"))?;
+    let token_ratio = ratio
+        .as_f64()
+        .filter(|r| *r > 0.0 && r.is_finite())
+        .ok_or_else(|| {
+            error(
+                "retryThrottling.tokenRatio",
+                format!("expected a number greater than 0, found `{ratio}`"),
+            )
+        })?;
+    // Decimal places beyond three are ignored (0.5466 is 0.546).
+    let token_ratio = (token_ratio * 1000.0).trunc() / 1000.0;
+    if token_ratio == 0.0 {
+        return Err(error(
+            "retryThrottling.tokenRatio",
+            format!("`{ratio}` is 0 once cut to three decimal places"),
+        ));
+    }
+    Ok(RetryThrottling {
+        max_tokens: max_tokens as u32,
+        token_ratio,
+    })
+}
+
+/// A proto3 JSON `Duration` greater than zero: decimal seconds with up to nine fractional
+/// digits and an `s` (`"0.1s"`, `"1s"`, `"2.000000001s"`).
+fn duration(value: &Value, path: &str) -> Result<Duration, ServiceConfigError> {
+    let expected = || {
+        error(
+            path,
+            format!("expected a duration greater than 0 such as \"0.1s\" (proto3 JSON), found `{value}`"),
+        )
+    };
+    let text = value.as_str().ok_or_else(expected)?;
+    let seconds = text.strip_suffix('s').ok_or_else(expected)?;
+    let (whole, fraction) = seconds.split_once('.').unwrap_or((seconds, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(fraction) || fraction.len() > 9 {
+        return Err(expected());
+    }
+    if seconds.contains('.') && fraction.is_empty() {
+        return Err(expected());
+    }
+    let whole: u64 = whole.parse().map_err(|_| expected())?;
+    let nanos: u32 = format!("{fraction:0<9}").parse().map_err(|_| expected())?;
+    let duration = Duration::new(whole, nanos);
+    if duration.is_zero() {
+        return Err(expected());
+    }
+    Ok(duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn policy() -> Value {
+        json!({
+            "maxAttempts": 4,
+            "initialBackoff": "0.1s",
+            "maxBackoff": "1s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": ["UNAVAILABLE", 8]
+        })
+    }
+
+    fn with_policy(policy: Value) -> Value {
+        json!({"methodConfig": [{"name": [{"service": "pkg.Svc"}], "retryPolicy": policy}]})
+    }
+
+    fn refused(config: Value) -> ServiceConfigError {
+        ServiceConfig::parse(&config, DEFAULT_MAX_ATTEMPTS_LIMIT).unwrap_err()
+    }
+
+    /// gRFC A6 "Retry Policy Capabilities": the example policy as written in the proposal.
+    #[test]
+    fn the_proposal_s_example_is_read() {
+        let config = ServiceConfig::parse(&with_policy(policy()), 5).unwrap();
+        let policy = config.retry_policy("/pkg.Svc/Get").unwrap();
+        assert_eq!(policy.max_attempts, 4);
+        assert_eq!(policy.initial_backoff, Duration::from_millis(100));
+        assert_eq!(policy.max_backoff, Duration::from_secs(1));
+        assert_eq!(policy.backoff_multiplier, 2.0);
+        assert_eq!(
+            policy.retryable_status_codes,
+            [GrpcCode::Unavailable, GrpcCode::ResourceExhausted]
+        );
+        assert_eq!(config.retry_policy("/pkg.Other/Get"), None);
+    }
+
+    /// gRFC A6 "Validation of retryPolicy" rule 1: `maxAttempts` is required, an integer
+    /// greater than 1; values above the client's cap (5) are the cap, not an error.
+    #[test]
+    fn max_attempts_above_five_is_five_and_below_two_is_refused() {
+        let mut p = policy();
+        p["maxAttempts"] = json!(9);
+        let config = ServiceConfig::parse(&with_policy(p.clone()), 5).unwrap();
+        assert_eq!(config.retry_policy("/pkg.Svc/M").unwrap().max_attempts, 5);
+        for bad in [json!(1), json!(0), json!(2.5), json!("3")] {
+            p["maxAttempts"] = bad;
+            let e = refused(with_policy(p.clone()));
+            assert_eq!(e.path, "methodConfig[0].retryPolicy.maxAttempts", "{e}");
+        }
+        p.as_object_mut().unwrap().remove("maxAttempts");
+        assert_eq!(refused(with_policy(p)).message, "required");
+    }
+
+    /// Rule 2: the backoffs are proto3 JSON durations greater than zero.
+    #[test]
+    fn backoffs_are_positive_proto3_durations() {
+        for (text, expected) in [
+            ("1s", Duration::from_secs(1)),
+            ("0.5s", Duration::from_millis(500)),
+            ("2.000000001s", Duration::new(2, 1)),
+        ] {
+            let mut p = policy();
+            p["initialBackoff"] = json!(text);
+            let config = ServiceConfig::parse(&with_policy(p), 5).unwrap();
+            let read = config.retry_policy("/pkg.Svc/M").unwrap().initial_backoff;
+            assert_eq!(read, expected, "{text}");
+        }
+        for bad in [
+            json!("0s"),
+            json!("-1s"),
+            json!("1"),
+            json!("1.s"),
+            json!("0.1000000001s"),
+            json!(0.1),
+        ] {
+            let mut p = policy();
+            p["maxBackoff"] = bad.clone();
+            let e = refused(with_policy(p));
+            assert_eq!(
+                e.path, "methodConfig[0].retryPolicy.maxBackoff",
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    /// Rules 3 and 4: the multiplier is a number greater than zero; the codes a non-empty
+    /// array of valid codes, each error at its index.
+    #[test]
+    fn multiplier_and_codes_are_validated() {
+        let mut p = policy();
+        p["backoffMultiplier"] = json!(0);
+        assert!(refused(with_policy(p)).path.ends_with("backoffMultiplier"));
+        let mut p = policy();
+        p["retryableStatusCodes"] = json!([]);
+        assert!(refused(with_policy(p))
+            .path
+            .ends_with("retryableStatusCodes"));
+        let mut p = policy();
+        p["retryableStatusCodes"] = json!(["UNAVAILABLE", "NOPE"]);
+        let e = refused(with_policy(p));
+        assert_eq!(
+            e.path,
+            "methodConfig[0].retryPolicy.retryableStatusCodes[1]"
+        );
+        assert!(e.message.contains("UNAVAILABLE"), "{e}");
+    }
+
+    /// The service config's method names: the most specific config applies (the method,
+    /// else its service, else the default of an empty name); a method without its service
+    /// and a method named twice are refused.
+    #[test]
+    fn the_most_specific_method_config_applies() {
+        let mut short = policy();
+        short["maxAttempts"] = json!(2);
+        let config = json!({"methodConfig": [
+            {"name": [{}], "retryPolicy": short},
+            {"name": [{"service": "pkg.Svc"}], "retryPolicy": policy()},
+            {"name": [{"service": "pkg.Svc", "method": "Write"}]}
+        ]});
+        let config = ServiceConfig::parse(&config, 5).unwrap();
+        assert_eq!(
+            config.retry_policy("/pkg.Svc/Read").unwrap().max_attempts,
+            4
+        );
+        assert_eq!(config.retry_policy("/pkg.Svc/Write"), None);
+        assert_eq!(
+            config.retry_policy("/other.Svc/Read").unwrap().max_attempts,
+            2
+        );
+        assert_eq!(config.retry_policy("pkg.Svc/Read"), None);
+
+        let e = refused(json!({"methodConfig": [{"name": [{"method": "Get"}]}]}));
+        assert_eq!(e.path, "methodConfig[0].name[0].method");
+        let e = refused(json!({"methodConfig": [
+            {"name": [{"service": "a.S"}]}, {"name": [{"service": "a.S"}]}
+        ]}));
+        assert_eq!(e.path, "methodConfig[1].name[0]");
+    }
+
+    /// gRFC A6 "Validation of retryThrottling": `maxTokens` an integer in (0, 1000],
+    /// `tokenRatio` a number greater than 0 with decimal places beyond three ignored.
+    #[test]
+    fn throttling_is_validated_and_its_ratio_cut_to_three_places() {
+        let config = json!({"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.5466}});
+        let throttling = ServiceConfig::parse(&config, 5)
+            .unwrap()
+            .throttling()
+            .unwrap();
+        assert_eq!(throttling.max_tokens, 10);
+        assert_eq!(throttling.token_ratio, 0.546);
+        for (bad, path) in [
+            (
+                json!({"maxTokens": 0, "tokenRatio": 0.1}),
+                "retryThrottling.maxTokens",
+            ),
+            (
+                json!({"maxTokens": 1001, "tokenRatio": 0.1}),
+                "retryThrottling.maxTokens",
+            ),
+            (
+                json!({"maxTokens": 10, "tokenRatio": 0}),
+                "retryThrottling.tokenRatio",
+            ),
+            (
+                json!({"maxTokens": 10, "tokenRatio": 0.0004}),
+                "retryThrottling.tokenRatio",
+            ),
+            (json!({"maxTokens": 10}), "retryThrottling.tokenRatio"),
+        ] {
+            assert_eq!(refused(json!({"retryThrottling": bad})).path, path);
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! gRPC's retry policy as gRFC A6 specifies it, configured by a service config: the call's
+//! most specific method config gives the policy; a status it lists is retried while fewer than
+//! `maxAttempts` attempts were made, after A6's backoff (its text since the 2024 revision: the
+//! first retry after `initialBackoff × random(0.8, 1.2)`, the n-th after
+//! `min(initialBackoff × backoffMultiplier^(n−1), maxBackoff) × random(0.8, 1.2)`, counted from
+//! the last pushback), or after exactly the server's pushback. A pushback that says stop ends
+//! retries. A failure before the call was sent is retried under the same policy (as A6 does
+//! for a load-balancing pick that failed transiently). Anything that is not a gRPC call, a
+//! status the policy does not list, or a call not declared idempotent that was sent, is not
+//! retried.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::action::{NodeChoice, RetryAction};
+use crate::context::DecisionContext;
+use crate::grpc::{RetryPolicy, ServiceConfig};
+use crate::pushback::Pushback;
+use crate::reason::{RetryReason, Stage};
+use crate::request::{Request, Service};
+
+use super::SyncStrategy;
+
+/// Retries gRPC calls as their service config's `retryPolicy` says (gRFC A6).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrpcRetry {
+    config: Arc<ServiceConfig>,
+}
+
+impl GrpcRetry {
+    /// Decides by `config`.
+    pub fn new(config: ServiceConfig) -> Self {
+        GrpcRetry {
+            config: Arc::new(config),
+        }
+    }
+
+    /// Its service config.
+    pub fn config(&self) -> &ServiceConfig {
+        &self.config
+    }
+}
+
+/// gRFC A6 "Exponential Backoff": the nominal delay of a retry after `since_pushback` retries
+/// made since the last pushback (0 for the first), before jitter.
+pub(crate) fn nominal_backoff(policy: &RetryPolicy, since_pushback: u32) -> Duration {
+    let exponent = i32::try_from(since_pushback).unwrap_or(i32::MAX);
+    let seconds = policy.initial_backoff.as_secs_f64() * policy.backoff_multiplier.powi(exponent);
+    if !seconds.is_finite() || seconds >= policy.max_backoff.as_secs_f64() {
+        return policy.max_backoff;
+    }
+    Duration::from_secs_f64(seconds)
+}
+
+impl SyncStrategy for GrpcRetry {
+    fn name(&self) -> &str {
+        "grpc"
+    }
+
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        if request.service() != Service::Grpc {
+            return RetryAction::NoRetry;
+        }
+        let Some(policy) = request
+            .route_name()
+            .and_then(|m| self.config.retry_policy(m))
+        else {
+            return RetryAction::NoRetry;
+        };
+        let retryable = match context.reason() {
+            RetryReason::GrpcStatus(code) => policy.retryable_status_codes.contains(code),
+            // A failure before the call was sent (no connection, the endpoint not writable) is
+            // handled by the policy as A6 handles a load-balancing pick that failed
+            // transiently: counted as an attempt and backed off. Nothing else is retried.
+            other => other.stage() == Stage::PreDispatch,
+        };
+        // Attempts made so far: the original and every retry.
+        let attempts = request.retry_attempts().saturating_add(1);
+        let reason = context.reason();
+        if !retryable || attempts >= policy.max_attempts || !request.may_be_sent_again(reason) {
+            return RetryAction::NoRetry;
+        }
+        let delay = match context.pushback() {
+            Some(Pushback::After(exactly)) => exactly,
+            Some(Pushback::Stop) => return RetryAction::NoRetry,
+            None => {
+                let nominal = nominal_backoff(policy, request.retries_since_pushback());
+                nominal.mul_f64(0.8 + 0.4 * fastrand::f64())
+            }
+        };
+        RetryAction::RetryAfter {
+            delay,
+            node: NodeChoice::Same,
+            consistency: None,
+        }
+    }
+}

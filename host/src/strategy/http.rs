@@ -1,0 +1,111 @@
+//! Retries of plain HTTP requests (RFC 9110): a request whose method is idempotent
+//! (§9.2.2: GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or declared so is retried after a failure
+//! before it was sent, a connection lost while it was in flight, or a response whose status is
+//! in the table (408, 429, 500, 502, 503, 504 by default); any other request only after a
+//! failure before it was sent. The delay is an exponential backoff with full jitter
+//! (`random(0, min(initial × multiplier^n, max))` before retry `n + 1`), and never shorter
+//! than the server's `Retry-After` (§10.2.3); a `Retry-After` that cannot be read ends
+//! retries. At most `max_attempts` attempts, the first included.
+
+use std::time::Duration;
+
+use crate::action::{NodeChoice, RetryAction};
+use crate::context::DecisionContext;
+use crate::pushback::Pushback;
+use crate::reason::{RetryReason, Stage};
+use crate::request::{Request, Service};
+
+use super::SyncStrategy;
+
+/// Retries HTTP requests as RFC 9110 allows (see the module documentation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpRetry {
+    max_attempts: u32,
+    initial: Duration,
+    max: Duration,
+    multiplier: f64,
+    statuses: Vec<u16>,
+}
+
+impl Default for HttpRetry {
+    /// Three attempts, 100 ms doubling up to 5 s, the default status table.
+    fn default() -> Self {
+        HttpRetry {
+            max_attempts: 3,
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(5),
+            multiplier: 2.0,
+            statuses: HttpRetry::DEFAULT_STATUSES.to_vec(),
+        }
+    }
+}
+
+impl HttpRetry {
+    /// The statuses retried by default: request timeout, too many requests, and the server
+    /// errors a retry may clear (500, 502, 503, 504).
+    pub const DEFAULT_STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
+
+    /// At most `max_attempts` attempts (the first included).
+    pub fn max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = max_attempts;
+        self
+    }
+
+    /// The backoff before jitter: `initial`, multiplied by `multiplier` per retry, at most
+    /// `max`.
+    pub fn backoff(mut self, initial: Duration, max: Duration, multiplier: f64) -> Self {
+        self.initial = initial;
+        self.max = max.max(initial);
+        self.multiplier = multiplier;
+        self
+    }
+
+    /// The statuses retried.
+    pub fn statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
+        self.statuses = statuses.into_iter().collect();
+        self
+    }
+
+    /// The ceiling of retry `retries + 1`'s delay: `min(initial × multiplier^retries, max)`.
+    pub fn ceiling(&self, retries: u32) -> Duration {
+        let exponent = i32::try_from(retries).unwrap_or(i32::MAX);
+        let seconds = self.initial.as_secs_f64() * self.multiplier.powi(exponent);
+        if !seconds.is_finite() || seconds >= self.max.as_secs_f64() {
+            return self.max;
+        }
+        Duration::from_secs_f64(seconds)
+    }
+
+    /// Whether a failure for `reason` is one this strategy retries at all, idempotency aside.
+    fn retries(&self, reason: &RetryReason) -> bool {
+        match reason {
+            RetryReason::HttpStatus(status) => self.statuses.contains(status),
+            other => matches!(other.stage(), Stage::PreDispatch | Stage::InFlight),
+        }
+    }
+}
+
+impl SyncStrategy for HttpRetry {
+    fn name(&self) -> &str {
+        "http"
+    }
+
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        let reason = context.reason();
+        let attempts = request.retry_attempts().saturating_add(1);
+        if request.service() != Service::Http
+            || !request.may_be_sent_again(reason)
+            || !self.retries(reason)
+            || attempts >= self.max_attempts
+        {
+            return RetryAction::NoRetry;
+        }
+        let ceiling = self.ceiling(request.retry_attempts());
+        let action = RetryAction::RetryAfter {
+            delay: ceiling.mul_f64(fastrand::f64()),
+            node: NodeChoice::Same,
+            consistency: None,
+        };
+        Pushback::honour(context.pushback(), action)
+    }
+}

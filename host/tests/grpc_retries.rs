@@ -1,0 +1,228 @@
+//! gRPC calls decided by the `grpc` built-in as gRFC A6 specifies its retry policy (sections
+//! "Maximum Number of Retries", "Exponential Backoff" in its current text, "Retryable Status
+//! Codes", "Pushback", "Limits on Retries and Hedges"), through the orchestrator, and the
+//! safety guard for calls not declared idempotent (docs/decisions.md "Retries of HTTP requests
+//! and gRPC calls").
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use rebound::grpc::GrpcCode;
+use rebound::registry::{Builtin, BuiltinPolicy};
+use rebound::{
+    reasons, Decision, DecisionContext, Orchestrator, Pushback, Request, RequestType, RetryReason,
+};
+use serde_json::json;
+
+const METHOD: &str = "/shop.Inventory/Get";
+
+/// The `grpc` built-in with A6's example policy (4 attempts, 0.1 s doubling to 1 s,
+/// UNAVAILABLE) for `shop.Inventory`, `max_attempts` replaced by `attempts`.
+fn orchestrator(attempts: u32) -> Orchestrator {
+    let params = json!({"service_config": {"methodConfig": [{
+        "name": [{"service": "shop.Inventory"}],
+        "retryPolicy": {
+            "maxAttempts": attempts,
+            "initialBackoff": "0.1s",
+            "maxBackoff": "1s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": ["UNAVAILABLE"]
+        }
+    }]}});
+    let policy = BuiltinPolicy::new(Builtin::Grpc, params.as_object().unwrap()).unwrap();
+    Orchestrator::new(policy.strategy())
+}
+
+/// An idempotent call of `METHOD` with a 60 s deadline, already sent.
+fn call(start: Instant) -> Request {
+    let mut request = Request::new_at(1, RequestType::Grpc, Duration::from_secs(60), start)
+        .unwrap()
+        .route(METHOD)
+        .authority("inventory.internal:443")
+        .idempotent(true);
+    request.mark_dispatched("inventory-1");
+    request
+}
+
+fn unavailable() -> RetryReason {
+    RetryReason::GrpcStatus(GrpcCode::Unavailable)
+}
+
+fn decide(
+    orchestrator: &Orchestrator,
+    request: &mut Request,
+    reason: &RetryReason,
+    pushback: Option<Pushback>,
+) -> Decision {
+    let context = DecisionContext::new(reason)
+        .with_pushback(pushback)
+        .at(request.start() + Duration::from_millis(10));
+    futures::executor::block_on(orchestrator.decide(request, &context))
+}
+
+fn delay(decision: &Decision) -> Option<Duration> {
+    match decision {
+        Decision::Retry(plan) => Some(plan.delay),
+        _ => None,
+    }
+}
+
+/// The retries granted in a row for UNAVAILABLE, until the first refusal.
+fn retries_in_a_row(orchestrator: &Orchestrator) -> u32 {
+    let mut request = call(Instant::now());
+    let mut retries = 0;
+    while delay(&decide(orchestrator, &mut request, &unavailable(), None)).is_some() {
+        retries += 1;
+        assert!(retries < 100, "never stopped");
+    }
+    retries
+}
+
+/// A6 "Maximum Number of Retries": `maxAttempts` counts the original attempt (4 attempts are
+/// 3 retries); "Limits on Retries and Hedges": above the client's cap of 5 it is 5.
+#[test]
+fn max_attempts_counts_the_original_and_is_capped_at_five() {
+    assert_eq!(retries_in_a_row(&orchestrator(4)), 3);
+    assert_eq!(retries_in_a_row(&orchestrator(2)), 1);
+    assert_eq!(retries_in_a_row(&orchestrator(9)), 4);
+}
+
+/// A6 "Exponential Backoff" (its text since the 2024 revision): the first retry after
+/// `initialBackoff × random(0.8, 1.2)`, the n-th after
+/// `min(initialBackoff × backoffMultiplier^(n−1), maxBackoff) × random(0.8, 1.2)`. Over many
+/// calls each retry's delay stays in its band and spreads over it.
+#[test]
+fn backoff_is_exponential_with_a_fifth_of_jitter_either_way() {
+    let orchestrator = orchestrator(5);
+    let nominal_ms = [100.0, 200.0, 400.0, 800.0];
+    let mut seen: Vec<Vec<f64>> = vec![Vec::new(); 4];
+    for _ in 0..300 {
+        let mut request = call(Instant::now());
+        for (n, delays) in seen.iter_mut().enumerate() {
+            let decision = decide(&orchestrator, &mut request, &unavailable(), None);
+            let ms = delay(&decision).expect("a retry").as_secs_f64() * 1000.0;
+            assert!(
+                ms >= nominal_ms[n] * 0.8 - 1e-6 && ms <= nominal_ms[n] * 1.2 + 1e-6,
+                "retry {}: {ms} ms",
+                n + 1
+            );
+            delays.push(ms);
+        }
+    }
+    for (n, delays) in seen.iter().enumerate() {
+        let low = delays.iter().cloned().fold(f64::MAX, f64::min);
+        let high = delays.iter().cloned().fold(0.0, f64::max);
+        assert!(
+            low < nominal_ms[n] * 0.9 && high > nominal_ms[n] * 1.1,
+            "retry {}: {low}..{high} ms",
+            n + 1
+        );
+    }
+    // maxBackoff bounds the nominal delay: 0.1 s × 2^4 is past 1 s.
+    let capped = orchestrator_with_backoff("0.1s", "1s", 4.0);
+    let mut request = call(Instant::now());
+    let _ = decide(&capped, &mut request, &unavailable(), None);
+    let second = delay(&decide(&capped, &mut request, &unavailable(), None)).unwrap();
+    assert!(second >= Duration::from_millis(320) && second <= Duration::from_millis(480));
+    let third = delay(&decide(&capped, &mut request, &unavailable(), None)).unwrap();
+    assert!(third >= Duration::from_millis(800) && third <= Duration::from_millis(1200));
+}
+
+fn orchestrator_with_backoff(initial: &str, max: &str, multiplier: f64) -> Orchestrator {
+    let params = json!({"service_config": {"methodConfig": [{
+        "name": [{}],
+        "retryPolicy": {
+            "maxAttempts": 5,
+            "initialBackoff": initial,
+            "maxBackoff": max,
+            "backoffMultiplier": multiplier,
+            "retryableStatusCodes": [14]
+        }
+    }]}});
+    let policy = BuiltinPolicy::new(Builtin::Grpc, params.as_object().unwrap()).unwrap();
+    Orchestrator::new(policy.strategy())
+}
+
+/// A6 "Retryable Status Codes": a status is retried only if the policy lists it; a call
+/// whose method no method config names, or whose config has no retry policy, is not retried.
+/// A failure before the call was sent is handled by the policy (A6 "Transparent Retries": a
+/// pick that failed transiently).
+#[test]
+fn only_listed_statuses_are_retried() {
+    let orchestrator = orchestrator(4);
+    for code in GrpcCode::ALL {
+        let mut request = call(Instant::now());
+        let reason = RetryReason::GrpcStatus(code);
+        let retried = delay(&decide(&orchestrator, &mut request, &reason, None)).is_some();
+        assert_eq!(retried, code == GrpcCode::Unavailable, "{code}");
+    }
+    let mut other = call(Instant::now()).route("/shop.Orders/Get");
+    assert!(delay(&decide(&orchestrator, &mut other, &unavailable(), None)).is_none());
+    let mut not_sent = Request::new(2, RequestType::Grpc, Duration::from_secs(60))
+        .unwrap()
+        .route(METHOD);
+    let refused_connection = reasons::SOCKET_NOT_AVAILABLE;
+    assert!(delay(&decide(
+        &orchestrator,
+        &mut not_sent,
+        &refused_connection,
+        None
+    ))
+    .is_some());
+}
+
+/// A6 "Pushback": a pushback of n ms is a retry after exactly n ms (even past maxBackoff);
+/// the retry after it starts again from `initialBackoff`; a negative pushback ends retries;
+/// and a pushback never grants an attempt past `maxAttempts`.
+#[test]
+fn pushback_times_the_retry_exactly_and_resets_the_backoff() {
+    let orchestrator = orchestrator(5);
+    let mut request = call(Instant::now());
+    for _ in 0..2 {
+        let _ = decide(&orchestrator, &mut request, &unavailable(), None);
+    }
+    let pushed = Some(Pushback::After(Duration::from_millis(2500)));
+    let exact = decide(&orchestrator, &mut request, &unavailable(), pushed);
+    assert_eq!(delay(&exact), Some(Duration::from_millis(2500)));
+    assert_eq!(request.retries_since_pushback(), 0);
+    let next = delay(&decide(&orchestrator, &mut request, &unavailable(), None)).unwrap();
+    assert!(
+        next >= Duration::from_millis(80) && next <= Duration::from_millis(120),
+        "after a pushback: {next:?}"
+    );
+    // The fifth attempt was the last: a pushback does not grant a sixth.
+    let past = decide(&orchestrator, &mut request, &unavailable(), pushed);
+    assert_eq!(delay(&past), None);
+
+    let mut stopped = call(Instant::now());
+    let stop = decide(
+        &orchestrator,
+        &mut stopped,
+        &unavailable(),
+        Some(Pushback::Stop),
+    );
+    assert_eq!(delay(&stop), None);
+    assert_eq!(Pushback::from_millis(-1), Pushback::Stop);
+}
+
+/// docs/decisions.md "Retries of HTTP requests and gRPC calls": a call not declared
+/// idempotent that was sent is never retried, whatever a policy answers; one that was never
+/// sent may be.
+#[test]
+fn a_call_not_declared_idempotent_is_retried_only_if_never_sent() {
+    let always = common::always_retry(5);
+    let grpc = orchestrator(5);
+    for orchestrator in [&always, &grpc] {
+        let mut sent = Request::new(3, RequestType::Grpc, Duration::from_secs(60))
+            .unwrap()
+            .route(METHOD);
+        sent.mark_dispatched("inventory-1");
+        assert!(delay(&decide(orchestrator, &mut sent, &unavailable(), None)).is_none());
+        let mut never_sent = Request::new(4, RequestType::Grpc, Duration::from_secs(60))
+            .unwrap()
+            .route(METHOD);
+        let reason = reasons::SOCKET_NOT_AVAILABLE;
+        assert!(delay(&decide(orchestrator, &mut never_sent, &reason, None)).is_some());
+    }
+}

@@ -1,0 +1,252 @@
+//! Plain HTTP requests: idempotency from the method (RFC 9110 §9.2.2) unless declared, the
+//! `http` built-in's status table, `Retry-After` (§10.2.3), its backoff and attempts, and the
+//! safety guard: a request that is not idempotent is retried only if it was never sent
+//! (docs/decisions.md "Retries of HTTP requests and gRPC calls").
+
+mod common;
+
+use std::time::{Duration, SystemTime};
+
+use rebound::registry::{Builtin, BuiltinPolicy};
+use rebound::{
+    reasons, Decision, DecisionContext, HttpMethod, Orchestrator, Pushback, Request, RequestType,
+    RetryReason,
+};
+use serde_json::json;
+
+fn http(method: HttpMethod) -> Request {
+    Request::new(1, RequestType::Http, Duration::from_secs(30))
+        .unwrap()
+        .method(method)
+        .authority("api.example.com")
+        .route("/v1/items")
+}
+
+fn sent(method: HttpMethod) -> Request {
+    let mut request = http(method);
+    request.mark_dispatched("api-1");
+    request
+}
+
+fn builtin(params: serde_json::Value) -> Orchestrator {
+    let policy = BuiltinPolicy::new(Builtin::Http, params.as_object().unwrap()).unwrap();
+    Orchestrator::new(policy.strategy())
+}
+
+fn decide(
+    orchestrator: &Orchestrator,
+    request: &mut Request,
+    reason: &RetryReason,
+    pushback: Option<Pushback>,
+) -> Option<Duration> {
+    let context = DecisionContext::new(reason)
+        .with_pushback(pushback)
+        .at(request.start());
+    match futures::executor::block_on(orchestrator.decide(request, &context)) {
+        Decision::Retry(plan) => Some(plan.delay),
+        _ => None,
+    }
+}
+
+/// RFC 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are idempotent; POST, PATCH
+/// and CONNECT are not; a request without a method is not; a declaration overrides.
+#[test]
+fn idempotency_follows_the_method_unless_declared() {
+    use HttpMethod::*;
+    for (method, idempotent) in [
+        (Get, true),
+        (Head, true),
+        (Options, true),
+        (Trace, true),
+        (Put, true),
+        (Delete, true),
+        (Post, false),
+        (Patch, false),
+        (Connect, false),
+    ] {
+        assert_eq!(http(method).is_idempotent(), idempotent, "{method:?}");
+    }
+    let no_method = Request::new(1, RequestType::Http, Duration::from_secs(1)).unwrap();
+    assert!(!no_method.is_idempotent());
+    assert!(http(Post).idempotent(true).is_idempotent());
+    assert!(!http(Get).idempotent(false).is_idempotent());
+}
+
+/// The `http` built-in retries 408, 429, 500, 502, 503 and 504 by default and no other
+/// status; `statuses` replaces the table.
+#[test]
+fn the_status_table_decides_which_responses_are_retried() {
+    let default = builtin(json!({}));
+    for status in [
+        400, 401, 403, 404, 408, 409, 422, 429, 500, 501, 502, 503, 504, 505,
+    ] {
+        let retried = decide(
+            &default,
+            &mut sent(HttpMethod::Get),
+            &RetryReason::HttpStatus(status),
+            None,
+        )
+        .is_some();
+        let listed = [408, 429, 500, 502, 503, 504].contains(&status);
+        assert_eq!(retried, listed, "{status}");
+    }
+    let only_503 = builtin(json!({"statuses": [503]}));
+    let reason = RetryReason::HttpStatus(502);
+    assert!(decide(&only_503, &mut sent(HttpMethod::Get), &reason, None).is_none());
+    let refused = BuiltinPolicy::new(
+        Builtin::Http,
+        json!({"statuses": [200]}).as_object().unwrap(),
+    )
+    .unwrap_err();
+    assert_eq!(refused.param, "statuses");
+}
+
+/// The safety guard, for the built-in and for a policy that always asks for a retry: a POST
+/// or PATCH that was sent is never retried (an error status, a connection lost in flight); one
+/// that was never sent is; an idempotent request is retried either way.
+#[test]
+fn a_request_that_is_not_idempotent_is_retried_only_if_never_sent() {
+    let orchestrators = [builtin(json!({})), common::always_retry(5)];
+    for orchestrator in &orchestrators {
+        for method in [HttpMethod::Post, HttpMethod::Patch] {
+            for reason in [
+                RetryReason::HttpStatus(503),
+                reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
+            ] {
+                assert!(decide(orchestrator, &mut sent(method), &reason, None).is_none());
+            }
+            let never_sent = reasons::SOCKET_NOT_AVAILABLE;
+            assert!(decide(orchestrator, &mut http(method), &never_sent, None).is_some());
+        }
+        let lost = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
+        assert!(decide(orchestrator, &mut sent(HttpMethod::Put), &lost, None).is_some());
+    }
+}
+
+/// RFC 9110 §10.2.3: a retry waits at least the `Retry-After` given (seconds or an
+/// HTTP-date); one that cannot be read ends retries, as urllib3 refuses an invalid header.
+#[test]
+fn retry_after_is_waited_and_an_unreadable_one_ends_retries() {
+    let orchestrator = builtin(json!({}));
+    let now = SystemTime::now();
+    let reason = RetryReason::HttpStatus(429);
+    let after = Pushback::from_retry_after("3", now);
+    let waited = decide(
+        &orchestrator,
+        &mut sent(HttpMethod::Get),
+        &reason,
+        Some(after),
+    );
+    assert_eq!(waited, Some(Duration::from_secs(3)));
+    let date = httpdate::fmt_http_date(now + Duration::from_secs(20));
+    let by_date = Pushback::from_retry_after(&date, now);
+    let waited = decide(
+        &orchestrator,
+        &mut sent(HttpMethod::Get),
+        &reason,
+        Some(by_date),
+    );
+    assert!(waited.unwrap() > Duration::from_secs(18));
+    let unreadable = Pushback::from_retry_after("soon", now);
+    assert!(decide(
+        &orchestrator,
+        &mut sent(HttpMethod::Get),
+        &reason,
+        Some(unreadable)
+    )
+    .is_none());
+}
+
+/// The backoff: retry n+1 waits `random(0, min(initial × multiplier^n, max))` (full jitter);
+/// `max_attempts` counts the first attempt.
+#[test]
+fn backoff_has_full_jitter_under_an_exponential_ceiling() {
+    let orchestrator = builtin(json!({"max_attempts": 4, "initial_ms": 100, "max_ms": 300}));
+    let ceilings = [100, 200, 300];
+    let mut highest = [Duration::ZERO; 3];
+    let mut lowest = [Duration::MAX; 3];
+    for _ in 0..300 {
+        let mut request = sent(HttpMethod::Get);
+        for n in 0..3 {
+            let delay = decide(
+                &orchestrator,
+                &mut request,
+                &RetryReason::HttpStatus(503),
+                None,
+            )
+            .expect("a retry");
+            assert!(delay <= Duration::from_millis(ceilings[n]), "{delay:?}");
+            highest[n] = highest[n].max(delay);
+            lowest[n] = lowest[n].min(delay);
+        }
+        assert!(decide(
+            &orchestrator,
+            &mut request,
+            &RetryReason::HttpStatus(503),
+            None
+        )
+        .is_none());
+    }
+    for n in 0..3 {
+        let ceiling = Duration::from_millis(ceilings[n]);
+        assert!(
+            lowest[n] < ceiling / 5 && highest[n] > ceiling * 4 / 5,
+            "{n}"
+        );
+    }
+}
+
+/// The safety guard over the whole grid, for plain HTTP requests and gRPC calls: every
+/// reason without data and the two status reasons, every method (and none), idempotency
+/// declared or not, sent or not. A policy that always asks for a retry gets one only for an
+/// idempotent request, or for a reason that allows it on a request never sent.
+#[test]
+fn the_guard_holds_over_the_whole_grid() {
+    use rebound::grpc::GrpcCode;
+    use rebound::ReasonKind;
+    let orchestrator = common::always_retry(1);
+    let mut reasons: Vec<RetryReason> = ReasonKind::ALL
+        .iter()
+        .filter_map(|kind| RetryReason::simple(*kind))
+        .collect();
+    reasons.push(RetryReason::HttpStatus(503));
+    reasons.push(RetryReason::GrpcStatus(GrpcCode::Unavailable));
+    let methods = [
+        None,
+        Some(HttpMethod::Get),
+        Some(HttpMethod::Put),
+        Some(HttpMethod::Post),
+        Some(HttpMethod::Patch),
+    ];
+    let mut checked = 0;
+    for ty in [RequestType::Http, RequestType::Grpc] {
+        for method in methods {
+            for declared in [None, Some(true), Some(false)] {
+                for was_sent in [false, true] {
+                    for reason in &reasons {
+                        let mut request = Request::new(1, ty, Duration::from_secs(30)).unwrap();
+                        if let Some(method) = method {
+                            request = request.method(method);
+                        }
+                        if let Some(idempotent) = declared {
+                            request = request.idempotent(idempotent);
+                        }
+                        if was_sent {
+                            request.mark_dispatched("node-1");
+                        }
+                        let idempotent = request.is_idempotent();
+                        let retried = decide(&orchestrator, &mut request, reason, None).is_some();
+                        let safe =
+                            idempotent || (!was_sent && reason.allows_non_idempotent_retry());
+                        assert!(
+                            !retried || safe,
+                            "{ty} {method:?} declared {declared:?} sent {was_sent}: {reason} retried"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked}");
+}
