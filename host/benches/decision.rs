@@ -16,11 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use rebound::grpc::{GrpcCode, ServiceConfig};
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::DecisionContext;
 use rebound::{
     reasons, BestEffort, Decision, Orchestrator, Request, RequestType, RetryStrategy, SyncStrategy,
 };
+use rebound::{GrpcRetry, HttpMethod, HttpRetry, RetryReason};
 
 #[path = "support/measure.rs"]
 mod measure;
@@ -175,6 +177,40 @@ fn main() {
                 .ok()
         })
     };
+    // The HTTP and gRPC built-ins against best effort, on the same request and failure: a sent
+    // GET answered 503, a sent idempotent gRPC call answered UNAVAILABLE.
+    let mut http_get = Request::new(3, RequestType::Http, Duration::from_secs(3600))
+        .unwrap()
+        .method(HttpMethod::Get)
+        .authority("api.example.com")
+        .route("/v1/items");
+    http_get.mark_dispatched("10.0.0.2:443");
+    let mut grpc_call = Request::new(4, RequestType::Grpc, Duration::from_secs(3600))
+        .unwrap()
+        .route("/shop.Inventory/Get")
+        .idempotent(true);
+    grpc_call.mark_dispatched("10.0.0.3:443");
+    let service_config = serde_json::json!({"methodConfig": [{
+        "name": [{"service": "shop.Inventory"}],
+        "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s",
+            "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}
+    }]});
+    let grpc_config = ServiceConfig::parse(&service_config, 5).expect("a valid service config");
+    let http_builtin = Orchestrator::new(Arc::new(HttpRetry::default()));
+    let grpc_builtin = Orchestrator::new(Arc::new(GrpcRetry::new(grpc_config)));
+    let status_503 = RetryReason::HttpStatus(503);
+    let unavailable = RetryReason::GrpcStatus(GrpcCode::Unavailable);
+    let on = |orchestrator: &Orchestrator, template: &Request, reason: &RetryReason| {
+        decide(template, |request| {
+            (orchestrator.maybe_retry(request, reason))
+                .into_ready()
+                .ok()
+        })
+    };
+    let mut http_best_effort = || on(native, &http_get, &status_503);
+    let mut http_by_builtin = || on(&http_builtin, &http_get, &status_503);
+    let mut grpc_best_effort = || on(native, &grpc_call, &unavailable);
+    let mut grpc_by_builtin = || on(&grpc_builtin, &grpc_call, &unavailable);
     let noop_bytes = std::fs::read(guest("noop")).expect("the no-op guest");
     let mut wasmtime_alone = bare_call(&runtime, &noop_bytes);
     let mut all: Vec<&mut dyn FnMut()> = deciders
@@ -187,12 +223,18 @@ fn main() {
             &mut native_polled as &mut dyn FnMut(),
             &mut wasmtime_alone as &mut dyn FnMut(),
             &mut native_cancel as &mut dyn FnMut(),
+            &mut http_best_effort as &mut dyn FnMut(),
+            &mut http_by_builtin as &mut dyn FnMut(),
+            &mut grpc_best_effort as &mut dyn FnMut(),
+            &mut grpc_by_builtin as &mut dyn FnMut(),
         ])
         .collect();
     let times = measure_interleaved(41, 10_000, &mut all);
     let (decisions, rest) = times.split_at(strategies.len());
     let (calls, rest) = rest.split_at(strategies.len());
-    let [copy, native_at_start, native_polled, wasmtime_alone, native_cancel] = rest else {
+    let [copy, native_at_start, native_polled, wasmtime_alone, native_cancel, http_best_effort, http_by_builtin, grpc_best_effort, grpc_by_builtin] =
+        rest
+    else {
         unreachable!("one time per row")
     };
 
@@ -243,6 +285,33 @@ fn main() {
         "| copying the request (each decision row's setup, included above) | {:.0} ns | |",
         ns(*copy)
     );
+    for (what, best_effort, builtin) in [
+        (
+            "an HTTP GET answered 503",
+            http_best_effort,
+            http_by_builtin,
+        ),
+        (
+            "a gRPC call answered UNAVAILABLE",
+            grpc_best_effort,
+            grpc_by_builtin,
+        ),
+    ] {
+        println!(
+            "| decision (orchestrator), {what}, native BestEffort | {:.0} ns | |",
+            ns(*best_effort)
+        );
+        let builtin_name = if what.contains("HTTP") {
+            "http"
+        } else {
+            "grpc"
+        };
+        println!(
+            "| decision (orchestrator), {what}, the `{builtin_name}` built-in | {:.0} ns | {:.2}× best effort |",
+            ns(*builtin),
+            ns(*builtin) / ns(*best_effort)
+        );
+    }
     for (i, ((name, _), time)) in strategies.iter().zip(calls).enumerate() {
         let ratio = match i {
             0 | 1 => String::new(),

@@ -46,6 +46,39 @@ pub struct RetryPolicy {
     pub backoff_multiplier: f64,
     /// The statuses retried.
     pub retryable_status_codes: Vec<GrpcCode>,
+    /// The nominal delay of each retry counted from the last pushback, in nanoseconds, worked
+    /// out once: `min(initialBackoff × backoffMultiplier^n, maxBackoff)` for n below
+    /// `max_attempts`.
+    nominal_nanos: Vec<f64>,
+}
+
+impl RetryPolicy {
+    /// gRFC A6 "Exponential Backoff": the nominal delay (before jitter) of a retry after
+    /// `since_pushback` retries made since the last pushback (0 for the first), in nanoseconds.
+    pub fn nominal_backoff_nanos(&self, since_pushback: u32) -> f64 {
+        let max = self.max_backoff.as_secs_f64() * 1e9;
+        match self.nominal_nanos.get(since_pushback as usize) {
+            Some(nanos) => *nanos,
+            None => max,
+        }
+    }
+}
+
+/// `min(initial × multiplier^n, max)` in nanoseconds for each n below `attempts`.
+fn nominal_table(initial: Duration, max: Duration, multiplier: f64, attempts: u32) -> Vec<f64> {
+    let max = max.as_secs_f64() * 1e9;
+    let mut nanos = initial.as_secs_f64() * 1e9;
+    (0..attempts)
+        .map(|_| {
+            let this = if nanos.is_finite() {
+                nanos.min(max)
+            } else {
+                max
+            };
+            nanos *= multiplier;
+            this
+        })
+        .collect()
 }
 
 /// `retryThrottling` (gRFC A6 "Throttling Retry Attempts and Hedged RPCs").
@@ -63,13 +96,40 @@ pub struct RetryThrottling {
 struct MethodName {
     service: String,
     method: Option<String>,
+    /// What a call's full method name is compared with: `/service/method` for one method,
+    /// `/service/` for a service (the name must then go on with a method), empty for all.
+    matched: String,
+}
+
+impl MethodName {
+    /// 0 for one method, 1 for a service, 2 for every method: the most specific name first.
+    fn breadth(&self) -> u8 {
+        match (&self.method, self.service.is_empty()) {
+            (Some(_), _) => 0,
+            (None, false) => 1,
+            (None, true) => 2,
+        }
+    }
+
+    /// Whether it names the call `full_method`.
+    fn names(&self, full_method: &str) -> bool {
+        match self.breadth() {
+            0 => full_method == self.matched,
+            1 => full_method
+                .strip_prefix(self.matched.as_str())
+                .is_some_and(|method| !method.is_empty() && !method.bytes().any(|b| b == b'/')),
+            _ => split_full_method(full_method).is_some(),
+        }
+    }
 }
 
 /// The retry part of a service config.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServiceConfig {
-    /// Each method config's names and its retry policy (`None`: it retries nothing).
-    methods: Vec<(Vec<MethodName>, Option<RetryPolicy>)>,
+    /// Each method config's retry policy (`None`: it retries nothing).
+    policies: Vec<Option<RetryPolicy>>,
+    /// Every name with the index of its method config's policy, the most specific first.
+    names: Vec<(MethodName, usize)>,
     throttling: Option<RetryThrottling>,
 }
 
@@ -78,8 +138,8 @@ impl ServiceConfig {
     /// at `max_attempts_limit` as a client does.
     pub fn parse(config: &Value, max_attempts_limit: u32) -> Result<Self, ServiceConfigError> {
         let root = object(config, "")?;
-        let mut methods = Vec::new();
-        let mut seen: Vec<MethodName> = Vec::new();
+        let mut policies = Vec::new();
+        let mut seen: Vec<(MethodName, usize)> = Vec::new();
         if let Some(list) = root.get("methodConfig") {
             let list = list
                 .as_array()
@@ -88,14 +148,14 @@ impl ServiceConfig {
                 let at = format!("methodConfig[{i}]");
                 let entry = object(entry, &at)?;
                 let names = names(entry, &at)?;
-                for (j, name) in names.iter().enumerate() {
-                    if seen.contains(name) {
+                for (j, name) in names.into_iter().enumerate() {
+                    if seen.iter().any(|(earlier, _)| *earlier == name) {
                         return Err(error(
                             format!("{at}.name[{j}]"),
                             "this method is named by an earlier method config already",
                         ));
                     }
-                    seen.push(name.clone());
+                    seen.push((name, i));
                 }
                 if entry.contains_key("hedgingPolicy") {
                     return Err(error(
@@ -111,15 +171,17 @@ impl ServiceConfig {
                     )?),
                     None => None,
                 };
-                methods.push((names, policy));
+                policies.push(policy);
             }
         }
+        seen.sort_by_key(|(name, _)| name.breadth());
         let throttling = match root.get("retryThrottling") {
             Some(value) => Some(throttling(value)?),
             None => None,
         };
         Ok(ServiceConfig {
-            methods,
+            policies,
+            names: seen,
             throttling,
         })
     }
@@ -128,16 +190,12 @@ impl ServiceConfig {
     /// most specific method config naming it (the method, else its service, else the
     /// default); `None` if none names it or the one that does has no retry policy.
     pub fn retry_policy(&self, full_method: &str) -> Option<&RetryPolicy> {
-        let (service, method) = split_full_method(full_method)?;
-        let matches = |exact: &dyn Fn(&MethodName) -> bool| {
-            self.methods
-                .iter()
-                .find(|(names, _)| names.iter().any(exact))
-        };
-        matches(&|n| n.service == service && n.method.as_deref() == Some(method))
-            .or_else(|| matches(&|n| n.service == service && n.method.is_none()))
-            .or_else(|| matches(&|n| n.service.is_empty()))
-            .and_then(|(_, policy)| policy.as_ref())
+        // The names are kept most specific first: the first that names the call decides.
+        let (_, at) = self
+            .names
+            .iter()
+            .find(|(name, _)| name.names(full_method))?;
+        self.policies[*at].as_ref()
     }
 
     /// Its `retryThrottling`, if it has one.
@@ -195,9 +253,16 @@ fn names(entry: &Map<String, Value>, at: &str) -> Result<Vec<MethodName>, Servic
                     "a method name needs its service (`service`: \"package.Service\")",
                 ));
             }
+            let service = service.unwrap_or_default();
+            let matched = match (&method, service.is_empty()) {
+                (_, true) => String::new(),
+                (Some(method), false) => format!("/{service}/{method}"),
+                (None, false) => format!("/{service}/"),
+            };
             Ok(MethodName {
-                service: service.unwrap_or_default(),
+                service,
                 method,
+                matched,
             })
         })
         .collect()
@@ -254,6 +319,12 @@ fn retry_policy(
         max_backoff,
         backoff_multiplier,
         retryable_status_codes,
+        nominal_nanos: nominal_table(
+            initial_backoff,
+            max_backoff,
+            backoff_multiplier,
+            max_attempts,
+        ),
     })
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::action::{NodeChoice, RetryAction};
 use crate::context::DecisionContext;
-use crate::grpc::{RetryPolicy, ServiceConfig};
+use crate::grpc::ServiceConfig;
 use crate::pushback::Pushback;
 use crate::reason::{RetryReason, Stage};
 use crate::request::{Request, Service};
@@ -39,17 +39,6 @@ impl GrpcRetry {
     pub fn config(&self) -> &ServiceConfig {
         &self.config
     }
-}
-
-/// gRFC A6 "Exponential Backoff": the nominal delay of a retry after `since_pushback` retries
-/// made since the last pushback (0 for the first), before jitter.
-pub(crate) fn nominal_backoff(policy: &RetryPolicy, since_pushback: u32) -> Duration {
-    let exponent = i32::try_from(since_pushback).unwrap_or(i32::MAX);
-    let seconds = policy.initial_backoff.as_secs_f64() * policy.backoff_multiplier.powi(exponent);
-    if !seconds.is_finite() || seconds >= policy.max_backoff.as_secs_f64() {
-        return policy.max_backoff;
-    }
-    Duration::from_secs_f64(seconds)
 }
 
 impl SyncStrategy for GrpcRetry {
@@ -84,8 +73,8 @@ impl SyncStrategy for GrpcRetry {
             Some(Pushback::After(exactly)) => exactly,
             Some(Pushback::Stop) => return RetryAction::NoRetry,
             None => {
-                let nominal = nominal_backoff(policy, request.retries_since_pushback());
-                nominal.mul_f64(0.8 + 0.4 * fastrand::f64())
+                let nominal = policy.nominal_backoff_nanos(request.retries_since_pushback());
+                Duration::from_nanos((nominal * (0.8 + 0.4 * fastrand::f64())) as u64)
             }
         };
         RetryAction::RetryAfter {

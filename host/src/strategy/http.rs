@@ -68,12 +68,20 @@ impl HttpRetry {
 
     /// The ceiling of retry `retries + 1`'s delay: `min(initial × multiplier^retries, max)`.
     pub fn ceiling(&self, retries: u32) -> Duration {
+        Duration::from_nanos(self.ceiling_nanos(retries) as u64)
+    }
+
+    /// [`ceiling`](Self::ceiling) in nanoseconds, as a float (no `Duration` rounding on the
+    /// deciding path).
+    fn ceiling_nanos(&self, retries: u32) -> f64 {
         let exponent = i32::try_from(retries).unwrap_or(i32::MAX);
-        let seconds = self.initial.as_secs_f64() * self.multiplier.powi(exponent);
-        if !seconds.is_finite() || seconds >= self.max.as_secs_f64() {
-            return self.max;
+        let nanos = self.initial.as_secs_f64() * 1e9 * self.multiplier.powi(exponent);
+        let max = self.max.as_secs_f64() * 1e9;
+        if nanos.is_finite() && nanos < max {
+            nanos
+        } else {
+            max
         }
-        Duration::from_secs_f64(seconds)
     }
 
     /// Whether a failure for `reason` is one this strategy retries at all, idempotency aside.
@@ -100,9 +108,9 @@ impl SyncStrategy for HttpRetry {
         {
             return RetryAction::NoRetry;
         }
-        let ceiling = self.ceiling(request.retry_attempts());
+        let ceiling = self.ceiling_nanos(request.retry_attempts());
         let action = RetryAction::RetryAfter {
-            delay: ceiling.mul_f64(fastrand::f64()),
+            delay: Duration::from_nanos((ceiling * fastrand::f64()) as u64),
             node: NodeChoice::Same,
             consistency: None,
         };
