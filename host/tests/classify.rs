@@ -293,3 +293,31 @@ fn error_map_retry_goes_to_the_orchestrator() {
     let reason: &RetryReason = &reasons::KV_ERROR_MAP_RETRY_INDICATED;
     assert!(!reason.always_retry() && reason.allows_non_idempotent_retry());
 }
+
+/// docs/http-and-grpc.md: a plain HTTP service's answer below 400 is a success (RFC 9110 §15:
+/// informational, successful, redirection); a status in the table is an `HTTP_STATUS` failure
+/// carrying it; any other error status is not retried.
+#[test]
+fn plain_http_statuses_are_classified_by_a_table() {
+    use rebound::classify::{classify_http, DEFAULT_HTTP_RETRY_STATUSES};
+    for status in [100, 200, 204, 301, 304, 399] {
+        let c = classify_http(status, &DEFAULT_HTTP_RETRY_STATUSES);
+        assert_eq!(c, Classification::Success, "{status}");
+    }
+    for status in [408, 429, 500, 502, 503, 504] {
+        let c = classify_http(status, &DEFAULT_HTTP_RETRY_STATUSES);
+        assert_eq!(
+            c.reason(),
+            Some(&RetryReason::HttpStatus(status)),
+            "{status}"
+        );
+    }
+    for status in [400, 401, 404, 409, 501, 505] {
+        let c = classify_http(status, &DEFAULT_HTTP_RETRY_STATUSES);
+        assert_eq!(failure_kind(&c), FailureKind::NotRetryable, "{status}");
+    }
+    assert_eq!(
+        failure_kind(&classify_http(503, &[502])),
+        FailureKind::NotRetryable
+    );
+}

@@ -1,8 +1,10 @@
-//! Rebound's policies as a [`reqwest_middleware`] middleware for the Couchbase services' HTTP
-//! APIs (query, analytics, search, views, management): each request says which service it
-//! targets, each failure is classified as Rebound classifies it (reference 001 "Response Code
-//! Classification"), a [`PolicyRegistry`](rebound::registry::PolicyRegistry) decides, and the
-//! middleware waits and sends the request again (docs/adapters.md).
+//! Rebound's policies as a [`reqwest_middleware`] middleware for any HTTP service: plain HTTP
+//! requests (RFC 9110: idempotency by method, a table of retried statuses, `Retry-After`) and
+//! the Couchbase services' HTTP APIs (query, analytics, search, views, management), which a
+//! request names. Each failure is classified as Rebound classifies it (reference 001
+//! "Response Code Classification" for the Couchbase services), a
+//! [`PolicyRegistry`](rebound::registry::PolicyRegistry) decides, and the middleware waits and
+//! sends the request again (docs/adapters.md).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -30,4 +32,4 @@
 mod classify;
 mod middleware;
 
-pub use middleware::{Idempotent, NotAnHttpService, ReboundMiddleware};
+pub use middleware::{Idempotent, NotAnHttpService, ReboundMiddleware, Route};

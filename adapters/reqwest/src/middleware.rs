@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::Extensions;
-use rebound::classify::Classification;
+use rebound::classify::{classify_http, Classification, DEFAULT_HTTP_RETRY_STATUSES};
 use rebound::registry::PolicyRegistry;
 use rebound::{
     reasons, Decision, DecisionContext, HttpMethod, Pushback, Request, RequestType, RetryReason,
@@ -20,14 +20,23 @@ use crate::classify;
 
 /// Declares a request idempotent (or not), overriding its service's rule (reference 001
 /// "Idempotent Operation List": a query is idempotent only when read-only; search and views
-/// reads are; a management request when it is a GET). Set it with `with_extension`.
+/// reads are; a management request when it is a GET; RFC 9110 §9.2.2 for a plain HTTP
+/// request: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are). Set it with `with_extension`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Idempotent(pub bool);
 
-/// A `reqwest-middleware` middleware deciding retries with a policy registry. A request names
-/// its service with `with_extension(rebound::Service::Query)` (or analytics, search, views,
-/// management), or the middleware serves one ([`service`](Self::service)); a request whose
-/// service is not known is sent once and never retried.
+/// Names a plain HTTP request's route (a template such as `/v1/items/{id}`, or any name),
+/// which policies and the decision log see instead of the URL's path. Set it with
+/// `with_extension`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route(pub Arc<str>);
+
+/// A `reqwest-middleware` middleware deciding retries with a policy registry. A request to a
+/// Couchbase service names it with `with_extension(rebound::Service::Query)` (or analytics,
+/// search, views, management), or the middleware serves one ([`service`](Self::service)); any
+/// other request is a plain HTTP request (RFC 9110): idempotent by its method unless declared
+/// ([`Idempotent`]), its statuses classified by a table ([`retry_statuses`](Self::retry_statuses)),
+/// its authority and route (the URL's path, or [`Route`]) told to the policy.
 #[derive(Debug, Clone)]
 pub struct ReboundMiddleware {
     registry: Arc<PolicyRegistry>,
@@ -35,11 +44,13 @@ pub struct ReboundMiddleware {
     timeout: Duration,
     /// The service of requests that name none.
     service: Option<Service>,
+    /// A plain HTTP request's statuses retried (the others are handed back).
+    retry_statuses: Arc<[u16]>,
 }
 
-/// A service refused where an HTTP service was expected (`kv`, `cql`).
+/// A service refused where an HTTP service was expected (`kv`, `cql`, `grpc`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("rebound-reqwest: `{}` is not an HTTP service; expected query, analytics, search, views or management", .0.name())]
+#[error("rebound-reqwest: `{}` is not an HTTP service; expected query, analytics, search, views, management or http", .0.name())]
 pub struct NotAnHttpService(pub Service);
 
 /// Request ids for the requests the middleware describes.
@@ -60,7 +71,15 @@ impl ReboundMiddleware {
             policy: None,
             timeout: Self::DEFAULT_TIMEOUT,
             service: None,
+            retry_statuses: DEFAULT_HTTP_RETRY_STATUSES.into(),
         }
+    }
+
+    /// The statuses of a plain HTTP request's answer that are failures to decide about (the
+    /// others are handed back as they came). Default: 408, 429, 500, 502, 503, 504.
+    pub fn retry_statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
+        self.retry_statuses = statuses.into_iter().collect();
+        self
     }
 
     /// Serves `service`: a request that names no service with `with_extension` is taken to
@@ -87,19 +106,32 @@ impl ReboundMiddleware {
         self
     }
 
-    /// Rebound's request for an HTTP request to `service`.
+    /// Rebound's request for an HTTP request `req` to `service`.
     fn request(
         &self,
         service: Service,
-        method: &http::Method,
+        req: &reqwest::Request,
         extensions: &Extensions,
     ) -> Result<Request, reqwest_middleware::Error> {
         let request_type =
             request_type(service).map_err(|e| reqwest_middleware::Error::Middleware(e.into()))?;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let mut request = Request::new(id, request_type, self.timeout).expect("a non-zero timeout");
-        if let Some(method) = http_method(method) {
+        if let Some(method) = http_method(req.method()) {
             request = request.method(method);
+        }
+        if service == Service::Http {
+            let url = req.url();
+            if let Some(host) = url.host_str() {
+                request = match url.port() {
+                    Some(port) => request.authority(format!("{host}:{port}")),
+                    None => request.authority(host),
+                };
+            }
+            request = match extensions.get::<Route>() {
+                Some(Route(route)) => request.route(Arc::clone(route)),
+                None => request.route(url.path()),
+            };
         }
         if let Some(Idempotent(idempotent)) = extensions.get::<Idempotent>() {
             request = request.idempotent(*idempotent);
@@ -119,6 +151,7 @@ fn request_type(service: Service) -> Result<RequestType, NotAnHttpService> {
         Service::Search => RequestType::Search,
         Service::Views => RequestType::View,
         Service::Management => RequestType::Management,
+        Service::Http => RequestType::Http,
         other => return Err(NotAnHttpService(other)),
     })
 }
@@ -129,6 +162,11 @@ fn http_method(method: &http::Method) -> Option<HttpMethod> {
         http::Method::POST => HttpMethod::Post,
         http::Method::PUT => HttpMethod::Put,
         http::Method::DELETE => HttpMethod::Delete,
+        http::Method::HEAD => HttpMethod::Head,
+        http::Method::OPTIONS => HttpMethod::Options,
+        http::Method::TRACE => HttpMethod::Trace,
+        http::Method::PATCH => HttpMethod::Patch,
+        http::Method::CONNECT => HttpMethod::Connect,
         _ => return None,
     })
 }
@@ -185,7 +223,12 @@ enum Triage {
 /// What one attempt's outcome says. The middleware's own future holds no future of this step
 /// (it is boxed and moved for every request, so it is kept small): reading a body to classify
 /// it is [`read_and_classify`], awaited boxed.
-fn triage(service: Service, attempted: Attempted, request: &mut Request) -> Triage {
+fn triage(
+    service: Service,
+    retry_statuses: &[u16],
+    attempted: Attempted,
+    request: &mut Request,
+) -> Triage {
     let response = match attempted {
         Ok(response) if response.status().is_success() => {
             return Triage::Told(Told::HandBack(Ok(response)))
@@ -215,7 +258,10 @@ fn triage(service: Service, attempted: Attempted, request: &mut Request) -> Tria
     if classify::reads_body(service, status.as_u16()) {
         return Triage::ReadBody(response, pushback);
     }
-    let classification = classify::answer(service, status.as_u16(), "");
+    let classification = match service {
+        Service::Http => Some(classify_http(status.as_u16(), retry_statuses)),
+        _ => classify::answer(service, status.as_u16(), ""),
+    };
     Triage::Told(retried(
         classification,
         pushback,
@@ -280,11 +326,10 @@ impl Middleware for ReboundMiddleware {
         Self: 'f,
     {
         Box::pin(async move {
-            let Some(service) = extensions.get::<Service>().copied().or(self.service) else {
-                tracing::debug!(url = %req.url(), "no service named: sent once, not retried");
-                return next.run(req, extensions).await;
-            };
-            let mut request = self.request(service, req.method(), extensions)?;
+            let service = (extensions.get::<Service>().copied())
+                .or(self.service)
+                .unwrap_or(Service::Http);
+            let mut request = self.request(service, &req, extensions)?;
             loop {
                 // A body that cannot be copied (a stream) cannot be sent again: sent once.
                 let Some(attempt) = req.try_clone() else {
@@ -294,7 +339,8 @@ impl Middleware for ReboundMiddleware {
                 // In blocks, so that what one step needs is not kept in the future beside what
                 // the next step needs.
                 let (reason, pushback, answer) = {
-                    let told = match triage(service, attempted, &mut request) {
+                    let told = match triage(service, &self.retry_statuses, attempted, &mut request)
+                    {
                         Triage::Told(told) => told,
                         Triage::ReadBody(response, pushback) => {
                             Box::pin(read_and_classify(service, response, pushback)).await

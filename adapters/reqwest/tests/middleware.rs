@@ -237,25 +237,103 @@ async fn a_written_post_that_is_not_idempotent_is_never_sent_again() {
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
 
-/// A request that names no service is sent once and handed back as it came; one naming a
-/// service that is not HTTP is refused with an error naming it.
+/// A registry deciding with the `http` built-in (docs/http-and-grpc.md).
+fn http_registry() -> Arc<PolicyRegistry> {
+    let config = RegistryConfig::parse(
+        "default_policy = \"web\"\ncache_dir = false\n[watch]\nenabled = false\n\
+         [policies.web]\nbuiltin = \"http\"\nparams = { initial_ms = 1, max_ms = 5 }\n",
+        "rebound.toml".as_ref(),
+        ".".as_ref(),
+    )
+    .unwrap();
+    Arc::new(PolicyRegistry::new(config).unwrap())
+}
+
+/// A request that names no Couchbase service is a plain HTTP request (docs/http-and-grpc.md):
+/// a GET answered 503 is retried and its 200 handed back; a POST answered 503 was sent and is
+/// not idempotent (RFC 9110 §9.2.2), so it is handed back after one attempt; a 404 is not in
+/// the status table and comes back at once; a POST declared idempotent is retried.
 #[tokio::test]
-async fn requests_without_an_http_service_are_not_retried() {
+async fn a_request_naming_no_service_is_decided_as_a_plain_http_request() {
     let server = MockServer::start().await;
-    Mock::given(path("/x"))
-        .respond_with(ResponseTemplate::new(503))
+    Mock::given(path("/items"))
+        .respond_with(Alternating(AtomicU64::new(0)))
         .mount(&server)
         .await;
-    let client = client(registry());
-    let response = client
-        .get(format!("{}/x", server.uri()))
+    Mock::given(path("/orders"))
+        .respond_with(Alternating(AtomicU64::new(0)))
+        .mount(&server)
+        .await;
+    Mock::given(path("/missing"))
+        .respond_with(ResponseTemplate::new(404))
+        .mount(&server)
+        .await;
+    let client = client(http_registry());
+    let url = format!("{}/items", server.uri());
+    let response = client.get(&url).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+    let response = client.post(&url).body("{}").send().await.unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+    let missing = format!("{}/missing", server.uri());
+    let response = client.get(&missing).send().await.unwrap();
+    assert_eq!(response.status(), 404);
+    assert_eq!(server.received_requests().await.unwrap().len(), 4);
+    let orders = format!("{}/orders", server.uri());
+    let response = (client.post(&orders).body("{}"))
+        .with_extension(Idempotent(true))
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 503);
-    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    assert_eq!(response.status(), 200);
+    assert_eq!(server.received_requests().await.unwrap().len(), 6);
+}
+
+/// RFC 9110 §10.2.3: a plain HTTP request's 503 with `Retry-After: 1` is retried no sooner
+/// than a second later; the middleware's status table replaces the default (a 502 it does not
+/// list comes back at once); one naming a service that is not HTTP is refused, naming it.
+#[tokio::test]
+async fn a_plain_http_retry_waits_its_retry_after_and_the_table_is_the_middleware_s() {
+    let server = MockServer::start().await;
+    Mock::given(path("/busy"))
+        .respond_with(ResponseTemplate::new(503).insert_header("Retry-After", "1"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/busy"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&server)
+        .await;
+    Mock::given(path("/gateway"))
+        .respond_with(ResponseTemplate::new(502))
+        .mount(&server)
+        .await;
+    let started = Instant::now();
+    let response = client(http_registry())
+        .get(format!("{}/busy", server.uri()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    let only_503 = ReboundMiddleware::new(http_registry()).retry_statuses([503]);
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(only_503)
+        .build();
+    let response = client
+        .get(format!("{}/gateway", server.uri()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 502);
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
     let error = client
-        .get(format!("{}/x", server.uri()))
+        .get(format!("{}/gateway", server.uri()))
         .with_extension(Service::Kv)
         .send()
         .await

@@ -1,7 +1,7 @@
 //! Classification of the HTTP services' errors (reference 001 "Response Code Retry List":
-//! Query, Analytics, Search, View).
+//! Query, Analytics, Search, View), and of a plain HTTP service's statuses by a table.
 
-use crate::reason::reasons;
+use crate::reason::{reasons, RetryReason};
 
 use super::{Classification, FailureKind};
 
@@ -60,5 +60,21 @@ pub fn classify_views(status: u16, body: &str) -> Classification {
         Classification::retry(reasons::VIEWS_TEMPORARY_FAILURE)
     } else {
         Classification::fail(status.into(), None, FailureKind::NotRetryable)
+    }
+}
+
+/// The statuses of a plain HTTP service retried by default: request timeout, too many
+/// requests, and the server errors a retry may clear (500, 502, 503, 504).
+pub const DEFAULT_HTTP_RETRY_STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
+
+/// A plain HTTP service's answer (RFC 9110 §15): below 400 a success (a redirect is an answer
+/// the client follows or hands back, not a failure); a status in `retryable` (e.g.
+/// [`DEFAULT_HTTP_RETRY_STATUSES`]) an `HTTP_STATUS` failure to decide about; any other not
+/// retried.
+pub fn classify_http(status: u16, retryable: &[u16]) -> Classification {
+    match status {
+        0..=399 => Classification::Success,
+        s if retryable.contains(&s) => Classification::retry(RetryReason::HttpStatus(s)),
+        s => Classification::fail(s.into(), None, FailureKind::NotRetryable),
     }
 }

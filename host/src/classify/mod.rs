@@ -1,12 +1,16 @@
 //! Response classification (reference 001 "Response Code Retry List"): which KV status,
-//! query/analytics error code or HTTP status is retried, and for which reason. Everything not
+//! query/analytics error code or HTTP status is retried, and for which reason; a plain HTTP
+//! service's statuses by a table (`classify_http`). Everything not
 //! on the list is not retried; unknown KV statuses are looked up in the node's error map
 //! (reference 001 "KV Error Map Handling").
 
 mod http;
 mod kv;
 
-pub use http::{classify_analytics, classify_query, classify_search, classify_views};
+pub use http::{
+    classify_analytics, classify_http, classify_query, classify_search, classify_views,
+    DEFAULT_HTTP_RETRY_STATUSES,
+};
 pub use kv::{classify_kv, known_status_name, KvOpcode};
 
 use std::borrow::Cow;

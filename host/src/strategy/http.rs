@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use crate::action::{NodeChoice, RetryAction};
+use crate::classify::DEFAULT_HTTP_RETRY_STATUSES;
 use crate::context::DecisionContext;
 use crate::pushback::Pushback;
 use crate::reason::{RetryReason, Stage};
@@ -41,9 +42,8 @@ impl Default for HttpRetry {
 }
 
 impl HttpRetry {
-    /// The statuses retried by default: request timeout, too many requests, and the server
-    /// errors a retry may clear (500, 502, 503, 504).
-    pub const DEFAULT_STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
+    /// The statuses retried by default ([`DEFAULT_HTTP_RETRY_STATUSES`]).
+    pub const DEFAULT_STATUSES: [u16; 6] = DEFAULT_HTTP_RETRY_STATUSES;
 
     /// At most `max_attempts` attempts (the first included).
     pub fn max_attempts(mut self, max_attempts: u32) -> Self {
