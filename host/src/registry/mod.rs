@@ -20,6 +20,7 @@ mod isolation;
 #[cfg(feature = "oci")]
 pub mod oci;
 mod policy_registry;
+mod route;
 mod shadow;
 mod slot;
 mod stand_in;
@@ -38,6 +39,7 @@ pub use config::{
 };
 pub use error::{BuildError, RegistryError};
 pub use policy_registry::{Decided, PolicyRegistry};
+pub use route::Route;
 pub use shadow::{Shadow, ShadowStatus};
 pub use slot::ReloadOutcome;
 pub use status::{BudgetStatus, PolicyStatus, RegistryStatus, VersionStatus};

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::client_budgets::ClientBudgets;
 use super::config::RegistryConfig;
 use super::error::RegistryError;
+use super::route::Route;
 use super::slot::Slot;
 use super::status::PolicyStatus;
 use super::version::{BuildContext, PolicyVersion};
@@ -23,6 +24,8 @@ pub(super) struct Table {
     profiles: HashMap<String, Option<Arc<Slot>>>,
     services: HashMap<Service, Arc<Slot>>,
     request_types: HashMap<RequestType, Arc<Slot>>,
+    /// `[[routes]]` with their policies, in file order.
+    routes: Vec<(Route, Arc<Slot>)>,
     /// The retry budgets by name, kept across configurations while their parameters stay:
     /// for a budget kept per client, the common one.
     pub budgets: HashMap<String, Arc<TrafficBudget>>,
@@ -71,7 +74,8 @@ impl Table {
     }
 
     /// The policy deciding for `request`: its own policy name, else its profile's dedicated
-    /// policy, else the route of its request type, else of its service, else the default.
+    /// policy, else the first `[[routes]]` entry it matches (HTTP requests and gRPC calls),
+    /// else the route of its request type, else of its service, else the default.
     pub(super) fn resolve(&self, request: &Request) -> Result<&Arc<Slot>, RegistryError> {
         if let Some(name) = request.policy_name() {
             return self.slot(name);
@@ -86,6 +90,11 @@ impl Table {
                         known: self.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
                     })
                 }
+            }
+        }
+        if !self.routes.is_empty() && matches!(request.service(), Service::Http | Service::Grpc) {
+            if let Some((_, slot)) = self.routes.iter().find(|(r, _)| r.matches(request)) {
+                return Ok(slot);
             }
         }
         Ok(self
@@ -229,6 +238,9 @@ pub(super) fn build_table(
             .request_types
             .iter()
             .map(|(t, p)| (*t, by_name(p)))
+            .collect(),
+        routes: (config.routes.iter())
+            .map(|route| (route.clone(), by_name(&route.policy)))
             .collect(),
         slots,
         config,

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::builtin::BuiltinPolicy;
+use super::route::Route;
 use crate::decision_log::DecisionLogConfig;
 use crate::request::{RequestType, Service};
 use crate::traffic_budget::BudgetConfig;
@@ -237,6 +238,9 @@ pub struct RegistryConfig {
     pub services: BTreeMap<Service, String>,
     /// Request types routed to a policy (more specific than a service route).
     pub request_types: BTreeMap<RequestType, String>,
+    /// `[[routes]]`: plain HTTP requests and gRPC calls routed by what they are sent to, in
+    /// file order (before request types and services).
+    pub routes: Vec<Route>,
     /// Whether a policy that fails to load at start stops the registry from starting
     /// (`true`), or starts as a stand-in answering its fail-safe, its error in the status,
     /// until a reload succeeds (`false`, the default). Later reloads never install a failed

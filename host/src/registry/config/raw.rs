@@ -46,11 +46,30 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub(super) request_types: BTreeMap<RequestType, Spanned<String>>,
     #[serde(default)]
+    pub(super) routes: Vec<Spanned<RawRoute>>,
+    #[serde(default)]
     pub(super) strict_start: bool,
     #[serde(default)]
     pub(super) budgets: BTreeMap<String, Spanned<RawBudget>>,
     #[serde(default)]
     pub(super) decision_log: Option<Spanned<DecisionLogConfig>>,
+}
+
+/// A `[[routes]]` entry as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRoute {
+    #[serde(default)]
+    pub(super) protocol: Option<Service>,
+    #[serde(default)]
+    pub(super) authority: Option<String>,
+    #[serde(default)]
+    pub(super) grpc_service: Option<String>,
+    #[serde(default)]
+    pub(super) grpc_method: Option<String>,
+    #[serde(default)]
+    pub(super) path: Option<String>,
+    pub(super) policy: Spanned<String>,
 }
 
 /// A `[budgets.NAME]` table: the budget's parameters, and whether it is kept per client.

@@ -10,7 +10,7 @@ use toml::Spanned;
 
 use super::raw::{
     param_text, parse_sha256, valid_oci_reference, RawBudget, RawCacheDir, RawComponent, RawConfig,
-    RawPinnedComponent, RawPolicy,
+    RawPinnedComponent, RawPolicy, RawRoute,
 };
 use super::{
     line_column, BudgetScope, CacheDir, ConfigError, Location, PolicyDefinition, PolicySource,
@@ -18,6 +18,7 @@ use super::{
 };
 use crate::decision_log::DecisionLogConfig;
 use crate::registry::builtin::{Builtin, BuiltinPolicy};
+use crate::registry::route::Route;
 use crate::request::{RequestType, Service};
 use crate::traffic_budget::BudgetConfig;
 use crate::wasm::ArtifactCache;
@@ -90,6 +91,12 @@ pub(super) fn validate(
         RequestType::name,
         &names,
     )?;
+    let routes = raw
+        .routes
+        .iter()
+        .enumerate()
+        .map(|(i, route)| request_route(route, i, &names))
+        .collect::<Result<_, _>>()?;
     Ok(RegistryConfig {
         file: None,
         default_policy,
@@ -101,6 +108,7 @@ pub(super) fn validate(
         profiles,
         services,
         request_types,
+        routes,
         strict_start: raw.strict_start,
         budgets,
         budget_scopes,
@@ -409,6 +417,68 @@ fn decision_log(
     let mut log = log.get_ref().clone();
     log.file = log.file.map(|file| base.join(file));
     Ok(Some(log))
+}
+
+/// A `[[routes]]` entry (the `at`-th): at least one thing to match, each fitting its protocol,
+/// and a known policy.
+fn request_route(
+    raw: &Spanned<RawRoute>,
+    at: usize,
+    names: &PolicyNames<'_>,
+) -> Result<Route, ConfigError> {
+    let field = |name: &str| format!("routes[{at}].{name}");
+    let refuse =
+        |name: &str, message: String| Err(names.errors.at(raw.span(), field(name), message));
+    let route = raw.get_ref();
+    if let Some(protocol) = route.protocol {
+        if !matches!(protocol, Service::Http | Service::Grpc) {
+            return refuse(
+                "protocol",
+                format!("`{}` is not routed here; expected http or grpc ([services] and [request_types] route the others)", protocol.name()),
+            );
+        }
+    }
+    let grpc = route.grpc_service.is_some() || route.grpc_method.is_some();
+    if route.grpc_method.is_some() && route.grpc_service.is_none() {
+        return refuse(
+            "grpc_method",
+            "a gRPC method needs its grpc_service (\"package.Service\")".into(),
+        );
+    }
+    if grpc && route.protocol == Some(Service::Http)
+        || route.path.is_some() && route.protocol == Some(Service::Grpc)
+    {
+        return refuse(
+            "protocol",
+            "grpc_service and grpc_method match gRPC calls, path matches HTTP requests: not both, and not the other protocol".into(),
+        );
+    }
+    if grpc && route.path.is_some() {
+        return refuse(
+            "path",
+            "path matches HTTP requests, grpc_service gRPC calls: a route matches one or the other"
+                .into(),
+        );
+    }
+    if let Some(path) = &route.path {
+        if !path.starts_with('/') {
+            return refuse("path", format!("`{path}` does not start with `/`"));
+        }
+    }
+    if route.protocol.is_none() && route.authority.is_none() && !grpc && route.path.is_none() {
+        return refuse(
+            "policy",
+            "a route matches nothing: give at least one of protocol, authority, grpc_service, grpc_method, path".into(),
+        );
+    }
+    Ok(Route {
+        protocol: route.protocol,
+        authority: route.authority.clone(),
+        grpc_service: route.grpc_service.clone(),
+        grpc_method: route.grpc_method.clone(),
+        path: route.path.clone(),
+        policy: names.known(&route.policy, field("policy"))?,
+    })
 }
 
 /// A table of routes (`[services]`, `[request_types]`) from a key to a policy name.
