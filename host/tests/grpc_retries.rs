@@ -147,7 +147,7 @@ fn orchestrator_with_backoff(initial: &str, max: &str, multiplier: f64) -> Orche
 /// A6 "Retryable Status Codes": a status is retried only if the policy lists it; a call
 /// whose method no method config names, or whose config has no retry policy, is not retried.
 /// A failure before the call was sent is handled by the policy (A6 "Transparent Retries": a
-/// pick that failed transiently).
+/// pick that failed transiently); a connection lost in flight counts as UNAVAILABLE.
 #[test]
 fn only_listed_statuses_are_retried() {
     let orchestrator = orchestrator(4);
@@ -170,6 +170,35 @@ fn only_listed_statuses_are_retried() {
         None
     ))
     .is_some());
+    // A connection lost in flight is UNAVAILABLE to a gRPC client: retried where UNAVAILABLE
+    // is listed (this call is declared idempotent).
+    let lost = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
+    assert!(delay(&decide(
+        &orchestrator,
+        &mut call(Instant::now()),
+        &lost,
+        None
+    ))
+    .is_some());
+    let only_exhausted = orchestrator_listing(json!(["RESOURCE_EXHAUSTED"]));
+    assert!(delay(&decide(
+        &only_exhausted,
+        &mut call(Instant::now()),
+        &lost,
+        None
+    ))
+    .is_none());
+}
+
+/// The `grpc` built-in for `shop.Inventory` retrying only `codes`.
+fn orchestrator_listing(codes: serde_json::Value) -> Orchestrator {
+    let params = json!({"service_config": {"methodConfig": [{
+        "name": [{"service": "shop.Inventory"}],
+        "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s",
+            "backoffMultiplier": 2, "retryableStatusCodes": codes}
+    }]}});
+    let policy = BuiltinPolicy::new(Builtin::Grpc, params.as_object().unwrap()).unwrap();
+    Orchestrator::new(policy.strategy())
 }
 
 /// A6 "Pushback": a pushback of n ms is a retry after exactly n ms (even past maxBackoff);

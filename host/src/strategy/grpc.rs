@@ -5,7 +5,8 @@
 //! `min(initialBackoff × backoffMultiplier^(n−1), maxBackoff) × random(0.8, 1.2)`, counted from
 //! the last pushback), or after exactly the server's pushback. A pushback that says stop ends
 //! retries. A failure before the call was sent is retried under the same policy (as A6 does
-//! for a load-balancing pick that failed transiently). Anything that is not a gRPC call, a
+//! for a load-balancing pick that failed transiently); a connection lost while the call was in
+//! flight counts as UNAVAILABLE, as gRPC clients report it. Anything that is not a gRPC call, a
 //! status the policy does not list, or a call not declared idempotent that was sent, is not
 //! retried.
 
@@ -14,9 +15,9 @@ use std::time::Duration;
 
 use crate::action::{NodeChoice, RetryAction};
 use crate::context::DecisionContext;
-use crate::grpc::ServiceConfig;
+use crate::grpc::{GrpcCode, ServiceConfig};
 use crate::pushback::Pushback;
-use crate::reason::{RetryReason, Stage};
+use crate::reason::{ReasonKind, RetryReason, Stage};
 use crate::request::{Request, Service};
 
 use super::SyncStrategy;
@@ -58,6 +59,11 @@ impl SyncStrategy for GrpcRetry {
         };
         let retryable = match context.reason() {
             RetryReason::GrpcStatus(code) => policy.retryable_status_codes.contains(code),
+            // A connection lost while the call was in flight is what a gRPC client reports as
+            // UNAVAILABLE.
+            other if other.kind() == ReasonKind::SocketClosedWhileInFlight => policy
+                .retryable_status_codes
+                .contains(&GrpcCode::Unavailable),
             // A failure before the call was sent (no connection, the endpoint not writable) is
             // handled by the policy as A6 handles a load-balancing pick that failed
             // transiently: counted as an attempt and backed off. Nothing else is retried.

@@ -243,6 +243,12 @@ impl PolicyRegistry {
             .map(|log| log.stats())
     }
 
+    /// Whether [`report`](Self::report) counts anything: some retry budget is configured. A
+    /// caller that builds a request only to report it may skip both when not.
+    pub fn counts_outcomes(&self) -> bool {
+        !self.table.load().budgets.is_empty()
+    }
+
     /// `request` ended as `outcome` at `now`: recorded in the retry budget of the policy
     /// that decides for it, if it has one (lock-free: the published table and atomic adds).
     pub fn report(&self, request: &Request, outcome: Outcome, now: Instant) {

@@ -1,0 +1,106 @@
+//! [`ReboundLayer`]: what every call of a channel shares — the registry, which methods are
+//! idempotent, how much of a call is kept to send again, the deadline of calls that set none.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rebound::registry::PolicyRegistry;
+
+use crate::service::Rebound;
+
+/// A tower layer deciding a tonic channel's retries with a policy registry.
+#[derive(Debug, Clone)]
+pub struct ReboundLayer {
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// The layer's settings, shared by its services.
+#[derive(Debug, Clone)]
+pub(crate) struct Shared {
+    pub(crate) registry: Arc<PolicyRegistry>,
+    /// Full method names (`/package.Service/Method`) or whole services (`/package.Service/*`)
+    /// declared idempotent.
+    pub(crate) idempotent: Vec<String>,
+    /// The most bytes of a call's request body kept to send it again.
+    pub(crate) max_replay_bytes: usize,
+    /// The deadline of a call that sends no `grpc-timeout`.
+    pub(crate) timeout: Duration,
+}
+
+impl Shared {
+    /// Whether the call `full_method` was declared idempotent.
+    pub(crate) fn is_idempotent(&self, full_method: &str) -> bool {
+        self.idempotent
+            .iter()
+            .any(|declared| match declared.strip_suffix('*') {
+                Some(service) => full_method.starts_with(service),
+                None => declared == full_method,
+            })
+    }
+}
+
+impl ReboundLayer {
+    /// The most bytes of a request body kept by default: a call larger than this is sent once.
+    pub const DEFAULT_MAX_REPLAY_BYTES: usize = 64 * 1024;
+
+    /// The deadline of a call that sends no `grpc-timeout`, by default.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// Decides with `registry` (its `[[routes]]`, request-type and service routes, else its
+    /// default policy). No method is idempotent until declared.
+    pub fn new(registry: Arc<PolicyRegistry>) -> Self {
+        ReboundLayer {
+            shared: Arc::new(Shared {
+                registry,
+                idempotent: Vec::new(),
+                max_replay_bytes: Self::DEFAULT_MAX_REPLAY_BYTES,
+                timeout: Self::DEFAULT_TIMEOUT,
+            }),
+        }
+    }
+
+    /// Declares methods idempotent: full method names (`/shop.Inventory/Get`) or every method
+    /// of a service (`/shop.Inventory/*`). gRPC cannot know it; a call not declared is sent
+    /// again only if it was never sent.
+    pub fn idempotent<I, S>(mut self, methods: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.shared_mut()
+            .idempotent
+            .extend(methods.into_iter().map(Into::into));
+        self
+    }
+
+    /// Keeps at most `bytes` of a call's request to send it again (default 64 KiB): a larger
+    /// call is sent once, and a debug line says so.
+    pub fn max_replay_bytes(mut self, bytes: usize) -> Self {
+        self.shared_mut().max_replay_bytes = bytes;
+        self
+    }
+
+    /// The deadline of a call that sends no `grpc-timeout` (default 30 s). A call's own
+    /// deadline is kept and shrunk to the time left on each retry.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        if !timeout.is_zero() {
+            self.shared_mut().timeout = timeout;
+        }
+        self
+    }
+
+    fn shared_mut(&mut self) -> &mut Shared {
+        Arc::make_mut(&mut self.shared)
+    }
+}
+
+impl<S> tower_layer::Layer<S> for ReboundLayer {
+    type Service = Rebound<S>;
+
+    fn layer(&self, inner: S) -> Rebound<S> {
+        Rebound {
+            inner,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! [`Rebound`]: the service around a tonic channel. Per unary call it keeps the request to send
+//! it again, sends it, reads a Trailers-Only answer's status and pushback (or the transport's
+//! error), asks the registry, and waits and sends again — with `grpc-previous-rpc-attempts`
+//! and the deadline shrunk to the time left (gRFC A6) — or hands back the last answer.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use http::header::HeaderValue;
+use rebound::grpc::GrpcCode;
+use rebound::{
+    reasons, Decision, DecisionContext, Outcome, Pushback, Request, RequestType, RetryReason,
+};
+use tonic::body::Body as TonicBody;
+use tower_service::Service;
+
+use crate::layer::Shared;
+use crate::replay_body::{keep, Kept};
+use crate::response::{
+    format_timeout, parse_timeout, pushback, trailers_only_status, GRPC_PREVIOUS_RPC_ATTEMPTS,
+    GRPC_TIMEOUT,
+};
+
+/// The errors the layer hands back: the channel's own, or the request body's.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A tonic channel (or any `http` service of tonic bodies) whose calls Rebound retries; made
+/// by [`ReboundLayer`](crate::ReboundLayer).
+#[derive(Debug, Clone)]
+pub struct Rebound<S> {
+    pub(crate) inner: S,
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// Request ids for the calls the layer describes.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl<S, B> Service<http::Request<TonicBody>> for Rebound<S>
+where
+    S: Service<http::Request<TonicBody>, Response = http::Response<B>> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+    B: Send + 'static,
+{
+    type Response = http::Response<B>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<http::Response<B>, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: http::Request<TonicBody>) -> Self::Future {
+        // The service made ready sends the first attempt; the clone stays for the next call.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        Box::pin(call(inner, Arc::clone(&self.shared), req))
+    }
+}
+
+/// Rebound's request for the call `parts` describe, started at `start`.
+fn describe(shared: &Shared, parts: &http::request::Parts, start: Instant) -> Request {
+    let path = parts.uri.path();
+    let deadline = (parts.headers.get(GRPC_TIMEOUT))
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_timeout)
+        .filter(|d| !d.is_zero())
+        .unwrap_or(shared.timeout);
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let mut request = Request::new_at(id, RequestType::Grpc, deadline, start)
+        .expect("a deadline above zero")
+        .route(path)
+        .idempotent(shared.is_idempotent(path));
+    if let Some(authority) = parts.uri.authority() {
+        request = request.authority(authority.as_str());
+    }
+    request
+}
+
+/// Whether `error` says the call never left the client: its connection could not be made.
+fn never_sent(error: &BoxError) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.as_ref());
+    while let Some(error) = source {
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            if matches!(
+                io.kind(),
+                K::ConnectionRefused | K::AddrNotAvailable | K::NotConnected | K::HostUnreachable
+            ) {
+                return true;
+            }
+        }
+        source = error.source();
+    }
+    false
+}
+
+/// One attempt's failure: why, the server's pushback, and what to hand back if not retried.
+enum Failed<B> {
+    Answered(RetryReason, Option<Pushback>, http::Response<B>),
+    Transport(RetryReason, BoxError),
+}
+
+async fn call<S, B>(
+    mut inner: S,
+    shared: Arc<Shared>,
+    req: http::Request<TonicBody>,
+) -> Result<http::Response<B>, BoxError>
+where
+    S: Service<http::Request<TonicBody>, Response = http::Response<B>> + Send,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+{
+    let (parts, body) = req.into_parts();
+    let bytes = match keep(body, shared.max_replay_bytes)
+        .await
+        .map_err(BoxError::from)?
+    {
+        Kept::Whole(bytes) => bytes,
+        Kept::Once(body) => {
+            tracing::debug!(
+                method = parts.uri.path(),
+                limit = shared.max_replay_bytes,
+                "call larger than the replay limit: sent once, not retried"
+            );
+            let req = http::Request::from_parts(parts, body);
+            return inner.call(req).await.map_err(Into::into);
+        }
+    };
+    // Described when first needed: a call answered at once needs no description unless a
+    // retry budget counts it.
+    let start = Instant::now();
+    let mut described: Option<Request> = None;
+    let has_deadline = parts.headers.contains_key(GRPC_TIMEOUT);
+    let mut attempt: u32 = 0;
+    loop {
+        if attempt > 0 {
+            std::future::poll_fn(|cx| inner.poll_ready(cx))
+                .await
+                .map_err(Into::into)?;
+        }
+        let mut sent_parts = parts.clone();
+        if attempt > 0 {
+            (sent_parts.headers).insert(GRPC_PREVIOUS_RPC_ATTEMPTS, HeaderValue::from(attempt));
+        }
+        if let (true, Some(request)) = (has_deadline, &described) {
+            let left = request.remaining_at(Instant::now());
+            if let Ok(value) = HeaderValue::from_str(&format_timeout(left)) {
+                sent_parts.headers.insert(GRPC_TIMEOUT, value);
+            }
+        }
+        let body = TonicBody::new(http_body_util::Full::new(bytes.clone()));
+        let failed = match inner
+            .call(http::Request::from_parts(sent_parts, body))
+            .await
+        {
+            Err(error) => {
+                let error: BoxError = error.into();
+                let request = described.get_or_insert_with(|| describe(&shared, &parts, start));
+                let reason = if never_sent(&error) {
+                    reasons::SOCKET_NOT_AVAILABLE
+                } else {
+                    dispatched(request);
+                    reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT
+                };
+                Failed::Transport(reason, error)
+            }
+            Ok(response) => match trailers_only_status(response.headers()) {
+                Some(code) if code != GrpcCode::Ok => {
+                    let request = described.get_or_insert_with(|| describe(&shared, &parts, start));
+                    dispatched(request);
+                    let pushback = pushback(response.headers());
+                    Failed::Answered(RetryReason::GrpcStatus(code), pushback, response)
+                }
+                // OK, or an answer whose messages follow (the call is committed).
+                _ => {
+                    if described.is_some() || shared.registry.counts_outcomes() {
+                        let request =
+                            described.get_or_insert_with(|| describe(&shared, &parts, start));
+                        let attempts = attempt + 1;
+                        let outcome = Outcome::Succeeded { attempts };
+                        shared.registry.report(request, outcome, Instant::now());
+                    }
+                    return Ok(response);
+                }
+            },
+        };
+        let request = described.as_mut().expect("described on a failure");
+        let (reason, pushback) = match &failed {
+            Failed::Answered(reason, pushback, _) => (reason.clone(), *pushback),
+            Failed::Transport(reason, _) => (reason.clone(), None),
+        };
+        let context = DecisionContext::new(&reason).with_pushback(pushback);
+        // Boxed, as the wait below: the futures only a failure needs are not part of every
+        // call's.
+        let decided = shared.registry.decide(request, &context).await;
+        let delay = match decided.map(|d| d.decision) {
+            Ok(Decision::Retry(plan)) => plan.delay,
+            ended => {
+                let attempts = attempt + 1;
+                let outcome = match ended {
+                    Ok(Decision::Timeout { .. }) => Outcome::TimedOut { attempts },
+                    _ => Outcome::Failed { attempts },
+                };
+                if let Err(error) = &ended {
+                    tracing::warn!(%error, "no policy decides for the call: not retried");
+                }
+                shared.registry.report(request, outcome, Instant::now());
+                return match failed {
+                    Failed::Answered(_, _, response) => Ok(response),
+                    Failed::Transport(_, error) => Err(error),
+                };
+            }
+        };
+        drop(failed);
+        Box::pin(tokio::time::sleep(delay)).await;
+        attempt += 1;
+    }
+}
+
+/// Marks `request` written to its authority.
+fn dispatched(request: &mut Request) {
+    let node = request.authority_name().unwrap_or_default().to_owned();
+    request.mark_dispatched(node);
+}

@@ -1,0 +1,219 @@
+//! The tonic layer end to end (docs/http-and-grpc.md "The tonic layer", gRFC A6): a real tonic
+//! server the test starts answers a scripted list per method, reached through a TCP relay the
+//! test can cut; the client is tonic's own `client::Grpc` over a channel with the layer.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::uri::PathAndQuery;
+use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound_tonic::ReboundLayer;
+use support::{start, Answer, Raw, Running, Script};
+use tonic::{Code, Status};
+
+/// A registry whose default policy is the `grpc` built-in for `shop.Inventory`: 4 attempts,
+/// 10 ms doubling, UNAVAILABLE and RESOURCE_EXHAUSTED retried.
+fn registry() -> Arc<PolicyRegistry> {
+    registry_with("builtin = \"grpc\"\nparams.service_config = '''{\"methodConfig\": [{\"name\": [{\"service\": \"shop.Inventory\"}], \"retryPolicy\": {\"maxAttempts\": 4, \"initialBackoff\": \"0.01s\", \"maxBackoff\": \"0.05s\", \"backoffMultiplier\": 2, \"retryableStatusCodes\": [\"UNAVAILABLE\", \"RESOURCE_EXHAUSTED\"]}}]}'''\n")
+}
+
+fn registry_with(policy: &str) -> Arc<PolicyRegistry> {
+    Arc::new(PolicyRegistry::new(config(policy)).unwrap())
+}
+
+fn config(policy: &str) -> RegistryConfig {
+    let text = format!(
+        "default_policy = \"p\"\ncache_dir = false\n[watch]\nenabled = false\n[policies.p]\n{policy}"
+    );
+    RegistryConfig::parse(&text, Path::new("rebound.toml"), Path::new(".")).unwrap()
+}
+
+/// A client over a channel to `running`'s relay, with `layer`.
+fn client(
+    running: &Running,
+    layer: ReboundLayer,
+) -> tonic::client::Grpc<rebound_tonic::Rebound<tonic::transport::Channel>> {
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", running.relay))
+        .unwrap()
+        .connect_lazy();
+    let channel = tower_layer::Layer::layer(&layer, endpoint);
+    tonic::client::Grpc::new(channel)
+}
+
+async fn unary(
+    client: &mut tonic::client::Grpc<rebound_tonic::Rebound<tonic::transport::Channel>>,
+    method: &'static str,
+    timeout: Option<Duration>,
+) -> Result<Vec<u8>, Status> {
+    client
+        .ready()
+        .await
+        .map_err(|e| Status::unavailable(e.to_string()))?;
+    let mut request = tonic::Request::new(b"order-17".to_vec());
+    if let Some(timeout) = timeout {
+        request.set_timeout(timeout);
+    }
+    let path = PathAndQuery::from_static(method);
+    client
+        .unary(request, path, Raw)
+        .await
+        .map(|r| r.into_inner())
+}
+
+fn previous_attempts(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get("grpc-previous-rpc-attempts")
+        .map(|v| v.to_str().unwrap().to_owned())
+}
+
+/// A6 "Retry Policy Capabilities", "Exposed Retry Metadata": UNAVAILABLE then OK on a method
+/// declared idempotent is retried once and answers OK; the retry carries
+/// `grpc-previous-rpc-attempts: 1`, the first none.
+#[tokio::test]
+async fn unavailable_then_ok_is_retried_with_the_attempt_count() {
+    let running = start(Script::new([Answer::Fail(Code::Unavailable, None)])).await;
+    let layer = ReboundLayer::new(registry()).idempotent(["/shop.Inventory/*"]);
+    let answer = unary(&mut client(&running, layer), "/shop.Inventory/Get", None).await;
+    assert_eq!(answer.unwrap(), b"order-17");
+    let seen = running.script.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(previous_attempts(&seen[0].1), None);
+    assert_eq!(previous_attempts(&seen[1].1).as_deref(), Some("1"));
+}
+
+/// A6 "Pushback": RESOURCE_EXHAUSTED with `grpc-retry-pushback-ms: 200` is retried after
+/// 200 ms (the policy's own backoff is 10 ms); with `-1` it is not retried and the status comes
+/// back to the caller.
+#[tokio::test]
+async fn a_pushback_is_waited_and_a_negative_one_ends_retries() {
+    let running = start(Script::new([
+        Answer::Fail(Code::ResourceExhausted, Some("200")),
+        Answer::Ok,
+        Answer::Fail(Code::ResourceExhausted, Some("-1")),
+    ]))
+    .await;
+    let layer = ReboundLayer::new(registry()).idempotent(["/shop.Inventory/Get"]);
+    let mut client = client(&running, layer);
+    let started = Instant::now();
+    assert!(unary(&mut client, "/shop.Inventory/Get", None)
+        .await
+        .is_ok());
+    assert!(
+        started.elapsed() >= Duration::from_millis(200),
+        "{:?}",
+        started.elapsed()
+    );
+    let stopped = unary(&mut client, "/shop.Inventory/Get", None)
+        .await
+        .unwrap_err();
+    assert_eq!(stopped.code(), Code::ResourceExhausted);
+    assert_eq!(running.script.seen().len(), 3);
+}
+
+/// docs/decisions.md "Retries of HTTP requests and gRPC calls": a call not declared idempotent
+/// whose connection is cut after it was written is never sent again (the server saw it once);
+/// the same cut on a method declared idempotent is retried and answered.
+#[tokio::test]
+async fn a_call_cut_off_in_flight_is_sent_again_only_if_idempotent() {
+    let running = start(Script::new([Answer::Hang, Answer::Hang, Answer::Ok])).await;
+    let layer = ReboundLayer::new(registry()).idempotent(["/shop.Inventory/Get"]);
+    let mut client = self::client(&running, layer);
+    let call = unary(&mut client, "/shop.Inventory/Reserve", None);
+    let cut = async {
+        running.script.arrived.notified().await;
+        running.cut.notify_waiters();
+    };
+    let (answer, ()) = tokio::join!(call, cut);
+    assert!(answer.is_err(), "{answer:?}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        running.script.seen().len(),
+        1,
+        "a non-idempotent call sent again"
+    );
+
+    // A new channel: the cut connection is the old one's to notice and replace.
+    let layer = ReboundLayer::new(registry()).idempotent(["/shop.Inventory/Get"]);
+    let mut client = self::client(&running, layer);
+    let call = unary(&mut client, "/shop.Inventory/Get", None);
+    let cut = async {
+        running.script.arrived.notified().await;
+        running.cut.notify_waiters();
+    };
+    let (answer, ()) = tokio::join!(call, cut);
+    assert_eq!(answer.unwrap(), b"order-17");
+    let seen = running.script.seen();
+    assert_eq!(seen.len(), 3);
+    assert_eq!(previous_attempts(&seen[2].1).as_deref(), Some("1"));
+}
+
+/// A6 "Maximum Number of Retries": the call's deadline applies across all attempts. A call
+/// with a 10 s deadline answered UNAVAILABLE every time ends UNAVAILABLE after its 4 attempts;
+/// the first carries the caller's `grpc-timeout`, each retry the time left, below the one
+/// before.
+#[tokio::test]
+async fn the_deadline_is_kept_and_shrunk_on_each_retry() {
+    let running = start(Script::new(
+        [Answer::Fail(Code::Unavailable, None); 4].to_vec(),
+    ))
+    .await;
+    let layer = ReboundLayer::new(registry()).idempotent(["/shop.Inventory/*"]);
+    let answer = unary(
+        &mut client(&running, layer),
+        "/shop.Inventory/Get",
+        Some(Duration::from_secs(10)),
+    )
+    .await;
+    assert_eq!(answer.unwrap_err().code(), Code::Unavailable);
+    let timeouts: Vec<u64> = running
+        .script
+        .seen()
+        .iter()
+        .map(|(_, headers)| millis(headers["grpc-timeout"].to_str().unwrap()))
+        .collect();
+    assert_eq!(timeouts.len(), 4);
+    assert!(timeouts[0] <= 10_000, "{timeouts:?}");
+    assert!(timeouts.windows(2).all(|w| w[1] < w[0]), "{timeouts:?}");
+}
+
+/// A `grpc-timeout` value in milliseconds (gRPC over HTTP/2: digits and a unit).
+fn millis(value: &str) -> u64 {
+    let (digits, unit) = value.split_at(value.len() - 1);
+    let n: u64 = digits.parse().unwrap_or_else(|_| panic!("{value}"));
+    match unit {
+        "S" => n * 1000,
+        "m" => n,
+        "u" => n / 1000,
+        "n" => n / 1_000_000,
+        other => panic!("unit {other} in {value}"),
+    }
+}
+
+/// The layer follows the registry's swaps: with fail-fast applied, an UNAVAILABLE comes back
+/// at once; once the `grpc` built-in is applied while the same client is in use, the next call
+/// is retried to its OK.
+#[tokio::test]
+async fn a_policy_swapped_while_calls_flow_decides_the_next_call() {
+    let running = start(Script::new([
+        Answer::Fail(Code::Unavailable, None),
+        Answer::Fail(Code::Unavailable, None),
+        Answer::Ok,
+    ]))
+    .await;
+    let swapped = registry_with("builtin = \"fail-fast\"\n");
+    let layer = ReboundLayer::new(Arc::clone(&swapped)).idempotent(["/shop.Inventory/*"]);
+    let mut client = client(&running, layer);
+    let failed = unary(&mut client, "/shop.Inventory/Get", None).await;
+    assert_eq!(failed.unwrap_err().code(), Code::Unavailable);
+    swapped.apply(registry().config()).unwrap();
+    assert_eq!(
+        unary(&mut client, "/shop.Inventory/Get", None)
+            .await
+            .unwrap(),
+        b"order-17"
+    );
+    assert_eq!(running.script.seen().len(), 3);
+}
