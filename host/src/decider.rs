@@ -43,7 +43,11 @@ impl Decider for Orchestrator {
         Ok(Orchestrator::decide(self, request, context).await)
     }
 
-    fn report(&self, _: &Request, outcome: Outcome, now: Instant) {
+    fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
+        let strategy = self.strategy();
+        if strategy.counts_outcomes() {
+            strategy.record_outcome(request, outcome);
+        }
         if let Some(budget) = self.budget() {
             outcome.record_in(budget, now);
         }

@@ -52,6 +52,11 @@ impl Orchestrator {
         self
     }
 
+    /// Its strategy.
+    pub(crate) fn strategy(&self) -> &dyn RetryStrategy {
+        &*self.default_strategy
+    }
+
     /// The budget retries are drawn from, if any.
     pub fn budget(&self) -> Option<&TrafficBudget> {
         self.budget.as_deref()

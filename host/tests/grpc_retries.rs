@@ -255,3 +255,41 @@ fn a_call_not_declared_idempotent_is_retried_only_if_never_sent() {
         assert!(delay(&decide(orchestrator, &mut never_sent, &reason, None)).is_some());
     }
 }
+
+/// A6 "Throttling Retry Attempts and Hedged RPCs": with `retryThrottling {maxTokens: 4,
+/// tokenRatio: 1}`, each failed attempt to a server name takes a token and nothing is retried
+/// at or below 2; another server name keeps its own count; successful calls reported to the
+/// orchestrator give tokens back, and retries come back.
+#[test]
+fn throttling_per_server_name_engages_and_releases() {
+    use rebound::{Decider, Outcome};
+    let params = json!({"service_config": {
+        "methodConfig": [{
+            "name": [{"service": "shop.Inventory"}],
+            "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}
+        }],
+        "retryThrottling": {"maxTokens": 4, "tokenRatio": 1}
+    }});
+    let policy = BuiltinPolicy::new(Builtin::Grpc, params.as_object().unwrap()).unwrap();
+    let orchestrator = Orchestrator::new(policy.strategy());
+    let to = |server: &str| call(Instant::now()).authority(server.to_owned());
+    let mut first = to("inventory:443");
+    assert!(delay(&decide(&orchestrator, &mut first, &unavailable(), None)).is_some());
+    assert!(delay(&decide(&orchestrator, &mut first, &unavailable(), None)).is_none());
+    let mut second = to("inventory:443");
+    assert!(delay(&decide(&orchestrator, &mut second, &unavailable(), None)).is_none());
+    let mut elsewhere = to("catalog:443");
+    assert!(delay(&decide(&orchestrator, &mut elsewhere, &unavailable(), None)).is_some());
+    for _ in 0..3 {
+        let done = to("inventory:443");
+        Decider::report(
+            &orchestrator,
+            &done,
+            Outcome::Succeeded { attempts: 1 },
+            Instant::now(),
+        );
+    }
+    let mut after = to("inventory:443");
+    assert!(delay(&decide(&orchestrator, &mut after, &unavailable(), None)).is_some());
+}

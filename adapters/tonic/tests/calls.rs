@@ -217,3 +217,47 @@ async fn a_policy_swapped_while_calls_flow_decides_the_next_call() {
     );
     assert_eq!(running.script.seen().len(), 3);
 }
+
+/// A6 "Throttling Retry Attempts and Hedged RPCs" through the layer, with `retryThrottling
+/// {maxTokens: 4, tokenRatio: 1}`: a burst of UNAVAILABLE takes the count to the threshold
+/// and the second call is not retried at all; three calls answered OK give the tokens back
+/// (the layer reports them) and the next UNAVAILABLE is retried to its OK.
+#[tokio::test]
+async fn throttling_engages_after_a_burst_of_failures_and_releases_after_successes() {
+    let unavailable = Answer::Fail(Code::Unavailable, None);
+    let running = start(Script::new([
+        unavailable,
+        unavailable,
+        unavailable,
+        Answer::Ok,
+        Answer::Ok,
+        Answer::Ok,
+        unavailable,
+        Answer::Ok,
+    ]))
+    .await;
+    let registry = registry_with("builtin = \"grpc\"\nparams.service_config = '''{\"methodConfig\": [{\"name\": [{\"service\": \"shop.Inventory\"}], \"retryPolicy\": {\"maxAttempts\": 5, \"initialBackoff\": \"0.01s\", \"maxBackoff\": \"0.05s\", \"backoffMultiplier\": 2, \"retryableStatusCodes\": [\"UNAVAILABLE\"]}}], \"retryThrottling\": {\"maxTokens\": 4, \"tokenRatio\": 1}}'''\n");
+    let layer = ReboundLayer::new(registry).idempotent(["/shop.Inventory/*"]);
+    let mut client = client(&running, layer);
+    let get = "/shop.Inventory/Get";
+    let seen = || running.script.seen().len();
+    assert_eq!(
+        unary(&mut client, get, None).await.unwrap_err().code(),
+        Code::Unavailable
+    );
+    assert_eq!(seen(), 2, "retried once, then throttled at 2 tokens");
+    assert_eq!(
+        unary(&mut client, get, None).await.unwrap_err().code(),
+        Code::Unavailable
+    );
+    assert_eq!(seen(), 3, "throttled: not retried");
+    for _ in 0..3 {
+        assert!(unary(&mut client, get, None).await.is_ok());
+    }
+    assert_eq!(unary(&mut client, get, None).await.unwrap(), b"order-17");
+    assert_eq!(
+        seen(),
+        8,
+        "retried again once successes gave the tokens back"
+    );
+}

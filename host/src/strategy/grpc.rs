@@ -15,25 +15,43 @@ use std::time::Duration;
 
 use crate::action::{NodeChoice, RetryAction};
 use crate::context::DecisionContext;
-use crate::grpc::{GrpcCode, ServiceConfig};
+use crate::grpc::{GrpcCode, ServiceConfig, Throttle};
 use crate::pushback::Pushback;
 use crate::reason::{ReasonKind, RetryReason, Stage};
 use crate::request::{Request, Service};
+use crate::request_outcome::Outcome;
 
 use super::SyncStrategy;
 
-/// Retries gRPC calls as their service config's `retryPolicy` says (gRFC A6).
-#[derive(Debug, Clone, PartialEq)]
+/// Retries gRPC calls as their service config's `retryPolicy` says (gRFC A6), throttled per
+/// server name as its `retryThrottling` says.
+#[derive(Debug, Clone)]
 pub struct GrpcRetry {
     config: Arc<ServiceConfig>,
+    /// The token counts, if the config throttles: shared by the clones of one built-in.
+    throttle: Option<Arc<Throttle>>,
+}
+
+/// Two are equal when their service configs are (their token counts aside).
+impl PartialEq for GrpcRetry {
+    fn eq(&self, other: &Self) -> bool {
+        self.config == other.config
+    }
 }
 
 impl GrpcRetry {
     /// Decides by `config`.
     pub fn new(config: ServiceConfig) -> Self {
+        let throttle = config.throttling().map(|t| Arc::new(Throttle::new(t)));
         GrpcRetry {
             config: Arc::new(config),
+            throttle,
         }
+    }
+
+    /// Its token counts, if its service config throttles retries.
+    pub fn throttle(&self) -> Option<&Throttle> {
+        self.throttle.as_deref()
     }
 
     /// Its service config.
@@ -69,10 +87,23 @@ impl SyncStrategy for GrpcRetry {
             // transiently: counted as an attempt and backed off. Nothing else is retried.
             other => other.stage() == Stage::PreDispatch,
         };
+        // A6: the failures throttling counts are the retryable ones and a pushback that
+        // says stop; a failed attempt takes a token before the threshold is looked at.
+        let stopped = matches!(context.pushback(), Some(Pushback::Stop));
+        let throttled = match &self.throttle {
+            Some(throttle) if retryable || stopped => {
+                throttle.failed(request.authority_name().unwrap_or_default())
+            }
+            _ => false,
+        };
         // Attempts made so far: the original and every retry.
         let attempts = request.retry_attempts().saturating_add(1);
         let reason = context.reason();
-        if !retryable || attempts >= policy.max_attempts || !request.may_be_sent_again(reason) {
+        if !retryable
+            || throttled
+            || attempts >= policy.max_attempts
+            || !request.may_be_sent_again(reason)
+        {
             return RetryAction::NoRetry;
         }
         let delay = match context.pushback() {
@@ -87,6 +118,17 @@ impl SyncStrategy for GrpcRetry {
             delay,
             node: NodeChoice::Same,
             consistency: None,
+        }
+    }
+
+    fn counts_outcomes(&self) -> bool {
+        self.throttle.is_some()
+    }
+
+    /// A6: every successful call gives `tokenRatio` back to its server name's count.
+    fn record_outcome(&self, request: &Request, outcome: Outcome) {
+        if let (Some(throttle), Outcome::Succeeded { .. }) = (&self.throttle, outcome) {
+            throttle.succeeded(request.authority_name().unwrap_or_default());
         }
     }
 }

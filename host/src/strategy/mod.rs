@@ -22,6 +22,7 @@ use crate::action::RetryAction;
 use crate::context::DecisionContext;
 use crate::decision::ReadyOrBoxed;
 use crate::request::Request;
+use crate::request_outcome::Outcome;
 
 /// Decides whether and how a request is retried.
 ///
@@ -83,6 +84,16 @@ pub trait RetryStrategy: Send + Sync + Debug {
     fn as_sync(&self) -> Option<&dyn SyncStrategy> {
         None
     }
+
+    /// Whether it keeps count of how requests ended ([`record_outcome`](Self::record_outcome)):
+    /// `false`, the default, lets a caller skip reporting.
+    fn counts_outcomes(&self) -> bool {
+        false
+    }
+
+    /// `request`, which this strategy decided for, ended as `outcome` (gRFC A6's retry
+    /// throttling counts successes so). Nothing by default.
+    fn record_outcome(&self, _request: &Request, _outcome: Outcome) {}
 }
 
 /// A strategy that answers at once.
@@ -92,6 +103,14 @@ pub trait SyncStrategy: Send + Sync + Debug {
 
     /// The action for `request`, whose failure `context` describes.
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction;
+
+    /// As [`RetryStrategy::counts_outcomes`].
+    fn counts_outcomes(&self) -> bool {
+        false
+    }
+
+    /// As [`RetryStrategy::record_outcome`].
+    fn record_outcome(&self, _request: &Request, _outcome: Outcome) {}
 }
 
 impl<T: SyncStrategy> RetryStrategy for T {
@@ -109,6 +128,14 @@ impl<T: SyncStrategy> RetryStrategy for T {
 
     fn as_sync(&self) -> Option<&dyn SyncStrategy> {
         Some(self)
+    }
+
+    fn counts_outcomes(&self) -> bool {
+        SyncStrategy::counts_outcomes(self)
+    }
+
+    fn record_outcome(&self, request: &Request, outcome: Outcome) {
+        SyncStrategy::record_outcome(self, request, outcome);
     }
 }
 

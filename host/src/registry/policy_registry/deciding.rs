@@ -243,24 +243,29 @@ impl PolicyRegistry {
             .map(|log| log.stats())
     }
 
-    /// Whether [`report`](Self::report) counts anything: some retry budget is configured. A
-    /// caller that builds a request only to report it may skip both when not.
+    /// Whether [`report`](Self::report) counts anything: some retry budget is configured, or
+    /// some policy counts how requests ended (the `grpc` built-in's throttling). A caller that
+    /// builds a request only to report it may skip both when not.
     pub fn counts_outcomes(&self) -> bool {
-        !self.table.load().budgets.is_empty()
+        let table = self.table.load();
+        !table.budgets.is_empty()
+            || (table.slots.values()).any(|slot| slot.active.load().strategy().counts_outcomes())
     }
 
-    /// `request` ended as `outcome` at `now`: recorded in the retry budget of the policy
-    /// that decides for it, if it has one (lock-free: the published table and atomic adds).
+    /// `request` ended as `outcome` at `now`: recorded in the retry budget of the policy that
+    /// decides for it, if it has one (lock-free: the published table and atomic adds), and
+    /// told to that policy if it counts outcomes.
     pub fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
         let table = self.table.load();
-        if table.budgets.is_empty() {
+        let Ok(slot) = table.resolve(request) else {
             return;
+        };
+        let version = slot.active.load();
+        let strategy = version.strategy();
+        if strategy.counts_outcomes() {
+            strategy.record_outcome(request, outcome);
         }
-        if let Some(budget) = table
-            .resolve(request)
-            .ok()
-            .and_then(|slot| table.budget_for(&slot.name, request))
-        {
+        if let Some(budget) = table.budget_for(&slot.name, request) {
             outcome.record_in(&budget, now);
         }
     }
