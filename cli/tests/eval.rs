@@ -753,3 +753,34 @@ fn bad_grpc_and_http_input_is_refused_by_field() {
         .unwrap()
         .contains("UNAVAILABLE"));
 }
+
+/// docs/decision-json.md `response` for plain HTTP and gRPC: an HTTP 503 with `retry_after`
+/// is an `HTTP_STATUS` failure retried after the pushback; a 404 is not retried; a gRPC
+/// status by name in any case is a `GRPC_STATUS` failure, OK a success, an unknown name
+/// refused listing the valid ones.
+#[test]
+fn http_and_grpc_responses_are_classified() {
+    let input = [
+        json!({"policy": "http", "request": {"type": "http", "method": "GET", "dispatched": true}, "response": {"status": 503, "retry_after": "2"}}),
+        json!({"policy": "http", "request": {"type": "http", "method": "GET"}, "response": {"status": 404}}),
+        json!({"request": {"type": "grpc", "idempotent": true}, "response": {"status": "unavailable"}}),
+        json!({"request": {"type": "grpc"}, "response": {"status": "OK"}}),
+        json!({"request": {"type": "grpc"}, "response": {"status": "NOPE"}}),
+    ]
+    .map(|line| line.to_string())
+    .join("\n");
+    let (success, answers) = eval(&[], &input);
+    assert!(!success);
+    assert_eq!(answers[0]["decision"], "retry");
+    assert_eq!(answers[0]["reason"], "HTTP_STATUS");
+    assert_eq!(answers[0]["delay_ms"], 2000.0);
+    assert_eq!(answers[1]["decision"], "not_retried");
+    assert_eq!(answers[1]["code"], 404);
+    assert_eq!(answers[2]["reason"], "GRPC_STATUS");
+    assert_eq!(answers[3]["decision"], "success");
+    assert_eq!(answers[4]["error"]["field"], "response.status");
+    assert!(answers[4]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("UNAVAILABLE"));
+}

@@ -509,6 +509,22 @@ fn http_status(data: &Value, field: &str) -> Result<RetryReason, InputError> {
 }
 
 impl ResponseSpec {
+    /// A gRPC response's `status`: the code's number or its name, in any case.
+    fn grpc_code(&self) -> Result<GrpcCode, InputError> {
+        let field = "response.status";
+        let value = match &self.status {
+            None => {
+                return Err(InputError::new(
+                    field,
+                    "a grpc response needs its status code",
+                ))
+            }
+            Some(Code::Number(n)) => Value::from(*n),
+            Some(Code::Text(text)) => Value::from(text.as_str()),
+        };
+        GrpcCode::from_json(&value).map_err(|e| InputError::new(field, e))
+    }
+
     /// The response of a request of `service`.
     fn read(&self, request_type: RequestType) -> Result<Response<'_>, InputError> {
         let service = request_type.service();
@@ -556,16 +572,12 @@ impl ResponseSpec {
                 status: status("HTTP status")?,
                 body: &self.body,
             },
-            Service::Http | Service::Grpc => {
-                return Err(InputError::new(
-                    "response",
-                    format!(
-                        "give a {} failure as a `reason`: {{\"{}_status\": ...}}",
-                        service.name(),
-                        service.name()
-                    ),
-                ))
-            }
+            Service::Http => Response::Http {
+                status: status("HTTP status")?,
+            },
+            Service::Grpc => Response::Grpc {
+                code: self.grpc_code()?,
+            },
             Service::Management | Service::Cql => {
                 return Err(InputError::new(
                     "response",

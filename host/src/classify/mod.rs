@@ -52,6 +52,18 @@ pub enum Response<'a> {
         /// The response body.
         body: &'a str,
     },
+    /// A plain HTTP service's answer, classified by the default table
+    /// ([`DEFAULT_HTTP_RETRY_STATUSES`]; [`classify_http`] takes another).
+    Http {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// A gRPC call's status: OK a success, any other a `GRPC_STATUS` failure (which codes are
+    /// retried is the policy's to say, as gRFC A6's `retryableStatusCodes`).
+    Grpc {
+        /// The status code.
+        code: crate::grpc::GrpcCode,
+    },
 }
 
 /// Why a response is not retried.
@@ -129,5 +141,10 @@ pub fn classify(response: Response<'_>, error_map: Option<&ErrorMap>) -> Classif
         Response::Analytics { code } => classify_analytics(code),
         Response::Search { status } => classify_search(status),
         Response::Views { status, body } => classify_views(status, body),
+        Response::Http { status } => classify_http(status, &DEFAULT_HTTP_RETRY_STATUSES),
+        Response::Grpc {
+            code: crate::grpc::GrpcCode::Ok,
+        } => Classification::Success,
+        Response::Grpc { code } => Classification::retry(RetryReason::GrpcStatus(code)),
     }
 }
