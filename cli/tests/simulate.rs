@@ -168,6 +168,22 @@ fn every_example_scenario_runs_and_shows_its_fault() {
     let report = run("locked");
     assert!(count(policy(&report, "standard"), "ambiguous_timeouts") > 0);
     assert_eq!(count(policy(&report, "strict"), "ambiguous_timeouts"), 0);
+
+    // gRFC A6: UNAVAILABLE retried by the retry policy saves calls fail-fast loses, at the
+    // price of load; retry throttling (tokenRatio 0.1) stops retrying under a 60% storm, so
+    // its load stays that of fail-fast while the policy without it amplifies.
+    let report = run("grpc-unavailable");
+    let (retrying, throttled, none) = (
+        policy(&report, "inventory"),
+        policy(&report, "inventory-throttled"),
+        policy(&report, "no-retry"),
+    );
+    assert!(count(retrying, "succeeded") > count(none, "succeeded"));
+    assert!(load(retrying) > load(throttled) && load(throttled) >= load(none));
+    assert!(
+        count(throttled, "attempts") > count(none, "attempts"),
+        "retries before it throttles"
+    );
 }
 
 #[test]

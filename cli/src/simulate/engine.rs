@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use rebound::classify::{classify, Classification, KvOpcode, Response};
+use rebound::grpc::GrpcCode;
 use rebound::registry::PolicyRegistry;
 use rebound::{
     reasons, Cause, Ending, NodeChoice, Outcome, Request, RetryLoop, RetryReason, Service, Step,
@@ -234,13 +235,15 @@ impl Simulation<'_> {
         let tmpfail_roll = rng.random::<f64>();
         let node = ((live.key % u64::from(nodes)) as u32 + live.node_offset) % nodes;
         let key = live.key;
-        let kv = live.retry.request().service() == Service::Kv;
+        let service = live.retry.request().service();
+        let kv = service == Service::Kv;
         let opcode = KvOpcode::of(live.retry.request().request_type());
 
         let mut auth_failure = false;
         let mut node_down = false;
         let mut closed = false;
         let mut status = None;
+        let mut unavailable = None;
         for fault in self.active(t) {
             match *fault {
                 Fault::AuthFailure { .. } => auth_failure = true,
@@ -254,6 +257,15 @@ impl Simulation<'_> {
                 }
                 Fault::Tmpfail { rate, .. } if kv && tmpfail_roll < rate => {
                     status = status.or(Some(0x86));
+                }
+                // TMPFAIL's draw, which only KV attempts use: the other streams stay as they
+                // are.
+                Fault::Unavailable { rate, .. } if !kv && tmpfail_roll < rate => {
+                    unavailable = match service {
+                        Service::Http => Some(RetryReason::HttpStatus(503)),
+                        Service::Grpc => Some(RetryReason::GrpcStatus(GrpcCode::Unavailable)),
+                        _ => unavailable,
+                    };
                 }
                 _ => {}
             }
@@ -282,6 +294,10 @@ impl Simulation<'_> {
                 )
             } else {
                 match (status, opcode) {
+                    _ if unavailable.is_some() => (
+                        t + latency,
+                        AttemptEnd::Failed(unavailable.expect("just checked")),
+                    ),
                     (Some(status), Some(opcode)) => {
                         match classify(Response::Kv { opcode, status }, None) {
                             Classification::Retry { reason, .. } => {
@@ -428,6 +444,12 @@ pub async fn run(
             sim.at(arrival.t_us),
         )?
         .readonly(entry.readonly);
+        if let Some(method) = entry.method {
+            request = request.method(method);
+        }
+        if let Some(route) = &entry.route {
+            request = request.route(route.as_str());
+        }
         if let Some(idempotent) = entry.idempotent {
             request = request.idempotent(idempotent);
         }

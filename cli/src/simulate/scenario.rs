@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use rebound::registry::line_column;
-use rebound::RequestType;
+use rebound::{HttpMethod, RequestType};
 use serde::Deserialize;
 
 /// A scenario as written.
@@ -87,6 +87,12 @@ pub struct MixEntry {
     /// A read-only query or analytics request (idempotent).
     #[serde(default)]
     pub readonly: bool,
+    /// The method of an `http` request (idempotent by RFC 9110 §9.2.2: GET, HEAD, OPTIONS,
+    /// TRACE, PUT, DELETE).
+    pub method: Option<HttpMethod>,
+    /// The full method name of a `grpc` call (`/package.Service/Method`) or an `http`
+    /// request's route, as policies and `[[routes]]` see it.
+    pub route: Option<String>,
 }
 
 /// The cluster.
@@ -177,6 +183,16 @@ pub enum Fault {
         /// End (exclusive).
         until_s: f64,
     },
+    /// This share of plain HTTP and gRPC attempts is answered 503 or UNAVAILABLE
+    /// (HTTP_STATUS, GRPC_STATUS).
+    Unavailable {
+        /// Share of attempts, 0 to 1.
+        rate: f64,
+        /// Start (seconds from the start of the run).
+        from_s: f64,
+        /// End (exclusive).
+        until_s: f64,
+    },
     /// The credentials are wrong: connections fail authentication and no attempt is
     /// dispatched (AUTHENTICATION_ERROR).
     AuthFailure {
@@ -196,6 +212,7 @@ impl Fault {
             Fault::Tmpfail { .. } => "tmpfail",
             Fault::SocketClose { .. } => "socket_close",
             Fault::Locked { .. } => "locked",
+            Fault::Unavailable { .. } => "unavailable",
             Fault::AuthFailure { .. } => "auth_failure",
         }
     }
@@ -216,6 +233,9 @@ impl Fault {
                 from_s, until_s, ..
             }
             | Fault::Locked {
+                from_s, until_s, ..
+            }
+            | Fault::Unavailable {
                 from_s, until_s, ..
             }
             | Fault::AuthFailure { from_s, until_s } => (from_s, until_s),
@@ -339,6 +359,7 @@ impl Scenario {
                 Fault::Rebalance { rate, .. }
                 | Fault::Tmpfail { rate, .. }
                 | Fault::SocketClose { rate, .. }
+                | Fault::Unavailable { rate, .. }
                     if !(0.0..=1.0).contains(rate) =>
                 {
                     return Err((field("rate"), format!("expected 0 to 1, got {rate}")))
