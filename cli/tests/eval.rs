@@ -784,3 +784,56 @@ fn http_and_grpc_responses_are_classified() {
         .unwrap()
         .contains("UNAVAILABLE"));
 }
+
+/// docs/http-and-grpc.md: the decision log keeps what the policy was told of HTTP requests
+/// and gRPC calls (type, method, authority, route, status) and a replay decides them again: the
+/// example's eight decisions replayed against fail-fast disagree where the built-ins retried.
+#[test]
+fn http_and_grpc_decisions_are_logged_and_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/http-and-grpc");
+    let mut config = std::fs::read_to_string(example.join("rebound.toml")).unwrap();
+    config.push_str("\n[decision_log]\nfile = \"decisions.log\"\n");
+    let config_path = dir.path().join("rebound.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let input = std::fs::read_to_string(example.join("decisions.jsonl")).unwrap();
+    let (success, _) = eval(&["--config", config_path.to_str().unwrap()], &input);
+    assert!(success);
+    let log = dir.path().join("decisions.log");
+    let first: Value = serde_json::from_str(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let request = &first["input"]["request"];
+    assert_eq!(
+        (request["type"].as_str(), request["method"].as_str()),
+        (Some("http"), Some("GET"))
+    );
+    assert_eq!(request["authority"], "api.example.com");
+    assert_eq!(request["route"], "/v1/items");
+    assert_eq!(first["input"]["reason"], json!({"http_status": 503}));
+    let (success, replayed) = eval(
+        &[
+            "--config",
+            config_path.to_str().unwrap(),
+            "--replay",
+            log.to_str().unwrap(),
+            "--policy",
+            "no-retry",
+        ],
+        "",
+    );
+    assert!(success);
+    assert_eq!(
+        replayed.len(),
+        5,
+        "the five retries disagree with fail-fast"
+    );
+    assert!(replayed
+        .iter()
+        .all(|line| line["candidate"]["answer"]["decision"] == "cancel"));
+}
