@@ -9,6 +9,14 @@ use support::guest;
 use assert_cmd::Command;
 use serde_json::{json, Value};
 
+/// The field each error answer names.
+fn error_fields(answers: &[Value]) -> Vec<&str> {
+    answers
+        .iter()
+        .map(|a| a["error"]["field"].as_str().unwrap())
+        .collect()
+}
+
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
@@ -330,10 +338,7 @@ fn params_for_a_named_policy_and_reason_with_response_are_refused_by_field() {
         ),
     );
     assert!(!ok);
-    let fields: Vec<&str> = answers
-        .iter()
-        .map(|a| a["error"]["field"].as_str().unwrap())
-        .collect();
+    let fields = error_fields(&answers);
     assert_eq!(
         fields,
         [
@@ -735,10 +740,7 @@ fn bad_grpc_and_http_input_is_refused_by_field() {
     .join("\n");
     let (success, answers) = eval(&[], &input);
     assert!(!success);
-    let fields: Vec<&str> = answers
-        .iter()
-        .map(|a| a["error"]["field"].as_str().unwrap())
-        .collect();
+    let fields = error_fields(&answers);
     assert_eq!(
         fields,
         [

@@ -74,6 +74,18 @@ fn call() -> http::Request<Body> {
         .expect("a valid call")
 }
 
+/// Attempt `attempt` of the call `parts` and `bytes` keep: a copy, with the attempt count on
+/// a retry.
+fn attempt_of(parts: &http::request::Parts, bytes: &Bytes, attempt: u32) -> http::Request<Body> {
+    let mut parts = parts.clone();
+    if attempt > 0 {
+        parts
+            .headers
+            .insert("grpc-previous-rpc-attempts", attempt.into());
+    }
+    http::Request::from_parts(parts, Body::new(Full::new(bytes.clone())))
+}
+
 /// The loop a caller writes around the registry with the layer's buffering: keep the body,
 /// send a copy, read a Trailers-Only status, decide, wait, send again with the attempt count.
 async fn by_hand(mut inner: Answers, registry: &PolicyRegistry, id: u64) -> http::Response<Body> {
@@ -86,14 +98,7 @@ async fn by_hand(mut inner: Answers, registry: &PolicyRegistry, id: u64) -> http
         .idempotent(true);
     let mut attempt = 0u32;
     loop {
-        let mut parts = parts.clone();
-        if attempt > 0 {
-            parts
-                .headers
-                .insert("grpc-previous-rpc-attempts", attempt.into());
-        }
-        let sent = http::Request::from_parts(parts, Body::new(Full::new(bytes.clone())));
-        let Ok(response) = inner.call(sent).await;
+        let Ok(response) = inner.call(attempt_of(&parts, &bytes, attempt)).await;
         request.mark_dispatched("inventory:50051");
         let status = response.headers()["grpc-status"].to_str().unwrap();
         if status == "0" {
@@ -139,14 +144,7 @@ impl Service<http::Request<Body>> for Buffering {
             let bytes = body.collect().await.expect("the body").to_bytes();
             let mut attempt = 0u32;
             loop {
-                let mut parts = parts.clone();
-                if attempt > 0 {
-                    parts
-                        .headers
-                        .insert("grpc-previous-rpc-attempts", attempt.into());
-                }
-                let sent = http::Request::from_parts(parts, Body::new(Full::new(bytes.clone())));
-                let response = inner.call(sent).await?;
+                let response = inner.call(attempt_of(&parts, &bytes, attempt)).await?;
                 if attempt > 0 || response.headers()["grpc-status"] == "0" {
                     return Ok(response);
                 }

@@ -119,31 +119,12 @@ async fn a_pushback_is_waited_and_a_negative_one_ends_retries() {
 #[tokio::test]
 async fn a_call_cut_off_in_flight_is_sent_again_only_if_idempotent() {
     let running = start(Script::new([Answer::Hang, Answer::Hang, Answer::Ok])).await;
-    let layer = ReboundLayer::new(registry()).idempotent(["/shop.Inventory/Get"]);
-    let mut client = self::client(&running, layer);
-    let call = unary(&mut client, "/shop.Inventory/Reserve", None);
-    let cut = async {
-        running.script.arrived.notified().await;
-        running.cut.notify_waiters();
-    };
-    let (answer, ()) = tokio::join!(call, cut);
+    let answer = cut_while_in_flight(&running, "/shop.Inventory/Reserve").await;
+    // The call has ended: any attempt the layer made was made before it did.
     assert!(answer.is_err(), "{answer:?}");
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(
-        running.script.seen().len(),
-        1,
-        "a non-idempotent call sent again"
-    );
-
-    // A new channel: the cut connection is the old one's to notice and replace.
-    let layer = ReboundLayer::new(registry()).idempotent(["/shop.Inventory/Get"]);
-    let mut client = self::client(&running, layer);
-    let call = unary(&mut client, "/shop.Inventory/Get", None);
-    let cut = async {
-        running.script.arrived.notified().await;
-        running.cut.notify_waiters();
-    };
-    let (answer, ()) = tokio::join!(call, cut);
+    let sent = running.script.seen().len();
+    assert_eq!(sent, 1, "a non-idempotent call sent again");
+    let answer = cut_while_in_flight(&running, "/shop.Inventory/Get").await;
     assert_eq!(answer.unwrap(), b"order-17");
     let seen = running.script.seen();
     assert_eq!(seen.len(), 3);
@@ -177,6 +158,19 @@ async fn the_deadline_is_kept_and_shrunk_on_each_retry() {
     assert_eq!(timeouts.len(), 4);
     assert!(timeouts[0] <= 10_000, "{timeouts:?}");
     assert!(timeouts.windows(2).all(|w| w[1] < w[0]), "{timeouts:?}");
+}
+
+/// A call of `method` over a new channel (`/shop.Inventory/Get` declared idempotent), the
+/// relay cut once the server has it: what the call ends with.
+async fn cut_while_in_flight(running: &Running, method: &'static str) -> Result<Vec<u8>, Status> {
+    let layer = ReboundLayer::new(registry()).idempotent(["/shop.Inventory/Get"]);
+    let mut client = client(running, layer);
+    let call = unary(&mut client, method, None);
+    let cut = async {
+        running.script.arrived.notified().await;
+        running.cut.notify_waiters();
+    };
+    tokio::join!(call, cut).0
 }
 
 /// A `grpc-timeout` value in milliseconds (gRPC over HTTP/2: digits and a unit).
