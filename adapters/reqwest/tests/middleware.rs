@@ -17,6 +17,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
+/// Mounts `first` for the first request to path `at`, `then` for every later one.
+async fn once_then(server: &MockServer, at: &str, first: ResponseTemplate, then: ResponseTemplate) {
+    Mock::given(path(at))
+        .respond_with(first)
+        .up_to_n_times(1)
+        .mount(server)
+        .await;
+    Mock::given(path(at)).respond_with(then).mount(server).await;
+}
+
 /// A registry deciding with the built-in best effort.
 fn registry() -> Arc<PolicyRegistry> {
     let config = RegistryConfig::parse(
@@ -72,15 +82,13 @@ async fn a_views_503_then_200_is_retried_once() {
 #[tokio::test]
 async fn a_search_429_waits_its_retry_after() {
     let server = MockServer::start().await;
-    Mock::given(path("/api/index/i/query"))
-        .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "1"))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(path("/api/index/i/query"))
-        .respond_with(ResponseTemplate::new(200))
-        .mount(&server)
-        .await;
+    once_then(
+        &server,
+        "/api/index/i/query",
+        ResponseTemplate::new(429).insert_header("Retry-After", "1"),
+        ResponseTemplate::new(200),
+    )
+    .await;
     let started = Instant::now();
     let response = client(registry())
         .post(format!("{}/api/index/i/query", server.uri()))
@@ -105,15 +113,13 @@ async fn a_search_429_waits_its_retry_after() {
 async fn query_error_codes_are_read_from_the_body() {
     let server = MockServer::start().await;
     let lost = r#"{"errors":[{"code":4040,"msg":"No such prepared statement: p1"}]}"#;
-    Mock::given(path("/query/service"))
-        .respond_with(ResponseTemplate::new(404).set_body_string(lost))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(path("/query/service"))
-        .respond_with(ResponseTemplate::new(200).set_body_string(r#"{"results":[]}"#))
-        .mount(&server)
-        .await;
+    once_then(
+        &server,
+        "/query/service",
+        ResponseTemplate::new(404).set_body_string(lost),
+        ResponseTemplate::new(200).set_body_string(r#"{"results":[]}"#),
+    )
+    .await;
     let client = client(registry());
     let response = client
         .post(format!("{}/query/service", server.uri()))
@@ -296,15 +302,13 @@ async fn a_request_naming_no_service_is_decided_as_a_plain_http_request() {
 #[tokio::test]
 async fn a_plain_http_retry_waits_its_retry_after_and_the_table_is_the_middleware_s() {
     let server = MockServer::start().await;
-    Mock::given(path("/busy"))
-        .respond_with(ResponseTemplate::new(503).insert_header("Retry-After", "1"))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(path("/busy"))
-        .respond_with(ResponseTemplate::new(200))
-        .mount(&server)
-        .await;
+    once_then(
+        &server,
+        "/busy",
+        ResponseTemplate::new(503).insert_header("Retry-After", "1"),
+        ResponseTemplate::new(200),
+    )
+    .await;
     Mock::given(path("/gateway"))
         .respond_with(ResponseTemplate::new(502))
         .mount(&server)
