@@ -29,6 +29,10 @@ pub(super) struct Table {
     /// The retry budgets by name, kept across configurations while their parameters stay:
     /// for a budget kept per client, the common one.
     pub budgets: HashMap<String, Arc<TrafficBudget>>,
+    /// Whether an outcome report counts anywhere: a budget, or a policy that counts outcomes.
+    /// Worked out when the table is built: only built-ins count outcomes, and a built-in
+    /// changes only with the configuration (a reload swaps components).
+    pub counts_outcomes: bool,
     /// The budgets kept per client, by name, kept across configurations the same way.
     pub client_budgets: HashMap<String, Arc<ClientBudgets>>,
     /// The budget of each policy that has one, by policy name.
@@ -222,7 +226,10 @@ pub(super) fn build_table(
         slots.insert(name.clone(), slot);
     }
     let by_name = |name: &String| Arc::clone(&slots[name]);
+    let counts_outcomes = !budgets.is_empty()
+        || (slots.values()).any(|slot| slot.active.load().strategy().counts_outcomes());
     Ok(Table {
+        counts_outcomes,
         default: by_name(&config.default_policy),
         profiles: config
             .profiles

@@ -247,9 +247,7 @@ impl PolicyRegistry {
     /// some policy counts how requests ended (the `grpc` built-in's throttling). A caller that
     /// builds a request only to report it may skip both when not.
     pub fn counts_outcomes(&self) -> bool {
-        let table = self.table.load();
-        !table.budgets.is_empty()
-            || (table.slots.values()).any(|slot| slot.active.load().strategy().counts_outcomes())
+        self.table.load().counts_outcomes
     }
 
     /// `request` ended as `outcome` at `now`: recorded in the retry budget of the policy that
@@ -257,6 +255,9 @@ impl PolicyRegistry {
     /// told to that policy if it counts outcomes.
     pub fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
         let table = self.table.load();
+        if !table.counts_outcomes {
+            return;
+        }
         let Ok(slot) = table.resolve(request) else {
             return;
         };
