@@ -1,5 +1,6 @@
 //! `rebound classify`: one raw response through the library's classifier (reference 001
-//! "Response Code Classification"; unknown KV statuses through a KV error map, reference 004).
+//! "Response Code Classification"; unknown KV statuses through a KV error map, reference 004;
+//! a plain HTTP status by the default table, a gRPC status).
 
 use std::path::PathBuf;
 
@@ -7,6 +8,7 @@ use std::io::Write;
 
 use anyhow::Context;
 use rebound::classify::{classify, Classification, KvOpcode, Response};
+use rebound::grpc::GrpcCode;
 use rebound::RequestType;
 
 use crate::parse::{load_error_map, parse_number};
@@ -14,7 +16,7 @@ use crate::wire::output::{self, failure_kind};
 
 /// Options of `rebound classify`: exactly one kind of response.
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("response").required(true).args(["kv", "query", "analytics", "search", "views"])))]
+#[command(group(clap::ArgGroup::new("response").required(true).args(["kv", "query", "analytics", "search", "views", "http", "grpc"])))]
 pub struct Args {
     /// A KV response status (decimal or 0x-hex), with --request.
     #[arg(long, value_parser = parse_number::<u16>, requires = "request")]
@@ -43,9 +45,24 @@ pub struct Args {
     /// The views response body.
     #[arg(long, default_value = "")]
     body: String,
+    /// A plain HTTP service's status (the default table: 408, 429, 500, 502, 503, 504).
+    #[arg(long, value_parser = parse_number::<u16>)]
+    http: Option<u16>,
+    /// A gRPC status: its number or its name, in any case (UNAVAILABLE, unavailable, 14).
+    #[arg(long, value_parser = parse_grpc_code)]
+    grpc: Option<GrpcCode>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// A gRPC status code given by number or name.
+fn parse_grpc_code(text: &str) -> Result<GrpcCode, String> {
+    let value = match text.parse::<u64>() {
+        Ok(number) => serde_json::Value::from(number),
+        Err(_) => serde_json::Value::from(text),
+    };
+    GrpcCode::from_json(&value)
 }
 
 fn opcode(request: &str) -> anyhow::Result<KvOpcode> {
@@ -81,6 +98,10 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             status,
             body: &args.body,
         }
+    } else if let Some(status) = args.http {
+        Response::Http { status }
+    } else if let Some(code) = args.grpc {
+        Response::Grpc { code }
     } else {
         unreachable!("clap requires one response")
     };

@@ -83,6 +83,24 @@ fn classify_maps_raw_responses_to_reasons() {
     assert_eq!(prepared["reason"], "QUERY_PREPARED_STATEMENT_FAILURE");
 }
 
+/// docs/http-and-grpc.md: a plain HTTP 503 is an `HTTP_STATUS` failure that allows no unsafe
+/// retry, a 404 is not retried, a 204 is a success; a gRPC status by name in any case is a
+/// `GRPC_STATUS` failure, OK a success.
+#[test]
+fn classify_reads_http_and_grpc_statuses() {
+    let unavailable = json(&["classify", "--http", "503", "--json"]);
+    assert_eq!(unavailable["reason"], "HTTP_STATUS");
+    assert_eq!(unavailable["allows_non_idempotent_retry"], false);
+    let missing = json(&["classify", "--http", "404", "--json"]);
+    assert_eq!(missing["classification"], "not_retried");
+    let no_content = json(&["classify", "--http", "204", "--json"]);
+    assert_eq!(no_content["classification"], "success");
+    let grpc = json(&["classify", "--grpc", "unavailable", "--json"]);
+    assert_eq!(grpc["reason"], "GRPC_STATUS");
+    let ok = json(&["classify", "--grpc", "0", "--json"]);
+    assert_eq!(ok["classification"], "success");
+}
+
 /// Reference 001 "KV Error Map Handling" and reference 004 "Retry Intervals": an unknown status
 /// is retried when the map's entry indicates it, with the entry's retry spec.
 #[test]
