@@ -133,6 +133,9 @@ impl WasmStrategy {
         request: &Request,
         context: &DecisionContext<'_>,
     ) -> Result<RetryAction, PolicyFailure> {
+        if !self.describes(request) {
+            return Ok(RetryAction::NoRetry);
+        }
         self.try_decide_by(request, context, Due::Within(self.config.limits.deadline()))
     }
 
@@ -145,9 +148,6 @@ impl WasmStrategy {
         due: Due<'_>,
     ) -> Result<RetryAction, PolicyFailure> {
         let reason = context.reason();
-        if !self.describes(request) {
-            return Ok(RetryAction::NoRetry);
-        }
         let mut instance = match self.pool.take() {
             Some(instance) => instance,
             None => self.instantiate().map_err(PolicyFailure::from)?,
