@@ -40,13 +40,17 @@ impl Write for Lines {
 }
 
 /// Policy `p`, the component file `policy.wasm` in a scratch directory, watched (20 ms
-/// debounce) by a registry that logs every decision in memory.
+/// debounce) by a registry that logs every decision in memory: one log until the file is
+/// replaced, a fresh one from the moment the new version serves. A log drops lines its writer
+/// has no room for, so a log that filled up before the swap still records the decisions after
+/// it.
 pub(crate) struct WatchedPolicy {
     dir: tempfile::TempDir,
     /// The registry deciding with it.
     pub registry: Arc<PolicyRegistry>,
     _watcher: Option<RegistryWatcher>,
-    lines: Lines,
+    before: Lines,
+    after: Lines,
     first: String,
 }
 
@@ -64,21 +68,23 @@ impl WatchedPolicy {
         .unwrap();
         let registry = Arc::new(PolicyRegistry::from_file(&config).unwrap());
         let watcher = registry.watch().unwrap();
-        let lines = Lines::default();
-        let log = DecisionLog::to_writer(&DecisionLogConfig::default(), lines.clone());
+        let before = Lines::default();
+        let log = DecisionLog::to_writer(&DecisionLogConfig::default(), before.clone());
         registry.set_decision_log(Some(log));
         let first = registry.active("p").unwrap().version().to_owned();
         WatchedPolicy {
             dir,
             registry,
             _watcher: watcher,
-            lines,
+            before,
+            after: Lines::default(),
             first,
         }
     }
 
     /// Replaces the policy file with guest `name` (written beside it, then renamed over it, as
-    /// a deployment does) and waits until the registry serves the new version.
+    /// a deployment does), waits until the registry serves the new version, then logs to a
+    /// fresh log.
     pub(crate) fn replace_with(&self, name: &str) {
         let file = self.dir.path().join("policy.wasm");
         let replacement = self.dir.path().join("policy.wasm.new");
@@ -89,31 +95,38 @@ impl WatchedPolicy {
             assert!(started.elapsed() < Duration::from_secs(60), "no reload");
             std::thread::sleep(Duration::from_millis(10));
         }
+        let log = DecisionLog::to_writer(&DecisionLogConfig::default(), self.after.clone());
+        self.registry.set_decision_log(Some(log));
     }
 
-    /// The versions that decided, from the decision log (closed first, so it has written every
-    /// line), and the first and current versions of the policy.
-    pub(crate) fn versions_logged(&self) -> (BTreeSet<String>, String, String) {
+    /// The versions that decided, from the decision logs before and after the swap (closed
+    /// first, so each has written every line it took).
+    fn versions_logged(&self) -> (BTreeSet<String>, BTreeSet<String>) {
         self.registry.set_decision_log(None);
-        let text = String::from_utf8(self.lines.0.lock().unwrap().clone()).unwrap();
-        let versions = text
-            .lines()
-            .map(|line| {
-                let line: serde_json::Value = serde_json::from_str(line).unwrap();
-                line["version"].as_str().unwrap().to_owned()
-            })
-            .collect();
-        let current = self.registry.active("p").unwrap().version().to_owned();
-        (versions, self.first.clone(), current)
+        let versions = |lines: &Lines| {
+            let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+            text.lines()
+                .map(|line| {
+                    let line: serde_json::Value = serde_json::from_str(line).unwrap();
+                    line["version"].as_str().unwrap().to_owned()
+                })
+                .collect()
+        };
+        (versions(&self.before), versions(&self.after))
     }
 
-    /// Asserts that the first and the replacing version both decided.
+    /// Asserts that the first version decided before the swap, the replacing version after
+    /// it, and that no other version was logged.
     pub(crate) fn assert_both_versions_decided(&self) {
-        let (versions, first, current) = self.versions_logged();
-        assert_ne!(first, current, "the file was reloaded");
+        let current = self.registry.active("p").unwrap().version().to_owned();
+        assert_ne!(self.first, current, "the file was reloaded");
+        let (before, after) = self.versions_logged();
+        assert!(before.contains(&self.first), "before the swap: {before:?}");
+        assert!(after.contains(&current), "after the swap: {after:?}");
+        let known = BTreeSet::from([self.first.clone(), current]);
         assert!(
-            versions.contains(&first) && versions.contains(&current),
-            "{versions:?}"
+            before.union(&after).all(|version| known.contains(version)),
+            "{before:?} {after:?}"
         );
     }
 }
