@@ -65,8 +65,8 @@ fn a_well_behaved_policy_passes_every_rule() {
     assert!(ok, "{report}");
     assert_eq!(report["passed"], true);
     assert_eq!(report["interface"]["compatible"], true);
-    assert_eq!(report["interface"]["host"], "rebound:policy@0.3.0");
-    assert_eq!(report["interface"]["built_for"], "rebound:policy@0.3.0");
+    assert_eq!(report["interface"]["host"], "rebound:policy@0.4.0");
+    assert_eq!(report["interface"]["built_for"], "rebound:policy@0.4.0");
     let inputs = report["inputs"].as_u64().unwrap();
     let answered: u64 = report["answers"]
         .as_object()
@@ -87,9 +87,10 @@ fn a_well_behaved_policy_passes_every_rule() {
 }
 
 /// Reference 001 "RetryReason": a reason without the "allows non-idempotent retry" flag must
-/// not retry a non-idempotent request. A policy that retries everything is reported for each
-/// such input — and only those — and the orchestrator still refuses such a retry when the
-/// input is replayed through `rebound eval`.
+/// not retry a non-idempotent request; RFC 9110 §9.2.2 and gRFC A6: nor may a non-idempotent
+/// HTTP request or gRPC call already sent be retried, whatever the reason. A policy that
+/// retries everything is reported for each such input — and only those — and the orchestrator
+/// still refuses such a retry when the input is replayed through `rebound eval`.
 #[test]
 fn unsafe_retries_of_non_idempotent_requests_are_reported_input_by_input() {
     let (report, ok) = check(&[&path("adversary")]);
@@ -97,16 +98,33 @@ fn unsafe_retries_of_non_idempotent_requests_are_reported_input_by_input() {
     assert_eq!(report["passed"], false);
     let unsafe_retries = violations(&report, "safe_retries");
     assert!(unsafe_retries.len() > 1_000, "{}", unsafe_retries.len());
+    let mut already_sent = 0;
     for violation in unsafe_retries {
         let input = &violation["input"];
-        assert_eq!(input["request"]["idempotent"], false, "{violation}");
-        assert!(!kind_of(input).allows_non_idempotent_retry(), "{violation}");
+        let request = &input["request"];
+        assert_eq!(request["idempotent"], false, "{violation}");
+        if kind_of(input).allows_non_idempotent_retry() {
+            assert!(
+                ["http", "grpc"].contains(&request["type"].as_str().unwrap())
+                    && request["dispatched"] == true,
+                "{violation}"
+            );
+            already_sent += 1;
+        }
         assert!(violation["answer"]["retry"].is_object(), "{violation}");
     }
-    // Reasons that allow it are not reported: KV_TEMPORARY_FAILURE does (reference 001).
-    assert!(!unsafe_retries
-        .iter()
-        .any(|v| v["input"]["reason"] == "KV_TEMPORARY_FAILURE"));
+    assert!(already_sent > 0, "sent HTTP and gRPC requests are reported");
+    // The same requests never sent are not.
+    assert!(!unsafe_retries.iter().any(|v| {
+        let request = &v["input"]["request"];
+        request["dispatched"] == false && kind_of(&v["input"]).allows_non_idempotent_retry()
+    }));
+    // Reasons that allow it are not reported for Couchbase and Cassandra requests:
+    // KV_TEMPORARY_FAILURE does (reference 001).
+    assert!(!unsafe_retries.iter().any(|v| {
+        v["input"]["reason"] == "KV_TEMPORARY_FAILURE"
+            && !["http", "grpc"].contains(&v["input"]["request"]["type"].as_str().unwrap())
+    }));
     // The other rules hold for this policy.
     for rule in ["within_limits", "deterministic", "delays_within_timeout"] {
         assert!(violations(&report, rule).is_empty(), "{rule}");
@@ -192,11 +210,11 @@ fn nondeterministic_answers_and_delays_past_the_timeout_are_reported() {
 }
 
 /// docs/wit-versions.md: a component built for an
-/// earlier released version (`rebound:policy@0.1.0`, `@0.2.0`) passes, and the report says
+/// earlier released version (`rebound:policy@0.1.0`, `@0.2.0`, `@0.3.0`) passes, and the report says
 /// which version it was built for and which hosts accept it.
 #[test]
 fn released_components_are_checked_and_their_hosts_named() {
-    for version in ["0.1.0", "0.2.0"] {
+    for version in ["0.1.0", "0.2.0", "0.3.0"] {
         let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
             "../tests/fixtures/rebound-policy-{version}/no_retry_for_robots.wasm"
         ));
@@ -210,14 +228,15 @@ fn released_components_are_checked_and_their_hosts_named() {
             serde_json::json!([
                 "rebound:policy@0.1.0",
                 "rebound:policy@0.2.0",
-                "rebound:policy@0.3.0"
+                "rebound:policy@0.3.0",
+                "rebound:policy@0.4.0"
             ])
         );
         let accepted_by = interface["accepted_by"].as_str().unwrap();
         assert!(
             accepted_by.contains("accepted by this host")
                 && accepted_by.contains("every later host")
-                && accepted_by.contains("rebound:policy@0.3.0 is the newest"),
+                && accepted_by.contains("rebound:policy@0.4.0 is the newest"),
             "{accepted_by}"
         );
         let text = String::from_utf8(success_stdout(rebound().args(["check", &fixture]))).unwrap();
@@ -237,7 +256,8 @@ fn components_that_do_not_load_are_reported_and_fail() {
     assert_eq!(report["interface"]["compatible"], false);
     let error = report["interface"]["error"].as_str().unwrap();
     assert!(
-        error.contains("rebound:policy/strategy@0.9.0") && error.contains("0.1.0, 0.2.0, 0.3.0"),
+        error.contains("rebound:policy/strategy@0.9.0")
+            && error.contains("0.1.0, 0.2.0, 0.3.0, 0.4.0"),
         "{error}"
     );
     let (report, ok) = check(&[&path("wrong_world")]);

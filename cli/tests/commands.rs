@@ -250,11 +250,21 @@ fn wit_prints_and_writes_every_released_version() {
         std::fs::read_to_string(root.join("wit/released/0.2.0/policy.wit")).unwrap()
     );
     assert!(previous.contains("package rebound:policy@0.2.0;"));
-    assert!(current.contains("package rebound:policy@0.3.0;"));
+    let last = String::from_utf8(success_stdout(rebound().args([
+        "wit",
+        "--version",
+        "0.3.0",
+    ])))
+    .unwrap();
+    assert_eq!(
+        last,
+        std::fs::read_to_string(root.join("wit/released/0.3.0/policy.wit")).unwrap()
+    );
+    assert!(current.contains("package rebound:policy@0.4.0;"));
     let listed = String::from_utf8(success_stdout(rebound().args(["wit", "--list"]))).unwrap();
     assert_eq!(
         listed,
-        "rebound:policy@0.1.0\nrebound:policy@0.2.0\nrebound:policy@0.3.0\n"
+        "rebound:policy@0.1.0\nrebound:policy@0.2.0\nrebound:policy@0.3.0\nrebound:policy@0.4.0\n"
     );
 
     let dir = tempfile::tempdir().unwrap();
@@ -262,7 +272,7 @@ fn wit_prints_and_writes_every_released_version() {
     let said = success_stdout(rebound().args(["wit", "--out", out.to_str().unwrap()]));
     assert!(String::from_utf8(said)
         .unwrap()
-        .contains("rebound:policy@0.3.0"));
+        .contains("rebound:policy@0.4.0"));
     assert_eq!(
         std::fs::read_to_string(out.join("policy.wit")).unwrap(),
         current
@@ -270,7 +280,7 @@ fn wit_prints_and_writes_every_released_version() {
 
     let unknown = stderr_of_failure(&["wit", "--version", "0.9.0"]);
     assert!(
-        unknown.contains("--version 0.9.0") && unknown.contains("0.1.0, 0.2.0, 0.3.0"),
+        unknown.contains("--version 0.9.0") && unknown.contains("0.1.0, 0.2.0, 0.3.0, 0.4.0"),
         "{unknown}"
     );
 }
@@ -319,7 +329,7 @@ fn inspect_reads_a_component_without_compiling_it() {
     ))
     .unwrap();
     assert!(
-        text.contains("interface  rebound:policy@0.3.0: accepted by this host"),
+        text.contains("interface  rebound:policy@0.4.0: accepted by this host"),
         "{text}"
     );
     assert!(text.contains("  version    1.2.0\n"), "{text}");

@@ -50,6 +50,15 @@ pub fn decide(
     reason: &RetryReason,
 ) -> RetryAction {
     use rebound::cassandra::{route, Route};
+    // The driver's rules know CQL; a plain HTTP request or gRPC call it cannot resend (not
+    // idempotent, already sent) is rethrown, as the driver rethrows what it will not retry.
+    if matches!(
+        request.service(),
+        crate::Service::Http | crate::Service::Grpc
+    ) && !request.may_be_sent_again(reason)
+    {
+        return RetryAction::Rethrow;
+    }
     if let Route::Fixed(action) = route(&reason_to_host(reason), request.idempotent()) {
         return action_to_wit(&action);
     }

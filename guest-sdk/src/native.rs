@@ -121,7 +121,32 @@ mod tests {
     use super::testing::{request, Call};
     use crate::{host, RequestType, Retry, RetryAction, RetryReason};
 
-    /// `wit/policy.wit`, `host.best-effort` and `failure.server-delay-ms` (0.3.0): natively, as
+    /// `wit/policy.wit` 0.4.0 and RFC 9110 §9.2.2: natively, a test gives a plain HTTP
+    /// request its method, authority, route and retries since the pushback, and
+    /// `may_be_sent_again` is the host's guard: a POST already sent is never sent again, one
+    /// never sent is for a reason that allows it, not after an HTTP status.
+    #[test]
+    fn an_http_request_has_its_facts_and_the_guard_natively() {
+        use crate::{HttpMethod, Service};
+        let post = request(RequestType::Http, 2)
+            .with_method(HttpMethod::Post)
+            .with_authority("shop.example")
+            .with_route("/orders");
+        assert_eq!(post.service(), Service::Http);
+        assert_eq!(post.method(), Some(HttpMethod::Post));
+        assert_eq!(post.authority().as_deref(), Some("shop.example"));
+        assert_eq!(post.route().as_deref(), Some("/orders"));
+        assert_eq!(post.retries_since_pushback(), 2);
+        assert!(!post.idempotent());
+        assert!(!post.may_be_sent_again(&RetryReason::SocketNotAvailable));
+        let mut unsent = post.with_retries_since_pushback(0);
+        unsent.dispatched = false;
+        assert_eq!(unsent.retries_since_pushback(), 0);
+        assert!(unsent.may_be_sent_again(&RetryReason::SocketNotAvailable));
+        assert!(!unsent.may_be_sent_again(&RetryReason::HttpStatus(503)));
+    }
+
+    /// `wit/policy.wit`, `host.best-effort` and `failure.server-delay-ms` (since 0.3.0): natively, as
     /// in the host, best effort is no sooner than the pushback a test sets for the call, and
     /// none at all when the server said stop.
     #[test]

@@ -54,6 +54,17 @@ impl Service {
             Service::Grpc => "grpc",
         }
     }
+
+    /// The host's guard: whether a request to this service may be sent again after a failure
+    /// for `reason`, as far as its effects go. An idempotent request always; any other only
+    /// for a reason that allows it (reference 001's table) and, for plain HTTP requests and
+    /// gRPC calls, only if no attempt was ever written (`dispatched`; RFC 9110 §9.2.2: a
+    /// client should not retry a non-idempotent request that may have been processed).
+    pub fn may_send_again(self, idempotent: bool, dispatched: bool, reason: &RetryReason) -> bool {
+        idempotent
+            || (reason.allows_non_idempotent_retry()
+                && (!matches!(self, Service::Http | Service::Grpc) || !dispatched))
+    }
 }
 
 /// An HTTP method (RFC 9110 §9.3), for plain HTTP, cluster-manager and management requests.
@@ -532,20 +543,26 @@ impl Request {
     pub fn route_name(&self) -> Option<&str> {
         self.route.as_deref()
     }
+    /// The authority, shared (a WebAssembly call holds it without copying).
+    #[cfg(feature = "wasm")]
+    pub(crate) fn shared_authority(&self) -> Option<&Arc<str>> {
+        self.authority.as_ref()
+    }
+    /// The route, shared (a WebAssembly call holds it without copying).
+    #[cfg(feature = "wasm")]
+    pub(crate) fn shared_route(&self) -> Option<&Arc<str>> {
+        self.route.as_ref()
+    }
     /// Retries made since the last one the server's pushback timed (all of them if none was).
     pub fn retries_since_pushback(&self) -> u32 {
         self.retry_attempts.saturating_sub(self.pushback_base)
     }
 
     /// Whether the request may be sent again after a failure for `reason`, as far as its
-    /// effects go: an idempotent request always; any other only for a reason that allows it
-    /// (reference 001's table) and, for plain HTTP requests and gRPC calls, only if no attempt
-    /// was ever written (RFC 9110 §9.2.2: a client should not retry a non-idempotent request
-    /// that may have been processed).
+    /// effects go ([`Service::may_send_again`]).
     pub fn may_be_sent_again(&self, reason: &RetryReason) -> bool {
-        self.idempotent
-            || (reason.allows_non_idempotent_retry()
-                && (!matches!(self.service(), Service::Http | Service::Grpc) || !self.dispatched))
+        self.service()
+            .may_send_again(self.idempotent, self.dispatched, reason)
     }
 
     /// Records that the request was written to `node`.

@@ -6,11 +6,33 @@
 /// Generates, in the calling module, conversion functions between the engine and the module
 /// `$w` of WIT-generated types (the `rebound:policy/types` interface of one released version).
 /// `best_effort = V` names the `retry-action` case that delegates to the built-in best effort,
-/// for the versions that have one (0.2.0 on). Not for direct use.
+/// for the versions that have one (0.2.0 on); `protocols` adds the HTTP and gRPC cases and the
+/// HTTP method, for the versions that have them (0.4.0 on). Not for direct use.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __wit_conversions {
     ($w:ident $(, best_effort = $best_effort:ident)?) => {
+        $crate::__wit_conversions!(@all $w, [$($best_effort)?], [], {}, {});
+    };
+
+    ($w:ident, best_effort = $best_effort:ident, protocols) => {
+        $crate::__wit_conversions!(@all $w, [$best_effort], [Http, Grpc], {
+            $w::RetryReason::HttpStatus(status) => H::HttpStatus(*status),
+            $w::RetryReason::GrpcStatus(code) => H::GrpcStatus(
+                $crate::grpc::GrpcCode::from_number(u64::from(*code))
+                    .unwrap_or($crate::grpc::GrpcCode::Unknown),
+            ),
+        }, {
+            H::HttpStatus(status) => $w::RetryReason::HttpStatus(*status),
+            H::GrpcStatus(code) => $w::RetryReason::GrpcStatus(code.number()),
+        });
+        $crate::__wit_conversions!(@enum http_method_to_host, http_method_to_wit,
+            $w::HttpMethod, $crate::HttpMethod,
+            [Get, Head, Post, Put, Delete, Connect, Options, Trace, Patch]);
+    };
+
+    (@all $w:ident, [$($best_effort:ident)?], [$($protocol:ident),*],
+        { $($reason_to_host:tt)* }, { $($reason_to_wit:tt)* }) => {
         $crate::__wit_conversions!(@enum consistency_to_host, consistency_to_wit,
             $w::ConsistencyLevel, $crate::cassandra::ConsistencyLevel,
             [Any, One, Two, Three, Quorum, All, LocalQuorum, EachQuorum, Serial, LocalSerial, LocalOne]);
@@ -29,14 +51,15 @@ macro_rules! __wit_conversions {
             $w::SpecStrategy, $crate::errormap::SpecStrategy, [Constant, Linear, Exponential]);
         $crate::__wit_conversions!(@enum service_to_host, service_to_wit,
             $w::Service, $crate::Service,
-            [Kv, Query, Analytics, Search, Views, Management, Cql]);
+            [Kv, Query, Analytics, Search, Views, Management, Cql $(, $protocol)*]);
         $crate::__wit_conversions!(@enum request_type_to_host, request_type_to_wit,
             $w::RequestType, $crate::RequestType,
             [Get, GetAndLock, GetAndTouch, GetReplica, Exists, LookupIn, GetCollectionId,
              GetCollectionManifest, Noop, ObserveCas, ObserveSeqno, CarrierConfig, GlobalConfig,
              Insert, Upsert, Replace, Remove, Append, Prepend, Increment, Decrement, Touch, Unlock,
-             MutateIn, Query, Analytics, Search, View, ClusterManager, Management, Cql]);
-        $crate::__wit_conversions!(@reasons $w,
+             MutateIn, Query, Analytics, Search, View, ClusterManager, Management, Cql
+             $(, $protocol)*]);
+        $crate::__wit_conversions!(@reasons $w, { $($reason_to_host)* }, { $($reason_to_wit)* },
             [Unknown, SocketNotAvailable, ServiceNotAvailable, NodeNotAvailable,
              EndpointNotWritable, KvNotMyVbucket, KvCollectionOutdated, KvErrorMapRetryIndicated,
              KvLocked, KvTemporaryFailure, KvSyncWriteInProgress, KvSyncWriteReCommitInProgress,
@@ -204,7 +227,7 @@ macro_rules! __wit_conversions {
         }
     };
 
-    (@reasons $w:ident, [$($k:ident),* $(,)?]) => {
+    (@reasons $w:ident, { $($to_host:tt)* }, { $($to_wit:tt)* }, [$($k:ident),* $(,)?]) => {
         /// A WIT reason as the engine's.
         #[allow(dead_code)]
         pub(crate) fn reason_to_host(r: &$w::RetryReason) -> $crate::RetryReason {
@@ -233,6 +256,7 @@ macro_rules! __wit_conversions {
                 }),
                 $w::RetryReason::RequestAborted(k) => H::RequestAborted(abort_to_host(*k)),
                 $w::RetryReason::ErrorResponse(k) => H::ErrorResponse(server_error_to_host(*k)),
+                $($to_host)*
                 $w::RetryReason::Other(name) => H::Other(name.as_str().into()),
             }
         }
@@ -265,6 +289,7 @@ macro_rules! __wit_conversions {
                 }),
                 H::RequestAborted(k) => $w::RetryReason::RequestAborted(abort_to_wit(*k)),
                 H::ErrorResponse(k) => $w::RetryReason::ErrorResponse(server_error_to_wit(*k)),
+                $($to_wit)*
                 H::Other(name) => $w::RetryReason::Other(name.to_string()),
                 // `RetryReason` is `#[non_exhaustive]`: a reason a newer engine adds reaches an
                 // older package version by its name, as `other` says.

@@ -583,7 +583,7 @@ fn a_cache_directory_others_can_write_is_refused() {
 }
 
 /// docs/wit-versions.md: a deployed component of each
-/// earlier released version (`rebound:policy@0.1.0`, `@0.2.0`) serves under this host, status
+/// earlier released version (`rebound:policy@0.1.0`, `@0.2.0`, `@0.3.0`) serves under this host, status
 /// names the version it was built for, and it is hot-swapped for its current rebuild (and
 /// back) without a decision changing.
 #[test]

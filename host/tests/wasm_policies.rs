@@ -267,17 +267,30 @@ fn a_best_effort_answer_is_the_host_best_effort_and_keeps_non_idempotent_request
     }
 }
 
-/// `wit/policy.wit`, `failure.server-delay-ms`, new in 0.3.0: a policy
+/// `wit/policy.wit`, `failure.server-delay-ms`, since 0.3.0: a policy
 /// reads the server's pushback of the failure it decides — the delay in milliseconds, a
 /// negative value when the server said stop, none when it said nothing — and never outside a
-/// decision's own failure (the next decision without a pushback reads none).
+/// decision's own failure (the next decision without a pushback reads none). Built for 0.3.0
+/// and for the current version.
 #[test]
 fn a_policy_reads_the_server_pushback_of_the_failure() {
-    let echo = wasm_support::strategy("pushback_echo", WasmStrategyConfig::default());
-    assert_eq!(
-        wasm_support::load("pushback_echo").unwrap().wit_version(),
-        rebound::wasm::WitVersion::V0_3_0
-    );
+    use rebound::wasm::WitVersion;
+    for (guest, version) in [
+        ("pushback_echo".to_owned(), WitVersion::CURRENT),
+        (
+            wasm_support::released(WitVersion::V0_3_0, "pushback_echo"),
+            WitVersion::V0_3_0,
+        ),
+    ] {
+        assert_eq!(wasm_support::load(&guest).unwrap().wit_version(), version);
+        pushback_is_echoed(&wasm_support::strategy(
+            &guest,
+            WasmStrategyConfig::default(),
+        ));
+    }
+}
+
+fn pushback_is_echoed(echo: &WasmStrategy) {
     let retry_after = |millis| RetryAction::RetryAfter {
         delay: Duration::from_millis(millis),
         node: rebound::NodeChoice::Same,
@@ -307,20 +320,18 @@ fn a_policy_reads_the_server_pushback_of_the_failure() {
     }
 }
 
-/// docs/wit-versions.md "Requests a version cannot describe": no released `rebound:policy`
-/// version has words for plain HTTP requests or gRPC calls, so a policy of any version is not
-/// asked about one and it is not retried by it (never a trap, never a retry): the best-effort
-/// policy, which would retry an idempotent GET never sent, answers no retry, and its failure
-/// counters stay at zero. A Couchbase request is still asked about.
+/// docs/wit-versions.md "Requests a version cannot describe": the versions before 0.4.0 have
+/// no words for plain HTTP requests or gRPC calls, so a policy of one is not asked about one
+/// and it is not retried by it (never a trap, never a retry): the best-effort policy, which
+/// would retry an idempotent GET never sent, answers no retry, and its failure counters stay at
+/// zero. A Couchbase request is still asked about.
 #[test]
 fn a_policy_is_not_asked_about_requests_its_version_cannot_describe() {
     use rebound::grpc::GrpcCode;
     use rebound::{HttpMethod, RetryReason};
-    let guests = ["best_effort".to_owned()].into_iter().chain(
-        wasm_support::released_versions()
-            .into_iter()
-            .map(|version| wasm_support::released(version, "best_effort")),
-    );
+    let guests = wasm_support::released_versions()
+        .into_iter()
+        .map(|version| wasm_support::released(version, "best_effort"));
     let native = BestEffort::<ExponentialBackoff>::default();
     for guest in guests {
         let strategy = wasm_support::strategy(&guest, WasmStrategyConfig::default());
@@ -354,4 +365,157 @@ fn a_policy_is_not_asked_about_requests_its_version_cannot_describe() {
         assert!(strategy.answer(&get(0), &context).is_retry(), "{guest}");
         assert_eq!(strategy.stats().decisions, 1, "{guest}");
     }
+}
+
+/// `wit/policy.wit` 0.4.0: a policy of the current version is asked about plain HTTP requests
+/// and gRPC calls, and reads each fact the caller gave — service and request type `http` or
+/// `grpc`, `failure.method`, `failure.authority`, `failure.route`,
+/// `failure.retries-since-pushback` — and the response's status as the reason
+/// (`http-status`, `grpc-status` by number). `request_echo` retries only when the facts it
+/// read are the line the test expects, and rethrows on any other line.
+#[test]
+fn a_current_policy_reads_the_facts_of_http_and_grpc_requests() {
+    use rebound::grpc::GrpcCode;
+    use rebound::{HttpMethod, RetryReason};
+    let echo = wasm_support::strategy("request_echo", WasmStrategyConfig::default());
+    let post = Request::new(1, RequestType::Http, Duration::from_secs(10))
+        .unwrap()
+        .method(HttpMethod::Post)
+        .authority("shop.example:8080")
+        .route("/orders/{id}")
+        .with_retry_attempts(3)
+        .with_retries_since_pushback(1);
+    let call = Request::new(2, RequestType::Grpc, Duration::from_secs(10))
+        .unwrap()
+        .authority("inventory")
+        .route("/shop.Inventory/Get")
+        .idempotent(true)
+        .with_retry_attempts(2);
+    let cases = [
+        (
+            &post,
+            RetryReason::HttpStatus(503),
+            "service=Http type=Http method=POST authority=shop.example:8080 route=/orders/{id} \
+             since=1 status=http 503",
+        ),
+        (
+            &call,
+            RetryReason::GrpcStatus(GrpcCode::Unavailable),
+            "service=Grpc type=Grpc method=none authority=inventory route=/shop.Inventory/Get \
+             since=2 status=grpc 14",
+        ),
+        (
+            &get(4),
+            reasons::KV_LOCKED,
+            "service=Kv type=Get method=none authority=none route=none since=4 status=none",
+        ),
+    ];
+    let retry = RetryAction::RetryAfter {
+        delay: Duration::from_millis(1),
+        node: rebound::NodeChoice::Same,
+        consistency: None,
+    };
+    for (request, reason, line) in cases {
+        let request = request.clone().context("expect", line);
+        let context = DecisionContext::new(&reason);
+        assert_eq!(echo.answer(&request, &context), retry, "{line}");
+        let other = request.clone().context("expect", format!("{line} "));
+        assert_eq!(
+            echo.answer(&other, &context),
+            RetryAction::Rethrow,
+            "{line}"
+        );
+    }
+    assert_eq!(echo.stats().decisions, 6);
+}
+
+/// Reference 001 "Retry Reasons" (the guard) with RFC 9110 §9.2.2 and gRFC A6: whatever a
+/// current policy answers about an HTTP request or a gRPC call, the host retries a
+/// non-idempotent one only for a reason that allows it and only if it was never written — a
+/// POST answered 503 or a call not declared idempotent that failed UNAVAILABLE is not retried,
+/// though `request_echo` asks for it; the same requests never sent are.
+#[test]
+fn the_guard_holds_for_http_and_grpc_requests_whatever_a_policy_answers() {
+    use rebound::grpc::GrpcCode;
+    use rebound::{HttpMethod, RetryReason};
+    let orchestrator = Orchestrator::new(wasm_support::strategy(
+        "request_echo",
+        WasmStrategyConfig::default(),
+    ));
+    let post = Request::new(1, RequestType::Http, Duration::from_secs(10))
+        .unwrap()
+        .method(HttpMethod::Post)
+        .route("/orders");
+    let call = Request::new(2, RequestType::Grpc, Duration::from_secs(10))
+        .unwrap()
+        .route("/shop.Orders/Create");
+    let cases = [
+        (
+            post,
+            RetryReason::HttpStatus(503),
+            "service=Http type=Http method=POST authority=none route=/orders since=0 \
+             status=http 503",
+            reasons::SOCKET_NOT_AVAILABLE,
+            "service=Http type=Http method=POST authority=none route=/orders since=0 \
+             status=none",
+        ),
+        (
+            call,
+            RetryReason::GrpcStatus(GrpcCode::Unavailable),
+            "service=Grpc type=Grpc method=none authority=none route=/shop.Orders/Create \
+             since=0 status=grpc 14",
+            reasons::NODE_NOT_AVAILABLE,
+            "service=Grpc type=Grpc method=none authority=none route=/shop.Orders/Create \
+             since=0 status=none",
+        ),
+    ];
+    for (request, answered, answered_line, unsent, unsent_line) in cases {
+        assert!(!request.is_idempotent());
+        let mut sent = request.clone().context("expect", answered_line);
+        sent.mark_dispatched("node");
+        let context = DecisionContext::new(&answered);
+        let decision = futures::executor::block_on(orchestrator.decide(&mut sent, &context));
+        assert!(
+            !matches!(decision, Decision::Retry(_)),
+            "{answered_line}: {decision:?}"
+        );
+
+        let mut never_sent = request.context("expect", unsent_line);
+        let context = DecisionContext::new(&unsent);
+        let decision = futures::executor::block_on(orchestrator.decide(&mut never_sent, &context));
+        assert!(
+            matches!(decision, Decision::Retry(_)),
+            "{unsent_line}: {decision:?}"
+        );
+    }
+}
+
+/// docs/wit-versions.md: the current best-effort policy, which delegates to the host's best
+/// effort, is asked about HTTP requests and gRPC calls and decides them as the built-in does.
+#[test]
+fn a_current_policy_decides_http_and_grpc_requests_as_it_is_written_to() {
+    use rebound::grpc::GrpcCode;
+    use rebound::{HttpMethod, RetryReason};
+    let strategy = wasm_support::strategy("best_effort", WasmStrategyConfig::default());
+    let native = BestEffort::<ExponentialBackoff>::default();
+    let get = Request::new(1, RequestType::Http, Duration::from_secs(10))
+        .unwrap()
+        .method(HttpMethod::Get);
+    let call = Request::new(2, RequestType::Grpc, Duration::from_secs(10))
+        .unwrap()
+        .route("/shop.Inventory/Get")
+        .idempotent(true);
+    for (request, reason) in [
+        (&get, reasons::SOCKET_NOT_AVAILABLE),
+        (&get, RetryReason::HttpStatus(503)),
+        (&call, RetryReason::GrpcStatus(GrpcCode::Unavailable)),
+    ] {
+        let context = DecisionContext::new(&reason);
+        assert_eq!(
+            strategy.answer(request, &context).is_retry(),
+            native.answer(request, &context).is_retry(),
+            "{reason}"
+        );
+    }
+    assert_eq!(strategy.stats().decisions, 3);
 }

@@ -117,6 +117,11 @@ bool exports_rebound_policy_strategy_configure(retry_policy_list_tuple2_string_s
 
 void exports_rebound_policy_strategy_retry_after(exports_rebound_policy_strategy_retry_reason_t *reason,
                                                  action_t *ret) {
-  decide(reason, ret);
+  // The driver's rules are CQL's: a plain HTTP request or gRPC call gets the host's best effort.
+  rebound_policy_failure_target_service_t service = rebound_policy_failure_service();
+  if (service == REBOUND_POLICY_TYPES_SERVICE_HTTP || service == REBOUND_POLICY_TYPES_SERVICE_GRPC)
+    ret->tag = REBOUND_POLICY_TYPES_RETRY_ACTION_BEST_EFFORT;
+  else
+    decide(reason, ret);
   exports_rebound_policy_strategy_retry_reason_free(reason);
 }

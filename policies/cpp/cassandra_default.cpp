@@ -88,6 +88,10 @@ std::expected<void, wit::string> strategy::Configure(
 }
 
 RetryAction strategy::RetryAfter(strategy::RetryReason reason) {
+  // The driver's rules are CQL's: a plain HTTP request or gRPC call gets the host's best effort.
+  auto service = failure::Service();
+  if (service == types::Service::kHttp || service == types::Service::kGrpc)
+    return RetryAction{RetryAction::BestEffort{}};
   return std::visit([](auto const &r) { return decide(r); }, reason.variants);
 }
 

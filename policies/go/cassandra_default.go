@@ -31,6 +31,10 @@ func Configure(params []witTypes.Tuple2[string, string]) witTypes.Result[witType
 }
 
 func RetryAfter(reason types.RetryReason) types.RetryAction {
+	// The driver's rules are CQL's: a plain HTTP request or gRPC call gets the host's best effort.
+	if service := rebound_policy_failure.Service(); service == types.Service_Http || service == types.Service_Grpc {
+		return types.MakeRetryActionBestEffort()
+	}
 	switch reason.Tag() {
 	// The driver's verdict methods.
 	case types.RetryReason_ReadTimeout:

@@ -2,9 +2,10 @@
 // most one retry, only where success is likely. The JavaScript twin of
 // policies/cassandra-default (Rust). The request's facts are read from `failure` only where a
 // rule needs them.
-import { idempotent, retryAttempts } from "rebound:policy/failure@0.3.0";
+import { idempotent, retryAttempts, service } from "rebound:policy/failure@0.4.0";
 
 const RETHROW = { tag: "rethrow" };
+const BEST_EFFORT = { tag: "best-effort" };
 
 // Reasons raised before the request was written anywhere: tried again on the next node.
 const PRE_DISPATCH = new Set([
@@ -55,6 +56,10 @@ function decide(reason) {
 export const strategy = {
   configure(_params) {},
   retryAfter(reason) {
+    // The driver's rules are CQL's: a plain HTTP request or gRPC call gets the host's best
+    // effort.
+    const protocol = service();
+    if (protocol === "http" || protocol === "grpc") return BEST_EFFORT;
     return decide(reason);
   },
 };

@@ -6,6 +6,8 @@ from wit_world import exports
 from wit_world.imports import failure, types as t
 
 RETHROW = t.RetryAction_Rethrow()
+BEST_EFFORT = t.RetryAction_BestEffort()
+OTHER_PROTOCOLS = frozenset((t.Service.HTTP, t.Service.GRPC))
 RETRY_SAME = t.RetryAction_Retry(t.Retry(delay_ms=0, node=t.NodeChoice.SAME, consistency=None))
 RETRY_NEXT = t.RetryAction_Retry(t.Retry(delay_ms=0, node=t.NodeChoice.NEXT, consistency=None))
 
@@ -86,5 +88,9 @@ class Strategy(exports.Strategy):
         pass
 
     def retry_after(self, reason):
+        # The driver's rules are CQL's: a plain HTTP request or gRPC call gets the host's best
+        # effort.
+        if failure.service() in OTHER_PROTOCOLS:
+            return BEST_EFFORT
         rule = RULES.get(type(reason))
         return rule(reason) if rule else RETHROW

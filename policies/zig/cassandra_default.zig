@@ -98,6 +98,12 @@ export fn exports_rebound_policy_strategy_retry_after(
     reason: *Reason,
     ret: *Action,
 ) void {
-    ret.* = decide(reason);
+    // The driver's rules are CQL's: a plain HTTP request or gRPC call gets the host's best effort.
+    const service = c.rebound_policy_failure_service();
+    if (service == c.REBOUND_POLICY_TYPES_SERVICE_HTTP or service == c.REBOUND_POLICY_TYPES_SERVICE_GRPC) {
+        ret.tag = c.REBOUND_POLICY_TYPES_RETRY_ACTION_BEST_EFFORT;
+    } else {
+        ret.* = decide(reason);
+    }
     c.exports_rebound_policy_strategy_retry_reason_free(reason);
 }

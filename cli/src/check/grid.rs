@@ -1,7 +1,7 @@
 //! The inputs `rebound check` asks a policy about: every reason variant, for requests of every
-//! service — idempotent and not, dispatched and not — after several retries, early in their
-//! life, just before their deadline and past it, with an empty client context and with each
-//! context the author names.
+//! service (Couchbase, Cassandra, plain HTTP, gRPC) — idempotent and not, dispatched and not —
+//! after several retries, early in their life, just before their deadline and past it, with an
+//! empty client context and with each context the author names.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -24,6 +24,8 @@ struct Shape {
     method: Option<HttpMethod>,
     idempotent: Option<bool>,
     consistency: Option<ConsistencyLevel>,
+    /// Where an HTTP request or gRPC call goes: its authority and route.
+    route: Option<(&'static str, &'static str)>,
 }
 
 impl Shape {
@@ -34,12 +36,14 @@ impl Shape {
             method: None,
             idempotent: None,
             consistency: None,
+            route: None,
         }
     }
 }
 
-/// Requests of every service, each idempotency rule on both sides.
-const SHAPES: [Shape; 12] = [
+/// Requests of every service, each idempotency rule on both sides: an HTTP request by its
+/// method (RFC 9110 §9.2.2), a gRPC call by its declaration (gRFC A6).
+const SHAPES: [Shape; 16] = [
     Shape::of(RequestType::Get),
     Shape::of(RequestType::Upsert),
     Shape::of(RequestType::Increment),
@@ -69,7 +73,29 @@ const SHAPES: [Shape; 12] = [
         consistency: Some(ConsistencyLevel::LocalQuorum),
         ..Shape::of(RequestType::Cql)
     },
+    Shape {
+        method: Some(HttpMethod::Get),
+        route: Some(("api.example", "/items/{id}")),
+        ..Shape::of(RequestType::Http)
+    },
+    Shape {
+        method: Some(HttpMethod::Post),
+        route: Some(("api.example", "/orders")),
+        ..Shape::of(RequestType::Http)
+    },
+    Shape {
+        idempotent: Some(true),
+        route: Some(("inventory", "/shop.Inventory/Get")),
+        ..Shape::of(RequestType::Grpc)
+    },
+    Shape {
+        route: Some(("orders", "/shop.Orders/Create")),
+        ..Shape::of(RequestType::Grpc)
+    },
 ];
+
+/// How many request shapes the grid asks about for each reason.
+pub const REQUESTS: usize = SHAPES.len();
 
 /// One question to the policy. Its request is read from a decision-JSON line (the request
 /// and the reason), so it is built exactly as `rebound eval` builds it and a reported input
@@ -81,6 +107,8 @@ pub struct Input {
     pub reason: RetryReason,
     /// Whether the request is idempotent (its type's rule, refined by the shape).
     pub idempotent: bool,
+    /// Whether the host would send it again after its reason at all (`Request::may_be_sent_again`).
+    pub may_be_sent_again: bool,
     /// Time since the request started.
     pub elapsed_ms: u64,
     /// The request's timeout.
@@ -104,6 +132,7 @@ impl Input {
         let mut input = Input {
             reason,
             idempotent: false,
+            may_be_sent_again: false,
             elapsed_ms,
             timeout_ms,
             shape,
@@ -114,7 +143,9 @@ impl Input {
         };
         input.decide = DecideInput::parse(&input.line(None).to_string())
             .expect("the grid writes valid decision JSON");
-        input.idempotent = input.request(Instant::now()).is_idempotent();
+        let request = input.request(Instant::now());
+        input.idempotent = request.is_idempotent();
+        input.may_be_sent_again = request.may_be_sent_again(&input.reason);
         input
     }
 
@@ -137,6 +168,11 @@ impl Input {
                 shape.idempotent.or(idempotent).map(Value::from),
             ),
             ("consistency", shape.consistency.map(|c| json!(c))),
+            (
+                "authority",
+                shape.route.map(|(authority, _)| json!(authority)),
+            ),
+            ("route", shape.route.map(|(_, route)| json!(route))),
         ] {
             if let Some(value) = value {
                 request[field] = value;
@@ -167,6 +203,9 @@ impl Input {
         }
         if let Some(method) = shape.method {
             text.push_str(&format!(" {method:?}").to_uppercase());
+        }
+        if let Some((authority, route)) = shape.route {
+            text.push_str(&format!(" {authority}{route}"));
         }
         text.push_str(if self.idempotent {
             " idempotent"

@@ -26,7 +26,8 @@ pub enum Rule {
     /// The same input gets the same answer, whatever was asked before.
     Deterministic,
     /// No retry of a non-idempotent request for a reason that does not allow one
-    /// (reference 001 "RetryReason", the "allows non-idempotent retry" flag).
+    /// (reference 001 "RetryReason", the "allows non-idempotent retry" flag), nor of a
+    /// non-idempotent HTTP request or gRPC call already sent (RFC 9110 §9.2.2, gRFC A6).
     SafeRetries,
     /// No retry delay as long as the request's whole timeout: such a retry is never sent.
     DelaysWithinTimeout,
@@ -59,7 +60,8 @@ impl Rule {
             }
             Rule::Deterministic => "gives the same answer to the same input, in any order",
             Rule::SafeRetries => {
-                "never asks to retry a non-idempotent request for a reason that forbids it"
+                "never asks to retry a non-idempotent request for a reason that forbids it, \
+                 or an HTTP request or gRPC call already sent"
             }
             Rule::DelaysWithinTimeout => "asks for delays shorter than the request's timeout",
         }
@@ -165,14 +167,16 @@ pub fn violations(inputs: &[Input], first: &[Answer], second: &[Answer]) -> Vec<
         let Ok(RetryAction::RetryAfter { delay, .. }) = a else {
             continue;
         };
-        if !input.idempotent && !input.reason.allows_non_idempotent_retry() {
-            violate(
-                Rule::SafeRetries,
+        if !input.may_be_sent_again {
+            let problem = if input.reason.allows_non_idempotent_retry() {
+                "asks to retry a non-idempotent request that was already sent".to_owned()
+            } else {
                 format!(
                     "asks to retry a non-idempotent request after {}, which does not allow it",
                     input.reason
-                ),
-            );
+                )
+            };
+            violate(Rule::SafeRetries, problem);
         }
         let timeout = Duration::from_millis(input.timeout_ms);
         if *delay >= timeout {

@@ -207,8 +207,9 @@ impl Report {
         let counts: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
         writeln!(
             out,
-            "  grid       {} inputs (every reason variant × 12 requests × dispatched or not × 4 attempt counts × 3 moments × contexts), each asked twice in opposite orders",
-            checked.inputs.len()
+            "  grid       {} inputs (every reason variant × {} requests × dispatched or not × 4 attempt counts × 3 moments × contexts), each asked twice in opposite orders",
+            checked.inputs.len(),
+            super::grid::REQUESTS
         )?;
         writeln!(out, "  answers    {}", counts.join(", "))?;
         writeln!(

@@ -40,9 +40,11 @@ impl BestEffort {
 }
 
 impl<C: BackoffCalculator> BestEffort<C> {
-    /// Best effort needs only the reason of the failure.
+    /// Best effort needs only the reason of the failure: it retries whatever the host's guard
+    /// would let be sent again (`Request::may_be_sent_again`; for Couchbase and Cassandra
+    /// requests, reference 001's rule), and nothing else.
     pub(crate) fn answer_reason(&self, request: &Request, reason: &RetryReason) -> RetryAction {
-        if request.is_idempotent() || reason.allows_non_idempotent_retry() {
+        if request.may_be_sent_again(reason) {
             RetryAction::after(self.calculator.backoff(request.retry_attempts()))
         } else {
             RetryAction::NoRetry

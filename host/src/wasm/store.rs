@@ -1,6 +1,6 @@
 //! The store data of one policy instance: who it is (for logs), the state of the call in
-//! progress (the failed request, its client context, error-map spec and pushback, the decision's
-//! moment), the deadline's grace, its WASI state, and the memory limiter enforcing its cap.
+//! progress (the failed request, its route, client context, error-map spec and pushback, the
+//! decision's moment), the deadline's grace, its WASI state, and the memory limiter enforcing its cap.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use wasmtime::ResourceLimiter;
 
-use super::bindings::v0_3::wit;
+use super::bindings::v0_4::wit;
 use super::deadline::DeadlineGrace;
 use super::host_trap::HostTrap;
 use super::policy_label::PolicyLabel;
@@ -17,12 +17,42 @@ use crate::budget::RetryBudgets;
 use crate::errormap::RetrySpec;
 use crate::pushback::Pushback;
 
+/// The facts of a request beyond the `request` record: which HTTP method, authority and route.
+#[derive(Default)]
+pub(crate) struct RouteFacts {
+    pub method: Option<crate::request::HttpMethod>,
+    pub authority: Option<Arc<str>>,
+    pub route: Option<Arc<str>>,
+    pub retries_since_pushback: u32,
+}
+
+impl RouteFacts {
+    /// Holds `request`'s facts (a request that has none clears them without a clone).
+    pub(crate) fn hold(&mut self, request: &crate::request::Request) {
+        self.method = request.http_method();
+        self.retries_since_pushback = request.retries_since_pushback();
+        hold_name(&mut self.authority, request.shared_authority());
+        hold_name(&mut self.route, request.shared_route());
+    }
+}
+
+/// Sets `held` to `name`, keeping it when it is the same allocation.
+fn hold_name(held: &mut Option<Arc<str>>, name: Option<&Arc<str>>) {
+    match (held.as_ref(), name) {
+        (Some(old), Some(new)) if Arc::ptr_eq(old, new) => {}
+        _ => *held = name.cloned(),
+    }
+}
+
 /// The store data of one policy instance.
 pub(crate) struct CallState {
     pub label: PolicyLabel,
     pub budgets: Arc<RetryBudgets>,
     /// The request of the decision in progress; `None` before the instance's first decision.
     pub request: Option<wit::Request>,
+    /// Where the request of the decision in progress goes: its HTTP method, authority and
+    /// route, and its retries since the last pushback (`failure` of 0.4.0 reads them).
+    pub route: RouteFacts,
     /// The client context of the decision in progress (`None`: empty).
     pub client_context: Option<Arc<BTreeMap<String, String>>>,
     pub error_map_spec: Option<RetrySpec>,
@@ -52,6 +82,7 @@ impl CallState {
             label,
             budgets,
             request: None,
+            route: RouteFacts::default(),
             client_context: None,
             error_map_spec: None,
             pushback: None,

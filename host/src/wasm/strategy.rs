@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::bindings::v0_3 as b;
+use super::bindings::v0_4 as b;
 use super::call::{arm, classify, Budgets};
 use super::component::{LoadError, PolicyPre};
 use super::config::WasmStrategyConfig;
@@ -177,6 +177,7 @@ impl WasmStrategy {
             .moment()
             .unwrap_or_else(|| self.component.runtime().coarse_now());
         state.request = Some(b::request_to_wit(request, now));
+        state.route.hold(request);
         let answer = instance
             .policy
             .retry_after(&mut instance.store, request, reason, now);

@@ -7,7 +7,7 @@ use std::time::Instant;
 use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
 use wasmtime::Store;
 
-use super::bindings::{v0_1, v0_2, v0_3};
+use super::bindings::{v0_1, v0_2, v0_3, v0_4};
 use super::store::CallState;
 use super::wasi;
 use crate::action::RetryAction;
@@ -30,13 +30,22 @@ pub enum WitVersion {
     /// `rebound:policy@0.3.0`: 0.2.0 and `failure.server-delay-ms`, the server's pushback.
     #[serde(rename = "0.3.0")]
     V0_3_0,
+    /// `rebound:policy@0.4.0`: 0.3.0 and requests of any protocol (plain HTTP requests, gRPC
+    /// calls: method, authority, route, status) and `failure.retries-since-pushback`.
+    #[serde(rename = "0.4.0")]
+    V0_4_0,
 }
 
 impl WitVersion {
     /// Every version this host loads, oldest first.
-    pub const ALL: [WitVersion; 3] = [WitVersion::V0_1_0, WitVersion::V0_2_0, WitVersion::V0_3_0];
+    pub const ALL: [WitVersion; 4] = [
+        WitVersion::V0_1_0,
+        WitVersion::V0_2_0,
+        WitVersion::V0_3_0,
+        WitVersion::V0_4_0,
+    ];
     /// The newest version: the one `wit/policy.wit` and the guest SDK implement.
-    pub const CURRENT: WitVersion = WitVersion::V0_3_0;
+    pub const CURRENT: WitVersion = WitVersion::V0_4_0;
 
     /// The version number, e.g. `0.2.0`.
     pub const fn number(self) -> &'static str {
@@ -44,6 +53,7 @@ impl WitVersion {
             WitVersion::V0_1_0 => "0.1.0",
             WitVersion::V0_2_0 => "0.2.0",
             WitVersion::V0_3_0 => "0.3.0",
+            WitVersion::V0_4_0 => "0.4.0",
         }
     }
 
@@ -53,13 +63,14 @@ impl WitVersion {
             WitVersion::V0_1_0 => "rebound:policy@0.1.0",
             WitVersion::V0_2_0 => "rebound:policy@0.2.0",
             WitVersion::V0_3_0 => "rebound:policy@0.3.0",
+            WitVersion::V0_4_0 => "rebound:policy@0.4.0",
         }
     }
 
-    /// Whether a policy of this version can be told about a request to `service`: no released
-    /// version has words for plain HTTP requests or gRPC calls.
+    /// Whether a policy of this version can be told about a request to `service`: versions
+    /// before 0.4.0 have no words for plain HTTP requests or gRPC calls.
     pub const fn describes(self, service: Service) -> bool {
-        !matches!(service, Service::Http | Service::Grpc)
+        matches!(self, WitVersion::V0_4_0) || !matches!(service, Service::Http | Service::Grpc)
     }
 
     /// The version with this number, if this host loads it.
@@ -72,7 +83,8 @@ impl WitVersion {
         match self {
             WitVersion::V0_1_0 => include_str!("../../../wit/released/0.1.0/policy.wit"),
             WitVersion::V0_2_0 => include_str!("../../../wit/released/0.2.0/policy.wit"),
-            WitVersion::V0_3_0 => include_str!("../../../wit/policy.wit"),
+            WitVersion::V0_3_0 => include_str!("../../../wit/released/0.3.0/policy.wit"),
+            WitVersion::V0_4_0 => include_str!("../../../wit/policy.wit"),
         }
     }
 
@@ -93,7 +105,9 @@ impl WitVersion {
     pub(crate) fn granted_interfaces(self) -> &'static [&'static str] {
         match self {
             WitVersion::V0_1_0 => &["types", "host"],
-            WitVersion::V0_2_0 | WitVersion::V0_3_0 => &["types", "failure", "host"],
+            WitVersion::V0_2_0 | WitVersion::V0_3_0 | WitVersion::V0_4_0 => {
+                &["types", "failure", "host"]
+            }
         }
     }
 }
@@ -110,6 +124,7 @@ pub(crate) enum WorldPre {
     V0_1(v0_1::RetryPolicyPre<CallState>),
     V0_2(v0_2::RetryPolicyPre<CallState>),
     V0_3(v0_3::RetryPolicyPre<CallState>),
+    V0_4(v0_4::RetryPolicyPre<CallState>),
 }
 
 impl WorldPre {
@@ -140,6 +155,12 @@ impl WorldPre {
                     |s| s,
                 )?
             }
+            WitVersion::V0_4_0 => {
+                v0_4::RetryPolicy::add_to_linker::<CallState, HasSelf<CallState>>(
+                    &mut linker,
+                    |s| s,
+                )?
+            }
         }
         if imports_wasi {
             wasi::add_to_linker(&mut linker, component)?;
@@ -149,6 +170,7 @@ impl WorldPre {
             WitVersion::V0_1_0 => WorldPre::V0_1(v0_1::RetryPolicyPre::new(pre)?),
             WitVersion::V0_2_0 => WorldPre::V0_2(v0_2::RetryPolicyPre::new(pre)?),
             WitVersion::V0_3_0 => WorldPre::V0_3(v0_3::RetryPolicyPre::new(pre)?),
+            WitVersion::V0_4_0 => WorldPre::V0_4(v0_4::RetryPolicyPre::new(pre)?),
         })
     }
 
@@ -158,6 +180,7 @@ impl WorldPre {
             WorldPre::V0_1(pre) => World::V0_1(pre.instantiate(store)?),
             WorldPre::V0_2(pre) => World::V0_2(pre.instantiate(store)?),
             WorldPre::V0_3(pre) => World::V0_3(pre.instantiate(store)?),
+            WorldPre::V0_4(pre) => World::V0_4(pre.instantiate(store)?),
         })
     }
 }
@@ -167,6 +190,7 @@ pub(crate) enum World {
     V0_1(v0_1::RetryPolicy),
     V0_2(v0_2::RetryPolicy),
     V0_3(v0_3::RetryPolicy),
+    V0_4(v0_4::RetryPolicy),
 }
 
 impl World {
@@ -184,6 +208,9 @@ impl World {
                 .rebound_policy_strategy()
                 .call_configure(store, params),
             World::V0_3(policy) => policy
+                .rebound_policy_strategy()
+                .call_configure(store, params),
+            World::V0_4(policy) => policy
                 .rebound_policy_strategy()
                 .call_configure(store, params),
         }
@@ -212,29 +239,37 @@ impl World {
                 let answer = policy
                     .rebound_policy_strategy()
                     .call_retry_after(&mut *store, &v0_2::reason_to_wit(reason))?;
-                Ok(answer_to_host(&answer, store.data(), request, reason))
+                let best_effort = matches!(answer, v0_3::wit::RetryAction::BestEffort);
+                let action = v0_2::action_to_host(&answer, request, reason);
+                Ok(honour_pushback(best_effort, action, store.data()))
             }
             World::V0_3(policy) => {
                 let answer = policy
                     .rebound_policy_strategy()
                     .call_retry_after(&mut *store, &v0_3::reason_to_wit(reason))?;
-                Ok(answer_to_host(&answer, store.data(), request, reason))
+                let best_effort = matches!(answer, v0_3::wit::RetryAction::BestEffort);
+                let action = v0_3::action_to_host(&answer, request, reason);
+                Ok(honour_pushback(best_effort, action, store.data()))
+            }
+            World::V0_4(policy) => {
+                let answer = policy
+                    .rebound_policy_strategy()
+                    .call_retry_after(&mut *store, &v0_4::reason_to_wit(reason))?;
+                let best_effort = matches!(answer, v0_4::wit::RetryAction::BestEffort);
+                let action = v0_4::action_to_host(&answer, request, reason);
+                Ok(honour_pushback(best_effort, action, store.data()))
             }
         }
     }
 }
 
-/// A 0.2.0 or 0.3.0 answer as the engine's action: `best-effort` is the built-in best effort,
-/// which never retries sooner than the failure's pushback asks, nor at all if it says stop.
-fn answer_to_host(
-    answer: &v0_3::wit::RetryAction,
-    call: &CallState,
-    request: &Request,
-    reason: &RetryReason,
-) -> RetryAction {
-    let action = v0_3::action_to_host(answer, request, reason);
-    match answer {
-        v0_3::wit::RetryAction::BestEffort => Pushback::honour(call.pushback, action),
-        _ => action,
+/// The engine's action for a policy's answer (0.2.0 on): a `best-effort` answer is the built-in
+/// best effort, which never retries sooner than the failure's pushback asks, nor at all if it
+/// says stop.
+fn honour_pushback(best_effort: bool, action: RetryAction, call: &CallState) -> RetryAction {
+    if best_effort {
+        Pushback::honour(call.pushback, action)
+    } else {
+        action
     }
 }

@@ -5,7 +5,8 @@
 //! checks them by structure) and its imports are 0.3.0's, less `failure.server-delay-ms`.
 
 pub(crate) use super::v0_3::{
-    action_to_wit, reason_to_host, reason_to_wit, request_to_host, spec_to_host, wit,
+    action_to_host, action_to_wit, from_current, reason_to_host, reason_to_wit, request_to_host,
+    spec_to_host, spec_to_wit, wit,
 };
 
 wasmtime::component::bindgen!({

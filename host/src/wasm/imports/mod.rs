@@ -1,17 +1,19 @@
 //! What a policy instance can reach: the `rebound:policy/failure` and `rebound:policy/host`
 //! imports, answered from the call state in the instance's store (`store`). The functions
 //! several released versions share are macros each version's bindings expand
-//! (`failure_functions!` for 0.2.0 and 0.3.0, `shared_host_functions!` for every `host`); the
-//! current version's are implemented here, the earlier versions' in `v0_1` and `v0_2`.
+//! (`failure_functions!` and `server_delay_function!` for 0.2.0 on, `shared_host_functions!`
+//! for every `host`); the current version's are implemented here, the earlier versions' in
+//! `v0_1`, `v0_2` and `v0_3`.
 
-use super::bindings::v0_3::rebound::policy::failure;
-use super::bindings::v0_3::rebound::policy::host;
-use super::bindings::v0_3::{self, wit};
+use super::bindings::v0_4::rebound::policy::failure;
+use super::bindings::v0_4::rebound::policy::host;
+use super::bindings::v0_4::{self, wit};
 use super::host_trap::HostTrap;
 use super::store::CallState;
 
 mod v0_1;
 mod v0_2;
+mod v0_3;
 
 impl wit::Host for CallState {}
 
@@ -24,26 +26,25 @@ impl CallState {
     }
 }
 
-/// The `failure` functions of 0.2.0, which 0.3.0 keeps unchanged (both versions share their
-/// `types`), expanded inside each version's `impl failure::Host for CallState`.
+/// The `failure` functions of 0.2.0, which every later version keeps, for the version whose
+/// bindings module is `$b` (its `wit` types and its `from_current` view of the call state's
+/// request record), expanded inside that version's `impl failure::Host for CallState`.
 macro_rules! failure_functions {
-    () => {
-        fn request(&mut self) -> wasmtime::Result<$crate::wasm::bindings::v0_3::wit::Request> {
-            self.failed_request("request").copied()
+    ($b:ident) => {
+        fn request(&mut self) -> wasmtime::Result<$b::wit::Request> {
+            Ok($b::from_current(self.failed_request("request")?))
         }
 
         fn id(&mut self) -> wasmtime::Result<u64> {
             Ok(self.failed_request("id")?.id)
         }
 
-        fn request_type(
-            &mut self,
-        ) -> wasmtime::Result<$crate::wasm::bindings::v0_3::wit::RequestType> {
-            Ok(self.failed_request("request-type")?.request_type)
+        fn request_type(&mut self) -> wasmtime::Result<$b::wit::RequestType> {
+            Ok($b::from_current(self.failed_request("request-type")?).request_type)
         }
 
-        fn service(&mut self) -> wasmtime::Result<$crate::wasm::bindings::v0_3::wit::Service> {
-            Ok(self.failed_request("service")?.service)
+        fn service(&mut self) -> wasmtime::Result<$b::wit::Service> {
+            Ok($b::from_current(self.failed_request("service")?).service)
         }
 
         fn idempotent(&mut self) -> wasmtime::Result<bool> {
@@ -70,10 +71,8 @@ macro_rules! failure_functions {
             Ok(self.failed_request("dispatched")?.dispatched)
         }
 
-        fn consistency(
-            &mut self,
-        ) -> wasmtime::Result<Option<$crate::wasm::bindings::v0_3::wit::ConsistencyLevel>> {
-            Ok(self.failed_request("consistency")?.consistency)
+        fn consistency(&mut self) -> wasmtime::Result<Option<$b::wit::ConsistencyLevel>> {
+            Ok($b::from_current(self.failed_request("consistency")?).consistency)
         }
 
         fn client_context(&mut self, key: String) -> wasmtime::Result<Option<String>> {
@@ -81,28 +80,52 @@ macro_rules! failure_functions {
             Ok(self.client_context_entry(&key))
         }
 
-        fn error_map_spec(
-            &mut self,
-        ) -> wasmtime::Result<Option<$crate::wasm::bindings::v0_3::wit::RetrySpec>> {
+        fn error_map_spec(&mut self) -> wasmtime::Result<Option<$b::wit::RetrySpec>> {
             self.failed_request("error-map-spec")?;
-            Ok(self
-                .error_map_spec
-                .as_ref()
-                .map($crate::wasm::bindings::v0_3::spec_to_wit))
+            Ok(self.error_map_spec.as_ref().map($b::spec_to_wit))
         }
     };
 }
 pub(crate) use failure_functions;
 
-impl failure::Host for CallState {
-    failure_functions!();
+/// `failure.server-delay-ms`, which 0.3.0 added and every later version keeps.
+macro_rules! server_delay_function {
+    () => {
+        fn server_delay_ms(&mut self) -> wasmtime::Result<Option<i64>> {
+            self.failed_request("server-delay-ms")?;
+            Ok(self.pushback.map(|pushback| match pushback {
+                $crate::Pushback::After(delay) => {
+                    i64::try_from(delay.as_millis()).unwrap_or(i64::MAX)
+                }
+                $crate::Pushback::Stop => -1,
+            }))
+        }
+    };
+}
+pub(crate) use server_delay_function;
 
-    fn server_delay_ms(&mut self) -> wasmtime::Result<Option<i64>> {
-        self.failed_request("server-delay-ms")?;
-        Ok(self.pushback.map(|pushback| match pushback {
-            crate::Pushback::After(delay) => i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
-            crate::Pushback::Stop => -1,
-        }))
+impl failure::Host for CallState {
+    failure_functions!(v0_4);
+    server_delay_function!();
+
+    fn retries_since_pushback(&mut self) -> wasmtime::Result<u32> {
+        self.failed_request("retries-since-pushback")?;
+        Ok(self.route.retries_since_pushback)
+    }
+
+    fn method(&mut self) -> wasmtime::Result<Option<wit::HttpMethod>> {
+        self.failed_request("method")?;
+        Ok(self.route.method.map(v0_4::http_method_to_wit))
+    }
+
+    fn authority(&mut self) -> wasmtime::Result<Option<String>> {
+        self.failed_request("authority")?;
+        Ok(self.route.authority.as_deref().map(str::to_owned))
+    }
+
+    fn route(&mut self) -> wasmtime::Result<Option<String>> {
+        self.failed_request("route")?;
+        Ok(self.route.route.as_deref().map(str::to_owned))
     }
 }
 
@@ -202,5 +225,5 @@ macro_rules! shared_host_functions {
 pub(crate) use shared_host_functions;
 
 impl host::Host for CallState {
-    shared_host_functions!(v0_3);
+    shared_host_functions!(v0_4);
 }

@@ -6,7 +6,7 @@ use crate::wasm::bindings::v0_2::rebound::policy::{failure, host};
 use crate::wasm::store::CallState;
 
 impl failure::Host for CallState {
-    crate::wasm::imports::failure_functions!();
+    crate::wasm::imports::failure_functions!(v0_2);
 }
 
 impl host::Host for CallState {

@@ -1,4 +1,4 @@
-//! Echoes the server's pushback (`failure.server-delay-ms`, `rebound:policy@0.3.0`) as its
+//! Echoes the server's pushback (`failure.server-delay-ms`, since `rebound:policy@0.3.0`) as its
 //! answer, so a test sees exactly what the host handed over: a retry after the pushback's
 //! milliseconds, no retry when the server said stop (a negative pushback), and rethrow when
 //! the server said nothing.
