@@ -272,6 +272,16 @@ fn source_plan(path: &Path, args: &Args) -> anyhow::Result<Plan> {
     })
 }
 
+/// Where the tools write `output` before it is finished: beside it, hidden
+/// (`.NAME.wasm.building`), so the rename that publishes it stays on one filesystem.
+fn staged(output: &Path) -> PathBuf {
+    let name = output
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    output.with_file_name(format!(".{name}.building"))
+}
+
 /// Runs `rebound build`.
 pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let path = args.path.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -284,7 +294,14 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     } else {
         source_plan(&path, args)?
     };
-    let steps = project::steps(plan.language, plan.engine, &plan.layout, plan.route);
+    // The tools write beside the component, under a hidden name; the finished component (its
+    // metadata appended) replaces the old one by one rename, so a host watching the file sees
+    // one new version per build and never a component without its metadata.
+    let component = plan.dir.join(&plan.layout.output);
+    let mut layout = plan.layout.clone();
+    layout.output = staged(&plan.layout.output);
+    let staged = plan.dir.join(&layout.output);
+    let steps = project::steps(plan.language, plan.engine, &layout, plan.route);
     // Every tool is looked for before the first runs, so a missing one costs no time.
     let mut missing: Vec<String> = steps
         .iter()
@@ -316,6 +333,8 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             .output()
             .with_context(|| format!("cannot run {}", step.program))?;
         if !output.status.success() {
+            // What a failed step left half-written is not kept.
+            let _ = std::fs::remove_file(&staged);
             bail!(
                 "{} failed ({}):\n{}{}",
                 step.program,
@@ -330,15 +349,21 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot write {}", file.display()))?;
         }
     }
-    let component = plan.dir.join(&plan.layout.output);
-    let mut bytes = std::fs::read(&component)
-        .with_context(|| format!("the build wrote no {}", component.display()))?;
+    let mut bytes = std::fs::read(&staged)
+        .with_context(|| format!("the build wrote no {}", staged.display()))?;
     // A project's metadata section: name, version, description, parameter schema.
     if let Some(metadata) = &plan.metadata {
         bytes = metadata.append_to(bytes);
-        std::fs::write(&component, &bytes)
-            .with_context(|| format!("cannot write {}", component.display()))?;
+        std::fs::write(&staged, &bytes)
+            .with_context(|| format!("cannot write {}", staged.display()))?;
     }
+    std::fs::rename(&staged, &component).with_context(|| {
+        format!(
+            "cannot move {} to {}",
+            staged.display(),
+            component.display()
+        )
+    })?;
     let sha256: String = Sha256::digest(&bytes)
         .iter()
         .map(|b| format!("{b:02x}"))

@@ -185,6 +185,9 @@ fn decide(server: &Server, attempts: u32) -> (String, String) {
 /// The whole path for one language: new, build, test, served by `rebound serve` (which
 /// watches the component), edited (the cases fail), rebuilt and hot-swapped in by the watch.
 /// The server finds each component already compiled by `rebound test` in the shared cache.
+/// `rebound build` publishes the finished component by one rename (docs/authoring.md): the
+/// rebuild is one new version, with its metadata, and a rollback returns to the version before
+/// the edit.
 fn full_path(language: &str, source: &str, from: &str, to: &str) {
     let (_scratch, dir, path) = new_build_test(language, source);
     let name = format!("my-{language}-policy");
@@ -208,7 +211,18 @@ fn full_path(language: &str, source: &str, from: &str, to: &str) {
         "{policy}"
     );
 
+    // A second name for the first build's file: a rebuild that wrote the component in place
+    // would change what it holds.
+    let component = dir.join(format!("{name}.wasm"));
+    let first_bytes = std::fs::read(&component).unwrap();
+    let kept = dir.parent().unwrap().join("first-build.wasm");
+    std::fs::hard_link(&component, &kept).unwrap();
+
     edit_and_fail(&dir, source, from, to, &path, &name);
+    assert!(
+        std::fs::read(&kept).unwrap() == first_bytes,
+        "the rebuild replaced the component by a rename, never wrote into the old file"
+    );
     // The watch swaps the rebuilt component in; until then the first version answers.
     let started = Instant::now();
     loop {
@@ -226,6 +240,24 @@ fn full_path(language: &str, source: &str, from: &str, to: &str) {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    // Past the debounce, nothing else was swapped in.
+    std::thread::sleep(Duration::from_millis(600));
+    let (status, policy) = server.call("GET", "/v1/policies/p", "", None);
+    assert_eq!(status, 200, "{policy}");
+    assert_eq!(policy["swaps"], 1, "one new version per build: {policy}");
+    assert_eq!(
+        policy["previous"]["version"],
+        first_version.as_str(),
+        "{policy}"
+    );
+    assert_eq!(
+        policy["active"]["metadata"]["name"],
+        name.as_str(),
+        "{policy}"
+    );
+    let (status, answer) = server.call("POST", "/v1/policies/p/rollback", "", None);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(decide(&server, 2), ("retry".to_owned(), first_version));
     let (clean, log) = server.terminate();
     assert!(clean, "{log}");
 }
