@@ -156,6 +156,15 @@ fn project_plan(dir: &Path, args: &Args) -> anyhow::Result<Plan> {
         .with_context(|| format!("cannot read {}", manifest_path.display()))?;
     let manifest: Manifest = toml::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: {}", manifest_path.display(), e.to_string().trim()))?;
+    // A schema no host could apply is refused before anything is built.
+    manifest.metadata().check_schema().map_err(|e| {
+        anyhow::anyhow!(
+            "{}: params.{}: {}",
+            manifest_path.display(),
+            e.param,
+            e.message
+        )
+    })?;
     let policy = &manifest.policy;
     let mut layout = Layout::project(&policy.name, policy.language, Path::new("target"));
     let mut route = RustRoute::Rustup;

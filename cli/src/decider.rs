@@ -422,6 +422,15 @@ impl Decider {
             self.registry.cache(),
         )
         .map_err(|e| error(format!("{}: {e}", path.display())))?;
+        // The parameter schema the component declares, applied as a registry applies it.
+        if let Some(metadata) = component.metadata() {
+            metadata.check_params(&params).map_err(|e| {
+                InputError::new(
+                    format!("policy.params.{}", e.param),
+                    format!("{} (the parameter schema of {})", e.message, path.display()),
+                )
+            })?;
+        }
         let config = WasmStrategyConfig {
             params: params.clone(),
             ..WasmStrategyConfig::default()

@@ -121,6 +121,15 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         .collect();
     let policy_metadata = PolicyMetadata::from_component(&bytes)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.policy.display()))?;
+    // A section whose schema no host could apply (docs/authoring.md "The metadata section").
+    if let Some(Err(e)) = policy_metadata.as_ref().map(PolicyMetadata::check_schema) {
+        anyhow::bail!(
+            "{}: section `rebound:policy`: params.{}: {}",
+            args.policy.display(),
+            e.param,
+            e.message
+        );
+    }
     let version = built_for(&contents.exports);
     let interface = match &version {
         Ok(Some(version)) => format!("{version}: {}", version.accepted_by()),

@@ -140,7 +140,7 @@ fn template_params() -> std::collections::BTreeMap<String, ParamSpec> {
 
 fn readme(name: &str, project: &Project, build: &str) -> String {
     format!(
-        "# {name}\n\nA retry policy for Rebound: a WebAssembly component implementing `{wit}` (`wit/policy.wit`).\nIt starts as the template: best effort until `max_attempts` retries were made (default 3),\nthen no retry.\n\nBuild it:\n\n```bash\nrebound build\n```\n\nwhich runs these commands (naming any tool that is missing), then writes policy.toml's\nversion, description and parameter schema into the component:\n\n```bash\n{build}\n```\n\nTest it (each line of `tests.jsonl` is a decision input and what the answer must hold):\n\n```bash\nrebound test {name}.wasm tests.jsonl\n```\n\nTools: {tools}\n\nThen `rebound check {name}.wasm` holds it to the host's rules on a 40 000-input grid,\n`rebound push {name}.wasm REGISTRY/REPOSITORY:TAG` ships it, and a host's configuration loads it\nwith `component = {{ oci = \"REGISTRY/REPOSITORY:TAG\", sha256 = \"…\" }}` (the digest `push` prints).\n`rebound wit --out wit` refreshes the WIT from the host you deploy to.\n",
+        "# {name}\n\nA retry policy for Rebound: a WebAssembly component implementing `{wit}` (`wit/policy.wit`).\nIt starts as the template: best effort until `max_attempts` retries were made (default 3),\nthen no retry.\n\nBuild it:\n\n```bash\nrebound build\n```\n\nwhich runs these commands (naming any tool that is missing), then writes policy.toml's\nversion, description and parameter schema into the component:\n\n```bash\n{build}\n```\n\nTest it (each line of `tests.jsonl` is a decision input and what the answer must hold):\n\n```bash\nrebound test {name}.wasm tests.jsonl\n```\n\nTools: {tools}\n\nThen `rebound check {name}.wasm` holds it to the host's rules on a 55 000-input grid,\n`rebound push {name}.wasm REGISTRY/REPOSITORY:TAG` ships it, and a host's configuration loads it\nwith `component = {{ oci = \"REGISTRY/REPOSITORY:TAG\", sha256 = \"…\" }}` (the digest `push` prints).\n`rebound wit --out wit` refreshes the WIT from the host you deploy to.\n",
         wit = WitVersion::CURRENT.package(),
         tools = project.tools,
     )
@@ -149,6 +149,28 @@ fn readme(name: &str, project: &Project, build: &str) -> String {
 fn workflow(name: &str) -> String {
     format!(
         "# Builds and tests the policy on every push. Install the tools README.md lists and the\n# `rebound` binary in the step marked below first.\nname: policy\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      # Install the build tools (README.md) and `rebound` here.\n      - run: rebound build\n      - run: rebound test {name}.wasm tests.jsonl\n"
+    )
+}
+
+/// The template's cases, headed by how this project runs them.
+fn project_tests(name: &str) -> String {
+    let cases: String = TEMPLATE_TESTS
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    format!(
+        "# rebound test {name}.wasm tests.jsonl — best effort until max_attempts retries were made\n\
+         # (default 3), then no retry. Add a line per rule of your policy.\n{cases}"
+    )
+}
+
+/// What `rebound build` makes in the project, kept out of version control.
+fn gitignore(name: &str) -> String {
+    format!(
+        "# What `rebound build` makes: the component, its file while being built, the generated\n\
+         # bindings and core module, Cargo's output.\n/{name}.wasm\n/.{name}.wasm.building\n\
+         /gen/\n/*.core.wasm\n/target/\n__pycache__/\n"
     )
 }
 
@@ -205,7 +227,8 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         "wit/policy.wit".into(),
         WitVersion::CURRENT.wit().to_owned(),
     ));
-    files.push(("tests.jsonl".into(), TEMPLATE_TESTS.to_owned()));
+    files.push(("tests.jsonl".into(), project_tests(name)));
+    files.push((".gitignore".into(), gitignore(name)));
     files.push(("README.md".into(), readme(name, &project, &build)));
     files.push((".github/workflows/policy.yml".into(), workflow(name)));
     for (path, contents) in &files {

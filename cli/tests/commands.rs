@@ -335,6 +335,21 @@ fn inspect_reads_a_component_without_compiling_it() {
     assert!(text.contains("  version    1.2.0\n"), "{text}");
     assert!(text.contains("Best effort, in the policy"), "{text}");
 
+    // docs/authoring.md "The metadata section": a schema no host could apply is refused.
+    let invalid = dir.path().join("invalid.wasm");
+    let bytes = std::fs::read(root.join("build/guests/best_effort.wasm")).unwrap();
+    let bytes = with_custom_section(
+        bytes,
+        "rebound:policy",
+        r#"{"params": {"n": {"type": "integer", "default": 5, "max": 3}}}"#,
+    );
+    std::fs::write(&invalid, bytes).unwrap();
+    let error = stderr_of_failure(&["inspect", invalid.to_str().unwrap()]);
+    assert!(
+        error.contains("section `rebound:policy`: params.n.default: 5 is out of range"),
+        "{error}"
+    );
+
     let junk = dir.path().join("junk.wasm");
     std::fs::write(&junk, b"junk").unwrap();
     let error = stderr_of_failure(&["inspect", junk.to_str().unwrap()]);

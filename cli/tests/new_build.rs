@@ -502,4 +502,72 @@ fn metadata_round_trips_and_bad_parameters_are_configuration_errors() {
     );
     let (ok, error) = decide_with("{ max_attempts = -1 }");
     assert!(!ok && error.contains("-1 is out of range"), "{error}");
+    // `rebound test` applies the same schema to each case's `params`, naming the case's line
+    // and the field: a case cannot pass with parameters no host would load.
+    let cases = dir.join("params.tests.jsonl");
+    std::fs::write(
+        &cases,
+        concat!(
+            r#"{"params": {"max_attempts": 5}, "request": {"type": "get"}, "reason": "KV_LOCKED", "expect": {"decision": "retry"}}"#,
+            "\n",
+            r#"{"params": {"max_attemps": 5}, "request": {"type": "get"}, "reason": "KV_LOCKED", "expect": {"decision": "retry"}}"#,
+            "\n",
+            r#"{"params": {"max_attempts": -1}, "request": {"type": "get"}, "reason": "KV_LOCKED", "expect": {"decision": "cancel"}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let output = rebound()
+        .args([
+            "test",
+            "--json",
+            component.to_str().unwrap(),
+            cases.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["passed"], 1, "{report}");
+    let problem = |i: usize| {
+        report["cases"][i]["problems"][0]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        problem(1)
+            .contains("policy.params.max_attemps: the policy takes no parameter `max_attemps`"),
+        "{}",
+        problem(1)
+    );
+    assert!(
+        problem(2).contains("policy.params.max_attempts: -1 is out of range"),
+        "{}",
+        problem(2)
+    );
+    assert_eq!(report["cases"][2]["line"], 3, "{report}");
+
+    // A policy.toml whose default does not fit its own type is refused before anything is
+    // built, naming the file and the field.
+    let manifest = dir.join("policy.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(
+        text.contains("min = 0\n"),
+        "integer bounds are written as integers: {text}"
+    );
+    std::fs::write(
+        &manifest,
+        text.replace("default = 3", "default = \"twenty\""),
+    )
+    .unwrap();
+    let output = rebound().current_dir(&dir).arg("build").output().unwrap();
+    let error = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        !output.status.success()
+            && error.contains(
+                "policy.toml: params.max_attempts.default: expected an integer, got \"twenty\""
+            ),
+        "{error}"
+    );
 }

@@ -38,15 +38,33 @@ pub struct ParamSpec {
     /// The value taken when the configuration gives none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<serde_json::Value>,
-    /// The smallest value allowed (numbers).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The smallest value allowed (numbers; written as an integer when it is whole).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole_as_integer"
+    )]
     pub min: Option<f64>,
-    /// The largest value allowed (numbers).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The largest value allowed (numbers; written as an integer when it is whole).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole_as_integer"
+    )]
     pub max: Option<f64>,
     /// What it sets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+}
+
+/// Writes a whole bound as an integer (`0`, not `0.0`), so a schema reads as it was written.
+fn whole_as_integer<S: serde::Serializer>(bound: &Option<f64>, out: S) -> Result<S::Ok, S::Error> {
+    match bound {
+        Some(value) if value.fract() == 0.0 && value.abs() < 9.0e15 => {
+            out.serialize_some(&(*value as i64))
+        }
+        other => other.serialize(out),
+    }
 }
 
 /// A parameter's type.
@@ -117,6 +135,65 @@ impl PolicyMetadata {
         uleb128(&mut component, body.len());
         component.extend_from_slice(&body);
         component
+    }
+
+    /// Checks the schema itself: each parameter's bounds are numbers of its type (whole for an
+    /// integer, none for text and booleans) with `min` at most `max`, and its default is a value
+    /// of its type within them. The error's `param` is the field (`max_attempts.default`).
+    pub fn check_schema(&self) -> Result<(), ParamError> {
+        for (name, spec) in &self.params {
+            let error = |field: &str, message: String| ParamError {
+                param: format!("{name}.{field}"),
+                message,
+            };
+            for (field, bound) in [("min", spec.min), ("max", spec.max)] {
+                let Some(bound) = bound else { continue };
+                match spec.kind {
+                    ParamKind::String | ParamKind::Boolean => {
+                        return Err(error(
+                            field,
+                            format!(
+                                "bounds are for numbers; the parameter is {}",
+                                spec.kind.name()
+                            ),
+                        ));
+                    }
+                    ParamKind::Integer if bound.fract() != 0.0 || !bound.is_finite() => {
+                        return Err(error(
+                            field,
+                            format!(
+                                "expected a whole number for an integer parameter, got {bound}"
+                            ),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            if let (Some(min), Some(max)) = (spec.min, spec.max) {
+                if min > max {
+                    return Err(error("min", format!("{min} is above max {max}")));
+                }
+            }
+            let Some(default) = &spec.default else {
+                continue;
+            };
+            use serde_json::Value;
+            let text = match (spec.kind, default) {
+                (ParamKind::Integer, Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
+                (ParamKind::Number, Value::Number(n)) => n.to_string(),
+                (ParamKind::Boolean, Value::Bool(b)) => b.to_string(),
+                (ParamKind::String, Value::String(text)) => text.clone(),
+                _ => {
+                    return Err(error(
+                        "default",
+                        format!("expected {}, got {default}", spec.kind.name()),
+                    ))
+                }
+            };
+            self.check_params(&BTreeMap::from([(name.clone(), text)]))
+                .map_err(|e| error("default", e.message))?;
+        }
+        Ok(())
     }
 
     /// Checks `params` (as a configuration gives them, text) against the schema: every name
@@ -202,6 +279,43 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    /// The schema's own defaults and bounds are checked: a default of another type, one out
+    /// of its range, fractional bounds on an integer, bounds on text, `min` above `max`.
+    #[test]
+    fn a_schema_whose_defaults_do_not_fit_is_refused() {
+        assert_eq!(schema().check_schema(), Ok(()));
+        let refused = |params: &str| {
+            let meta: PolicyMetadata =
+                serde_json::from_str(&format!(r#"{{"params": {{"n": {params}}}}}"#)).unwrap();
+            let error = meta.check_schema().unwrap_err();
+            format!("{}: {}", error.param, error.message)
+        };
+        assert_eq!(
+            refused(r#"{"type": "integer", "default": "twenty"}"#),
+            r#"n.default: expected an integer, got "twenty""#
+        );
+        assert_eq!(
+            refused(r#"{"type": "integer", "default": 2.5}"#),
+            "n.default: expected an integer, got 2.5"
+        );
+        assert_eq!(
+            refused(r#"{"type": "integer", "default": 20, "max": 10}"#),
+            "n.default: 20 is out of range: expected -∞ to 10"
+        );
+        assert_eq!(
+            refused(r#"{"type": "integer", "min": 0.5}"#),
+            "n.min: expected a whole number for an integer parameter, got 0.5"
+        );
+        assert_eq!(
+            refused(r#"{"type": "string", "max": 3}"#),
+            "n.max: bounds are for numbers; the parameter is a string"
+        );
+        assert_eq!(
+            refused(r#"{"type": "number", "min": 5, "max": 1}"#),
+            "n.min: 5 is above max 1"
+        );
     }
 
     /// A parameter's name, type and range are checked.
