@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::go_workspace;
 use crate::project::{self, Engine, Language, Layout, Manifest, RustRoute};
+use crate::tools::find;
 
 /// Options of `rebound build`.
 #[derive(clap::Args)]
@@ -52,19 +53,9 @@ struct Plan {
     _work: Option<tempfile::TempDir>,
 }
 
-/// `program` on PATH (or as given, when it is a path).
-fn find(program: &str) -> Option<PathBuf> {
-    if program.contains('/') {
-        return Path::new(program).is_file().then(|| program.into());
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
-}
-
 /// Whether rustup's wasm32 target is installed, else whether Debian's rustc-web can build std
 /// for it.
-fn rust_route() -> anyhow::Result<RustRoute> {
+pub fn rust_route() -> anyhow::Result<RustRoute> {
     let rustup_has_target = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
@@ -315,16 +306,16 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let mut missing: Vec<String> = steps
         .iter()
         .filter(|step| find(&step.program).is_none())
-        .map(|step| {
-            format!(
-                "  {} is not installed (or not on PATH): {}",
-                step.program, step.install
-            )
-        })
+        .map(|step| format!("  {} was not found: {}", step.program, step.install))
         .collect();
     if !missing.is_empty() {
         missing.dedup();
-        bail!("cannot build {}:\n{}", plan.name, missing.join("\n"));
+        bail!(
+            "cannot build {} (looked {}; `rebound doctor` lists every language's tools):\n{}",
+            plan.name,
+            crate::tools::looked(),
+            missing.join("\n")
+        );
     }
     if plan.language == Language::Go {
         go_workspace::write_adapter(&plan.dir.join(&plan.layout.work).join("gen"))?;
@@ -335,6 +326,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         let mut command = Command::new(find(&step.program).expect("checked above"));
         command
             .args(&step.args)
+            .env("PATH", crate::tools::child_path())
             .envs(step.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&plan.dir)
             .stdin(Stdio::null());

@@ -6,6 +6,7 @@
 //!   decision log replayed against a candidate policy.
 //! - `rebound new`, `rebound build` — a policy project in Rust, Python, JavaScript, C, C++, Go
 //!   or Zig, and its component.
+//! - `rebound doctor` — which tools each policy language's build finds, and how to get the rest.
 //! - `rebound test POLICY.wasm` — a policy's declarative cases (JSON lines with `expect`).
 //! - `rebound check POLICY.wasm` — a policy author's pre-flight: loads it against the WIT and
 //!   holds its answers on a generated grid to the invariants.
@@ -25,6 +26,7 @@ mod build;
 mod check;
 mod classify;
 mod decider;
+mod doctor;
 mod errormap;
 mod eval;
 mod go_workspace;
@@ -38,6 +40,7 @@ mod reasons;
 mod replay;
 mod serve;
 mod simulate;
+mod tools;
 mod wire;
 mod wit;
 
@@ -77,6 +80,9 @@ enum Command {
     /// Shows what a component is (WIT version, hosts that accept it, imports, metadata)
     /// without compiling it.
     Inspect(inspect::Args),
+    /// Lists, per policy language, the tools `rebound build` would run: found where, which
+    /// version, how to get a missing one.
+    Doctor(doctor::Args),
     /// Creates a standalone policy project (rust, python, javascript, c, cpp, go, zig) from a
     /// template.
     New(new::Args),
@@ -137,6 +143,7 @@ fn run() -> anyhow::Result<()> {
         Command::Check(args) => check::run(&args, &mut out),
         Command::Simulate(args) => simulate::run(&args, &mut out),
         Command::Inspect(args) => inspect::run(&args, &mut out),
+        Command::Doctor(args) => doctor::run(&args, &mut out),
         Command::New(args) => new::run(&args, &mut out),
         Command::Push(args) => oci::push(&args, &mut out),
         Command::Pull(args) => oci::pull(&args, &mut out),

@@ -389,7 +389,7 @@ fn bad_input_is_named() {
         let mut command = rebound();
         command.args(args).current_dir(scratch.path());
         if let Some(path) = env_path {
-            command.env("PATH", path);
+            command.env("PATH", path).env("REBOUND_TOOLS", path);
         }
         let output = command.output().unwrap();
         assert!(!output.status.success(), "{args:?} succeeded");
@@ -443,12 +443,77 @@ fn bad_input_is_named() {
     );
     let error = fail(&["build", "proj"], Some("/nonexistent"));
     assert!(
-        error.contains(
-            "wit-bindgen is not installed (or not on PATH): `cargo install wit-bindgen-cli@0.63.0`"
-        ) && error.contains("clang-14 is not installed")
-            && error.contains("wasm-tools is not installed"),
+        error.contains("looked on PATH and in /nonexistent; `rebound doctor` lists")
+            && error.contains("wit-bindgen was not found: `cargo install wit-bindgen-cli@0.63.0`")
+            && error.contains("clang-14 was not found")
+            && error.contains("wasm-tools was not found"),
         "{error}"
     );
+}
+
+/// `rebound build` and `rebound doctor` find the tools the tree's installer put in its
+/// `.tools/bin` without PATH naming it: a C project builds with only the system's directories
+/// on PATH, and the doctor reports every language ready, each tool with where it was found.
+/// With nothing installed where it looks, the doctor says so for each language, with how to
+/// get each tool.
+#[test]
+fn tools_are_found_where_the_installer_put_them() {
+    let (_scratch, dir, _path) = new_build_test("c", "policy.c");
+    let output = rebound()
+        .current_dir(&dir)
+        .arg("build")
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("REBOUND_TOOLS")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let doctor = |path: &str, tools: Option<&str>| {
+        let mut command = rebound();
+        command.args(["doctor", "--json"]).env("PATH", path);
+        match tools {
+            Some(tools) => command.env("REBOUND_TOOLS", tools),
+            None => command.env_remove("REBOUND_TOOLS"),
+        };
+        let report: serde_json::Value =
+            serde_json::from_slice(&success_stdout(&mut command)).unwrap();
+        report
+    };
+    let report = doctor("/usr/bin:/bin", None);
+    let languages = report["languages"].as_array().unwrap();
+    assert_eq!(
+        languages.len(),
+        8,
+        "seven languages, JavaScript on two engines: {report}"
+    );
+    for language in languages {
+        assert_eq!(language["ready"], true, "{language}");
+        for tool in language["tools"].as_array().unwrap() {
+            assert!(tool["found"].is_string(), "{tool}");
+        }
+    }
+    let report = doctor("/nonexistent", Some("/nonexistent"));
+    assert!(
+        report["looked"].as_str().unwrap().contains("/nonexistent"),
+        "{report}"
+    );
+    for language in report["languages"].as_array().unwrap() {
+        assert_eq!(language["ready"], false, "{language}");
+        let tools = language["tools"].as_array().unwrap();
+        let missing: Vec<_> = tools
+            .iter()
+            .filter(|tool| tool["found"].is_null())
+            .collect();
+        assert!(!missing.is_empty(), "{language}");
+        assert!(
+            missing.iter().all(|tool| tool["install"].is_string()),
+            "{language}"
+        );
+    }
 }
 
 /// `rebound build` writes the project's metadata (policy.toml's name,
