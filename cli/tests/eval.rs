@@ -137,7 +137,8 @@ fn a_component_file_with_parameters_decides_a_line() {
 }
 
 /// docs/decision-json.md, `detail`: a policy's own error text is in the decision's `detail`,
-/// beside `policy_failure` — a Python exception's last traceback line, a Rust panic's message.
+/// beside `policy_failure` — a Python exception's last traceback line with the policy's frame
+/// where it was raised (file and line), a Rust panic's message.
 /// The policies get a deadline with room (5 s), so that a debug build on busy cores reaches
 /// the failure itself and not the sandbox's deadline (wasm_sandbox.rs tests the deadline).
 #[test]
@@ -170,10 +171,15 @@ fn a_failed_policy_s_own_words_are_in_the_decision() {
     }
     assert_eq!(answers[0]["policy_failure"], "trap");
     let detail = answers[0]["detail"].as_str().unwrap();
+    // Its own words and its own frame, and what trapped, without the runtime's wasm backtrace.
     assert!(
-        detail.starts_with("ValueError: a locked document is not for this probe"),
+        detail.starts_with(
+            "ValueError: a locked document is not for this probe (wasi_probe.py:67, in retry_after) (stderr); "
+        ),
         "{detail}"
     );
+    assert!(!detail.contains("wasm backtrace"), "{detail}");
+    assert!(detail.lines().count() == 1, "{detail}");
     assert_eq!(answers[1]["policy_failure"], "panic");
     let detail = answers[1]["detail"].as_str().unwrap();
     assert!(

@@ -632,10 +632,11 @@ fn serves_and_swaps_with_its_current_rebuild(released: WitVersion) {
     }
 }
 
-/// A policy that fails to load at start leaves the registry starting, that
-/// policy answering its fail-safe (saying why) with the error in its status, the others
-/// deciding as usual; a reload that succeeds replaces the stand-in (and it is no version to
-/// roll back to). `strict_start = true` refuses to start instead.
+/// docs/registry.md `strict_start`: a policy that fails to load at start leaves the registry
+/// starting, that policy answering its fail-safe (saying why) with the error in its status,
+/// the others deciding as usual; a reload that succeeds replaces the stand-in (and it is no
+/// version to roll back to). `strict_start = true` refuses to start instead. A component file
+/// that does not exist is a configuration error either way, naming the file, line and field.
 #[test]
 fn a_policy_that_fails_to_load_at_start_answers_its_fail_safe_until_reloaded() {
     let ws = Workspace::new();
@@ -645,12 +646,26 @@ fn a_policy_that_fails_to_load_at_start_answers_its_fail_safe_until_reloaded() {
     let refused = PolicyRegistry::with_runtime(ws.load_config(), runtime().clone()).unwrap_err();
     assert!(refused.to_string().contains("policy `p`"), "{refused}");
 
+    ws.config(&text.replace("policy.wasm", "missing.wasm"));
+    let missing = rebound::registry::RegistryConfig::load(&ws.path("rebound.toml")).unwrap_err();
+    assert!(
+        missing
+            .to_string()
+            .contains("policies.p.component: no component file at"),
+        "{missing}"
+    );
+
     ws.config(text);
     let registry = PolicyRegistry::with_runtime(ws.load_config(), runtime().clone()).unwrap();
     let status = registry.policy_status("p").unwrap();
     assert_eq!(status.active.version, "not-loaded", "{status:?}");
     let error = status.last_error.clone().expect("the load error");
-    assert!(error.contains("policy `p`"), "{error}");
+    assert!(
+        error.contains("policy `p`")
+            && error.contains("not a WebAssembly file")
+            && !error.contains('\n'),
+        "one line saying what the file is: {error}"
+    );
     match decide(
         &registry,
         request(RequestType::Get).policy("p"),

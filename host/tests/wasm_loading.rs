@@ -142,13 +142,23 @@ fn each_component_loads_as_the_version_it_was_built_for() {
     assert_eq!(WitVersion::from_number("0.9.0"), None);
 }
 
-/// Bytes that are not a component, and a missing file, get errors naming the problem.
+/// Bytes that are not a component, and a missing file, get errors naming the problem, in
+/// one line: a file that is not WebAssembly, a core module where a component belongs.
 #[test]
 fn bad_bytes_and_missing_files() {
     let err = PolicyPre::load(runtime(), "junk", b"not wasm at all").unwrap_err();
+    assert!(matches!(err, LoadError::Compile { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "policy `junk` is not a valid WebAssembly component: not a WebAssembly file: it does \
+         not start with `\\0asm` (it starts with `not wasm`)"
+    );
+    let core = PolicyPre::load(runtime(), "core", b"\0asm\x01\0\0\0").unwrap_err();
     assert!(
-        matches!(err, LoadError::Compile { .. }) && err.to_string().contains("junk"),
-        "{err}"
+        core.to_string().ends_with(
+            "a core WebAssembly module, not a component: make one with `wasm-tools component new`"
+        ),
+        "{core}"
     );
     let err = PolicyPre::load_file(
         runtime(),

@@ -272,10 +272,7 @@ impl PolicyVersion {
                 let code = ctx
                     .ahead
                     .take(ctx.runtime, bytes, &sha256, ctx.cache)
-                    .map_err(|message| LoadError::Compile {
-                        policy: name.to_owned(),
-                        message,
-                    })?;
+                    .map_err(|message| LoadError::compile(name, bytes, &message))?;
                 let metadata = read_metadata(name, bytes)?;
                 PolicyPre::from_machine_code(ctx.runtime, name, sha256, metadata, code)?
             }

@@ -54,11 +54,20 @@ pub(super) fn classify(error: wasmtime::Error) -> PolicyFailure {
         };
         return PolicyFailure::new(kind, trap.to_string());
     }
-    let kind = match error.downcast_ref::<Trap>() {
+    let trap = error.downcast_ref::<Trap>();
+    let kind = match trap {
         Some(Trap::OutOfFuel) => PolicyFailureKind::FuelExhausted,
         Some(Trap::Interrupt) => PolicyFailureKind::Timeout,
         Some(Trap::StackOverflow) => PolicyFailureKind::StackOverflow,
         _ => PolicyFailureKind::Trap,
     };
-    PolicyFailure::new(kind, format!("{error:#}"))
+    // A trap's detail is what trapped; the wasm backtrace wasmtime attaches (a dozen frames
+    // of a language runtime) is for whoever debugs the runtime, at debug level.
+    match trap {
+        Some(trap) => {
+            tracing::debug!("policy call trapped: {error:#}");
+            PolicyFailure::new(kind, trap.to_string())
+        }
+        None => PolicyFailure::new(kind, format!("{error:#}")),
+    }
 }

@@ -187,6 +187,29 @@ impl std::fmt::Debug for PolicyPre {
     }
 }
 
+impl LoadError {
+    /// Why `bytes` (policy `name`) did not compile, in one line: a file that is not WebAssembly
+    /// or is a core module says so; otherwise wasmtime's explanation, its lines joined.
+    pub(crate) fn compile(name: &str, bytes: &[u8], message: &str) -> LoadError {
+        let message = if !bytes.starts_with(b"\0asm") {
+            let start: String = String::from_utf8_lossy(&bytes[..bytes.len().min(8)])
+                .chars()
+                .map(|c| if c.is_control() { '.' } else { c })
+                .collect();
+            format!("not a WebAssembly file: it does not start with `\\0asm` (it starts with `{start}`)")
+        } else if bytes.get(4..8) == Some(&[1, 0, 0, 0]) {
+            "a core WebAssembly module, not a component: make one with `wasm-tools component new`"
+                .to_owned()
+        } else {
+            message.split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        LoadError::Compile {
+            policy: name.to_owned(),
+            message,
+        }
+    }
+}
+
 impl PolicyPre {
     /// Loads the component file at `path` as policy `name`.
     pub fn load_file(runtime: &WasmRuntime, name: &str, path: &Path) -> Result<Self, LoadError> {
@@ -211,12 +234,8 @@ impl PolicyPre {
         cache: Option<&ArtifactCache>,
     ) -> Result<Self, LoadError> {
         let sha256: [u8; 32] = Sha256::digest(bytes).into();
-        let code = MachineCode::obtain(runtime, bytes, &sha256, cache).map_err(|message| {
-            LoadError::Compile {
-                policy: name.to_owned(),
-                message,
-            }
-        })?;
+        let code = MachineCode::obtain(runtime, bytes, &sha256, cache)
+            .map_err(|message| LoadError::compile(name, bytes, &message))?;
         let metadata = read_metadata(name, bytes)?;
         Self::from_machine_code(runtime, name, sha256, metadata, code)
     }

@@ -168,7 +168,17 @@ impl StderrLines {
                 .take_while(|l| !is_panic_header(l))
                 .last();
             if let Some(line) = exception {
-                return Some(line.trim().to_owned());
+                // The innermost frame: where in the policy's own code it was raised.
+                let frame = self
+                    .lines
+                    .iter()
+                    .skip(start + 1)
+                    .filter_map(|l| python_frame(l))
+                    .last();
+                return Some(match frame {
+                    Some(frame) => format!("{} ({frame})", line.trim()),
+                    None => line.trim().to_owned(),
+                });
             }
         }
         self.lines
@@ -177,6 +187,22 @@ impl StderrLines {
             .find(|l| !is_note(l) && !is_panic_header(l))
             .map(|l| l.trim().to_owned())
     }
+}
+
+/// A Python traceback's frame line (`  File "/app/policy.py", line 12, in retry_after`) as
+/// `policy.py:12, in retry_after`.
+fn python_frame(line: &str) -> Option<String> {
+    let rest = line.trim().strip_prefix("File \"")?;
+    let (path, rest) = rest.split_once("\", line ")?;
+    let (number, function) = match rest.split_once(", in ") {
+        Some((number, function)) => (number, Some(function)),
+        None => (rest, None),
+    };
+    let file = path.rsplit('/').next().unwrap_or(path);
+    Some(match function {
+        Some(function) => format!("{file}:{number}, in {function}"),
+        None => format!("{file}:{number}"),
+    })
 }
 
 /// The WASI packages a policy may import (any 0.2 version): the inert and the denied ones.
