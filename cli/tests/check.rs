@@ -143,7 +143,8 @@ fn unsafe_retries_of_non_idempotent_requests_are_reported_input_by_input() {
     assert_eq!(answer["cancel_reason"], "UNSAFE_RETRY_REFUSED", "{answer}");
 }
 
-/// A policy that fails on some inputs is reported with the kind of each failure. The calls get
+/// A policy that fails on some inputs is reported with the kind of each failure, and each
+/// distinct failure once with its count and an example input. The calls get
 /// a 5 s deadline (`--deadline-ms`), so that a debug build on busy cores reaches the panic
 /// and not the sandbox's deadline (wasm_sandbox.rs tests the deadline).
 #[test]
@@ -178,6 +179,37 @@ fn a_policy_that_fails_is_reported_with_the_kind_of_failure() {
             "{failure}"
         );
     }
+    // The same failure is one problem, with its count and one example input.
+    let rule = report["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rule"] == "within_limits")
+        .unwrap();
+    let problems = rule["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["count"], failures.len());
+    assert_eq!(
+        problems[0]["example"]["request"]["client_context"]["panic"],
+        "boom"
+    );
+    let text = String::from_utf8(
+        rebound()
+            .args(["check", &path("adversary"), "--context", "panic=boom"])
+            .args(["--deadline-ms", "5000"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        text.contains(&format!(
+            "{} input(s) break it, 1 distinct problem(s):\n        {} × panic: ",
+            failures.len(),
+            failures.len()
+        )),
+        "{text}"
+    );
 }
 
 #[test]

@@ -79,20 +79,10 @@ pub struct Violation {
     pub problem: String,
 }
 
-/// A failed call in one line: its kind and the last line of what happened (wasmtime puts the
-/// guest's backtrace first, the trap last).
+/// A failed call in one line: its kind and what happened, its lines joined.
 pub fn summary(failure: &PolicyFailure) -> String {
-    let last = failure
-        .detail
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or_default();
-    let last = last
-        .rsplit_once("wasm trap: ")
-        .map_or(last, |(_, trap)| trap);
-    format!("{}: {last}", failure.kind)
+    let detail: Vec<&str> = failure.detail.split_whitespace().collect();
+    format!("{}: {}", failure.kind, detail.join(" "))
 }
 
 /// An answer in words.

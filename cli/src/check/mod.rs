@@ -87,9 +87,9 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
                 .collect();
             let inputs = grid::inputs(&contexts);
             let base = Instant::now();
-            let first = ask(&strategy, &inputs, base, false);
+            let first = ask(&strategy, &inputs, base, None);
             let later = base + DECISION_SPACING * u32::try_from(inputs.len()).unwrap_or(u32::MAX);
-            let second = ask(&strategy, &inputs, later, true);
+            let second = ask(&strategy, &inputs, later, Some(&first));
             report.checked(inputs, first, &second);
         }
     }
@@ -108,21 +108,27 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     }
 }
 
-/// Asks the policy about every input, first to last or (`reverse`) last to first, the n-th
-/// question `n` spacings after `base`; the answers come back in the inputs' order.
+/// Asks the policy about every input, the n-th question `n` spacings after `base`: first to
+/// last, or, for the second pass (`first` given), last to first, where an input whose first
+/// call failed is not asked again (it is reported already; asking costs a new instance). The
+/// answers come back in the inputs' order.
 fn ask(
     strategy: &WasmStrategy,
     inputs: &[grid::Input],
     base: Instant,
-    reverse: bool,
+    first: Option<&[Answer]>,
 ) -> Vec<Answer> {
-    let order: Vec<usize> = if reverse {
+    let order: Vec<usize> = if first.is_some() {
         (0..inputs.len()).rev().collect()
     } else {
         (0..inputs.len()).collect()
     };
     let mut answers = vec![None; inputs.len()];
     for (n, &i) in order.iter().enumerate() {
+        if let Some(failed) = first.map(|first| &first[i]).filter(|a| a.result.is_err()) {
+            answers[i] = Some(failed.clone());
+            continue;
+        }
         let input = &inputs[i];
         let start = base + DECISION_SPACING * u32::try_from(n).unwrap_or(u32::MAX);
         let now = start + Duration::from_millis(input.elapsed_ms);

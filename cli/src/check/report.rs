@@ -13,8 +13,26 @@ use serde_json::{json, Value};
 use super::grid::Input;
 use super::invariants::{self, Answer, Rule, Violation};
 
-/// Violations listed per rule in the human report (the JSON report lists every one).
+/// Distinct problems listed per rule in the human report (the JSON report lists every
+/// violation, and every distinct problem with its count).
 const SHOWN_PER_RULE: usize = 20;
+
+/// The violations of one rule grouped by problem, in the order first met: each problem, how
+/// many inputs have it, and the first of them.
+fn grouped<'a>(violations: &[&'a Violation]) -> Vec<(&'a str, usize, usize)> {
+    let mut groups: Vec<(&str, usize, usize)> = Vec::new();
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    for v in violations {
+        match index.get(v.problem.as_str()) {
+            Some(&at) => groups[at].1 += 1,
+            None => {
+                index.insert(&v.problem, groups.len());
+                groups.push((&v.problem, 1, v.input));
+            }
+        }
+    }
+    groups
+}
 
 /// What the component is.
 struct Loaded {
@@ -147,10 +165,23 @@ impl Report {
             out["rules"] = Rule::ALL
                 .iter()
                 .map(|rule| {
-                    let violations: Vec<Value> = checked
+                    let broken: Vec<&Violation> = checked
                         .violations
                         .iter()
                         .filter(|v| v.rule == *rule)
+                        .collect();
+                    let problems: Vec<Value> = grouped(&broken)
+                        .into_iter()
+                        .map(|(problem, count, example)| {
+                            json!({
+                                "problem": problem,
+                                "count": count,
+                                "example": checked.inputs[example].to_json(),
+                            })
+                        })
+                        .collect();
+                    let violations: Vec<Value> = broken
+                        .iter()
                         .map(|v| {
                             json!({
                                 "input": checked.inputs[v.input].to_json(),
@@ -163,6 +194,7 @@ impl Report {
                         "rule": rule.name(),
                         "statement": rule.statement(),
                         "holds": violations.is_empty(),
+                        "problems": problems,
                         "violations": violations,
                     })
                 })
@@ -228,25 +260,27 @@ impl Report {
                 writeln!(out, "  ok    {}", rule.statement())?;
                 continue;
             }
+            let groups = grouped(&broken);
             writeln!(
                 out,
-                "  FAIL  {} — {} input(s) break it:",
+                "  FAIL  {} — {} input(s) break it, {} distinct problem(s):",
                 rule.statement(),
-                broken.len()
+                broken.len(),
+                groups.len()
             )?;
-            for v in broken.iter().take(SHOWN_PER_RULE) {
+            for (problem, count, example) in groups.iter().take(SHOWN_PER_RULE) {
+                writeln!(out, "        {count} × {problem}")?;
                 writeln!(
                     out,
-                    "        {}: {}",
-                    checked.inputs[v.input].describe(),
-                    v.problem
+                    "            e.g. {}",
+                    checked.inputs[*example].describe()
                 )?;
             }
-            if broken.len() > SHOWN_PER_RULE {
+            if groups.len() > SHOWN_PER_RULE {
                 writeln!(
                     out,
-                    "        … and {} more (--json lists every one)",
-                    broken.len() - SHOWN_PER_RULE
+                    "        … and {} more problems (--json lists every one)",
+                    groups.len() - SHOWN_PER_RULE
                 )?;
             }
         }
