@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 use rebound::wasm::PolicyMetadata;
-use sha2::{Digest, Sha256};
 
+use crate::build_stamp;
 use crate::go_workspace;
 use crate::project::{self, Engine, Language, Layout, Manifest, RustRoute};
 use crate::tools::find;
@@ -34,6 +34,9 @@ pub struct Args {
     /// The JavaScript engine of a single `.js` source [default: quickjs].
     #[arg(long, value_enum)]
     engine: Option<Engine>,
+    /// Build a project even if nothing it is built from changed since its last build.
+    #[arg(long)]
+    force: bool,
 }
 
 /// What one build does.
@@ -51,6 +54,8 @@ struct Plan {
     metadata: Option<PolicyMetadata>,
     /// The scratch directory of a single source's bindings and core module, removed after.
     _work: Option<tempfile::TempDir>,
+    /// A project, whose build inputs are stamped (`build_stamp`).
+    stamped: bool,
 }
 
 /// Whether rustup's wasm32 target is installed, else whether Debian's rustc-web can build std
@@ -175,6 +180,7 @@ fn project_plan(dir: &Path, args: &Args) -> anyhow::Result<Plan> {
         dir: dir.to_owned(),
         metadata: Some(manifest.metadata()),
         _work: None,
+        stamped: true,
     })
 }
 
@@ -269,6 +275,7 @@ fn source_plan(path: &Path, args: &Args) -> anyhow::Result<Plan> {
         dir: PathBuf::from("."),
         metadata: None,
         _work: Some(work),
+        stamped: false,
     })
 }
 
@@ -316,6 +323,41 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             crate::tools::looked(),
             missing.join("\n")
         );
+    }
+    // A project's inputs, stamped: unchanged since the component was built, it is left alone.
+    let tools: Vec<PathBuf> = steps
+        .iter()
+        .filter_map(|step| find(&step.program))
+        .collect();
+    let settings = format!(
+        "rebound {} {:?} {:?} {:?} {}",
+        env!("CARGO_PKG_VERSION"),
+        plan.language,
+        plan.engine,
+        plan.route,
+        plan.layout.output.display()
+    );
+    let outputs = [component.clone(), staged.clone()];
+    let inputs = |dir: &Path| build_stamp::inputs(dir, &outputs, &settings, &tools);
+    let before = if plan.stamped {
+        Some(inputs(&plan.dir).context("cannot read the project's files")?)
+    } else {
+        None
+    };
+    if let (Some(before), false) = (&before, args.force) {
+        let current = std::fs::read(&component).ok();
+        if let (Some(stamp), Some(bytes)) = (build_stamp::read(&plan.dir), current) {
+            let sha256 = build_stamp::hex_sha256(&bytes);
+            if &stamp.inputs == before && stamp.component == sha256 {
+                writeln!(
+                    out,
+                    "up to date: {} ({} bytes, sha256 {sha256}): nothing it is built from changed (--force rebuilds)",
+                    component.display(),
+                    bytes.len()
+                )?;
+                return Ok(());
+            }
+        }
     }
     if plan.language == Language::Go {
         go_workspace::write_adapter(&plan.dir.join(&plan.layout.work).join("gen"))?;
@@ -365,10 +407,18 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             component.display()
         )
     })?;
-    let sha256: String = Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let sha256 = build_stamp::hex_sha256(&bytes);
+    // Stamped only if no input changed while it was built (an edit saved meanwhile rebuilds).
+    if let Some(before) = before {
+        if inputs(&plan.dir).ok().as_ref() == Some(&before) {
+            let stamp = build_stamp::Stamp {
+                inputs: before,
+                component: sha256.clone(),
+            };
+            build_stamp::write(&plan.dir, &stamp)
+                .with_context(|| format!("cannot write {}", build_stamp::STAMP))?;
+        }
+    }
     writeln!(
         out,
         "built {} ({} bytes, sha256 {sha256})",

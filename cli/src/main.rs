@@ -23,6 +23,7 @@
 
 mod bench;
 mod build;
+mod build_stamp;
 mod check;
 mod classify;
 mod decider;

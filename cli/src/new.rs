@@ -168,9 +168,9 @@ fn project_tests(name: &str) -> String {
 /// What `rebound build` makes in the project, kept out of version control.
 fn gitignore(name: &str) -> String {
     format!(
-        "# What `rebound build` makes: the component, its file while being built, the generated\n\
-         # bindings and core module, Cargo's output.\n/{name}.wasm\n/.{name}.wasm.building\n\
-         /gen/\n/*.core.wasm\n/target/\n__pycache__/\n"
+        "# What `rebound build` makes: the component and intermediate modules, the component while\n\
+         # being built, the generated bindings, Cargo's output, what the last build was made from.\n/*.wasm\n/.{name}.wasm.building\n\
+         /gen/\n/target/\n__pycache__/\n/.rebound-build.json\n"
     )
 }
 

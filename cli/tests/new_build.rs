@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use sha2::{Digest, Sha256};
 use support::server::Server;
 use support::{rebound, success_stdout};
 
@@ -69,8 +70,15 @@ fn tool_path(language: &str, scratch: &Path) -> String {
 /// `rebound build` in `dir` with `path`; the Rust target directory is the tree's guest one, so
 /// std (built from source on the Debian route) is not built again.
 fn build(dir: &Path, path: &str) {
+    let said = build_with(dir, path, &[]);
+    assert!(said.contains("built "), "{said}");
+}
+
+/// [`build`] with more arguments; what it printed.
+fn build_with(dir: &Path, path: &str, args: &[&str]) -> String {
     let output = rebound()
         .arg("build")
+        .args(args)
         .current_dir(dir)
         .env("PATH", path)
         .env("CARGO_TARGET_DIR", tree().join("build/guest-target"))
@@ -83,8 +91,32 @@ fn build(dir: &Path, path: &str) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let said = String::from_utf8(output.stdout).unwrap();
-    assert!(said.contains("built "), "{said}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// docs/authoring.md "Reproducible builds": building the project in `dir` again, nothing
+/// changed, leaves its component as it is; and for the languages whose tools build
+/// reproducibly, a forced rebuild gives the same bytes.
+fn builds_again_to_the_same_bytes(dir: &Path, path: &str, component: &Path, reproducible: bool) {
+    let sha = |file: &Path| format!("{:x}", Sha256::digest(std::fs::read(file).unwrap()));
+    if dir.join("Cargo.lock").exists() {
+        // The first build wrote Cargo.lock, an input: it was not stamped.
+        let said = build_with(dir, path, &[]);
+        assert!(said.contains("built "), "{said}");
+    }
+    let first = sha(component);
+    let said = build_with(dir, path, &[]);
+    assert!(said.contains("up to date: "), "{said}");
+    assert_eq!(sha(component), first);
+    if reproducible {
+        let said = build_with(dir, path, &["--force"]);
+        assert!(said.contains("built "), "{said}");
+        assert_eq!(
+            sha(component),
+            first,
+            "a forced rebuild gives the same bytes"
+        );
+    }
 }
 
 /// The artifact cache (`XDG_CACHE_HOME`) of the project in `dir`: `rebound test` and
@@ -191,6 +223,8 @@ fn decide(server: &Server, attempts: u32) -> (String, String) {
 fn full_path(language: &str, source: &str, from: &str, to: &str) {
     let (_scratch, dir, path) = new_build_test(language, source);
     let name = format!("my-{language}-policy");
+    let reproducible = !matches!(language, "python" | "javascript");
+    builds_again_to_the_same_bytes(&dir, &path, &dir.join(format!("{name}.wasm")), reproducible);
     let config = dir.join("rebound.toml");
     std::fs::write(
         &config,
