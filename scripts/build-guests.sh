@@ -6,7 +6,8 @@
 #   javascript  policies/javascript/*.js, tests/guests/javascript/*.js on SpiderMonkey
 #                                                                -> javascript_NAME.wasm
 #   quickjs     the same sources on QuickJS                      -> quickjs_NAME.wasm
-#   c, cpp, go, zig  policies/{c,cpp,go,zig}/*.{c,cpp,go,zig}     -> LANGUAGE_NAME.wasm
+#   c, cpp, zig  policies/{c,cpp,zig}/*.{c,cpp,zig}              -> LANGUAGE_NAME.wasm
+#   go           policies/go/*.go, tests/guests/go/*.go          -> go_NAME.wasm
 #   wat         tests/guests/wat/*.wat (wasm-tools parse)        -> NAME.wasm
 # plus the Extism plugin of tests/guests (a core module, built by cargo: extism_*.wasm).
 #
@@ -59,7 +60,7 @@ for language in python javascript quickjs c cpp go zig wat; do
     javascript | quickjs) globs=(policies/javascript/*.js tests/guests/javascript/*.js) ;;
     c) globs=(policies/c/*.c) ;;
     cpp) globs=(policies/cpp/*.cpp) ;;
-    go) globs=(policies/go/*.go) ;;
+    go) globs=(policies/go/*.go tests/guests/go/*.go) ;;
     zig) globs=(policies/zig/*.zig) ;;
     wat) globs=(tests/guests/wat/*.wat) ;;
   esac

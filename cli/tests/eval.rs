@@ -138,13 +138,15 @@ fn a_component_file_with_parameters_decides_a_line() {
 
 /// docs/decision-json.md, `detail`: a policy's own error text is in the decision's `detail`,
 /// beside `policy_failure` — a Python exception's last traceback line with the policy's frame
-/// where it was raised (file and line), a Rust panic's message.
+/// where it was raised (file and line), a Rust panic's message, a Go panic's message with its
+/// frame.
 /// The policies get a deadline with room (5 s), so that a debug build on busy cores reaches
 /// the failure itself and not the sandbox's deadline (wasm_sandbox.rs tests the deadline).
 #[test]
 fn a_failed_policy_s_own_words_are_in_the_decision() {
     let python = guest("python_wasi_probe").display().to_string();
     let rust = guest("adversary").display().to_string();
+    let go = guest("go_panic_probe").display().to_string();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("rebound.toml");
     std::fs::write(
@@ -153,7 +155,8 @@ fn a_failed_policy_s_own_words_are_in_the_decision() {
             "default_policy = \"python\"\n\
              [policies.python]\ncomponent = {python:?}\nparams = {{ probe = \"raise_on_locked\" }}\n\
              limits = {{ deadline_ms = 5000 }}\n\
-             [policies.rust]\ncomponent = {rust:?}\nlimits = {{ deadline_ms = 5000 }}\n"
+             [policies.rust]\ncomponent = {rust:?}\nlimits = {{ deadline_ms = 5000 }}\n\
+             [policies.go]\ncomponent = {go:?}\nlimits = {{ deadline_ms = 5000 }}\n"
         ),
     )
     .unwrap();
@@ -161,6 +164,8 @@ fn a_failed_policy_s_own_words_are_in_the_decision() {
         r#"{"policy": "python", "reason": "KV_LOCKED"}"#,
         "\n",
         r#"{"policy": "rust", "request": {"client_context": {"panic": "out of ideas"}}, "reason": "KV_LOCKED"}"#,
+        "\n",
+        r#"{"policy": "go", "request": {"client_context": {"panic": "out of ideas"}}, "reason": "KV_LOCKED"}"#,
         "\n",
     );
     let (ok, answers) = eval(&["--config", config.to_str().unwrap()], input);
@@ -173,9 +178,8 @@ fn a_failed_policy_s_own_words_are_in_the_decision() {
     let detail = answers[0]["detail"].as_str().unwrap();
     // Its own words and its own frame, and what trapped, without the runtime's wasm backtrace.
     assert!(
-        detail.starts_with(
-            "ValueError: a locked document is not for this probe (wasi_probe.py:67, in retry_after) (stderr); "
-        ),
+        detail.starts_with("ValueError: a locked document is not for this probe (wasi_probe.py:")
+            && detail.contains(", in retry_after) (stderr); "),
         "{detail}"
     );
     assert!(!detail.contains("wasm backtrace"), "{detail}");
@@ -184,6 +188,13 @@ fn a_failed_policy_s_own_words_are_in_the_decision() {
     let detail = answers[1]["detail"].as_str().unwrap();
     assert!(
         detail.contains("adversary panicked: out of ideas"),
+        "{detail}"
+    );
+    // Go's panic path pauses before it prints; the message and where it was raised arrive.
+    assert_eq!(answers[2]["policy_failure"], "trap");
+    let detail = answers[2]["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("panic: out of ideas (policy.go:"),
         "{detail}"
     );
 }

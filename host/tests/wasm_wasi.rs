@@ -281,6 +281,31 @@ fn sleeping_ends_the_call_at_once() {
     );
 }
 
+/// docs/wasi.md "poll": a pause of at most 1 ms (a runtime's own, such as Go's on its way to
+/// report a panic) returns at once, eight times per call; a ninth ends the call as a sleep
+/// does. Each call has its own eight.
+#[test]
+fn short_pauses_return_at_once_eight_times_a_call() {
+    let policy = strategy(
+        "python_wasi_probe",
+        &[("probe", "naps_8")],
+        roomy(),
+        WasiConfig::default(),
+    );
+    for _ in 0..2 {
+        let answer = policy
+            .try_answer(&request(), &DecisionContext::new(&reasons::KV_LOCKED))
+            .unwrap();
+        assert!(
+            matches!(answer, RetryAction::RetryAfter { delay, .. } if delay == Duration::from_millis(2)),
+            "{answer:?}"
+        );
+    }
+    let (kind, message, _) = failure("python_wasi_probe", &[("probe", "naps_9")], roomy());
+    assert_eq!(kind, PolicyFailureKind::Trap);
+    assert!(message.contains("may not sleep"), "{message}");
+}
+
 /// The guest's infinite loop (selected by `param`) ends as a timeout near a 30 ms deadline.
 fn assert_loop_stopped_at_the_deadline(guest: &str, param: (&str, &str)) {
     let limits = SandboxLimits {

@@ -46,6 +46,11 @@ def observe():
     if probe == "sleep":
         time.sleep(5)
         return 1
+    if probe.startswith("naps_"):
+        # As many 1 ms naps as the probe's number: a runtime's short pauses.
+        for _ in range(int(probe[len("naps_"):])):
+            time.sleep(0.001)
+        return 2
     if probe == "infinite_loop":
         while True:
             pass

@@ -41,9 +41,17 @@ use wasi::random::{insecure, insecure_seed, random};
 pub enum Pollable {
     /// Always ready (the streams: writes never wait, stdin is at its end).
     Ready,
-    /// Ready once the policy's monotonic clock reaches this many nanoseconds.
-    Timer(u64),
+    /// Ready once the policy's monotonic clock reaches `at` nanoseconds; `short` when it was
+    /// set at most [`SHORT_PAUSE`] ahead.
+    Timer { at: u64, short: bool },
 }
+
+/// The longest pause a policy may take without ending its call: a runtime's own pause on its
+/// way to report a failure (Go's panic path sleeps 1 ms up to five times before it prints the
+/// panic). Such a wait returns at once, no time passing; a longer one ends the call.
+pub(crate) const SHORT_PAUSE: u64 = 1_000_000;
+/// Short pauses granted per call; past them a wait ends the call.
+const SHORT_PAUSES_PER_CALL: u32 = 8;
 
 /// The policy's stdin: always at its end.
 #[derive(Debug)]
@@ -93,8 +101,31 @@ impl WasiState {
     fn is_ready(&self, pollable: &Resource<Pollable>) -> wasmtime::Result<bool> {
         Ok(match self.table.get(pollable)? {
             Pollable::Ready => true,
-            Pollable::Timer(at) => self.monotonic_ns() >= *at,
+            Pollable::Timer { at, .. } => self.monotonic_ns() >= *at,
         })
+    }
+
+    /// Whether waiting on `pollables`, none ready, is a short pause the call may take: every
+    /// one a short timer, within the call's allowance (which it then uses).
+    fn short_pause(&mut self, pollables: &[Resource<Pollable>]) -> wasmtime::Result<bool> {
+        for pollable in pollables {
+            if !matches!(
+                self.table.get(pollable)?,
+                Pollable::Timer { short: true, .. }
+            ) {
+                return Ok(false);
+            }
+        }
+        if self.pauses >= SHORT_PAUSES_PER_CALL {
+            return Ok(false);
+        }
+        self.pauses += 1;
+        Ok(true)
+    }
+
+    fn timer(&mut self, at: u64) -> wasmtime::Result<Resource<Pollable>> {
+        let short = at.saturating_sub(self.monotonic_ns()) <= SHORT_PAUSE;
+        self.pollable(Pollable::Timer { at, short })
     }
 
     fn log_write(&mut self, stream: &Resource<OutputStream>, bytes: &[u8]) -> wasmtime::Result<()> {
@@ -118,7 +149,8 @@ impl WasiState {
     }
 }
 
-/// Ends the call: waiting would block the deciding thread, which the deadline cannot stop.
+/// Ends the call: waiting would block the deciding thread, which the deadline cannot stop
+/// (but for a short pause, which returns at once).
 fn would_block() -> wasmtime::Error {
     HostTrap::Denied(
         "the policy waited on a timer that has not fired: policies may not sleep".into(),
@@ -146,6 +178,9 @@ impl poll::Host for WasiState {
             }
         }
         if ready.is_empty() {
+            if self.short_pause(&pollables)? {
+                return Ok((0..u32::try_from(pollables.len())?).collect());
+            }
             return Err(would_block());
         }
         Ok(ready)
@@ -156,7 +191,7 @@ impl poll::HostPollable for WasiState {
         self.is_ready(&pollable)
     }
     fn block(&mut self, pollable: Resource<Pollable>) -> wasmtime::Result<()> {
-        if self.is_ready(&pollable)? {
+        if self.is_ready(&pollable)? || self.short_pause(std::slice::from_ref(&pollable))? {
             Ok(())
         } else {
             Err(would_block())
@@ -257,11 +292,11 @@ impl monotonic_clock::Host for WasiState {
         Ok(1)
     }
     fn subscribe_instant(&mut self, when: u64) -> wasmtime::Result<Resource<Pollable>> {
-        self.pollable(Pollable::Timer(when))
+        self.timer(when)
     }
     fn subscribe_duration(&mut self, after: u64) -> wasmtime::Result<Resource<Pollable>> {
         let at = self.monotonic_ns().saturating_add(after);
-        self.pollable(Pollable::Timer(at))
+        self.timer(at)
     }
 }
 

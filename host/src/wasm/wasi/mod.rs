@@ -60,6 +60,8 @@ pub(crate) struct WasiState {
     memory_cap: usize,
     /// What the policy wrote to stderr in the call in progress, as lines.
     stderr: StderrLines,
+    /// Short pauses granted in the call in progress (`inert::SHORT_PAUSE`).
+    pauses: u32,
 }
 
 impl WasiState {
@@ -69,11 +71,12 @@ impl WasiState {
             self.log_stderr_line(&line);
         }
         self.stderr.lines.clear();
+        self.pauses = 0;
     }
 
     /// What the policy said went wrong, from what it wrote to stderr in this call: a Python
-    /// traceback's last line (`ValueError: …`), else the last line that is not a runtime's
-    /// note.
+    /// traceback's last line (`ValueError: …`) with the frame it was raised in, a Go panic's
+    /// message with its first frame, else the last line that is not a runtime's note.
     pub(crate) fn stderr_summary(&mut self) -> Option<String> {
         if let Some(line) = self.stderr.finish_line() {
             self.log_stderr_line(&line);
@@ -101,6 +104,7 @@ impl WasiState {
             label,
             memory_cap,
             stderr: StderrLines::default(),
+            pauses: 0,
         }
     }
 }
@@ -173,13 +177,22 @@ impl StderrLines {
                     .lines
                     .iter()
                     .skip(start + 1)
-                    .filter_map(|l| python_frame(l))
-                    .last();
+                    .rev()
+                    .find_map(|l| python_frame(l));
                 return Some(match frame {
                     Some(frame) => format!("{} ({frame})", line.trim()),
                     None => line.trim().to_owned(),
                 });
             }
+        }
+        // A Go panic: its message, and the first frame of the goroutine's trace.
+        if let Some(start) = self.lines.iter().rposition(|l| l.starts_with("panic: ")) {
+            let message = self.lines[start].trim();
+            let frame = self.lines.iter().skip(start + 1).find_map(|l| go_frame(l));
+            return Some(match frame {
+                Some(frame) => format!("{message} ({frame})"),
+                None => message.to_owned(),
+            });
         }
         self.lines
             .iter()
@@ -187,6 +200,17 @@ impl StderrLines {
             .find(|l| !is_note(l) && !is_panic_header(l))
             .map(|l| l.trim().to_owned())
     }
+}
+
+/// A Go trace's location line (`\t/build/policy.go:19 +0x7`) as `policy.go:19`.
+fn go_frame(line: &str) -> Option<String> {
+    let location = line.trim().split(" +0x").next()?;
+    let (path, number) = location.rsplit_once(':')?;
+    if !path.ends_with(".go") || number.parse::<u32>().is_err() {
+        return None;
+    }
+    let file = path.rsplit('/').next().unwrap_or(path);
+    Some(format!("{file}:{number}"))
 }
 
 /// A Python traceback's frame line (`  File "/app/policy.py", line 12, in retry_after`) as
