@@ -267,8 +267,8 @@ pub(crate) fn add_to_linker<T: WasiView>(
 mod tests {
     use super::StderrLines;
 
-    /// Python writes a traceback's last line in pieces; the summary is that line, not the
-    /// runtime's panic after it.
+    /// Python writes a traceback's last line in pieces; the summary is that line and the
+    /// frame it was raised in, not the runtime's panic after it.
     #[test]
     fn a_python_traceback_is_summarised_by_its_exception_line() {
         let mut stderr = StderrLines::default();
@@ -289,7 +289,28 @@ mod tests {
             done.contains(&"ValueError: bad input".to_owned()),
             "{done:?}"
         );
-        assert_eq!(stderr.summary().as_deref(), Some("ValueError: bad input"));
+        assert_eq!(
+            stderr.summary().as_deref(),
+            Some("ValueError: bad input (app.py:3, in retry_after)")
+        );
+    }
+
+    /// A Go panic is summarised by its message and the first frame of its goroutine's trace.
+    #[test]
+    fn a_go_panic_is_summarised_by_its_message_and_frame() {
+        let mut stderr = StderrLines::default();
+        stderr.push(concat!(
+            "panic: out of ideas\n\n",
+            "goroutine 1 [running]:\n",
+            "wit_component/export_rebound_policy_strategy.RetryAfter({0x8, {0x0, 0x0}})\n",
+            "\t/tmp/rebound-build-x/policy.go:19 +0x7\n",
+            "main.wasm_export_rebound_policy_strategy_retry_after(0x8)\n",
+            "\t/tmp/rebound-build-x/gen/wit_exports.go:238 +0x7d\n",
+        ));
+        assert_eq!(
+            stderr.summary().as_deref(),
+            Some("panic: out of ideas (policy.go:19)")
+        );
     }
 
     /// Without a traceback, the last line that is not a runtime's note; lines are cut to a
