@@ -118,6 +118,9 @@ fn init_logging(command: &Command) {
         // One line per decision would be tens of thousands of lines a second; the metrics
         // count decisions, the log keeps what changes (swaps, privileged actions, failures).
         Command::Serve(_) => "info,rebound::rules=warn",
+        // The report gives each distinct failure once, in the policy's own words: the lines a
+        // failing policy writes to stderr, and each failed call, would repeat it.
+        Command::Check(_) => "warn,rebound::wasm::wasi=error,rebound::wasm::health=error",
         _ => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

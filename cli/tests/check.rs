@@ -324,3 +324,30 @@ fn components_that_do_not_load_are_reported_and_fail() {
         .clone();
     assert!(String::from_utf8_lossy(&stderr).contains("cannot read no/such/policy.wasm"));
 }
+
+/// A Python policy raising on some inputs: each distinct exception is reported once, in the
+/// policy's words with the line it was raised at and its count, and the log holds no line per
+/// failure (the stderr a failing call writes, the fail-safe's warning) — only the verdict.
+#[test]
+fn a_python_policy_that_raises_is_reported_once_per_exception_without_flooding_the_log() {
+    let output = rebound()
+        .args(["check", &path("python_wasi_probe")])
+        .args(["--param", "probe=raise_on_locked", "--deadline-ms", "5000"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    let log = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        text.contains("1 distinct problem(s):")
+            && text.contains(
+                "× trap: ValueError: a locked document is not for this probe (wasi_probe.py:"
+            ),
+        "{text}"
+    );
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(
+        log.contains("violation(s) of the policy invariants"),
+        "{log}"
+    );
+}
