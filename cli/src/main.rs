@@ -44,6 +44,7 @@ mod simulate;
 mod tools;
 mod wire;
 mod wit;
+mod wit_typescript;
 
 use clap::{Parser, Subcommand};
 

@@ -21,6 +21,10 @@ pub struct Args {
     /// Lists the released versions this host loads, one per line, the newest last.
     #[arg(long, conflicts_with_all = ["version", "out"])]
     list: bool,
+    /// TypeScript declarations of the version instead of its WIT (`DIR/rebound-policy.d.ts`
+    /// with `--out`), for a policy written in TypeScript or a JavaScript editor's checks.
+    #[arg(long)]
+    typescript: bool,
 }
 
 /// Runs `rebound wit`.
@@ -44,13 +48,21 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             }
         },
     };
+    let (text, file_name) = if args.typescript {
+        (
+            crate::wit_typescript::declarations(version)?,
+            "rebound-policy.d.ts",
+        )
+    } else {
+        (version.wit().to_owned(), "policy.wit")
+    };
     match &args.out {
-        None => out.write_all(version.wit().as_bytes())?,
+        None => out.write_all(text.as_bytes())?,
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create directory {}", dir.display()))?;
-            let file = dir.join("policy.wit");
-            std::fs::write(&file, version.wit())
+            let file = dir.join(file_name);
+            std::fs::write(&file, text)
                 .with_context(|| format!("cannot write {}", file.display()))?;
             writeln!(out, "wrote {} ({})", file.display(), version.package())?;
         }

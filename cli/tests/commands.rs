@@ -365,3 +365,82 @@ fn inspect_reads_a_component_without_compiling_it() {
         .unwrap()
         .contains("strategy@0.9.0: a version this host does not load"));
 }
+
+/// docs/policy-javascript.md "TypeScript": `rebound wit --typescript` writes declarations of
+/// every value type and of `failure`, `host` and the exported `strategy`, generated from the
+/// WIT; TypeScript's own compiler (the one the tree's JavaScript toolchain installs) accepts a
+/// policy written against them and refuses one that names a reason the WIT does not have.
+#[test]
+fn typescript_declarations_type_check_a_policy() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tsc = root.join(".tools/node/node_modules/.bin/tsc");
+    assert!(
+        tsc.exists(),
+        "{} is missing: ./scripts/build-guests.sh installs it",
+        tsc.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let types = dir.path().join("types");
+    let said =
+        success_stdout(rebound().args(["wit", "--typescript", "--out", types.to_str().unwrap()]));
+    assert!(String::from_utf8(said)
+        .unwrap()
+        .contains("rebound-policy.d.ts (rebound:policy@0.4.0)"));
+    let declarations = std::fs::read_to_string(types.join("rebound-policy.d.ts")).unwrap();
+    for module in ["types", "failure", "host", "strategy"] {
+        assert!(
+            declarations.contains(&format!("declare module \"rebound:policy/{module}@0.4.0\"")),
+            "{module}"
+        );
+    }
+    std::fs::write(
+        dir.path().join("tsconfig.json"),
+        r#"{"compilerOptions": {"strict": true, "noEmit": true, "target": "es2022", "module": "es2022", "moduleResolution": "bundler"}, "include": ["policy.ts", "types/rebound-policy.d.ts"]}"#,
+    )
+    .unwrap();
+    let policy = r#"import { retryAttempts, route, service } from "rebound:policy/failure@0.4.0";
+import { log } from "rebound:policy/host@0.4.0";
+import type { Strategy } from "rebound:policy/strategy@0.4.0";
+import type { RetryAction } from "rebound:policy/types@0.4.0";
+
+let maxAttempts = 3;
+
+export const strategy: Strategy = {
+  configure(params) {
+    for (const [name, value] of params) {
+      if (name === "max_attempts") maxAttempts = Number(value);
+    }
+  },
+  retryAfter(reason): RetryAction {
+    if (reason.tag === "http-status" && reason.val === 503 && route() === "/orders") {
+      return { tag: "retry", val: { delayMs: 10, node: "same" } };
+    }
+    if (reason.tag === "read-timeout" && reason.val.dataPresent) return { tag: "rethrow" };
+    if (service() === "grpc" || retryAttempts() >= maxAttempts) {
+      log("info", "no retry");
+      return { tag: "no-retry" };
+    }
+    return { tag: "best-effort" };
+  },
+};
+"#;
+    let check = |source: &str| {
+        std::fs::write(dir.path().join("policy.ts"), source).unwrap();
+        let output = std::process::Command::new(&tsc)
+            .args(["-p", "."])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8(output.stdout).unwrap(),
+        )
+    };
+    let (ok, said) = check(policy);
+    assert!(ok, "{said}");
+    let (ok, said) = check(&policy.replace("\"http-status\"", "\"http-stats\""));
+    assert!(
+        !ok && said.contains("\"http-stats\"' have no overlap"),
+        "{said}"
+    );
+}
