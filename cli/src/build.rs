@@ -376,7 +376,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             .output()
             .with_context(|| format!("cannot run {}", step.program))?;
         if !output.status.success() {
-            // What a failed step left half-written is not kept.
+            // A failed step's half-written output is removed.
             let _ = std::fs::remove_file(&staged);
             bail!(
                 "{} failed ({}):\n{}{}",
