@@ -628,12 +628,7 @@ fn metadata_round_trips_and_bad_parameters_are_configuration_errors() {
     assert!(!output.status.success());
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["passed"], 1, "{report}");
-    let problem = |i: usize| {
-        report["cases"][i]["problems"][0]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let problem = |i: usize| support::case_problem(&report, i);
     assert!(
         problem(1)
             .contains("policy.params.max_attemps: the policy takes no parameter `max_attemps`"),

@@ -222,12 +222,7 @@ fn malformed_cases_and_missing_files_are_named() {
     let (out, _, ok) = run(&["--json", &policy, cases.to_str().unwrap()]);
     assert!(!ok);
     let report: Value = serde_json::from_str(&out).unwrap();
-    let problem = |i: usize| {
-        report["cases"][i]["problems"][0]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let problem = |i: usize| support::case_problem(&report, i);
     assert!(
         problem(0).contains("malformed case: not a JSON object"),
         "{}",

@@ -43,21 +43,19 @@ pub trait CassandraVerdicts {
 
 /// Applies the driver's hard-coded rules and idempotence gate — the host library's own
 /// [`route`](rebound::cassandra::route), so guest and host cannot drift — then asks
-/// `policy`.
+/// `policy`. The driver's rules are CQL's: a plain HTTP request or gRPC call gets the host's
+/// best effort, which never resends one that is not idempotent and was already sent.
 pub fn decide(
     policy: &impl CassandraVerdicts,
     request: &Request,
     reason: &RetryReason,
 ) -> RetryAction {
     use rebound::cassandra::{route, Route};
-    // The driver's rules know CQL; a plain HTTP request or gRPC call it cannot resend (not
-    // idempotent, already sent) is rethrown, as the driver rethrows what it will not retry.
     if matches!(
         request.service(),
         crate::Service::Http | crate::Service::Grpc
-    ) && !request.may_be_sent_again(reason)
-    {
-        return RetryAction::Rethrow;
+    ) {
+        return RetryAction::BestEffort;
     }
     if let Route::Fixed(action) = route(&reason_to_host(reason), request.idempotent()) {
         return action_to_wit(&action);

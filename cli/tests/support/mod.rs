@@ -30,3 +30,11 @@ pub fn guest(name: &str) -> PathBuf {
 }
 
 pub mod server;
+
+/// The first problem `rebound test --json` reported for its `i`-th case.
+pub fn case_problem(report: &serde_json::Value, i: usize) -> String {
+    report["cases"][i]["problems"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("case {i} has no problem: {report}"))
+        .to_owned()
+}

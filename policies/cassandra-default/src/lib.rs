@@ -6,7 +6,7 @@
 use rebound_guest::cassandra::{decide, retry_now, CassandraVerdicts};
 use rebound_guest::{
     export_policy, NodeChoice, Params, Policy, ReadTimeout, Request, RetryAction, RetryReason,
-    Service, Unavailable, WriteTimeout, WriteType,
+    Unavailable, WriteTimeout, WriteType,
 };
 
 /// The policy.
@@ -44,11 +44,6 @@ impl Policy for CassandraDefault {
     }
 
     fn retry_after(&self, request: &Request, reason: &RetryReason) -> RetryAction {
-        // The driver's rules are CQL's: a plain HTTP request or gRPC call gets the host's best
-        // effort.
-        if matches!(request.service(), Service::Http | Service::Grpc) {
-            return RetryAction::BestEffort;
-        }
         decide(self, request, reason)
     }
 }
