@@ -15,7 +15,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use super::answer_wait::{wait_for_answer, Waited};
-use super::call_room::CallRoom;
+use super::call_room::{CallRoom, CallRooms};
 use super::config::IsolationConfig;
 use super::error::RegistryError;
 use super::time_share::TimeShare;
@@ -33,6 +33,7 @@ pub(super) struct Isolation {
     threads: rayon::ThreadPool,
     per_policy: usize,
     busy_per_second_ms: u64,
+    rooms: CallRooms,
 }
 
 impl Isolation {
@@ -48,6 +49,7 @@ impl Isolation {
             threads,
             per_policy: config.per_policy.max(1),
             busy_per_second_ms: config.busy_per_second_ms,
+            rooms: CallRooms::default(),
         })
     }
 }
@@ -97,11 +99,11 @@ impl RetryStrategy for Isolated<'_> {
         let Some(wasm) = self.version.wasm_shared() else {
             return self.version.strategy().retry_after(request, context);
         };
-        let room = Arc::clone(self.version.call_room(|| CallRoom {
+        let room = self.isolation.rooms.of(self.version, || CallRoom {
             places: Arc::new(tokio::sync::Semaphore::new(self.isolation.per_policy)),
             share: TimeShare::new(self.isolation.busy_per_second_ms),
             trust: Trust::new(),
-        }));
+        });
         let deadline_ms = wasm.config().limits.deadline_ms;
         // A trusted version is called here, on the deciding thread, when one of its places
         // there is free (as many as on the policy threads). The time share bounds the calls

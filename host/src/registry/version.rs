@@ -11,7 +11,6 @@ use metrics::SharedString;
 use sha2::{Digest, Sha256};
 
 use super::builtin::BuiltinPolicy;
-use super::call_room::CallRoom;
 use super::compile_ahead::CompileAhead;
 use super::config::{ConfigError, PolicyDefinition, PolicySource};
 use super::error::BuildError;
@@ -43,7 +42,6 @@ pub struct PolicyVersion {
     strategy: Arc<dyn RetryStrategy>,
     wasm: Option<Arc<WasmStrategy>>,
     decisions: AtomicU64,
-    call_room: OnceLock<Arc<CallRoom>>,
     /// Its `policy` and `version` metric labels, made at its first decision.
     metric_labels: OnceLock<[SharedString; 2]>,
 }
@@ -140,10 +138,6 @@ impl PolicyVersion {
     pub(crate) fn wasm_shared(&self) -> Option<&Arc<WasmStrategy>> {
         self.wasm.as_ref()
     }
-    /// What this version may take of the isolation's threads (made by the first call).
-    pub(super) fn call_room(&self, make: impl FnOnce() -> CallRoom) -> &Arc<CallRoom> {
-        self.call_room.get_or_init(|| Arc::new(make()))
-    }
     /// Decisions this version was resolved for.
     pub fn decisions(&self) -> u64 {
         self.decisions.load(Ordering::Relaxed)
@@ -201,7 +195,6 @@ impl PolicyVersion {
             }),
             wasm: None,
             decisions: AtomicU64::new(0),
-            call_room: OnceLock::new(),
             metric_labels: OnceLock::new(),
         }
     }
@@ -228,7 +221,6 @@ impl PolicyVersion {
             strategy,
             wasm: None,
             decisions: AtomicU64::new(0),
-            call_room: OnceLock::new(),
             metric_labels: OnceLock::new(),
         }
     }
@@ -317,7 +309,6 @@ impl PolicyVersion {
             strategy: Arc::clone(&wasm) as Arc<dyn RetryStrategy>,
             wasm: Some(wasm),
             decisions: AtomicU64::new(0),
-            call_room: OnceLock::new(),
             metric_labels: OnceLock::new(),
         })
     }
