@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `rebound serve` throughput and latency on loopback (docs/performance.md, "Serve"): builds the
 # release binary and the example policies, starts the server with examples/rebound.toml and
-# drives it with wrk (Debian's package, installed if missing) for each policy kind.
+# drives it with wrk (Debian's package, installed if missing) for each body of benches/serve.lua.
 # Usage: ./scripts/bench-serve.sh [SECONDS] [CONNECTIONS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,10 @@ url=$(sed -n 's/^rebound serve listening on //p' "$out")
 [ -n "$url" ] || { cat "$log"; exit 1; }
 
 echo "rebound serve on $url, $(nproc) cores shared with wrk; ${seconds}s per run, $connections connections, 2 wrk threads"
-for policy in builtin component mixed; do
+# A short warm-up, not reported: the first seconds after start are slower for whichever body
+# comes first.
+WRK_POLICY=mixed wrk -t2 -c"$connections" -d2s -s benches/serve.lua "$url" >/dev/null
+for policy in builtin component robots mixed; do
     WRK_POLICY=$policy wrk -t2 -c"$connections" -d"${seconds}s" --latency -s benches/serve.lua "$url" \
         | sed "s/^/[$policy] /"
 done
