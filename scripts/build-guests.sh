@@ -6,6 +6,7 @@
 #   javascript  policies/javascript/*.js, tests/guests/javascript/*.js on SpiderMonkey
 #                                                                -> javascript_NAME.wasm
 #   quickjs     the same sources on QuickJS                      -> quickjs_NAME.wasm
+#   typescript  policies/typescript/*.ts (tsc, then QuickJS)     -> typescript_NAME.wasm
 #   c, cpp, zig  policies/{c,cpp,zig}/*.{c,cpp,zig}              -> LANGUAGE_NAME.wasm
 #   go           policies/go/*.go, tests/guests/go/*.go          -> go_NAME.wasm
 #   wat         tests/guests/wat/*.wat (wasm-tools parse)        -> NAME.wasm
@@ -16,8 +17,8 @@
 #   above, or a Rust crate's directory) builds that policy only, e.g.
 #   `scripts/build-guests.sh policies/c/best_effort.c policies/best-effort`.
 # Installs only the toolchains the selection needs (guest-toolchain.sh, polyglot-toolchain.sh,
-# both idempotent). Python and JavaScript components are rebuilt only when their source or the
-# WIT changed; cargo and the C/Zig builds are quick to redo. Uses the `rebound` binary in
+# both idempotent). Python, JavaScript and TypeScript components are rebuilt only when their
+# source or the WIT changed; cargo and the C/Zig builds are quick to redo. Uses the `rebound` binary in
 # $REBOUND, else builds it (cargo build -p rebound-cli).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -32,15 +33,15 @@ languages=()
 sources=()
 for arg in "$@"; do
   case "$arg" in
-    rust | python | javascript | quickjs | c | cpp | go | zig | wat) languages+=("$arg") ;;
+    rust | python | javascript | quickjs | typescript | c | cpp | go | zig | wat) languages+=("$arg") ;;
     *)
-      [ -e "$arg" ] || { echo "build-guests.sh: $arg is neither a language (rust python javascript quickjs c cpp go zig wat) nor a source" >&2; exit 2; }
+      [ -e "$arg" ] || { echo "build-guests.sh: $arg is neither a language (rust python javascript quickjs typescript c cpp go zig wat) nor a source" >&2; exit 2; }
       sources+=("$(realpath --relative-to="$root" "$arg")")
       ;;
   esac
 done
 if [ $# = 0 ]; then
-  languages=(rust python javascript quickjs c cpp go zig wat)
+  languages=(rust python javascript quickjs typescript c cpp go zig wat)
 fi
 wanted() { # language
   local l
@@ -53,11 +54,12 @@ jobs=()
 wanted rust && for manifest in policies/*/Cargo.toml tests/guests/*/Cargo.toml; do
   jobs+=("rust $(dirname "$manifest")")
 done
-for language in python javascript quickjs c cpp go zig wat; do
+for language in python javascript quickjs typescript c cpp go zig wat; do
   wanted "$language" || continue
   case "$language" in
     python) globs=(policies/python/*.py tests/guests/python/*.py) ;;
     javascript | quickjs) globs=(policies/javascript/*.js tests/guests/javascript/*.js) ;;
+    typescript) globs=(policies/typescript/*.ts) ;;
     c) globs=(policies/c/*.c) ;;
     cpp) globs=(policies/cpp/*.cpp) ;;
     go) globs=(policies/go/*.go tests/guests/go/*.go) ;;
@@ -70,6 +72,7 @@ for source in "${sources[@]}"; do
   case "$source" in
     *.py) jobs+=("python $source") ;;
     *.js) jobs+=("javascript $source" "quickjs $source") ;;
+    *.ts) jobs+=("typescript $source") ;;
     *.c) jobs+=("c $source") ;;
     *.cpp) jobs+=("cpp $source") ;;
     *.go) jobs+=("go $source") ;;
@@ -85,7 +88,7 @@ needed=" "
 for job in "${jobs[@]}"; do needed+="${job%% *} "; done
 case "$needed" in *" rust "*) toolchain_wasm_tools; toolchain_rust ;; esac
 case "$needed" in *" python "*) toolchain_python ;; esac
-case "$needed" in *" javascript "* | *" quickjs "*) toolchain_javascript ;; esac
+case "$needed" in *" javascript "* | *" quickjs "* | *" typescript "*) toolchain_javascript ;; esac
 case "$needed" in *" c "*) toolchain_c ;; esac
 case "$needed" in *" cpp "*) toolchain_cpp ;; esac
 case "$needed" in *" go "*) toolchain_go ;; esac
@@ -135,14 +138,14 @@ for job in "${jobs[@]}"; do
         (cd "$out" && "$REBOUND" build "$root/$source" >/dev/null)
       fi
       ;;
-    python | javascript | quickjs)
+    python | javascript | quickjs | typescript)
       product="$out/${language}_$name.wasm"
       stale "$product" "$source" "${wit_files[@]}" || continue
       echo "building $source ($language)" >&2
       engine=()
       case "$language" in
         javascript) engine=(--engine spidermonkey) ;;
-        quickjs) engine=(--engine quickjs) ;;
+        quickjs | typescript) engine=(--engine quickjs) ;;
       esac
       build "$source" "${engine[@]}" -o "$product"
       ;;

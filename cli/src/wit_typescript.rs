@@ -4,6 +4,7 @@
 //! the JavaScript shapes componentize-qjs and componentize-js give WIT values (docs/policy-javascript.md).
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use anyhow::Context;
 use rebound::wasm::WitVersion;
@@ -208,15 +209,35 @@ pub fn declarations(version: WitVersion) -> anyhow::Result<String> {
     let package = resolve
         .push_str("policy.wit", version.wit())
         .context("the WIT of this version does not parse")?;
+    render(&resolve, package)
+}
+
+/// The declarations of the `rebound:policy` package in directory `wit` (a project's WIT,
+/// perhaps of an earlier version than this binary's).
+pub fn declarations_of_dir(wit: &Path) -> anyhow::Result<String> {
+    let mut resolve = Resolve::default();
+    let (package, _) = resolve
+        .push_dir(wit)
+        .with_context(|| format!("{}: the WIT does not parse", wit.display()))?;
+    render(&resolve, package)
+}
+
+/// The declarations of `package`'s `retry-policy` world.
+fn render(resolve: &Resolve, package: wit_parser::PackageId) -> anyhow::Result<String> {
     let world = resolve.select_world(&[package], Some("retry-policy"))?;
+    let name = &resolve.packages[package].name;
+    let version = name
+        .version
+        .as_ref()
+        .map(ToString::to_string)
+        .context("the WIT package has no version")?;
     let mut out = format!(
-        "// TypeScript declarations of `{}`, generated from its WIT by `rebound wit --typescript`.\n\
+        "// TypeScript declarations of `{name}`, generated from its WIT by rebound.\n\
          // The shapes are the JavaScript values componentize-qjs and componentize-js give WIT\n\
          // values: an enum is a string, a variant `{{ tag, val }}`, a record an object with\n\
-         // camelCase fields, an option a value or undefined, a u64 or s64 a bigint.\n",
-        version.package()
+         // camelCase fields, an option a value or undefined, a u64 or s64 a bigint.\n"
     );
-    let number = version.number();
+    let number = version.as_str();
     let mut interfaces: Vec<(wit_parser::InterfaceId, bool)> = Vec::new();
     for (items, exported) in [
         (&resolve.worlds[world].imports, false),
@@ -234,7 +255,7 @@ pub fn declarations(version: WitVersion) -> anyhow::Result<String> {
         .collect();
     for (id, exported) in &interfaces {
         let render = Render {
-            resolve: &resolve,
+            resolve,
             version: number,
             here: Some(*id),
         };

@@ -55,7 +55,7 @@ fn tool_path(language: &str, scratch: &Path) -> String {
             std::fs::set_permissions(&zig, std::fs::Permissions::from_mode(0o755)).unwrap();
             dirs.push(bin);
         }
-        "javascript" => dirs.push(tree.join(".tools/node/node_modules/.bin")),
+        "javascript" | "typescript" => dirs.push(tree.join(".tools/node/node_modules/.bin")),
         _ => {}
     }
     dirs.push("/usr/local/bin".into());
@@ -223,7 +223,7 @@ fn decide(server: &Server, attempts: u32) -> (String, String) {
 fn full_path(language: &str, source: &str, from: &str, to: &str) {
     let (_scratch, dir, path) = new_build_test(language, source);
     let name = format!("my-{language}-policy");
-    let reproducible = !matches!(language, "python" | "javascript");
+    let reproducible = !matches!(language, "python" | "javascript" | "typescript");
     builds_again_to_the_same_bytes(&dir, &path, &dir.join(format!("{name}.wasm")), reproducible);
     let config = dir.join("rebound.toml");
     std::fs::write(
@@ -353,6 +353,49 @@ fn javascript_project_on_quickjs_from_new_to_hot_swap() {
         "policy.js",
         "let maxAttempts = 3;",
         "let maxAttempts = 1;",
+    );
+}
+
+/// docs/policy-typescript.md: the TypeScript project, type-checked and compiled by tsc against
+/// the declarations `rebound build` writes from the project's WIT, built on QuickJS; the
+/// `tsconfig.json` it ships gives an editor the same checks; a misspelled answer is refused by
+/// the build with tsc's file, line and words.
+#[test]
+fn typescript_project_from_new_to_hot_swap() {
+    full_path(
+        "typescript",
+        "policy.ts",
+        "let maxAttempts = 3;",
+        "let maxAttempts = 1;",
+    );
+    let (_scratch, dir, path) = new_build_test("typescript", "policy.ts");
+    assert!(dir.join("gen/rebound-policy.d.ts").is_file());
+    let editor = std::process::Command::new(tree().join(".tools/node/node_modules/.bin/tsc"))
+        .args(["-p", "."])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        editor.status.success(),
+        "{}",
+        String::from_utf8_lossy(&editor.stdout)
+    );
+    let source = dir.join("policy.ts");
+    let text = std::fs::read_to_string(&source).unwrap();
+    std::fs::write(&source, text.replace("\"no-retry\"", "\"no-retri\"")).unwrap();
+    let output = rebound()
+        .current_dir(&dir)
+        .arg("build")
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success()
+            && said.contains("tsc failed")
+            && said.contains("policy.ts(")
+            && said.contains("\"no-retri\""),
+        "{said}"
     );
 }
 
@@ -521,8 +564,8 @@ fn tools_are_found_where_the_installer_put_them() {
     let languages = report["languages"].as_array().unwrap();
     assert_eq!(
         languages.len(),
-        8,
-        "seven languages, JavaScript on two engines: {report}"
+        9,
+        "eight languages, JavaScript on two engines: {report}"
     );
     for language in languages {
         assert_eq!(language["ready"], true, "{language}");

@@ -69,8 +69,8 @@ fn every_rust_policy_and_its_released_builds_pass_their_cases() {
     );
 }
 
-/// The examples and the template of C, C++, Go, Zig and JavaScript (on QuickJS) pass the cases
-/// they ship, and so do the C builds for the released versions. Python and JavaScript on
+/// The examples and the template of C, C++, Go, Zig, JavaScript (on QuickJS) and TypeScript
+/// pass the cases they ship (TypeScript's twins those of JavaScript), and so do the C builds for the released versions. Python and JavaScript on
 /// SpiderMonkey take tens of seconds each to compile in a debug build; their template is run
 /// once below, and the host's parity tests hold every one of them to its twin.
 #[test]
@@ -81,6 +81,7 @@ fn every_polyglot_example_and_template_passes_its_cases() {
         ("go", "go"),
         ("zig", "zig"),
         ("quickjs", "javascript"),
+        ("typescript", "javascript"),
     ] {
         for name in [
             "best_effort",

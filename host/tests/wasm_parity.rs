@@ -191,6 +191,12 @@ fn quickjs_policies_parity() {
     language_parity("quickjs");
 }
 
+/// TypeScript, compiled by tsc and built on QuickJS.
+#[test]
+fn typescript_policies_parity() {
+    language_parity("typescript");
+}
+
 #[test]
 fn c_policies_parity() {
     language_parity("c");
@@ -219,7 +225,16 @@ fn go_policies_parity() {
 #[test]
 fn templates_load_and_cap_attempts() {
     let best_effort = BestEffort::<ExponentialBackoff>::default();
-    for language in ["python", "javascript", "quickjs", "c", "cpp", "go", "zig"] {
+    for language in [
+        "python",
+        "javascript",
+        "quickjs",
+        "typescript",
+        "c",
+        "cpp",
+        "go",
+        "zig",
+    ] {
         let name = format!("{language}_template");
         let config = |value: &str| WasmStrategyConfig {
             params: [("max_attempts".to_owned(), value.to_owned())].into(),

@@ -1,0 +1,20 @@
+// RFC 0049 "Accessible Context in the RetryStrategy": a request whose client context holds the
+// key `isRobotRequest` (or the parameter `key`) is never retried; others get the host's best
+// effort. The TypeScript twin of policies/no-retry-for-robots (Rust).
+import { clientContext } from "rebound:policy/failure@0.4.0";
+import type { Strategy } from "rebound:policy/strategy@0.4.0";
+
+let robotKey = "isRobotRequest";
+
+export const strategy: Strategy = {
+  configure(params) {
+    for (const [name, value] of params) {
+      if (name === "key") robotKey = value;
+    }
+  },
+  retryAfter(_reason) {
+    // An absent key is undefined on SpiderMonkey and null on QuickJS: `!= null` means present.
+    if (clientContext(robotKey) != null) return { tag: "no-retry" };
+    return { tag: "best-effort" };
+  },
+};

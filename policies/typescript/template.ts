@@ -1,0 +1,30 @@
+// A starting point for a Rebound policy in TypeScript: copy this file to a new name, change
+// `retryAfter`, and build it with ./scripts/build-guests.sh (see docs/policy-typescript.md).
+//
+// This template caps retries at the parameter `max_attempts` (default 3) and otherwise answers
+// the host's best effort, which already refuses unsafe retries of non-idempotent requests.
+import { retryAttempts } from "rebound:policy/failure@0.4.0";
+import type { Strategy } from "rebound:policy/strategy@0.4.0";
+import type { RetryAction, RetryReason } from "rebound:policy/types@0.4.0";
+
+let maxAttempts = 3;
+
+export const strategy: Strategy = {
+  // Called once per instance with the policy's `params` ([name, value] pairs) from the host
+  // configuration. Throw a string to reject them.
+  configure(params: [string, string][]): void {
+    for (const [name, value] of params) {
+      if (name !== "max_attempts") continue;
+      if (!/^[0-9]+$/.test(value)) throw `max_attempts: expected a whole number, got "${value}"`;
+      maxAttempts = Number(value);
+    }
+  },
+  // Decides for the failed request, which failed for `reason` ({ tag: "kv-locked" },
+  // { tag: "read-timeout", val: {...} }, ...). The request's facts are functions imported from
+  // "rebound:policy/failure@0.4.0" (retryAttempts(), idempotent(), ...; request() reads them
+  // all at once).
+  retryAfter(_reason: RetryReason): RetryAction {
+    if (retryAttempts() >= maxAttempts) return { tag: "no-retry" };
+    return { tag: "best-effort" };
+  },
+};
