@@ -286,7 +286,7 @@ pub struct Request {
     timeout: Duration,
     /// `None` while empty: a request without client context allocates and shares nothing.
     client_context: Option<Arc<BTreeMap<String, String>>>,
-    last_dispatched_to: Option<String>,
+    last_dispatched_to: Option<Arc<str>>,
     dispatched: bool,
     consistency: Option<ConsistencyLevel>,
     state: RequestState,
@@ -565,8 +565,9 @@ impl Request {
             .may_send_again(self.idempotent, self.dispatched, reason)
     }
 
-    /// Records that the request was written to `node`.
-    pub fn mark_dispatched(&mut self, node: impl Into<String>) {
+    /// Records that the request was written to `node` (an `Arc<str>` the caller already holds,
+    /// such as the request's authority, is kept without copying).
+    pub fn mark_dispatched(&mut self, node: impl Into<Arc<str>>) {
         self.dispatched = true;
         self.last_dispatched_to = Some(node.into());
     }

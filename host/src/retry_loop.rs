@@ -154,7 +154,7 @@ impl RetryLoop {
 
     /// The attempt was written to `node`: from now on a non-idempotent request may have had
     /// an effect (reference 001 "Idempotent Operation List", reference 002 ambiguous timeouts).
-    pub fn dispatched(&mut self, node: impl Into<String>) {
+    pub fn dispatched(&mut self, node: impl Into<std::sync::Arc<str>>) {
         self.request.mark_dispatched(node);
     }
 

@@ -62,8 +62,15 @@ where
     }
 }
 
+/// A call described: Rebound's request, and the authority it goes to (kept to mark each
+/// attempt sent without copying it).
+struct Described {
+    request: Request,
+    authority: Option<Arc<str>>,
+}
+
 /// Rebound's request for the call `parts` describe, started at `start`.
-fn describe(shared: &Shared, parts: &http::request::Parts, start: Instant) -> Request {
+fn describe(shared: &Shared, parts: &http::request::Parts, start: Instant) -> Described {
     let path = parts.uri.path();
     let deadline = (parts.headers.get(GRPC_TIMEOUT))
         .and_then(|v| v.to_str().ok())
@@ -75,10 +82,21 @@ fn describe(shared: &Shared, parts: &http::request::Parts, start: Instant) -> Re
         .expect("a deadline above zero")
         .route(path)
         .idempotent(shared.is_idempotent(path));
-    if let Some(authority) = parts.uri.authority() {
-        request = request.authority(authority.as_str());
+    let authority: Option<Arc<str>> = parts.uri.authority().map(|a| Arc::from(a.as_str()));
+    if let Some(authority) = &authority {
+        request = request.authority(Arc::clone(authority));
     }
-    request
+    Described { request, authority }
+}
+
+impl Described {
+    /// Marks the request written to its authority.
+    fn dispatched(&mut self) {
+        if !self.request.was_dispatched() {
+            let node = self.authority.clone().unwrap_or_else(|| Arc::from(""));
+            self.request.mark_dispatched(node);
+        }
+    }
 }
 
 /// Whether `error` says the call never left the client: its connection could not be made.
@@ -134,7 +152,7 @@ where
     // Described when first needed: a call answered at once needs no description unless a
     // retry budget counts it.
     let start = Instant::now();
-    let mut described: Option<Request> = None;
+    let mut described: Option<Described> = None;
     let has_deadline = parts.headers.contains_key(GRPC_TIMEOUT);
     let mut attempt: u32 = 0;
     loop {
@@ -147,8 +165,8 @@ where
         if attempt > 0 {
             (sent_parts.headers).insert(GRPC_PREVIOUS_RPC_ATTEMPTS, HeaderValue::from(attempt));
         }
-        if let (true, Some(request)) = (has_deadline, &described) {
-            let left = request.remaining_at(Instant::now());
+        if let (true, Some(described)) = (has_deadline, &described) {
+            let left = described.request.remaining_at(Instant::now());
             if let Ok(value) = HeaderValue::from_str(&format_timeout(left)) {
                 sent_parts.headers.insert(GRPC_TIMEOUT, value);
             }
@@ -160,36 +178,40 @@ where
         {
             Err(error) => {
                 let error: BoxError = error.into();
-                let request = described.get_or_insert_with(|| describe(&shared, &parts, start));
+                let call = described.get_or_insert_with(|| describe(&shared, &parts, start));
                 let reason = if never_sent(&error) {
                     reasons::SOCKET_NOT_AVAILABLE
                 } else {
-                    dispatched(request);
+                    call.dispatched();
                     reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT
                 };
                 Failed::Transport(reason, error)
             }
             Ok(response) => match trailers_only_status(response.headers()) {
                 Some(code) if code != GrpcCode::Ok => {
-                    let request = described.get_or_insert_with(|| describe(&shared, &parts, start));
-                    dispatched(request);
+                    let call = described.get_or_insert_with(|| describe(&shared, &parts, start));
+                    call.dispatched();
                     let pushback = pushback(response.headers());
                     Failed::Answered(RetryReason::GrpcStatus(code), pushback, response)
                 }
                 // OK, or an answer whose messages follow (the call is committed).
                 _ => {
-                    if described.is_some() || shared.registry.counts_outcomes() {
-                        let request =
+                    // Reported only where a budget or the policy counts outcomes (else a
+                    // report is a no-op, and its clock read a cost).
+                    if shared.registry.counts_outcomes() {
+                        let call =
                             described.get_or_insert_with(|| describe(&shared, &parts, start));
                         let attempts = attempt + 1;
                         let outcome = Outcome::Succeeded { attempts };
-                        shared.registry.report(request, outcome, Instant::now());
+                        shared
+                            .registry
+                            .report(&call.request, outcome, Instant::now());
                     }
                     return Ok(response);
                 }
             },
         };
-        let request = described.as_mut().expect("described on a failure");
+        let request = &mut described.as_mut().expect("described on a failure").request;
         let (reason, pushback) = match &failed {
             Failed::Answered(reason, pushback, _) => (reason.clone(), *pushback),
             Failed::Transport(reason, _) => (reason.clone(), None),
@@ -209,7 +231,9 @@ where
                 if let Err(error) = &ended {
                     tracing::warn!(%error, "no policy decides for the call: not retried");
                 }
-                shared.registry.report(request, outcome, Instant::now());
+                if shared.registry.counts_outcomes() {
+                    shared.registry.report(request, outcome, Instant::now());
+                }
                 return match failed {
                     Failed::Answered(_, _, response) => Ok(response),
                     Failed::Transport(_, error) => Err(error),
@@ -220,10 +244,4 @@ where
         Box::pin(tokio::time::sleep(delay)).await;
         attempt += 1;
     }
-}
-
-/// Marks `request` written to its authority.
-fn dispatched(request: &mut Request) {
-    let node = request.authority_name().unwrap_or_default().to_owned();
-    request.mark_dispatched(node);
 }
