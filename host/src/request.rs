@@ -571,6 +571,11 @@ impl Request {
         self.dispatched = true;
         self.last_dispatched_to = Some(node.into());
     }
+    /// Records that the request was written, to a node the caller does not name (no
+    /// `lastDispatchedTo` in its error context).
+    pub fn mark_sent(&mut self) {
+        self.dispatched = true;
+    }
     /// Marks the request completed.
     pub fn complete(&mut self) {
         self.state = RequestState::Completed;

@@ -50,6 +50,26 @@ fn error_context_json_fields() {
     );
 }
 
+/// Reference 001 "Idempotent Operation List": a request marked sent to a node its caller does
+/// not name (`mark_sent`) is as dispatched as one sent to a named node — a non-idempotent one is
+/// not retried for a reason that forbids it — and its context names no node.
+#[test]
+fn a_request_sent_to_an_unnamed_node_is_dispatched_and_names_none() {
+    let mut req = request(RequestType::Upsert, 2500, Instant::now());
+    req.mark_sent();
+    assert!(req.was_dispatched());
+    let Decision::Fail(error) = decide_at(
+        &Orchestrator::default(),
+        &mut req,
+        &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
+        0,
+    ) else {
+        panic!("a non-idempotent request sent once is not retried after its socket closed")
+    };
+    let json = serde_json::to_value(error.context()).unwrap();
+    assert!(json.get("lastDispatchedTo").is_none(), "{json}");
+}
+
 /// Reference 001 "Fail Fast (Terminal Errors)": the named error reaches the caller.
 #[test]
 fn terminal_errors_surface_by_name() {

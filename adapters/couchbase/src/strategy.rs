@@ -81,7 +81,7 @@ impl ReboundRetryStrategy {
         }
         let reason = to_rebound(reason);
         if reason.stage() == rebound::Stage::InFlight {
-            request.mark_dispatched("");
+            request.mark_sent();
         }
         let context = DecisionContext::new(&reason);
         match self.registry.decide(&mut request, &context).now_or_never() {

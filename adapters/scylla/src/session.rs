@@ -158,7 +158,7 @@ impl Shared {
         if let Some(profile) = &self.profile {
             request = request.profile(Arc::clone(profile));
         }
-        request.mark_dispatched("");
+        request.mark_sent();
         request
     }
 }
