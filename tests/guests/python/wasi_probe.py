@@ -66,10 +66,10 @@ class Strategy(exports.Strategy):
         probe = dict(params).get("probe", "")
 
     def retry_after(self, reason):
-        if probe == "raise_on_half":
-            # Fails on about half of the grid (the reasons whose class name's length is a
-            # multiple of 3), as a policy with a bug in a common branch does.
-            if len(type(reason).__name__) % 3 == 0:
+        if probe == "raise_on_a_third":
+            # Fails on about a third of the grid (the reasons whose class name's length is 2
+            # more than a multiple of 3), as a policy with a bug in a common branch does.
+            if len(type(reason).__name__) % 3 == 2:
                 raise ValueError("this reason is not for this probe")
             return types.RetryAction_NoRetry()
         if probe == "raise_on_locked":
