@@ -8,8 +8,8 @@ mod support;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::guest;
 use support::server::Server;
+use support::{guest, rebound};
 
 use serde_json::{json, Value};
 
@@ -92,6 +92,13 @@ fn decides_classifies_and_reports_status_health_and_metrics() {
     assert_eq!(names, ["robots", "standard"]);
     let (status, health) = server.call("GET", "/health", "", None);
     assert_eq!((status, &health["status"]), (200, &json!("ok")));
+    // docs/wit-versions.md "Hosts and the versions they load": the host names its version,
+    // the one `rebound --version` prints.
+    let said = rebound().arg("--version").output().unwrap().stdout;
+    assert_eq!(
+        String::from_utf8(said).unwrap().trim(),
+        format!("rebound {}", health["version"].as_str().unwrap())
+    );
 
     let (status, metrics) = server.call("GET", "/metrics", "", None);
     assert_eq!(status, 200);

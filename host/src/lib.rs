@@ -183,6 +183,10 @@ pub use strategy::{
 };
 pub use traffic_budget::{BudgetConfig, BudgetConfigError, BudgetStats, TrafficBudget};
 
+/// This library's version (its crate's): the host version docs/wit-versions.md says which
+/// `rebound:policy` versions it loads, and the one `rebound --version` and `/health` show.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The Cassandra driver's retry model (reference 003 "Retries"): its policies, the adapter
 /// that applies the driver's hard-coded rules around them, and the driver's value types.
 pub mod cassandra {

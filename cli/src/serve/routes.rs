@@ -269,6 +269,7 @@ async fn health(State(app): Shared) -> Response {
     }
     Json(json!({
         "status": if problems.is_empty() { "ok" } else { "degraded" },
+        "version": rebound::VERSION,
         "policies": status.policies.len(),
         "config_error": status.config_error,
         "problems": problems,

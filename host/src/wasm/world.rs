@@ -95,7 +95,7 @@ impl WitVersion {
         let loads: Vec<&str> = WitVersion::ALL.iter().map(|v| v.number()).collect();
         format!(
             "accepted by this host (rebound {}, which loads rebound:policy {}) and every later host; {} is the newest",
-            env!("CARGO_PKG_VERSION"),
+            crate::VERSION,
             loads.join(", "),
             if self == WitVersion::CURRENT { "it" } else { WitVersion::CURRENT.package() },
         )
