@@ -500,7 +500,7 @@ fn bad_input_is_named() {
     std::fs::write(scratch.path().join("policy.rb"), "").unwrap();
     let error = fail(&["build", "policy.rb"], None);
     assert!(
-        error.contains("cannot tell the language of policy.rb: a source is a .py, .js, .c, .cpp, .go or .zig file or a Rust crate's directory"),
+        error.contains("cannot tell the language of policy.rb: a source is a .py, .js, .ts, .c, .cpp, .go or .zig file or a Rust crate's directory"),
         "{error}"
     );
     let error = fail(&["build", "missing.c"], None);
@@ -515,7 +515,7 @@ fn bad_input_is_named() {
     );
     let error = fail(&["build", "proj/policy.c", "--engine", "quickjs"], None);
     assert!(
-        error.contains("--engine is for a JavaScript source"),
+        error.contains("--engine is for a JavaScript or TypeScript source"),
         "{error}"
     );
     let error = fail(&["build", "proj"], Some("/nonexistent"));
