@@ -55,8 +55,19 @@ use clap::{Parser, Subcommand};
     about = "Decides whether, when and where a failed request is retried"
 )]
 struct Cli {
+    /// How log lines (standard error) are written: `text`, or `json`, one object a line with the
+    /// same fields (`timestamp`, `level`, `target`, `fields`).
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// The format of log lines.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -114,7 +125,7 @@ fn main() -> std::process::ExitCode {
 
 /// Logs to standard error; `RUST_LOG` overrides the level (`info` for the server, `warn` for
 /// the tools).
-fn init_logging(command: &Command) {
+fn init_logging(command: &Command, format: LogFormat) {
     let default = match command {
         // One line per decision would be tens of thousands of lines a second; the metrics
         // count decisions, the log keeps what changes (swaps, privileged actions, failures).
@@ -126,16 +137,20 @@ fn init_logging(command: &Command) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let lines = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => lines
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => lines.json().init(),
+    }
 }
 
 fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    init_logging(&cli.command);
+    init_logging(&cli.command, cli.log_format);
     let mut out = std::io::stdout().lock();
     let result = match cli.command {
         Command::Reasons(args) => reasons::run(&args, &mut out),

@@ -1210,3 +1210,53 @@ fn serve_asks_for_the_real_time_ticker_unless_configured() {
         );
     }
 }
+
+/// docs/serve.md "Operating it": with the watch off, SIGHUP reads the configuration again
+/// (a policy it adds serves) and every policy's component (a replaced file is swapped in);
+/// with `--log-format json` every log line is one JSON object with the text's fields.
+#[test]
+fn sighup_reloads_and_json_logs_are_one_object_a_line() {
+    let dir = policy_dir();
+    let config = dir.path().join("rebound.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("enabled = true", "enabled = false");
+    std::fs::write(&config, &text).unwrap();
+    let server = Server::start_with_options(&config, &["--log-format", "json"]);
+    let version = |server: &Server| {
+        let (status, policy) = server.call("GET", "/v1/policies/robots", "", None);
+        assert_eq!(status, 200, "{policy}");
+        policy["active"]["version"].as_str().unwrap().to_owned()
+    };
+    let first = version(&server);
+    std::fs::write(
+        &config,
+        format!("{text}[policies.strict]\nbuiltin = \"fail-fast\"\n"),
+    )
+    .unwrap();
+    std::fs::copy(
+        guest("best_effort"),
+        dir.path().join("policies/policy.wasm"),
+    )
+    .unwrap();
+    server.signal("HUP");
+    let started = Instant::now();
+    while server.call("GET", "/v1/policies/strict", "", None).0 != 200 || version(&server) == first
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "SIGHUP did not reload the configuration and the component"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (clean, log) = server.terminate();
+    assert!(clean, "{log}");
+    assert!(log.contains("SIGHUP: reloading"), "{log}");
+    for line in log.lines() {
+        let object: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        for field in ["timestamp", "level", "target"] {
+            assert!(object[field].is_string(), "{line}");
+        }
+        assert!(object["fields"]["message"].is_string(), "{line}");
+    }
+}

@@ -759,3 +759,45 @@ fn a_decision_log_that_takes_nothing_does_not_hold_the_exit() {
     );
     assert!(log.contains("lines not written before exit"), "{log}");
 }
+
+/// docs/serve.md "Operating it": `/ready` answers 200 while the server takes
+/// requests and 503 once a stop signal starts the drain — asked here, pipelined behind a call
+/// still running when SIGTERM comes — while `/health` stays the liveness view.
+#[test]
+fn ready_until_a_stop_signal_starts_the_drain() {
+    let dir = config();
+    let toml = dir.path().join("rebound.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str(
+        r#"
+[policies.stalling]
+component = "adversary.wasm"
+limits = { deadline_ms = 5000, fuel = 100_000_000_000 }
+quarantine = { after_failures = 0 }
+"#,
+    );
+    std::fs::write(&toml, text).unwrap();
+    let mut server = serve(dir.path(), &[]);
+    let (status, ready) = server.call("GET", "/ready", "", None);
+    assert_eq!(
+        (status, &ready["ready"]),
+        (200, &Value::Bool(true)),
+        "{ready}"
+    );
+    let mut client = connect(&server);
+    let stalling = SLOW.replace("\"slow\"", "\"stalling\"");
+    let pipelined = format!(
+        "{}GET /ready HTTP/1.1\r\nHost: rebound\r\n\r\n",
+        decide_request(&stalling)
+    );
+    client.write_all(pipelined.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    server.signal("TERM");
+    let answers: Vec<(u16, String)> = std::iter::from_fn(|| read_response(&mut client)).collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(answers[0].1.contains("POLICY_FAILED"), "{answers:?}");
+    assert_eq!(answers[1].0, 503, "{answers:?}");
+    assert!(answers[1].1.contains("draining"), "{answers:?}");
+    let (success, log, _) = server.wait_exit(Duration::from_secs(15));
+    assert!(success, "{log}");
+}

@@ -18,7 +18,7 @@ mod routes;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -142,7 +142,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             next_id: AtomicU64::new(1),
             body_timeout: args.limits.body_timeout(),
             refusal_lines: LogBudget::new(routes::REFUSAL_LINES_PER_SECOND),
+            draining: Arc::new(AtomicBool::new(false)),
         });
+        let draining = Arc::clone(&app.draining);
+        reload_on_hangup(Arc::clone(app.decider.registry()))?;
         let connections = app.metrics.connections().clone();
         // Listening for the stop signals before saying the server listens: a SIGTERM sent as
         // soon as it says so is a graceful stop, not the default action's kill.
@@ -156,8 +159,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             limits,
             connections,
             move || {
-                let signals = Arc::clone(&signals);
-                Box::pin(async move { signals.lock().await.next().await })
+                let (signals, draining) = (Arc::clone(&signals), Arc::clone(&draining));
+                Box::pin(async move {
+                    signals.lock().await.next().await;
+                    // `/ready` says so from now on.
+                    draining.store(true, Ordering::Relaxed);
+                })
             },
         )
         .await;
@@ -175,6 +182,33 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "decision log: lines not written before exit (the sink did not take them in time)"
         );
     }
+    Ok(())
+}
+
+/// On each SIGHUP, reads the configuration file again and every policy's component (what the
+/// watch does on a change), on a blocking thread: a compile takes seconds.
+fn reload_on_hangup(registry: Arc<PolicyRegistry>) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut hangup = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+        tokio::spawn(async move {
+            while hangup.recv().await.is_some() {
+                tracing::info!("SIGHUP: reloading the configuration and every policy");
+                let registry = Arc::clone(&registry);
+                let _ = tokio::task::spawn_blocking(move || {
+                    // Errors are logged and kept in the status (`/health`) by both.
+                    let _ = registry.reload_config();
+                    for policy in registry.status().policies {
+                        let _ = registry.reload(&policy.name);
+                    }
+                })
+                .await;
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    let _ = registry;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,6 +44,8 @@ pub struct App {
     pub body_timeout: Duration,
     /// Lines a second for refused privileged requests, which anyone who can connect can cause.
     pub refusal_lines: LogBudget,
+    /// Set when a stop signal came: the server finishes what it received and takes no more.
+    pub draining: Arc<AtomicBool>,
 }
 
 /// Lines a second for refused privileged requests: enough to tell an operator's own mistakes
@@ -60,6 +62,7 @@ type Shared = State<Arc<App>>;
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/health", get(health))
+        .route("/ready", get(ready))
         .route("/metrics", get(metrics))
         .merge(
             Router::new()
@@ -245,6 +248,20 @@ async fn not_found() -> Response {
         "",
         "no such endpoint; see docs/serve.md",
     )
+}
+
+/// `GET /ready`: whether the server takes requests — every policy loaded or answering its
+/// declared fail-safe, which holds from when it listens — until a stop signal starts the
+/// drain. Liveness and the detail are `/health`.
+async fn ready(State(app): Shared) -> Response {
+    if app.draining.load(Ordering::Relaxed) {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"ready": false, "why": "draining: a stop signal came"})),
+        )
+            .into_response();
+    }
+    Json(json!({"ready": true})).into_response()
 }
 
 /// `ok`, or `degraded` (still answering) while the configuration or a policy failed its last
