@@ -35,6 +35,24 @@ quarantine = { after_failures = 0 }
     dir
 }
 
+/// `config()` and `stalling`: the adversary policy whose `spin` request runs until its 5 s
+/// deadline, long enough that a signal sent by a stalled test thread still comes while it runs.
+fn config_with_stalling() -> tempfile::TempDir {
+    let dir = config();
+    let toml = dir.path().join("rebound.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str(
+        r#"
+[policies.stalling]
+component = "adversary.wasm"
+limits = { deadline_ms = 5000, fuel = 100_000_000_000 }
+quarantine = { after_failures = 0 }
+"#,
+    );
+    std::fs::write(&toml, text).unwrap();
+    dir
+}
+
 fn serve(dir: &Path, options: &[&str]) -> Server {
     Server::start_with_options(&dir.join("rebound.toml"), options)
 }
@@ -316,18 +334,7 @@ fn on_sigterm_every_request_sent_is_answered() {
 /// while the first calls run; that it did is checked before the signal.
 #[test]
 fn on_sigterm_pipelined_requests_are_all_answered() {
-    let dir = config();
-    let toml = dir.path().join("rebound.toml");
-    let mut text = std::fs::read_to_string(&toml).unwrap();
-    text.push_str(
-        r#"
-[policies.stalling]
-component = "adversary.wasm"
-limits = { deadline_ms = 5000, fuel = 100_000_000_000 }
-quarantine = { after_failures = 0 }
-"#,
-    );
-    std::fs::write(&toml, text).unwrap();
+    let dir = config_with_stalling();
     let mut server = serve(dir.path(), &[]);
     let mut clients: Vec<TcpStream> = (0..3).map(|_| connect(&server)).collect();
     for client in &mut clients {
@@ -765,18 +772,7 @@ fn a_decision_log_that_takes_nothing_does_not_hold_the_exit() {
 /// still running when SIGTERM comes — while `/health` stays the liveness view.
 #[test]
 fn ready_until_a_stop_signal_starts_the_drain() {
-    let dir = config();
-    let toml = dir.path().join("rebound.toml");
-    let mut text = std::fs::read_to_string(&toml).unwrap();
-    text.push_str(
-        r#"
-[policies.stalling]
-component = "adversary.wasm"
-limits = { deadline_ms = 5000, fuel = 100_000_000_000 }
-quarantine = { after_failures = 0 }
-"#,
-    );
-    std::fs::write(&toml, text).unwrap();
+    let dir = config_with_stalling();
     let mut server = serve(dir.path(), &[]);
     let (status, ready) = server.call("GET", "/ready", "", None);
     assert_eq!(
