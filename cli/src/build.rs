@@ -2,8 +2,8 @@
 //! (`project::steps`). PATH is a project (a directory with the `policy.toml` `rebound new`
 //! writes: its metadata — name, version, description, parameter schema — is written into the
 //! component) or one policy's source (a `.py`, `.js`, `.ts`, `.c`, `.cpp`, `.go` or `.zig`
-//! file, or a Rust crate's directory), as `scripts/build-guests.sh` builds the tree's own. A missing tool is named
-//! with how to install it; a failing one with its output.
+//! file, or a Rust crate's directory), as `scripts/build-guests.sh` builds the tree's own. A
+//! missing tool is named with how to install it; a failing one with its output.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
