@@ -90,11 +90,15 @@ fn describe(shared: &Shared, parts: &http::request::Parts, start: Instant) -> De
 }
 
 impl Described {
-    /// Marks the request written to its authority.
+    /// Marks the request written to its authority (once: it is the same for every attempt),
+    /// or to no named node when the URI carries none.
     fn dispatched(&mut self) {
-        if !self.request.was_dispatched() {
-            let node = self.authority.clone().unwrap_or_else(|| Arc::from(""));
-            self.request.mark_dispatched(node);
+        if self.request.was_dispatched() {
+            return;
+        }
+        match &self.authority {
+            Some(authority) => self.request.mark_dispatched(Arc::clone(authority)),
+            None => self.request.mark_sent(),
         }
     }
 }
