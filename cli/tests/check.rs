@@ -3,7 +3,7 @@
 //! reported; a component of another package version, or one that refuses its configuration,
 //! does not load; the exit status says which.
 
-mod support;
+use crate::support;
 
 use rebound::{ReasonKind, RetryReason};
 use serde_json::Value;

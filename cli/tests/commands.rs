@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-mod support;
+use crate::support;
 use support::{rebound, success_stdout};
 
 use rebound::ReasonKind;

@@ -2,7 +2,7 @@
 //! in order, the decisions the references require, and each bad line answered by an error
 //! object naming its line and field while the rest continue.
 
-mod support;
+use crate::support;
 use std::path::PathBuf;
 use support::guest;
 

@@ -6,7 +6,7 @@
 //! tools are the ones the tree's scripts installed (`scripts/build-guests.sh` runs first in
 //! `scripts/test.sh`).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

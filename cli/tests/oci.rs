@@ -5,7 +5,7 @@
 //! pinned digest wins; an unpinned tag is resolved again only by an explicit reload); the
 //! registry down at start with a cached artifact (it serves) and without one (a clear error).
 
-mod support;
+use crate::support;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! expectation and answer and fails the run; `--raw` checks the policy's own answer; `--json`
 //! reports every case; malformed cases are refused naming what is wrong.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

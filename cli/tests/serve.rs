@@ -4,7 +4,7 @@
 //! flow; graceful shutdown on SIGTERM; privileged routes out of a web page's reach, from a real
 //! browser too.
 
-mod support;
+use crate::support;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

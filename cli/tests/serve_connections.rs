@@ -4,7 +4,7 @@
 //! request already sent is answered, idle connections are closed, a half-sent request does not
 //! hold the exit past the drain timeout, and a second signal exits at once.
 
-mod support;
+use crate::support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::{rebound, success_stdout};

@@ -2,7 +2,7 @@
 //! declarative `exponential` built-in; without parameters every built-in decides exactly as the
 //! references' strategies do; refused parameters name file, line and field.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Spec: response classification (reference 001 "Response Code Retry List") and the error map
 //! fallback for unknown KV statuses (reference 001 "KV Error Map Handling").
 
-mod common;
+use crate::common;
 
 use rebound::classify::{classify, Classification, FailureKind, KvOpcode, Response};
 use rebound::errormap::ErrorMap;

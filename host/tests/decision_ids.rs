@@ -1,6 +1,8 @@
 //! Every decision the registry makes carries a unique, sortable
 //! `decision_id` (a UUIDv7: the Unix millisecond first, then a process-wide sequence), and
 //! the decisions of one request's retries share its `request_id` trail.
+//! Alone in its binary: it installs a `tracing` subscriber, and tracing caches callsite
+//! interest process-wide.
 
 use std::collections::HashSet;
 use std::path::Path;

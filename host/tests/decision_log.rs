@@ -4,8 +4,8 @@
 //! of blocking a decision; rotation keeps the configured bound; a configuration names the
 //! field it gets wrong.
 
-mod common;
-mod registry_support;
+use crate::common;
+use crate::registry_support;
 
 use std::io::Write;
 use std::sync::mpsc;

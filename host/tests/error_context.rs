@@ -1,7 +1,7 @@
 //! Spec: outcomes and their ErrorContext (reference 002 "ErrorContext", "Request
 //! Cancellations").
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Instant;

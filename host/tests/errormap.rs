@@ -1,6 +1,6 @@
 //! Spec: the KV error map (reference 004): parsing, per-node storage, retry specifications.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The retry executor on tokio's paused clock, so every wait is exact and
 //! no test sleeps for real. Each test names the rule it checks.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! safety guard for calls not declared idempotent (docs/decisions.md "Retries of HTTP requests
 //! and gRPC calls").
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

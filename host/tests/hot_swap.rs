@@ -2,7 +2,7 @@
 //! policy file is replaced by the ways editors and build tools write files; no decision fails,
 //! and each is attributable to exactly one complete version.
 
-mod registry_support;
+use crate::registry_support;
 
 use std::fs::OpenOptions;
 use std::io::Write;

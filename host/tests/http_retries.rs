@@ -3,7 +3,7 @@
 //! safety guard: a request that is not idempotent is retried only if it was never sent
 //! (docs/decisions.md "Retries of HTTP requests and gRPC calls").
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, SystemTime};
 

@@ -6,7 +6,7 @@
 //! when it asked, and built-in decisions never wait on it. Outside a tokio runtime the sandbox's
 //! own deadline ends the call.
 
-mod registry_support;
+use crate::registry_support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

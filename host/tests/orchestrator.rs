@@ -1,7 +1,7 @@
 //! Spec: the orchestrator (reference 001 "Retry Orchestration", "Controlled Backoff for Always
 //! Retry", "Capping the Retry Duration") and the safety guard.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

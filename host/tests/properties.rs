@@ -1,6 +1,6 @@
 //! Property tests of the invariants the orchestrator must keep whatever the strategy answers.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

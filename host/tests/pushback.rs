@@ -3,7 +3,7 @@
 //! means do not retry). The built-ins never retry sooner than asked and stop when told; the
 //! deadline caps the delay.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};

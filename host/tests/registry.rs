@@ -3,7 +3,7 @@
 //! reload with validation and smoke calls, rollback, shadow trials, configuration changes,
 //! status, and the compiled-artifact cache.
 
-mod registry_support;
+use crate::registry_support;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! next attempt is told, how each decision ends the request, and that each failure is decided
 //! with its own context. Each test names the rule it checks.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Spec: the built-in strategies (reference 001 "Best Effort", "Fail Fast (Strict)",
 //! "Fail Fast (Terminal Errors)"; reference 003 "Behavior" and "Hard-coded rules").
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! executor's request ends, once an application enables them. The names and labels are a
 //! contract with dashboards: this snapshot fails when they change.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! window of `ttl`; over any window, retries never exceed `percent × requests + min_per_second
 //! × window`.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

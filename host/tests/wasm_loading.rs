@@ -1,7 +1,7 @@
 //! Spec: loading a policy component (issue: no ambient capabilities; wrong world or package
 //! version rejected with an error naming the mismatch).
 
-mod wasm_support;
+use crate::wasm_support;
 
 use std::collections::BTreeMap;
 

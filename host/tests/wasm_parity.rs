@@ -7,8 +7,8 @@
 //! docs/wit-versions.md: the components built for `rebound:policy@0.1.0` are held to their
 //! current twins built from today's source.
 
-mod common;
-mod wasm_support;
+use crate::common;
+use crate::wasm_support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

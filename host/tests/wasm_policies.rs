@@ -5,8 +5,8 @@
 //! the components built for `rebound:policy@0.1.0` too, which read the spec through
 //! `host.error-map-spec` and their time from the request record (docs/wit-versions.md).
 
-mod common;
-mod wasm_support;
+use crate::common;
+use crate::wasm_support;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

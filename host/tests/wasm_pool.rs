@@ -1,7 +1,7 @@
 //! The instance pool: however many policies an engine loads, their idle
 //! instances together hold at most half of its slots, so the calls in flight always find one.
 
-mod wasm_support;
+use crate::wasm_support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,8 +2,8 @@
 //! failure yields the fail-safe and leaves the host and the next call undisturbed; repeated
 //! failures quarantine the policy until a probe succeeds.
 
-mod common;
-mod wasm_support;
+use crate::common;
+use crate::wasm_support;
 
 use std::time::{Duration, Instant};
 

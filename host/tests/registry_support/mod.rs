@@ -9,10 +9,7 @@ use rebound::registry::{Decided, PolicyRegistry, RegistryConfig};
 use rebound::{Request, RequestType, RetryReason};
 use sha2::{Digest, Sha256};
 
-#[path = "../wasm_support/mod.rs"]
-mod wasm_support;
-#[allow(unused_imports)] // each test binary uses a different subset
-pub(crate) use wasm_support::{guest, released, released_versions, runtime};
+pub(crate) use crate::wasm_support::{guest, released, released_versions, runtime};
 
 /// A scratch directory for policy files and a configuration.
 pub(crate) struct Workspace {

@@ -1,0 +1,14 @@
+//! Tests of the `rebound` binary as a user runs it, one test binary: each module checks one
+//! command (its own header names the rules).
+
+mod support;
+
+mod check;
+mod commands;
+mod eval;
+mod new_build;
+mod oci;
+mod policy_test;
+mod serve;
+mod serve_connections;
+mod simulate;

@@ -1,0 +1,39 @@
+//! The library's integration tests, one binary: each module checks the rules of one part (its
+//! own header names the reference). The tests that install a `tracing` subscriber are binaries
+//! of their own (`logging`, `failure_log`, `wasm_wasi`, `decision_ids`): tracing caches callsite
+//! interest process-wide, so tests sharing their process could hide the events they check.
+
+mod common;
+mod registry_support;
+mod wasm_support;
+
+mod backoff;
+mod builtin_params;
+mod classify;
+mod decision_log;
+mod error_context;
+mod errormap;
+mod executor;
+mod grpc_retries;
+mod hot_swap;
+mod http_retries;
+mod isolation;
+mod orchestrator;
+mod outcomes;
+mod properties;
+mod pushback;
+mod reasons;
+mod registry;
+mod registry_config;
+mod registry_routes;
+mod request;
+mod retry_loop;
+mod strategies;
+mod telemetry;
+mod tower_layer;
+mod traffic_budget;
+mod wasm_loading;
+mod wasm_parity;
+mod wasm_policies;
+mod wasm_pool;
+mod wasm_sandbox;
