@@ -15,14 +15,14 @@ use crate::project::GO_ADAPTER;
 /// The files of the workspace besides the policy's source, relative to its root.
 pub fn files() -> Vec<(PathBuf, String)> {
     let witpkg = [
-        ("go.mod", include_str!("../../guest-sdk/go/go.mod")),
+        ("go.mod", include_str!("../templates/go-witpkg/go.mod")),
         (
             "wit/types/types.go",
-            include_str!("../../guest-sdk/go/wit/types/types.go"),
+            include_str!("../templates/go-witpkg/wit/types/types.go"),
         ),
         (
             "wit/runtime/runtime.go",
-            include_str!("../../guest-sdk/go/wit/runtime/runtime.go"),
+            include_str!("../templates/go-witpkg/wit/runtime/runtime.go"),
         ),
     ];
     let mut files = vec![

@@ -26,21 +26,21 @@ pub struct Args {
     /// SpiderMonkey.
     #[arg(long, value_enum, default_value = "quickjs")]
     engine: Engine,
-    /// The guest SDK a Rust project depends on: a path or a git URL; by default the SDK of the
-    /// source tree this binary was built from, when it is still there.
+    /// The guest SDK a Rust project depends on: a path (a checkout's `guest-sdk/`) or a git URL;
+    /// by default `rebound-guest` of this binary's version from the crate registry.
     #[arg(long, value_name = "PATH|GIT-URL")]
     sdk: Option<String>,
 }
 
-const TEMPLATE_TESTS: &str = include_str!("../../policies/template.tests.jsonl");
-const RUST_TEMPLATE: &str = include_str!("../../policies/template/src/lib.rs");
-const PYTHON_TEMPLATE: &str = include_str!("../../policies/python/template.py");
-const JAVASCRIPT_TEMPLATE: &str = include_str!("../../policies/javascript/template.js");
-const TYPESCRIPT_TEMPLATE: &str = include_str!("../../policies/typescript/template.ts");
-const C_TEMPLATE: &str = include_str!("../../policies/c/template.c");
-const CPP_TEMPLATE: &str = include_str!("../../policies/cpp/template.cpp");
-const GO_TEMPLATE: &str = include_str!("../../policies/go/template.go");
-const ZIG_TEMPLATE: &str = include_str!("../../policies/zig/template.zig");
+const TEMPLATE_TESTS: &str = include_str!("../templates/template.tests.jsonl");
+const RUST_TEMPLATE: &str = include_str!("../templates/template.rs");
+const PYTHON_TEMPLATE: &str = include_str!("../templates/template.py");
+const JAVASCRIPT_TEMPLATE: &str = include_str!("../templates/template.js");
+const TYPESCRIPT_TEMPLATE: &str = include_str!("../templates/template.ts");
+const C_TEMPLATE: &str = include_str!("../templates/template.c");
+const CPP_TEMPLATE: &str = include_str!("../templates/template.cpp");
+const GO_TEMPLATE: &str = include_str!("../templates/template.go");
+const ZIG_TEMPLATE: &str = include_str!("../templates/template.zig");
 
 /// The tree's templates say how the tree builds them; a project builds as its README says.
 fn standalone(template: &str) -> String {
@@ -59,24 +59,20 @@ struct Project {
     tools: &'static str,
 }
 
-fn rust_sdk_dependency(sdk: Option<&str>) -> anyhow::Result<String> {
-    let sdk = match sdk {
-        Some(sdk) => sdk.to_owned(),
-        None => {
-            let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk");
-            let Ok(tree) = tree.canonicalize() else {
-                bail!("no guest SDK to depend on: the source tree this binary was built from is gone; give --sdk PATH (a checkout's guest-sdk/) or --sdk GIT-URL");
-            };
-            tree.display().to_string()
+/// The guest SDK dependency of a Rust project: `rebound-guest` of this binary's version from the
+/// crate registry, or the path or git URL given with `--sdk`.
+fn rust_sdk_dependency(sdk: Option<&str>) -> String {
+    match sdk {
+        None => format!("rebound-guest = \"{}\"", env!("CARGO_PKG_VERSION")),
+        Some(url)
+            if url.starts_with("https://")
+                || url.starts_with("ssh://")
+                || url.starts_with("git@") =>
+        {
+            format!("rebound-guest = {{ git = \"{url}\" }}")
         }
-    };
-    Ok(
-        if sdk.starts_with("https://") || sdk.starts_with("ssh://") || sdk.starts_with("git@") {
-            format!("rebound-guest = {{ git = \"{sdk}\" }}")
-        } else {
-            format!("rebound-guest = {{ path = \"{sdk}\" }}")
-        },
-    )
+        Some(path) => format!("rebound-guest = {{ path = \"{path}\" }}"),
+    }
 }
 
 fn project(args: &Args) -> anyhow::Result<Project> {
@@ -88,7 +84,7 @@ fn project(args: &Args) -> anyhow::Result<Project> {
                     "Cargo.toml".into(),
                     format!(
                         "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[dependencies]\n{}\n\n[profile.release]\npanic = \"abort\"\nlto = true\ncodegen-units = 1\nstrip = true\n\n# A project of its own, not a member of an enclosing workspace.\n[workspace]\n",
-                        rust_sdk_dependency(args.sdk.as_deref())?
+                        rust_sdk_dependency(args.sdk.as_deref())
                     ),
                 ),
                 ("src/lib.rs".into(), standalone(RUST_TEMPLATE)),

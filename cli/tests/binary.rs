@@ -8,6 +8,7 @@ mod commands;
 mod eval;
 mod new_build;
 mod oci;
+mod packages;
 mod policy_test;
 mod serve;
 mod serve_connections;

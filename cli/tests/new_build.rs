@@ -14,58 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use support::server::Server;
-use support::{rebound, success_stdout};
-
-fn tree() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .canonicalize()
-        .unwrap()
-}
-
-/// A PATH holding only the tools of `language` as the tree's scripts installed them, plus the
-/// system's directories (clang-14, Debian's cargo), and a `zig` script for Zig.
-fn tool_path(language: &str, scratch: &Path) -> String {
-    let tree = tree();
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-    let venv = tree.join(".tools/venv/bin");
-    let mut dirs = vec![venv.clone()];
-    match language {
-        "c" | "cpp" => dirs.push(cache.join("rebound-tools/cargo/bin")),
-        "go" => {
-            dirs.push(cache.join("rebound-tools/cargo/bin"));
-            dirs.push(tree.join(".tools/bin"));
-        }
-        "zig" => {
-            dirs.push(cache.join("rebound-tools/cargo/bin"));
-            let bin = scratch.join("zig-bin");
-            std::fs::create_dir_all(&bin).unwrap();
-            let zig = bin.join("zig");
-            std::fs::write(
-                &zig,
-                format!(
-                    "#!/bin/sh\nexec {} -m ziglang \"$@\"\n",
-                    venv.join("python").display()
-                ),
-            )
-            .unwrap();
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&zig, std::fs::Permissions::from_mode(0o755)).unwrap();
-            dirs.push(bin);
-        }
-        "javascript" | "typescript" => dirs.push(tree.join(".tools/node/node_modules/.bin")),
-        _ => {}
-    }
-    dirs.push("/usr/local/bin".into());
-    dirs.push("/usr/bin".into());
-    dirs.push("/bin".into());
-    if let Some(home) = std::env::var_os("HOME") {
-        dirs.push(PathBuf::from(home).join(".cargo/bin"));
-    }
-    std::env::join_paths(dirs).unwrap().into_string().unwrap()
-}
+use support::{rebound, success_stdout, tool_path, tree};
 
 /// `rebound build` in `dir` with `path`; the Rust target directory is the tree's guest one, so
 /// std (built from source on the Debian route) is not built again.
@@ -154,9 +103,17 @@ fn new_build_test_with(
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().join("project");
     let name = format!("my-{language}-policy");
+    // The guest SDK of this checkout: the crate registry's is the default (tested from the
+    // packaged crates by `packages::a_user_outside_the_tree_builds_installs_and_authors`).
+    let sdk = tree().join("guest-sdk");
+    let sdk = match language {
+        "rust" => vec!["--sdk", sdk.to_str().unwrap()],
+        _ => vec![],
+    };
     let said = success_stdout(
         rebound()
             .args(["new", language, &name, dir.to_str().unwrap()])
+            .args(sdk)
             .args(options),
     );
     let said = String::from_utf8(said).unwrap();

@@ -199,15 +199,15 @@ pub mod cassandra {
 
 /// The README's Rust snippets, compiled and run as doctests so they cannot go stale.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
 /// The executor guide's Rust snippets, compiled and run as doctests.
 #[cfg(all(doctest, feature = "tower"))]
-#[doc = include_str!("../../docs/executor.md")]
+#[doc = include_str!("../docs/executor.md")]
 struct ExecutorGuideDoctests;
 
 /// The registry guide's Rust snippets, compiled as doctests.
 #[cfg(all(doctest, feature = "registry"))]
-#[doc = include_str!("../../docs/registry.md")]
+#[doc = include_str!("../docs/registry.md")]
 struct RegistryGuideDoctests;

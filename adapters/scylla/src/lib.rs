@@ -34,6 +34,6 @@ mod session;
 pub use session::{AdapterError, ReboundRetryPolicy, ReboundRetrySession};
 
 /// The adapters guide's examples, compiled as doctests.
-#[doc = include_str!("../../../docs/adapters.md")]
+#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct AdaptersGuide;

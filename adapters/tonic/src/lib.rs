@@ -29,5 +29,5 @@ pub use service::{BoxError, Rebound};
 
 /// docs/http-and-grpc.md's Rust code, compiled as a reader would paste it.
 #[cfg(doctest)]
-#[doc = include_str!("../../../docs/http-and-grpc.md")]
+#[doc = include_str!("../README.md")]
 pub struct HttpAndGrpcGuide;

@@ -1,7 +1,7 @@
 //! Helpers shared by the binary's integration tests.
 #![allow(dead_code)] // each test binary uses a subset
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
@@ -30,6 +30,58 @@ pub fn guest(name: &str) -> PathBuf {
 }
 
 pub mod server;
+
+/// The source tree these tests belong to.
+pub fn tree() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// A PATH holding only the tools of `language` as the tree's scripts installed them, plus the
+/// system's directories (clang-14, Debian's cargo), and a `zig` script for Zig.
+pub fn tool_path(language: &str, scratch: &Path) -> String {
+    let tree = tree();
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+    let venv = tree.join(".tools/venv/bin");
+    let mut dirs = vec![venv.clone()];
+    match language {
+        "c" | "cpp" => dirs.push(cache.join("rebound-tools/cargo/bin")),
+        "go" => {
+            dirs.push(cache.join("rebound-tools/cargo/bin"));
+            dirs.push(tree.join(".tools/bin"));
+        }
+        "zig" => {
+            dirs.push(cache.join("rebound-tools/cargo/bin"));
+            let bin = scratch.join("zig-bin");
+            std::fs::create_dir_all(&bin).unwrap();
+            let zig = bin.join("zig");
+            std::fs::write(
+                &zig,
+                format!(
+                    "#!/bin/sh\nexec {} -m ziglang \"$@\"\n",
+                    venv.join("python").display()
+                ),
+            )
+            .unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&zig, std::fs::Permissions::from_mode(0o755)).unwrap();
+            dirs.push(bin);
+        }
+        "javascript" | "typescript" => dirs.push(tree.join(".tools/node/node_modules/.bin")),
+        _ => {}
+    }
+    dirs.push("/usr/local/bin".into());
+    dirs.push("/usr/bin".into());
+    dirs.push("/bin".into());
+    if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(PathBuf::from(home).join(".cargo/bin"));
+    }
+    std::env::join_paths(dirs).unwrap().into_string().unwrap()
+}
 
 /// The first problem `rebound test --json` reported for its `i`-th case.
 pub fn case_problem(report: &serde_json::Value, i: usize) -> String {

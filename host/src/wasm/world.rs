@@ -81,10 +81,10 @@ impl WitVersion {
     /// The WIT text of this version, as released.
     pub fn wit(self) -> &'static str {
         match self {
-            WitVersion::V0_1_0 => include_str!("../../../wit/released/0.1.0/policy.wit"),
-            WitVersion::V0_2_0 => include_str!("../../../wit/released/0.2.0/policy.wit"),
-            WitVersion::V0_3_0 => include_str!("../../../wit/released/0.3.0/policy.wit"),
-            WitVersion::V0_4_0 => include_str!("../../../wit/policy.wit"),
+            WitVersion::V0_1_0 => include_str!("../../wit/released/0.1.0/policy.wit"),
+            WitVersion::V0_2_0 => include_str!("../../wit/released/0.2.0/policy.wit"),
+            WitVersion::V0_3_0 => include_str!("../../wit/released/0.3.0/policy.wit"),
+            WitVersion::V0_4_0 => include_str!("../../wit/policy.wit"),
         }
     }
 

@@ -4,7 +4,7 @@
 //! `imports::v0_1`.
 
 wasmtime::component::bindgen!({
-    path: "../wit/released/0.1.0",
+    path: "wit/released/0.1.0",
     world: "retry-policy",
     imports: { default: trappable },
 });

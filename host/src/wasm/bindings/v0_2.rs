@@ -10,7 +10,7 @@ pub(crate) use super::v0_3::{
 };
 
 wasmtime::component::bindgen!({
-    path: "../wit/released/0.2.0",
+    path: "wit/released/0.2.0",
     world: "retry-policy",
     imports: { default: trappable },
     with: { "rebound:policy/types": super::v0_3::rebound::policy::types },

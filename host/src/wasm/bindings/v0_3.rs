@@ -4,7 +4,7 @@
 //! them, so 0.4.0 has its own.
 
 wasmtime::component::bindgen!({
-    path: "../wit/released/0.3.0",
+    path: "wit/released/0.3.0",
     world: "retry-policy",
     imports: { default: trappable },
 });

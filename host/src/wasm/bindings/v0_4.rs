@@ -4,7 +4,7 @@
 //! reasons (`http-status`, `grpc-status`), and `failure.retries-since-pushback`.
 
 wasmtime::component::bindgen!({
-    path: "../wit",
+    path: "wit",
     world: "retry-policy",
     imports: { default: trappable },
 });

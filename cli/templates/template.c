@@ -1,0 +1,1 @@
+../../policies/c/template.c

@@ -1,0 +1,1 @@
+../../policies/cpp/template.cpp

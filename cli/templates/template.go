@@ -1,0 +1,1 @@
+../../policies/go/template.go

@@ -1,0 +1,1 @@
+../../policies/python/template.py

@@ -1,0 +1,1 @@
+../../policies/template/src/lib.rs

@@ -1,0 +1,1 @@
+../../policies/typescript/template.ts
