@@ -45,6 +45,7 @@ mod tools;
 mod wire;
 mod wit;
 mod wit_typescript;
+mod workflow;
 
 use clap::{Parser, Subcommand};
 

@@ -169,12 +169,6 @@ fn readme(name: &str, project: &Project, build: &str) -> String {
     )
 }
 
-fn workflow(name: &str) -> String {
-    format!(
-        "# Builds and tests the policy on every push. Install the tools README.md lists and the\n# `rebound` binary in the step marked below first.\nname: policy\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      # Install the build tools (README.md) and `rebound` here.\n      - run: rebound build\n      - run: rebound test {name}.wasm tests.jsonl\n"
-    )
-}
-
 /// The template's cases, headed by how this project runs them.
 fn project_tests(name: &str) -> String {
     let cases: String = TEMPLATE_TESTS
@@ -254,7 +248,10 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     files.push(("tests.jsonl".into(), project_tests(name)));
     files.push((".gitignore".into(), gitignore(name)));
     files.push(("README.md".into(), readme(name, &project, &build)));
-    files.push((".github/workflows/policy.yml".into(), workflow(name)));
+    files.push((
+        ".github/workflows/policy.yml".into(),
+        crate::workflow::workflow(name, args.language, args.engine),
+    ));
     for (path, contents) in &files {
         let path = dir.join(path);
         if let Some(parent) = path.parent() {

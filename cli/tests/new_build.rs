@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use support::server::Server;
-use support::{rebound, success_stdout, tool_path, tree};
+use support::{rebound, success_stdout, tool_path, tree, workflow_runs};
 
 /// `rebound build` in `dir` with `path`; the Rust target directory is the tree's guest one, so
 /// std (built from source on the Debian route) is not built again.
@@ -131,6 +131,22 @@ fn new_build_test_with(
     assert_eq!(
         std::fs::read_to_string(dir.join("wit/policy.wit")).unwrap(),
         std::fs::read_to_string(tree().join("wit/policy.wit")).unwrap()
+    );
+    // The workflow installs the published `rebound` and runs what the README says.
+    let runs = workflow_runs(&dir);
+    let install = format!(
+        "cargo install --locked rebound-cli@{}\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(runs.contains(&install), "{language}: {runs:?}");
+    assert_eq!(
+        runs[runs.len() - 3..],
+        [
+            "rebound build\n".to_owned(),
+            format!("rebound test {name}.wasm tests.jsonl\n"),
+            format!("rebound check {name}.wasm\n"),
+        ],
+        "{language}"
     );
     let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
     assert!(

@@ -3,8 +3,8 @@
 //! creates (a git index and `.crate` files, nothing of the source tree reachable by path); then,
 //! as a user outside the tree: an application depending on `rebound = "0.4.0"` builds and
 //! decides with the executor, `cargo install` installs the `rebound` binary from the registry,
-//! and that binary starts a Rust policy project (depending on `rebound-guest` by version),
-//! builds, tests and checks it.
+//! and that binary starts a Rust policy project (depending on `rebound-guest` by version) whose
+//! CI workflow's build, test and check steps pass.
 
 use crate::support;
 
@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use support::{tool_path, tree};
+use support::{tool_path, tree, workflow_runs};
 
 /// The crates published, in the order a registry must receive them.
 const PUBLISHED: [&str; 7] = [
@@ -292,21 +292,34 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
         manifest.contains(&format!("rebound-guest = \"{version}\"")) && !manifest.contains("path"),
         "{manifest}"
     );
-    let path = tool_path("rust", scratch.path());
-    let said = run(Command::new(&rebound)
-        .arg("build")
-        .current_dir(&project)
-        .env("PATH", &path)
-        .env("CARGO_TARGET_DIR", tree().join("build/guest-target")));
-    assert!(said.contains("built "), "{said}");
-    let said = run(Command::new(&rebound)
-        .args(["test", "outside-policy.wasm", "tests.jsonl"])
-        .current_dir(&project));
-    assert!(said.contains("5 passed, 0 failed"), "{said}");
-    let said = run(Command::new(&rebound)
-        .args(["check", "outside-policy.wasm"])
-        .current_dir(&project));
-    assert!(said.contains("outside-policy"), "{said}");
+    // Its CI workflow installs this version of `rebound-cli` with `cargo install` (as above,
+    // from crates.io), then runs `rebound build`, `test` and `check`. Those three run here with
+    // the binary installed above and the tools the tree's scripts installed; the install steps
+    // need GitHub's runner (rustup's wasm32 target cannot be downloaded on this machine).
+    let runs = workflow_runs(&project);
+    assert!(
+        runs.contains(&format!("cargo install --locked rebound-cli@{version}\n")),
+        "{runs:?}"
+    );
+    let path = format!(
+        "{}:{}",
+        root.join("bin").display(),
+        tool_path("rust", scratch.path())
+    );
+    let mut ran = Vec::new();
+    for commands in runs
+        .iter()
+        .filter(|commands| commands.starts_with("rebound "))
+    {
+        ran.push(run(Command::new("bash")
+            .args(["-e", "-c", commands])
+            .current_dir(&project)
+            .env("PATH", &path)
+            .env("CARGO_TARGET_DIR", tree().join("build/guest-target"))));
+    }
+    assert_eq!(ran.len(), 3, "{runs:?}");
+    assert!(ran[0].contains("built "), "{}", ran[0]);
+    assert!(ran[1].contains("5 passed, 0 failed"), "{}", ran[1]);
     let lock = std::fs::read_to_string(project.join("Cargo.lock")).unwrap();
     assert!(
         lock.contains("name = \"rebound-guest\"\nversion = \"0.4.0\"\nsource = \"registry+file://"),

@@ -90,3 +90,18 @@ pub fn case_problem(report: &serde_json::Value, i: usize) -> String {
         .unwrap_or_else(|| panic!("case {i} has no problem: {report}"))
         .to_owned()
 }
+
+/// The commands of each step of the CI workflow `rebound new` wrote into `project` that runs
+/// commands, in order.
+pub fn workflow_runs(project: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(project.join(".github/workflows/policy.yml")).unwrap();
+    let documents = yaml_rust2::YamlLoader::load_from_str(&text)
+        .unwrap_or_else(|e| panic!("the workflow is not YAML: {e}\n{text}"));
+    let steps = documents[0]["jobs"]["test"]["steps"]
+        .as_vec()
+        .unwrap_or_else(|| panic!("no jobs.test.steps:\n{text}"));
+    steps
+        .iter()
+        .filter_map(|step| step["run"].as_str().map(str::to_owned))
+        .collect()
+}
