@@ -225,9 +225,11 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
     let user = scratch.path().join("user");
     user_configuration(&user, &index);
     let version = env!("CARGO_PKG_VERSION");
-    // The tree's build directory, shared as far as cargo allows (the same dependencies with
-    // the same settings are not compiled again).
-    let target = tree().join("target");
+    // The application's intermediate artifacts go to the tree's build directory, shared as far
+    // as cargo allows (the same dependencies with the same settings are not compiled again);
+    // its final ones to a directory of the test's own.
+    let build_dir = tree().join("target");
+    let target = scratch.path().join("target");
 
     // (a) An application on `rebound` by version: the executor guide's example.
     let app = user.join("app");
@@ -250,6 +252,7 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
     std::fs::copy(tree().join("Cargo.lock"), app.join("Cargo.lock")).unwrap();
     let said = run(cargo()
         .current_dir(&app)
+        .env("CARGO_BUILD_BUILD_DIR", &build_dir)
         .env("CARGO_TARGET_DIR", &target)
         .args(["run", "--quiet"]));
     assert!(
@@ -267,11 +270,13 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
     );
 
     // (b) The binary, installed from the registry (`cargo install` reads only the user's
-    // configuration, so the file is named).
+    // configuration, so the file is named). `cargo install` has no separate build directory,
+    // and the tree's would receive this `rebound` in place of the one other tests run
+    // meanwhile: it builds in a target directory of its own, kept for the next run.
     let root = user.join("root");
     run(cargo()
         .current_dir(&user)
-        .env("CARGO_TARGET_DIR", &target)
+        .env("CARGO_TARGET_DIR", tree().join("target/packages"))
         .arg("--config")
         .arg(user.join(".cargo/config.toml"))
         .args(["install", "--quiet", "--locked", "--debug"])
