@@ -2,15 +2,21 @@
 # Installs (idempotently) the servers the end-to-end tests start themselves on loopback:
 # memcached (Debian's package) for the example client's tests (examples/memcached),
 # docker-registry (Debian's OCI distribution registry) for pushing and pulling policies
-# (cli/tests/oci.rs), and a headless Chromium (Debian's chromium-headless-shell) that loads a
-# page of another site against `rebound serve` (cli/tests/serve.rs). The tests start and stop
-# their own instances; nothing is left running.
+# (cli/tests/oci.rs), a headless Chromium (Debian's chromium-headless-shell) that loads a page
+# of another site against `rebound serve` (cli/tests/serve.rs), podman with runc and
+# debootstrap, which build and run the container image (cli/tests/container.rs), and systemd's
+# `systemd-analyze`, which checks the example unit (cli/tests/deploy.rs). The tests start and
+# stop their own instances; nothing is left running.
 set -euo pipefail
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()
 [ -x /usr/bin/memcached ] || missing+=(memcached)
 [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
 [ -x /usr/bin/chromium-headless-shell ] || missing+=(chromium-headless-shell)
+[ -x /usr/bin/podman ] || missing+=(podman)
+[ -x /usr/sbin/runc ] || missing+=(runc)
+[ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
+[ -x /usr/bin/systemd-analyze ] || missing+=(systemd)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "test services: installing Debian's ${missing[*]}" >&2
   as_root apt-get update -qq
@@ -20,3 +26,4 @@ fi
 echo "test services: $(/usr/bin/memcached -V)" >&2
 echo "test services: $(/usr/bin/docker-registry --version)" >&2
 echo "test services: $(/usr/bin/chromium-headless-shell --version 2>/dev/null | head -1)" >&2
+echo "test services: $(/usr/bin/podman --version), $(/usr/sbin/runc --version | head -1)" >&2

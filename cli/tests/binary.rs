@@ -5,6 +5,8 @@ mod support;
 
 mod check;
 mod commands;
+mod container;
+mod deploy;
 mod eval;
 mod new_build;
 mod oci;
