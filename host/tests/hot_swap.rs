@@ -332,6 +332,53 @@ fn the_configuration_file_is_watched_and_a_bad_one_keeps_the_running_one() {
     );
 }
 
+/// A configuration and its component in a Kubernetes ConfigMap volume: each file is a link
+/// through `..data`, a link to a directory of the current contents; an update writes a new
+/// directory, replaces `..data` by renaming a new link over it, and removes the old directory.
+/// No event names the files themselves, yet both are reloaded.
+#[test]
+fn a_config_map_volume_update_reloads_the_configuration_and_the_component() {
+    use std::os::unix::fs::symlink;
+    let volume = tempfile::tempdir().unwrap();
+    let volume = std::path::absolute(volume.path()).unwrap();
+    let contents = |generation: &str, guest_name: &str, default_policy: &str| {
+        let dir = volume.join(generation);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::copy(guest(guest_name), dir.join("policy.wasm")).unwrap();
+        std::fs::write(
+            dir.join("rebound.toml"),
+            format!(
+                "default_policy = \"{default_policy}\"\n[policies.p]\ncomponent = \"policy.wasm\"\n\
+                 [policies.strict]\nbuiltin = \"fail-fast\"\n"
+            ),
+        )
+        .unwrap();
+    };
+    contents("..2026_11_26_09_00_00.1", "best_effort", "p");
+    symlink("..2026_11_26_09_00_00.1", volume.join("..data")).unwrap();
+    for file in ["rebound.toml", "policy.wasm"] {
+        symlink(format!("..data/{file}"), volume.join(file)).unwrap();
+    }
+    let config = rebound::registry::RegistryConfig::load(&volume.join("rebound.toml")).unwrap();
+    let registry = Arc::new(
+        PolicyRegistry::with_runtime(config, registry_support::runtime().clone()).unwrap(),
+    );
+    let _watcher = registry.watch().unwrap().expect("watching enabled");
+    assert_eq!(active_hash(&registry, "p"), guest_hash("best_effort"));
+
+    contents("..2026_11_26_09_05_00.2", "fail_fast", "strict");
+    symlink("..2026_11_26_09_05_00.2", volume.join("..data_tmp")).unwrap();
+    std::fs::rename(volume.join("..data_tmp"), volume.join("..data")).unwrap();
+    std::fs::remove_dir_all(volume.join("..2026_11_26_09_00_00.1")).unwrap();
+
+    wait_for(SWAP_LIMIT, "the new configuration", || {
+        registry.config().default_policy == "strict"
+    });
+    wait_for(SWAP_LIMIT, "the new component", || {
+        active_hash(&registry, "p") == guest_hash("fail_fast")
+    });
+}
+
 fn write_then_rename_config(path: &Path, text: &str) {
     let temp = path.with_file_name(".rebound.toml.tmp");
     std::fs::write(&temp, text).unwrap();

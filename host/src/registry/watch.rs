@@ -118,10 +118,17 @@ impl PolicyRegistry {
         let mut watched = BTreeSet::new();
         rewatch(&mut watcher, &mut watched, directories(self));
         let changes = Arc::new(AtomicU64::new(0));
+        let (config, files) = self.watched_files();
+        let resolved = config
+            .into_iter()
+            .chain(files)
+            .map(|file| (file.clone(), std::fs::canonicalize(&file).ok()))
+            .collect();
         let reloader = Reloader {
             registry: Arc::clone(self),
             watcher,
             watched,
+            resolved,
             debounce,
             changes: Arc::clone(&changes),
         };
@@ -165,6 +172,10 @@ struct Reloader {
     registry: Arc<PolicyRegistry>,
     watcher: RecommendedWatcher,
     watched: BTreeSet<PathBuf>,
+    /// What each watched file resolves to. A file reached through a symbolic link changes when
+    /// the link is replaced, with no event naming the file: a Kubernetes ConfigMap or Secret
+    /// volume swaps its `..data` link to a new directory.
+    resolved: HashMap<PathBuf, Option<PathBuf>>,
     debounce: Duration,
     changes: Arc<AtomicU64>,
 }
@@ -200,7 +211,27 @@ impl Reloader {
         }
     }
 
+    /// The watched files in the directories of `paths` that now resolve elsewhere.
+    fn relinked(&mut self, paths: &[PathBuf]) -> Vec<PathBuf> {
+        let directories: BTreeSet<&Path> = paths.iter().filter_map(|p| p.parent()).collect();
+        let (config, files) = self.registry.watched_files();
+        let mut relinked = Vec::new();
+        for file in config.into_iter().chain(files) {
+            if !file.parent().is_some_and(|d| directories.contains(d)) {
+                continue;
+            }
+            let now = std::fs::canonicalize(&file).ok();
+            let before = self.resolved.insert(file.clone(), now.clone());
+            if before.is_some_and(|before| before != now) && !paths.contains(&file) {
+                relinked.push(file);
+            }
+        }
+        relinked
+    }
+
     fn reload(&mut self, paths: &[PathBuf]) {
+        let relinked = self.relinked(paths);
+        let paths = &[paths, &relinked].concat();
         let registry = &*self.registry;
         let (config_file, _) = registry.watched_files();
         if config_file.is_some_and(|c| paths.contains(&c)) {
