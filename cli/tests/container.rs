@@ -8,7 +8,8 @@
 //! build arguments: the Debian it runs on is made by `debootstrap` from Debian's packages, and
 //! the binary is the tree's own build (the `build` stage is skipped). How this machine runs
 //! containers: with runc (crun refuses its mixed cgroup v1/v2 layout), on the host's network,
-//! with open-file and process limits within the machine's own.
+//! with open-file and process limits within the machine's own. `./scripts/test-services.sh`
+//! installs podman, runc and debootstrap.
 
 use crate::support;
 
@@ -17,7 +18,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::tree;
+use support::{run, tree};
 
 /// The image the tests' Debian is kept as between runs.
 const DEBIAN: &str = "localhost/rebound-test/debian:bookworm";
@@ -39,20 +40,6 @@ fn limits() -> [String; 4] {
         "--ulimit".into(),
         "nproc=4096:4096".into(),
     ]
-}
-
-/// Runs `command`, which must succeed; its standard output.
-fn run(command: &mut Command) -> String {
-    let output = command.output().unwrap_or_else(|e| {
-        panic!("{command:?}: {e} (./scripts/test-services.sh installs podman, runc, debootstrap)")
-    });
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
 }
 
 /// What the container `name` wrote, both streams.

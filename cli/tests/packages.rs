@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use support::{tool_path, tree, workflow_runs};
+use support::{run, tool_path, tree, workflow_runs};
 
 /// The crates published, in the order a registry must receive them.
 const PUBLISHED: [&str; 7] = [
@@ -37,20 +37,6 @@ fn cargo() -> Command {
         command.env_remove(variable);
     }
     command
-}
-
-/// Runs `command`, which must succeed; its standard output.
-fn run(command: &mut Command) -> String {
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
 }
 
 /// Where the index keeps `name`'s versions (names of four letters or more).

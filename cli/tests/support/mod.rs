@@ -105,3 +105,18 @@ pub fn workflow_runs(project: &Path) -> Vec<String> {
         .filter_map(|step| step["run"].as_str().map(str::to_owned))
         .collect()
 }
+
+/// Runs `command`, which must succeed; its standard output. A failure shows the command and
+/// both of its streams.
+pub fn run(command: &mut std::process::Command) -> String {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
