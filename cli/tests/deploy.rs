@@ -43,6 +43,15 @@ fn manifest<'a>(documents: &'a [Yaml], kind: &str) -> &'a Yaml {
         .unwrap_or_else(|| panic!("no {kind} in the example"))
 }
 
+/// The entry of `list` (containers, volumes) called `name`.
+fn named<'a>(list: &'a Yaml, name: &str) -> &'a Yaml {
+    list.as_vec()
+        .unwrap_or_else(|| panic!("not a list: {list:?}"))
+        .iter()
+        .find(|entry| entry["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("no {name} in the example"))
+}
+
 #[test]
 fn the_kubernetes_sidecar_agrees_with_the_image_and_the_server() {
     let text =
@@ -59,12 +68,7 @@ fn the_kubernetes_sidecar_agrees_with_the_image_and_the_server() {
     assert!(loaded.watch.enabled, "the ConfigMap is watched");
 
     let pod = &manifest(&documents, "Deployment")["spec"]["template"]["spec"];
-    let sidecar = pod["containers"]
-        .as_vec()
-        .unwrap()
-        .iter()
-        .find(|container| container["name"].as_str() == Some("rebound"))
-        .unwrap();
+    let sidecar = named(&pod["containers"], "rebound");
     let containerfile = std::fs::read_to_string(tree().join("Containerfile")).unwrap();
     // The image's user and command.
     assert!(containerfile.contains("--uid 10001 "), "{containerfile}");
@@ -109,12 +113,7 @@ fn the_kubernetes_sidecar_agrees_with_the_image_and_the_server() {
         [("config", "/etc/rebound"), ("cache", "/var/cache/rebound")]
     );
     assert!(containerfile.contains(r#"VOLUME ["/var/cache/rebound"]"#));
-    let config_volume = pod["volumes"]
-        .as_vec()
-        .unwrap()
-        .iter()
-        .find(|volume| volume["name"].as_str() == Some("config"))
-        .unwrap();
+    let config_volume = named(&pod["volumes"], "config");
     assert_eq!(
         config_volume["configMap"]["name"],
         config_map["metadata"]["name"]

@@ -60,12 +60,15 @@ impl Drop for RegistryWatcher {
     }
 }
 
+/// `registry`'s watched files: its configuration's and its components'.
+fn files(registry: &PolicyRegistry) -> impl Iterator<Item = PathBuf> {
+    let (config, files) = registry.watched_files();
+    config.into_iter().chain(files)
+}
+
 /// The directories to watch for `registry`'s files.
 fn directories(registry: &PolicyRegistry) -> BTreeSet<PathBuf> {
-    let (config, files) = registry.watched_files();
-    config
-        .into_iter()
-        .chain(files)
+    files(registry)
         .filter_map(|f| f.parent().map(Path::to_path_buf))
         .collect()
 }
@@ -118,10 +121,7 @@ impl PolicyRegistry {
         let mut watched = BTreeSet::new();
         rewatch(&mut watcher, &mut watched, directories(self));
         let changes = Arc::new(AtomicU64::new(0));
-        let (config, files) = self.watched_files();
-        let resolved = config
-            .into_iter()
-            .chain(files)
+        let resolved = files(self)
             .map(|file| (file.clone(), std::fs::canonicalize(&file).ok()))
             .collect();
         let reloader = Reloader {
@@ -214,9 +214,8 @@ impl Reloader {
     /// The watched files in the directories of `paths` that now resolve elsewhere.
     fn relinked(&mut self, paths: &[PathBuf]) -> Vec<PathBuf> {
         let directories: BTreeSet<&Path> = paths.iter().filter_map(|p| p.parent()).collect();
-        let (config, files) = self.registry.watched_files();
         let mut relinked = Vec::new();
-        for file in config.into_iter().chain(files) {
+        for file in files(&self.registry) {
             if !file.parent().is_some_and(|d| directories.contains(d)) {
                 continue;
             }
