@@ -118,10 +118,10 @@ build() { # SOURCE [rebound build options]
   (cd "$out" && "$REBOUND" build "$root/$source" --wit "$root/wit" "$@" >/dev/null)
 }
 
-built=0
-for job in "${jobs[@]}"; do
-  language="${job%% *}"
-  source="${job#* }"
+# Builds one "LANGUAGE SOURCE" job; returns 3 when its component is up to date. Called where
+# `set -e` does not apply, so every step that can fail is chained.
+build_job() {
+  local language="${1%% *}" source="${1#* }" name product engine=()
   name="$(basename "$source")"
   name="${name%.*}"
   case "$language" in
@@ -131,8 +131,8 @@ for job in "${jobs[@]}"; do
         # (benches/extism-compare compares the two).
         echo "building $source (Extism plugin, cargo)" >&2
         # shellcheck disable=SC2086
-        (cd "$source" && $GUEST_CARGO build --release --quiet --target wasm32-unknown-unknown $GUEST_CARGO_FLAGS)
-        cp "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/${name//-/_}.wasm" "$out/"
+        (cd "$source" && $GUEST_CARGO build --release --quiet --target wasm32-unknown-unknown $GUEST_CARGO_FLAGS) &&
+          cp "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/${name//-/_}.wasm" "$out/"
       else
         echo "building $source" >&2
         (cd "$out" && "$REBOUND" build "$root/$source" >/dev/null)
@@ -140,9 +140,8 @@ for job in "${jobs[@]}"; do
       ;;
     python | javascript | quickjs | typescript)
       product="$out/${language}_$name.wasm"
-      stale "$product" "$source" "${wit_files[@]}" || continue
+      stale "$product" "$source" "${wit_files[@]}" || return 3
       echo "building $source ($language)" >&2
-      engine=()
       case "$language" in
         javascript) engine=(--engine spidermonkey) ;;
         quickjs | typescript) engine=(--engine quickjs) ;;
@@ -155,7 +154,47 @@ for job in "${jobs[@]}"; do
       ;;
     wat) wasm-tools parse "$source" -o "$out/$name.wasm" ;;
   esac
-  built=$((built + 1))
+}
+
+# The Rust crates build one after another (cargo holds the shared target directory); the other
+# sources build beside them, as many at a time as there are processors: most of their tools
+# (componentize-py, the JavaScript engines' snapshots, wit-bindgen) run on one.
+rust_jobs=()
+other_jobs=()
+for job in "${jobs[@]}"; do
+  case "$job" in
+    "rust "*) rust_jobs+=("$job") ;;
+    *) other_jobs+=("$job") ;;
+  esac
+done
+lanes="$(nproc)"
+status_dir="$(mktemp -d)"
+trap 'rm -rf "$status_dir"' EXIT
+# Runs the jobs given one after another; writes how many it built, or "failed".
+lane() { # STATUS-FILE JOB...
+  local file="$1" job built=0 rc
+  shift
+  for job in "$@"; do
+    rc=0
+    build_job "$job" || rc=$?
+    case "$rc" in
+      0) built=$((built + 1)) ;;
+      3) ;;
+      *) echo "failed" >"$file"; echo "build-guests.sh: building $job failed" >&2; return 1 ;;
+    esac
+  done
+  echo "$built" >"$file"
+}
+lane "$status_dir/rust" "${rust_jobs[@]}" &
+for i in "${!other_jobs[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$lanes" ]; do wait -n || true; done
+  lane "$status_dir/$i" "${other_jobs[i]}" &
+done
+wait
+built=0
+for file in "$status_dir"/*; do
+  [ "$(cat "$file")" = failed ] && exit 1
+  built=$((built + $(cat "$file")))
 done
 
 echo "guests built: $built of ${#jobs[@]} selected (the rest were up to date); $(ls "$out" | wc -l) components in build/guests/" >&2

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The project's one test command (README "Run every test"; .ci/run calls exactly this).
-# First the gates a reader relies on: formatting, clippy with warnings denied, the docs without
-# warnings, and the library built with each of its features alone and with none. Then it
-# compiles the tests, builds every guest from source with the `rebound` binary just compiled
-# (`rebound build`, installing the guest toolchains if needed, idempotently), installs the
-# servers the end-to-end tests start (memcached, an OCI registry), and runs every test: the
-# host workspace (engine, sandbox, parity, executor, the memcached example end to end, the
-# binary) and the policies' own native unit tests.
+# While it works, the servers the end-to-end tests start (memcached, an OCI registry, podman)
+# and the guest toolchains are installed in the background, idempotently. First the gates a
+# reader relies on: formatting, clippy with warnings denied, the docs without warnings, and the
+# library built with each of its features alone and with none. Then it compiles the tests,
+# builds every guest from source with the `rebound` binary just compiled (`rebound build`), and
+# runs every test: the host workspace (engine, sandbox, parity, executor, the memcached example
+# end to end, the binary) and the policies' own native unit tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A one-off CI build gains nothing from incremental state (hundreds of MB); local runs keep it.
@@ -19,6 +19,14 @@ step() { printf '\n== %s (at %dm%02ds)\n' "$*" $((SECONDS / 60)) $((SECONDS % 60
 
 step "build dependencies (OpenSSL for the Couchbase SDK)"
 ./scripts/build-deps.sh
+
+step "test services and guest toolchains: installing beside the builds below (log: target/setup.log)"
+# Package downloads and installs wait on the network and the disk more than on the processors,
+# so they overlap the compilation steps; the guests step waits for them.
+mkdir -p target
+(./scripts/test-services.sh && ./scripts/guest-toolchain.sh && ./scripts/polyglot-toolchain.sh) \
+  >target/setup.log 2>&1 &
+setup=$!
 
 step "formatting (cargo fmt --check: the workspace, the policies, the test guests)"
 cargo fmt --all --check
@@ -47,9 +55,14 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
 step "tests compiled (the rebound binary with them)"
 cargo test --workspace --locked --no-run
 
-step "guests (built by that binary's \`rebound build\`) and test services"
+step "test services and guest toolchains installed"
+setup_status=0
+wait "$setup" || setup_status=$?
+cat target/setup.log
+[ "$setup_status" = 0 ] || { echo "test.sh: installing the test services or the guest toolchains failed" >&2; exit 1; }
+
+step "guests (built by that binary's \`rebound build\`)"
 REBOUND=target/debug/rebound ./scripts/build-guests.sh
-./scripts/test-services.sh
 
 step "tests"
 cargo test --workspace --locked --no-fail-fast
