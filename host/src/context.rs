@@ -1,6 +1,6 @@
 //! What one decision is about besides the request's own facts: the failure's reason, the
 //! error-map retry spec its classification attached, the server's pushback, and the
-//! decision's moment; the retry budget it draws from; and where a sandboxed policy that fails
+//! decision's moment; the retry budget it draws from and the throttle it counts in; and where a sandboxed policy that fails
 //! leaves its account of the failure. A context is built for every failure and dropped with its decision, so nothing of
 //! one failure can reach the decision for the next.
 
@@ -11,6 +11,7 @@ use crate::action::PolicyFailure;
 use crate::errormap::RetrySpec;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
+use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
 
 /// One failure to decide: what a strategy is told besides the [`Request`](crate::Request).
@@ -32,6 +33,7 @@ pub struct DecisionContext<'r> {
     at: Option<Instant>,
     failure_note: Option<&'r FailureNote>,
     budget: Option<&'r TrafficBudget>,
+    throttle: Option<&'r ScopedThrottle>,
 }
 
 /// Where a policy that failed to answer leaves what happened (a Rust panic's message, a Python
@@ -70,6 +72,7 @@ impl<'r> DecisionContext<'r> {
             at: None,
             failure_note: None,
             budget: None,
+            throttle: None,
         }
     }
 
@@ -104,6 +107,19 @@ impl<'r> DecisionContext<'r> {
     /// The budget retries are drawn from, if any.
     pub const fn budget(&self) -> Option<&'r TrafficBudget> {
         self.budget
+    }
+
+    /// Counts the failure in `throttle` (the request's scope of it) and lets a retry go only
+    /// when the throttle allows one; a retry it refuses ends the request as RequestCanceled
+    /// (`RETRY_THROTTLED`). Always-retry reasons are neither counted nor throttled.
+    pub const fn with_throttle(mut self, throttle: Option<&'r ScopedThrottle>) -> Self {
+        self.throttle = throttle;
+        self
+    }
+
+    /// The throttle failures are counted in, if any.
+    pub const fn throttle(&self) -> Option<&'r ScopedThrottle> {
+        self.throttle
     }
 
     /// Lets a policy that fails to answer leave its account of the failure in `note`.

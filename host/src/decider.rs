@@ -51,6 +51,9 @@ impl Decider for Orchestrator {
         if let Some(budget) = self.budget() {
             outcome.record_in(budget, now);
         }
+        if let Some(throttle) = self.throttle() {
+            outcome.record_in_throttle(throttle, request, now);
+        }
     }
 }
 

@@ -103,6 +103,8 @@
 //! - [`decision_json`]: the decision JSON the decision log, `rebound eval` and `serve` write.
 //! - `decision_log`: a JSON line per sampled decision, replayable (feature `registry`).
 //! - [`grid`]: one of every reason variant, for checking policies over all of them.
+//! - [`throttle`]: retry throttles that look at failures (gRFC A6's token count, adaptive
+//!   throttling), kept per policy, node, authority or client.
 //! - [`executor`]: the retry loop for tokio; [`layer`]: the tower layer (features `executor`
 //!   and `tower`, on by default).
 //! - `wasm`: sandboxed WebAssembly strategies; `registry`: named policies with hot reload
@@ -151,6 +153,7 @@ mod striped;
 #[cfg(any(feature = "executor", feature = "registry"))]
 pub mod telemetry;
 mod thread_counts;
+pub mod throttle;
 mod traffic_budget;
 #[cfg(feature = "wasm")]
 pub mod wasm;

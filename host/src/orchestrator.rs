@@ -1,5 +1,5 @@
 //! The retry orchestrator (reference 001 "Retry Orchestration"): a default strategy, the
-//! strategies exempt from the safety guard and an optional retry budget, around the one set of
+//! strategies exempt from the safety guard, an optional retry budget and retry throttle, around the one set of
 //! rules every decision passes (`rules`): the always-retry path with the controlled backoff,
 //! the strategy's answer, the safety guard, the budget and the deadline cap.
 
@@ -14,6 +14,7 @@ use crate::request::Request;
 use crate::rules;
 pub(crate) use crate::rules::Guard;
 use crate::strategy::{BestEffort, RetryStrategy};
+use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
 
 /// The retry orchestrator.
@@ -22,6 +23,7 @@ pub struct Orchestrator {
     default_strategy: Arc<dyn RetryStrategy>,
     guard_exempt: HashSet<String>,
     budget: Option<Arc<TrafficBudget>>,
+    throttle: Option<Arc<ScopedThrottle>>,
 }
 
 impl Default for Orchestrator {
@@ -40,6 +42,7 @@ impl Orchestrator {
             default_strategy,
             guard_exempt: HashSet::new(),
             budget: None,
+            throttle: None,
         }
     }
 
@@ -50,6 +53,21 @@ impl Orchestrator {
     pub fn with_budget(mut self, budget: Arc<TrafficBudget>) -> Self {
         self.budget = Some(budget);
         self
+    }
+
+    /// Counts every failure it decides in `throttle` and lets a retry go only when the
+    /// throttle allows one (unless a decision's context names its own): see
+    /// [`DecisionContext::with_throttle`]. Report requests' ends
+    /// ([`Decider::report`](crate::Decider::report); the executor does) so that successes
+    /// count.
+    pub fn with_throttle(mut self, throttle: Arc<ScopedThrottle>) -> Self {
+        self.throttle = Some(throttle);
+        self
+    }
+
+    /// The throttle failures are counted in, if any.
+    pub fn throttle(&self) -> Option<&ScopedThrottle> {
+        self.throttle.as_deref()
     }
 
     /// Its strategy.
@@ -112,12 +130,13 @@ impl Orchestrator {
         strategy: &'a dyn RetryStrategy,
     ) -> Deciding<'a> {
         let guard = self.guard_for(strategy);
-        match (&self.budget, context.budget()) {
-            (Some(budget), None) => {
-                rules::decide(request, &context.with_budget(Some(budget)), strategy, guard)
-            }
-            _ => rules::decide(request, context, strategy, guard),
+        if self.budget.is_none() && self.throttle.is_none() {
+            return rules::decide(request, context, strategy, guard);
         }
+        let context = context
+            .with_budget(context.budget().or(self.budget.as_deref()))
+            .with_throttle(context.throttle().or(self.throttle.as_deref()));
+        rules::decide(request, &context, strategy, guard)
     }
 
     /// Whether `strategy` is exempt from the safety guard. No name is hashed when no

@@ -27,6 +27,9 @@ pub enum CancelReason {
     PolicyFailed(PolicyFailure, RetryReason),
     /// The retry was decided, but the policy's retry budget could not pay for it.
     RetryBudgetExhausted(RetryReason),
+    /// The retry was decided, but the policy's retry throttle refused it: too many recent
+    /// failures.
+    RetryThrottled(RetryReason),
 }
 
 impl CancelReason {
@@ -47,7 +50,8 @@ impl CancelReason {
             | CancelReason::UnsafeRetryRefused(r)
             | CancelReason::NeverRetried(r)
             | CancelReason::PolicyFailed(_, r)
-            | CancelReason::RetryBudgetExhausted(r) => r,
+            | CancelReason::RetryBudgetExhausted(r)
+            | CancelReason::RetryThrottled(r) => r,
         }
     }
 }
@@ -61,6 +65,7 @@ impl CancelReason {
             CancelReason::NeverRetried(_) => "NEVER_RETRIED",
             CancelReason::PolicyFailed(..) => "POLICY_FAILED",
             CancelReason::RetryBudgetExhausted(_) => "RETRY_BUDGET_EXHAUSTED",
+            CancelReason::RetryThrottled(_) => "RETRY_THROTTLED",
         }
     }
 }

@@ -4,6 +4,8 @@
 
 use std::time::Instant;
 
+use crate::request::Request;
+use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
 
 /// How a request ended.
@@ -34,6 +36,15 @@ impl Outcome {
     pub fn record_in(self, budget: &TrafficBudget, now: Instant) {
         if self == (Outcome::Succeeded { attempts: 1 }) {
             budget.deposit_at(now);
+        }
+    }
+
+    /// Records this outcome in `request`'s scope of `throttle` at `now`: a success gives back
+    /// (its failed attempts were counted at their decisions, as was the last one of a request
+    /// that failed).
+    pub fn record_in_throttle(self, throttle: &ScopedThrottle, request: &Request, now: Instant) {
+        if matches!(self, Outcome::Succeeded { .. }) {
+            throttle.for_request(request, now).succeeded_at(now);
         }
     }
 }

@@ -2,7 +2,7 @@
 //! whatever strategy answers it: a request already done is left alone; an always-retry reason
 //! gets the controlled backoff without asking the strategy; otherwise the strategy is asked,
 //! and its answer passes the safety guard (no unsafe retry of a non-idempotent request, no
-//! retry of a never-retried reason), the retry budget, and the deadline cap (reference 001
+//! retry of a never-retried reason), the retry throttle, the retry budget, and the deadline cap (reference 001
 //! "Capping the Retry Duration"), then ends the request with its error context or schedules
 //! the retry. Every outcome is logged.
 
@@ -17,6 +17,7 @@ use crate::outcome::{CancelReason, ErrorContext, RetryError};
 use crate::pushback::Pushback;
 use crate::request::Request;
 use crate::strategy::RetryStrategy;
+use crate::throttle::FailureClass;
 
 /// Whether the safety guard checks a strategy's retries of non-idempotent requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -125,10 +126,11 @@ fn conclude(
 ) -> Decision {
     let reason = context.reason();
     let now = context.now();
-    // A retry to schedule makes the first failure's deposit with its withdrawal; every
-    // other answer makes it here.
+    // A retry to schedule makes the first failure's deposit with its withdrawal and counts
+    // the failure in the throttle before asking it; every other answer does both here.
     if !matches!(action, RetryAction::RetryAfter { .. }) {
         deposit_first_failure(request, context, now);
+        throttle_failure(request, context, now);
     }
     match action {
         RetryAction::RetryAfter {
@@ -145,6 +147,7 @@ fn conclude(
             };
             if let Some(cancel) = refusal {
                 deposit_first_failure(request, context, now);
+                throttle_failure(request, context, now);
                 refuse(request, cancel, name, now)
             } else {
                 schedule(
@@ -229,6 +232,24 @@ fn schedule(
 ) -> Decision {
     let reason = context.reason();
     let remaining = request.remaining_at(now);
+    // The throttle counts the failure, then says whether a retry may go (gRFC A6: the count
+    // falls before the threshold is looked at); a retry the deadline ends is a timeout
+    // whatever it says. Always-retry reasons (routing corrections, which A6's transparent
+    // retries resemble) are neither counted nor throttled.
+    let throttled = source == DelaySource::Strategy && !throttle_failure(request, context, now);
+    if throttled && delay < remaining {
+        let cancel = CancelReason::RetryThrottled(reason.clone());
+        tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
+            reason = %reason, attempts = request.retry_attempts(), strategy,
+            "not retried: the retry throttle refuses retries");
+        deposit_first_failure(request, context, now);
+        return fail(request, now, cancel.text(), |context| {
+            RetryError::RequestCanceled {
+                reason: cancel,
+                context,
+            }
+        });
+    }
     // A retry that will be dispatched is paid for by the budget; one the deadline ends
     // (a timeout) is not. A first failure deposits first, in the same step.
     let first_failure = request.retry_attempts() == 0;
@@ -320,4 +341,15 @@ fn deposit_first_failure(request: &Request, context: &DecisionContext<'_>, now: 
     if let Some(budget) = context.budget().filter(|_| request.retry_attempts() == 0) {
         budget.deposit_at(now);
     }
+}
+
+/// Counts the failure being decided in the request's throttle, if it has one, at the cost of
+/// its reason's class. Whether a retry may go now.
+fn throttle_failure(request: &Request, context: &DecisionContext<'_>, now: Instant) -> bool {
+    let Some(throttles) = context.throttle() else {
+        return true;
+    };
+    let throttle = throttles.for_request(request, now);
+    throttle.failed_at(FailureClass::of(context.reason(), context.pushback()), now);
+    throttle.allows_retry_at(now)
 }

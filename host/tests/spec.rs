@@ -30,6 +30,7 @@ mod request;
 mod retry_loop;
 mod strategies;
 mod telemetry;
+mod throttles;
 mod tower_layer;
 mod traffic_budget;
 mod wasm_loading;

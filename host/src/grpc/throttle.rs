@@ -1,67 +1,63 @@
-//! gRFC A6 "Throttling Retry Attempts and Hedged RPCs": a token count per server name,
-//! starting at `maxTokens`; a failed attempt takes one, a successful call gives `tokenRatio`
-//! back, and while the count is at or below half of `maxTokens` nothing is retried. Counted in
-//! thousandths (the ratio has at most three decimal places), so the arithmetic is exact.
+//! gRFC A6 "Throttling Retry Attempts and Hedged RPCs" for the `grpc` built-in: a service
+//! config's `retryThrottling` is a token throttle ([`crate::throttle`]) kept per server name
+//! (the request's authority). The built-in says which failures count (A6: the retryable
+//! statuses and a pushback that says stop); each takes one token.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::time::Instant;
 
 use super::service_config::RetryThrottling;
+use crate::throttle::{
+    FailureClass, FailureCosts, ScopedThrottle, ThrottleConfig, ThrottleKind, ThrottleLevel,
+    ThrottleScope,
+};
 
 /// The most server names counted apart; past them, new names share one count.
 pub const MAX_THROTTLED_SERVERS: usize = 1024;
 
 /// The token counts of one service config's `retryThrottling`.
 #[derive(Debug)]
-pub struct Throttle {
-    /// `maxTokens`, in thousandths.
-    max: i64,
-    /// `tokenRatio`, in thousandths.
-    ratio: i64,
-    /// Each server name's count, in thousandths; `""` holds the names past the limit.
-    counts: Mutex<HashMap<String, i64>>,
-}
+pub struct Throttle(ScopedThrottle);
 
 impl Throttle {
-    /// Counts as `config` says.
+    /// Counts as `config` says (validated with its service config).
     pub fn new(config: RetryThrottling) -> Self {
-        Throttle {
-            max: i64::from(config.max_tokens) * 1000,
-            ratio: (config.token_ratio * 1000.0).round() as i64,
-            counts: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Applies `change` to `server`'s count (kept within 0 and `maxTokens`) and returns the
-    /// new count.
-    fn update(&self, server: &str, change: i64) -> i64 {
-        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        let known = counts.contains_key(server) || counts.len() < MAX_THROTTLED_SERVERS;
-        let key = if known { server } else { "" };
-        let count = match counts.get_mut(key) {
-            Some(count) => count,
-            None => counts.entry(key.to_owned()).or_insert(self.max),
+        let config = ThrottleConfig {
+            kind: ThrottleKind::Tokens {
+                max_tokens: f64::from(config.max_tokens),
+                token_ratio: config.token_ratio,
+            },
+            costs: FailureCosts::default(),
         };
-        *count = (*count + change).clamp(0, self.max);
-        *count
+        let now = Instant::now();
+        let scope = ThrottleScope::Authority;
+        Throttle(
+            ScopedThrottle::new(config, scope, MAX_THROTTLED_SERVERS, now)
+                .expect("retryThrottling is validated with its service config"),
+        )
     }
 
     /// A failed attempt to `server`: one token taken. Whether retries are throttled now (the
     /// count at or below half of `maxTokens`).
     pub fn failed(&self, server: &str) -> bool {
-        self.update(server, -1000) * 2 <= self.max
+        let now = Instant::now();
+        let throttle = self.0.for_value(Some(server), now);
+        throttle.failed_at(FailureClass::Other, now);
+        !throttle.allows_retry_at(now)
     }
 
     /// A successful call to `server`: `tokenRatio` given back.
     pub fn succeeded(&self, server: &str) {
-        self.update(server, self.ratio);
+        let now = Instant::now();
+        self.0.for_value(Some(server), now).succeeded_at(now);
     }
 
-    /// `server`'s count now, in tokens.
+    /// `server`'s count now, in tokens (`""`: the count the names past the limit share).
     pub fn tokens(&self, server: &str) -> f64 {
-        let counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        let count = counts.get(server).copied().unwrap_or(self.max);
-        count as f64 / 1000.0
+        let now = Instant::now();
+        match self.0.for_value(Some(server), now).level_at(now) {
+            ThrottleLevel::Tokens(tokens) => tokens,
+            ThrottleLevel::RefusalProbability(_) => unreachable!("a token throttle"),
+        }
     }
 }
 
@@ -109,8 +105,7 @@ mod tests {
         for n in 0..MAX_THROTTLED_SERVERS + 10 {
             t.failed(&format!("server-{n}"));
         }
-        let counted = t.counts.lock().unwrap().len();
-        assert_eq!(counted, MAX_THROTTLED_SERVERS + 1);
+        assert_eq!(t.0.each().len(), MAX_THROTTLED_SERVERS + 1);
         assert_eq!(t.tokens(""), 0.0, "ten failures shared, floored at 0");
     }
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::client_budgets::ClientBudgets;
 use super::shadow::ShadowStatus;
 use super::version::PolicyVersion;
+use crate::throttle::{ScopedThrottle, ThrottleKind, ThrottleLevel};
 use crate::traffic_budget::TrafficBudget;
 use crate::wasm::{CacheStats, CodeOrigin, PolicyMetadata, WitVersion};
 
@@ -111,6 +112,55 @@ pub struct RegistryStatus {
     pub cache: Option<CacheStats>,
     /// The retry budgets, by name.
     pub budgets: Vec<BudgetStatus>,
+    /// The retry throttles, by name.
+    pub throttles: Vec<ThrottleStatus>,
+}
+
+/// One retry throttle, as status reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThrottleStatus {
+    /// Its name (`[throttles.NAME]`).
+    pub name: String,
+    /// `tokens` or `adaptive`.
+    pub kind: &'static str,
+    /// What it is kept per: `policy`, `node`, `authority` or `client_context.KEY`.
+    pub per: String,
+    /// The policies counting their failures in it.
+    pub policies: Vec<String>,
+    /// The scopes with a throttle of their own.
+    pub scopes: usize,
+    /// Retries refused (RETRY_THROTTLED; every scope's).
+    pub refusals: u64,
+    /// The common throttle's token count (`tokens`).
+    pub tokens: Option<f64>,
+    /// The common throttle's refusal probability (`adaptive`).
+    pub refusal_probability: Option<f64>,
+}
+
+impl ThrottleStatus {
+    /// The status of `throttle`, named `name`, counted in by `policies`.
+    pub(crate) fn of(name: &str, throttle: &ScopedThrottle, policies: Vec<String>) -> Self {
+        let now = Instant::now();
+        let (config, scope, _) = throttle.made_with();
+        let each = throttle.each();
+        let (tokens, refusal_probability) = match each[0].1.level_at(now) {
+            ThrottleLevel::Tokens(tokens) => (Some(tokens), None),
+            ThrottleLevel::RefusalProbability(p) => (None, Some(p)),
+        };
+        ThrottleStatus {
+            name: name.to_owned(),
+            kind: match config.kind {
+                ThrottleKind::Tokens { .. } => "tokens",
+                ThrottleKind::Adaptive(_) => "adaptive",
+            },
+            per: scope.to_string(),
+            policies,
+            scopes: each.len() - 1,
+            refusals: each.iter().map(|(_, t)| t.refusals()).sum(),
+            tokens,
+            refusal_probability,
+        }
+    }
 }
 
 /// One retry budget, as status reports it.

@@ -13,6 +13,7 @@ use super::status::PolicyStatus;
 use super::version::{BuildContext, PolicyVersion};
 use crate::decision_log::DecisionLog;
 use crate::request::{Request, RequestType, Service};
+use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
 
 /// The published state: the configuration, its slots and routes. Replaced whole.
@@ -29,7 +30,8 @@ pub(super) struct Table {
     /// The retry budgets by name, kept across configurations while their parameters stay:
     /// for a budget kept per client, the common one.
     pub budgets: HashMap<String, Arc<TrafficBudget>>,
-    /// Whether an outcome report counts anywhere: a budget, or a policy that counts outcomes.
+    /// Whether an outcome report counts anywhere: a budget, a throttle, or a policy that
+    /// counts outcomes.
     /// Worked out when the table is built: only built-ins count outcomes, and a built-in
     /// changes only with the configuration (a reload swaps components).
     pub counts_outcomes: bool,
@@ -37,6 +39,10 @@ pub(super) struct Table {
     pub client_budgets: HashMap<String, Arc<ClientBudgets>>,
     /// The budget of each policy that has one, by policy name.
     policy_budgets: HashMap<String, PolicyBudget>,
+    /// The retry throttles by name, kept across configurations while their parameters stay.
+    pub throttles: HashMap<String, Arc<ScopedThrottle>>,
+    /// The throttle of each policy that has one, by policy name.
+    policy_throttles: HashMap<String, Arc<ScopedThrottle>>,
     /// The decision log, kept across configurations while its table stays the same.
     pub decision_log: Option<Arc<DecisionLog>>,
 }
@@ -75,6 +81,14 @@ impl Table {
             Some(clients) => clients.for_request(request, &budget.common),
             None => Arc::clone(&budget.common),
         })
+    }
+
+    /// The retry throttle policy `name` counts its failures in, if it has one.
+    pub(super) fn throttle_for(&self, name: &str) -> Option<&Arc<ScopedThrottle>> {
+        if self.policy_throttles.is_empty() {
+            return None;
+        }
+        self.policy_throttles.get(name)
     }
 
     /// The policy deciding for `request`: its own policy name, else its profile's dedicated
@@ -181,6 +195,34 @@ pub(super) fn build_table(
             (policy.clone(), budget)
         })
         .collect();
+    let throttles: HashMap<String, Arc<ScopedThrottle>> = config
+        .throttles
+        .iter()
+        .map(|(name, definition)| {
+            let kept = old
+                .and_then(|table| table.throttles.get(name))
+                .filter(|running| {
+                    running.made_with()
+                        == (definition.config, &definition.scope, definition.max_scopes)
+                });
+            let throttle = match kept {
+                Some(running) => Arc::clone(running),
+                None => Arc::new(
+                    ScopedThrottle::new(
+                        definition.config,
+                        definition.scope.clone(),
+                        definition.max_scopes,
+                        std::time::Instant::now(),
+                    )
+                    .expect("validated with the configuration"),
+                ),
+            };
+            (name.clone(), throttle)
+        })
+        .collect();
+    let policy_throttles = (config.policy_throttles.iter())
+        .map(|(policy, throttle)| (policy.clone(), Arc::clone(&throttles[throttle])))
+        .collect();
     // The running log stays while the `[decision_log]` table does (an application's own log,
     // installed with `PolicyRegistry::set_decision_log`, too).
     let decision_log = match (old, &config.decision_log) {
@@ -227,6 +269,7 @@ pub(super) fn build_table(
     }
     let by_name = |name: &String| Arc::clone(&slots[name]);
     let counts_outcomes = !budgets.is_empty()
+        || !throttles.is_empty()
         || (slots.values()).any(|slot| slot.active.load().strategy().counts_outcomes());
     Ok(Table {
         counts_outcomes,
@@ -254,6 +297,8 @@ pub(super) fn build_table(
         budgets,
         client_budgets,
         policy_budgets,
+        throttles,
+        policy_throttles,
         decision_log,
     })
 }

@@ -8,7 +8,10 @@
 //! and `validate` the step between them, one function per section.
 
 mod raw;
+mod throttles;
 mod validate;
+
+pub use throttles::ThrottleDefinition;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -252,6 +255,10 @@ pub struct RegistryConfig {
     pub budget_scopes: BTreeMap<String, BudgetScope>,
     /// The budget each policy draws its retries from (`[policies.NAME] budget`), by policy.
     pub policy_budgets: BTreeMap<String, String>,
+    /// Retry throttles that look at failures, by name (`[throttles.NAME]`).
+    pub throttles: BTreeMap<String, ThrottleDefinition>,
+    /// The throttle each policy counts its failures in (`[policies.NAME] throttle`), by policy.
+    pub policy_throttles: BTreeMap<String, String>,
     /// The decision log (`[decision_log]`), its file's path resolved; `None`: no log.
     pub decision_log: Option<DecisionLogConfig>,
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::throttles::RawThrottle;
 use super::{EngineConfig, WatchConfig};
 use crate::decision_log::DecisionLogConfig;
 use crate::registry::builtin::Builtin;
@@ -51,6 +52,8 @@ pub(super) struct RawConfig {
     pub(super) strict_start: bool,
     #[serde(default)]
     pub(super) budgets: BTreeMap<String, Spanned<RawBudget>>,
+    #[serde(default)]
+    pub(super) throttles: BTreeMap<String, Spanned<RawThrottle>>,
     #[serde(default)]
     pub(super) decision_log: Option<Spanned<DecisionLogConfig>>,
 }
@@ -139,6 +142,8 @@ pub(super) struct RawPolicy {
     pub(super) guard_exempt: bool,
     #[serde(default)]
     pub(super) budget: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) throttle: Option<Spanned<String>>,
 }
 
 /// `component = "FILE.wasm"`, `component = { path = "FILE.wasm", sha256 = "…" }` pinned, or

@@ -12,6 +12,7 @@ use super::raw::{
     param_text, parse_sha256, valid_oci_reference, RawBudget, RawCacheDir, RawComponent, RawConfig,
     RawPinnedComponent, RawPolicy, RawRoute,
 };
+use super::throttles;
 use super::{
     line_column, BudgetScope, CacheDir, ConfigError, Location, PolicyDefinition, PolicySource,
     RegistryConfig,
@@ -75,6 +76,8 @@ pub(super) fn validate(
     let policies = policies(&raw.policies, &policy_dir, errors)?;
     let (budgets, budget_scopes) = budgets(&raw.budgets, errors)?;
     let policy_budgets = policy_budgets(&raw.policies, &budgets, errors)?;
+    let throttles = throttles::throttles(&raw.throttles, errors)?;
+    let policy_throttles = throttles::policy_throttles(&raw.policies, &throttles, errors)?;
     let decision_log = decision_log(raw.decision_log.as_ref(), base, errors)?;
     let mut profiles = BTreeMap::new();
     for (name, profile) in &raw.profiles {
@@ -113,6 +116,8 @@ pub(super) fn validate(
         budgets,
         budget_scopes,
         policy_budgets,
+        throttles,
+        policy_throttles,
         decision_log,
     })
 }

@@ -1,7 +1,7 @@
 //! Deciding: the request's policy resolved once from the published table, without a lock,
 //! and the active version's strategy handed to the rules once (`rules::decide`), on the
 //! isolation's threads for a component when the engine has them, beside a shadow trial if one
-//! runs; the decision logged and counted. Outcome reports reach the budget of the policy that
+//! runs; the decision logged and counted. Outcome reports reach the budget and throttle of the policy that
 //! decides for the request.
 
 use std::sync::{Arc, OnceLock};
@@ -27,6 +27,7 @@ use crate::request_outcome::Outcome;
 use crate::rules::{self, Guard};
 use crate::strategy::RetryStrategy;
 use crate::telemetry;
+use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
 
 use super::PolicyRegistry;
@@ -46,13 +47,14 @@ pub struct Decided {
 }
 
 /// What decides for one request: its own strategy, or a policy's active version (with its
-/// shadow trial and retry budget, if any).
+/// shadow trial, retry budget and retry throttle, if any).
 enum Target<'s> {
     Own(&'s dyn RetryStrategy),
     Policy {
         version: Arc<PolicyVersion>,
         shadow: Option<Arc<Shadow>>,
         budget: Option<Arc<TrafficBudget>>,
+        throttle: Option<Arc<ScopedThrottle>>,
     },
 }
 
@@ -96,6 +98,7 @@ impl PolicyRegistry {
                 version: slot.active.load_full(),
                 shadow: slot.shadow.load_full(),
                 budget: table.budget_for(&slot.name, request),
+                throttle: table.throttle_for(&slot.name).cloned(),
             };
             (sampled_log(&table), target)
         };
@@ -142,8 +145,11 @@ impl PolicyRegistry {
                 version,
                 shadow,
                 budget,
+                throttle,
             } => {
-                let context = &context.with_budget(budget.as_deref());
+                let context = &context
+                    .with_budget(budget.as_deref())
+                    .with_throttle(throttle.as_deref());
                 let answers = logged.as_ref().map(|logged| &logged.2);
                 let decision = self
                     .decide_with(&version, shadow.as_deref(), request, context, answers)
@@ -243,15 +249,16 @@ impl PolicyRegistry {
             .map(|log| log.stats())
     }
 
-    /// Whether [`report`](Self::report) counts anything: some retry budget is configured, or
+    /// Whether [`report`](Self::report) counts anything: some retry budget or throttle is configured, or
     /// some policy counts how requests ended (the `grpc` built-in's throttling). A caller that
     /// builds a request only to report it may skip both when not.
     pub fn counts_outcomes(&self) -> bool {
         self.table.load().counts_outcomes
     }
 
-    /// `request` ended as `outcome` at `now`: recorded in the retry budget of the policy that
-    /// decides for it, if it has one (lock-free: the published table and atomic adds), and
+    /// `request` ended as `outcome` at `now`: recorded in the retry budget and throttle of the
+    /// policy that decides for it, if it has them (lock-free: the published table and atomic
+    /// adds), and
     /// told to that policy if it counts outcomes.
     pub fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
         let table = self.table.load();
@@ -268,6 +275,9 @@ impl PolicyRegistry {
         }
         if let Some(budget) = table.budget_for(&slot.name, request) {
             outcome.record_in(&budget, now);
+        }
+        if let Some(throttle) = table.throttle_for(&slot.name) {
+            outcome.record_in_throttle(throttle, request, now);
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::registry::config::{PolicySource, RegistryConfig};
 use crate::registry::error::RegistryError;
 use crate::registry::shadow::{Shadow, ShadowStatus};
 use crate::registry::slot::{lock, ReloadOutcome, Slot};
-use crate::registry::status::{BudgetStatus, PolicyStatus, RegistryStatus};
+use crate::registry::status::{BudgetStatus, PolicyStatus, RegistryStatus, ThrottleStatus};
 use crate::registry::table::{build_table, Failed};
 use crate::registry::version::{fetch_oci, read, PolicyVersion};
 use crate::wasm::ArtifactCache;
@@ -281,6 +281,15 @@ impl PolicyRegistry {
                         .collect();
                     let clients = table.client_budgets.get(name).map(|c| &**c);
                     BudgetStatus::of(&table.budgets[name], clients, users)
+                })
+                .collect(),
+            throttles: (table.config.throttles.keys())
+                .map(|name| {
+                    let users = (table.config.policy_throttles.iter())
+                        .filter(|(_, throttle)| *throttle == name)
+                        .map(|(policy, _)| policy.clone())
+                        .collect();
+                    ThrottleStatus::of(name, &table.throttles[name], users)
                 })
                 .collect(),
         }
