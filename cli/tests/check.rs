@@ -193,23 +193,6 @@ fn a_policy_that_fails_is_reported_with_the_kind_of_failure() {
         problems[0]["example"]["request"]["client_context"]["panic"],
         "boom"
     );
-    let text = String::from_utf8(
-        rebound()
-            .args(["check", &path("adversary"), "--context", "panic=boom"])
-            .args(["--deadline-ms", "5000"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    assert!(
-        text.contains(&format!(
-            "{} input(s) break it, 1 distinct problem(s):\n        {} × panic: ",
-            failures.len(),
-            failures.len()
-        )),
-        "{text}"
-    );
 }
 
 #[test]
@@ -338,11 +321,16 @@ fn a_python_policy_that_raises_is_reported_once_per_exception_without_flooding_t
     assert!(!output.status.success());
     let text = String::from_utf8(output.stdout).unwrap();
     let log = String::from_utf8(output.stderr).unwrap();
+    // The text report: how many inputs break it, then each distinct problem with its count.
+    let broken = text
+        .lines()
+        .find_map(|line| line.strip_suffix(" input(s) break it, 1 distinct problem(s):"))
+        .and_then(|line| line.rsplit(' ').next())
+        .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        text.contains("1 distinct problem(s):")
-            && text.contains(
-                "× trap: ValueError: a locked document is not for this probe (wasi_probe.py:"
-            ),
+        text.contains(&format!(
+            "{broken} × trap: ValueError: a locked document is not for this probe (wasi_probe.py:"
+        )),
         "{text}"
     );
     assert_eq!(log.lines().count(), 1, "{log}");

@@ -276,6 +276,48 @@ fn outcome_lines_feed_the_budgets() {
     assert_eq!(answers[4]["error"]["field"], "attempts", "{}", answers[4]);
 }
 
+/// docs/throttling.md: a throttle sequence is lines — decisions and outcome lines between
+/// them — as other implementations' tests of gRFC A6 throttling write it: with `maxTokens` 4
+/// and `tokenRatio` 1, the first failure is retried, the second leaves the count at half and
+/// is refused (`RETRY_THROTTLED`); two successes give two tokens back and the next failure is
+/// retried again; a rejected request (HTTP 400, which best effort retries) costs nothing, so
+/// the failure after it still finds a token above half.
+#[test]
+fn a_throttle_sequence_is_decided_line_by_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rebound.toml");
+    std::fs::write(
+        &config,
+        "default_policy = \"api\"\n[watch]\nenabled = false\n[throttles.t]\nkind = \"tokens\"\nmax_tokens = 4\ntoken_ratio = 1\n[policies.api]\nbuiltin = \"best-effort\"\nthrottle = \"t\"\n",
+    )
+    .unwrap();
+    let failure = r#"{"request": {"retry_attempts": 1}, "reason": "KV_TEMPORARY_FAILURE"}"#;
+    let rejected = r#"{"request": {"type": "http", "method": "GET", "retry_attempts": 1}, "reason": {"http_status": 400}}"#;
+    let success = r#"{"outcome": "success", "attempts": 2}"#;
+    let lines = [failure, failure, success, success, rejected, failure];
+    let (_, answers) = eval(&["--config", config.to_str().unwrap()], &lines.join("\n"));
+    let decided: Vec<String> = answers
+        .iter()
+        .map(|a| match a["decision"].as_str() {
+            Some("cancel") => a["cancel_reason"].as_str().unwrap().to_owned(),
+            Some(decision) => decision.to_owned(),
+            None => format!("recorded {}", a["recorded"]),
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            "retry",
+            "RETRY_THROTTLED",
+            "recorded 1",
+            "recorded 1",
+            "retry",
+            "retry"
+        ],
+        "{answers:?}"
+    );
+}
+
 /// A decision request carries the server's pushback, as a response's
 /// `retry_after` (HTTP Retry-After) or `pushback_ms` (gRPC); best effort waits at least that
 /// long, and an unreadable or negative one stops the retries.

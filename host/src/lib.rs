@@ -210,6 +210,11 @@ struct ReadmeDoctests;
 #[doc = include_str!("../docs/executor.md")]
 struct ExecutorGuideDoctests;
 
+/// The throttling guide's Rust snippets, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/throttling.md")]
+struct ThrottlingGuideDoctests;
+
 /// The registry guide's Rust snippets, compiled as doctests.
 #[cfg(all(doctest, feature = "registry"))]
 #[doc = include_str!("../docs/registry.md")]

@@ -317,6 +317,16 @@ impl Collector for PolicyCollector {
             ConstGauge::new(i64::try_from(budget.balance).unwrap_or(i64::MAX))
                 .encode(balance.encode_family(&labels)?)?;
         }
+        let mut throttled = encoder.encode_descriptor(
+            "throttle_refusals",
+            "Retries a throttle refused (RETRY_THROTTLED), by throttle",
+            None,
+            MetricType::Counter,
+        )?;
+        for throttle in &status.throttles {
+            let labels = [("throttle", throttle.name.as_str())];
+            ConstCounter::new(throttle.refusals).encode(throttled.encode_family(&labels)?)?;
+        }
         Ok(())
     }
 }

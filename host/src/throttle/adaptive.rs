@@ -10,7 +10,7 @@
 //! seeded sequence, so a run with the same seed, clock and outcomes refuses the same retries.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// How many slots the window is divided into.
 pub const SLOTS: usize = 12;
@@ -82,7 +82,8 @@ impl Default for AdaptiveConfig {
 pub struct AdaptiveThrottle {
     k: f64,
     origin: Instant,
-    slot: Duration,
+    /// A slot's length, in nanoseconds.
+    slot_nanos: u64,
     requests: Window,
     accepts: Window,
     seed: u64,
@@ -96,7 +97,7 @@ impl AdaptiveThrottle {
         AdaptiveThrottle {
             k: config.k,
             origin,
-            slot: Duration::from_millis(config.window_ms) / SLOTS as u32,
+            slot_nanos: (config.window_ms.saturating_mul(1_000_000) / SLOTS as u64).max(1),
             requests: Window::new(),
             accepts: Window::new(),
             seed: config.seed.unwrap_or_else(|| fastrand::u64(..)),
@@ -105,7 +106,12 @@ impl AdaptiveThrottle {
     }
 
     fn period(&self, now: Instant) -> u32 {
-        (now.saturating_duration_since(self.origin).as_nanos() / self.slot.as_nanos().max(1)) as u32
+        let since = now.saturating_duration_since(self.origin);
+        let nanos = since
+            .as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(since.subsec_nanos()));
+        (nanos / self.slot_nanos) as u32
     }
 
     /// An attempt ended at `now`; `accepted` when the backend took it (it succeeded, or failed
@@ -153,6 +159,7 @@ impl AdaptiveThrottle {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::time::Duration;
 
     fn throttle(k: f64, seed: u64) -> (AdaptiveThrottle, Instant) {
         let origin = Instant::now();

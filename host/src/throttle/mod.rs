@@ -106,7 +106,7 @@ impl ThrottleConfig {
             }
         }
         for (class, cost) in self.costs.each() {
-            if !(cost >= 0.0 && cost <= 1000.0) {
+            if !(0.0..=1000.0).contains(&cost) {
                 return refuse(
                     &format!("costs.{class}"),
                     format!("{cost} is out of range; expected 0 to 1000"),
@@ -121,7 +121,8 @@ impl ThrottleConfig {
 #[derive(Debug)]
 enum Kept {
     Tokens(TokenThrottle),
-    Adaptive(AdaptiveThrottle),
+    /// Boxed: its window is ten times a token count's size.
+    Adaptive(Box<AdaptiveThrottle>),
 }
 
 /// One throttle: counts failed and successful attempts and says whether a retry may go.
@@ -162,7 +163,7 @@ impl RetryThrottle {
                 token_ratio,
             } => Kept::Tokens(TokenThrottle::new(max_tokens, token_ratio)),
             ThrottleKind::Adaptive(adaptive) => {
-                Kept::Adaptive(AdaptiveThrottle::new(adaptive, now))
+                Kept::Adaptive(Box::new(AdaptiveThrottle::new(adaptive, now)))
             }
         };
         Ok(RetryThrottle {

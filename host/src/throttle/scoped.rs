@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
+use foldhash::fast::RandomState;
 
 use super::{RetryThrottle, ThrottleConfig, ThrottleConfigError};
 use crate::request::Request;
@@ -86,7 +87,9 @@ pub struct ScopedThrottle {
     scope: ThrottleScope,
     max_scopes: usize,
     common: Arc<RetryThrottle>,
-    scopes: ArcSwap<HashMap<Box<str>, Arc<RetryThrottle>>>,
+    /// Hashed with a seed of the map's own (foldhash): fast for short names, and a client
+    /// cannot choose values that collide.
+    scopes: ArcSwap<HashMap<Box<str>, Arc<RetryThrottle>, RandomState>>,
     adding: Mutex<()>,
 }
 

@@ -1,0 +1,156 @@
+//! What a retry throttle adds to a decision, and what its accounting per outcome costs, on one
+//! thread and with two threads on one throttle, measured in one run beside the decision without
+//! a throttle and printed as a table.
+//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --bench throttle`.
+
+use std::hint::black_box;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use rebound::throttle::{
+    AdaptiveConfig, FailureClass, FailureCosts, RetryThrottle, ScopedThrottle, ThrottleConfig,
+    ThrottleKind, ThrottleScope,
+};
+use rebound::{reasons, Decision, DecisionContext, Orchestrator, Request, RequestType};
+
+#[path = "support/measure.rs"]
+mod measure;
+use measure::measure_interleaved;
+
+/// Failures that cost nothing, so the throttle keeps allowing retries while every decision
+/// still counts its failure.
+fn free() -> FailureCosts {
+    FailureCosts {
+        overload: 0.0,
+        timeout: 0.0,
+        rejected: 0.0,
+        other: 0.0,
+    }
+}
+
+fn tokens() -> ThrottleConfig {
+    ThrottleConfig {
+        kind: ThrottleKind::Tokens {
+            max_tokens: 1000.0,
+            token_ratio: 1.0,
+        },
+        costs: free(),
+    }
+}
+
+fn adaptive() -> ThrottleConfig {
+    ThrottleConfig {
+        kind: ThrottleKind::Adaptive(AdaptiveConfig {
+            seed: Some(1),
+            ..AdaptiveConfig::default()
+        }),
+        costs: free(),
+    }
+}
+
+fn scoped(config: ThrottleConfig, scope: ThrottleScope) -> Arc<ScopedThrottle> {
+    Arc::new(ScopedThrottle::new(config, scope, 1024, Instant::now()).unwrap())
+}
+
+/// One decision of a first failure (KV_LOCKED, retried by best effort) at the request's start.
+fn decide(orchestrator: &Orchestrator, template: &Request, throttle: Option<&ScopedThrottle>) {
+    let mut request = template.clone();
+    let context = DecisionContext::new(&reasons::KV_LOCKED)
+        .with_throttle(throttle)
+        .at(template.start());
+    let decision = orchestrator
+        .decide(&mut request, &context)
+        .now_or_never()
+        .expect("synchronous strategy");
+    black_box(matches!(decision, Decision::Retry(_)));
+}
+
+/// Mean time per call of `f` on each of two threads running it `iters` times at once.
+fn two_threads(iters: u32, f: impl Fn() + Sync) -> Duration {
+    let start = Barrier::new(2);
+    let took: Vec<Duration> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    start.wait();
+                    let began = Instant::now();
+                    for _ in 0..iters {
+                        f();
+                    }
+                    began.elapsed() / iters
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    took.iter().sum::<Duration>() / 2
+}
+
+fn main() {
+    let orchestrator = Orchestrator::default();
+    let template = Request::new(1, RequestType::Get, Duration::from_secs(10)).unwrap();
+    let mut per_node = template.clone();
+    per_node.mark_dispatched("node-1:11210");
+    let by_policy = scoped(tokens(), ThrottleScope::Policy);
+    let by_node = scoped(tokens(), ThrottleScope::Node);
+    let adaptive_throttle = scoped(adaptive(), ThrottleScope::Policy);
+    let now = Instant::now();
+    let token_count = RetryThrottle::new(tokens(), now).unwrap();
+    let window = RetryThrottle::new(adaptive(), now).unwrap();
+    let (rounds, iters) = (31, 200_000);
+    let times = measure_interleaved(
+        rounds,
+        iters,
+        &mut [
+            &mut || decide(&orchestrator, &template, None),
+            &mut || decide(&orchestrator, &template, Some(&by_policy)),
+            &mut || decide(&orchestrator, &per_node, Some(&by_node)),
+            &mut || decide(&orchestrator, &template, Some(&adaptive_throttle)),
+            &mut || black_box(&token_count).failed_at(FailureClass::Other, now),
+            &mut || black_box(&token_count).succeeded_at(now),
+            &mut || black_box(&window).failed_at(FailureClass::Other, now),
+            &mut || {
+                black_box(black_box(&window).allows_retry_at(now));
+            },
+        ],
+    );
+    let two = two_threads(2_000_000, || {
+        black_box(&token_count).failed_at(FailureClass::Other, now)
+    });
+    let two_adaptive = two_threads(2_000_000, || {
+        black_box(&window).failed_at(FailureClass::Other, now)
+    });
+    let ns = |d: Duration| d.as_secs_f64() * 1e9;
+    let bare = ns(times[0]);
+    println!("| what | ns per call | added by the throttle (ns) |");
+    println!("| --- | ---: | ---: |");
+    println!("| decision, no throttle (1 thread) | {bare:.1} | |");
+    for (row, i) in [
+        ("decision with a token throttle (1 thread)", 1),
+        ("decision with a token throttle kept per node (1 thread)", 2),
+        ("decision with an adaptive throttle (1 thread)", 3),
+    ] {
+        println!(
+            "| {row} | {:.1} | {:.1} |",
+            ns(times[i]),
+            ns(times[i]) - bare
+        );
+    }
+    for (row, i) in [
+        ("token throttle: a failure counted (1 thread)", 4),
+        ("token throttle: a success counted (1 thread)", 5),
+        ("adaptive throttle: a failure counted (1 thread)", 6),
+        ("adaptive throttle: may a retry go (1 thread)", 7),
+    ] {
+        println!("| {row} | {:.1} | |", ns(times[i]));
+    }
+    println!(
+        "| token throttle: a failure counted (2 threads on one throttle) | {:.1} | |",
+        ns(two)
+    );
+    println!(
+        "| adaptive throttle: a failure counted (2 threads on one throttle) | {:.1} | |",
+        ns(two_adaptive)
+    );
+}
