@@ -61,7 +61,7 @@ toolchain_javascript() {
 
 # Built from source, so kept per user rather than per checkout: a fresh clone on a machine
 # that has built it once reuses it. Only the generators `rebound build` runs (C, C++ and Go;
-# Zig uses the C bindings), which compiles in about half the time of all of them.
+# Zig uses the C bindings): the others would add a fifth to its compile time.
 toolchain_wit_bindgen() {
   local cargo_root="${XDG_CACHE_HOME:-$HOME/.cache}/rebound-tools/cargo"
   if [ "$("$cargo_root/bin/wit-bindgen" --version 2>/dev/null | awk '{print $2}')" != "$WIT_BINDGEN_VERSION" ]; then
