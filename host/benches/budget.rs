@@ -16,7 +16,7 @@ use rebound::{
 
 #[path = "support/measure.rs"]
 mod measure;
-use measure::measure_interleaved;
+use measure::{contended, measure_interleaved};
 
 /// A budget that always has room for a first failure's retry: at 100 % a request's deposit
 /// pays for exactly one retry, so the balance never runs down.
@@ -54,27 +54,6 @@ fn decide_at(
         .now_or_never()
         .expect("synchronous strategy");
     black_box(matches!(decision, Decision::Retry(_)));
-}
-
-/// Mean time per call of `f` on each of `threads` threads running it `iters` times at once.
-fn contended(threads: usize, iters: u32, f: impl Fn() + Sync) -> Duration {
-    let start = Barrier::new(threads);
-    let took: Vec<Duration> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    start.wait();
-                    let began = Instant::now();
-                    for _ in 0..iters {
-                        f();
-                    }
-                    began.elapsed() / iters
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    took.iter().sum::<Duration>() / threads as u32
 }
 
 /// Mean time per call of `f` run `iters` times on one thread while `meanwhile` runs in a loop

@@ -4,7 +4,7 @@
 //! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --bench throttle`.
 
 use std::hint::black_box;
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
@@ -16,7 +16,7 @@ use rebound::{reasons, Decision, DecisionContext, Orchestrator, Request, Request
 
 #[path = "support/measure.rs"]
 mod measure;
-use measure::measure_interleaved;
+use measure::{contended, measure_interleaved};
 
 /// Failures that cost nothing, so the throttle keeps allowing retries while every decision
 /// still counts its failure.
@@ -66,27 +66,6 @@ fn decide(orchestrator: &Orchestrator, template: &Request, throttle: Option<&Sco
     black_box(matches!(decision, Decision::Retry(_)));
 }
 
-/// Mean time per call of `f` on each of two threads running it `iters` times at once.
-fn two_threads(iters: u32, f: impl Fn() + Sync) -> Duration {
-    let start = Barrier::new(2);
-    let took: Vec<Duration> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..2)
-            .map(|_| {
-                scope.spawn(|| {
-                    start.wait();
-                    let began = Instant::now();
-                    for _ in 0..iters {
-                        f();
-                    }
-                    began.elapsed() / iters
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    took.iter().sum::<Duration>() / 2
-}
-
 fn main() {
     let orchestrator = Orchestrator::default();
     let template = Request::new(1, RequestType::Get, Duration::from_secs(10)).unwrap();
@@ -115,10 +94,10 @@ fn main() {
             },
         ],
     );
-    let two = two_threads(2_000_000, || {
+    let two = contended(2, 2_000_000, || {
         black_box(&token_count).failed_at(FailureClass::Other, now)
     });
-    let two_adaptive = two_threads(2_000_000, || {
+    let two_adaptive = contended(2, 2_000_000, || {
         black_box(&window).failed_at(FailureClass::Other, now)
     });
     let ns = |d: Duration| d.as_secs_f64() * 1e9;

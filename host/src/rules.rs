@@ -2,10 +2,11 @@
 //! whatever strategy answers it: a request already done is left alone; an always-retry reason
 //! gets the controlled backoff without asking the strategy; otherwise the strategy is asked,
 //! and its answer passes the safety guard (no unsafe retry of a non-idempotent request, no
-//! retry of a never-retried reason), the retry throttle, the retry budget, and the deadline cap (reference 001
-//! "Capping the Retry Duration"), then ends the request with its error context or schedules
-//! the retry. Every outcome is logged.
+//! retry of a never-retried reason), the retry throttle, the retry budget, and the deadline
+//! cap (reference 001 "Capping the Retry Duration"), then ends the request with its error
+//! context or schedules the retry. Every outcome is logged.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::action::{NodeChoice, PolicyFailure, RetryAction};
@@ -17,7 +18,7 @@ use crate::outcome::{CancelReason, ErrorContext, RetryError};
 use crate::pushback::Pushback;
 use crate::request::Request;
 use crate::strategy::RetryStrategy;
-use crate::throttle::FailureClass;
+use crate::throttle::{FailureClass, RetryThrottle};
 
 /// Whether the safety guard checks a strategy's retries of non-idempotent requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -236,8 +237,11 @@ fn schedule(
     // falls before the threshold is looked at); a retry the deadline ends is a timeout
     // whatever it says. Always-retry reasons (routing corrections, which A6's transparent
     // retries resemble) are neither counted nor throttled.
-    let throttled = source == DelaySource::Strategy && !throttle_failure(request, context, now);
-    if throttled && delay < remaining {
+    let throttle = match source {
+        DelaySource::Strategy => throttle_failure(request, context, now),
+        _ => None,
+    };
+    if delay < remaining && throttle.is_some_and(|throttle| !throttle.allows_retry_at(now)) {
         let cancel = CancelReason::RetryThrottled(reason.clone());
         tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
             reason = %reason, attempts = request.retry_attempts(), strategy,
@@ -344,12 +348,13 @@ fn deposit_first_failure(request: &Request, context: &DecisionContext<'_>, now: 
 }
 
 /// Counts the failure being decided in the request's throttle, if it has one, at the cost of
-/// its reason's class. Whether a retry may go now.
-fn throttle_failure(request: &Request, context: &DecisionContext<'_>, now: Instant) -> bool {
-    let Some(throttles) = context.throttle() else {
-        return true;
-    };
-    let throttle = throttles.for_request(request, now);
+/// its reason's class; the throttle, to ask whether a retry may go.
+fn throttle_failure(
+    request: &Request,
+    context: &DecisionContext<'_>,
+    now: Instant,
+) -> Option<Arc<RetryThrottle>> {
+    let throttle = context.throttle()?.for_request(request, now);
     throttle.failed_at(FailureClass::of(context.reason(), context.pushback()), now);
-    throttle.allows_retry_at(now)
+    Some(throttle)
 }

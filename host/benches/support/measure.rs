@@ -1,5 +1,6 @@
 //! Timing shared by the bench binaries.
 
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 /// Median over `rounds` of the mean time per call of `f` over `iters` calls, after `iters`
@@ -53,4 +54,26 @@ pub(crate) fn measure_interleaved(
             s[rounds / 2]
         })
         .collect()
+}
+
+/// Mean time per call of `f` on each of `threads` threads running it `iters` times at once.
+#[allow(dead_code)] // the benches with rows of two threads
+pub(crate) fn contended(threads: usize, iters: u32, f: impl Fn() + Sync) -> Duration {
+    let start = Barrier::new(threads);
+    let took: Vec<Duration> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    start.wait();
+                    let began = Instant::now();
+                    for _ in 0..iters {
+                        f();
+                    }
+                    began.elapsed() / iters
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    took.iter().sum::<Duration>() / threads as u32
 }

@@ -1,9 +1,10 @@
 //! Retry throttles that look at failures, beside the proportional budget: gRFC A6's
 //! `retryThrottling` (a token count a failure takes from and a success gives back to, see
-//! [`tokens`]) and the SRE book's client-side adaptive throttling (a refusal probability from
-//! the requests and accepts of a window, see [`adaptive`]). A failure costs what its reason's
-//! class costs ([`FailureClass`], [`FailureCosts`]); a throttle is kept per policy, per node,
-//! per authority or per client-context entry ([`ThrottleScope`], [`ScopedThrottle`]).
+//! [`TokenThrottle`]) and the SRE book's client-side adaptive throttling (a refusal
+//! probability from the requests and accepts of a window, see [`AdaptiveThrottle`]). A failure
+//! costs what its reason's class costs ([`FailureClass`], [`FailureCosts`]); a throttle is
+//! kept per policy, per node, per authority or per client-context entry ([`ThrottleScope`],
+//! [`ScopedThrottle`]).
 //!
 //! Counting an outcome is one atomic read-modify-write and the deciding path takes no lock.
 //! Time is an argument (`*_at(now)`) and the adaptive throttle's draws come from a seed, so

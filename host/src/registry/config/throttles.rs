@@ -1,13 +1,12 @@
-//! The `[throttles.NAME]` tables and each policy's `throttle`: a retry throttle that looks at
-//! failures (`kind = "tokens"`, gRFC A6's `retryThrottling`, or `kind = "adaptive"`), what a
-//! failure of each class costs, and what it is kept per.
+//! The `[throttles.NAME]` tables: a retry throttle that looks at failures (`kind = "tokens"`,
+//! gRFC A6's `retryThrottling`, or `kind = "adaptive"`), what a failure of each class costs,
+//! and what it is kept per. Policies name them with `throttle` (`validate::policy_references`).
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::raw::RawPolicy;
 use super::validate::Errors;
 use super::ConfigError;
 use crate::throttle::{AdaptiveConfig, FailureCosts, ThrottleConfig, ThrottleKind, ThrottleScope};
@@ -134,38 +133,4 @@ pub(super) fn throttles(
         );
     }
     Ok(throttles)
-}
-
-/// Each policy's `throttle`, which must name a `[throttles]` table; a throttle no policy uses
-/// is a warning.
-pub(super) fn policy_throttles(
-    policies: &BTreeMap<String, Spanned<RawPolicy>>,
-    throttles: &BTreeMap<String, ThrottleDefinition>,
-    errors: &Errors<'_>,
-) -> Result<BTreeMap<String, String>, ConfigError> {
-    let mut policy_throttles = BTreeMap::new();
-    for (name, spanned) in policies {
-        let Some(throttle) = &spanned.get_ref().throttle else {
-            continue;
-        };
-        if !throttles.contains_key(throttle.get_ref()) {
-            return Err(errors.at(
-                throttle.span(),
-                format!("policies.{name}.throttle"),
-                format!(
-                    "no throttle named `{}`; expected one of the [throttles] tables: {}",
-                    throttle.get_ref(),
-                    throttles.keys().cloned().collect::<Vec<_>>().join(", ")
-                ),
-            ));
-        }
-        policy_throttles.insert(name.clone(), throttle.get_ref().clone());
-    }
-    for name in throttles.keys() {
-        if !policy_throttles.values().any(|used| used == name) {
-            tracing::warn!(throttle = %name, file = %errors.file.display(),
-                "throttle is not used by any policy (attach it with `throttle = \"{name}\"` in a [policies] table)");
-        }
-    }
-    Ok(policy_throttles)
 }

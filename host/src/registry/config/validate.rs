@@ -75,9 +75,21 @@ pub(super) fn validate(
     let default_policy = names.known(&raw.default_policy, "default_policy".into())?;
     let policies = policies(&raw.policies, &policy_dir, errors)?;
     let (budgets, budget_scopes) = budgets(&raw.budgets, errors)?;
-    let policy_budgets = policy_budgets(&raw.policies, &budgets, errors)?;
+    let policy_budgets = policy_references(
+        &raw.policies,
+        ("budget", "budgets"),
+        |policy| policy.budget.as_ref(),
+        &budgets,
+        errors,
+    )?;
     let throttles = throttles::throttles(&raw.throttles, errors)?;
-    let policy_throttles = throttles::policy_throttles(&raw.policies, &throttles, errors)?;
+    let policy_throttles = policy_references(
+        &raw.policies,
+        ("throttle", "throttles"),
+        |policy| policy.throttle.as_ref(),
+        &throttles,
+        errors,
+    )?;
     let decision_log = decision_log(raw.decision_log.as_ref(), base, errors)?;
     let mut profiles = BTreeMap::new();
     for (name, profile) in &raw.profiles {
@@ -373,38 +385,40 @@ fn budgets(
     Ok((budgets, scopes))
 }
 
-/// Each policy's `budget`, which must name a `[budgets]` table; a budget no policy uses is a
-/// warning.
-fn policy_budgets(
+/// What a policy's `field` names (`budget`, `throttle`): one of the `[SECTION]` tables
+/// (`budgets`, `throttles`), by policy; a table no policy uses is a warning.
+pub(super) fn policy_references<T>(
     policies: &BTreeMap<String, Spanned<RawPolicy>>,
-    budgets: &BTreeMap<String, BudgetConfig>,
+    (field, section): (&str, &str),
+    named: impl Fn(&RawPolicy) -> Option<&Spanned<String>>,
+    tables: &BTreeMap<String, T>,
     errors: &Errors<'_>,
 ) -> Result<BTreeMap<String, String>, ConfigError> {
-    let mut policy_budgets = BTreeMap::new();
+    let mut references = BTreeMap::new();
     for (name, spanned) in policies {
-        let Some(budget) = &spanned.get_ref().budget else {
+        let Some(table) = named(spanned.get_ref()) else {
             continue;
         };
-        if !budgets.contains_key(budget.get_ref()) {
+        if !tables.contains_key(table.get_ref()) {
             return Err(errors.at(
-                budget.span(),
-                format!("policies.{name}.budget"),
+                table.span(),
+                format!("policies.{name}.{field}"),
                 format!(
-                    "no budget named `{}`; expected one of the [budgets] tables: {}",
-                    budget.get_ref(),
-                    budgets.keys().cloned().collect::<Vec<_>>().join(", ")
+                    "no {field} named `{}`; expected one of the [{section}] tables: {}",
+                    table.get_ref(),
+                    tables.keys().cloned().collect::<Vec<_>>().join(", ")
                 ),
             ));
         }
-        policy_budgets.insert(name.clone(), budget.get_ref().clone());
+        references.insert(name.clone(), table.get_ref().clone());
     }
-    for name in budgets.keys() {
-        if !policy_budgets.values().any(|used| used == name) {
-            tracing::warn!(budget = %name, file = %errors.file.display(),
-                "budget is not used by any policy (attach it with `budget = \"{name}\"` in a [policies] table)");
+    for name in tables.keys() {
+        if !references.values().any(|used| used == name) {
+            tracing::warn!(table = %format!("{section}.{name}"), file = %errors.file.display(),
+                "{field} is not used by any policy (attach it with `{field} = \"{name}\"` in a [policies] table)");
         }
     }
-    Ok(policy_budgets)
+    Ok(references)
 }
 
 /// The `[decision_log]` table, its file resolved against `base`.

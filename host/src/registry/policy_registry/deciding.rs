@@ -1,8 +1,8 @@
 //! Deciding: the request's policy resolved once from the published table, without a lock,
 //! and the active version's strategy handed to the rules once (`rules::decide`), on the
 //! isolation's threads for a component when the engine has them, beside a shadow trial if one
-//! runs; the decision logged and counted. Outcome reports reach the budget and throttle of the policy that
-//! decides for the request.
+//! runs; the decision logged and counted. Outcome reports reach the budget and throttle of the
+//! policy that decides for the request.
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime};
@@ -249,9 +249,9 @@ impl PolicyRegistry {
             .map(|log| log.stats())
     }
 
-    /// Whether [`report`](Self::report) counts anything: some retry budget or throttle is configured, or
-    /// some policy counts how requests ended (the `grpc` built-in's throttling). A caller that
-    /// builds a request only to report it may skip both when not.
+    /// Whether [`report`](Self::report) counts anything: some retry budget or throttle is
+    /// configured, or some policy counts how requests ended (the `grpc` built-in's
+    /// throttling). A caller that builds a request only to report it may skip both when not.
     pub fn counts_outcomes(&self) -> bool {
         self.table.load().counts_outcomes
     }
