@@ -15,12 +15,14 @@ use std::time::Duration;
 
 use crate::action::{NodeChoice, RetryAction};
 use crate::context::DecisionContext;
-use crate::grpc::{GrpcCode, ServiceConfig, Throttle};
+use crate::grpc::{GrpcCode, ServiceConfig};
 use crate::pushback::Pushback;
 use crate::reason::{ReasonKind, RetryReason, Stage};
 use crate::request::{Request, Service};
 use crate::request_outcome::Outcome;
+use crate::throttle::ScopedThrottle;
 
+use super::grpc_throttle::Throttle;
 use super::SyncStrategy;
 
 /// Retries gRPC calls as their service config's `retryPolicy` says (gRFC A6), throttled per
@@ -49,9 +51,9 @@ impl GrpcRetry {
         }
     }
 
-    /// Its token counts, if its service config throttles retries.
-    pub fn throttle(&self) -> Option<&Throttle> {
-        self.throttle.as_deref()
+    /// Its token counts, kept per authority, if its service config throttles retries.
+    pub fn throttle(&self) -> Option<&ScopedThrottle> {
+        self.throttle.as_deref().map(Throttle::scoped)
     }
 
     /// Its service config.

@@ -7,6 +7,7 @@ mod exponential;
 mod fail_fast;
 mod fast_fail_terminal;
 mod grpc;
+mod grpc_throttle;
 mod http;
 
 pub use best_effort::BestEffort;

@@ -7,6 +7,7 @@
 //! `raw` is the file as written (the TOML schema), this module the model the registry runs,
 //! and `validate` the step between them, one function per section.
 
+mod errors;
 mod raw;
 mod throttles;
 mod validate;
@@ -327,7 +328,7 @@ impl RegistryConfig {
     /// Parses and validates configuration `text`, naming `file` in errors and resolving
     /// relative paths against `base`.
     pub fn parse(text: &str, file: &Path, base: &Path) -> Result<Self, ConfigError> {
-        let errors = validate::Errors { file, text };
+        let errors = errors::Errors { file, text };
         let base = &std::path::absolute(base).unwrap_or_else(|_| base.to_owned());
         let deserializer = toml::Deserializer::parse(text)
             .map_err(|e| errors.at(e.span().unwrap_or(0..0), "", e.message().trim()))?;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::validate::Errors;
+use super::errors::Errors;
 use super::ConfigError;
 use crate::throttle::{AdaptiveConfig, FailureCosts, ThrottleConfig, ThrottleKind, ThrottleScope};
 

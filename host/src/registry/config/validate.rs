@@ -8,55 +8,19 @@ use std::path::Path;
 
 use toml::Spanned;
 
+use super::errors::Errors;
 use super::raw::{
     param_text, parse_sha256, valid_oci_reference, RawBudget, RawCacheDir, RawComponent, RawConfig,
     RawPinnedComponent, RawPolicy, RawRoute,
 };
 use super::throttles;
-use super::{
-    line_column, BudgetScope, CacheDir, ConfigError, Location, PolicyDefinition, PolicySource,
-    RegistryConfig,
-};
+use super::{BudgetScope, CacheDir, ConfigError, PolicyDefinition, PolicySource, RegistryConfig};
 use crate::decision_log::DecisionLogConfig;
 use crate::registry::builtin::{Builtin, BuiltinPolicy};
 use crate::registry::route::Route;
 use crate::request::{RequestType, Service};
 use crate::traffic_budget::BudgetConfig;
 use crate::wasm::ArtifactCache;
-
-/// Errors about one file's text, placed by the span of what they are about.
-pub(super) struct Errors<'a> {
-    pub(super) file: &'a Path,
-    pub(super) text: &'a str,
-}
-
-impl Errors<'_> {
-    pub(super) fn at(
-        &self,
-        span: Range<usize>,
-        field: impl Into<String>,
-        message: impl Into<String>,
-    ) -> ConfigError {
-        let (line, column) = line_column(self.text, span.start);
-        ConfigError {
-            file: self.file.to_owned(),
-            line,
-            column,
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-
-    /// The place of byte `offset`.
-    fn location(&self, offset: usize) -> Location {
-        let (line, column) = line_column(self.text, offset);
-        Location {
-            file: self.file.to_owned(),
-            line,
-            column,
-        }
-    }
-}
 
 /// The whole configuration, section by section.
 pub(super) fn validate(

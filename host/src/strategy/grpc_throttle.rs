@@ -5,22 +5,21 @@
 
 use std::time::Instant;
 
-use super::service_config::RetryThrottling;
+use crate::grpc::RetryThrottling;
 use crate::throttle::{
-    FailureClass, FailureCosts, ScopedThrottle, ThrottleConfig, ThrottleKind, ThrottleLevel,
-    ThrottleScope,
+    FailureClass, FailureCosts, ScopedThrottle, ThrottleConfig, ThrottleKind, ThrottleScope,
 };
 
 /// The most server names counted apart; past them, new names share one count.
-pub const MAX_THROTTLED_SERVERS: usize = 1024;
+const MAX_THROTTLED_SERVERS: usize = 1024;
 
 /// The token counts of one service config's `retryThrottling`.
 #[derive(Debug)]
-pub struct Throttle(ScopedThrottle);
+pub(crate) struct Throttle(ScopedThrottle);
 
 impl Throttle {
     /// Counts as `config` says (validated with its service config).
-    pub fn new(config: RetryThrottling) -> Self {
+    pub(crate) fn new(config: RetryThrottling) -> Self {
         let config = ThrottleConfig {
             kind: ThrottleKind::Tokens {
                 max_tokens: f64::from(config.max_tokens),
@@ -38,7 +37,7 @@ impl Throttle {
 
     /// A failed attempt to `server`: one token taken. Whether retries are throttled now (the
     /// count at or below half of `maxTokens`).
-    pub fn failed(&self, server: &str) -> bool {
+    pub(crate) fn failed(&self, server: &str) -> bool {
         let now = Instant::now();
         let throttle = self.0.for_value(Some(server), now);
         throttle.failed_at(FailureClass::Other, now);
@@ -46,17 +45,23 @@ impl Throttle {
     }
 
     /// A successful call to `server`: `tokenRatio` given back.
-    pub fn succeeded(&self, server: &str) {
+    pub(crate) fn succeeded(&self, server: &str) {
         let now = Instant::now();
         self.0.for_value(Some(server), now).succeeded_at(now);
     }
 
+    /// The throttle, kept per authority.
+    pub(crate) fn scoped(&self) -> &ScopedThrottle {
+        &self.0
+    }
+
     /// `server`'s count now, in tokens (`""`: the count the names past the limit share).
-    pub fn tokens(&self, server: &str) -> f64 {
+    #[cfg(test)]
+    fn tokens(&self, server: &str) -> f64 {
         let now = Instant::now();
         match self.0.for_value(Some(server), now).level_at(now) {
-            ThrottleLevel::Tokens(tokens) => tokens,
-            ThrottleLevel::RefusalProbability(_) => unreachable!("a token throttle"),
+            crate::throttle::ThrottleLevel::Tokens(tokens) => tokens,
+            other => unreachable!("a token throttle, not {other:?}"),
         }
     }
 }
