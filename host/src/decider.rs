@@ -4,6 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::breaker::NodeBreakers;
 use crate::context::DecisionContext;
 use crate::decision::Decision;
 use crate::orchestrator::Orchestrator;
@@ -32,6 +33,13 @@ pub trait Decider: Send + Sync {
     fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
         let _ = (request, outcome, now);
     }
+
+    /// The circuit breakers `request`'s attempts are admitted by and counted in, if any: the
+    /// executor asks once per request. None by default.
+    fn breakers(&self, request: &Request) -> Option<Arc<NodeBreakers>> {
+        let _ = request;
+        None
+    }
 }
 
 impl Decider for Orchestrator {
@@ -55,6 +63,10 @@ impl Decider for Orchestrator {
             outcome.record_in_throttle(throttle, request, now);
         }
     }
+
+    fn breakers(&self, _request: &Request) -> Option<Arc<NodeBreakers>> {
+        self.breakers().cloned()
+    }
 }
 
 #[cfg(feature = "registry")]
@@ -73,6 +85,10 @@ impl Decider for crate::registry::PolicyRegistry {
     fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
         crate::registry::PolicyRegistry::report(self, request, outcome, now);
     }
+
+    fn breakers(&self, request: &Request) -> Option<Arc<NodeBreakers>> {
+        crate::registry::PolicyRegistry::breakers(self, request)
+    }
 }
 
 impl<D: Decider> Decider for Arc<D> {
@@ -86,5 +102,9 @@ impl<D: Decider> Decider for Arc<D> {
 
     fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
         (**self).report(request, outcome, now);
+    }
+
+    fn breakers(&self, request: &Request) -> Option<Arc<NodeBreakers>> {
+        (**self).breakers(request)
     }
 }

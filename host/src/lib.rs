@@ -105,6 +105,7 @@
 //! - [`grid`]: one of every reason variant, for checking policies over all of them.
 //! - [`throttle`]: retry throttles that look at failures (gRFC A6's token count, adaptive
 //!   throttling), kept per policy, node, authority or client.
+//! - [`breaker`]: per-node circuit breakers that refuse an attempt before it is sent.
 //! - [`executor`]: the retry loop for tokio; [`layer`]: the tower layer (features `executor`
 //!   and `tower`, on by default).
 //! - `wasm`: sandboxed WebAssembly strategies; `registry`: named policies with hot reload
@@ -117,6 +118,8 @@
 
 mod action;
 pub mod backoff;
+mod bounded_map;
+pub mod breaker;
 mod budget;
 mod cassandra_types;
 pub mod classify;
@@ -214,6 +217,11 @@ struct ExecutorGuideDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/throttling.md")]
 struct ThrottlingGuideDoctests;
+
+/// The circuit breaker guide's Rust snippets, compiled and run as doctests.
+#[cfg(all(doctest, feature = "executor"))]
+#[doc = include_str!("../docs/breakers.md")]
+struct BreakersGuideDoctests;
 
 /// The registry guide's Rust snippets, compiled as doctests.
 #[cfg(all(doctest, feature = "registry"))]

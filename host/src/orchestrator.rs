@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::breaker::NodeBreakers;
 use crate::context::DecisionContext;
 use crate::decision::Deciding;
 use crate::reason::RetryReason;
@@ -25,6 +26,7 @@ pub struct Orchestrator {
     guard_exempt: HashSet<String>,
     budget: Option<Arc<TrafficBudget>>,
     throttle: Option<Arc<ScopedThrottle>>,
+    breakers: Option<Arc<NodeBreakers>>,
 }
 
 impl Default for Orchestrator {
@@ -44,6 +46,7 @@ impl Orchestrator {
             guard_exempt: HashSet::new(),
             budget: None,
             throttle: None,
+            breakers: None,
         }
     }
 
@@ -64,6 +67,19 @@ impl Orchestrator {
     pub fn with_throttle(mut self, throttle: Arc<ScopedThrottle>) -> Self {
         self.throttle = Some(throttle);
         self
+    }
+
+    /// Admits attempts through `breakers` and counts their outcomes there: an executor asks the
+    /// node's breaker before each attempt (`Attempt::admit`) and counts how it
+    /// ended.
+    pub fn with_breakers(mut self, breakers: Arc<NodeBreakers>) -> Self {
+        self.breakers = Some(breakers);
+        self
+    }
+
+    /// The circuit breakers attempts are admitted by, if any.
+    pub fn breakers(&self) -> Option<&Arc<NodeBreakers>> {
+        self.breakers.as_ref()
     }
 
     /// The throttle failures are counted in, if any.

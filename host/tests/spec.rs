@@ -8,6 +8,7 @@ mod registry_support;
 mod wasm_support;
 
 mod backoff;
+mod breakers;
 mod builtin_params;
 mod classify;
 mod decision_log;

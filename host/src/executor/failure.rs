@@ -1,9 +1,10 @@
 //! How the operation reports a failure: its own error, and what the executor needs to decide.
 
+use crate::breaker::BreakerOpen;
 use crate::classify::{classify, Response};
 use crate::errormap::ErrorMap;
 use crate::pushback::Pushback;
-use crate::reason::RetryReason;
+use crate::reason::{reasons, RetryReason};
 use crate::retry_loop::Cause;
 
 /// A failed attempt: the operation's own error `E` and its [`Cause`].
@@ -64,5 +65,13 @@ impl<E> Failure<E> {
     pub fn dispatched_to(mut self, node: impl Into<String>) -> Self {
         self.dispatched_to = Some(node.into());
         self
+    }
+}
+
+impl<E: From<BreakerOpen>> From<BreakerOpen> for Failure<E> {
+    /// The node's circuit breaker refused the attempt: `CIRCUIT_BREAKER_OPEN`, before
+    /// dispatch.
+    fn from(open: BreakerOpen) -> Self {
+        Failure::reason(E::from(open), reasons::CIRCUIT_BREAKER_OPEN)
     }
 }

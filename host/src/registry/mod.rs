@@ -34,14 +34,18 @@ mod watch;
 pub use builtin::{Builtin, BuiltinParamError, BuiltinPolicy};
 pub use client_budgets::MAX_CLIENT_BYTES;
 pub use config::{
-    line_column, BudgetScope, CacheDir, ConfigError, EngineConfig, IsolationConfig, Location,
-    PolicyDefinition, PolicySource, RegistryConfig, ThrottleDefinition, WatchConfig,
+    line_column, BreakerDefinition, BudgetScope, CacheDir, ConfigError, EngineConfig,
+    IsolationConfig, Location, PolicyDefinition, PolicySource, RegistryConfig, ThrottleDefinition,
+    WatchConfig,
 };
 pub use error::{BuildError, RegistryError};
 pub use policy_registry::{Decided, PolicyRegistry};
 pub use route::Route;
 pub use shadow::{Shadow, ShadowStatus};
 pub use slot::ReloadOutcome;
-pub use status::{BudgetStatus, PolicyStatus, RegistryStatus, ThrottleStatus, VersionStatus};
+pub use status::{
+    BreakerStatus, BudgetStatus, NodeBreakerStatus, PolicyStatus, RegistryStatus, ThrottleStatus,
+    VersionStatus,
+};
 pub use version::PolicyVersion;
 pub use watch::{RegistryWatcher, WatchError};

@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::client_budgets::ClientBudgets;
 use super::shadow::ShadowStatus;
 use super::version::PolicyVersion;
+use crate::breaker::{BreakerState, NodeBreakers};
 use crate::throttle::{ScopedThrottle, ThrottleKind, ThrottleLevel};
 use crate::traffic_budget::TrafficBudget;
 use crate::wasm::{CacheStats, CodeOrigin, PolicyMetadata, WitVersion};
@@ -114,6 +115,48 @@ pub struct RegistryStatus {
     pub budgets: Vec<BudgetStatus>,
     /// The retry throttles, by name.
     pub throttles: Vec<ThrottleStatus>,
+    /// The per-node circuit breakers, by name.
+    pub breakers: Vec<BreakerStatus>,
+}
+
+/// One `[breakers.NAME]` table, as status reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BreakerStatus {
+    /// Its name (`[breakers.NAME]`).
+    pub name: String,
+    /// The policies whose attempts it admits.
+    pub policies: Vec<String>,
+    /// How many times a node's breaker opened.
+    pub opened: u64,
+    /// The nodes whose breaker is not closed, with their state.
+    pub nodes: Vec<NodeBreakerStatus>,
+}
+
+/// A node whose breaker is open or half open.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeBreakerStatus {
+    /// The node.
+    pub node: String,
+    /// `open` or `half_open`.
+    pub state: BreakerState,
+}
+
+impl BreakerStatus {
+    /// The status of `breakers`, named `name`, admitting the attempts of `policies`.
+    pub(crate) fn of(name: &str, breakers: &NodeBreakers, policies: Vec<String>) -> Self {
+        BreakerStatus {
+            name: name.to_owned(),
+            policies,
+            opened: breakers.opened(),
+            nodes: (breakers.each().into_iter())
+                .map(|(node, breaker)| NodeBreakerStatus {
+                    node,
+                    state: breaker.state(),
+                })
+                .filter(|node| node.state != BreakerState::Closed)
+                .collect(),
+        }
+    }
 }
 
 /// One retry throttle, as status reports it.

@@ -11,6 +11,7 @@ use super::route::Route;
 use super::slot::Slot;
 use super::status::PolicyStatus;
 use super::version::{BuildContext, PolicyVersion};
+use crate::breaker::NodeBreakers;
 use crate::decision_log::DecisionLog;
 use crate::request::{Request, RequestType, Service};
 use crate::throttle::ScopedThrottle;
@@ -43,6 +44,11 @@ pub(super) struct Table {
     pub throttles: HashMap<String, Arc<ScopedThrottle>>,
     /// The throttle of each policy that has one, by policy name.
     policy_throttles: HashMap<String, Arc<ScopedThrottle>>,
+    /// The per-node circuit breakers by name, kept across configurations while their
+    /// parameters stay.
+    pub breakers: HashMap<String, Arc<NodeBreakers>>,
+    /// The breakers of each policy that has them, by policy name.
+    policy_breakers: HashMap<String, Arc<NodeBreakers>>,
     /// The decision log, kept across configurations while its table stays the same.
     pub decision_log: Option<Arc<DecisionLog>>,
 }
@@ -89,6 +95,15 @@ impl Table {
             return None;
         }
         self.policy_throttles.get(name)
+    }
+
+    /// The circuit breakers admitting `request`'s attempts, if its policy has them.
+    pub(super) fn breakers_for(&self, request: &Request) -> Option<Arc<NodeBreakers>> {
+        if self.policy_breakers.is_empty() {
+            return None;
+        }
+        let slot = self.resolve(request).ok()?;
+        self.policy_breakers.get(&slot.name).cloned()
     }
 
     /// The policy deciding for `request`: its own policy name, else its profile's dedicated
@@ -223,6 +238,24 @@ pub(super) fn build_table(
     let policy_throttles = (config.policy_throttles.iter())
         .map(|(policy, throttle)| (policy.clone(), Arc::clone(&throttles[throttle])))
         .collect();
+    let breakers: HashMap<String, Arc<NodeBreakers>> = (config.breakers.iter())
+        .map(|(name, definition)| {
+            let kept = old
+                .and_then(|table| table.breakers.get(name))
+                .filter(|running| running.made_with() == (definition.config, definition.max_nodes));
+            let breakers = match kept {
+                Some(running) => Arc::clone(running),
+                None => Arc::new(
+                    NodeBreakers::new(definition.config, definition.max_nodes)
+                        .expect("validated with the configuration"),
+                ),
+            };
+            (name.clone(), breakers)
+        })
+        .collect();
+    let policy_breakers = (config.policy_breakers.iter())
+        .map(|(policy, name)| (policy.clone(), Arc::clone(&breakers[name])))
+        .collect();
     // The running log stays while the `[decision_log]` table does (an application's own log,
     // installed with `PolicyRegistry::set_decision_log`, too).
     let decision_log = match (old, &config.decision_log) {
@@ -299,6 +332,8 @@ pub(super) fn build_table(
         policy_budgets,
         throttles,
         policy_throttles,
+        breakers,
+        policy_breakers,
         decision_log,
     })
 }

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 pub use adaptive::{AdaptiveConfig, AdaptiveThrottle, SLOTS};
 pub use class::{FailureClass, FailureCosts};
-pub use scoped::{ScopedThrottle, ThrottleScope, ThrottleScopeError, MAX_SCOPE_BYTES};
+pub use scoped::{ScopedThrottle, ThrottleScope, ThrottleScopeError};
 pub use tokens::TokenThrottle;
 
 use tokens::thousandths;

@@ -1,24 +1,18 @@
 //! A throttle kept per scope (`[throttles.NAME] per = …`): one for every request of the
 //! policies that name it (`policy`), or one per node the request was last sent to (`node`),
 //! per authority (`authority`, gRFC A6's "per server name") or per value of a client-context
-//! entry (`client_context.KEY`, e.g. a tenant). Requests without the scope's value, and values
-//! past `max_scopes`, share the common throttle, so a client naming many scopes cannot grow the
-//! host's memory. The scopes are read without a lock: the map is replaced whole when a scope is
-//! added, which happens at most `max_scopes` times.
+//! entry (`client_context.KEY`, e.g. a tenant). Requests without the scope's value, values
+//! longer than 256 bytes and values past
+//! `max_scopes` share the common throttle, so a client naming many scopes cannot grow the
+//! host's memory; the scopes are read without a lock.
 
-use std::collections::HashMap;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
-use arc_swap::ArcSwap;
-use foldhash::fast::RandomState;
-
 use super::{RetryThrottle, ThrottleConfig, ThrottleConfigError};
+use crate::bounded_map::BoundedMap;
 use crate::request::Request;
-
-/// The longest scope value, in bytes; a longer one counts in the common throttle.
-pub const MAX_SCOPE_BYTES: usize = 256;
 
 /// What a throttle is kept per.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,12 +79,8 @@ impl ThrottleScope {
 pub struct ScopedThrottle {
     config: ThrottleConfig,
     scope: ThrottleScope,
-    max_scopes: usize,
     common: Arc<RetryThrottle>,
-    /// Hashed with a seed of the map's own (foldhash): fast for short names, and a client
-    /// cannot choose values that collide.
-    scopes: ArcSwap<HashMap<Box<str>, Arc<RetryThrottle>, RandomState>>,
-    adding: Mutex<()>,
+    scopes: BoundedMap<RetryThrottle>,
 }
 
 impl ScopedThrottle {
@@ -104,16 +94,14 @@ impl ScopedThrottle {
         Ok(ScopedThrottle {
             config,
             scope,
-            max_scopes,
             common: Arc::new(RetryThrottle::new(config, now)?),
-            scopes: ArcSwap::default(),
-            adding: Mutex::new(()),
+            scopes: BoundedMap::new(max_scopes),
         })
     }
 
     /// What it was made with: a new configuration keeps the counts while these stay.
     pub fn made_with(&self) -> (ThrottleConfig, &ThrottleScope, usize) {
-        (self.config, &self.scope, self.max_scopes)
+        (self.config, &self.scope, self.scopes.capacity())
     }
 
     /// The throttle `request` counts in at `now`.
@@ -123,39 +111,20 @@ impl ScopedThrottle {
 
     /// The throttle of the scope's `value` (`None` or empty: the common one) at `now`.
     pub fn for_value(&self, value: Option<&str>, now: Instant) -> Arc<RetryThrottle> {
-        let Some(value) = value.filter(|v| !v.is_empty() && v.len() <= MAX_SCOPE_BYTES) else {
-            return Arc::clone(&self.common);
-        };
-        if let Some(throttle) = self.scopes.load().get(value) {
-            return Arc::clone(throttle);
-        }
-        let _adding = self.adding.lock().unwrap_or_else(|p| p.into_inner());
-        let scopes = self.scopes.load_full();
-        if let Some(throttle) = scopes.get(value) {
-            return Arc::clone(throttle);
-        }
-        if scopes.len() >= self.max_scopes {
-            return Arc::clone(&self.common);
-        }
-        let throttle = Arc::new(
-            RetryThrottle::new(self.config, now).expect("validated when the common one was made"),
-        );
-        let mut more = (*scopes).clone();
-        more.insert(value.into(), Arc::clone(&throttle));
-        self.scopes.store(Arc::new(more));
-        throttle
+        let config = self.config;
+        value
+            .and_then(|value| {
+                self.scopes.get_or_add(value, || {
+                    RetryThrottle::new(config, now).expect("validated when the common one was made")
+                })
+            })
+            .unwrap_or_else(|| Arc::clone(&self.common))
     }
 
     /// The common throttle and each scope's, by value (`""` for the common one).
     pub fn each(&self) -> Vec<(String, Arc<RetryThrottle>)> {
         let mut each = vec![(String::new(), Arc::clone(&self.common))];
-        let scopes = self.scopes.load();
-        let mut named: Vec<_> = scopes
-            .iter()
-            .map(|(value, throttle)| (value.to_string(), Arc::clone(throttle)))
-            .collect();
-        named.sort_by(|a, b| a.0.cmp(&b.0));
-        each.extend(named);
+        each.extend(self.scopes.each());
         each
     }
 }

@@ -7,11 +7,13 @@
 //! `raw` is the file as written (the TOML schema), this module the model the registry runs,
 //! and `validate` the step between them, one function per section.
 
+mod breakers;
 mod errors;
 mod raw;
 mod throttles;
 mod validate;
 
+pub use breakers::BreakerDefinition;
 pub use throttles::ThrottleDefinition;
 
 use std::collections::BTreeMap;
@@ -260,6 +262,11 @@ pub struct RegistryConfig {
     pub throttles: BTreeMap<String, ThrottleDefinition>,
     /// The throttle each policy counts its failures in (`[policies.NAME] throttle`), by policy.
     pub policy_throttles: BTreeMap<String, String>,
+    /// Per-node circuit breakers, by name (`[breakers.NAME]`).
+    pub breakers: BTreeMap<String, BreakerDefinition>,
+    /// The breakers each policy's attempts are admitted by (`[policies.NAME] breaker`), by
+    /// policy.
+    pub policy_breakers: BTreeMap<String, String>,
     /// The decision log (`[decision_log]`), its file's path resolved; `None`: no log.
     pub decision_log: Option<DecisionLogConfig>,
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::breakers::RawBreaker;
 use super::throttles::RawThrottle;
 use super::{EngineConfig, WatchConfig};
 use crate::decision_log::DecisionLogConfig;
@@ -54,6 +55,8 @@ pub(super) struct RawConfig {
     pub(super) budgets: BTreeMap<String, Spanned<RawBudget>>,
     #[serde(default)]
     pub(super) throttles: BTreeMap<String, Spanned<RawThrottle>>,
+    #[serde(default)]
+    pub(super) breakers: BTreeMap<String, Spanned<RawBreaker>>,
     #[serde(default)]
     pub(super) decision_log: Option<Spanned<DecisionLogConfig>>,
 }
@@ -144,6 +147,8 @@ pub(super) struct RawPolicy {
     pub(super) budget: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) throttle: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) breaker: Option<Spanned<String>>,
 }
 
 /// `component = "FILE.wasm"`, `component = { path = "FILE.wasm", sha256 = "…" }` pinned, or

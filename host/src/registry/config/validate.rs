@@ -8,6 +8,7 @@ use std::path::Path;
 
 use toml::Spanned;
 
+use super::breakers;
 use super::errors::Errors;
 use super::raw::{
     param_text, parse_sha256, valid_oci_reference, RawBudget, RawCacheDir, RawComponent, RawConfig,
@@ -54,6 +55,14 @@ pub(super) fn validate(
         &throttles,
         errors,
     )?;
+    let breakers = breakers::breakers(&raw.breakers, errors)?;
+    let policy_breakers = policy_references(
+        &raw.policies,
+        ("breaker", "breakers"),
+        |policy| policy.breaker.as_ref(),
+        &breakers,
+        errors,
+    )?;
     let decision_log = decision_log(raw.decision_log.as_ref(), base, errors)?;
     let mut profiles = BTreeMap::new();
     for (name, profile) in &raw.profiles {
@@ -94,6 +103,8 @@ pub(super) fn validate(
         policy_budgets,
         throttles,
         policy_throttles,
+        breakers,
+        policy_breakers,
         decision_log,
     })
 }
@@ -349,8 +360,8 @@ fn budgets(
     Ok((budgets, scopes))
 }
 
-/// What a policy's `field` names (`budget`, `throttle`): one of the `[SECTION]` tables
-/// (`budgets`, `throttles`), by policy; a table no policy uses is a warning.
+/// What a policy's `field` names (`budget`, `throttle`, `breaker`): one of the `[SECTION]`
+/// tables (`budgets`, `throttles`, `breakers`), by policy; a table no policy uses is a warning.
 pub(super) fn policy_references<T>(
     policies: &BTreeMap<String, Spanned<RawPolicy>>,
     (field, section): (&str, &str),

@@ -9,6 +9,7 @@ use std::time::{Instant, SystemTime};
 
 use metrics::SharedString;
 
+use crate::breaker::NodeBreakers;
 use crate::context::DecisionContext;
 use crate::decision::Decision;
 use crate::decision_id::DecisionId;
@@ -254,6 +255,12 @@ impl PolicyRegistry {
     /// throttling). A caller that builds a request only to report it may skip both when not.
     pub fn counts_outcomes(&self) -> bool {
         self.table.load().counts_outcomes
+    }
+
+    /// The circuit breakers admitting `request`'s attempts: those its policy names
+    /// (`breaker`), if any.
+    pub fn breakers(&self, request: &Request) -> Option<Arc<NodeBreakers>> {
+        self.table.load().breakers_for(request)
     }
 
     /// `request` ended as `outcome` at `now`: recorded in the retry budget and throttle of the

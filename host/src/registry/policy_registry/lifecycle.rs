@@ -14,7 +14,9 @@ use crate::registry::config::{PolicySource, RegistryConfig};
 use crate::registry::error::RegistryError;
 use crate::registry::shadow::{Shadow, ShadowStatus};
 use crate::registry::slot::{lock, ReloadOutcome, Slot};
-use crate::registry::status::{BudgetStatus, PolicyStatus, RegistryStatus, ThrottleStatus};
+use crate::registry::status::{
+    BreakerStatus, BudgetStatus, PolicyStatus, RegistryStatus, ThrottleStatus,
+};
 use crate::registry::table::{build_table, Failed};
 use crate::registry::version::{fetch_oci, read, PolicyVersion};
 use crate::wasm::ArtifactCache;
@@ -290,6 +292,15 @@ impl PolicyRegistry {
                         .map(|(policy, _)| policy.clone())
                         .collect();
                     ThrottleStatus::of(name, &table.throttles[name], users)
+                })
+                .collect(),
+            breakers: (table.config.breakers.keys())
+                .map(|name| {
+                    let users = (table.config.policy_breakers.iter())
+                        .filter(|(_, breakers)| *breakers == name)
+                        .map(|(policy, _)| policy.clone())
+                        .collect();
+                    BreakerStatus::of(name, &table.breakers[name], users)
                 })
                 .collect(),
         }
