@@ -1,5 +1,6 @@
 //! `rebound eval`: JSON lines in (a file or stdin), one answer per line out, in order: a decision,
-//! or for a line reporting an `outcome` the count recorded. A bad
+//! for a line reporting an `outcome` the count recorded, for a line asking about a `hedge` when
+//! the next copy goes. A bad
 //! line gets an error object on its own line and the rest continue; the exit status is 1 if
 //! any line was refused. With `--replay LOG --policy CANDIDATE`, a decision log's decisions are
 //! decided again by the candidate and the disagreements printed.
@@ -13,6 +14,7 @@ use rebound::registry::{PolicyRegistry, RegistryConfig};
 
 use crate::decider::{builtin_registry, Decider, FileAccess};
 use crate::replay::replay;
+use crate::wire::hedge::HedgeInput;
 use crate::wire::outcome::OutcomeInput;
 use crate::wire::output;
 
@@ -97,9 +99,13 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             continue;
         }
         total += 1;
-        // A line with an `outcome` reports how a request ended; any other is decided.
+        // A line with an `outcome` reports how a request ended, one with a `hedge` asks about a
+        // request in flight; any other is decided.
         let answer = if OutcomeInput::is_report(&line) {
             decider.record_outcomes(&line, None)
+        } else if HedgeInput::is_question(&line) {
+            HedgeInput::parse(&line)
+                .and_then(|question| question.answer(decider.registry(), std::time::Instant::now()))
         } else {
             runtime
                 .block_on(decider.decide_text(&line, number as u64))

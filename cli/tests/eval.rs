@@ -318,6 +318,73 @@ fn a_throttle_sequence_is_decided_line_by_line() {
     );
 }
 
+/// docs/decision-json.md "Hedging": a hedging question is a line with a `hedge` (a request in
+/// flight), answered with when the next copy goes. gRFC A6's example (`maxAttempts` 4,
+/// `hedgingDelay` 0.5 s): 200 ms after the first copy the next is due in 300 ms; a non-fatal
+/// UNAVAILABLE sends it at once; a pushback of 300 ms sends it then; a fatal status, a stop
+/// pushback, `maxAttempts` copies and a call not declared idempotent send none.
+#[test]
+fn a_hedging_question_is_answered_line_by_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rebound.toml");
+    std::fs::write(
+        &config,
+        r#"default_policy = "inventory"
+[watch]
+enabled = false
+[policies.inventory]
+builtin = "grpc"
+params.service_config = '{"methodConfig": [{"name": [{"service": "shop.Inventory"}], "hedgingPolicy": {"maxAttempts": 4, "hedgingDelay": "0.5s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}'
+"#,
+    )
+    .unwrap();
+    let call = r#""request": {"type": "grpc", "route": "/shop.Inventory/Get", "idempotent": true}"#;
+    let unsafe_call = r#""request": {"type": "grpc", "route": "/shop.Inventory/Get"}"#;
+    let lines = [
+        format!(r#"{{{call}, "hedge": {{"copies": 1, "since_last_ms": 200}}}}"#),
+        format!(
+            r#"{{{call}, "hedge": {{"asked": "after_failure", "copies": 2, "failures": [{{"grpc_status": "UNAVAILABLE"}}]}}}}"#
+        ),
+        format!(
+            r#"{{{call}, "hedge": {{"asked": "after_failure", "copies": 2, "failures": [{{"grpc_status": "UNAVAILABLE"}}], "pushback": 300}}}}"#
+        ),
+        format!(
+            r#"{{{call}, "hedge": {{"asked": "after_failure", "copies": 2, "failures": [{{"grpc_status": "INVALID_ARGUMENT"}}]}}}}"#
+        ),
+        format!(
+            r#"{{{call}, "hedge": {{"asked": "after_failure", "copies": 2, "failures": [{{"grpc_status": "UNAVAILABLE"}}], "pushback": "stop"}}}}"#
+        ),
+        format!(r#"{{{call}, "hedge": {{"copies": 4}}}}"#),
+        format!(r#"{{{unsafe_call}, "hedge": {{"copies": 1}}}}"#),
+        format!(r#"{{{call}, "hedge": {{"copies": 1, "pushback": "later"}}}}"#),
+    ];
+    let (_, answers) = eval(&["--config", config.to_str().unwrap()], &lines.join("\n"));
+    let next = |i: usize| {
+        answers[i]["hedge"]["next"]
+            .as_str()
+            .unwrap_or("?")
+            .to_owned()
+    };
+    assert_eq!(answers[0]["hedge"]["after_ms"], 300, "{}", answers[0]);
+    assert_eq!(answers[0]["hedge"]["node"], "same");
+    assert_eq!(answers[1]["hedge"]["after_ms"], 0, "{}", answers[1]);
+    assert_eq!(answers[2]["hedge"]["after_ms"], 300, "{}", answers[2]);
+    assert_eq!(
+        [next(3), next(4), next(5), next(6)],
+        ["none", "none", "wait", "none"],
+        "{answers:?}"
+    );
+    assert!(answers[6]["hedge"]["why"]
+        .as_str()
+        .unwrap()
+        .contains("not idempotent"));
+    assert_eq!(
+        answers[7]["error"]["field"], "hedge.pushback",
+        "{}",
+        answers[7]
+    );
+}
+
 /// A decision request carries the server's pushback, as a response's
 /// `retry_after` (HTTP Retry-After) or `pushback_ms` (gRPC); best effort waits at least that
 /// long, and an unreadable or negative one stops the retries.

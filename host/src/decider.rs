@@ -7,6 +7,7 @@ use std::time::Instant;
 use crate::breaker::NodeBreakers;
 use crate::context::DecisionContext;
 use crate::decision::Decision;
+use crate::hedge::Hedging;
 use crate::orchestrator::Orchestrator;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
@@ -40,6 +41,14 @@ pub trait Decider: Send + Sync {
         let _ = request;
         None
     }
+
+    /// How `request` is hedged at `now`, if its strategy hedges: the policy, with the budget
+    /// and throttle that pay for its copies. The executor asks once per request. None by
+    /// default.
+    fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
+        let _ = (request, now);
+        None
+    }
 }
 
 impl Decider for Orchestrator {
@@ -67,6 +76,10 @@ impl Decider for Orchestrator {
     fn breakers(&self, _request: &Request) -> Option<Arc<NodeBreakers>> {
         self.breakers().cloned()
     }
+
+    fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
+        Orchestrator::hedging(self, request, now)
+    }
 }
 
 #[cfg(feature = "registry")]
@@ -89,6 +102,10 @@ impl Decider for crate::registry::PolicyRegistry {
     fn breakers(&self, request: &Request) -> Option<Arc<NodeBreakers>> {
         crate::registry::PolicyRegistry::breakers(self, request)
     }
+
+    fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
+        crate::registry::PolicyRegistry::hedging(self, request, now)
+    }
 }
 
 impl<D: Decider> Decider for Arc<D> {
@@ -106,5 +123,9 @@ impl<D: Decider> Decider for Arc<D> {
 
     fn breakers(&self, request: &Request) -> Option<Arc<NodeBreakers>> {
         (**self).breakers(request)
+    }
+
+    fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
+        (**self).hedging(request, now)
     }
 }

@@ -106,6 +106,8 @@
 //! - [`throttle`]: retry throttles that look at failures (gRFC A6's token count, adaptive
 //!   throttling), kept per policy, node, authority or client.
 //! - [`breaker`]: per-node circuit breakers that refuse an attempt before it is sent.
+//! - [`hedge`]: hedged requests (gRFC A6 `hedgingPolicy`, Cassandra's speculative executions),
+//!   only ever for idempotent requests.
 //! - [`executor`]: the retry loop for tokio; [`layer`]: the tower layer (features `executor`
 //!   and `tower`, on by default).
 //! - `wasm`: sandboxed WebAssembly strategies; `registry`: named policies with hot reload
@@ -136,6 +138,7 @@ pub mod errormap;
 pub mod executor;
 pub mod grid;
 pub mod grpc;
+pub mod hedge;
 #[cfg(feature = "tower")]
 pub mod layer;
 mod log_budget;
@@ -222,6 +225,11 @@ struct ThrottlingGuideDoctests;
 #[cfg(all(doctest, feature = "executor"))]
 #[doc = include_str!("../docs/breakers.md")]
 struct BreakersGuideDoctests;
+
+/// The hedging guide's Rust snippets, compiled and run as doctests.
+#[cfg(all(doctest, feature = "executor"))]
+#[doc = include_str!("../docs/hedging.md")]
+struct HedgingGuideDoctests;
 
 /// The registry guide's Rust snippets, compiled as doctests.
 #[cfg(all(doctest, feature = "registry"))]

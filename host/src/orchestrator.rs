@@ -11,6 +11,7 @@ use std::time::Instant;
 use crate::breaker::NodeBreakers;
 use crate::context::DecisionContext;
 use crate::decision::Deciding;
+use crate::hedge::{Hedging, HedgingPolicy};
 use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::rules;
@@ -27,6 +28,7 @@ pub struct Orchestrator {
     budget: Option<Arc<TrafficBudget>>,
     throttle: Option<Arc<ScopedThrottle>>,
     breakers: Option<Arc<NodeBreakers>>,
+    hedging: Option<Arc<dyn HedgingPolicy>>,
 }
 
 impl Default for Orchestrator {
@@ -47,6 +49,7 @@ impl Orchestrator {
             budget: None,
             throttle: None,
             breakers: None,
+            hedging: None,
         }
     }
 
@@ -80,6 +83,25 @@ impl Orchestrator {
     /// The circuit breakers attempts are admitted by, if any.
     pub fn breakers(&self) -> Option<&Arc<NodeBreakers>> {
         self.breakers.as_ref()
+    }
+
+    /// Sends copies of its requests while they are in flight as `policy` says (instead of its
+    /// strategy's own hedging, if it has one), paid from its budget and throttle; only
+    /// idempotent requests are ever hedged (see [`hedge`](crate::hedge)).
+    pub fn with_hedging(mut self, policy: Arc<dyn HedgingPolicy>) -> Self {
+        self.hedging = Some(policy);
+        self
+    }
+
+    /// How `request` is hedged at `now`: the orchestrator's hedging policy, else its
+    /// strategy's, with its budget and `request`'s throttle; `None` when neither hedges.
+    pub fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
+        let policy = (self.hedging.clone()).or_else(|| self.default_strategy.hedging())?;
+        Some(
+            Hedging::new(policy)
+                .with_budget(self.budget.clone())
+                .with_throttle(self.throttle.as_ref().map(|t| t.for_request(request, now))),
+        )
     }
 
     /// The throttle failures are counted in, if any.

@@ -30,6 +30,13 @@ pub const DECISIONS_TOTAL: &str = "rebound_decisions_total";
 /// (`success`, `failure`, `timeout`) and `attempts` (`1` … `9`, then `10+`).
 pub const REQUESTS_TOTAL: &str = "rebound_requests_total";
 
+/// Copies of hedged requests (docs/hedging.md). Label `event`: `sent` (a copy after the
+/// first was sent), `won` (a copy after the first gave the answer the request returned),
+/// `cancelled` (a copy was dropped because another answered or a fatal failure ended the
+/// request).
+#[cfg(feature = "executor")]
+pub const HEDGES_TOTAL: &str = "rebound_hedges_total";
+
 /// Decision-log lines dropped: the log's buffer was full (its writer could not keep up), or a
 /// line was longer than a log file may be. No labels.
 #[cfg(feature = "registry")]
@@ -54,6 +61,11 @@ fn describe() {
     metrics::describe_counter!(
         REQUESTS_TOTAL,
         "Requests run to their end under the executor, by outcome and attempts made"
+    );
+    #[cfg(feature = "executor")]
+    metrics::describe_counter!(
+        HEDGES_TOTAL,
+        "Copies of hedged requests sent, won and cancelled, by event"
     );
     #[cfg(feature = "registry")]
     metrics::describe_counter!(
@@ -140,4 +152,12 @@ pub(crate) fn record_request_end(outcome: Outcome) {
     };
     let attempts = ATTEMPTS.get(attempts as usize).copied().unwrap_or("10+");
     metrics::counter!(REQUESTS_TOTAL, "outcome" => label, "attempts" => attempts).increment(1);
+}
+
+/// Counts `n` hedge events of kind `event` (`sent`, `won`, `cancelled`).
+#[cfg(feature = "executor")]
+pub(crate) fn record_hedges(event: &'static str, n: u64) {
+    if n > 0 && ENABLED.load(Ordering::Relaxed) {
+        metrics::counter!(HEDGES_TOTAL, "event" => event).increment(n);
+    }
 }

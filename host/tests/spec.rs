@@ -16,6 +16,7 @@ mod error_context;
 mod errormap;
 mod executor;
 mod grpc_retries;
+mod hedging;
 mod hot_swap;
 mod http_retries;
 mod isolation;

@@ -1,5 +1,6 @@
 //! The JSON decision format shared by `rebound eval` and `rebound serve`.
 
+pub mod hedge;
 pub mod input;
 pub mod outcome;
 pub mod output;

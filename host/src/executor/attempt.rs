@@ -14,6 +14,7 @@ use crate::cassandra_types::ConsistencyLevel;
 #[derive(Debug, Clone)]
 pub struct Attempt {
     number: u32,
+    copy: u32,
     node: NodeChoice,
     consistency: Option<ConsistencyLevel>,
     deadline: Instant,
@@ -41,6 +42,7 @@ pub(crate) struct Admitted {
 impl Attempt {
     pub(crate) fn new(
         number: u32,
+        copy: u32,
         node: NodeChoice,
         consistency: Option<ConsistencyLevel>,
         deadline: Instant,
@@ -48,6 +50,7 @@ impl Attempt {
     ) -> Self {
         Attempt {
             number,
+            copy,
             node,
             consistency,
             deadline,
@@ -61,8 +64,15 @@ impl Attempt {
         self.number
     }
 
+    /// 0 for the attempt itself, then 1, 2, … for the copies a hedging policy sent while it
+    /// was in flight (docs/hedging.md).
+    pub fn copy(&self) -> u32 {
+        self.copy
+    }
+
     /// Where to send it: [`NodeChoice::Same`] on the first call, then what the policy chose
-    /// (reference 003: retry on the same node or the next one in the query plan).
+    /// (reference 003: retry on the same node or the next one in the query plan); for a copy,
+    /// what the hedging policy chose.
     pub fn node(&self) -> NodeChoice {
         self.node
     }

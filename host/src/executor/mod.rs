@@ -24,8 +24,10 @@
 mod attempt;
 mod error;
 mod failure;
+mod hedged;
 mod listener;
 mod run;
+mod settle;
 
 pub use attempt::Attempt;
 pub use error::ExecuteError;

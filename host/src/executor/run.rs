@@ -5,16 +5,17 @@ use std::fmt::{self, Debug};
 use std::future::Future;
 use std::sync::Arc;
 
-use tokio::time::error::Elapsed;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::attempt::{Admitted, Attempt, AttemptNodes};
+use super::attempt::Attempt;
 use super::error::ExecuteError;
 use super::failure::Failure;
+use super::hedged::Copies;
 use super::listener::ExecutorListener;
-use crate::breaker::{self, Admission, NodeBreakers};
+use super::settle::settle;
 use crate::decider::Decider;
+use crate::hedge::{HedgeSchedule, Hedging};
 use crate::orchestrator::Orchestrator;
 use crate::outcome::RetryError;
 use crate::request::Request;
@@ -125,6 +126,9 @@ impl<D: Decider> Executor<D> {
     {
         let deadline = Instant::from_std(request.start()) + request.timeout();
         let breakers = self.decider.breakers(&request);
+        let hedging = Hedging::may_hedge(&request)
+            .then(|| self.decider.hedging(&request, Instant::now().into_std()))
+            .flatten();
         let mut retry = RetryLoop::new(request);
         let mut next = retry.next_attempt();
         // Every end is reported to the decider (retry budgets follow the whole traffic), and
@@ -148,29 +152,41 @@ impl<D: Decider> Executor<D> {
         };
         loop {
             let attempts = next.number + 1;
-            let attempt = Attempt::new(
-                next.number,
-                next.node,
-                next.consistency,
-                deadline,
-                breakers.clone(),
-            );
-            // The attempt's span covers the call and the decision on its failure, whose ID a
-            // policy registry records in it.
+            // The attempt's span covers the call (or its copies) and the decision on its
+            // failure, whose ID a policy registry records in it.
             let span = tracing::debug_span!(
                 "rebound.attempt",
                 attempt = next.number,
                 decision_id = tracing::field::Empty,
             );
-            let call = operation(attempt.clone()).instrument(span.clone());
-            let call = tokio::time::timeout_at(deadline, call).await;
-            let nodes = attempt.take_nodes();
-            if let Some(breakers) = &breakers {
-                count_in_breaker(breakers, &call, &nodes);
-            }
-            if let Some(to) = nodes.dispatched_to {
-                retry.dispatched(to);
-            }
+            let now = Instant::now().into_std();
+            let schedule =
+                (hedging.as_ref()).and_then(|h| HedgeSchedule::start(h, retry.request(), now));
+            let call = match schedule {
+                Some(schedule) => {
+                    let copies = Copies {
+                        next: &next,
+                        deadline,
+                        breakers: breakers.as_ref(),
+                        span: &span,
+                    };
+                    copies.run(schedule, &mut retry, &mut operation).await
+                }
+                None => {
+                    let attempt = Attempt::new(
+                        next.number,
+                        0,
+                        next.node,
+                        next.consistency,
+                        deadline,
+                        breakers.clone(),
+                    );
+                    let call = operation(attempt.clone()).instrument(span.clone());
+                    let call = tokio::time::timeout_at(deadline, call).await;
+                    settle(&mut retry, breakers.as_ref(), call.as_ref().ok(), &attempt);
+                    call
+                }
+            };
             let failure = match call {
                 Ok(Ok(value)) => {
                     retry.succeeded();
@@ -236,46 +252,6 @@ impl<D: Decider> Executor<D> {
                     report(&retry, Outcome::Failed { attempts }, None);
                     return Err(ExecuteError::NotRetried { error, context });
                 }
-            }
-        }
-    }
-}
-
-/// Counts an attempt's end in the breaker of its node: the node the breakers admitted, else the
-/// node it was written to. A success, a final failure and an answer that is not retried count
-/// as answers; a failure counts as [`breaker::failure_counts`] says; an attempt the deadline
-/// cut short counts as a failure.
-fn count_in_breaker<T, E>(
-    breakers: &NodeBreakers,
-    call: &Result<Result<T, Failure<E>>, Elapsed>,
-    nodes: &AttemptNodes,
-) {
-    let (failed, written_to) = match call {
-        Ok(Ok(_)) => (Some(false), None),
-        Ok(Err(failure)) => (
-            match failure.cause.reason() {
-                Some(reason) => breaker::failure_counts(reason, failure.pushback),
-                None => Some(false),
-            },
-            failure.dispatched_to.as_deref(),
-        ),
-        Err(_deadline) => (Some(true), None),
-    };
-    let Some(failed) = failed else {
-        return;
-    };
-    let now = Instant::now().into_std();
-    match &nodes.admitted {
-        Some(Admitted {
-            node,
-            breaker: Some(breaker),
-            admission,
-        }) => breakers.record_in(breaker, node, *admission, failed, now),
-        // A node past `max_nodes`: it has no breaker.
-        Some(Admitted { breaker: None, .. }) => {}
-        None => {
-            if let Some(node) = written_to.or(nodes.dispatched_to.as_deref()) {
-                breakers.record_at(node, Admission::Admitted, failed, now);
             }
         }
     }

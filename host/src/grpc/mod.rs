@@ -5,7 +5,7 @@ mod service_config;
 mod status;
 
 pub use service_config::{
-    split_full_method, RetryPolicy, RetryThrottling, ServiceConfig, ServiceConfigError,
-    DEFAULT_MAX_ATTEMPTS_LIMIT,
+    split_full_method, HedgingPolicyConfig, RetryPolicy, RetryThrottling, ServiceConfig,
+    ServiceConfigError, DEFAULT_MAX_ATTEMPTS_LIMIT,
 };
 pub use status::GrpcCode;

@@ -1,8 +1,9 @@
 //! The retry part of a gRPC service config, as users write it (gRFC A6 "Configuration
 //! Language" and "Integration with Service Config"): `methodConfig` entries naming methods
-//! (`name: [{service, method}]`) with a `retryPolicy`, and `retryThrottling`. Validated by
-//! A6's rules ("Validation of retryPolicy", "Validation of retryThrottling"); an error names
-//! the field's path and what was expected. Fields unrelated to retries (`timeout`,
+//! (`name: [{service, method}]`) with a `retryPolicy` or a `hedgingPolicy`, and
+//! `retryThrottling`. Validated by A6's rules ("Validation of retryPolicy", "Validation of
+//! hedgingPolicy", "Validation of retryThrottling"); an error names the field's path and what
+//! was expected. Fields unrelated to retries (`timeout`,
 //! `waitForReady`, `loadBalancingConfig`, ...) are accepted and not read.
 
 use std::time::Duration;
@@ -81,6 +82,25 @@ fn nominal_table(initial: Duration, max: Duration, multiplier: f64, attempts: u3
         .collect()
 }
 
+/// A method config's `hedgingPolicy` (gRFC A6 "Hedging Policy").
+#[derive(Debug, Clone, PartialEq)]
+pub struct HedgingPolicyConfig {
+    /// Copies, the original one included, at most the client's cap.
+    pub max_attempts: u32,
+    /// The wait between one copy and the next (zero: all at once).
+    pub hedging_delay: Duration,
+    /// The statuses after which the other copies go on (and the next one is sent at once);
+    /// any other status ends the call.
+    pub non_fatal_status_codes: Vec<GrpcCode>,
+}
+
+/// What a method config does with a failed call.
+#[derive(Debug, Clone, PartialEq)]
+enum MethodPolicy {
+    Retry(RetryPolicy),
+    Hedging(HedgingPolicyConfig),
+}
+
 /// `retryThrottling` (gRFC A6 "Throttling Retry Attempts and Hedged RPCs").
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RetryThrottling {
@@ -126,8 +146,8 @@ impl MethodName {
 /// The retry part of a service config.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServiceConfig {
-    /// Each method config's retry policy (`None`: it retries nothing).
-    policies: Vec<Option<RetryPolicy>>,
+    /// Each method config's retry or hedging policy (`None`: it retries nothing).
+    policies: Vec<Option<MethodPolicy>>,
     /// Every name with the index of its method config's policy, the most specific first.
     names: Vec<(MethodName, usize)>,
     throttling: Option<RetryThrottling>,
@@ -157,19 +177,24 @@ impl ServiceConfig {
                     }
                     seen.push((name, i));
                 }
-                if entry.contains_key("hedgingPolicy") {
-                    return Err(error(
-                        format!("{at}.hedgingPolicy"),
-                        "hedging is not decided by this built-in: give a retryPolicy",
-                    ));
-                }
-                let policy = match entry.get("retryPolicy") {
-                    Some(policy) => Some(retry_policy(
+                let policy = match (entry.get("retryPolicy"), entry.get("hedgingPolicy")) {
+                    (Some(_), Some(_)) => {
+                        return Err(error(
+                            format!("{at}.hedgingPolicy"),
+                            "only one of retryPolicy or hedgingPolicy may be set",
+                        ))
+                    }
+                    (Some(policy), None) => Some(MethodPolicy::Retry(retry_policy(
                         policy,
                         &format!("{at}.retryPolicy"),
                         max_attempts_limit,
-                    )?),
-                    None => None,
+                    )?)),
+                    (None, Some(policy)) => Some(MethodPolicy::Hedging(hedging_policy(
+                        policy,
+                        &format!("{at}.hedgingPolicy"),
+                        max_attempts_limit,
+                    )?)),
+                    (None, None) => None,
                 };
                 policies.push(policy);
             }
@@ -190,6 +215,29 @@ impl ServiceConfig {
     /// most specific method config naming it (the method, else its service, else the
     /// default); `None` if none names it or the one that does has no retry policy.
     pub fn retry_policy(&self, full_method: &str) -> Option<&RetryPolicy> {
+        match self.method_policy(full_method)? {
+            MethodPolicy::Retry(policy) => Some(policy),
+            MethodPolicy::Hedging(_) => None,
+        }
+    }
+
+    /// The hedging policy for the call `full_method`, chosen as
+    /// [`retry_policy`](Self::retry_policy) chooses: `None` if the method config naming it has
+    /// none.
+    pub fn hedging_policy(&self, full_method: &str) -> Option<&HedgingPolicyConfig> {
+        match self.method_policy(full_method)? {
+            MethodPolicy::Hedging(policy) => Some(policy),
+            MethodPolicy::Retry(_) => None,
+        }
+    }
+
+    /// Whether some method config has a hedging policy.
+    pub fn hedges(&self) -> bool {
+        (self.policies.iter()).any(|policy| matches!(policy, Some(MethodPolicy::Hedging(_))))
+    }
+
+    /// The policy of the most specific method config naming `full_method`.
+    fn method_policy(&self, full_method: &str) -> Option<&MethodPolicy> {
         // The names are kept most specific first: the first that names the call decides.
         let (_, at) = self
             .names
@@ -279,18 +327,13 @@ fn retry_policy(
             .get(key)
             .ok_or_else(|| error(format!("{at}.{key}"), "required"))
     };
-    let max_attempts = field("maxAttempts")?;
-    let max_attempts = max_attempts.as_u64().filter(|n| *n > 1).ok_or_else(|| {
-        error(
-            format!("{at}.maxAttempts"),
-            format!("expected an integer greater than 1, found `{max_attempts}`"),
-        )
-    })?;
-    let max_attempts = u32::try_from(max_attempts)
-        .unwrap_or(u32::MAX)
-        .min(max_attempts_limit.max(2));
-    let initial_backoff = duration(field("initialBackoff")?, &format!("{at}.initialBackoff"))?;
-    let max_backoff = duration(field("maxBackoff")?, &format!("{at}.maxBackoff"))?;
+    let max_attempts = max_attempts(policy, at, max_attempts_limit)?;
+    let initial_backoff = proto_duration(
+        field("initialBackoff")?,
+        &format!("{at}.initialBackoff"),
+        false,
+    )?;
+    let max_backoff = proto_duration(field("maxBackoff")?, &format!("{at}.maxBackoff"), false)?;
     let multiplier = field("backoffMultiplier")?;
     let backoff_multiplier = multiplier
         .as_f64()
@@ -325,6 +368,59 @@ fn retry_policy(
             backoff_multiplier,
             max_attempts,
         ),
+    })
+}
+
+/// `maxAttempts` of a retry or hedging policy at `at`: an integer greater than 1, capped at
+/// the client's limit.
+fn max_attempts(
+    policy: &Map<String, Value>,
+    at: &str,
+    max_attempts_limit: u32,
+) -> Result<u32, ServiceConfigError> {
+    let value = policy
+        .get("maxAttempts")
+        .ok_or_else(|| error(format!("{at}.maxAttempts"), "required"))?;
+    let n = value.as_u64().filter(|n| *n > 1).ok_or_else(|| {
+        error(
+            format!("{at}.maxAttempts"),
+            format!("expected an integer greater than 1, found `{value}`"),
+        )
+    })?;
+    Ok(u32::try_from(n)
+        .unwrap_or(u32::MAX)
+        .min(max_attempts_limit.max(2)))
+}
+
+/// gRFC A6 "Validation of hedgingPolicy".
+fn hedging_policy(
+    value: &Value,
+    at: &str,
+    max_attempts_limit: u32,
+) -> Result<HedgingPolicyConfig, ServiceConfigError> {
+    let policy = object(value, at)?;
+    let max_attempts = max_attempts(policy, at, max_attempts_limit)?;
+    let hedging_delay = match policy.get("hedgingDelay") {
+        Some(delay) => proto_duration(delay, &format!("{at}.hedgingDelay"), true)?,
+        None => Duration::ZERO,
+    };
+    let codes_at = format!("{at}.nonFatalStatusCodes");
+    let non_fatal_status_codes = match policy.get("nonFatalStatusCodes") {
+        None => Vec::new(),
+        Some(codes) => codes
+            .as_array()
+            .ok_or_else(|| error(&codes_at, "expected an array of status codes"))?
+            .iter()
+            .enumerate()
+            .map(|(i, code)| {
+                GrpcCode::from_json(code).map_err(|e| error(format!("{codes_at}[{i}]"), e))
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(HedgingPolicyConfig {
+        max_attempts,
+        hedging_delay,
+        non_fatal_status_codes,
     })
 }
 
@@ -369,13 +465,18 @@ fn throttling(value: &Value) -> Result<RetryThrottling, ServiceConfigError> {
     })
 }
 
-/// A proto3 JSON `Duration` greater than zero: decimal seconds with up to nine fractional
-/// digits and an `s` (`"0.1s"`, `"1s"`, `"2.000000001s"`).
-fn duration(value: &Value, path: &str) -> Result<Duration, ServiceConfigError> {
+/// A proto3 JSON `Duration`: decimal seconds with up to nine fractional digits and an `s`
+/// (`"0.1s"`, `"1s"`, `"2.000000001s"`), greater than zero unless `zero` allows it.
+fn proto_duration(value: &Value, path: &str, zero: bool) -> Result<Duration, ServiceConfigError> {
+    let least = if zero {
+        "of at least 0"
+    } else {
+        "greater than 0"
+    };
     let expected = || {
         error(
             path,
-            format!("expected a duration greater than 0 such as \"0.1s\" (proto3 JSON), found `{value}`"),
+            format!("expected a duration {least} such as \"0.1s\" (proto3 JSON), found `{value}`"),
         )
     };
     let text = value.as_str().ok_or_else(expected)?;
@@ -391,7 +492,7 @@ fn duration(value: &Value, path: &str) -> Result<Duration, ServiceConfigError> {
     let whole: u64 = whole.parse().map_err(|_| expected())?;
     let nanos: u32 = format!("{fraction:0<9}").parse().map_err(|_| expected())?;
     let duration = Duration::new(whole, nanos);
-    if duration.is_zero() {
+    if duration.is_zero() && !zero {
         return Err(expected());
     }
     Ok(duration)
@@ -572,5 +673,66 @@ mod tests {
         ] {
             assert_eq!(refused(json!({"retryThrottling": bad})).path, path);
         }
+    }
+
+    fn with_hedging(policy: Value) -> Value {
+        json!({"methodConfig": [{"name": [{"service": "pkg.Svc"}], "hedgingPolicy": policy}]})
+    }
+
+    /// gRFC A6 "Hedging Policy" and "Validation of hedgingPolicy": the proposal's example is
+    /// read; `maxAttempts` above 5 is 5; `hedgingDelay` and `nonFatalStatusCodes` are optional,
+    /// and `"0s"` is a valid delay; a method has a retry or a hedging policy, not both.
+    #[test]
+    fn hedging_policies_are_read_and_validated() {
+        let example = json!({
+            "maxAttempts": 4,
+            "hedgingDelay": "0.5s",
+            "nonFatalStatusCodes": ["UNAVAILABLE", "INTERNAL", "ABORTED"]
+        });
+        let config = ServiceConfig::parse(&with_hedging(example), 5).unwrap();
+        let policy = config.hedging_policy("/pkg.Svc/Get").unwrap();
+        assert_eq!(policy.max_attempts, 4);
+        assert_eq!(policy.hedging_delay, Duration::from_millis(500));
+        assert_eq!(
+            policy.non_fatal_status_codes,
+            [GrpcCode::Unavailable, GrpcCode::Internal, GrpcCode::Aborted]
+        );
+        assert!(config.hedges());
+        assert_eq!(config.retry_policy("/pkg.Svc/Get"), None);
+        let config = ServiceConfig::parse(&with_hedging(json!({"maxAttempts": 9})), 5).unwrap();
+        let policy = config.hedging_policy("/pkg.Svc/Get").unwrap();
+        assert_eq!(
+            (policy.max_attempts, policy.hedging_delay),
+            (5, Duration::ZERO)
+        );
+        assert!(policy.non_fatal_status_codes.is_empty());
+        let zero = json!({"maxAttempts": 2, "hedgingDelay": "0s"});
+        assert!(ServiceConfig::parse(&with_hedging(zero), 5).is_ok());
+        for (bad, path) in [
+            (
+                json!({"maxAttempts": 1}),
+                "methodConfig[0].hedgingPolicy.maxAttempts",
+            ),
+            (json!({}), "methodConfig[0].hedgingPolicy.maxAttempts"),
+            (
+                json!({"maxAttempts": 2, "hedgingDelay": "500ms"}),
+                "methodConfig[0].hedgingPolicy.hedgingDelay",
+            ),
+            (
+                json!({"maxAttempts": 2, "nonFatalStatusCodes": ["NOT_A_CODE"]}),
+                "methodConfig[0].hedgingPolicy.nonFatalStatusCodes[0]",
+            ),
+        ] {
+            assert_eq!(refused(with_hedging(bad)).path, path);
+        }
+        let retry = self::policy();
+        let both = json!({"methodConfig": [{
+            "name": [{"service": "pkg.Svc"}],
+            "retryPolicy": retry,
+            "hedgingPolicy": {"maxAttempts": 2}
+        }]});
+        let e = refused(both);
+        assert_eq!(e.path, "methodConfig[0].hedgingPolicy");
+        assert!(e.message.contains("only one of"), "{e}");
     }
 }

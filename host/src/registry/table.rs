@@ -13,6 +13,7 @@ use super::status::PolicyStatus;
 use super::version::{BuildContext, PolicyVersion};
 use crate::breaker::NodeBreakers;
 use crate::decision_log::DecisionLog;
+use crate::hedge::Hedging;
 use crate::request::{Request, RequestType, Service};
 use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
@@ -36,6 +37,8 @@ pub(super) struct Table {
     /// Worked out when the table is built: only built-ins count outcomes, and a built-in
     /// changes only with the configuration (a reload swaps components).
     pub counts_outcomes: bool,
+    /// Whether some policy's strategy hedges (worked out as `counts_outcomes` is).
+    pub hedges: bool,
     /// The budgets kept per client, by name, kept across configurations the same way.
     pub client_budgets: HashMap<String, Arc<ClientBudgets>>,
     /// The budget of each policy that has one, by policy name.
@@ -95,6 +98,28 @@ impl Table {
             return None;
         }
         self.policy_throttles.get(name)
+    }
+
+    /// How `request` is hedged at `now`, if its policy's strategy hedges: with the policy's
+    /// budget and throttle.
+    pub(super) fn hedging_for(
+        &self,
+        request: &Request,
+        now: std::time::Instant,
+    ) -> Option<Hedging> {
+        if !self.hedges {
+            return None;
+        }
+        let slot = self.resolve(request).ok()?;
+        let policy = slot.active.load().strategy().hedging()?;
+        Some(
+            Hedging::new(policy)
+                .with_budget(self.budget_for(&slot.name, request))
+                .with_throttle(
+                    self.throttle_for(&slot.name)
+                        .map(|t| t.for_request(request, now)),
+                ),
+        )
     }
 
     /// The circuit breakers admitting `request`'s attempts, if its policy has them.
@@ -304,8 +329,10 @@ pub(super) fn build_table(
     let counts_outcomes = !budgets.is_empty()
         || !throttles.is_empty()
         || (slots.values()).any(|slot| slot.active.load().strategy().counts_outcomes());
+    let hedges = (slots.values()).any(|slot| slot.active.load().strategy().hedging().is_some());
     Ok(Table {
         counts_outcomes,
+        hedges,
         default: by_name(&config.default_policy),
         profiles: config
             .profiles

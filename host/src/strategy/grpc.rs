@@ -16,6 +16,7 @@ use std::time::Duration;
 use crate::action::{NodeChoice, RetryAction};
 use crate::context::DecisionContext;
 use crate::grpc::{GrpcCode, ServiceConfig};
+use crate::hedge::{GrpcHedging, HedgingPolicy};
 use crate::pushback::Pushback;
 use crate::reason::{ReasonKind, RetryReason, Stage};
 use crate::request::{Request, Service};
@@ -125,6 +126,13 @@ impl SyncStrategy for GrpcRetry {
 
     fn counts_outcomes(&self) -> bool {
         self.throttle.is_some()
+    }
+
+    /// A6 "Hedging Policy": the methods whose config has a `hedgingPolicy` are hedged.
+    fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
+        self.config
+            .hedges()
+            .then(|| Arc::new(GrpcHedging::new(Arc::clone(&self.config))) as Arc<dyn HedgingPolicy>)
     }
 
     /// A6: every successful call gives `tokenRatio` back to its server name's count.

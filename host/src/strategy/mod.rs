@@ -18,10 +18,12 @@ pub use grpc::GrpcRetry;
 pub use http::HttpRetry;
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use crate::action::RetryAction;
 use crate::context::DecisionContext;
 use crate::decision::ReadyOrBoxed;
+use crate::hedge::HedgingPolicy;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
 
@@ -95,6 +97,12 @@ pub trait RetryStrategy: Send + Sync + Debug {
     /// `request`, which this strategy decided for, ended as `outcome` (gRFC A6's retry
     /// throttling counts successes so). Nothing by default.
     fn record_outcome(&self, _request: &Request, _outcome: Outcome) {}
+
+    /// The policy that sends copies of its requests while they are in flight, if it hedges
+    /// (the `grpc` built-in with a `hedgingPolicy`). None by default.
+    fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
+        None
+    }
 }
 
 /// A strategy that answers at once.
@@ -112,6 +120,11 @@ pub trait SyncStrategy: Send + Sync + Debug {
 
     /// As [`RetryStrategy::record_outcome`].
     fn record_outcome(&self, _request: &Request, _outcome: Outcome) {}
+
+    /// As [`RetryStrategy::hedging`].
+    fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
+        None
+    }
 }
 
 impl<T: SyncStrategy> RetryStrategy for T {
@@ -137,6 +150,10 @@ impl<T: SyncStrategy> RetryStrategy for T {
 
     fn record_outcome(&self, request: &Request, outcome: Outcome) {
         SyncStrategy::record_outcome(self, request, outcome);
+    }
+
+    fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
+        SyncStrategy::hedging(self)
     }
 }
 

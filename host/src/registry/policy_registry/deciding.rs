@@ -16,6 +16,7 @@ use crate::decision_id::DecisionId;
 use crate::decision_log::{
     DecidedBy, DecisionLog, DecisionLogStats, Entry, LoggedVersion, ShadowAnswers,
 };
+use crate::hedge::Hedging;
 use crate::reason::RetryReason;
 use crate::registry::error::RegistryError;
 use crate::registry::isolation::Isolated;
@@ -255,6 +256,12 @@ impl PolicyRegistry {
     /// throttling). A caller that builds a request only to report it may skip both when not.
     pub fn counts_outcomes(&self) -> bool {
         self.table.load().counts_outcomes
+    }
+
+    /// How `request` is hedged at `now`: by its policy's strategy, if it hedges (the `grpc`
+    /// built-in with a `hedgingPolicy`), paid from the policy's budget and throttle.
+    pub fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
+        self.table.load().hedging_for(request, now)
     }
 
     /// The circuit breakers admitting `request`'s attempts: those its policy names

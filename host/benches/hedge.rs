@@ -1,0 +1,85 @@
+//! What a hedge decision costs beside a retry decision, for the `grpc` built-in: a retry
+//! decision for a sent, idempotent call answered UNAVAILABLE (its `retryPolicy`, through the
+//! orchestrator, with the copy of the request it starts from), and the hedging decisions of the
+//! same call under a `hedgingPolicy` (the schedule started as the first copy goes: the policy
+//! asked when the next copy is due; then a copy's UNAVAILABLE decided: fatal or not, and the
+//! policy asked again), measured interleaved in one run and printed as a table with ratios.
+//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --bench hedge`.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rebound::grpc::{GrpcCode, ServiceConfig};
+use rebound::hedge::{HedgeSchedule, Hedging};
+use rebound::{GrpcRetry, Orchestrator, Request, RequestType, RetryReason, RetryStrategy};
+use serde_json::json;
+
+#[path = "support/measure.rs"]
+mod measure;
+use measure::measure_interleaved;
+
+fn config(policy: &str, body: serde_json::Value) -> ServiceConfig {
+    let config = json!({"methodConfig": [{"name": [{"service": "shop.Inventory"}], policy: body}]});
+    ServiceConfig::parse(&config, 5).expect("a valid service config")
+}
+
+fn main() {
+    let retrying = Orchestrator::new(Arc::new(GrpcRetry::new(config(
+        "retryPolicy",
+        json!({"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s",
+            "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}),
+    ))));
+    let hedging_builtin = GrpcRetry::new(config(
+        "hedgingPolicy",
+        json!({"maxAttempts": 4, "hedgingDelay": "0.5s", "nonFatalStatusCodes": ["UNAVAILABLE"]}),
+    ));
+    let hedging = Hedging::new(hedging_builtin.hedging().expect("it hedges"));
+    let mut call = Request::new(4, RequestType::Grpc, Duration::from_secs(3600))
+        .unwrap()
+        .route("/shop.Inventory/Get")
+        .idempotent(true);
+    call.mark_dispatched("10.0.0.3:443");
+    let unavailable = RetryReason::GrpcStatus(GrpcCode::Unavailable);
+    let now = Instant::now();
+    let (rounds, iters) = (31, 200_000);
+    let times = measure_interleaved(
+        rounds,
+        iters,
+        &mut [
+            &mut || {
+                let mut request = call.clone();
+                let decided = retrying.maybe_retry_at(&mut request, &unavailable, now);
+                black_box(decided.into_ready().is_ok());
+            },
+            &mut || {
+                let request = call.clone();
+                let schedule = HedgeSchedule::start(&hedging, &request, now);
+                black_box(schedule.map(|s| s.next_due()));
+            },
+            &mut || {
+                let request = call.clone();
+                let mut schedule = HedgeSchedule::start(&hedging, &request, now).unwrap();
+                black_box(schedule.failed(&request, &unavailable, None, now));
+            },
+        ],
+    );
+    let ns = |d: Duration| d.as_secs_f64() * 1e9;
+    let retry = ns(times[0]);
+    println!("| what (each from a copy of the request) | ns | against the retry decision |");
+    println!("| --- | ---: | ---: |");
+    println!("| retry decision (`retryPolicy`, UNAVAILABLE) | {retry:.0} | 1.00 |");
+    for (row, i) in [
+        (
+            "hedge decision: the schedule started, the next copy planned",
+            1,
+        ),
+        (
+            "hedge decisions: started, then a copy's UNAVAILABLE decided and the next planned",
+            2,
+        ),
+    ] {
+        let t = ns(times[i]);
+        println!("| {row} | {t:.0} | {:.2} |", t / retry);
+    }
+}

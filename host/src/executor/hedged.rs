@@ -1,0 +1,152 @@
+//! One attempt of a hedged request: its copies run side by side, each a call of the operation
+//! told its copy number, sent when the [`HedgeSchedule`] says; the first success wins and the
+//! copies still running are dropped (cancelled); a fatal failure, or the last copy's failure
+//! with none due, is the attempt's failure; the deadline bounds them all.
+
+use std::future::{poll_fn, Future};
+use std::sync::Arc;
+use std::task::Poll;
+
+use tokio::time::error::Elapsed;
+use tokio::time::Instant;
+use tracing::{Instrument, Span};
+
+use super::attempt::Attempt;
+use super::failure::Failure;
+use super::settle::{settle, settle_dropped};
+use crate::action::NodeChoice;
+use crate::breaker::NodeBreakers;
+use crate::hedge::{CopyEnd, HedgeSchedule};
+use crate::retry_loop::{NextAttempt, RetryLoop};
+use crate::telemetry;
+
+/// What every copy of one attempt shares.
+pub(super) struct Copies<'a> {
+    pub next: &'a NextAttempt,
+    pub deadline: Instant,
+    pub breakers: Option<&'a Arc<NodeBreakers>>,
+    pub span: &'a Span,
+}
+
+/// What happened while the copies ran.
+enum Event<R> {
+    /// Copy `.0` ended with `.1`.
+    Ended(u32, R),
+    /// The next copy is due.
+    Due,
+}
+
+impl Copies<'_> {
+    /// The call of copy `copy`, sent to `node`.
+    fn attempt(&self, copy: u32, node: NodeChoice) -> Attempt {
+        Attempt::new(
+            self.next.number,
+            copy,
+            node,
+            self.next.consistency,
+            self.deadline,
+            self.breakers.cloned(),
+        )
+    }
+
+    /// Runs the copies as `schedule` (started as the first is sent) says, until one succeeds,
+    /// the attempt fails or the deadline passes.
+    pub(super) async fn run<T, E, F, Fut>(
+        &self,
+        mut schedule: HedgeSchedule<'_>,
+        retry: &mut RetryLoop,
+        operation: &mut F,
+    ) -> Result<Result<T, Failure<E>>, Elapsed>
+    where
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, Failure<E>>>,
+    {
+        let mut attempts = vec![self.attempt(0, self.next.node)];
+        let copy_span = |copy: u32| tracing::debug_span!(parent: self.span, "rebound.copy", copy);
+        // At most `MAX_COPIES` calls, each boxed: only hedged requests pay for it.
+        let mut running = vec![(
+            0,
+            Box::pin(operation(attempts[0].clone()).instrument(copy_span(0))),
+        )];
+        let copies = async {
+            let mut last_failure = None;
+            let mut timer = Box::pin(tokio::time::sleep_until(self.deadline));
+            loop {
+                let due = schedule.next_due();
+                if running.is_empty() && due.is_none() {
+                    return last_failure.expect("a copy failed before none was left");
+                }
+                if let Some((at, _)) = due {
+                    timer.as_mut().reset(Instant::from_std(at));
+                }
+                let event = poll_fn(|cx| {
+                    for at in 0..running.len() {
+                        if let Poll::Ready(result) = running[at].1.as_mut().poll(cx) {
+                            let (copy, _) = running.swap_remove(at);
+                            return Poll::Ready(Event::Ended(copy, result));
+                        }
+                    }
+                    if due.is_some() && timer.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(Event::Due);
+                    }
+                    Poll::Pending
+                })
+                .await;
+                match event {
+                    Event::Ended(copy, result) => {
+                        settle(
+                            retry,
+                            self.breakers,
+                            Some(&result),
+                            &attempts[copy as usize],
+                        );
+                        let failure = match result {
+                            Ok(value) => {
+                                telemetry::record_hedges("won", u64::from(copy > 0));
+                                telemetry::record_hedges("cancelled", running.len() as u64);
+                                tracing::debug!(
+                                    copy,
+                                    cancelled = running.len(),
+                                    "copy answered first"
+                                );
+                                return Ok(value);
+                            }
+                            Err(failure) => failure,
+                        };
+                        let now = Instant::now().into_std();
+                        let end = match failure.cause.reason() {
+                            Some(reason) => {
+                                schedule.failed(retry.request(), reason, failure.pushback, now)
+                            }
+                            // Final, or an answer that is not retried: it ends the request.
+                            None => CopyEnd::End,
+                        };
+                        if end == CopyEnd::End {
+                            telemetry::record_hedges("cancelled", running.len() as u64);
+                            return Err(failure);
+                        }
+                        last_failure = Some(Err(failure));
+                    }
+                    Event::Due => {
+                        let now = Instant::now().into_std();
+                        if let Some(node) = schedule.send_due(retry.request(), now) {
+                            let copy = schedule.copies() - 1;
+                            let attempt = self.attempt(copy, node);
+                            attempts.push(attempt.clone());
+                            running.push((
+                                copy,
+                                Box::pin(operation(attempt).instrument(copy_span(copy))),
+                            ));
+                            telemetry::record_hedges("sent", 1);
+                        }
+                    }
+                }
+            }
+        };
+        let ended = tokio::time::timeout_at(self.deadline, copies).await;
+        for attempt in &attempts {
+            settle_dropped(retry, attempt);
+        }
+        ended
+    }
+}

@@ -1,0 +1,397 @@
+//! Spec: hedged requests (docs/hedging.md) through the executor on tokio's paused clock: gRFC
+//! A6 "Hedging Policy" and "Summary of Retry and Hedging Logic", the Cassandra drivers'
+//! constant speculative execution, and the host's own rules (only idempotent requests, copies
+//! paid from the throttle and budget, the deadline over every copy).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use rebound::executor::{Attempt, ExecuteError, Executor, Failure};
+use rebound::grpc::{GrpcCode, ServiceConfig, DEFAULT_MAX_ATTEMPTS_LIMIT};
+use rebound::hedge::ConstantSpeculativeExecution;
+use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::throttle::{FailureCosts, ScopedThrottle, ThrottleConfig, ThrottleKind};
+use rebound::{
+    Decider, GrpcRetry, NodeChoice, Orchestrator, Pushback, Request, RequestType, RetryReason,
+};
+use serde_json::json;
+
+const METHOD: &str = "/shop.Inventory/Get";
+
+fn service_config(max_attempts: u32, delay: &str) -> ServiceConfig {
+    let config = json!({"methodConfig": [{
+        "name": [{"service": "shop.Inventory"}],
+        "hedgingPolicy": {
+            "maxAttempts": max_attempts,
+            "hedgingDelay": delay,
+            "nonFatalStatusCodes": ["UNAVAILABLE", "INTERNAL", "ABORTED"]
+        }
+    }]});
+    ServiceConfig::parse(&config, DEFAULT_MAX_ATTEMPTS_LIMIT).unwrap()
+}
+
+fn grpc(max_attempts: u32, delay: &str) -> Orchestrator {
+    Orchestrator::new(Arc::new(GrpcRetry::new(service_config(
+        max_attempts,
+        delay,
+    ))))
+}
+
+fn call(timeout: Duration) -> Request {
+    Request::new(1, RequestType::Grpc, timeout)
+        .unwrap()
+        .route(METHOD)
+        .authority("inventory:443")
+        .idempotent(true)
+        .started_at(tokio::time::Instant::now().into_std())
+}
+
+/// When each copy was sent, in ms since the request started, with its copy number.
+#[derive(Clone, Default)]
+struct Sent(Arc<Mutex<Vec<(u32, u128)>>>);
+
+impl Sent {
+    fn record(&self, attempt: &Attempt, start: tokio::time::Instant) {
+        let at = (tokio::time::Instant::now() - start).as_millis();
+        self.0.lock().unwrap().push((attempt.copy(), at));
+    }
+    fn get(&self) -> Vec<(u32, u128)> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// Sets its flag when dropped: a copy's call dropped before it ended was cancelled.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+fn status(code: GrpcCode) -> Failure<&'static str> {
+    Failure::reason("status", RetryReason::GrpcStatus(code)).dispatched_to("inventory-1")
+}
+
+/// gRFC A6 "Hedging Policy", its example: with `maxAttempts` 4 and `hedgingDelay` 0.5 s, the
+/// copies go at 0, 500, 1000 and 1500 ms while none answers; the deadline ends them all.
+#[tokio::test(start_paused = true)]
+async fn copies_go_every_hedging_delay_up_to_max_attempts() {
+    let executor = Executor::new(grpc(4, "0.5s"));
+    let sent = Sent::default();
+    let start = tokio::time::Instant::now();
+    let result: Result<(), _> = executor
+        .run(call(Duration::from_secs(3)), |attempt| {
+            sent.record(&attempt, start);
+            async move {
+                attempt.dispatched("inventory-1");
+                std::future::pending::<Result<(), Failure<&str>>>().await
+            }
+        })
+        .await;
+    assert!(
+        matches!(result, Err(ExecuteError::Ended { last: None, .. })),
+        "{result:?}"
+    );
+    assert_eq!(sent.get(), [(0, 0), (1, 500), (2, 1000), (3, 1500)]);
+    assert_eq!(tokio::time::Instant::now() - start, Duration::from_secs(3));
+}
+
+/// A6: "When a non-error response is received (in response to any of the hedged requests), all
+/// outstanding hedged requests are canceled": a slow first copy loses to the hedge, and its
+/// call is dropped.
+#[tokio::test(start_paused = true)]
+async fn the_first_answer_wins_and_the_slow_copy_is_cancelled() {
+    let executor = Executor::new(grpc(2, "0.2s"));
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let start = tokio::time::Instant::now();
+    let value = executor
+        .run(call(Duration::from_secs(5)), |attempt| {
+            let cancelled = Arc::clone(&cancelled);
+            async move {
+                attempt.dispatched(format!("inventory-{}", attempt.copy()));
+                if attempt.copy() == 0 {
+                    let _flag = DropFlag(cancelled);
+                    tokio::time::sleep(Duration::from_secs(4)).await;
+                    Ok::<_, Failure<&str>>("slow")
+                } else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Ok("hedge")
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(value, "hedge");
+    assert_eq!(
+        tokio::time::Instant::now() - start,
+        Duration::from_millis(250)
+    );
+    assert!(
+        cancelled.load(Ordering::Relaxed),
+        "the slow copy was dropped"
+    );
+}
+
+/// A6 "Summary of Retry and Hedging Logic" 3: a non-fatal status sends the next copy at once;
+/// the ones after it resume at `hedgingDelay`.
+#[tokio::test(start_paused = true)]
+async fn a_non_fatal_status_sends_the_next_copy_at_once() {
+    let executor = Executor::new(grpc(3, "0.5s"));
+    let sent = Sent::default();
+    let start = tokio::time::Instant::now();
+    let _: Result<(), _> = executor
+        .run(call(Duration::from_secs(2)), |attempt| {
+            sent.record(&attempt, start);
+            async move {
+                if attempt.copy() == 0 {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    Err(status(GrpcCode::Unavailable))
+                } else {
+                    std::future::pending().await
+                }
+            }
+        })
+        .await;
+    assert_eq!(sent.get(), [(0, 0), (1, 100), (2, 600)]);
+}
+
+/// A6 "Summary" 2: a fatal status cancels the other copies and ends the call; a hedged method
+/// has no retry policy, so nothing is retried.
+#[tokio::test(start_paused = true)]
+async fn a_fatal_status_ends_every_copy() {
+    let executor = Executor::new(grpc(3, "0.1s"));
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let sent = Sent::default();
+    let start = tokio::time::Instant::now();
+    let result: Result<(), _> = executor
+        .run(call(Duration::from_secs(2)), |attempt| {
+            sent.record(&attempt, start);
+            let cancelled = Arc::clone(&cancelled);
+            async move {
+                if attempt.copy() == 0 {
+                    let _flag = DropFlag(cancelled);
+                    std::future::pending().await
+                } else {
+                    Err(status(GrpcCode::InvalidArgument))
+                }
+            }
+        })
+        .await;
+    assert!(result.is_err());
+    assert_eq!(sent.get(), [(0, 0), (1, 100)]);
+    assert!(cancelled.load(Ordering::Relaxed));
+    assert_eq!(
+        tokio::time::Instant::now() - start,
+        Duration::from_millis(100)
+    );
+}
+
+/// A6 "Pushback": a pushback saying stop ends the sending of copies (the copies out go on); a
+/// pushback with a delay sends the next copy after it.
+#[tokio::test(start_paused = true)]
+async fn pushback_stops_or_delays_the_next_copy() {
+    let sent = Sent::default();
+    let start = tokio::time::Instant::now();
+    let executor = Executor::new(grpc(4, "0.5s"));
+    let value = executor
+        .run(call(Duration::from_secs(3)), |attempt| {
+            sent.record(&attempt, start);
+            async move {
+                match attempt.copy() {
+                    0 => {
+                        tokio::time::sleep(Duration::from_millis(1_200)).await;
+                        Ok("first")
+                    }
+                    _ => {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        Err(status(GrpcCode::Unavailable).with_pushback(Pushback::Stop))
+                    }
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(value, "first");
+    assert_eq!(sent.get(), [(0, 0), (1, 500)], "no copy after the stop");
+
+    let sent = Sent::default();
+    let start = tokio::time::Instant::now();
+    let _: Result<(), _> = executor
+        .run(call(Duration::from_secs(2)), |attempt| {
+            sent.record(&attempt, start);
+            async move {
+                if attempt.copy() == 0 {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    let after = Pushback::After(Duration::from_millis(300));
+                    Err(status(GrpcCode::Unavailable).with_pushback(after))
+                } else {
+                    std::future::pending().await
+                }
+            }
+        })
+        .await;
+    assert_eq!(sent.get(), [(0, 0), (1, 400), (2, 900), (3, 1400)]);
+}
+
+/// The Cassandra drivers' constant speculative execution: executions `delay` apart, each on the
+/// next node of the query plan, at most `max_executions`; a failed one does not end the others.
+#[tokio::test(start_paused = true)]
+async fn speculative_executions_go_to_the_next_node() {
+    let policy = ConstantSpeculativeExecution::new(Duration::from_millis(100), 3).unwrap();
+    let executor = Executor::new(Orchestrator::default().with_hedging(Arc::new(policy)));
+    let nodes = Arc::new(Mutex::new(Vec::new()));
+    let request = Request::new(1, RequestType::Get, Duration::from_secs(1))
+        .unwrap()
+        .started_at(tokio::time::Instant::now().into_std());
+    let value = executor
+        .run(request, |attempt| {
+            nodes.lock().unwrap().push((attempt.copy(), attempt.node()));
+            async move {
+                match attempt.copy() {
+                    0 => std::future::pending().await,
+                    1 => Err(Failure::reason(
+                        "down",
+                        rebound::reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
+                    )),
+                    _ => Ok("third"),
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(value, "third");
+    assert_eq!(
+        *nodes.lock().unwrap(),
+        [
+            (0, NodeChoice::Same),
+            (1, NodeChoice::Next),
+            (2, NodeChoice::Next)
+        ]
+    );
+}
+
+/// docs/decisions.md "Who pays for a hedge": a copy after the first goes only while the throttle
+/// allows a retry (A6: "hedged RPCs will only be sent if `token_count` is greater than the
+/// threshold"); a throttle at its threshold sends none.
+#[tokio::test(start_paused = true)]
+async fn a_throttle_at_its_threshold_sends_no_copy() {
+    let throttle = ScopedThrottle::new(
+        ThrottleConfig {
+            kind: ThrottleKind::Tokens {
+                max_tokens: 2.0,
+                token_ratio: 1.0,
+            },
+            costs: FailureCosts::default(),
+        },
+        "policy".parse().unwrap(),
+        16,
+        Instant::now(),
+    )
+    .unwrap();
+    throttle
+        .for_value(None, Instant::now())
+        .failed_at(rebound::throttle::FailureClass::Other, Instant::now());
+    let executor = Executor::new(grpc(4, "0.1s").with_throttle(Arc::new(throttle)));
+    let sent = Sent::default();
+    let start = tokio::time::Instant::now();
+    let _: Result<(), _> = executor
+        .run(call(Duration::from_secs(1)), |attempt| {
+            sent.record(&attempt, start);
+            async move { std::future::pending::<Result<(), Failure<&str>>>().await }
+        })
+        .await;
+    assert_eq!(sent.get(), [(0, 0)]);
+}
+
+/// Issue rule "only idempotent requests are ever hedged", over the grid of reasons and every
+/// request type: a request that is not idempotent never gets a second copy, whatever its
+/// failures and however eagerly the policy hedges.
+#[test]
+fn a_non_idempotent_request_never_gets_a_second_copy() {
+    let types: Vec<RequestType> = RequestType::ALL.to_vec();
+    let reasons = rebound::grid::every_reason();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    proptest!(ProptestConfig::with_cases(64), |(
+        type_at in 0..types.len(),
+        reason_at in 0..reasons.len(),
+        dispatched in any::<bool>(),
+    )| {
+        let request_type = types[type_at];
+        let reason = reasons[reason_at].clone();
+        let request = Request::new(1, request_type, Duration::from_millis(300))
+            .unwrap()
+            .idempotent(false);
+        let policy = ConstantSpeculativeExecution::new(Duration::ZERO, 5).unwrap();
+        let executor = Executor::new(Orchestrator::default().with_hedging(Arc::new(policy)));
+        let copies = Arc::new(Mutex::new(Vec::new()));
+        runtime.block_on(async {
+            let request = request.started_at(tokio::time::Instant::now().into_std());
+            let _: Result<(), _> = executor
+                .run(request, |attempt| {
+                    copies.lock().unwrap().push(attempt.copy());
+                    let reason = reason.clone();
+                    async move {
+                        if dispatched {
+                            attempt.dispatched("node-1");
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        Err::<(), _>(Failure::reason("failed", reason))
+                    }
+                })
+                .await;
+        });
+        prop_assert!(copies.lock().unwrap().iter().all(|copy| *copy == 0));
+    });
+}
+
+/// docs/registry.md: the `grpc` built-in hedges the methods whose service config has a
+/// `hedgingPolicy`, and its requests are hedged through a registry as through an orchestrator.
+#[test]
+fn the_grpc_built_in_hedges_through_the_registry() {
+    let config = r#"
+default_policy = "inventory"
+[watch]
+enabled = false
+[policies.inventory]
+builtin = "grpc"
+params.service_config = '''
+{"methodConfig": [{"name": [{"service": "shop.Inventory"}],
+  "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.05s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}
+'''
+"#;
+    let config = RegistryConfig::parse(config, Path::new("rebound.toml"), Path::new(".")).unwrap();
+    let registry = PolicyRegistry::new(config).unwrap();
+    let request = Request::new(1, RequestType::Grpc, Duration::from_secs(1))
+        .unwrap()
+        .route(METHOD)
+        .idempotent(true);
+    let hedging = Decider::hedging(&registry, &request, Instant::now()).expect("it hedges");
+    assert_eq!(hedging.policy().name(), "grpc");
+}
+
+/// docs/hedging.md "gRPC: `hedgingPolicy`": the documented configuration is valid and hedges
+/// the method it names.
+#[test]
+fn the_documented_example_hedges() {
+    let block = super::common::toml_block_after(
+        include_str!("../../docs/hedging.md"),
+        "## gRPC: `hedgingPolicy`",
+    );
+    let text = format!("default_policy = \"inventory\"\n[watch]\nenabled = false\n{block}");
+    let config = RegistryConfig::parse(&text, Path::new("hedging.md"), Path::new("."))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let registry = PolicyRegistry::new(config).unwrap();
+    let request = Request::new(1, RequestType::Grpc, Duration::from_secs(1))
+        .unwrap()
+        .route(METHOD)
+        .idempotent(true);
+    assert!(Decider::hedging(&registry, &request, Instant::now()).is_some());
+}
