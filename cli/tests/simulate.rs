@@ -254,6 +254,10 @@ fn bad_scenarios_are_refused_naming_the_file_line_and_field() {
             valid.replace("duration_s = 5", "duration_s = -1"),
             vec!["duration_s", "expected a positive number"],
         ),
+        (
+            format!("{valid}[cluster]\ncapacity_per_s = 0\n"),
+            vec!["cluster.capacity_per_s", "expected a positive number"],
+        ),
     ] {
         let stderr = refused(&text);
         for part in expected {
@@ -293,4 +297,47 @@ fn a_retry_storm_is_bounded_by_the_budgets() {
     );
     let again = simulate(&scenario("retry-storm"), &dir.path().join("b.svg"), &[]);
     assert_eq!(report["policies"], again["policies"], "the same run");
+}
+
+/// docs/simulate.md "Metastable failures": with nodes near capacity, a 5 s TMPFAIL trigger
+/// starts a retry storm that best effort sustains after the trigger ends (its retries keep the
+/// nodes past capacity, where goodput collapses), while the proportional budget and the retry
+/// throttle end it (their goodput after the fault is the arrival rate's); per-node breakers
+/// keep the load that reaches the nodes near the workload's, though best effort keeps retrying
+/// the attempts they refuse. The chart the guides show (docs/charts/metastable.svg) is the
+/// one this run renders.
+#[test]
+fn a_retry_storm_outlives_its_trigger_under_best_effort_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("metastable.svg");
+    let report = simulate(&scenario("metastable"), &chart, &[]);
+    let documented =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/charts/metastable.svg");
+    assert!(
+        std::fs::read(&chart).unwrap() == std::fs::read(&documented).unwrap(),
+        "docs/charts/metastable.svg is stale: run `rebound simulate examples/scenarios/metastable.toml --chart docs/charts/metastable.svg`"
+    );
+    assert_accounted(&report);
+    let after = |name: &str| {
+        policy(&report, name)["goodput_after_faults_per_s"]
+            .as_f64()
+            .unwrap()
+    };
+    let rate = 1200.0;
+    assert!(after("standard") < rate * 0.3, "{}", after("standard"));
+    for ended in ["proportional", "throttled"] {
+        assert!(after(ended) > rate * 0.95, "{ended}: {}", after(ended));
+    }
+    let load = |name: &str| {
+        policy(&report, name)["load_amplification"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(load("guarded") < load("standard") / 4.0, "{report}");
+    assert!(after("guarded") > after("standard"));
+    let timeline = policy(&report, "standard")["timeline"].as_array().unwrap();
+    assert!(
+        timeline[30]["latency_p99_ms"].as_f64().unwrap() > 1000.0,
+        "the storm's p99, 15 s after the trigger"
+    );
 }

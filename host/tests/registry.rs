@@ -827,10 +827,12 @@ fn the_example_configuration_loads_every_policy() {
         [
             "budgeted",
             "cassandra",
+            "guarded",
             "proportional",
             "robots",
             "standard",
-            "strict"
+            "strict",
+            "throttled"
         ]
     );
     assert_eq!(

@@ -1,6 +1,8 @@
 //! The SVG chart of a simulation: one panel per policy, sharing one time axis and one count
-//! scale, with attempts and the requests ended by outcome per bar, over the shaded fault
-//! windows. Plain SVG text (a few lines and rectangles; no plotting library needed).
+//! scale, with attempts (the load offered) and the requests ended by outcome per bar (the
+//! successes: goodput), and the p99 latency of each bar's successes on a scale of its own,
+//! over the shaded fault windows. Plain SVG text (a few lines and rectangles; no plotting
+//! library needed).
 
 use std::fmt::Write;
 
@@ -19,8 +21,8 @@ type Series = (&'static str, &'static str, fn(&Bucket) -> u64);
 
 /// The series drawn.
 const SERIES: [Series; 5] = [
-    ("attempts", "#1f77b4", |b| b.attempts),
-    ("succeeded", "#2ca02c", |b| b.ended.succeeded),
+    ("attempts (offered load)", "#1f77b4", |b| b.attempts),
+    ("succeeded (goodput)", "#2ca02c", |b| b.ended.succeeded),
     ("cancelled", "#ff7f0e", |b| b.ended.cancelled),
     ("ambiguous timeouts", "#d62728", |b| {
         b.ended.ambiguous_timeouts
@@ -64,6 +66,10 @@ pub fn render(scenario: &Scenario, title: &str, runs: &[Run]) -> String {
         .max()
         .unwrap_or(1)
         .max(1) as f64;
+    let p99s: Vec<Vec<Option<f64>>> = runs.iter().map(Run::bucket_p99_ms).collect();
+    let max_p99 = (p99s.iter().flatten().flatten().copied())
+        .fold(0.0, f64::max)
+        .max(1.0);
     let height = TOP + runs.len() as f64 * (PANEL + GAP) + 10.0;
     let plot_width = WIDTH - LEFT - RIGHT;
     let x = |t_s: f64| LEFT + t_s / span_s * plot_width;
@@ -149,6 +155,27 @@ pub fn render(scenario: &Scenario, title: &str, runs: &[Run]) -> String {
                 points.join(" ")
             );
         }
+        // The p99 latency of each bar's successes, on its own scale (0 to the largest bar's).
+        let p99_points: Vec<String> = (p99s[p].iter().enumerate())
+            .filter_map(|(i, p99)| {
+                let mid = (i as f64 + 0.5) * scenario.bucket_s;
+                p99.map(|ms| format!("{:.1},{:.1}", x(mid), bottom - ms / max_p99 * PANEL))
+            })
+            .collect();
+        let _ = writeln!(
+            svg,
+            r##"<polyline fill="none" stroke="#000" stroke-width="1.2" stroke-dasharray="4 3" points="{}"><title>p99 ms</title></polyline>"##,
+            p99_points.join(" ")
+        );
+        let ly = top + 14.0 + SERIES.len() as f64 * 18.0;
+        let lx = LEFT + plot_width + 14.0;
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="#000" stroke-width="2" stroke-dasharray="4 3"/><text x="{}" y="{}">p99 ms (top: {max_p99:.0})</text>"##,
+            lx + 18.0,
+            lx + 24.0,
+            ly + 4.0
+        );
         // Legend.
         for (k, (name, colour, _)) in SERIES.iter().enumerate() {
             let ly = top + 14.0 + k as f64 * 18.0;

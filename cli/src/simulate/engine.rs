@@ -11,10 +11,13 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
+use rebound::breaker::{self, Admission, NodeBreakers};
+use rebound::cassandra::ServerErrorKind;
 use rebound::classify::{classify, Classification, KvOpcode, Response};
 use rebound::grpc::GrpcCode;
 use rebound::registry::PolicyRegistry;
@@ -131,6 +134,23 @@ pub struct Run {
     pub errors: BTreeMap<String, u64>,
     /// The timeline, one bucket per `bucket_s`.
     pub buckets: Vec<Bucket>,
+    /// The end-to-end latencies of the requests that succeeded in each bucket, in
+    /// microseconds, unsorted.
+    pub bucket_latencies_us: Vec<Vec<u64>>,
+}
+
+impl Run {
+    /// The 99th percentile latency, in milliseconds, of the requests that succeeded in each
+    /// bucket (`None` where none did).
+    pub fn bucket_p99_ms(&self) -> Vec<Option<f64>> {
+        (self.bucket_latencies_us.iter())
+            .map(|latencies| {
+                let mut sorted = latencies.clone();
+                sorted.sort_unstable();
+                super::percentile_ms(&sorted, 0.99)
+            })
+            .collect()
+    }
 }
 
 /// How an attempt ends.
@@ -152,6 +172,9 @@ struct Live {
     node_offset: u32,
     attempts: u64,
     pending: Option<AttemptEnd>,
+    /// The node of the attempt in flight and how its breaker admitted it, if the policy has
+    /// breakers.
+    admitted: Option<(String, Admission)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -171,6 +194,74 @@ struct Simulation<'a> {
     sequence: u64,
     live: Vec<Live>,
     run: Run,
+    /// Each node's attempts in the last second, for the load model.
+    loads: Vec<NodeLoad>,
+    /// The policy's circuit breakers, if it has them.
+    breakers: Option<Arc<NodeBreakers>>,
+}
+
+/// Slots of a node's rolling second.
+const LOAD_SLOTS: u64 = 10;
+
+/// A node's attempts over the last second, in tenths of a second.
+#[derive(Debug, Clone, Default)]
+struct NodeLoad {
+    slots: [(u64, u64); LOAD_SLOTS as usize],
+}
+
+impl NodeLoad {
+    /// Counts an attempt started at `t_us`; returns the attempts of the second up to it.
+    fn add(&mut self, t_us: u64) -> u64 {
+        let tenth = t_us / 100_000;
+        let slot = &mut self.slots[(tenth % LOAD_SLOTS) as usize];
+        if slot.0 != tenth {
+            *slot = (tenth, 0);
+        }
+        slot.1 += 1;
+        (self.slots.iter())
+            .filter(|(at, _)| tenth.saturating_sub(*at) < LOAD_SLOTS)
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
+
+/// What the load offered to a node does to an attempt it serves, at `utilisation` (attempts of
+/// the last second over capacity): latency multiplied by `1 / (1 − u)` (a queue's sojourn time,
+/// at most 10×), and past capacity a share `1 − 1/u²` of the attempts answered "overloaded"
+/// (congestion collapse: the work done falls as the load grows, so retries that add load
+/// take goodput away).
+fn overload(utilisation: f64) -> (f64, f64) {
+    let slowdown = if utilisation < 0.9 {
+        1.0 / (1.0 - utilisation)
+    } else {
+        10.0
+    };
+    let failing = if utilisation > 1.0 {
+        1.0 - 1.0 / (utilisation * utilisation)
+    } else {
+        0.0
+    };
+    (slowdown, failing)
+}
+
+/// The failure an overloaded node answers a request of `service` with.
+fn overloaded(service: Service, opcode: Option<KvOpcode>) -> RetryReason {
+    match (service, opcode) {
+        (Service::Http, _) => RetryReason::HttpStatus(503),
+        (Service::Grpc, _) => RetryReason::GrpcStatus(GrpcCode::ResourceExhausted),
+        (Service::Cql, _) => RetryReason::ErrorResponse(ServerErrorKind::Overloaded),
+        (_, Some(opcode)) => match classify(
+            Response::Kv {
+                opcode,
+                status: 0x86,
+            },
+            None,
+        ) {
+            Classification::Retry { reason, .. } => reason,
+            _ => reasons::KV_TEMPORARY_FAILURE,
+        },
+        _ => reasons::KV_TEMPORARY_FAILURE,
+    }
 }
 
 impl Simulation<'_> {
@@ -185,11 +276,18 @@ impl Simulation<'_> {
     }
 
     fn bucket(&mut self, t_us: u64) -> &mut Bucket {
+        let index = self.bucket_index(t_us);
+        &mut self.run.buckets[index]
+    }
+
+    /// The index of the bucket of `t_us`, the timeline grown to hold it.
+    fn bucket_index(&mut self, t_us: u64) -> usize {
         let index = (t_us as f64 / (self.scenario.bucket_s * 1e6)) as usize;
         if self.run.buckets.len() <= index {
             self.run.buckets.resize(index + 1, Bucket::default());
+            self.run.bucket_latencies_us.resize(index + 1, Vec::new());
         }
-        &mut self.run.buckets[index]
+        index
     }
 
     fn active(&self, t_us: u64) -> impl Iterator<Item = &Fault> {
@@ -233,6 +331,7 @@ impl Simulation<'_> {
         let close_at = rng.random::<f64>();
         let rebalance_roll = rng.random::<f64>();
         let tmpfail_roll = rng.random::<f64>();
+        let overload_roll = rng.random::<f64>();
         let node = ((live.key % u64::from(nodes)) as u32 + live.node_offset) % nodes;
         let key = live.key;
         let service = live.retry.request().service();
@@ -270,7 +369,19 @@ impl Simulation<'_> {
                 _ => {}
             }
         }
-        let (end, outcome) = if auth_failure {
+        let admission = match &self.breakers {
+            Some(breakers) => {
+                let name = format!("node-{node}");
+                let admission = breakers.admit_at(&name, self.at(t));
+                self.live[i].admitted = admission.allows().then_some((name, admission));
+                admission
+            }
+            None => Admission::Admitted,
+        };
+        let (end, outcome) = if !admission.allows() {
+            // Refused before dispatch: nothing reaches the node.
+            (t + 1, AttemptEnd::Failed(reasons::CIRCUIT_BREAKER_OPEN))
+        } else if auth_failure {
             // The connection is refused at authentication: nothing is dispatched.
             (
                 t + latency,
@@ -282,6 +393,18 @@ impl Simulation<'_> {
             self.live[i].retry.dispatched(format!("node-{node}"));
             self.bucket(t).cluster_attempts += 1;
             self.run.cluster_attempts += 1;
+            let (slowdown, failing) = match self.scenario.cluster.capacity_per_s {
+                Some(capacity) => {
+                    let load = self.loads[node as usize].add(t);
+                    overload(load as f64 / capacity)
+                }
+                None => (1.0, 0.0),
+            };
+            let latency = (latency as f64 * slowdown) as u64;
+            if overload_roll < failing {
+                unavailable = Some(overloaded(service, opcode));
+                status = None;
+            }
             if let Some(down) = self.goes_down(node, t, t + latency) {
                 (
                     down,
@@ -339,6 +462,8 @@ impl Simulation<'_> {
             None => {
                 let start = self.live[i].start_us;
                 self.run.latencies_us.push(t - start);
+                let index = self.bucket_index(t);
+                self.run.bucket_latencies_us[index].push(t - start);
             }
             Some(name) => *self.run.errors.entry(name.to_owned()).or_default() += 1,
         }
@@ -347,6 +472,18 @@ impl Simulation<'_> {
     /// The attempt of request `i` in flight ended at `t`.
     async fn end(&mut self, i: usize, t: u64) -> anyhow::Result<()> {
         let outcome = self.live[i].pending.take().expect("an attempt in flight");
+        if let (Some(breakers), Some((node, admission))) =
+            (&self.breakers, self.live[i].admitted.take())
+        {
+            let failed = match &outcome {
+                AttemptEnd::Success => Some(false),
+                AttemptEnd::Deadline => Some(true),
+                AttemptEnd::Failed(reason) => breaker::failure_counts(reason, None),
+            };
+            if let Some(failed) = failed {
+                breakers.record_at(&node, admission, failed, self.at(t));
+            }
+        }
         let reason = match outcome {
             AttemptEnd::Success => {
                 self.live[i].retry.succeeded();
@@ -430,7 +567,10 @@ pub async fn run(
             cluster_attempts: 0,
             errors: BTreeMap::new(),
             buckets: Vec::new(),
+            bucket_latencies_us: Vec::new(),
         },
+        loads: vec![NodeLoad::default(); scenario.cluster.nodes as usize],
+        breakers: None,
     };
     for (i, arrival) in arrivals.iter().enumerate() {
         let entry = &scenario.workload.mix[arrival.mix];
@@ -461,10 +601,13 @@ pub async fn run(
             node_offset: 0,
             attempts: 0,
             pending: None,
+            admitted: None,
         });
         sim.bucket(arrival.t_us).arrivals += 1;
         sim.schedule(arrival.t_us, i, Event::Dispatch);
     }
+    // Every request is decided by the one policy of `registry`: its breakers are the run's.
+    sim.breakers = (sim.live.first()).and_then(|live| registry.breakers(live.retry.request()));
     while let Some(Reverse((t, _, i, event))) = sim.queue.pop() {
         match event {
             Event::Dispatch => sim.dispatch(i, t),

@@ -56,6 +56,19 @@ fn percentile_ms(values: &[u64], q: f64) -> Option<f64> {
     Some(values[rank - 1] as f64 / 1000.0)
 }
 
+/// Successes per second from the end of the last fault to the end of the run's timeline (the
+/// whole run when there is no fault): a storm that outlives its trigger keeps it low.
+fn goodput_after_faults(run: &Run, scenario: &Scenario) -> Option<f64> {
+    let end_s = (scenario.faults.iter())
+        .map(|f| f.window().until_s)
+        .fold(0.0, f64::max);
+    let first = (end_s / scenario.bucket_s).ceil() as usize;
+    let until = ((scenario.duration_s / scenario.bucket_s).floor() as usize).min(run.buckets.len());
+    let buckets = run.buckets.get(first..until).filter(|b| !b.is_empty())?;
+    let succeeded: u64 = buckets.iter().map(|b| b.ended.succeeded).sum();
+    Some(succeeded as f64 / (buckets.len() as f64 * scenario.bucket_s))
+}
+
 /// Attempts that reached the cluster per request offered: over the run, and in the worst bar.
 fn amplification(run: &Run) -> (f64, f64) {
     let overall = run.cluster_attempts as f64 / (run.requests.max(1)) as f64;
@@ -85,8 +98,9 @@ fn run_json(run: &Run, scenario: &Scenario) -> Value {
         "cluster_attempts": run.cluster_attempts,
         "load_amplification": load,
         "peak_load_amplification": peak,
+        "goodput_after_faults_per_s": goodput_after_faults(run, scenario),
         "errors": run.errors,
-        "timeline": run.buckets.iter().enumerate().map(|(i, b)| json!({
+        "timeline": run.buckets.iter().zip(run.bucket_p99_ms()).enumerate().map(|(i, (b, p99))| json!({
             "t_s": i as f64 * scenario.bucket_s,
             "arrivals": b.arrivals,
             "attempts": b.attempts,
@@ -95,26 +109,29 @@ fn run_json(run: &Run, scenario: &Scenario) -> Value {
             "cancelled": b.ended.cancelled,
             "ambiguous_timeouts": b.ended.ambiguous_timeouts,
             "unambiguous_timeouts": b.ended.unambiguous_timeouts,
+            "latency_p99_ms": p99,
         })).collect::<Vec<_>>(),
     })
 }
 
-fn write_table(out: &mut impl Write, runs: &[Run]) -> std::io::Result<()> {
+fn write_table(out: &mut impl Write, runs: &[Run], scenario: &Scenario) -> std::io::Result<()> {
     let ms = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.1}"));
     writeln!(
         out,
-        "| policy | succeeded | cancelled | ambiguous timeouts | unambiguous timeouts | p50 ms | p99 ms | attempts/request | load × (peak) |"
+        "| policy | succeeded | cancelled | ambiguous timeouts | unambiguous timeouts | p50 ms | p99 ms | attempts/request | load × (peak) | goodput/s after the faults |"
     )?;
     writeln!(
         out,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     )?;
     for run in runs {
         let o = &run.outcomes;
         let (load, peak) = amplification(run);
+        let after =
+            goodput_after_faults(run, scenario).map_or_else(|| "-".into(), |g| format!("{g:.0}"));
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {load:.2} ({peak:.2}) |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {load:.2} ({peak:.2}) | {after} |",
             run.policy,
             o.succeeded,
             o.cancelled,
@@ -216,7 +233,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             )?;
         }
         writeln!(out)?;
-        write_table(out, &runs)?;
+        write_table(out, &runs, &scenario)?;
         writeln!(out, "\nchart: {}", chart_path.display())?;
     }
     Ok(())

@@ -95,15 +95,18 @@ pub struct MixEntry {
     pub route: Option<String>,
 }
 
-/// The cluster.
+/// The cluster; a key it does not set keeps its default.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Cluster {
     /// Nodes; a request goes to its key's node, or the next ones when a policy asks.
     pub nodes: u32,
     /// Mean time an attempt takes on a node, in milliseconds (exponentially distributed
     /// above a tenth of it).
     pub latency_ms: f64,
+    /// Attempts a node serves per second; past it, latency and the failure rate rise with the
+    /// load offered (the last second's attempts). None: a node's capacity is unbounded.
+    pub capacity_per_s: Option<f64>,
 }
 
 impl Default for Cluster {
@@ -111,6 +114,7 @@ impl Default for Cluster {
         Cluster {
             nodes: 3,
             latency_ms: 2.0,
+            capacity_per_s: None,
         }
     }
 }
@@ -310,6 +314,9 @@ impl Scenario {
         positive("bucket_s", self.bucket_s)?;
         positive("workload.rate_per_s", self.workload.rate_per_s)?;
         positive("cluster.latency_ms", self.cluster.latency_ms)?;
+        if let Some(capacity) = self.cluster.capacity_per_s {
+            positive("cluster.capacity_per_s", capacity)?;
+        }
         if self.workload.keys == 0 {
             return Err(("workload.keys".into(), "expected at least one key".into()));
         }
