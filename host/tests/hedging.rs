@@ -395,3 +395,32 @@ fn the_documented_example_hedges() {
         .idempotent(true);
     assert!(Decider::hedging(&registry, &request, Instant::now()).is_some());
 }
+
+/// Issue rule "a hedging policy for a non-idempotent route is a configuration warning and never
+/// hedges": a request type whose requests are not idempotent unless declared, routed to a
+/// policy that hedges, is logged at WARN; such a request is never hedged.
+#[test]
+fn a_hedging_policy_routed_non_idempotent_requests_is_a_warning() {
+    let config = r#"
+default_policy = "inventory"
+[watch]
+enabled = false
+[request_types]
+upsert = "inventory"
+[policies.inventory]
+builtin = "grpc"
+params.service_config = '{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 2}}]}'
+"#;
+    let log = super::common::logged_at(tracing::Level::WARN, || {
+        let config =
+            RegistryConfig::parse(config, Path::new("rebound.toml"), Path::new(".")).unwrap();
+        let registry = PolicyRegistry::new(config).unwrap();
+        let upsert = Request::new(1, RequestType::Upsert, Duration::from_secs(1)).unwrap();
+        assert!(Decider::hedging(&registry, &upsert, Instant::now()).is_some());
+        assert!(!rebound::hedge::Hedging::may_hedge(&upsert), "never hedged");
+    });
+    assert!(
+        log.contains("request_type=upsert") && log.contains("never hedged"),
+        "{log}"
+    );
+}

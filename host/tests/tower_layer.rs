@@ -140,3 +140,44 @@ async fn a_readiness_error_comes_out_of_poll_ready() {
     let error = service.ready().await.err().unwrap();
     assert!(matches!(error, ExecuteError::NotReady(Error::NotReady)));
 }
+
+/// docs/hedging.md "In a program": the tower layer runs on the executor, so a decider that
+/// hedges hedges the layer's calls: a slow first call of a get loses to the copy sent 20 ms
+/// later, each call on a service clone made ready; an upsert is never copied.
+#[tokio::test(start_paused = true)]
+async fn the_layer_hedges_idempotent_calls_only() {
+    let speculative =
+        rebound::hedge::ConstantSpeculativeExecution::new(Duration::from_millis(20), 2).unwrap();
+    let hedging = Orchestrator::default().with_hedging(Arc::new(speculative));
+    let calls = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&calls);
+    let mut service = ServiceBuilder::new()
+        .layer(RetryLayer::new(Executor::new(Arc::new(hedging)), Describe))
+        .service(service_fn(move |call: Call| {
+            let n = counted.fetch_add(1, Ordering::Relaxed);
+            async move {
+                if n == 0 || call.ty == RequestType::Upsert {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Ok::<_, Error>(n)
+            }
+        }));
+    let start = Instant::now();
+    let get = Call {
+        ty: RequestType::Get,
+    };
+    let answer = service.ready().await.unwrap().call(get).await.unwrap();
+    assert_eq!(answer, 1, "the copy answered");
+    assert_eq!(Instant::now() - start, Duration::from_millis(20));
+    calls.store(10, Ordering::Relaxed);
+    let upsert = Call {
+        ty: RequestType::Upsert,
+    };
+    let answer = service.ready().await.unwrap().call(upsert).await.unwrap();
+    assert_eq!(answer, 10);
+    assert_eq!(
+        calls.load(Ordering::Relaxed),
+        11,
+        "one call: an upsert is not hedged"
+    );
+}

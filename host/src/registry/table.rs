@@ -330,6 +330,9 @@ pub(super) fn build_table(
         || !throttles.is_empty()
         || (slots.values()).any(|slot| slot.active.load().strategy().counts_outcomes());
     let hedges = (slots.values()).any(|slot| slot.active.load().strategy().hedging().is_some());
+    if hedges {
+        warn_of_unhedged_routes(&config, &slots);
+    }
     Ok(Table {
         counts_outcomes,
         hedges,
@@ -363,4 +366,19 @@ pub(super) fn build_table(
         policy_breakers,
         decision_log,
     })
+}
+
+/// Warns of a request type routed to a policy that hedges when requests of that type are not
+/// idempotent unless one declares it: the host never hedges them (docs/hedging.md).
+fn warn_of_unhedged_routes(config: &RegistryConfig, slots: &HashMap<String, Arc<Slot>>) {
+    for (request_type, policy) in &config.request_types {
+        let hedging = slots[policy].active.load().strategy().hedging().is_some();
+        // Idempotent neither when read-only nor as a GET: only a request's own declaration
+        // makes it so.
+        let never = !request_type.is_idempotent(true, Some(crate::request::HttpMethod::Get));
+        if hedging && never {
+            tracing::warn!(request_type = %request_type, policy = &**policy,
+                "policy hedges, but requests of this type are not idempotent unless one declares it: they are never hedged");
+        }
+    }
 }
