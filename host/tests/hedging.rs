@@ -424,3 +424,36 @@ params.service_config = '{"methodConfig": [{"name": [{}], "hedgingPolicy": {"max
         "{log}"
     );
 }
+
+/// docs/hedging.md "Cassandra: constant speculative execution": a policy's
+/// `speculative_execution` hedges its idempotent requests through a registry (instead of its
+/// strategy's hedging); a `max_executions` out of range is refused naming the field.
+#[test]
+fn a_policy_s_speculative_execution_hedges_through_the_registry() {
+    let config = |table: &str| {
+        format!("default_policy = \"reads\"\n[watch]\nenabled = false\n[policies.reads]\nbuiltin = \"best-effort\"\n{table}\n")
+    };
+    let parse =
+        |text: String| RegistryConfig::parse(&text, Path::new("rebound.toml"), Path::new("."));
+    let registry = PolicyRegistry::new(
+        parse(config(
+            "speculative_execution = { delay_ms = 20, max_executions = 2 }",
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let get = Request::new(1, RequestType::Get, Duration::from_secs(1)).unwrap();
+    let hedging = Decider::hedging(&registry, &get, Instant::now()).expect("it hedges");
+    assert_eq!(hedging.policy().name(), "speculative-execution");
+    let e = parse(config(
+        "speculative_execution = { delay_ms = 20, max_executions = 9 }",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.field, "policies.reads.speculative_execution.max_executions",
+        "{e}"
+    );
+    assert!(e.message.contains("expected 1 to 5"), "{e}");
+    let e = parse(config("speculative_execution = { delay_ms = 20 }")).unwrap_err();
+    assert!(e.to_string().contains("max_executions"), "{e}");
+}

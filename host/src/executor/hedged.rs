@@ -53,7 +53,7 @@ impl Copies<'_> {
     /// the attempt fails or the deadline passes.
     pub(super) async fn run<T, E, F, Fut>(
         &self,
-        mut schedule: HedgeSchedule<'_>,
+        mut schedule: HedgeSchedule,
         retry: &mut RetryLoop,
         operation: &mut F,
     ) -> Result<Result<T, Failure<E>>, Elapsed>

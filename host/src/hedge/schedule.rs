@@ -23,8 +23,8 @@ pub enum CopyEnd {
 
 /// One request's copies (see the [module docs](super)).
 #[derive(Debug)]
-pub struct HedgeSchedule<'h> {
-    hedging: &'h Hedging,
+pub struct HedgeSchedule {
+    hedging: Hedging,
     first: Instant,
     last: Instant,
     copies: u32,
@@ -36,15 +36,15 @@ pub struct HedgeSchedule<'h> {
     closed: bool,
 }
 
-impl<'h> HedgeSchedule<'h> {
+impl HedgeSchedule {
     /// The schedule of `request`, whose first copy was sent at `now`; `None` when the request
     /// may not be hedged (it is not idempotent), so it runs one copy at a time as any request.
-    pub fn start(hedging: &'h Hedging, request: &Request, now: Instant) -> Option<Self> {
+    pub fn start(hedging: &Hedging, request: &Request, now: Instant) -> Option<Self> {
         if !Hedging::may_hedge(request) {
             return None;
         }
         let mut schedule = HedgeSchedule {
-            hedging,
+            hedging: hedging.clone(),
             first: now,
             last: now,
             copies: 1,

@@ -13,7 +13,7 @@ use super::status::PolicyStatus;
 use super::version::{BuildContext, PolicyVersion};
 use crate::breaker::NodeBreakers;
 use crate::decision_log::DecisionLog;
-use crate::hedge::Hedging;
+use crate::hedge::{Hedging, HedgingPolicy};
 use crate::request::{Request, RequestType, Service};
 use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
@@ -111,7 +111,10 @@ impl Table {
             return None;
         }
         let slot = self.resolve(request).ok()?;
-        let policy = slot.active.load().strategy().hedging()?;
+        let policy = match slot.definition.speculative_execution {
+            Some(speculative) => Arc::new(speculative) as Arc<dyn HedgingPolicy>,
+            None => slot.active.load().strategy().hedging()?,
+        };
         Some(
             Hedging::new(policy)
                 .with_budget(self.budget_for(&slot.name, request))
@@ -329,7 +332,7 @@ pub(super) fn build_table(
     let counts_outcomes = !budgets.is_empty()
         || !throttles.is_empty()
         || (slots.values()).any(|slot| slot.active.load().strategy().counts_outcomes());
-    let hedges = (slots.values()).any(|slot| slot.active.load().strategy().hedging().is_some());
+    let hedges = (slots.values()).any(|slot| hedges(slot));
     if hedges {
         warn_of_unhedged_routes(&config, &slots);
     }
@@ -372,7 +375,7 @@ pub(super) fn build_table(
 /// idempotent unless one declares it: the host never hedges them (docs/hedging.md).
 fn warn_of_unhedged_routes(config: &RegistryConfig, slots: &HashMap<String, Arc<Slot>>) {
     for (request_type, policy) in &config.request_types {
-        let hedging = slots[policy].active.load().strategy().hedging().is_some();
+        let hedging = hedges(&slots[policy]);
         // Idempotent neither when read-only nor as a GET: only a request's own declaration
         // makes it so.
         let never = !request_type.is_idempotent(true, Some(crate::request::HttpMethod::Get));
@@ -381,4 +384,10 @@ fn warn_of_unhedged_routes(config: &RegistryConfig, slots: &HashMap<String, Arc<
                 "policy hedges, but requests of this type are not idempotent unless one declares it: they are never hedged");
         }
     }
+}
+
+/// Whether `slot`'s policy hedges: its `speculative_execution`, or its strategy's own hedging.
+fn hedges(slot: &Slot) -> bool {
+    slot.definition.speculative_execution.is_some()
+        || slot.active.load().strategy().hedging().is_some()
 }

@@ -16,6 +16,7 @@ mod validate;
 pub use breakers::BreakerDefinition;
 pub use throttles::ThrottleDefinition;
 
+use crate::hedge::ConstantSpeculativeExecution;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -194,6 +195,9 @@ pub struct PolicyDefinition {
     /// Where `params` is written, for errors about them found when the component loads (its
     /// parameter schema); `None` when the configuration gives no `params`.
     pub params_location: Option<Location>,
+    /// Copies of its idempotent requests sent while they are in flight
+    /// (`speculative_execution`), instead of its strategy's own hedging (docs/hedging.md).
+    pub speculative_execution: Option<ConstantSpeculativeExecution>,
 }
 
 /// A place in a configuration file.

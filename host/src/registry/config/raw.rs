@@ -149,6 +149,16 @@ pub(super) struct RawPolicy {
     pub(super) throttle: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) breaker: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(super) speculative_execution: Option<Spanned<RawSpeculative>>,
+}
+
+/// `speculative_execution = { delay_ms, max_executions }` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSpeculative {
+    pub(super) delay_ms: u64,
+    pub(super) max_executions: u32,
 }
 
 /// `component = "FILE.wasm"`, `component = { path = "FILE.wasm", sha256 = "…" }` pinned, or

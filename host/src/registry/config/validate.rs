@@ -2,9 +2,11 @@
 //! naming the file, the line and column where the value is written, the field's dotted path,
 //! and what was expected.
 
+use crate::hedge::ConstantSpeculativeExecution;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
+use std::time::Duration;
 
 use toml::Spanned;
 
@@ -208,7 +210,27 @@ fn policy(
         })?;
         texts.insert(key.clone(), text);
     }
+    let speculative_execution = match &raw.speculative_execution {
+        None => None,
+        Some(spanned) => {
+            let raw = spanned.get_ref();
+            Some(
+                ConstantSpeculativeExecution::new(
+                    Duration::from_millis(raw.delay_ms),
+                    raw.max_executions,
+                )
+                .map_err(|e| {
+                    errors.at(
+                        spanned.span(),
+                        format!("{field}.speculative_execution.max_executions"),
+                        e.to_string().replacen("max_executions: ", "", 1),
+                    )
+                })?,
+            )
+        }
+    };
     Ok(PolicyDefinition {
+        speculative_execution,
         source,
         params: texts,
         limits: raw.limits,
