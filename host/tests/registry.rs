@@ -828,6 +828,7 @@ fn the_example_configuration_loads_every_policy() {
             "budgeted",
             "cassandra",
             "guarded",
+            "hedged",
             "proportional",
             "robots",
             "standard",

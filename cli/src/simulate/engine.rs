@@ -20,6 +20,7 @@ use rebound::breaker::{self, Admission, NodeBreakers};
 use rebound::cassandra::ServerErrorKind;
 use rebound::classify::{classify, Classification, KvOpcode, Response};
 use rebound::grpc::GrpcCode;
+use rebound::hedge::{CopyEnd, HedgeSchedule};
 use rebound::registry::PolicyRegistry;
 use rebound::{
     reasons, Cause, Ending, NodeChoice, Outcome, Request, RetryLoop, RetryReason, Service, Step,
@@ -171,9 +172,23 @@ struct Live {
     /// Added to the key's node when the policy asks for the next node.
     node_offset: u32,
     attempts: u64,
-    pending: Option<AttemptEnd>,
-    /// The node of the attempt in flight and how its breaker admitted it, if the policy has
-    /// breakers.
+    /// The attempt's round: a retry starts a new one, and the events of an earlier round are
+    /// stale.
+    round: u32,
+    /// The copies of the attempt in flight: one, unless the policy hedges.
+    copies: Vec<CopyInFlight>,
+    /// The attempt's hedge schedule, if the policy hedges the request.
+    schedule: Option<HedgeSchedule>,
+    /// When the next copy is due, in microseconds: a hedge event at another moment is stale.
+    hedge_at: Option<u64>,
+    /// The request has ended: the events still queued for it are stale.
+    finished: bool,
+}
+
+/// One copy of an attempt in flight.
+struct CopyInFlight {
+    end: Option<AttemptEnd>,
+    /// Its node and how its breaker admitted it, if the policy has breakers.
     admitted: Option<(String, Admission)>,
 }
 
@@ -181,8 +196,10 @@ struct Live {
 enum Event {
     /// An attempt (first or retry) starts.
     Dispatch,
-    /// The attempt in flight ends.
-    End,
+    /// The next copy of round `.0`'s attempt is due.
+    Hedge(u32),
+    /// Copy `.1` of round `.0`'s attempt ends.
+    End(u32, usize),
 }
 
 /// The simulation of one policy.
@@ -312,8 +329,65 @@ impl Simulation<'_> {
             .min()
     }
 
-    /// Starts an attempt of request `i` at `t`: draws its fate and schedules its end.
-    fn dispatch(&mut self, i: usize, t: u64) {
+    /// Starts a new attempt of request `i` at `t` (its first, or a retry): its first copy, and
+    /// the hedge schedule of a policy that hedges it.
+    fn start_attempt(&mut self, i: usize, t: u64) {
+        let live = &mut self.live[i];
+        live.round += 1;
+        live.copies.clear();
+        live.hedge_at = None;
+        self.dispatch(i, t, 0);
+        let now = self.at(t);
+        let live = &mut self.live[i];
+        let hedging = self.registry.hedging(live.retry.request(), now);
+        live.schedule =
+            hedging.and_then(|hedging| HedgeSchedule::start(&hedging, live.retry.request(), now));
+        self.arm_hedge(i);
+    }
+
+    /// Queues the next copy of request `i`'s attempt, if one is due.
+    fn arm_hedge(&mut self, i: usize) {
+        let base = self.base;
+        let live = &mut self.live[i];
+        let due = (live.schedule.as_ref()).and_then(HedgeSchedule::next_due);
+        let at = due.map(|(due, _)| u64::try_from((due - base).as_micros()).unwrap_or(u64::MAX));
+        if at == live.hedge_at {
+            return;
+        }
+        live.hedge_at = at;
+        if let Some(at) = at {
+            let round = live.round;
+            self.schedule(at, i, Event::Hedge(round));
+        }
+    }
+
+    /// The next copy of request `i`'s attempt of `round` is due at `t`: sent if the host pays
+    /// for it.
+    fn hedge(&mut self, i: usize, round: u32, t: u64) {
+        let now = self.at(t);
+        let live = &mut self.live[i];
+        if live.finished || live.round != round || live.hedge_at != Some(t) {
+            return;
+        }
+        live.hedge_at = None;
+        let Some(schedule) = live.schedule.as_mut() else {
+            return;
+        };
+        if let Some(node) = schedule.send_due(live.retry.request(), now) {
+            let copy = live.copies.len();
+            let extra = if node == NodeChoice::Next {
+                copy as u32
+            } else {
+                0
+            };
+            self.dispatch(i, t, extra);
+        }
+        self.arm_hedge(i);
+    }
+
+    /// Starts a copy of request `i`'s attempt at `t`, `extra` nodes past the attempt's: draws
+    /// its fate and schedules its end.
+    fn dispatch(&mut self, i: usize, t: u64, extra: u32) {
         let seed = self.scenario.seed;
         let nodes = self.scenario.cluster.nodes;
         let mean_latency_us = self.scenario.cluster.latency_ms * 1e3;
@@ -332,7 +406,7 @@ impl Simulation<'_> {
         let rebalance_roll = rng.random::<f64>();
         let tmpfail_roll = rng.random::<f64>();
         let overload_roll = rng.random::<f64>();
-        let node = ((live.key % u64::from(nodes)) as u32 + live.node_offset) % nodes;
+        let node = ((live.key % u64::from(nodes)) as u32 + live.node_offset + extra) % nodes;
         let key = live.key;
         let service = live.retry.request().service();
         let kv = service == Service::Kv;
@@ -343,9 +417,13 @@ impl Simulation<'_> {
         let mut closed = false;
         let mut status = None;
         let mut unavailable = None;
+        let mut slow = 1.0;
         for fault in self.active(t) {
             match *fault {
                 Fault::AuthFailure { .. } => auth_failure = true,
+                Fault::SlowNode {
+                    node: n, factor, ..
+                } if n == node => slow *= factor,
                 Fault::NodeDown { node: n, .. } if n == node => node_down = true,
                 Fault::SocketClose { rate, .. } if close_roll < rate => closed = true,
                 Fault::Rebalance { rate, .. } if kv && rebalance_roll < rate => {
@@ -369,11 +447,12 @@ impl Simulation<'_> {
                 _ => {}
             }
         }
+        let mut admitted = None;
         let admission = match &self.breakers {
             Some(breakers) => {
                 let name = format!("node-{node}");
                 let admission = breakers.admit_at(&name, self.at(t));
-                self.live[i].admitted = admission.allows().then_some((name, admission));
+                admitted = admission.allows().then_some((name, admission));
                 admission
             }
             None => Admission::Admitted,
@@ -400,7 +479,7 @@ impl Simulation<'_> {
                 }
                 None => (1.0, 0.0),
             };
-            let latency = (latency as f64 * slowdown) as u64;
+            let latency = (latency as f64 * slowdown * slow) as u64;
             if overload_roll < failing {
                 unavailable = Some(overloaded(service, opcode));
                 status = None;
@@ -441,8 +520,13 @@ impl Simulation<'_> {
         } else {
             (end, outcome)
         };
-        live.pending = Some(outcome);
-        self.schedule(end, i, Event::End);
+        let copy = live.copies.len();
+        live.copies.push(CopyInFlight {
+            end: Some(outcome),
+            admitted,
+        });
+        let round = live.round;
+        self.schedule(end, i, Event::End(round, copy));
     }
 
     /// Reports how request `i` ended at `t` to the registry (its retry budget follows the
@@ -456,6 +540,7 @@ impl Simulation<'_> {
 
     /// Records how request `i` ended at `t`: `None` for a success, else the error's name.
     fn finish(&mut self, i: usize, t: u64, error: Option<&str>) {
+        self.live[i].finished = true;
         self.bucket(t).ended.count(error);
         self.run.outcomes.count(error);
         match error {
@@ -470,10 +555,17 @@ impl Simulation<'_> {
     }
 
     /// The attempt of request `i` in flight ended at `t`.
-    async fn end(&mut self, i: usize, t: u64) -> anyhow::Result<()> {
-        let outcome = self.live[i].pending.take().expect("an attempt in flight");
+    async fn end(&mut self, i: usize, round: u32, copy: usize, t: u64) -> anyhow::Result<()> {
+        let live = &mut self.live[i];
+        let stale = live.finished || live.round != round;
+        let Some(in_flight) = live.copies.get_mut(copy).filter(|_| !stale) else {
+            // A copy of an earlier round, or of a request already ended: the node did the
+            // work, but nothing waits for its answer.
+            return Ok(());
+        };
+        let outcome = in_flight.end.take().expect("a copy in flight");
         if let (Some(breakers), Some((node, admission))) =
-            (&self.breakers, self.live[i].admitted.take())
+            (&self.breakers, in_flight.admitted.take())
         {
             let failed = match &outcome {
                 AttemptEnd::Success => Some(false),
@@ -501,6 +593,14 @@ impl Simulation<'_> {
             AttemptEnd::Failed(reason) => reason,
         };
         let now = self.at(t);
+        let live = &mut self.live[i];
+        if let Some(schedule) = live.schedule.as_mut() {
+            // A hedged attempt: the other copies, or one due, may still answer.
+            if schedule.failed(live.retry.request(), &reason, None, now) == CopyEnd::Wait {
+                self.arm_hedge(i);
+                return Ok(());
+            }
+        }
         let step = self.live[i]
             .retry
             .failed(self.registry, Cause::Reason(reason), None, now)
@@ -600,8 +700,11 @@ pub async fn run(
             deadline_us: arrival.t_us + timeout_ms * 1000,
             node_offset: 0,
             attempts: 0,
-            pending: None,
-            admitted: None,
+            round: 0,
+            copies: Vec::new(),
+            schedule: None,
+            hedge_at: None,
+            finished: false,
         });
         sim.bucket(arrival.t_us).arrivals += 1;
         sim.schedule(arrival.t_us, i, Event::Dispatch);
@@ -610,8 +713,9 @@ pub async fn run(
     sim.breakers = (sim.live.first()).and_then(|live| registry.breakers(live.retry.request()));
     while let Some(Reverse((t, _, i, event))) = sim.queue.pop() {
         match event {
-            Event::Dispatch => sim.dispatch(i, t),
-            Event::End => sim.end(i, t).await?,
+            Event::Dispatch => sim.start_attempt(i, t),
+            Event::Hedge(round) => sim.hedge(i, round, t),
+            Event::End(round, copy) => sim.end(i, round, copy, t).await?,
         }
     }
     sim.run.latencies_us.sort_unstable();

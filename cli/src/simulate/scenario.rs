@@ -150,6 +150,17 @@ pub enum Fault {
         /// When it is back.
         until_s: f64,
     },
+    /// A node is slow: attempts on it take `factor` times their drawn latency.
+    SlowNode {
+        /// The node (0-based).
+        node: u32,
+        /// How many times slower, at least 1.
+        factor: f64,
+        /// Start (seconds from the start of the run).
+        from_s: f64,
+        /// End (exclusive).
+        until_s: f64,
+    },
     /// A rebalance: this share of KV attempts is answered NOT_MY_VBUCKET (0x07).
     Rebalance {
         /// Share of attempts, 0 to 1.
@@ -212,6 +223,7 @@ impl Fault {
     pub fn name(&self) -> &'static str {
         match self {
             Fault::NodeDown { .. } => "node_down",
+            Fault::SlowNode { .. } => "slow_node",
             Fault::Rebalance { .. } => "rebalance",
             Fault::Tmpfail { .. } => "tmpfail",
             Fault::SocketClose { .. } => "socket_close",
@@ -225,6 +237,9 @@ impl Fault {
     pub fn window(&self) -> Window {
         let (from_s, until_s) = match *self {
             Fault::NodeDown {
+                from_s, until_s, ..
+            }
+            | Fault::SlowNode {
                 from_s, until_s, ..
             }
             | Fault::Rebalance {
@@ -354,7 +369,9 @@ impl Scenario {
                 ));
             }
             match fault {
-                Fault::NodeDown { node, .. } if *node >= self.cluster.nodes => {
+                Fault::NodeDown { node, .. } | Fault::SlowNode { node, .. }
+                    if *node >= self.cluster.nodes =>
+                {
                     return Err((
                         field("node"),
                         format!(
@@ -370,6 +387,12 @@ impl Scenario {
                     if !(0.0..=1.0).contains(rate) =>
                 {
                     return Err((field("rate"), format!("expected 0 to 1, got {rate}")))
+                }
+                Fault::SlowNode { factor, .. } if !(factor.is_finite() && *factor >= 1.0) => {
+                    return Err((
+                        field("factor"),
+                        format!("expected at least 1, got {factor}"),
+                    ))
                 }
                 Fault::Locked { share, .. } if !(0.0..=1.0).contains(share) => {
                     return Err((field("share"), format!("expected 0 to 1, got {share}")))
