@@ -24,14 +24,18 @@
 //!   is asked about.
 //! - [`consistency`]: the driver's consistency levels and Rebound's.
 //! - [`ReboundRetryPolicy`], [`ReboundRetrySession`]: the driver's retry hooks on a registry.
+//! - [`ReboundSpeculativeExecution`]: the driver's speculative executions as a registry
+//!   policy's `speculative_execution` says.
 
 #![deny(missing_docs)]
 
 pub mod consistency;
 pub mod errors;
 mod session;
+mod speculative;
 
 pub use session::{AdapterError, ReboundRetryPolicy, ReboundRetrySession};
+pub use speculative::ReboundSpeculativeExecution;
 
 /// The adapters guide's examples, compiled as doctests.
 #[doc = include_str!("../README.md")]

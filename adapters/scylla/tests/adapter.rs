@@ -166,3 +166,38 @@ fn a_session_counts_its_retries_across_the_driver_questions() {
         .decide(&unavailable(), true, Consistency::Quorum);
     assert_eq!(fresh, first);
 }
+
+/// docs/hedging.md "Cassandra: constant speculative execution": the driver's speculative
+/// executions follow the registry policy's `speculative_execution` as the configuration running
+/// now says (a reload changes them, a policy without one has none); an unknown policy is
+/// refused.
+#[test]
+fn speculative_executions_follow_the_policy_s_configuration() {
+    use rebound_scylla::ReboundSpeculativeExecution;
+    let config = |table: &str| {
+        RegistryConfig::parse(
+            &format!("default_policy = \"reads\"\n[watch]\nenabled = false\n[policies.reads]\nbuiltin = \"cassandra-default\"\n{table}\n"),
+            std::path::Path::new("rebound.toml"),
+            std::path::Path::new("."),
+        )
+        .unwrap()
+    };
+    let registry = Arc::new(
+        PolicyRegistry::new(config(
+            "speculative_execution = { delay_ms = 20, max_executions = 3 }",
+        ))
+        .unwrap(),
+    );
+    let speculative = ReboundSpeculativeExecution::new(Arc::clone(&registry), "reads").unwrap();
+    let now = speculative.current().unwrap();
+    assert_eq!(
+        (now.delay(), now.max_executions()),
+        (Duration::from_millis(20), 3)
+    );
+    registry.apply(config("")).unwrap();
+    assert_eq!(speculative.current(), None, "the reload removed it");
+    assert!(matches!(
+        ReboundSpeculativeExecution::new(registry, "writes"),
+        Err(AdapterError::Registry(_))
+    ));
+}

@@ -40,6 +40,18 @@ impl ConstantSpeculativeExecution {
     }
 }
 
+impl ConstantSpeculativeExecution {
+    /// The wait between one execution and the next.
+    pub fn delay(&self) -> Duration {
+        self.delay
+    }
+
+    /// The most executions, the first included.
+    pub fn max_executions(&self) -> u32 {
+        self.max_executions
+    }
+}
+
 impl HedgingPolicy for ConstantSpeculativeExecution {
     fn name(&self) -> &str {
         "speculative-execution"

@@ -16,7 +16,7 @@ use crate::decision_id::DecisionId;
 use crate::decision_log::{
     DecidedBy, DecisionLog, DecisionLogStats, Entry, LoggedVersion, ShadowAnswers,
 };
-use crate::hedge::Hedging;
+use crate::hedge::{ConstantSpeculativeExecution, Hedging};
 use crate::reason::RetryReason;
 use crate::registry::error::RegistryError;
 use crate::registry::isolation::Isolated;
@@ -262,6 +262,16 @@ impl PolicyRegistry {
     /// built-in with a `hedgingPolicy`), paid from the policy's budget and throttle.
     pub fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
         self.table.load().hedging_for(request, now)
+    }
+
+    /// Policy `name`'s `speculative_execution`, as the configuration running now says (for a
+    /// driver that sends its speculative executions itself, as `rebound-scylla`'s).
+    pub fn speculative_execution(
+        &self,
+        name: &str,
+    ) -> Result<Option<ConstantSpeculativeExecution>, RegistryError> {
+        let table = self.table.load();
+        Ok(table.slot(name)?.definition.speculative_execution)
     }
 
     /// The circuit breakers admitting `request`'s attempts: those its policy names
