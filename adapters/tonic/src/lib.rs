@@ -1,7 +1,8 @@
 //! Rebound's policies as a tower layer for tonic channels (docs/http-and-grpc.md "The tonic
 //! layer"): each unary call is a gRPC call Rebound decides about (gRFC A6), with the policy a
 //! [`PolicyRegistry`](rebound::registry::PolicyRegistry) resolves for it (the `grpc` built-in
-//! is made for them), and the layer waits and sends the call again.
+//! is made for them), and the layer waits and sends the call again — or, for a policy that
+//! hedges (a `hedgingPolicy`), sends copies of an idempotent call while it is in flight.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -19,6 +20,7 @@
 //! # }
 //! ```
 
+mod hedged;
 mod layer;
 mod replay_body;
 mod response;

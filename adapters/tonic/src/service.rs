@@ -12,12 +12,14 @@ use std::time::Instant;
 
 use http::header::HeaderValue;
 use rebound::grpc::GrpcCode;
+use rebound::hedge::HedgeSchedule;
 use rebound::{
     reasons, Decision, DecisionContext, Outcome, Pushback, Request, RequestType, RetryReason,
 };
 use tonic::body::Body as TonicBody;
 use tower_service::Service;
 
+use crate::hedged::Copies;
 use crate::layer::Shared;
 use crate::replay_body::{keep, Kept};
 use crate::response::{
@@ -122,9 +124,64 @@ fn never_sent(error: &BoxError) -> bool {
 }
 
 /// One attempt's failure: why, the server's pushback, and what to hand back if not retried.
-enum Failed<B> {
+pub(crate) enum Failed<B> {
     Answered(RetryReason, Option<Pushback>, http::Response<B>),
     Transport(RetryReason, BoxError),
+}
+
+impl<B> Failed<B> {
+    /// Why it failed, and the server's pushback.
+    pub(crate) fn reason(&self) -> (&RetryReason, Option<Pushback>) {
+        match self {
+            Failed::Answered(reason, pushback, _) => (reason, *pushback),
+            Failed::Transport(reason, _) => (reason, None),
+        }
+    }
+}
+
+/// How one attempt (or one copy of it) went.
+pub(crate) enum Sent<B> {
+    /// OK, or an answer whose messages follow (the call is committed).
+    Answered(http::Response<B>),
+    /// It failed; `true` if it may have reached the server.
+    Failed(Failed<B>, bool),
+}
+
+/// Sends one attempt of the call with `parts` and `bytes` through `service` (made ready),
+/// and reads how it went: a Trailers-Only answer's status and pushback, or the transport's
+/// error (a connection that could not be made: not sent).
+pub(crate) async fn send<S, B>(
+    service: &mut S,
+    parts: http::request::Parts,
+    bytes: bytes::Bytes,
+) -> Sent<B>
+where
+    S: Service<http::Request<TonicBody>, Response = http::Response<B>>,
+    S::Error: Into<BoxError>,
+{
+    let body = TonicBody::new(http_body_util::Full::new(bytes));
+    match service.call(http::Request::from_parts(parts, body)).await {
+        Err(error) => {
+            let error: BoxError = error.into();
+            if never_sent(&error) {
+                Sent::Failed(
+                    Failed::Transport(reasons::SOCKET_NOT_AVAILABLE, error),
+                    false,
+                )
+            } else {
+                let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
+                Sent::Failed(Failed::Transport(reason, error), true)
+            }
+        }
+        Ok(response) => match trailers_only_status(response.headers()) {
+            Some(code) if code != GrpcCode::Ok => {
+                let pushback = pushback(response.headers());
+                let reason = RetryReason::GrpcStatus(code);
+                Sent::Failed(Failed::Answered(reason, pushback, response), true)
+            }
+            _ => Sent::Answered(response),
+        },
+    }
 }
 
 async fn call<S, B>(
@@ -133,7 +190,7 @@ async fn call<S, B>(
     req: http::Request<TonicBody>,
 ) -> Result<http::Response<B>, BoxError>
 where
-    S: Service<http::Request<TonicBody>, Response = http::Response<B>> + Send,
+    S: Service<http::Request<TonicBody>, Response = http::Response<B>> + Clone + Send,
     S::Future: Send,
     S::Error: Into<BoxError>,
 {
@@ -154,9 +211,15 @@ where
         }
     };
     // Described when first needed: a call answered at once needs no description unless a
-    // retry budget counts it.
+    // retry budget counts it, or its policy hedges it.
     let start = Instant::now();
     let mut described: Option<Described> = None;
+    let hedging = if shared.registry.hedges() && shared.is_idempotent(parts.uri.path()) {
+        let call = described.insert(describe(&shared, &parts, start));
+        shared.registry.hedging(&call.request, start)
+    } else {
+        None
+    };
     let has_deadline = parts.headers.contains_key(GRPC_TIMEOUT);
     let mut attempt: u32 = 0;
     loop {
@@ -175,51 +238,49 @@ where
                 sent_parts.headers.insert(GRPC_TIMEOUT, value);
             }
         }
-        let body = TonicBody::new(http_body_util::Full::new(bytes.clone()));
-        let failed = match inner
-            .call(http::Request::from_parts(sent_parts, body))
-            .await
-        {
-            Err(error) => {
-                let error: BoxError = error.into();
-                let call = described.get_or_insert_with(|| describe(&shared, &parts, start));
-                let reason = if never_sent(&error) {
-                    reasons::SOCKET_NOT_AVAILABLE
-                } else {
-                    call.dispatched();
-                    reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT
-                };
-                Failed::Transport(reason, error)
-            }
-            Ok(response) => match trailers_only_status(response.headers()) {
-                Some(code) if code != GrpcCode::Ok => {
-                    let call = described.get_or_insert_with(|| describe(&shared, &parts, start));
-                    call.dispatched();
-                    let pushback = pushback(response.headers());
-                    Failed::Answered(RetryReason::GrpcStatus(code), pushback, response)
-                }
-                // OK, or an answer whose messages follow (the call is committed).
-                _ => {
-                    // Reported only where a budget or the policy counts outcomes (else a
-                    // report is a no-op, and its clock read a cost).
-                    if shared.registry.counts_outcomes() {
-                        let call =
-                            described.get_or_insert_with(|| describe(&shared, &parts, start));
-                        let attempts = attempt + 1;
-                        let outcome = Outcome::Succeeded { attempts };
-                        shared
-                            .registry
-                            .report(&call.request, outcome, Instant::now());
+        let sent = match (&hedging, &described) {
+            (Some(hedging), Some(call)) => {
+                let started = Instant::now();
+                match HedgeSchedule::start(hedging, &call.request, started) {
+                    Some(schedule) => {
+                        let copies = Copies {
+                            parts: &sent_parts,
+                            bytes: &bytes,
+                            previous: attempt,
+                            has_deadline,
+                        };
+                        copies.run(inner.clone(), schedule, &call.request).await
                     }
-                    return Ok(response);
+                    None => send(&mut inner, sent_parts, bytes.clone()).await,
                 }
-            },
+            }
+            _ => send(&mut inner, sent_parts, bytes.clone()).await,
+        };
+        let failed = match sent {
+            Sent::Failed(failed, reached) => {
+                let call = described.get_or_insert_with(|| describe(&shared, &parts, start));
+                if reached {
+                    call.dispatched();
+                }
+                failed
+            }
+            Sent::Answered(response) => {
+                // Reported only where a budget or the policy counts outcomes (else a report
+                // is a no-op, and its clock read a cost).
+                if shared.registry.counts_outcomes() {
+                    let call = described.get_or_insert_with(|| describe(&shared, &parts, start));
+                    let attempts = attempt + 1;
+                    let outcome = Outcome::Succeeded { attempts };
+                    shared
+                        .registry
+                        .report(&call.request, outcome, Instant::now());
+                }
+                return Ok(response);
+            }
         };
         let request = &mut described.as_mut().expect("described on a failure").request;
-        let (reason, pushback) = match &failed {
-            Failed::Answered(reason, pushback, _) => (reason.clone(), *pushback),
-            Failed::Transport(reason, _) => (reason.clone(), None),
-        };
+        let (reason, pushback) = failed.reason();
+        let reason = reason.clone();
         let context = DecisionContext::new(&reason).with_pushback(pushback);
         // Boxed, as the wait below: the futures only a failure needs are not part of every
         // call's.

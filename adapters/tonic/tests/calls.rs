@@ -255,3 +255,34 @@ async fn throttling_engages_after_a_burst_of_failures_and_releases_after_success
         "retried again once successes gave the tokens back"
     );
 }
+
+/// gRFC A6 "Hedging Policy" and "Exposed Retry Metadata", end to end: with `maxAttempts` 2 and
+/// `hedgingDelay` 0.05 s, a first copy the server never answers loses to the second, which
+/// carries `grpc-previous-rpc-attempts: 1`; the call answers OK. A method not declared
+/// idempotent is never copied: its UNAVAILABLE is the answer, after one call.
+#[tokio::test]
+async fn a_hanging_call_is_answered_by_its_hedge_and_a_non_idempotent_one_is_not_copied() {
+    let running = start(Script::new([
+        Answer::Hang,
+        Answer::Ok,
+        Answer::Fail(Code::Unavailable, None),
+    ]))
+    .await;
+    let registry = registry_with("builtin = \"grpc\"\nparams.service_config = '''{\"methodConfig\": [{\"name\": [{\"service\": \"shop.Inventory\"}], \"hedgingPolicy\": {\"maxAttempts\": 2, \"hedgingDelay\": \"0.05s\", \"nonFatalStatusCodes\": [\"UNAVAILABLE\"]}}]}'''\n");
+    let layer = ReboundLayer::new(registry).idempotent(["/shop.Inventory/Get"]);
+    let mut client = client(&running, layer);
+    let answer = tokio::time::timeout(
+        Duration::from_secs(60),
+        unary(&mut client, "/shop.Inventory/Get", None),
+    )
+    .await
+    .expect("the hedge answers; without it the call hangs");
+    assert_eq!(answer.unwrap(), b"order-17");
+    let seen = running.script.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(previous_attempts(&seen[0].1), None);
+    assert_eq!(previous_attempts(&seen[1].1).as_deref(), Some("1"));
+    let answer = unary(&mut client, "/shop.Inventory/Reserve", None).await;
+    assert_eq!(answer.unwrap_err().code(), Code::Unavailable);
+    assert_eq!(running.script.seen().len(), 3, "one call, no copy");
+}

@@ -93,6 +93,13 @@ impl HedgeSchedule {
         Some(node)
     }
 
+    /// No more copies go (the request's deadline has passed, for a driver that does not drop
+    /// the copies out at the deadline); those out go on.
+    pub fn close(&mut self) {
+        self.closed = true;
+        self.next = None;
+    }
+
     /// A copy failed at `now` for `reason`, the server pushing back as `pushback` says.
     pub fn failed(
         &mut self,

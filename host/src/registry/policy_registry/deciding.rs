@@ -258,6 +258,12 @@ impl PolicyRegistry {
         self.table.load().counts_outcomes
     }
 
+    /// Whether some policy hedges: a caller that describes a request only to ask
+    /// [`hedging`](Self::hedging) may skip both when none does.
+    pub fn hedges(&self) -> bool {
+        self.table.load().hedges
+    }
+
     /// How `request` is hedged at `now`: by its policy's strategy, if it hedges (the `grpc`
     /// built-in with a `hedgingPolicy`), paid from the policy's budget and throttle.
     pub fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
