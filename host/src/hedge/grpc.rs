@@ -112,15 +112,7 @@ mod tests {
     }
 
     fn flight(asked: Asked, copies: u32, since_last_ms: u64) -> InFlight<'static> {
-        InFlight {
-            asked,
-            copies,
-            outstanding: copies,
-            since_first: Duration::ZERO,
-            since_last: Duration::from_millis(since_last_ms),
-            failures: &[],
-            pushback: None,
-        }
+        InFlight::with(asked, copies, since_last_ms)
     }
 
     /// gRFC A6 "Hedging Policy": the next copy `hedgingDelay` after the last, up to

@@ -67,6 +67,23 @@ pub struct InFlight<'a> {
     pub pushback: Option<Pushback>,
 }
 
+impl InFlight<'static> {
+    /// A request with `copies` out and none answered, the last sent `since_last_ms` ago, the
+    /// policy asked as `asked` (for tests of hedging policies).
+    #[cfg(test)]
+    pub(crate) fn with(asked: Asked, copies: u32, since_last_ms: u64) -> Self {
+        InFlight {
+            asked,
+            copies,
+            outstanding: copies,
+            since_first: Duration::ZERO,
+            since_last: Duration::from_millis(since_last_ms),
+            failures: &[],
+            pushback: None,
+        }
+    }
+}
+
 /// When the next copy goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HedgeAction {

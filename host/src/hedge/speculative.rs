@@ -85,15 +85,7 @@ mod tests {
     fn executions_go_every_delay_to_the_next_node() {
         let policy = ConstantSpeculativeExecution::new(Duration::from_millis(100), 3).unwrap();
         let request = Request::new(1, crate::RequestType::Get, Duration::from_secs(1)).unwrap();
-        let flight = |asked, copies, since_last_ms| InFlight {
-            asked,
-            copies,
-            outstanding: copies,
-            since_first: Duration::ZERO,
-            since_last: Duration::from_millis(since_last_ms),
-            failures: &[],
-            pushback: None,
-        };
+        let flight = InFlight::with;
         assert_eq!(
             policy.next_copy(&request, &flight(Asked::AfterCopy, 1, 0)),
             HedgeAction::SendAfter {
