@@ -3,11 +3,13 @@
 //! as the faults active at that moment say; a failed attempt is classified (KV statuses by
 //! the host's classifier) and handed to the request's [`RetryLoop`] — the same loop the
 //! executor drives in production — which the policy decides through the registry at that
-//! virtual moment; a retry is dispatched after the delay it asks, to the node it names.
-//! Nothing sleeps. Every draw comes
-//! from generators seeded by the scenario's seed — the workload's from the seed, an attempt's
-//! from the seed, the request and the attempt number — so a run is the same for the same
-//! seed, and the same request meets the same first-attempt fate under every policy.
+//! virtual moment; a retry is dispatched after the delay it asks, to the node it names. A
+//! node with a capacity slows and fails attempts as its last second's load grows past it; a
+//! policy's breakers admit each attempt; a policy that hedges sends copies of an attempt as
+//! the host's hedge schedule says. Nothing sleeps. Every draw comes from generators seeded by
+//! the scenario's seed — the workload's from the seed, an attempt's (or copy's) from the seed,
+//! the request and the attempts started for it — so a run is the same for the same seed, and
+//! the same request meets the same first-attempt fate under every policy.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};

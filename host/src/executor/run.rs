@@ -159,9 +159,8 @@ impl<D: Decider> Executor<D> {
                 attempt = next.number,
                 decision_id = tracing::field::Empty,
             );
-            let now = Instant::now().into_std();
-            let schedule =
-                (hedging.as_ref()).and_then(|h| HedgeSchedule::start(h, retry.request(), now));
+            let schedule = (hedging.as_ref())
+                .and_then(|h| HedgeSchedule::start(h, retry.request(), Instant::now().into_std()));
             let call = match schedule {
                 Some(schedule) => {
                     let copies = Copies {
