@@ -852,3 +852,58 @@ fn the_example_configuration_loads_every_policy() {
         "robots"
     );
 }
+
+/// docs/registry.md "The compiled-artifact cache": past `cache_max_mb`, writing an entry
+/// deletes the entries used least recently until the rest fit, never the one just written; an
+/// entry read (a hit) counts as used. `cache_max_mb = 0` is refused.
+#[test]
+fn the_cache_evicts_the_entries_used_least_recently() {
+    let dir = tempfile::tempdir().unwrap();
+    let load = |cache: &ArtifactCache, name: &str| {
+        let bytes = std::fs::read(crate::wasm_support::guest(name)).unwrap();
+        rebound::wasm::PolicyPre::load_cached(runtime(), name, &bytes, Some(cache)).unwrap()
+    };
+    let entries = || {
+        (std::fs::read_dir(dir.path()).unwrap())
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+            .count()
+    };
+    let open = |max_bytes| {
+        ArtifactCache::open(dir.path(), runtime().engine())
+            .unwrap()
+            .with_max_bytes(max_bytes)
+    };
+    let unbounded = open(u64::MAX);
+    let size = |pre: &rebound::wasm::PolicyPre| {
+        let path = unbounded.entry_path(pre.sha256());
+        (std::fs::metadata(&path).unwrap().len(), path)
+    };
+    let (a, f, r) = (
+        load(&unbounded, "best_effort"),
+        load(&unbounded, "fail_fast"),
+        load(&unbounded, "no_retry_for_robots"),
+    );
+    let ((size_a, path_a), (_, path_f), (size_r, path_r)) = (size(&a), size(&f), size(&r));
+    std::fs::remove_file(&path_r).unwrap();
+    assert_eq!(entries(), 2);
+    // Room for `best_effort` and `no_retry_for_robots`: a hit on `best_effort` makes
+    // `fail_fast` the entry used least recently, the one deleted when the third is written.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let bounded = open(size_a + size_r);
+    assert_eq!(load(&bounded, "best_effort").origin(), CodeOrigin::Cached);
+    load(&bounded, "no_retry_for_robots");
+    assert_eq!(bounded.stats().evicted, 1);
+    assert!(path_a.exists() && path_r.exists() && !path_f.exists());
+    // A limit below one entry keeps only the one just written.
+    let tiny = open(1);
+    load(&tiny, "fail_fast");
+    assert_eq!(entries(), 1);
+    let ws = Workspace::new();
+    ws.install("policy.wasm", "best_effort");
+    ws.config(
+        "default_policy = \"p\"\ncache_max_mb = 0\n[policies.p]\ncomponent = \"policy.wasm\"\n",
+    );
+    let e = rebound::registry::RegistryConfig::load(&ws.path("rebound.toml")).unwrap_err();
+    assert_eq!(e.field, "cache_max_mb", "{e}");
+}

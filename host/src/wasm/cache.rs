@@ -14,12 +14,17 @@
 //!
 //! Loading native code from disk is only as safe as the directory it comes from, so the
 //! cache refuses a directory that another user owns or that others may write to.
+//!
+//! The entries' total size is bounded (`max_bytes`): after an entry is written, the entries
+//! used least recently (an entry's modification time is moved on at every hit) are deleted
+//! until the rest fit, the new one kept.
 
 use std::fs;
 use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
@@ -73,6 +78,8 @@ pub struct CacheStats {
     pub discarded: u64,
     /// Entries written.
     pub writes: u64,
+    /// Entries deleted to keep the cache within its size limit (least recently used first).
+    pub evicted: u64,
 }
 
 /// The on-disk cache of compiled components for one engine configuration.
@@ -85,10 +92,13 @@ pub struct ArtifactCache {
     engine_key: String,
     /// The user entries must belong to (unix).
     owner: Option<u32>,
+    /// The most bytes the entries may take together.
+    max_bytes: u64,
     hits: AtomicU64,
     misses: AtomicU64,
     discarded: AtomicU64,
     writes: AtomicU64,
+    evicted: AtomicU64,
 }
 
 /// Feeds a `Hash` implementation into sha256, so the engine key is the same in every process.
@@ -104,6 +114,9 @@ impl Hasher for Sha256Hasher {
 }
 
 impl ArtifactCache {
+    /// The entries' size limit unless set: 2 GiB (a Python policy's entry is about 40 MB).
+    pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
+
     /// The user's cache directory for Rebound (`$XDG_CACHE_HOME/rebound` or
     /// `~/.cache/rebound` on Linux, `~/Library/Caches/rebound` on macOS), where the registry,
     /// `rebound eval` and `rebound check` keep compiled policies unless told otherwise; `None`
@@ -148,11 +161,25 @@ impl ArtifactCache {
             engine_key: hex::encode(&engine_digest[..8]),
             engine_digest,
             owner,
+            max_bytes: Self::DEFAULT_MAX_BYTES,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
             writes: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
         })
+    }
+
+    /// The same cache, its entries kept within `max_bytes` together (the entry just written is
+    /// always kept, even alone past the limit).
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// The entries' size limit.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
     }
 
     /// The directory.
@@ -167,6 +194,7 @@ impl ArtifactCache {
             misses: self.misses.load(Ordering::Relaxed),
             discarded: self.discarded.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
+            evicted: self.evicted.load(Ordering::Relaxed),
         }
     }
 
@@ -241,6 +269,9 @@ impl ArtifactCache {
         let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
         std::io::Read::read_to_end(&mut file, &mut bytes)
             .map_err(|e| format!("unreadable: {e}"))?;
+        // Used now: the last to be evicted. A file that cannot be touched is only evicted
+        // sooner.
+        let _ = file.set_modified(SystemTime::now());
         Ok(Some(bytes))
     }
 
@@ -280,9 +311,44 @@ impl ArtifactCache {
         match result {
             Ok(()) => {
                 self.writes.fetch_add(1, Ordering::Relaxed);
+                self.evict(&path);
             }
             Err(e) => {
                 tracing::warn!(entry = %path.display(), error = %e, "cannot write cache entry")
+            }
+        }
+    }
+}
+
+impl ArtifactCache {
+    /// Deletes the entries used least recently until the rest fit in `max_bytes`, never
+    /// `keep` (the entry just written).
+    fn evict(&self, keep: &Path) {
+        let Ok(listing) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut entries: Vec<(SystemTime, u64, PathBuf)> = (listing.flatten())
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|e| e == "cwasm"))
+            .filter_map(|path| {
+                let metadata = fs::symlink_metadata(&path).ok()?;
+                let used = metadata.modified().unwrap_or(UNIX_EPOCH);
+                metadata.is_file().then_some((used, metadata.len(), path))
+            })
+            .collect();
+        let mut total: u64 = entries.iter().map(|(_, len, _)| len).sum();
+        if total <= self.max_bytes {
+            return;
+        }
+        entries.sort();
+        for (_, len, path) in entries {
+            if total <= self.max_bytes {
+                break;
+            }
+            if path != keep && fs::remove_file(&path).is_ok() {
+                total -= len;
+                self.evicted.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(entry = %path.display(), "evicted from the compiled-artifact cache");
             }
         }
     }

@@ -236,6 +236,9 @@ pub struct RegistryConfig {
     /// Directory of the compiled-artifact cache; none: no cache (`cache_dir = false`, or
     /// no user cache directory on this platform).
     pub cache_dir: Option<CacheDir>,
+    /// The most bytes the cache's entries may take together (`cache_max_mb`); the entries
+    /// used least recently are deleted past it.
+    pub cache_max_bytes: u64,
     /// File watching.
     pub watch: WatchConfig,
     /// The engine (read at start only).

@@ -37,6 +37,8 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub(super) cache_dir: Option<RawCacheDir>,
     #[serde(default)]
+    pub(super) cache_max_mb: Option<Spanned<u64>>,
+    #[serde(default)]
     pub(super) watch: WatchConfig,
     #[serde(default)]
     pub(super) engine: EngineConfig,

@@ -66,6 +66,17 @@ pub(super) fn validate(
         errors,
     )?;
     let decision_log = decision_log(raw.decision_log.as_ref(), base, errors)?;
+    let cache_max_bytes = match &raw.cache_max_mb {
+        None => ArtifactCache::DEFAULT_MAX_BYTES,
+        Some(mb) if *mb.get_ref() == 0 => {
+            return Err(errors.at(
+                mb.span(),
+                "cache_max_mb",
+                "expected at least 1 (megabytes); `cache_dir = false` keeps no cache",
+            ))
+        }
+        Some(mb) => mb.get_ref().saturating_mul(1 << 20),
+    };
     let mut profiles = BTreeMap::new();
     for (name, profile) in &raw.profiles {
         let policy = match &profile.policy {
@@ -92,6 +103,7 @@ pub(super) fn validate(
         default_policy,
         policy_dir,
         cache_dir: cache_dir(raw.cache_dir, base),
+        cache_max_bytes,
         watch: raw.watch,
         engine: raw.engine,
         policies,

@@ -94,6 +94,7 @@ impl PolicyRegistry {
             Some(CacheDir::UserDefault(dir)) => ArtifactCache::open_or_warn(dir, runtime.engine()),
             None => None,
         };
+        let cache = cache.map(|cache| cache.with_max_bytes(config.cache_max_bytes));
         let ahead = CompileAhead::default();
         let max_component_bytes = config.engine.max_component_bytes();
         let ctx = BuildContext {
