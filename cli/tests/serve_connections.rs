@@ -781,7 +781,10 @@ fn ready_until_a_stop_signal_starts_the_drain() {
         "{ready}"
     );
     let mut client = connect(&server);
-    let stalling = SLOW.replace("\"slow\"", "\"stalling\"");
+    // A request with room for the policy's whole 5 s deadline: the stop signal has that long
+    // to be taken while the call runs, however busy the machine.
+    let stalling = (SLOW.replace("\"slow\"", "\"stalling\""))
+        .replace("\"request\": {", "\"request\": {\"timeout_ms\": 10000, ");
     let pipelined = format!(
         "{}GET /ready HTTP/1.1\r\nHost: rebound\r\n\r\n",
         decide_request(&stalling)
