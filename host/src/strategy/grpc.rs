@@ -33,6 +33,9 @@ pub struct GrpcRetry {
     config: Arc<ServiceConfig>,
     /// The token counts, if the config throttles: shared by the clones of one built-in.
     throttle: Option<Arc<Throttle>>,
+    /// Its hedging, if some method config has a `hedgingPolicy`: made once, handed out per
+    /// request without allocating.
+    hedging: Option<Arc<dyn HedgingPolicy>>,
 }
 
 /// Two are equal when their service configs are (their token counts aside).
@@ -46,9 +49,13 @@ impl GrpcRetry {
     /// Decides by `config`.
     pub fn new(config: ServiceConfig) -> Self {
         let throttle = config.throttling().map(|t| Arc::new(Throttle::new(t)));
+        let config = Arc::new(config);
+        let hedging = (config.hedges())
+            .then(|| Arc::new(GrpcHedging::new(Arc::clone(&config))) as Arc<dyn HedgingPolicy>);
         GrpcRetry {
-            config: Arc::new(config),
+            config,
             throttle,
+            hedging,
         }
     }
 
@@ -130,9 +137,7 @@ impl SyncStrategy for GrpcRetry {
 
     /// A6 "Hedging Policy": the methods whose config has a `hedgingPolicy` are hedged.
     fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
-        self.config
-            .hedges()
-            .then(|| Arc::new(GrpcHedging::new(Arc::clone(&self.config))) as Arc<dyn HedgingPolicy>)
+        self.hedging.clone()
     }
 
     /// A6: every successful call gives `tokenRatio` back to its server name's count.
