@@ -155,6 +155,8 @@ fn a_policy_that_fails_is_reported_with_the_kind_of_failure() {
         "panic=boom",
         "--deadline-ms",
         "5000",
+        "--max-failures",
+        "0",
     ]);
     assert!(!ok);
     let failures = violations(&report, "within_limits");
@@ -308,29 +310,44 @@ fn components_that_do_not_load_are_reported_and_fail() {
     assert!(String::from_utf8_lossy(&stderr).contains("cannot read no/such/policy.wasm"));
 }
 
-/// A Python policy raising on some inputs: each distinct exception is reported once, in the
-/// policy's words with the line it was raised at and its count, and the log holds no line per
-/// failure (the stderr a failing call writes, the fail-safe's warning) — only the verdict.
+/// docs/decisions.md "`rebound check` of a policy that fails often": a Python policy raising on
+/// a third of the grid is asked until 1 000 inputs failed, in an order that spans the grid;
+/// each distinct exception is reported once, in the policy's words with the line it was raised
+/// at and its count, and the log holds no line per failure (the stderr a failing call writes,
+/// the fail-safe's warning) — only the verdict.
 #[test]
-fn a_python_policy_that_raises_is_reported_once_per_exception_without_flooding_the_log() {
+fn a_python_policy_failing_on_a_third_of_the_grid_stops_after_the_failure_limit_with_one_log_line()
+{
     let output = rebound()
         .args(["check", &path("python_wasi_probe")])
-        .args(["--param", "probe=raise_on_locked", "--deadline-ms", "5000"])
+        .args(["--param", "probe=raise_on_a_third", "--deadline-ms", "5000"])
         .output()
         .unwrap();
     assert!(!output.status.success());
     let text = String::from_utf8(output.stdout).unwrap();
     let log = String::from_utf8(output.stderr).unwrap();
-    // The text report: how many inputs break it, then each distinct problem with its count.
-    let broken = text
+    // The check stopped at the limit, having asked about three inputs per failure.
+    let asked: usize = text
         .lines()
-        .find_map(|line| line.strip_suffix(" input(s) break it, 1 distinct problem(s):"))
-        .and_then(|line| line.rsplit(' ').next())
+        .find_map(|line| line.strip_prefix("  stopped    after 1000 failing inputs: "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{text}"));
+    assert!((2_000..5_000).contains(&asked), "{asked}: {text}");
     assert!(
         text.contains(&format!(
-            "{broken} × trap: ValueError: a locked document is not for this probe (wasi_probe.py:"
+            "answers    failed 1000, no_retry {}",
+            asked - 1000
         )),
+        "{text}"
+    );
+    // One distinct problem, with its count.
+    assert!(
+        text.contains("1000 input(s) break it, 1 distinct problem(s):"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1000 × trap: ValueError: this reason is not for this probe (wasi_probe.py:"),
         "{text}"
     );
     assert_eq!(log.lines().count(), 1, "{log}");

@@ -1,7 +1,9 @@
 //! The inputs `rebound check` asks a policy about: every reason variant, for requests of every
 //! service (Couchbase, Cassandra, plain HTTP, gRPC) — idempotent and not, dispatched and not —
 //! after several retries, early in their life, just before their deadline and past it, with an
-//! empty client context and with each context the author names.
+//! empty client context and with each context the author names. The grid is asked in a
+//! mixed order, so that a check stopped early (`--max-failures`) has still asked about every
+//! part of it.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -232,32 +234,87 @@ impl Input {
     }
 }
 
-/// The grid, with each of `contexts` beside the empty context.
+/// The grid, with each of `contexts` beside the empty context, in [`mixed`] order.
 pub fn inputs(contexts: &[BTreeMap<String, String>]) -> Vec<Input> {
     let mut all_contexts = vec![BTreeMap::new()];
     all_contexts.extend(contexts.iter().cloned());
-    let mut inputs = Vec::new();
-    for reason in rebound::grid::every_reason() {
-        for shape in SHAPES {
-            let timeout_ms = default_timeout_ms(shape.request_type.service());
-            for dispatched in [true, false] {
-                for attempts in ATTEMPTS {
-                    // Early, just before the deadline, past it.
-                    for elapsed_ms in [0, timeout_ms - 1, timeout_ms + 10] {
-                        for context in &all_contexts {
-                            inputs.push(Input::new(
-                                reason.clone(),
-                                shape,
-                                dispatched,
-                                attempts,
-                                (elapsed_ms, timeout_ms),
-                                context,
-                            ));
-                        }
-                    }
-                }
+    let reasons = rebound::grid::every_reason();
+    // The grid's dimensions, outermost first: reason, request shape, dispatched or not,
+    // attempts, moment (early, just before the deadline, past it), context.
+    let sizes = [
+        reasons.len(),
+        SHAPES.len(),
+        2,
+        ATTEMPTS.len(),
+        3,
+        all_contexts.len(),
+    ];
+    mixed(sizes.iter().product())
+        .map(|index| {
+            let mut digits = [0; 6];
+            let mut rest = index;
+            for (digit, size) in digits.iter_mut().zip(sizes).rev() {
+                *digit = rest % size;
+                rest /= size;
             }
+            let [reason, shape, dispatched, attempts, moment, context] = digits;
+            let shape = SHAPES[shape];
+            let timeout_ms = default_timeout_ms(shape.request_type.service());
+            let elapsed_ms = [0, timeout_ms - 1, timeout_ms + 10][moment];
+            Input::new(
+                reasons[reason].clone(),
+                shape,
+                dispatched == 0,
+                ATTEMPTS[attempts],
+                (elapsed_ms, timeout_ms),
+                &all_contexts[context],
+            )
+        })
+        .collect()
+}
+
+/// The order the grid's `n` inputs are asked in: by a stride coprime to `n` near its golden
+/// section, the k-th input asked being the grid's `k × stride mod n`-th, so any prefix of the
+/// order spreads over every reason, request shape, attempt count and moment alike.
+fn mixed(n: usize) -> impl Iterator<Item = usize> {
+    let mut stride = (n * 618 / 1000).max(1);
+    while gcd(stride, n) > 1 {
+        stride += 1;
+    }
+    (0..n).map(move |k| k * stride % n)
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mixed_order_asks_every_input_once() {
+        for n in [0, 1, 2, 3, 10, 384, 55_296] {
+            let mut order: Vec<usize> = mixed(n).collect();
+            order.sort_unstable();
+            assert_eq!(order, (0..n).collect::<Vec<_>>());
         }
     }
-    inputs
+
+    #[test]
+    fn the_first_thousand_inputs_asked_cover_every_reason_and_request_shape() {
+        let grid = inputs(&[]);
+        let covered = |inputs: &[Input]| {
+            let reasons: std::collections::BTreeSet<String> =
+                inputs.iter().map(|i| format!("{:?}", i.reason)).collect();
+            let shapes: std::collections::BTreeSet<String> =
+                inputs.iter().map(|i| format!("{:?}", i.shape)).collect();
+            (reasons.len(), shapes.len())
+        };
+        assert_eq!(covered(&grid[..1000]), covered(&grid));
+    }
 }

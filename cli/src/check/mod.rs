@@ -1,7 +1,9 @@
 //! `rebound check POLICY.wasm`: the policy author's pre-flight. Loads the component against
 //! the host's WIT package (reporting version compatibility and what it imports), then asks it
 //! about every input of a generated grid (`grid`) twice, in opposite orders, and checks the
-//! invariants (`invariants`). A human report or `--json`; exit status 1 on any violation.
+//! invariants (`invariants`). A call that fails costs a new instance (a few milliseconds for a
+//! language runtime), so the check stops asking after `--max-failures` failing inputs. A human
+//! report or `--json`; exit status 1 on any violation.
 
 mod grid;
 mod invariants;
@@ -36,10 +38,20 @@ pub struct Args {
     /// call preempted near its deadline is stopped as a timeout.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     deadline_ms: Option<u64>,
+    /// Stop asking after this many inputs failed (0: ask every input). Each failing call
+    /// leaves its instance unusable, and a new one costs milliseconds for a Python or
+    /// JavaScript policy; the inputs are asked in an order that spreads over the whole grid,
+    /// so the failures met first show every kind.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_FAILURES)]
+    max_failures: usize,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
 }
+
+/// Failing inputs a check meets before it stops asking: about 3 s of new Python instances in a
+/// release build (docs/performance.md "`check` and `simulate`").
+const DEFAULT_MAX_FAILURES: usize = 1000;
 
 fn key_value(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
@@ -85,12 +97,14 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
                 .iter()
                 .map(|(k, v)| BTreeMap::from([(k.clone(), v.clone())]))
                 .collect();
-            let inputs = grid::inputs(&contexts);
+            let mut inputs = grid::inputs(&contexts);
+            let grid_size = inputs.len();
             let base = Instant::now();
-            let first = ask(&strategy, &inputs, base, None);
-            let later = base + DECISION_SPACING * u32::try_from(inputs.len()).unwrap_or(u32::MAX);
-            let second = ask(&strategy, &inputs, later, Some(&first));
-            report.checked(inputs, first, &second);
+            let first = ask(&strategy, &inputs, base, None, args.max_failures);
+            inputs.truncate(first.len());
+            let later = base + DECISION_SPACING * u32::try_from(grid_size).unwrap_or(u32::MAX);
+            let second = ask(&strategy, &inputs, later, Some(&first), 0);
+            report.checked(inputs, grid_size, first, &second);
         }
     }
     if args.json {
@@ -108,15 +122,17 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     }
 }
 
-/// Asks the policy about every input, the n-th question `n` spacings after `base`: first to
+/// Asks the policy about the inputs, the n-th question `n` spacings after `base`: first to
 /// last, or, for the second pass (`first` given), last to first, where an input whose first
 /// call failed is not asked again (it is reported already; asking costs a new instance). The
-/// answers come back in the inputs' order.
+/// first pass stops after `max_failures` failed calls (0: never). The answers come back in the
+/// inputs' order, as many as were asked.
 fn ask(
     strategy: &WasmStrategy,
     inputs: &[grid::Input],
     base: Instant,
     first: Option<&[Answer]>,
+    max_failures: usize,
 ) -> Vec<Answer> {
     let order: Vec<usize> = if first.is_some() {
         (0..inputs.len()).rev().collect()
@@ -124,7 +140,12 @@ fn ask(
         (0..inputs.len()).collect()
     };
     let mut answers = vec![None; inputs.len()];
+    let mut failures = 0;
     for (n, &i) in order.iter().enumerate() {
+        if max_failures > 0 && failures == max_failures {
+            answers.truncate(i);
+            break;
+        }
         if let Some(failed) = first.map(|first| &first[i]).filter(|a| a.result.is_err()) {
             answers[i] = Some(failed.clone());
             continue;
@@ -136,6 +157,7 @@ fn ask(
         let context = DecisionContext::new(&input.reason).at(now);
         let started = Instant::now();
         let result = strategy.try_answer(&request, &context);
+        failures += usize::from(result.is_err());
         answers[i] = Some(Answer {
             result,
             took: started.elapsed(),

@@ -44,7 +44,10 @@ struct Loaded {
 
 /// What the grid asked and the policy answered.
 struct Checked {
+    /// The inputs asked: the whole grid, or the part asked before the check stopped.
     inputs: Vec<Input>,
+    /// How many inputs the grid has.
+    grid_size: usize,
     first: Vec<Answer>,
     violations: Vec<Violation>,
 }
@@ -90,11 +93,18 @@ impl Report {
         self.load_error.is_none() && self.loaded.is_some()
     }
 
-    /// The grid's two passes.
-    pub fn checked(&mut self, inputs: Vec<Input>, first: Vec<Answer>, second: &[Answer]) {
+    /// The grid's two passes over `inputs`, the first `inputs.len()` of its `grid_size`.
+    pub fn checked(
+        &mut self,
+        inputs: Vec<Input>,
+        grid_size: usize,
+        first: Vec<Answer>,
+        second: &[Answer],
+    ) {
         self.checked = Some(Checked {
             violations: invariants::violations(&inputs, &first, second),
             inputs,
+            grid_size,
             first,
         });
     }
@@ -121,6 +131,12 @@ impl Report {
             *counts.entry(kind).or_default() += 1;
         }
         counts
+    }
+
+    /// How many inputs failed, when the check stopped asking before the end of the grid.
+    fn stopped_after(checked: &Checked) -> Option<usize> {
+        (checked.inputs.len() < checked.grid_size)
+            .then(|| checked.first.iter().filter(|a| a.result.is_err()).count())
     }
 
     fn slowest(checked: &Checked) -> Duration {
@@ -159,7 +175,9 @@ impl Report {
             out["metadata"] = json!(loaded.metadata);
         }
         if let Some(checked) = &self.checked {
+            out["grid"] = checked.grid_size.into();
             out["inputs"] = checked.inputs.len().into();
+            out["stopped_after_failures"] = json!(Self::stopped_after(checked));
             out["answers"] = json!(Self::answer_counts(checked));
             out["slowest_call_us"] = (Self::slowest(checked).as_micros() as u64).into();
             out["rules"] = Rule::ALL
@@ -240,9 +258,17 @@ impl Report {
         writeln!(
             out,
             "  grid       {} inputs (every reason variant × {} requests × dispatched or not × 4 attempt counts × 3 moments × contexts), each asked twice in opposite orders",
-            checked.inputs.len(),
+            checked.grid_size,
             super::grid::REQUESTS
         )?;
+        if let Some(failures) = Self::stopped_after(checked) {
+            writeln!(
+                out,
+                "  stopped    after {failures} failing inputs: {} of the {} inputs asked (--max-failures 0 asks every one)",
+                checked.inputs.len(),
+                checked.grid_size
+            )?;
+        }
         writeln!(out, "  answers    {}", counts.join(", "))?;
         writeln!(
             out,
