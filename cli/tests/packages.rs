@@ -1,7 +1,7 @@
 //! Spec: the published crates work from their packages alone (docs/releasing.md "What the
 //! packages are checked to do"). The crates are packaged and put in a registry this test
 //! creates (a git index and `.crate` files, nothing of the source tree reachable by path); then,
-//! as a user outside the tree: an application depending on `rebound = "0.4.0"` builds and
+//! as a user outside the tree: an application depending on `rebound = "0.5.0"` builds and
 //! decides with the executor, `cargo install` installs the `rebound` binary from the registry,
 //! and that binary starts a Rust policy project (depending on `rebound-guest` by version) whose
 //! CI workflow's build, test and check steps pass.
@@ -323,7 +323,7 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
     assert!(ran[1].contains("5 passed, 0 failed"), "{}", ran[1]);
     let lock = std::fs::read_to_string(project.join("Cargo.lock")).unwrap();
     assert!(
-        lock.contains("name = \"rebound-guest\"\nversion = \"0.4.0\"\nsource = \"registry+file://"),
+        lock.contains("name = \"rebound-guest\"\nversion = \"0.5.0\"\nsource = \"registry+file://"),
         "rebound-guest not from the registry:\n{lock}"
     );
 }

@@ -30,7 +30,7 @@ fn run(args: &[&str]) -> (String, String, bool) {
 }
 
 /// The released versions of `rebound:policy` kept as fixtures (`tests/fixtures/`).
-const RELEASED: [&str; 3] = ["0.1.0", "0.2.0", "0.3.0"];
+const RELEASED: [&str; 4] = ["0.1.0", "0.2.0", "0.3.0", "0.4.0"];
 
 fn assert_passes(policy: &str, cases: &str) {
     let (out, err, ok) = run(&[policy, cases]);

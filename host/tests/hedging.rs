@@ -457,3 +457,114 @@ fn a_policy_s_speculative_execution_hedges_through_the_registry() {
     let e = parse(config("speculative_execution = { delay_ms = 20 }")).unwrap_err();
     assert!(e.to_string().contains("max_executions"), "{e}");
 }
+
+/// `hedge_echo` (the world `hedging-policy` of `rebound:policy@0.5.0`) configured to send a
+/// copy every `delay_ms` to the next node while fewer than `copies` are out.
+fn hedge_echo(delay_ms: u64, copies: u32) -> Orchestrator {
+    let params = [
+        ("delay_ms".to_owned(), delay_ms.to_string()),
+        ("copies".to_owned(), copies.to_string()),
+    ];
+    let strategy = crate::wasm_support::strategy(
+        "hedge_echo",
+        rebound::wasm::WasmStrategyConfig {
+            params: params.into(),
+            ..Default::default()
+        },
+    );
+    Orchestrator::new(strategy)
+}
+
+/// docs/hedging.md "WebAssembly policies": a component exporting `hedging` is asked when each
+/// copy goes and where; the executor sends them as it says (here every 100 ms to the next node,
+/// three at most) and the first answer wins.
+#[tokio::test(start_paused = true)]
+async fn a_webassembly_policy_hedges_through_the_executor() {
+    let executor = Executor::new(hedge_echo(100, 3));
+    let start = tokio::time::Instant::now();
+    let sent = Sent::default();
+    let nodes = Arc::new(Mutex::new(Vec::new()));
+    let value = executor
+        .run(call(Duration::from_secs(5)), |attempt| {
+            sent.record(&attempt, start);
+            nodes.lock().unwrap().push(attempt.node());
+            async move {
+                match attempt.copy() {
+                    2 => Ok::<_, Failure<&str>>("third"),
+                    _ => std::future::pending().await,
+                }
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(value, "third");
+    assert_eq!(sent.get(), [(0, 0), (1, 100), (2, 200)]);
+    assert_eq!(
+        *nodes.lock().unwrap(),
+        [NodeChoice::Same, NodeChoice::Next, NodeChoice::Next]
+    );
+}
+
+/// docs/hedging.md "What no policy overrides": however eagerly a WebAssembly policy hedges, a
+/// request that is not idempotent gets one copy; and the policy reads the request in flight
+/// through `failure` (its client context `hedge=no` stops it).
+#[tokio::test(start_paused = true)]
+async fn a_webassembly_policy_hedges_no_write_and_reads_the_request_in_flight() {
+    let executor = Executor::new(hedge_echo(10, 5));
+    for request in [
+        call(Duration::from_millis(500)).idempotent(false),
+        call(Duration::from_millis(500)).context("hedge", "no"),
+    ] {
+        let copies = Arc::new(Mutex::new(0));
+        let outcome = executor
+            .run(request, |_| {
+                *copies.lock().unwrap() += 1;
+                std::future::pending::<Result<&str, Failure<&str>>>()
+            })
+            .await;
+        assert!(outcome.is_err());
+        assert_eq!(*copies.lock().unwrap(), 1);
+    }
+}
+
+/// docs/hedging.md "WebAssembly policies": `hedging.is-fatal` decides which failures end the
+/// request: `hedge_echo` makes INVALID_ARGUMENT fatal (no copy after it), UNAVAILABLE not (the
+/// next copy goes).
+#[tokio::test(start_paused = true)]
+async fn a_webassembly_policy_says_which_failures_are_fatal() {
+    let executor = Executor::new(hedge_echo(50, 3));
+    for (code, copies) in [(GrpcCode::InvalidArgument, 1), (GrpcCode::Unavailable, 2)] {
+        let sent = Arc::new(Mutex::new(0));
+        let _ = executor
+            .run(call(Duration::from_millis(500)), |attempt| {
+                *sent.lock().unwrap() += 1;
+                async move {
+                    match attempt.copy() {
+                        0 => Err(status(code)),
+                        _ => Ok("copy"),
+                    }
+                }
+            })
+            .await;
+        assert_eq!(*sent.lock().unwrap(), copies, "{code:?}");
+    }
+}
+
+/// docs/wit-versions.md: hedging is an optional export; a component built for the world
+/// `retry-policy` of 0.5.0, or for an earlier version, does not hedge.
+#[test]
+fn components_without_the_hedging_export_do_not_hedge() {
+    use rebound::wasm::WitVersion;
+    use rebound::SyncStrategy;
+    let strategy = |name: &str| crate::wasm_support::strategy(name, Default::default());
+    assert!(strategy("hedge_echo").component().hedges());
+    assert!(strategy("hedge_echo").hedging().is_some());
+    for name in [
+        "best_effort".to_owned(),
+        crate::wasm_support::released(WitVersion::V0_4_0, "best_effort"),
+    ] {
+        let strategy = strategy(&name);
+        assert!(!strategy.component().hedges(), "{name}");
+        assert!(strategy.hedging().is_none(), "{name}");
+    }
+}

@@ -632,6 +632,33 @@ fn serves_and_swaps_with_its_current_rebuild(released: WitVersion) {
     }
 }
 
+/// docs/hedging.md "WebAssembly policies": a component's hedging is served as it is; hot-swapped
+/// to a version that exports `hedging`, the policy hedges its idempotent requests at once, and
+/// swapped back it stops.
+#[test]
+fn a_hot_swap_to_a_hedging_component_hedges_and_back_stops() {
+    use rebound::Decider;
+    let ws = Workspace::new();
+    let registry = single(&ws, "best_effort", "");
+    let hedges = |registry: &PolicyRegistry| {
+        Decider::hedging(
+            registry,
+            &request(RequestType::Get),
+            std::time::Instant::now(),
+        )
+        .is_some()
+    };
+    assert!(!hedges(&registry));
+    for (guest, hedging) in [("hedge_echo", true), ("best_effort", false)] {
+        ws.install("policy.wasm", guest);
+        assert!(matches!(
+            registry.reload("p").unwrap(),
+            ReloadOutcome::Swapped { .. }
+        ));
+        assert_eq!(hedges(&registry), hedging, "{guest}");
+    }
+}
+
 /// docs/registry.md `strict_start`: a policy that fails to load at start leaves the registry
 /// starting, that policy answering its fail-safe (saying why) with the error in its status,
 /// the others deciding as usual; a reload that succeeds replaces the stand-in (and it is no

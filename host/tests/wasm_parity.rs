@@ -285,12 +285,23 @@ fn released_0_3_0_components_decide_as_their_current_twins() {
     released_components_decide_as_their_current_twins(WitVersion::V0_3_0);
 }
 
+/// The same rule for `rebound:policy@0.4.0` (`tests/fixtures/rebound-policy-0.4.0/`).
+#[test]
+fn released_0_4_0_components_decide_as_their_current_twins() {
+    released_components_decide_as_their_current_twins(WitVersion::V0_4_0);
+}
+
 /// Every released version but the current one has its test above.
 #[test]
 fn every_released_version_is_held_to_its_twins() {
     assert_eq!(
         wasm_support::released_versions(),
-        [WitVersion::V0_1_0, WitVersion::V0_2_0, WitVersion::V0_3_0]
+        [
+            WitVersion::V0_1_0,
+            WitVersion::V0_2_0,
+            WitVersion::V0_3_0,
+            WitVersion::V0_4_0
+        ]
     );
 }
 

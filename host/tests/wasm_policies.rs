@@ -281,6 +281,10 @@ fn a_policy_reads_the_server_pushback_of_the_failure() {
             wasm_support::released(WitVersion::V0_3_0, "pushback_echo"),
             WitVersion::V0_3_0,
         ),
+        (
+            wasm_support::released(WitVersion::V0_4_0, "pushback_echo"),
+            WitVersion::V0_4_0,
+        ),
     ] {
         assert_eq!(wasm_support::load(&guest).unwrap().wit_version(), version);
         pushback_is_echoed(&wasm_support::strategy(
@@ -331,6 +335,7 @@ fn a_policy_is_not_asked_about_requests_its_version_cannot_describe() {
     use rebound::{HttpMethod, RetryReason};
     let guests = wasm_support::released_versions()
         .into_iter()
+        .filter(|version| !version.describes(rebound::Service::Http))
         .map(|version| wasm_support::released(version, "best_effort"));
     let native = BestEffort::<ExponentialBackoff>::default();
     for guest in guests {
@@ -367,17 +372,33 @@ fn a_policy_is_not_asked_about_requests_its_version_cannot_describe() {
     }
 }
 
-/// `wit/policy.wit` 0.4.0: a policy of the current version is asked about plain HTTP requests
-/// and gRPC calls, and reads each fact the caller gave — service and request type `http` or
-/// `grpc`, `failure.method`, `failure.authority`, `failure.route`,
-/// `failure.retries-since-pushback` — and the response's status as the reason
-/// (`http-status`, `grpc-status` by number). `request_echo` retries only when the facts it
-/// read are the line the test expects, and rethrows on any other line.
+/// `wit/policy.wit` since 0.4.0: a policy of the current version, or built for 0.4.0, is asked
+/// about plain HTTP requests and gRPC calls, and reads each fact the caller gave — service and
+/// request type `http` or `grpc`, `failure.method`, `failure.authority`, `failure.route`,
+/// `failure.retries-since-pushback` — and the response's status as the reason (`http-status`,
+/// `grpc-status` by number). `request_echo` retries only when the facts it read are the line
+/// the test expects, and rethrows on any other line.
 #[test]
-fn a_current_policy_reads_the_facts_of_http_and_grpc_requests() {
+fn a_policy_of_0_4_0_on_reads_the_facts_of_http_and_grpc_requests() {
+    use rebound::wasm::WitVersion;
+    for (guest, version) in [
+        ("request_echo".to_owned(), WitVersion::CURRENT),
+        (
+            wasm_support::released(WitVersion::V0_4_0, "request_echo"),
+            WitVersion::V0_4_0,
+        ),
+    ] {
+        assert_eq!(wasm_support::load(&guest).unwrap().wit_version(), version);
+        echoes_the_facts_of_http_and_grpc_requests(&wasm_support::strategy(
+            &guest,
+            WasmStrategyConfig::default(),
+        ));
+    }
+}
+
+fn echoes_the_facts_of_http_and_grpc_requests(echo: &WasmStrategy) {
     use rebound::grpc::GrpcCode;
     use rebound::{HttpMethod, RetryReason};
-    let echo = wasm_support::strategy("request_echo", WasmStrategyConfig::default());
     let post = Request::new(1, RequestType::Http, Duration::from_secs(10))
         .unwrap()
         .method(HttpMethod::Post)

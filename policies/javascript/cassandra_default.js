@@ -2,7 +2,7 @@
 // most one retry, only where success is likely. The JavaScript twin of
 // policies/cassandra-default (Rust). The request's facts are read from `failure` only where a
 // rule needs them.
-import { idempotent, retryAttempts, service } from "rebound:policy/failure@0.4.0";
+import { idempotent, retryAttempts, service } from "rebound:policy/failure@0.5.0";
 
 const RETHROW = { tag: "rethrow" };
 const BEST_EFFORT = { tag: "best-effort" };

@@ -2,9 +2,9 @@
 // most one retry, only where success is likely. The TypeScript twin of
 // policies/cassandra-default (Rust). The request's facts are read from `failure` only where a
 // rule needs them.
-import { idempotent, retryAttempts, service } from "rebound:policy/failure@0.4.0";
-import type { Strategy } from "rebound:policy/strategy@0.4.0";
-import type { NodeChoice, RetryAction, RetryReason } from "rebound:policy/types@0.4.0";
+import { idempotent, retryAttempts, service } from "rebound:policy/failure@0.5.0";
+import type { Strategy } from "rebound:policy/strategy@0.5.0";
+import type { NodeChoice, RetryAction, RetryReason } from "rebound:policy/types@0.5.0";
 
 const RETHROW: RetryAction = { tag: "rethrow" };
 const BEST_EFFORT: RetryAction = { tag: "best-effort" };

@@ -3,9 +3,9 @@
 //
 // This template caps retries at the parameter `max_attempts` (default 3) and otherwise answers
 // the host's best effort, which already refuses unsafe retries of non-idempotent requests.
-import { retryAttempts } from "rebound:policy/failure@0.4.0";
-import type { Strategy } from "rebound:policy/strategy@0.4.0";
-import type { RetryAction, RetryReason } from "rebound:policy/types@0.4.0";
+import { retryAttempts } from "rebound:policy/failure@0.5.0";
+import type { Strategy } from "rebound:policy/strategy@0.5.0";
+import type { RetryAction, RetryReason } from "rebound:policy/types@0.5.0";
 
 let maxAttempts = 3;
 
@@ -21,7 +21,7 @@ export const strategy: Strategy = {
   },
   // Decides for the failed request, which failed for `reason` ({ tag: "kv-locked" },
   // { tag: "read-timeout", val: {...} }, ...). The request's facts are functions imported from
-  // "rebound:policy/failure@0.4.0" (retryAttempts(), idempotent(), ...; request() reads them
+  // "rebound:policy/failure@0.5.0" (retryAttempts(), idempotent(), ...; request() reads them
   // all at once).
   retryAfter(_reason: RetryReason): RetryAction {
     if (retryAttempts() >= maxAttempts) return { tag: "no-retry" };

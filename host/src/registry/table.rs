@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::client_budgets::ClientBudgets;
-use super::config::RegistryConfig;
+use super::config::{PolicySource, RegistryConfig};
 use super::error::RegistryError;
 use super::route::Route;
 use super::slot::Slot;
@@ -37,7 +37,8 @@ pub(super) struct Table {
     /// Worked out when the table is built: only built-ins count outcomes, and a built-in
     /// changes only with the configuration (a reload swaps components).
     pub counts_outcomes: bool,
-    /// Whether some policy's strategy hedges (worked out as `counts_outcomes` is).
+    /// Whether some policy's strategy hedges, or is a component (whose next version, loaded
+    /// while the table serves, may hedge).
     pub hedges: bool,
     /// The budgets kept per client, by name, kept across configurations the same way.
     pub client_budgets: HashMap<String, Arc<ClientBudgets>>,
@@ -332,10 +333,11 @@ pub(super) fn build_table(
     let counts_outcomes = !budgets.is_empty()
         || !throttles.is_empty()
         || (slots.values()).any(|slot| slot.active.load().strategy().counts_outcomes());
-    let hedges = (slots.values()).any(|slot| hedges(slot));
-    if hedges {
+    if (slots.values()).any(|slot| hedges(slot)) {
         warn_of_unhedged_routes(&config, &slots);
     }
+    let hedges = (slots.values())
+        .any(|slot| hedges(slot) || !matches!(slot.definition.source, PolicySource::Builtin(_)));
     Ok(Table {
         counts_outcomes,
         hedges,

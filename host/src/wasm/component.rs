@@ -351,6 +351,12 @@ impl PolicyPre {
         self.wit_version
     }
 
+    /// Whether it hedges: built for the world `hedging-policy` (`rebound:policy@0.5.0` on), it
+    /// exports `hedging`.
+    pub fn hedges(&self) -> bool {
+        self.pre.hedges()
+    }
+
     /// What the policy says about itself (its `rebound:policy` section), if its build wrote it.
     pub fn metadata(&self) -> Option<&PolicyMetadata> {
         self.metadata.as_deref()

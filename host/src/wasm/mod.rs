@@ -26,6 +26,7 @@ mod component;
 mod config;
 mod deadline;
 mod health;
+mod hedging;
 mod host_trap;
 mod imports;
 mod instance;

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use wasmtime::ResourceLimiter;
 
-use super::bindings::v0_4::wit;
+use super::bindings::v0_5::wit;
 use super::deadline::DeadlineGrace;
 use super::host_trap::HostTrap;
 use super::policy_label::PolicyLabel;
@@ -66,6 +66,28 @@ pub(crate) struct CallState {
 }
 
 impl CallState {
+    /// Holds `request` (its facts at `now`, its route and client context) and its failure's
+    /// `pushback` for the `failure` functions of the call about to run.
+    pub(crate) fn hold_request(
+        &mut self,
+        request: &crate::request::Request,
+        now: Instant,
+        pushback: Option<Pushback>,
+    ) {
+        let shared = request.shared_client_context();
+        let same = match (&self.client_context, shared) {
+            (None, None) => true,
+            (Some(held), Some(shared)) => Arc::ptr_eq(held, shared),
+            _ => false,
+        };
+        if !same {
+            self.client_context = shared.cloned();
+        }
+        self.pushback = pushback;
+        self.request = Some(super::bindings::v0_5::request_to_wit(request, now));
+        self.route.hold(request);
+    }
+
     /// The client context's entry `key` of the decision in progress.
     pub(crate) fn client_context_entry(&self, key: &str) -> Option<String> {
         self.client_context.as_deref()?.get(key).cloned()

@@ -5,18 +5,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::bindings::v0_4 as b;
 use super::call::{arm, classify, Budgets};
 use super::component::{LoadError, PolicyPre};
 use super::config::WasmStrategyConfig;
 use super::deadline::Due;
 use super::health::{Health, PolicyStats};
+use super::hedging::WasmHedging;
 use super::instance::{PolicyInstance, SetupError};
 use super::policy_label::PolicyLabel;
 use super::pool::InstancePool;
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
 use crate::budget::RetryBudgets;
 use crate::context::DecisionContext;
+use crate::hedge::HedgingPolicy;
 use crate::log_budget::LogBudget;
 use crate::request::Request;
 use crate::strategy::SyncStrategy;
@@ -36,6 +37,8 @@ pub struct WasmStrategy {
     health: Health,
     /// A line a second at most about requests this policy's version cannot describe.
     undescribed_lines: LogBudget,
+    /// Its hedging, if the component exports `hedging`.
+    hedging: Option<Arc<WasmHedging>>,
 }
 
 impl std::fmt::Debug for WasmStrategy {
@@ -57,22 +60,25 @@ impl WasmStrategy {
             version: component.version().into(),
             stderr_lines: Arc::new(LogBudget::new(STDERR_LINES_PER_SECOND)),
         };
-        let params = config
+        let params: Vec<(String, String)> = config
             .params
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let runtime = component.runtime();
         let pool = InstancePool::new(runtime.idle_per_policy(), runtime.idle_budget());
+        let budgets = Arc::new(RetryBudgets::new());
+        let hedging = WasmHedging::of(&component, &config, &params, &label, &budgets);
         let strategy = WasmStrategy {
             health: Health::new(label.clone(), config.quarantine, config.fail_safe),
             component,
             config,
             params,
             label,
-            budgets: Arc::new(RetryBudgets::new()),
+            budgets,
             pool,
             undescribed_lines: LogBudget::new(1),
+            hedging: hedging.map(Arc::new),
         };
         let instance = strategy.instantiate().map_err(|error| {
             let message = match error {
@@ -158,26 +164,15 @@ impl WasmStrategy {
             &self.config.limits,
             Budgets::Decision(due),
         )?;
-        let state = instance.store.data_mut();
-        let shared = request.shared_client_context();
-        let same = match (&state.client_context, shared) {
-            (None, None) => true,
-            (Some(held), Some(shared)) => Arc::ptr_eq(held, shared),
-            _ => false,
-        };
-        if !same {
-            state.client_context = shared.cloned();
-        }
-        state.error_map_spec = context.error_map_spec().copied();
-        state.pushback = context.pushback();
-        state.decision_time = context.moment();
         // `elapsed-ms` is whole milliseconds: the epoch ticker's coarse clock is precise enough
         // when the caller did not fix the decision's moment.
         let now = context
             .moment()
             .unwrap_or_else(|| self.component.runtime().coarse_now());
-        state.request = Some(b::request_to_wit(request, now));
-        state.route.hold(request);
+        let state = instance.store.data_mut();
+        state.hold_request(request, now, context.pushback());
+        state.error_map_spec = context.error_map_spec().copied();
+        state.decision_time = context.moment();
         let answer = instance
             .policy
             .retry_after(&mut instance.store, request, reason, now);
@@ -251,6 +246,12 @@ impl SyncStrategy for WasmStrategy {
 
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         self.answer_by(request, context, Due::Within(self.config.limits.deadline()))
+    }
+
+    fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
+        self.hedging
+            .clone()
+            .map(|hedging| hedging as Arc<dyn HedgingPolicy>)
     }
 }
 

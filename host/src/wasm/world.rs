@@ -1,16 +1,18 @@
 //! The released versions of the WIT package `rebound:policy` this host loads, and the
 //! version-independent face of a component's bindings: pre-instantiate, instantiate,
-//! configure and ask `retry-after`, whichever version the component was built for.
+//! configure and ask `retry-after`, whichever version the component was built for, and ask a
+//! 0.5.0 component that exports `hedging` about the copies of a request in flight.
 
 use std::time::Instant;
 
 use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
 use wasmtime::Store;
 
-use super::bindings::{v0_1, v0_2, v0_3, v0_4};
+use super::bindings::{v0_1, v0_2, v0_3, v0_4, v0_5};
 use super::store::CallState;
 use super::wasi;
-use crate::action::RetryAction;
+use crate::action::{NodeChoice, RetryAction};
+use crate::hedge::{Asked, HedgeAction, InFlight};
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::{Request, Service};
@@ -34,18 +36,23 @@ pub enum WitVersion {
     /// calls: method, authority, route, status) and `failure.retries-since-pushback`.
     #[serde(rename = "0.4.0")]
     V0_4_0,
+    /// `rebound:policy@0.5.0`: 0.4.0 and the optional `hedging` export (world
+    /// `hedging-policy`): when the next copy of a request in flight goes.
+    #[serde(rename = "0.5.0")]
+    V0_5_0,
 }
 
 impl WitVersion {
     /// Every version this host loads, oldest first.
-    pub const ALL: [WitVersion; 4] = [
+    pub const ALL: [WitVersion; 5] = [
         WitVersion::V0_1_0,
         WitVersion::V0_2_0,
         WitVersion::V0_3_0,
         WitVersion::V0_4_0,
+        WitVersion::V0_5_0,
     ];
     /// The newest version: the one `wit/policy.wit` and the guest SDK implement.
-    pub const CURRENT: WitVersion = WitVersion::V0_4_0;
+    pub const CURRENT: WitVersion = WitVersion::V0_5_0;
 
     /// The version number, e.g. `0.2.0`.
     pub const fn number(self) -> &'static str {
@@ -54,6 +61,7 @@ impl WitVersion {
             WitVersion::V0_2_0 => "0.2.0",
             WitVersion::V0_3_0 => "0.3.0",
             WitVersion::V0_4_0 => "0.4.0",
+            WitVersion::V0_5_0 => "0.5.0",
         }
     }
 
@@ -64,13 +72,15 @@ impl WitVersion {
             WitVersion::V0_2_0 => "rebound:policy@0.2.0",
             WitVersion::V0_3_0 => "rebound:policy@0.3.0",
             WitVersion::V0_4_0 => "rebound:policy@0.4.0",
+            WitVersion::V0_5_0 => "rebound:policy@0.5.0",
         }
     }
 
     /// Whether a policy of this version can be told about a request to `service`: versions
     /// before 0.4.0 have no words for plain HTTP requests or gRPC calls.
     pub const fn describes(self, service: Service) -> bool {
-        matches!(self, WitVersion::V0_4_0) || !matches!(service, Service::Http | Service::Grpc)
+        matches!(self, WitVersion::V0_4_0 | WitVersion::V0_5_0)
+            || !matches!(service, Service::Http | Service::Grpc)
     }
 
     /// The version with this number, if this host loads it.
@@ -84,7 +94,8 @@ impl WitVersion {
             WitVersion::V0_1_0 => include_str!("../../wit/released/0.1.0/policy.wit"),
             WitVersion::V0_2_0 => include_str!("../../wit/released/0.2.0/policy.wit"),
             WitVersion::V0_3_0 => include_str!("../../wit/released/0.3.0/policy.wit"),
-            WitVersion::V0_4_0 => include_str!("../../wit/policy.wit"),
+            WitVersion::V0_4_0 => include_str!("../../wit/released/0.4.0/policy.wit"),
+            WitVersion::V0_5_0 => include_str!("../../wit/policy.wit"),
         }
     }
 
@@ -105,7 +116,7 @@ impl WitVersion {
     pub(crate) fn granted_interfaces(self) -> &'static [&'static str] {
         match self {
             WitVersion::V0_1_0 => &["types", "host"],
-            WitVersion::V0_2_0 | WitVersion::V0_3_0 | WitVersion::V0_4_0 => {
+            WitVersion::V0_2_0 | WitVersion::V0_3_0 | WitVersion::V0_4_0 | WitVersion::V0_5_0 => {
                 &["types", "failure", "host"]
             }
         }
@@ -125,7 +136,12 @@ pub(crate) enum WorldPre {
     V0_2(v0_2::RetryPolicyPre<CallState>),
     V0_3(v0_3::RetryPolicyPre<CallState>),
     V0_4(v0_4::RetryPolicyPre<CallState>),
+    V0_5(v0_5::RetryPolicyPre<CallState>),
+    V0_5Hedging(v0_5::hedging::HedgingPolicyPre<CallState>),
 }
+
+/// The interface a 0.5.0 component that hedges exports.
+const HEDGING_EXPORT: &str = "rebound:policy/hedging@0.5.0";
 
 impl WorldPre {
     /// Links `component` against `version`'s host imports (and the inert WASI when it
@@ -161,6 +177,12 @@ impl WorldPre {
                     |s| s,
                 )?
             }
+            WitVersion::V0_5_0 => {
+                v0_5::RetryPolicy::add_to_linker::<CallState, HasSelf<CallState>>(
+                    &mut linker,
+                    |s| s,
+                )?
+            }
         }
         if imports_wasi {
             wasi::add_to_linker(&mut linker, component)?;
@@ -171,7 +193,16 @@ impl WorldPre {
             WitVersion::V0_2_0 => WorldPre::V0_2(v0_2::RetryPolicyPre::new(pre)?),
             WitVersion::V0_3_0 => WorldPre::V0_3(v0_3::RetryPolicyPre::new(pre)?),
             WitVersion::V0_4_0 => WorldPre::V0_4(v0_4::RetryPolicyPre::new(pre)?),
+            WitVersion::V0_5_0 if exports_hedging(component) => {
+                WorldPre::V0_5Hedging(v0_5::hedging::HedgingPolicyPre::new(pre)?)
+            }
+            WitVersion::V0_5_0 => WorldPre::V0_5(v0_5::RetryPolicyPre::new(pre)?),
         })
+    }
+
+    /// Whether the component exports `hedging`.
+    pub(crate) fn hedges(&self) -> bool {
+        matches!(self, WorldPre::V0_5Hedging(_))
     }
 
     /// Instantiates the component in `store`.
@@ -181,8 +212,18 @@ impl WorldPre {
             WorldPre::V0_2(pre) => World::V0_2(pre.instantiate(store)?),
             WorldPre::V0_3(pre) => World::V0_3(pre.instantiate(store)?),
             WorldPre::V0_4(pre) => World::V0_4(pre.instantiate(store)?),
+            WorldPre::V0_5(pre) => World::V0_5(pre.instantiate(store)?),
+            WorldPre::V0_5Hedging(pre) => World::V0_5Hedging(pre.instantiate(store)?),
         })
     }
+}
+
+/// Whether `component` exports the `hedging` interface of 0.5.0.
+fn exports_hedging(component: &Component) -> bool {
+    component
+        .component_type()
+        .exports(component.engine())
+        .any(|(name, _)| name == HEDGING_EXPORT)
 }
 
 /// An instance's exports, of the version it was built for.
@@ -191,6 +232,8 @@ pub(crate) enum World {
     V0_2(v0_2::RetryPolicy),
     V0_3(v0_3::RetryPolicy),
     V0_4(v0_4::RetryPolicy),
+    V0_5(v0_5::RetryPolicy),
+    V0_5Hedging(v0_5::hedging::HedgingPolicy),
 }
 
 impl World {
@@ -211,6 +254,12 @@ impl World {
                 .rebound_policy_strategy()
                 .call_configure(store, params),
             World::V0_4(policy) => policy
+                .rebound_policy_strategy()
+                .call_configure(store, params),
+            World::V0_5(policy) => policy
+                .rebound_policy_strategy()
+                .call_configure(store, params),
+            World::V0_5Hedging(policy) => policy
                 .rebound_policy_strategy()
                 .call_configure(store, params),
         }
@@ -255,12 +304,91 @@ impl World {
                 let answer = policy
                     .rebound_policy_strategy()
                     .call_retry_after(&mut *store, &v0_4::reason_to_wit(reason))?;
-                let best_effort = matches!(answer, v0_4::wit::RetryAction::BestEffort);
-                let action = v0_4::action_to_host(&answer, request, reason);
-                Ok(honour_pushback(best_effort, action, store.data()))
+                Ok(current_action(&answer, request, reason, store.data()))
+            }
+            World::V0_5(policy) => {
+                let answer = policy
+                    .rebound_policy_strategy()
+                    .call_retry_after(&mut *store, &v0_5::reason_to_wit(reason))?;
+                Ok(current_action(&answer, request, reason, store.data()))
+            }
+            World::V0_5Hedging(policy) => {
+                let answer = policy
+                    .rebound_policy_strategy()
+                    .call_retry_after(&mut *store, &v0_5::reason_to_wit(reason))?;
+                Ok(current_action(&answer, request, reason, store.data()))
             }
         }
     }
+
+    /// `hedging.next-copy` for the request in flight (the store's call state holds it), or
+    /// none when the component does not hedge.
+    pub(crate) fn next_copy(
+        &self,
+        store: &mut Store<CallState>,
+        flight: &InFlight<'_>,
+    ) -> wasmtime::Result<Option<HedgeAction>> {
+        use v0_5::hedging::exports::rebound::policy::hedging as wit;
+        let World::V0_5Hedging(policy) = self else {
+            return Ok(None);
+        };
+        let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let flight = wit::InFlight {
+            asked: match flight.asked {
+                Asked::AfterCopy => wit::Asked::AfterCopy,
+                Asked::AfterFailure => wit::Asked::AfterFailure,
+            },
+            copies: flight.copies,
+            outstanding: flight.outstanding,
+            since_first_ms: ms(flight.since_first),
+            since_last_ms: ms(flight.since_last),
+            failures: flight.failures.iter().map(v0_5::reason_to_wit).collect(),
+        };
+        let answer = policy
+            .rebound_policy_hedging()
+            .call_next_copy(store, &flight)?;
+        Ok(Some(match answer {
+            wit::HedgeAction::Wait => HedgeAction::Wait,
+            wit::HedgeAction::Send(hedge) => HedgeAction::SendAfter {
+                after: std::time::Duration::from_millis(hedge.delay_ms),
+                node: match hedge.node {
+                    v0_5::wit::NodeChoice::Same => NodeChoice::Same,
+                    v0_5::wit::NodeChoice::Next => NodeChoice::Next,
+                },
+            },
+        }))
+    }
+
+    /// `hedging.is-fatal` for a copy failed for `reason`, or none when the component does not
+    /// hedge.
+    pub(crate) fn is_fatal(
+        &self,
+        store: &mut Store<CallState>,
+        reason: &RetryReason,
+    ) -> wasmtime::Result<Option<bool>> {
+        let World::V0_5Hedging(policy) = self else {
+            return Ok(None);
+        };
+        policy
+            .rebound_policy_hedging()
+            .call_is_fatal(store, &v0_5::reason_to_wit(reason))
+            .map(Some)
+    }
+}
+
+/// The engine's action for the answer of a 0.4.0 or 0.5.0 policy (they share their types).
+fn current_action(
+    answer: &v0_5::wit::RetryAction,
+    request: &Request,
+    reason: &RetryReason,
+    call: &CallState,
+) -> RetryAction {
+    let best_effort = matches!(answer, v0_5::wit::RetryAction::BestEffort);
+    honour_pushback(
+        best_effort,
+        v0_5::action_to_host(answer, request, reason),
+        call,
+    )
 }
 
 /// The engine's action for a policy's answer (0.2.0 on): a `best-effort` answer is the built-in

@@ -6,3 +6,4 @@ pub(crate) mod v0_1;
 pub(crate) mod v0_2;
 pub(crate) mod v0_3;
 pub(crate) mod v0_4;
+pub(crate) mod v0_5;

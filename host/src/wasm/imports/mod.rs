@@ -5,15 +5,16 @@
 //! for every `host`); the current version's are implemented here, the earlier versions' in
 //! `v0_1`, `v0_2` and `v0_3`.
 
-use super::bindings::v0_4::rebound::policy::failure;
-use super::bindings::v0_4::rebound::policy::host;
-use super::bindings::v0_4::{self, wit};
+use super::bindings::v0_5::rebound::policy::failure;
+use super::bindings::v0_5::rebound::policy::host;
+use super::bindings::v0_5::{self, wit};
 use super::host_trap::HostTrap;
 use super::store::CallState;
 
 mod v0_1;
 mod v0_2;
 mod v0_3;
+mod v0_4;
 
 impl wit::Host for CallState {}
 
@@ -104,29 +105,37 @@ macro_rules! server_delay_function {
 }
 pub(crate) use server_delay_function;
 
+/// The `failure` functions 0.4.0 added (requests of any protocol) and every later version
+/// keeps, for the version whose bindings module is `$b`.
+macro_rules! protocol_functions {
+    ($b:ident) => {
+        fn retries_since_pushback(&mut self) -> wasmtime::Result<u32> {
+            self.failed_request("retries-since-pushback")?;
+            Ok(self.route.retries_since_pushback)
+        }
+
+        fn method(&mut self) -> wasmtime::Result<Option<$b::wit::HttpMethod>> {
+            self.failed_request("method")?;
+            Ok(self.route.method.map($b::http_method_to_wit))
+        }
+
+        fn authority(&mut self) -> wasmtime::Result<Option<String>> {
+            self.failed_request("authority")?;
+            Ok(self.route.authority.as_deref().map(str::to_owned))
+        }
+
+        fn route(&mut self) -> wasmtime::Result<Option<String>> {
+            self.failed_request("route")?;
+            Ok(self.route.route.as_deref().map(str::to_owned))
+        }
+    };
+}
+pub(crate) use protocol_functions;
+
 impl failure::Host for CallState {
-    failure_functions!(v0_4);
+    failure_functions!(v0_5);
     server_delay_function!();
-
-    fn retries_since_pushback(&mut self) -> wasmtime::Result<u32> {
-        self.failed_request("retries-since-pushback")?;
-        Ok(self.route.retries_since_pushback)
-    }
-
-    fn method(&mut self) -> wasmtime::Result<Option<wit::HttpMethod>> {
-        self.failed_request("method")?;
-        Ok(self.route.method.map(v0_4::http_method_to_wit))
-    }
-
-    fn authority(&mut self) -> wasmtime::Result<Option<String>> {
-        self.failed_request("authority")?;
-        Ok(self.route.authority.as_deref().map(str::to_owned))
-    }
-
-    fn route(&mut self) -> wasmtime::Result<Option<String>> {
-        self.failed_request("route")?;
-        Ok(self.route.route.as_deref().map(str::to_owned))
-    }
+    protocol_functions!(v0_5);
 }
 
 /// The `host` functions every released version has, for the version whose bindings module is
@@ -225,5 +234,5 @@ macro_rules! shared_host_functions {
 pub(crate) use shared_host_functions;
 
 impl host::Host for CallState {
-    shared_host_functions!(v0_4);
+    shared_host_functions!(v0_5);
 }

@@ -1,0 +1,145 @@
+//! A WebAssembly policy's hedging: the `hedging` export of a component built for the world
+//! `hedging-policy` (`rebound:policy@0.5.0`), asked through instances of its own pool, under
+//! the sandbox's decision budgets. A call that fails (a trap, a limit, the deadline) sends no
+//! copy and makes a failure fatal: the request goes on as if it were not hedged, and its
+//! failure is decided as any other. The host's own rules ([`Hedging`](crate::hedge::Hedging))
+//! apply whatever the policy answers.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::call::{arm, classify, Budgets};
+use super::component::PolicyPre;
+use super::config::WasmStrategyConfig;
+use super::deadline::Due;
+use super::instance::PolicyInstance;
+use super::policy_label::PolicyLabel;
+use super::pool::InstancePool;
+use super::store::CallState;
+use super::world::World;
+use crate::action::PolicyFailure;
+use crate::budget::RetryBudgets;
+use crate::hedge::{HedgeAction, HedgingPolicy, InFlight};
+use crate::reason::RetryReason;
+use crate::request::Request;
+
+/// The hedging of one policy version.
+pub(crate) struct WasmHedging {
+    component: PolicyPre,
+    config: WasmStrategyConfig,
+    params: Vec<(String, String)>,
+    label: PolicyLabel,
+    budgets: Arc<RetryBudgets>,
+    pool: InstancePool<PolicyInstance>,
+}
+
+impl std::fmt::Debug for WasmHedging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmHedging")
+            .field("policy", &self.component.name())
+            .field("version", &self.component.version())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WasmHedging {
+    /// The hedging of `component`, configured as its strategy is (`params`, and the retry-budget
+    /// buckets `budgets` its strategy's instances share), if it exports `hedging`.
+    pub(super) fn of(
+        component: &PolicyPre,
+        config: &WasmStrategyConfig,
+        params: &[(String, String)],
+        label: &PolicyLabel,
+        budgets: &Arc<RetryBudgets>,
+    ) -> Option<Self> {
+        if !component.hedges() {
+            return None;
+        }
+        let runtime = component.runtime();
+        Some(WasmHedging {
+            component: component.clone(),
+            config: config.clone(),
+            params: params.to_vec(),
+            label: label.clone(),
+            budgets: Arc::clone(budgets),
+            pool: InstancePool::new(runtime.idle_per_policy(), runtime.idle_budget()),
+        })
+    }
+
+    /// Runs `call` on an instance holding `request` (its facts now, the last failure's
+    /// `pushback` in `flight`): its answer, none if the component does not hedge, or how the
+    /// call failed. An instance whose call failed is dropped.
+    fn ask<T>(
+        &self,
+        request: &Request,
+        flight: Option<&InFlight<'_>>,
+        call: impl FnOnce(&World, &mut wasmtime::Store<CallState>) -> wasmtime::Result<Option<T>>,
+    ) -> Result<Option<T>, PolicyFailure> {
+        let mut instance = match self.pool.take() {
+            Some(instance) => instance,
+            None => PolicyInstance::new(
+                &self.component,
+                &self.label,
+                &self.config,
+                &self.params,
+                &self.budgets,
+            )
+            .map_err(PolicyFailure::from)?,
+        };
+        let runtime = self.component.runtime();
+        let deadline = Due::Within(self.config.limits.deadline());
+        arm(
+            &mut instance.store,
+            runtime,
+            &self.config.limits,
+            Budgets::Decision(deadline),
+        )?;
+        let state = instance.store.data_mut();
+        state.hold_request(request, Instant::now(), flight.and_then(|f| f.pushback));
+        state.error_map_spec = None;
+        state.decision_time = None;
+        let answer = call(&instance.policy, &mut instance.store).map_err(classify)?;
+        self.pool.put(instance);
+        Ok(answer)
+    }
+}
+
+impl HedgingPolicy for WasmHedging {
+    fn name(&self) -> &str {
+        self.component.name()
+    }
+
+    fn next_copy(&self, request: &Request, flight: &InFlight<'_>) -> HedgeAction {
+        match self.ask(request, Some(flight), |policy, store| {
+            policy.next_copy(store, flight)
+        }) {
+            Ok(Some(action)) => action,
+            Ok(None) => HedgeAction::Wait,
+            Err(failure) => {
+                tracing::debug!(
+                    policy = self.component.name(),
+                    version = self.component.version(),
+                    "hedging.next-copy failed, no copy sent: {failure}"
+                );
+                HedgeAction::Wait
+            }
+        }
+    }
+
+    fn is_fatal(&self, request: &Request, reason: &RetryReason) -> bool {
+        match self.ask(request, None, |policy, store| {
+            policy.is_fatal(store, reason)
+        }) {
+            Ok(Some(fatal)) => fatal,
+            Ok(None) => true,
+            Err(failure) => {
+                tracing::debug!(
+                    policy = self.component.name(),
+                    version = self.component.version(),
+                    "hedging.is-fatal failed, the failure ends the request: {failure}"
+                );
+                true
+            }
+        }
+    }
+}
