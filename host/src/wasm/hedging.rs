@@ -9,59 +9,38 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::call::{arm, classify, Budgets};
-use super::component::PolicyPre;
-use super::config::WasmStrategyConfig;
 use super::deadline::Due;
-use super::instance::PolicyInstance;
-use super::policy_label::PolicyLabel;
+use super::instance::{InstanceRecipe, PolicyInstance};
 use super::pool::InstancePool;
 use super::store::CallState;
 use super::world::World;
 use crate::action::PolicyFailure;
-use crate::budget::RetryBudgets;
 use crate::hedge::{HedgeAction, HedgingPolicy, InFlight};
 use crate::reason::RetryReason;
 use crate::request::Request;
 
 /// The hedging of one policy version.
 pub(crate) struct WasmHedging {
-    component: PolicyPre,
-    config: WasmStrategyConfig,
-    params: Vec<(String, String)>,
-    label: PolicyLabel,
-    budgets: Arc<RetryBudgets>,
+    recipe: Arc<InstanceRecipe>,
     pool: InstancePool<PolicyInstance>,
 }
 
 impl std::fmt::Debug for WasmHedging {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WasmHedging")
-            .field("policy", &self.component.name())
-            .field("version", &self.component.version())
-            .finish_non_exhaustive()
+        f.debug_tuple("WasmHedging").field(&self.recipe).finish()
     }
 }
 
 impl WasmHedging {
-    /// The hedging of `component`, configured as its strategy is (`params`, and the retry-budget
-    /// buckets `budgets` its strategy's instances share), if it exports `hedging`.
-    pub(super) fn of(
-        component: &PolicyPre,
-        config: &WasmStrategyConfig,
-        params: &[(String, String)],
-        label: &PolicyLabel,
-        budgets: &Arc<RetryBudgets>,
-    ) -> Option<Self> {
-        if !component.hedges() {
+    /// The hedging of the policy whose instances `recipe` makes (those of its strategy), if
+    /// its component exports `hedging`.
+    pub(super) fn of(recipe: &Arc<InstanceRecipe>) -> Option<Self> {
+        if !recipe.component.hedges() {
             return None;
         }
-        let runtime = component.runtime();
+        let runtime = recipe.component.runtime();
         Some(WasmHedging {
-            component: component.clone(),
-            config: config.clone(),
-            params: params.to_vec(),
-            label: label.clone(),
-            budgets: Arc::clone(budgets),
+            recipe: Arc::clone(recipe),
             pool: InstancePool::new(runtime.idle_per_policy(), runtime.idle_budget()),
         })
     }
@@ -77,23 +56,11 @@ impl WasmHedging {
     ) -> Result<Option<T>, PolicyFailure> {
         let mut instance = match self.pool.take() {
             Some(instance) => instance,
-            None => PolicyInstance::new(
-                &self.component,
-                &self.label,
-                &self.config,
-                &self.params,
-                &self.budgets,
-            )
-            .map_err(PolicyFailure::from)?,
+            None => self.recipe.instantiate().map_err(PolicyFailure::from)?,
         };
-        let runtime = self.component.runtime();
-        let deadline = Due::Within(self.config.limits.deadline());
-        arm(
-            &mut instance.store,
-            runtime,
-            &self.config.limits,
-            Budgets::Decision(deadline),
-        )?;
+        let (component, limits) = (&self.recipe.component, &self.recipe.config.limits);
+        let deadline = Budgets::Decision(Due::Within(limits.deadline()));
+        arm(&mut instance.store, component.runtime(), limits, deadline)?;
         let state = instance.store.data_mut();
         state.hold_request(request, Instant::now(), flight.and_then(|f| f.pushback));
         state.error_map_spec = None;
@@ -106,7 +73,7 @@ impl WasmHedging {
 
 impl HedgingPolicy for WasmHedging {
     fn name(&self) -> &str {
-        self.component.name()
+        self.recipe.component.name()
     }
 
     fn next_copy(&self, request: &Request, flight: &InFlight<'_>) -> HedgeAction {
@@ -117,8 +84,8 @@ impl HedgingPolicy for WasmHedging {
             Ok(None) => HedgeAction::Wait,
             Err(failure) => {
                 tracing::debug!(
-                    policy = self.component.name(),
-                    version = self.component.version(),
+                    policy = self.recipe.component.name(),
+                    version = self.recipe.component.version(),
                     "hedging.next-copy failed, no copy sent: {failure}"
                 );
                 HedgeAction::Wait
@@ -134,8 +101,8 @@ impl HedgingPolicy for WasmHedging {
             Ok(None) => true,
             Err(failure) => {
                 tracing::debug!(
-                    policy = self.component.name(),
-                    version = self.component.version(),
+                    policy = self.recipe.component.name(),
+                    version = self.recipe.component.version(),
                     "hedging.is-fatal failed, the failure ends the request: {failure}"
                 );
                 true

@@ -1,6 +1,7 @@
 //! One policy instance: its store (the call state and the sandbox's meters) and its
 //! exports, created from the pre-instantiated component and configured with the policy's
-//! parameters, under the setup budgets.
+//! parameters, under the setup budgets; and what a policy's instances are made from
+//! ([`InstanceRecipe`]), which its strategy and its hedging share.
 
 use std::sync::Arc;
 
@@ -40,6 +41,38 @@ impl From<SetupError> for PolicyFailure {
             ),
             SetupError::Failed(failure) => failure,
         }
+    }
+}
+
+/// What a policy's instances are made from: its component, configuration, parameters, label
+/// and the retry-budget buckets every instance of it shares.
+pub(super) struct InstanceRecipe {
+    pub component: PolicyPre,
+    pub config: WasmStrategyConfig,
+    pub params: Vec<(String, String)>,
+    pub label: PolicyLabel,
+    pub budgets: Arc<RetryBudgets>,
+}
+
+impl InstanceRecipe {
+    /// A new instance, instantiated and configured.
+    pub(super) fn instantiate(&self) -> Result<PolicyInstance, SetupError> {
+        PolicyInstance::new(
+            &self.component,
+            &self.label,
+            &self.config,
+            &self.params,
+            &self.budgets,
+        )
+    }
+}
+
+impl std::fmt::Debug for InstanceRecipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("name", &self.component.name())
+            .field("version", &self.component.version())
+            .finish_non_exhaustive()
     }
 }
 

@@ -11,7 +11,7 @@ use super::config::WasmStrategyConfig;
 use super::deadline::Due;
 use super::health::{Health, PolicyStats};
 use super::hedging::WasmHedging;
-use super::instance::{PolicyInstance, SetupError};
+use super::instance::{InstanceRecipe, PolicyInstance, SetupError};
 use super::policy_label::PolicyLabel;
 use super::pool::InstancePool;
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
@@ -28,11 +28,7 @@ const STDERR_LINES_PER_SECOND: u32 = 20;
 
 /// A retry strategy implemented by a sandboxed policy component.
 pub struct WasmStrategy {
-    component: PolicyPre,
-    config: WasmStrategyConfig,
-    params: Vec<(String, String)>,
-    label: PolicyLabel,
-    budgets: Arc<RetryBudgets>,
+    recipe: Arc<InstanceRecipe>,
     pool: InstancePool<PolicyInstance>,
     health: Health,
     /// A line a second at most about requests this policy's version cannot describe.
@@ -43,10 +39,7 @@ pub struct WasmStrategy {
 
 impl std::fmt::Debug for WasmStrategy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WasmStrategy")
-            .field("policy", &self.component.name())
-            .field("version", &self.component.version())
-            .finish_non_exhaustive()
+        f.debug_tuple("WasmStrategy").field(&self.recipe).finish()
     }
 }
 
@@ -67,15 +60,18 @@ impl WasmStrategy {
             .collect();
         let runtime = component.runtime();
         let pool = InstancePool::new(runtime.idle_per_policy(), runtime.idle_budget());
-        let budgets = Arc::new(RetryBudgets::new());
-        let hedging = WasmHedging::of(&component, &config, &params, &label, &budgets);
-        let strategy = WasmStrategy {
-            health: Health::new(label.clone(), config.quarantine, config.fail_safe),
+        let health = Health::new(label.clone(), config.quarantine, config.fail_safe);
+        let recipe = Arc::new(InstanceRecipe {
             component,
             config,
             params,
             label,
-            budgets,
+            budgets: Arc::new(RetryBudgets::new()),
+        });
+        let hedging = WasmHedging::of(&recipe);
+        let strategy = WasmStrategy {
+            health,
+            recipe,
             pool,
             undescribed_lines: LogBudget::new(1),
             hedging: hedging.map(Arc::new),
@@ -86,7 +82,7 @@ impl WasmStrategy {
                 SetupError::Failed(failure) => failure.to_string(),
             };
             LoadError::Configure {
-                policy: strategy.component.name().to_owned(),
+                policy: strategy.recipe.component.name().to_owned(),
                 message,
             }
         })?;
@@ -96,19 +92,19 @@ impl WasmStrategy {
 
     /// The component.
     pub fn component(&self) -> &PolicyPre {
-        &self.component
+        &self.recipe.component
     }
 
     /// The configuration.
     pub fn config(&self) -> &WasmStrategyConfig {
-        &self.config
+        &self.recipe.config
     }
 
     /// The policy's health counters.
     pub fn stats(&self) -> PolicyStats {
         PolicyStats {
-            budget_buckets: self.budgets.len(),
-            budget_refusals: self.budgets.refusals(),
+            budget_buckets: self.recipe.budgets.len(),
+            budget_refusals: self.recipe.budgets.refusals(),
             ..self.health.stats()
         }
     }
@@ -117,17 +113,11 @@ impl WasmStrategy {
     /// calls) spend no token of its traffic's.
     #[cfg(feature = "registry")]
     pub(crate) fn clear_budgets(&self) {
-        self.budgets.clear();
+        self.recipe.budgets.clear();
     }
 
     fn instantiate(&self) -> Result<PolicyInstance, SetupError> {
-        PolicyInstance::new(
-            &self.component,
-            &self.label,
-            &self.config,
-            &self.params,
-            &self.budgets,
-        )
+        self.recipe.instantiate()
     }
 
     /// Asks the policy once, outside the fail-safe, the quarantine and the health counters:
@@ -142,7 +132,11 @@ impl WasmStrategy {
         if !self.describes(request) {
             return Ok(RetryAction::NoRetry);
         }
-        self.try_decide_by(request, context, Due::Within(self.config.limits.deadline()))
+        self.try_decide_by(
+            request,
+            context,
+            Due::Within(self.recipe.config.limits.deadline()),
+        )
     }
 
     /// As [`try_answer`](Self::try_answer), the call `due` as given (no later than its
@@ -160,15 +154,15 @@ impl WasmStrategy {
         };
         arm(
             &mut instance.store,
-            self.component.runtime(),
-            &self.config.limits,
+            self.recipe.component.runtime(),
+            &self.recipe.config.limits,
             Budgets::Decision(due),
         )?;
         // `elapsed-ms` is whole milliseconds: the epoch ticker's coarse clock is precise enough
         // when the caller did not fix the decision's moment.
         let now = context
             .moment()
-            .unwrap_or_else(|| self.component.runtime().coarse_now());
+            .unwrap_or_else(|| self.recipe.component.runtime().coarse_now());
         let state = instance.store.data_mut();
         state.hold_request(request, now, context.pushback());
         state.error_map_spec = context.error_map_spec().copied();
@@ -188,7 +182,7 @@ impl WasmStrategy {
             }
         })?;
         if let RetryAction::RetryAfter { delay, .. } = action {
-            let max = Duration::from_millis(self.config.limits.max_delay_ms);
+            let max = Duration::from_millis(self.recipe.config.limits.max_delay_ms);
             if delay > max {
                 return Err(PolicyFailure::new(
                     PolicyFailureKind::InvalidAnswer,
@@ -204,12 +198,12 @@ impl WasmStrategy {
     /// for is not put to it, and not retried by it (a policy written for other requests says
     /// nothing about these); the first such request a second is logged.
     fn describes(&self, request: &Request) -> bool {
-        let version = self.component.wit_version();
+        let version = self.recipe.component.wit_version();
         if version.describes(request.service()) {
             return true;
         }
         if self.undescribed_lines.allow().is_some() {
-            tracing::warn!(policy = %self.label.name, version = %self.label.version,
+            tracing::warn!(policy = %self.recipe.label.name, version = %self.recipe.label.version,
                 wit = version.number(), service = request.service().name(),
                 "this policy's rebound:policy version cannot describe such requests: they are not retried by it; route them to the grpc or http built-in");
         }
@@ -235,17 +229,24 @@ impl WasmStrategy {
         request: &Request,
         context: &DecisionContext<'_>,
     ) -> RetryAction {
-        self.config.fail_safe.answer(failure, request, context)
+        self.recipe
+            .config
+            .fail_safe
+            .answer(failure, request, context)
     }
 }
 
 impl SyncStrategy for WasmStrategy {
     fn name(&self) -> &str {
-        self.component.name()
+        self.recipe.component.name()
     }
 
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
-        self.answer_by(request, context, Due::Within(self.config.limits.deadline()))
+        self.answer_by(
+            request,
+            context,
+            Due::Within(self.recipe.config.limits.deadline()),
+        )
     }
 
     fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
