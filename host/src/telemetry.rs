@@ -30,12 +30,23 @@ pub const DECISIONS_TOTAL: &str = "rebound_decisions_total";
 /// (`success`, `failure`, `timeout`) and `attempts` (`1` … `9`, then `10+`).
 pub const REQUESTS_TOTAL: &str = "rebound_requests_total";
 
-/// Copies of hedged requests (docs/hedging.md). Label `event`: `sent` (a copy after the
-/// first was sent), `won` (a copy after the first gave the answer the request returned),
+/// Copies of hedged requests (docs/hedging.md), counted by the executor and by layers that
+/// send copies themselves ([`record_hedges`]). Label `event`: `sent` (a copy after the first
+/// was sent), `won` (a copy after the first gave the answer the request returned),
 /// `cancelled` (a copy was dropped because another answered or a fatal failure ended the
 /// request).
-#[cfg(feature = "executor")]
 pub const HEDGES_TOTAL: &str = "rebound_hedges_total";
+
+/// What happened to copies of a hedged request ([`HEDGES_TOTAL`]'s `event`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HedgeEvent {
+    /// A copy after the first was sent.
+    Sent,
+    /// A copy after the first gave the answer the request returned.
+    Won,
+    /// A copy was dropped because another answered or a fatal failure ended the request.
+    Cancelled,
+}
 
 /// Decision-log lines dropped: the log's buffer was full (its writer could not keep up), or a
 /// line was longer than a log file may be. No labels.
@@ -62,7 +73,6 @@ fn describe() {
         REQUESTS_TOTAL,
         "Requests run to their end under the executor, by outcome and attempts made"
     );
-    #[cfg(feature = "executor")]
     metrics::describe_counter!(
         HEDGES_TOTAL,
         "Copies of hedged requests sent, won and cancelled, by event"
@@ -154,10 +164,15 @@ pub(crate) fn record_request_end(outcome: Outcome) {
     metrics::counter!(REQUESTS_TOTAL, "outcome" => label, "attempts" => attempts).increment(1);
 }
 
-/// Counts `n` hedge events of kind `event` (`sent`, `won`, `cancelled`).
-#[cfg(feature = "executor")]
-pub(crate) fn record_hedges(event: &'static str, n: u64) {
+/// Counts `n` copies to which `event` happened, in [`HEDGES_TOTAL`] (when [`enable`]d): for a
+/// layer that sends the copies of hedged requests itself.
+pub fn record_hedges(event: HedgeEvent, n: u64) {
     if n > 0 && ENABLED.load(Ordering::Relaxed) {
+        let event = match event {
+            HedgeEvent::Sent => "sent",
+            HedgeEvent::Won => "won",
+            HedgeEvent::Cancelled => "cancelled",
+        };
         metrics::counter!(HEDGES_TOTAL, "event" => event).increment(n);
     }
 }

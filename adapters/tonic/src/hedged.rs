@@ -3,7 +3,8 @@
 //! `grpc-previous-rpc-attempts` (the copies and attempts before it) and the time left as its
 //! `grpc-timeout`; the first OK answer wins and the other copies are dropped (their streams
 //! reset); a fatal status, or the last copy's failure with none due, is the attempt's failure.
-//! No copy goes once the call's deadline has passed.
+//! No copy goes once the call's deadline has passed. `rebound_hedges_total` counts the copies
+//! sent, won and cancelled, as the executor's.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -12,6 +13,7 @@ use std::time::Instant;
 
 use http::header::HeaderValue;
 use rebound::hedge::{CopyEnd, HedgeSchedule};
+use rebound::telemetry::{record_hedges, HedgeEvent};
 use rebound::{reasons, Request};
 use tonic::body::Body as TonicBody;
 use tower_service::Service;
@@ -110,12 +112,15 @@ impl Copies<'_> {
             match ended {
                 Some((copy, Sent::Answered(response))) => {
                     tracing::debug!(copy, cancelled = running.len(), "copy answered first");
+                    record_hedges(HedgeEvent::Won, u64::from(copy > 0));
+                    record_hedges(HedgeEvent::Cancelled, running.len() as u64);
                     return Sent::Answered(response);
                 }
                 Some((_, Sent::Failed(failed, sent))) => {
                     reached |= sent;
                     let (reason, pushback) = failed.reason();
                     if schedule.failed(request, reason, pushback, now) == CopyEnd::End {
+                        record_hedges(HedgeEvent::Cancelled, running.len() as u64);
                         return Sent::Failed(failed, reached);
                     }
                     last = Some(failed);
@@ -128,6 +133,7 @@ impl Copies<'_> {
                     if schedule.send_due(request, now).is_some() {
                         let copy = schedule.copies() - 1;
                         running.push((copy, self.copy(inner.clone(), copy, request)));
+                        record_hedges(HedgeEvent::Sent, 1);
                     }
                 }
             }

@@ -1,7 +1,8 @@
 //! [`Rebound`]: the service around a tonic channel. Per unary call it keeps the request to send
-//! it again, sends it, reads a Trailers-Only answer's status and pushback (or the transport's
-//! error), asks the registry, and waits and sends again — with `grpc-previous-rpc-attempts`
-//! and the deadline shrunk to the time left (gRFC A6) — or hands back the last answer.
+//! it again, asks the circuit breaker of the call's authority (when its policy has breakers),
+//! sends it, reads a Trailers-Only answer's status and pushback (or the transport's error),
+//! asks the registry, and waits and sends again — with `grpc-previous-rpc-attempts` and the
+//! deadline shrunk to the time left (gRFC A6) — or hands back the last answer.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,6 +12,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use http::header::HeaderValue;
+use rebound::breaker::{self, Admission, BreakerOpen, NodeBreakers};
 use rebound::grpc::GrpcCode;
 use rebound::hedge::HedgeSchedule;
 use rebound::{
@@ -37,6 +39,10 @@ pub struct Rebound<S> {
     pub(crate) inner: S,
     pub(crate) shared: Arc<Shared>,
 }
+
+/// The node of a call whose URI names no authority, for its policy's breakers: the channel
+/// below the layer.
+const CHANNEL_NODE: &str = "channel";
 
 /// Request ids for the calls the layer describes.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -184,6 +190,25 @@ where
     }
 }
 
+/// Counts how an attempt admitted by `node`'s breaker as `admission` went (docs/breakers.md
+/// "What counts as a failure"): an answer as an answer, a failure as
+/// [`breaker::failure_counts`] says; a refused attempt counts nothing.
+fn settle<B>(breakers: &NodeBreakers, node: &str, admission: Admission, sent: &Sent<B>) {
+    if !admission.allows() {
+        return;
+    }
+    let failed = match sent {
+        Sent::Answered(_) => Some(false),
+        Sent::Failed(failed, _) => {
+            let (reason, pushback) = failed.reason();
+            breaker::failure_counts(reason, pushback)
+        }
+    };
+    if let Some(failed) = failed {
+        breakers.record_at(node, admission, failed, Instant::now());
+    }
+}
+
 async fn call<S, B>(
     mut inner: S,
     shared: Arc<Shared>,
@@ -220,6 +245,16 @@ where
     } else {
         None
     };
+    // The breakers of the call's policy, and its node: the authority it goes to, or
+    // `CHANNEL_NODE` when its URI carries none (tonic adds the channel's origin below the
+    // layer; one layer usually serves one channel).
+    let breakers = if shared.registry.has_breakers() {
+        let call = described.get_or_insert_with(|| describe(&shared, &parts, start));
+        let node = (call.authority.clone()).unwrap_or_else(|| Arc::from(CHANNEL_NODE));
+        (shared.registry.breakers(&call.request)).map(|breakers| (breakers, node))
+    } else {
+        None
+    };
     let has_deadline = parts.headers.contains_key(GRPC_TIMEOUT);
     let mut attempt: u32 = 0;
     loop {
@@ -238,8 +273,17 @@ where
                 sent_parts.headers.insert(GRPC_TIMEOUT, value);
             }
         }
-        let sent = match (&hedging, &described) {
-            (Some(hedging), Some(call)) => {
+        let admission = (breakers.as_ref())
+            .map(|(breakers, node)| (breakers, node, breakers.admit_at(node, Instant::now())));
+        let sent = match (&hedging, &described, &admission) {
+            (_, _, Some((_, node, Admission::Refused))) => {
+                let open = BreakerOpen {
+                    node: node.to_string(),
+                };
+                let reason = reasons::CIRCUIT_BREAKER_OPEN;
+                Sent::Failed(Failed::Transport(reason, Box::new(open)), false)
+            }
+            (Some(hedging), Some(call), _) => {
                 let started = Instant::now();
                 match HedgeSchedule::start(hedging, &call.request, started) {
                     Some(schedule) => {
@@ -256,6 +300,9 @@ where
             }
             _ => send(&mut inner, sent_parts, bytes.clone()).await,
         };
+        if let Some((breakers, node, admission)) = admission {
+            settle(breakers, node, admission, &sent);
+        }
         let failed = match sent {
             Sent::Failed(failed, reached) => {
                 let call = described.get_or_insert_with(|| describe(&shared, &parts, start));

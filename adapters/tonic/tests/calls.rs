@@ -260,8 +260,14 @@ async fn throttling_engages_after_a_burst_of_failures_and_releases_after_success
 /// `hedgingDelay` 0.05 s, a first copy the server never answers loses to the second, which
 /// carries `grpc-previous-rpc-attempts: 1`; the call answers OK. A method not declared
 /// idempotent is never copied: its UNAVAILABLE is the answer, after one call.
+/// `rebound_hedges_total` (docs/observability.md) counts the copy sent, its win and the first
+/// copy cancelled. (The only test of this binary that installs a global recorder.)
 #[tokio::test]
 async fn a_hanging_call_is_answered_by_its_hedge_and_a_non_idempotent_one_is_not_copied() {
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::set_global_recorder(recorder).expect("no other recorder in this test binary");
+    rebound::telemetry::enable();
     let running = start(Script::new([
         Answer::Hang,
         Answer::Ok,
@@ -285,4 +291,64 @@ async fn a_hanging_call_is_answered_by_its_hedge_and_a_non_idempotent_one_is_not
     let answer = unary(&mut client, "/shop.Inventory/Reserve", None).await;
     assert_eq!(answer.unwrap_err().code(), Code::Unavailable);
     assert_eq!(running.script.seen().len(), 3, "one call, no copy");
+    let mut hedges: Vec<(String, u64)> = (snapshotter.snapshot().into_vec().into_iter())
+        .filter(|(key, ..)| key.key().name() == rebound::telemetry::HEDGES_TOTAL)
+        .map(|(key, _, _, value)| {
+            let event = key.key().labels().map(|l| l.value().to_owned()).collect();
+            match value {
+                metrics_util::debugging::DebugValue::Counter(n) => (event, n),
+                other => panic!("{other:?}"),
+            }
+        })
+        .collect();
+    hedges.sort();
+    assert_eq!(
+        hedges,
+        [
+            ("cancelled".to_owned(), 1),
+            ("sent".to_owned(), 1),
+            ("won".to_owned(), 1)
+        ]
+    );
+}
+
+/// docs/breakers.md through the layer, the node being the channel (the URIs the layer sees
+/// carry no authority, docs/http-and-grpc.md "The tonic layer"): with a volume
+/// threshold of 4, four UNAVAILABLE answers (not retried) open the breaker; the next call is
+/// refused before it is sent (`CIRCUIT_BREAKER_OPEN`: the server sees nothing); once the sleep
+/// window has passed, one call goes as the canary, its OK closes the breaker, and calls flow.
+#[tokio::test]
+async fn a_breaker_opens_on_a_failing_channel_and_a_canary_closes_it() {
+    let unavailable = Answer::Fail(Code::Unavailable, None);
+    let running = start(Script::new([
+        unavailable,
+        unavailable,
+        unavailable,
+        unavailable,
+        Answer::Ok,
+        Answer::Ok,
+    ]))
+    .await;
+    let registry = registry_with("builtin = \"grpc\"\nbreaker = \"nodes\"\nparams.service_config = '''{\"methodConfig\": [{\"name\": [{\"service\": \"shop.Inventory\"}], \"retryPolicy\": {\"maxAttempts\": 2, \"initialBackoff\": \"0.01s\", \"maxBackoff\": \"0.05s\", \"backoffMultiplier\": 2, \"retryableStatusCodes\": [\"RESOURCE_EXHAUSTED\"]}}]}'''\n[breakers.nodes]\nvolume_threshold = 4\nsleep_window_ms = 300\n");
+    let layer = ReboundLayer::new(Arc::clone(&registry)).idempotent(["/shop.Inventory/*"]);
+    let mut client = client(&running, layer);
+    let get = "/shop.Inventory/Get";
+    let seen = || running.script.seen().len();
+    for _ in 0..4 {
+        let failed = unary(&mut client, get, None).await.unwrap_err();
+        assert_eq!(failed.code(), Code::Unavailable);
+    }
+    assert_eq!(seen(), 4);
+    let refused = unary(&mut client, get, None).await.unwrap_err();
+    assert!(
+        refused.message().contains("circuit breaker open"),
+        "{refused:?}"
+    );
+    assert_eq!(seen(), 4, "refused before it was sent");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(unary(&mut client, get, None).await.unwrap(), b"order-17");
+    assert_eq!(unary(&mut client, get, None).await.unwrap(), b"order-17");
+    assert_eq!(seen(), 6);
+    let status = registry.status();
+    assert_eq!(status.breakers[0].opened, 1, "{status:?}");
 }

@@ -18,7 +18,7 @@ use crate::action::NodeChoice;
 use crate::breaker::NodeBreakers;
 use crate::hedge::{CopyEnd, HedgeSchedule};
 use crate::retry_loop::{NextAttempt, RetryLoop};
-use crate::telemetry;
+use crate::telemetry::{self, HedgeEvent};
 
 /// What every copy of one attempt shares.
 pub(super) struct Copies<'a> {
@@ -102,8 +102,11 @@ impl Copies<'_> {
                         );
                         let failure = match result {
                             Ok(value) => {
-                                telemetry::record_hedges("won", u64::from(copy > 0));
-                                telemetry::record_hedges("cancelled", running.len() as u64);
+                                telemetry::record_hedges(HedgeEvent::Won, u64::from(copy > 0));
+                                telemetry::record_hedges(
+                                    HedgeEvent::Cancelled,
+                                    running.len() as u64,
+                                );
                                 tracing::debug!(
                                     copy,
                                     cancelled = running.len(),
@@ -122,7 +125,7 @@ impl Copies<'_> {
                             None => CopyEnd::End,
                         };
                         if end == CopyEnd::End {
-                            telemetry::record_hedges("cancelled", running.len() as u64);
+                            telemetry::record_hedges(HedgeEvent::Cancelled, running.len() as u64);
                             return Err(failure);
                         }
                         last_failure = Some(Err(failure));
@@ -137,7 +140,7 @@ impl Copies<'_> {
                                 copy,
                                 Box::pin(operation(attempt).instrument(copy_span(copy))),
                             ));
-                            telemetry::record_hedges("sent", 1);
+                            telemetry::record_hedges(HedgeEvent::Sent, 1);
                         }
                     }
                 }

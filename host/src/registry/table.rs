@@ -127,6 +127,11 @@ impl Table {
     }
 
     /// The circuit breakers admitting `request`'s attempts, if its policy has them.
+    /// Whether some policy has breakers.
+    pub(super) fn has_breakers(&self) -> bool {
+        !self.policy_breakers.is_empty()
+    }
+
     pub(super) fn breakers_for(&self, request: &Request) -> Option<Arc<NodeBreakers>> {
         if self.policy_breakers.is_empty() {
             return None;

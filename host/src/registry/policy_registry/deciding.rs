@@ -286,6 +286,12 @@ impl PolicyRegistry {
         self.table.load().breakers_for(request)
     }
 
+    /// Whether some policy has breakers: a caller that describes a request only to ask
+    /// [`breakers`](Self::breakers) may skip both when none has.
+    pub fn has_breakers(&self) -> bool {
+        self.table.load().has_breakers()
+    }
+
     /// `request` ended as `outcome` at `now`: recorded in the retry budget and throttle of the
     /// policy that decides for it, if it has them (lock-free: the published table and atomic
     /// adds), and
