@@ -124,28 +124,45 @@ async fn a_spinning_policy_takes_its_places_only_and_answers_by_its_deadline() {
         );
     }
 
-    let isolated = [spin(), spin()];
-    a_builtin_decides_at_once(&registry).await;
-    let mut waited: Vec<(Option<PolicyFailureKind>, Duration)> = Vec::new();
-    for call in isolated {
-        let (decision, took) = call.await.unwrap();
-        waited.push((failure_kind(&decision), took));
+    // One takes the policy threads' place and runs to its deadline; the other, asking at once,
+    // never has one and is answered when its deadline passes waiting. On a busy machine the
+    // second may start so late that the place is free again: that pair shows nothing, and a
+    // new pair is asked (at most five).
+    let mut pairs = Vec::new();
+    for _ in 0..5 {
+        let isolated = [spin(), spin()];
+        a_builtin_decides_at_once(&registry).await;
+        let mut waited: Vec<(Option<PolicyFailureKind>, Duration)> = Vec::new();
+        for call in isolated {
+            let (decision, took) = call.await.unwrap();
+            waited.push((failure_kind(&decision), took));
+        }
+        for (kind, took) in &waited {
+            assert!(
+                matches!(
+                    kind,
+                    Some(PolicyFailureKind::Timeout | PolicyFailureKind::Overloaded)
+                ),
+                "{waited:?}"
+            );
+            assert!(
+                *took >= Duration::from_millis(190) && *took < Duration::from_millis(300),
+                "answered by the deadline counted from the ask: {waited:?}"
+            );
+        }
+        waited.sort_by_key(|(kind, _)| *kind == Some(PolicyFailureKind::Timeout));
+        let kinds = (waited[0].0, waited[1].0);
+        pairs.push(waited);
+        if kinds
+            == (
+                Some(PolicyFailureKind::Overloaded),
+                Some(PolicyFailureKind::Timeout),
+            )
+        {
+            return;
+        }
     }
-    // One took the policy threads' place and ran to its deadline; the other never had one and
-    // was answered when its deadline passed waiting.
-    waited.sort_by_key(|(kind, _)| *kind == Some(PolicyFailureKind::Timeout));
-    assert_eq!(
-        waited[0].0,
-        Some(PolicyFailureKind::Overloaded),
-        "{waited:?}"
-    );
-    assert_eq!(waited[1].0, Some(PolicyFailureKind::Timeout), "{waited:?}");
-    for (_, took) in &waited {
-        assert!(
-            *took >= Duration::from_millis(190) && *took < Duration::from_millis(300),
-            "answered by the deadline counted from the ask: {waited:?}"
-        );
-    }
+    panic!("no pair had one call refused a place: {pairs:?}");
 }
 
 /// A policy's calls take at most their share of the threads' time: after a 200 ms spin at 500 ms
