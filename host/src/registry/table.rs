@@ -2,10 +2,11 @@
 //! request to its policy. Replaced whole by a new configuration.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::client_budgets::ClientBudgets;
-use super::config::{PolicySource, RegistryConfig};
+use super::config::RegistryConfig;
 use super::error::RegistryError;
 use super::route::Route;
 use super::slot::Slot;
@@ -37,9 +38,9 @@ pub(super) struct Table {
     /// Worked out when the table is built: only built-ins count outcomes, and a built-in
     /// changes only with the configuration (a reload swaps components).
     pub counts_outcomes: bool,
-    /// Whether some policy's strategy hedges, or is a component (whose next version, loaded
-    /// while the table serves, may hedge).
-    pub hedges: bool,
+    /// Whether some policy hedges: worked out when the table is built, and set when a version
+    /// that hedges is installed while it serves ([`Table::installing`]).
+    pub hedges: Arc<AtomicBool>,
     /// The budgets kept per client, by name, kept across configurations the same way.
     pub client_budgets: HashMap<String, Arc<ClientBudgets>>,
     /// The budget of each policy that has one, by policy name.
@@ -108,7 +109,7 @@ impl Table {
         request: &Request,
         now: std::time::Instant,
     ) -> Option<Hedging> {
-        if !self.hedges {
+        if !self.hedges.load(Ordering::Relaxed) {
             return None;
         }
         let slot = self.resolve(request).ok()?;
@@ -127,6 +128,14 @@ impl Table {
     }
 
     /// The circuit breakers admitting `request`'s attempts, if its policy has them.
+    /// `version` is about to be installed in one of the table's slots (a reload, a rollback, a
+    /// promotion): if it hedges, the table now asks its slots how requests are hedged.
+    pub(super) fn installing(&self, version: &PolicyVersion) {
+        if version.strategy().hedging().is_some() {
+            self.hedges.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// Whether some policy has breakers.
     pub(super) fn has_breakers(&self) -> bool {
         !self.policy_breakers.is_empty()
@@ -338,14 +347,13 @@ pub(super) fn build_table(
     let counts_outcomes = !budgets.is_empty()
         || !throttles.is_empty()
         || (slots.values()).any(|slot| slot.active.load().strategy().counts_outcomes());
-    if (slots.values()).any(|slot| hedges(slot)) {
+    let hedges = (slots.values()).any(|slot| hedges(slot));
+    if hedges {
         warn_of_unhedged_routes(&config, &slots);
     }
-    let hedges = (slots.values())
-        .any(|slot| hedges(slot) || !matches!(slot.definition.source, PolicySource::Builtin(_)));
     Ok(Table {
         counts_outcomes,
-        hedges,
+        hedges: Arc::new(AtomicBool::new(hedges)),
         default: by_name(&config.default_policy),
         profiles: config
             .profiles

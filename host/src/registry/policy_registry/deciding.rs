@@ -261,7 +261,10 @@ impl PolicyRegistry {
     /// Whether some policy hedges: a caller that describes a request only to ask
     /// [`hedging`](Self::hedging) may skip both when none does.
     pub fn hedges(&self) -> bool {
-        self.table.load().hedges
+        self.table
+            .load()
+            .hedges
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How `request` is hedged at `now`: by its policy's strategy, if it hedges (the `grpc`

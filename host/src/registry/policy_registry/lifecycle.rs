@@ -62,7 +62,7 @@ impl PolicyRegistry {
                     version: slot.active.load().version().to_owned(),
                 })
             }
-            Ok(Some(version)) => Ok(slot.install(Arc::new(version), "reload")),
+            Ok(Some(version)) => Ok(self.install(&slot, Arc::new(version), "reload")),
             Err(error) => {
                 tracing::error!(policy = name, error = %error,
                     active_version = slot.active.load().version(),
@@ -83,7 +83,7 @@ impl PolicyRegistry {
             .previous
             .load_full()
             .ok_or_else(|| RegistryError::NoPrevious(name.to_owned()))?;
-        Ok(slot.install(previous, "rollback"))
+        Ok(self.install(&slot, previous, "rollback"))
     }
 
     /// Starts a shadow trial for `name`: the component at `path`, built with the policy's
@@ -118,7 +118,14 @@ impl PolicyRegistry {
     pub fn promote(&self, name: &str) -> Result<ReloadOutcome, RegistryError> {
         let _writer = lock(&self.writer);
         let (slot, shadow) = self.end_trial(name, "promoted")?;
-        Ok(slot.install(Arc::clone(shadow.candidate()), "promote"))
+        Ok(self.install(&slot, Arc::clone(shadow.candidate()), "promote"))
+    }
+
+    /// Makes `version` the active one of `slot` (see [`Slot::install`]), the table told first
+    /// whether it hedges.
+    fn install(&self, slot: &Slot, version: Arc<PolicyVersion>, why: &str) -> ReloadOutcome {
+        self.table.load().installing(&version);
+        slot.install(version, why)
     }
 
     /// Ends the shadow trial of `name` without using the candidate.
