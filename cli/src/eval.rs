@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::registry::RegistryConfig;
 
 use crate::decider::{builtin_registry, Decider, FileAccess};
 use crate::replay::replay;
@@ -57,7 +57,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
                 // A replay reads a log; it does not write one (perhaps the one it reads).
                 config.decision_log = None;
             }
-            PolicyRegistry::new(config)?
+            crate::oci::load_registry(config)?
         }
         None => builtin_registry()?,
     };

@@ -1,12 +1,14 @@
 //! `rebound push POLICY.wasm REF` and `rebound pull REF`: a policy component to and from an
 //! OCI registry (the CNCF OCI Wasm artifact layout, `rebound::registry::oci`). `push` prints
-//! the digest to pin in the configuration; `pull` writes the component and checks its digest.
+//! the digest to pin in the configuration, and with `--precompile` also pushes the component
+//! compiled for the hosts' engine; `pull` writes the component and checks its digest.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use rebound::registry::oci;
+use rebound::registry::{oci, PolicyRegistry, RegistryConfig, RegistryCredentials};
+use rebound::wasm::CompiledArtifact;
 
 /// Options of `rebound push`.
 #[derive(clap::Args)]
@@ -15,6 +17,14 @@ pub struct PushArgs {
     policy: PathBuf,
     /// Where: `registry/repository:tag` (plain HTTP for localhost and 127.0.0.1).
     reference: String,
+    /// Also push the component compiled for this host's engine configuration (the hosts that
+    /// pin it load it without compiling when their engine is the same).
+    #[arg(long)]
+    precompile: bool,
+    /// The configuration whose `[engine]` and policy limits the hosts run with (the engine
+    /// `--precompile` compiles for); the defaults when not given.
+    #[arg(long, value_name = "FILE", requires = "precompile")]
+    config: Option<PathBuf>,
 }
 
 /// Options of `rebound pull`.
@@ -27,6 +37,23 @@ pub struct PullArgs {
     output: Option<PathBuf>,
 }
 
+/// The credentials for OCI registries where Rebound's variables, Podman and Docker keep them
+/// (docs/registry.md "Private registries").
+pub fn credentials() -> anyhow::Result<RegistryCredentials> {
+    Ok(RegistryCredentials::from_environment()?)
+}
+
+/// The registry of `config`, in the engine it asks for, reaching OCI registries with
+/// [`credentials`].
+pub fn load_registry(config: RegistryConfig) -> anyhow::Result<PolicyRegistry> {
+    let runtime = PolicyRegistry::runtime_for(&config)?;
+    Ok(PolicyRegistry::with_credentials(
+        config,
+        runtime,
+        credentials()?,
+    )?)
+}
+
 /// Runs `rebound push`.
 pub fn push(args: &PushArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let bytes = std::fs::read(&args.policy)
@@ -34,21 +61,58 @@ pub fn push(args: &PushArgs, out: &mut impl Write) -> anyhow::Result<()> {
     if !bytes.starts_with(b"\0asm") {
         anyhow::bail!("{} is not WebAssembly", args.policy.display());
     }
-    let pushed = oci::push(&bytes, &args.reference)?;
+    let compiled = if args.precompile {
+        Some(precompile(args, &bytes)?)
+    } else {
+        None
+    };
+    let pushed = oci::push(&bytes, &args.reference, compiled.as_ref(), &credentials()?)?;
     writeln!(out, "pushed {} ({} bytes)", args.reference, bytes.len())?;
     writeln!(out, "  manifest  {}", pushed.manifest_url)?;
     writeln!(out, "  sha256    {}", pushed.sha256)?;
-    writeln!(
-        out,
-        "pin it:    component = {{ oci = \"{}\", sha256 = \"{}\" }}",
+    let mut pin = format!(
+        "component = {{ oci = \"{}\", sha256 = \"{}\"",
         args.reference, pushed.sha256
-    )?;
+    );
+    if let (Some(compiled), Some(digest)) = (&compiled, &pushed.precompiled) {
+        writeln!(
+            out,
+            "  compiled  {digest} ({} bytes, engine {})",
+            compiled.bytes().len(),
+            &compiled.engine_digest()[..16]
+        )?;
+        pin.push_str(&format!(", precompiled = \"{digest}\""));
+    }
+    writeln!(out, "pin it:    {pin} }}")?;
     Ok(())
+}
+
+/// A configuration with every engine setting at its default.
+const DEFAULTS: &str = "default_policy = \"p\"\n[policies.p]\nbuiltin = \"best-effort\"\n";
+
+/// The component `bytes` compiled for the engine of the configuration `--config` names (or
+/// of the defaults), with feedback: a language runtime's component takes seconds.
+fn precompile(args: &PushArgs, bytes: &[u8]) -> anyhow::Result<CompiledArtifact> {
+    let config = match &args.config {
+        Some(path) => RegistryConfig::load(path)?,
+        None => RegistryConfig::parse(DEFAULTS, Path::new("<defaults>"), Path::new("."))?,
+    };
+    let settings = PolicyRegistry::engine_settings(&config);
+    eprintln!(
+        "compiling {} for the engine of {} …",
+        args.policy.display(),
+        args.config.as_deref().map_or_else(
+            || "the default configuration".to_owned(),
+            |p| p.display().to_string()
+        )
+    );
+    CompiledArtifact::compile(&settings, bytes)
+        .map_err(|e| anyhow::anyhow!("cannot compile {}: {e}", args.policy.display()))
 }
 
 /// Runs `rebound pull`.
 pub fn pull(args: &PullArgs, out: &mut impl Write) -> anyhow::Result<()> {
-    let bytes = oci::pull(&args.reference)?;
+    let bytes = oci::pull(&args.reference, &credentials()?)?;
     let output = match &args.output {
         Some(path) => path.clone(),
         None => {

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rebound::registry::{PolicyRegistry, RegistryConfig};
-use rebound::wasm::WasmRuntime;
+use rebound::wasm::{CacheStats, CodeOrigin, WasmRuntime};
 use rebound::{reasons, Decision, Request, RequestType};
 use support::{guest, rebound, success_stdout};
 
@@ -25,10 +25,30 @@ struct Registry {
     child: Child,
     address: String,
     _dir: tempfile::TempDir,
+    _auth: Option<tempfile::TempDir>,
 }
 
 impl Registry {
     fn start() -> Registry {
+        Self::start_with("")
+    }
+
+    /// A registry that requires HTTP basic authentication as `user` with `password`.
+    fn start_with_user(user: &str, password: &str) -> Registry {
+        let dir = tempfile::tempdir().unwrap();
+        let htpasswd = dir.path().join("htpasswd");
+        let hash = bcrypt::hash(password, 4).unwrap();
+        std::fs::write(&htpasswd, format!("{user}:{hash}\n")).unwrap();
+        let mut registry = Self::start_with(&format!(
+            "auth:\n  htpasswd:\n    realm: rebound-test\n    path: {}\n",
+            htpasswd.display()
+        ));
+        registry._auth = Some(dir);
+        registry
+    }
+
+    /// A registry whose configuration ends with `extra`.
+    fn start_with(extra: &str) -> Registry {
         assert!(
             Path::new(REGISTRY).exists(),
             "{REGISTRY} is missing: ./scripts/test-services.sh installs Debian's docker-registry"
@@ -44,7 +64,7 @@ impl Registry {
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {address}\n",
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {address}\n{extra}",
                 dir.path().join("data").display()
             ),
         )
@@ -68,6 +88,7 @@ impl Registry {
             child,
             address,
             _dir: dir,
+            _auth: None,
         }
     }
 
@@ -256,6 +277,208 @@ fn an_unpinned_tag_moves_only_on_an_explicit_reload() {
         matches!(decide(&file).unwrap().0.as_str(), "cancel"),
         "the registry down, the copy last pulled for the tag serves"
     );
+}
+
+/// `rebound` with no registry credentials but those `home` (its `HOME` and Docker directory)
+/// holds and `variables` give.
+fn rebound_at(home: &Path, variables: &[(&str, &str)]) -> assert_cmd::Command {
+    let mut command = rebound();
+    for variable in [
+        "REGISTRY_AUTH_FILE",
+        "XDG_RUNTIME_DIR",
+        "XDG_CONFIG_HOME",
+        "DOCKER_CONFIG",
+        "REBOUND_REGISTRY",
+        "REBOUND_REGISTRY_USERNAME",
+        "REBOUND_REGISTRY_PASSWORD",
+        "REBOUND_REGISTRY_TOKEN",
+    ] {
+        command.env_remove(variable);
+    }
+    command
+        .env("HOME", home)
+        .env("XDG_CACHE_HOME", home.join("cache"));
+    for (name, value) in variables {
+        command.env(name, value);
+    }
+    command
+}
+
+/// The standard error of `command`, which must fail.
+fn failure_stderr(command: &mut assert_cmd::Command) -> String {
+    String::from_utf8(command.assert().failure().get_output().stderr.clone()).unwrap()
+}
+
+/// docs/registry.md "Private registries": against a registry requiring basic authentication,
+/// `push`, `pull` and a configuration's `component = { oci }` use the credentials of the
+/// Docker auth file (`~/.docker/config.json`) or of the `REBOUND_REGISTRY*` variables; without
+/// any, the refusal names the registry and where credentials were looked for; a wrong one is
+/// refused naming where it came from.
+#[test]
+fn a_private_registry_is_reached_with_the_credentials_of_the_auth_file_or_the_variables() {
+    let registry = Registry::start_with_user("ci", "s3cr3t");
+    let reference = registry.reference("private");
+    let component = guest("best_effort");
+    let component = component.to_str().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+
+    let refused = failure_stderr(rebound_at(home, &[]).args(["push", component, &reference]));
+    assert!(
+        refused.contains(&format!("the registry {} refused access", registry.address))
+            && refused.contains(&format!("no credential for {}", registry.address))
+            && refused.contains(".docker/config.json"),
+        "{refused}"
+    );
+
+    // Docker's auth file: `auth` is the base64 of `user:password`.
+    std::fs::create_dir_all(home.join(".docker")).unwrap();
+    std::fs::write(
+        home.join(".docker/config.json"),
+        format!(
+            "{{\"auths\": {{\"{}\": {{\"auth\": \"Y2k6czNjcjN0\"}}}}}}",
+            registry.address
+        ),
+    )
+    .unwrap();
+    success_stdout(rebound_at(home, &[]).args(["push", component, &reference]));
+    let pulled = home.join("pulled.wasm");
+    success_stdout(rebound_at(home, &[]).args([
+        "pull",
+        &reference,
+        "-o",
+        pulled.to_str().unwrap(),
+    ]));
+    assert_eq!(
+        std::fs::read(&pulled).unwrap(),
+        std::fs::read(component).unwrap()
+    );
+    let best = sha256_of("best_effort");
+    let file = config(
+        home,
+        "private.toml",
+        &home.join("policy-cache"),
+        &format!("{{ oci = \"{reference}\", sha256 = \"{best}\" }}"),
+    );
+    let answer = success_stdout(
+        rebound_at(home, &[])
+            .args(["eval", "--config", file.to_str().unwrap()])
+            .write_stdin("{\"reason\": \"KV_LOCKED\"}\n"),
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(answer["decision"], "retry");
+
+    // The variables, for the registry they name; they come before the auth file.
+    let address = registry.address.as_str();
+    let with_password = |password: &'static str| {
+        [
+            ("REBOUND_REGISTRY", address),
+            ("REBOUND_REGISTRY_USERNAME", "ci"),
+            ("REBOUND_REGISTRY_PASSWORD", password),
+        ]
+    };
+    let empty = tempfile::tempdir().unwrap();
+    success_stdout(
+        rebound_at(empty.path(), &with_password("s3cr3t")).args(["push", component, &reference]),
+    );
+    let refused =
+        failure_stderr(rebound_at(home, &with_password("wrong")).args(["pull", &reference]));
+    assert!(
+        refused.contains("refused access")
+            && refused
+                .contains("the user name and password from REBOUND_REGISTRY_USERNAME were refused"),
+        "{refused}"
+    );
+    let half = failure_stderr(
+        rebound_at(empty.path(), &[("REBOUND_REGISTRY_USERNAME", "ci")]).args(["pull", &reference]),
+    );
+    assert!(half.contains("REBOUND_REGISTRY_PASSWORD"), "{half}");
+}
+
+/// The `precompiled = "…"` pin `rebound push --precompile` printed.
+fn precompiled_pin(said: &str) -> String {
+    let start = said.find("precompiled = \"").expect("a precompiled pin") + 15;
+    said[start..start + 64].to_owned()
+}
+
+/// How the default policy of the configuration `file` got its machine code on a new host, and
+/// the cache's counters: loaded with the engine that configuration gives.
+fn load_origin(file: &Path) -> (Option<CodeOrigin>, CacheStats) {
+    let policies = PolicyRegistry::new(RegistryConfig::load(file).unwrap()).unwrap();
+    let origin = policies.policy_status("p").unwrap().active.origin;
+    (origin, policies.status().cache.unwrap())
+}
+
+/// docs/registry.md "Precompiled components": a component pushed with `--precompile` and
+/// pinned with `precompiled` loads from its compiled layer on a host with the same engine
+/// configuration (nothing compiled); a layer compiled for another engine configuration, one
+/// compiled from another component and one the registry does not hold are refused, and the
+/// component is compiled as without them.
+#[test]
+fn a_precompiled_component_loads_without_compiling_where_the_engine_matches() {
+    let registry = Registry::start();
+    let reference = registry.reference("compiled");
+    let said = String::from_utf8(success_stdout(rebound().args([
+        "push",
+        guest("best_effort").to_str().unwrap(),
+        &reference,
+        "--precompile",
+    ])))
+    .unwrap();
+    assert!(said.contains("  compiled  "), "{said}");
+    let precompiled = precompiled_pin(&said);
+    let best = sha256_of("best_effort");
+    let dir = tempfile::tempdir().unwrap();
+    let host = |name: &str, pin: &str| {
+        config(
+            dir.path(),
+            &format!("{name}.toml"),
+            &dir.path().join(format!("{name}-cache")),
+            &format!("{{ oci = \"{reference}\", sha256 = \"{best}\", precompiled = \"{pin}\" }}"),
+        )
+    };
+    let (origin, cache) = load_origin(&host("matching", &precompiled));
+    assert_eq!(origin, Some(CodeOrigin::Cached), "{cache:?}");
+    assert_eq!((cache.hits, cache.misses), (1, 0));
+    assert_eq!(
+        decide(&host("matching", &precompiled)).unwrap(),
+        ("retry".into(), best[..12].into())
+    );
+
+    // Compiled for another engine configuration: optimised.
+    let speed = dir.path().join("speed.toml");
+    std::fs::write(
+        &speed,
+        "default_policy = \"p\"\n[engine]\noptimization = \"speed\"\n[policies.p]\nbuiltin = \"fail-fast\"\n",
+    )
+    .unwrap();
+    let other_engine = registry.reference("speed");
+    let said = String::from_utf8(success_stdout(rebound().args([
+        "push",
+        guest("best_effort").to_str().unwrap(),
+        &other_engine,
+        "--precompile",
+        "--config",
+        speed.to_str().unwrap(),
+    ])))
+    .unwrap();
+    let (origin, _) = load_origin(&host("other-engine", &precompiled_pin(&said)));
+    assert_eq!(origin, Some(CodeOrigin::Compiled));
+
+    // Compiled from another component, in the same repository.
+    let said = String::from_utf8(success_stdout(rebound().args([
+        "push",
+        guest("fail_fast").to_str().unwrap(),
+        &registry.reference("other-component"),
+        "--precompile",
+    ])))
+    .unwrap();
+    let (origin, _) = load_origin(&host("other-component", &precompiled_pin(&said)));
+    assert_eq!(origin, Some(CodeOrigin::Compiled));
+
+    // Not in the registry.
+    let (origin, _) = load_origin(&host("missing", &"0".repeat(64)));
+    assert_eq!(origin, Some(CodeOrigin::Compiled));
 }
 
 /// Drives a future on a current-thread runtime (a decision completes without waiting).

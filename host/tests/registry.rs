@@ -571,15 +571,38 @@ fn a_cache_entry_of_another_component_or_writable_by_others_is_refused() {
     }
 }
 
+/// docs/registry.md "The compiled-artifact cache": in a directory this user owns that others
+/// may write to (a shared volume), the entries live in its subdirectory `private`, this user's
+/// and `0700`, and serve as anywhere; a `private` that others may write to is refused, saying
+/// how to fix it.
 #[cfg(unix)]
 #[test]
-fn a_cache_directory_others_can_write_is_refused() {
+fn a_shared_cache_directory_keeps_its_entries_in_a_private_subdirectory() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o2777)).unwrap();
+    let bytes = std::fs::read(crate::wasm_support::guest("best_effort")).unwrap();
+    let load = || {
+        let cache = ArtifactCache::open(dir.path(), runtime().engine()).unwrap();
+        let pre = rebound::wasm::PolicyPre::load_cached(runtime(), "p", &bytes, Some(&cache));
+        (pre.unwrap().origin(), cache)
+    };
+    let (first, cache) = load();
+    let private = dir.path().join("private");
+    assert_eq!(cache.dir(), private);
+    assert_eq!(first, CodeOrigin::Compiled);
+    let mode = std::fs::metadata(&private).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert!(cache.entry_path(&[0; 32]).starts_with(&private));
+    assert_eq!(load().0, CodeOrigin::Cached);
+
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o777)).unwrap();
     let e = ArtifactCache::open(dir.path(), runtime().engine()).unwrap_err();
     assert!(matches!(e, CacheError::Unsafe { .. }));
-    assert!(e.to_string().contains("777"), "{e}");
+    assert!(
+        e.to_string().contains("mode 777") && e.to_string().contains("chmod 700"),
+        "{e}"
+    );
 }
 
 /// docs/wit-versions.md: a deployed component of each

@@ -372,6 +372,32 @@ fn a_component_may_come_from_an_oci_registry() {
     );
 }
 
+/// docs/registry.md "Precompiled components": `precompiled` pins an OCI component's compiled
+/// layer by its sha256; another value is refused at its line, naming the field.
+#[test]
+fn an_oci_component_may_pin_its_compiled_layer() {
+    let dir = dir();
+    let (digest, layer) = ("cd".repeat(32), "ef".repeat(32));
+    let config = parse(
+        dir.path(),
+        &format!("default_policy = \"r\"\n[policies.r]\ncomponent = {{ oci = \"ghcr.io/team/retry:1.0\", sha256 = \"{digest}\", precompiled = \"{layer}\" }}\n"),
+    )
+    .unwrap();
+    assert_eq!(config.policies["r"].precompiled_sha256, Some([0xef; 32]));
+    assert_eq!(config.policies["r"].pinned_sha256, Some([0xcd; 32]));
+
+    let e = error("default_policy = \"r\"\n[policies.r]\ncomponent = { oci = \"ghcr.io/team/retry:1.0\", precompiled = \"xyz\" }\n");
+    assert_eq!(
+        (e.line, e.field.as_str()),
+        (3, "policies.r.component.precompiled"),
+        "{e}"
+    );
+    assert!(
+        e.message.contains("rebound push --precompile") && e.message.contains("`xyz`"),
+        "{e}"
+    );
+}
+
 #[test]
 fn the_epoch_ticker_s_priority_is_read_from_the_engine_table_and_a_registry_asks_it() {
     let text = "default_policy = \"s\"\n[engine]\nticker_priority = \"normal\"\n\

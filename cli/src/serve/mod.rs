@@ -98,7 +98,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         max_memory_bytes: args.limits.compile_memory_mb << 20,
         timeout: std::time::Duration::from_millis(args.limits.compile_timeout_ms),
     }));
-    let registry = Arc::new(PolicyRegistry::with_runtime(config, runtime)?);
+    let credentials = crate::oci::credentials()?;
+    let registry = Arc::new(PolicyRegistry::with_credentials(
+        config,
+        runtime,
+        credentials,
+    )?);
     let registry_at_exit = Arc::clone(&registry);
     let _watcher = registry
         .watch()

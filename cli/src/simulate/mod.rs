@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::registry::RegistryConfig;
 use serde_json::{json, Value};
 
 use self::engine::Run;
@@ -173,7 +173,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     for name in &scenario.compare.policies {
         // A registry of its own per policy: nothing (a retry budget) carries over from another
         // policy's run.
-        let registry = PolicyRegistry::new(only(&config, name))
+        let registry = crate::oci::load_registry(only(&config, name))
             .with_context(|| format!("policy `{name}` of {}", scenario.compare.config.display()))?;
         let started = std::time::Instant::now();
         let run = runtime.block_on(engine::run(&scenario, &registry, name, &arrivals))?;

@@ -19,6 +19,8 @@ mod error;
 mod isolation;
 #[cfg(feature = "oci")]
 pub mod oci;
+#[cfg(feature = "oci")]
+mod oci_credentials;
 mod policy_registry;
 mod route;
 mod shadow;
@@ -39,6 +41,11 @@ pub use config::{
     WatchConfig,
 };
 pub use error::{BuildError, RegistryError};
+#[cfg(feature = "oci")]
+pub use oci_credentials::{
+    Credential, CredentialsError, RegistryCredentials, PASSWORD_VARIABLE, REGISTRY_VARIABLE,
+    TOKEN_VARIABLE, USERNAME_VARIABLE,
+};
 pub use policy_registry::{Decided, PolicyRegistry};
 pub use route::Route;
 pub use shadow::{Shadow, ShadowStatus};

@@ -1,25 +1,40 @@
 //! Components kept in an OCI registry, the way Spin, wasmCloud and Kubewarden ship them
 //! (the CNCF OCI Wasm artifact layout: one `application/wasm` layer). `push` and `pull` speak
-//! the distribution protocol through `oci-client`; `resolve` gives the registry a local file
+//! the distribution protocol through `oci-client`, with the credential given for the registry
+//! (`oci_credentials.rs`); `resolve` gives the registry a local file
 //! for `component = { oci = "host/repo:tag", sha256 = "…" }`, kept in the artifact cache's
 //! directory (`oci/`): a pinned digest is fetched by digest (the tag is not consulted) and read
 //! from the cache without the network once there; an unpinned tag is resolved at load and at
 //! each explicit reload, and when the registry cannot be reached the copy last pulled for it
 //! serves, with a warning.
+//!
+//! `push` can add the component's compiled artifact for one engine configuration as a second
+//! layer (`rebound push --precompile`); a host whose configuration pins that layer
+//! (`precompiled = "…"`) installs it into its artifact cache instead of compiling, when it was
+//! compiled from that component for the host's own engine.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::OciImageManifest;
-use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
+use oci_client::{Client, Reference, RegistryOperation};
 use sha2::{Digest, Sha256};
+
+use super::oci_credentials::RegistryCredentials;
+use crate::wasm::{ArtifactCache, CompiledArtifact};
 
 /// The layer media type of a Wasm component (CNCF OCI Wasm artifact).
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 /// The config media type of a Wasm artifact (CNCF OCI Wasm artifact).
 pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
+/// The layer media type of a component compiled ahead of time for one engine configuration
+/// (`rebound push --precompile`): a compiled artifact (`rebound::wasm::CompiledArtifact`).
+pub const COMPILED_LAYER_MEDIA_TYPE: &str = "application/vnd.rebound.compiled-component.v1";
+/// The annotation of a compiled layer naming the engine digest it was compiled for.
+pub const ENGINE_ANNOTATION: &str = "dev.rebound.engine";
 /// The older wasm-to-oci layer type, also accepted when pulling.
 const LEGACY_LAYER_MEDIA_TYPE: &str = oci_client::manifest::WASM_LAYER_MEDIA_TYPE;
 
@@ -44,6 +59,21 @@ pub enum OciError {
         reference: String,
         /// The client's explanation.
         message: String,
+    },
+    /// The registry refused access: no credential for it, or a refused one.
+    #[error(
+        "{action} {reference}: the registry {registry} refused access (HTTP 401/403): {credential}"
+    )]
+    Unauthorized {
+        /// `cannot push to` / `cannot pull`.
+        action: &'static str,
+        /// The reference.
+        reference: String,
+        /// The registry (`host[:port]`).
+        registry: String,
+        /// What was given for it: none found (and where it was looked for), or which was
+        /// refused.
+        credential: String,
     },
     /// The artifact holds no Wasm layer.
     #[error("{reference} holds no Wasm component layer (its layers: {layers})")]
@@ -90,6 +120,43 @@ pub struct Pushed {
     pub manifest_url: String,
     /// The component's sha256 (hex): the layer's digest.
     pub sha256: String,
+    /// The compiled layer's sha256 (hex), when one was pushed: the `precompiled` pin.
+    pub precompiled: Option<String>,
+}
+
+/// The error of `action` on `reference` that the client reported as `error`: a refusal of
+/// access names the registry and the credential.
+fn registry_error(
+    action: &'static str,
+    reference: &str,
+    image: &Reference,
+    credentials: &RegistryCredentials,
+    error: OciDistributionError,
+) -> OciError {
+    let refused = match &error {
+        OciDistributionError::AuthenticationFailure(_)
+        | OciDistributionError::UnauthorizedError { .. } => true,
+        OciDistributionError::ServerError { code, .. } => matches!(code, 401 | 403),
+        OciDistributionError::RegistryError { envelope, .. } => envelope
+            .errors
+            .iter()
+            .any(|e| matches!(e.code, OciErrorCode::Unauthorized | OciErrorCode::Denied)),
+        _ => false,
+    };
+    if refused {
+        let registry = image.resolve_registry();
+        return OciError::Unauthorized {
+            action,
+            reference: reference.to_owned(),
+            registry: registry.to_owned(),
+            credential: credentials.describe(registry),
+        };
+    }
+    OciError::Registry {
+        action,
+        reference: reference.to_owned(),
+        message: format!("{error}"),
+    }
 }
 
 fn parse(reference: &str) -> Result<Reference, OciError> {
@@ -136,16 +203,35 @@ fn block_on<T: Send>(future: impl Future<Output = T> + Send) -> T {
     })
 }
 
-/// Pushes the component `bytes` to `reference` as a CNCF OCI Wasm artifact.
-pub fn push(bytes: &[u8], reference: &str) -> Result<Pushed, OciError> {
+/// Pushes the component `bytes` to `reference` as a CNCF OCI Wasm artifact, with `compiled`
+/// (its artifact for one engine configuration) as a second layer when given.
+pub fn push(
+    bytes: &[u8],
+    reference: &str,
+    compiled: Option<&CompiledArtifact>,
+    credentials: &RegistryCredentials,
+) -> Result<Pushed, OciError> {
     let image = parse(reference)?;
-    let layer = ImageLayer::new(bytes.to_vec(), WASM_LAYER_MEDIA_TYPE.to_owned(), None);
+    let mut layers = vec![ImageLayer::new(
+        bytes.to_vec(),
+        WASM_LAYER_MEDIA_TYPE.to_owned(),
+        None,
+    )];
+    if let Some(compiled) = compiled {
+        layers.push(ImageLayer::new(
+            compiled.bytes().to_vec(),
+            COMPILED_LAYER_MEDIA_TYPE.to_owned(),
+            Some(BTreeMap::from([(
+                ENGINE_ANNOTATION.to_owned(),
+                compiled.engine_digest(),
+            )])),
+        ));
+    }
     let config = Config::new(
         br#"{"architecture":"wasm","os":"wasip2","layerDigests":[]}"#.to_vec(),
         WASM_CONFIG_MEDIA_TYPE.to_owned(),
         None,
     );
-    let layers = [layer];
     let manifest = OciImageManifest::build(&layers, &config, None);
     let pushed = block_on(async {
         client(&image)
@@ -153,35 +239,28 @@ pub fn push(bytes: &[u8], reference: &str) -> Result<Pushed, OciError> {
                 &image,
                 &layers,
                 config,
-                &RegistryAuth::Anonymous,
+                &credentials.auth(image.resolve_registry()),
                 Some(manifest),
             )
             .await
     })
-    .map_err(|e| OciError::Registry {
-        action: "cannot push to",
-        reference: reference.to_owned(),
-        message: format!("{e}"),
-    })?;
+    .map_err(|e| registry_error("cannot push to", reference, &image, credentials, e))?;
     Ok(Pushed {
         manifest_url: pushed.manifest_url,
         sha256: hex::encode(Sha256::digest(bytes)),
+        precompiled: compiled.map(|compiled| hex::encode(Sha256::digest(compiled.bytes()))),
     })
 }
 
 /// Pulls the component at `reference` (a tag or a manifest digest): its bytes, checked
 /// against the layer's digest.
-pub fn pull(reference: &str) -> Result<Vec<u8>, OciError> {
+pub fn pull(reference: &str, credentials: &RegistryCredentials) -> Result<Vec<u8>, OciError> {
     let image = parse(reference)?;
-    let error = |e: oci_client::errors::OciDistributionError| OciError::Registry {
-        action: "cannot pull",
-        reference: reference.to_owned(),
-        message: format!("{e}"),
-    };
+    let error = |e| registry_error("cannot pull", reference, &image, credentials, e);
     block_on(async {
         let client = client(&image);
         let (manifest, _) = client
-            .pull_image_manifest(&image, &RegistryAuth::Anonymous)
+            .pull_image_manifest(&image, &credentials.auth(image.resolve_registry()))
             .await
             .map_err(error)?;
         let layer = manifest
@@ -211,23 +290,70 @@ pub fn pull(reference: &str) -> Result<Vec<u8>, OciError> {
 }
 
 /// Pulls the blob `sha256:{pin}` of `reference`'s repository, whatever its tag names now.
-fn pull_pinned(reference: &str, pin: &str) -> Result<Vec<u8>, OciError> {
+fn pull_pinned(
+    reference: &str,
+    pin: &str,
+    credentials: &RegistryCredentials,
+) -> Result<Vec<u8>, OciError> {
     let image = parse(reference)?;
     let digest = format!("sha256:{pin}");
     let bytes = block_on(async {
+        let client = client(&image);
+        let auth = credentials.auth(image.resolve_registry());
+        client.auth(&image, &auth, RegistryOperation::Pull).await?;
         let mut bytes = Vec::new();
-        client(&image)
+        client
             .pull_blob(&image, digest.as_str(), &mut bytes)
             .await
             .map(|()| bytes)
     })
-    .map_err(|e| OciError::Registry {
-        action: "cannot pull",
-        reference: format!("{reference} ({digest})"),
-        message: format!("{e}"),
+    .map_err(|e| {
+        let pinned = format!("{reference} ({digest})");
+        registry_error("cannot pull", &pinned, &image, credentials, e)
     })?;
     check(reference, &bytes, pin)?;
     Ok(bytes)
+}
+
+/// Makes the compiled artifact `sha256:{pin}` of `reference`'s repository (pushed by `rebound
+/// push --precompile`) `cache`'s entry for the component in the file `component`, unless the
+/// cache has one: fetched by that digest, and installed only when it was compiled from this
+/// component for the cache's engine (`ArtifactCache::install`). An artifact that cannot be
+/// fetched or is refused is logged, and the component is compiled as without it.
+pub(crate) fn install_precompiled(
+    policy: &str,
+    cache: &ArtifactCache,
+    reference: &str,
+    component: &Path,
+    pin: &str,
+    credentials: &RegistryCredentials,
+) {
+    // A component that cannot be read fails its load, which says why.
+    let Ok(bytes) = std::fs::read(component) else {
+        return;
+    };
+    let sha256: [u8; 32] = Sha256::digest(&bytes).into();
+    if cache.entry_path(&sha256).is_file() {
+        return;
+    }
+    let installed = pull_pinned(reference, pin, credentials)
+        .map_err(|e| e.to_string())
+        .and_then(|artifact| cache.install(&sha256, &artifact));
+    match installed {
+        Ok(()) => tracing::info!(
+            policy,
+            reference,
+            precompiled = pin,
+            "the precompiled artifact is installed: the component loads without compiling"
+        ),
+        Err(why) => tracing::warn!(
+            policy,
+            reference,
+            precompiled = pin,
+            why,
+            "the precompiled artifact is not used; compiling the component"
+        ),
+    }
 }
 
 fn check(reference: &str, bytes: &[u8], expected: &str) -> Result<(), OciError> {
@@ -298,12 +424,13 @@ impl OciStore {
         &self,
         reference: &str,
         pinned: Option<&str>,
+        credentials: &RegistryCredentials,
     ) -> Result<PathBuf, OciError> {
         if let Some(pin) = pinned {
             if let Some(path) = self.cached(pin) {
                 return Ok(path);
             }
-            return match pull_pinned(reference, pin) {
+            return match pull_pinned(reference, pin, credentials) {
                 Ok(bytes) => {
                     let path = self.blob(pin);
                     self.write(&path, &bytes)?;
@@ -313,7 +440,7 @@ impl OciStore {
                 Err(error) => Err(self.unavailable(reference, error)),
             };
         }
-        match pull(reference) {
+        match pull(reference, credentials) {
             Ok(bytes) => {
                 let sha256 = hex::encode(Sha256::digest(&bytes));
                 let path = self.blob(&sha256);

@@ -57,12 +57,23 @@ impl std::fmt::Debug for PolicyVersion {
 }
 
 /// What the registry needs to build component versions.
+/// How a registry reaches OCI registries (feature `oci`).
+#[cfg(feature = "oci")]
+pub(crate) type Credentials = super::oci_credentials::RegistryCredentials;
+/// Without the `oci` feature there is no registry to reach.
+#[cfg(not(feature = "oci"))]
+#[derive(Debug, Default)]
+pub(crate) struct Credentials {}
+
 pub(crate) struct BuildContext<'a> {
     pub runtime: &'a WasmRuntime,
     pub cache: Option<&'a ArtifactCache>,
     pub ahead: &'a CompileAhead,
     /// The largest component file a policy may name.
     pub max_component_bytes: u64,
+    /// How OCI registries are reached.
+    #[cfg_attr(not(feature = "oci"), allow(dead_code))]
+    pub credentials: &'a Credentials,
 }
 
 impl LoggedVersion for PolicyVersion {
@@ -336,12 +347,17 @@ pub(crate) fn fetch_oci(
             policy: name.to_owned(),
         })?;
         let pin: Option<String> = definition.pinned_sha256.map(hex::encode);
-        super::oci::OciStore::new(cache.dir())
-            .resolve(reference, pin.as_deref())
+        let path = super::oci::OciStore::new(cache.dir())
+            .resolve(reference, pin.as_deref(), ctx.credentials)
             .map_err(|source| BuildError::Oci {
                 policy: name.to_owned(),
                 source,
-            })
+            })?;
+        if let Some(precompiled) = definition.precompiled_sha256 {
+            let pin = hex::encode(precompiled);
+            super::oci::install_precompiled(name, cache, reference, &path, &pin, ctx.credentials);
+        }
+        Ok(path)
     }
     #[cfg(not(feature = "oci"))]
     {

@@ -3,47 +3,34 @@
 //!
 //! An entry is keyed by the component's sha256 and a digest of the engine's compatibility
 //! hash, which covers the wasmtime version (its `module_version`), the target, the compiler
-//! flags and every configuration setting compilation depends on. An entry is the host's own
-//! file: a magic line, the component's sha256 and the engine's digest (so an entry is bound to
-//! what it was compiled from, whatever its file name), a sha256 over those and the payload, and
-//! wasmtime's serialised component. An entry whose binding does not match what is asked for
+//! flags and every configuration setting compilation depends on. An entry is a compiled
+//! artifact (`artifact.rs`), bound inside to what it was compiled from and for, whatever its
+//! file name. An entry whose binding does not match what is asked for
 //! (another component's entry renamed into place, another engine's), whose sha256 fails (torn,
 //! damaged, rewritten), that another user owns or may write, or that wasmtime refuses, is
 //! deleted and the component compiled again. The sha256 costs about 23 ms for a Python
 //! runtime's 40 MB entry, against seconds of compiling.
 //!
 //! Loading native code from disk is only as safe as the directory it comes from, so the
-//! cache refuses a directory that another user owns or that others may write to.
+//! cache refuses a directory that another user owns. In a directory this user owns that
+//! others may write to (a shared volume), the entries live in a subdirectory `private`, this
+//! user's and `0700`; every entry is also checked, on the handle it is read through, to be
+//! this user's and writable by no one else.
 //!
 //! The entries' total size is bounded (`max_bytes`): after an entry is written, the entries
 //! used least recently (an entry's modification time is moved on at every hit) are deleted
 //! until the rest fit, the new one kept.
 
 use std::fs;
-use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-const MAGIC: &[u8] = b"rebound-artifact-v3\n";
-/// After the magic line: the component's sha256, the engine's digest, then the sha256 of the
-/// magic line, those two and the payload.
-const HEADER_LEN: usize = 32 + 32 + 32;
-
-/// The sha256 an entry carries: over the magic line, the binding and the payload.
-fn entry_digest(component_sha256: &[u8; 32], engine: &[u8; 32], payload: &[u8]) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    hasher.update(MAGIC);
-    hasher.update(component_sha256);
-    hasher.update(engine);
-    hasher.update(payload);
-    hasher.finalize().into()
-}
+use super::artifact;
 
 /// Why the cache directory cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -101,18 +88,6 @@ pub struct ArtifactCache {
     evicted: AtomicU64,
 }
 
-/// Feeds a `Hash` implementation into sha256, so the engine key is the same in every process.
-struct Sha256Hasher(Sha256);
-
-impl Hasher for Sha256Hasher {
-    fn finish(&self) -> u64 {
-        unreachable!("only the digest is read")
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
-    }
-}
-
 impl ArtifactCache {
     /// The entries' size limit unless set: 2 GiB (a Python policy's entry is about 40 MB).
     pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
@@ -152,12 +127,10 @@ impl ArtifactCache {
             source,
         };
         create_private_dir(dir).map_err(io)?;
-        let owner = check_private(dir)?;
-        let mut hasher = Sha256Hasher(Sha256::new());
-        engine.precompile_compatibility_hash().hash(&mut hasher);
-        let engine_digest: [u8; 32] = hasher.0.finalize().into();
+        let (dir, owner) = entries_dir(dir)?;
+        let engine_digest = artifact::engine_digest(engine);
         Ok(ArtifactCache {
-            dir: dir.to_owned(),
+            dir,
             engine_key: hex::encode(&engine_digest[..8]),
             engine_digest,
             owner,
@@ -218,29 +191,10 @@ impl ArtifactCache {
             }
             Err(problem) => return self.discard(&path, &problem),
         };
-        let Some((header, payload)) = bytes
-            .strip_prefix(MAGIC)
-            .filter(|rest| rest.len() > HEADER_LEN)
-            .map(|rest| rest.split_at(HEADER_LEN))
-        else {
-            let why = if bytes.starts_with(b"rebound-artifact-") && !bytes.starts_with(MAGIC) {
-                "written by another version of rebound"
-            } else {
-                "corrupt (not an entry, or truncated)"
-            };
-            return self.discard(&path, why);
+        let payload = match artifact::payload(&bytes, component_sha256, &self.engine_digest) {
+            Ok(payload) => payload,
+            Err(why) => return self.discard(&path, why),
         };
-        let (bound_component, rest) = header.split_at(32);
-        let (bound_engine, digest) = rest.split_at(32);
-        if bound_component != component_sha256 {
-            return self.discard(&path, "compiled from another component");
-        }
-        if bound_engine != self.engine_digest {
-            return self.discard(&path, "compiled for another engine configuration");
-        }
-        if digest != entry_digest(component_sha256, &self.engine_digest, payload) {
-            return self.discard(&path, "corrupt (sha256 mismatch)");
-        }
         // SAFETY: wasmtime requires that the bytes were produced by `Component::serialize` of
         // a compatible engine and not tampered with. The entry lives in a directory that only
         // this user can write (checked in `open`), is itself this user's and writable by no one
@@ -291,32 +245,41 @@ impl ArtifactCache {
             .serialize()
             .map_err(|e| std::io::Error::other(format!("{e:#}")))
             .and_then(|payload| {
-                // Written beside the entry, then renamed: a reader never sees a partial entry.
-                // Not synced: after a crash a torn entry fails its sha256 and is recompiled,
-                // so the swap does not wait for the disk. A new temporary file is private to
-                // this user (mode 600).
-                let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
-                file.write_all(MAGIC)?;
-                file.write_all(component_sha256)?;
-                file.write_all(&self.engine_digest)?;
-                file.write_all(&entry_digest(
-                    component_sha256,
-                    &self.engine_digest,
-                    &payload,
-                ))?;
-                file.write_all(&payload)?;
-                file.persist(&path).map_err(|e| e.error)?;
-                Ok(())
+                self.write_entry(&path, |file| {
+                    artifact::write(file, component_sha256, &self.engine_digest, &payload)
+                })
             });
-        match result {
-            Ok(()) => {
-                self.writes.fetch_add(1, Ordering::Relaxed);
-                self.evict(&path);
-            }
-            Err(e) => {
-                tracing::warn!(entry = %path.display(), error = %e, "cannot write cache entry")
-            }
+        if let Err(e) = result {
+            tracing::warn!(entry = %path.display(), error = %e, "cannot write cache entry");
         }
+    }
+
+    /// Makes `artifact` (a compiled artifact shipped beside a component, `rebound push
+    /// --precompile`) the entry of the component whose sha256 is `component_sha256`, if it is
+    /// an intact artifact of that component for this cache's engine; otherwise says why not.
+    /// wasmtime checks it again when it is loaded.
+    pub fn install(&self, component_sha256: &[u8; 32], artifact: &[u8]) -> Result<(), String> {
+        artifact::payload(artifact, component_sha256, &self.engine_digest)?;
+        let path = self.entry_path(component_sha256);
+        self.write_entry(&path, |file| file.write_all(artifact))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+
+    /// Writes the entry at `path` with `fill`, then keeps the cache within its size limit.
+    fn write_entry(
+        &self,
+        path: &Path,
+        fill: impl FnOnce(&mut tempfile::NamedTempFile) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        // Written beside the entry, then renamed: a reader never sees a partial entry. Not
+        // synced: after a crash a torn entry fails its sha256 and is recompiled, so the swap
+        // does not wait for the disk. A new temporary file is private to this user (mode 600).
+        let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
+        fill(&mut file)?;
+        file.persist(path).map_err(|e| e.error)?;
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.evict(path);
+        Ok(())
     }
 }
 
@@ -391,39 +354,112 @@ fn check_private_file(_metadata: &fs::Metadata, _owner: Option<u32>) -> Result<(
     Ok(())
 }
 
-/// Checks that `dir` is this user's and writable by no one else; returns this user's id.
+/// The subdirectory holding the entries of a cache whose directory others may write to.
 #[cfg(unix)]
-fn check_private(dir: &Path) -> Result<Option<u32>, CacheError> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let io = |source| CacheError::Io {
-        path: dir.to_owned(),
-        source,
+const PRIVATE: &str = "private";
+
+/// Where a cache directory's entries may live, given its owner and mode and this user.
+#[cfg(unix)]
+#[derive(Debug, PartialEq, Eq)]
+enum Placement {
+    /// In the directory: it is this user's and writable by no one else.
+    Here,
+    /// In its subdirectory [`PRIVATE`]: it is this user's, but group or others may write to it.
+    Private,
+    /// Nowhere: another user owns it (what is wrong, and how to fix it).
+    Refused(String),
+}
+
+#[cfg(unix)]
+fn placement(dir: &Path, owner: u32, mode: u32, me: u32) -> Placement {
+    if owner != me {
+        return Placement::Refused(format!(
+            "owned by uid {owner}, and this process runs as uid {me}; give the directory to uid \
+             {me} (`chown {me} {}`, or a volume created for that user), or set `cache_dir` to \
+             a directory uid {me} owns",
+            dir.display()
+        ));
+    }
+    if mode & 0o022 != 0 {
+        Placement::Private
+    } else {
+        Placement::Here
+    }
+}
+
+/// The directory the entries of a cache in `dir` live in (see [`Placement`]), and this user's
+/// id.
+#[cfg(unix)]
+fn entries_dir(dir: &Path) -> Result<(PathBuf, Option<u32>), CacheError> {
+    use std::os::unix::fs::MetadataExt;
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| CacheError::Io { path, source }
     };
-    let meta = fs::metadata(dir).map_err(io)?;
+    let meta = fs::metadata(dir).map_err(io(dir))?;
     // A file this process creates is owned by its effective user: compare with the directory.
-    let probe = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    let me = probe.as_file().metadata().map_err(io)?.uid();
-    let unsafe_dir = |problem: String| CacheError::Unsafe {
-        path: dir.to_owned(),
+    let probe = tempfile::NamedTempFile::new_in(dir).map_err(io(dir))?;
+    let me = probe.as_file().metadata().map_err(io(dir))?.uid();
+    let refused = |path: &Path, problem: String| CacheError::Unsafe {
+        path: path.to_owned(),
         problem,
     };
-    if meta.uid() != me {
-        return Err(unsafe_dir(format!(
-            "owned by uid {}, this process runs as uid {me}",
-            meta.uid()
-        )));
+    match placement(dir, meta.uid(), meta.mode(), me) {
+        Placement::Here => Ok((dir.to_owned(), Some(me))),
+        Placement::Refused(problem) => Err(refused(dir, problem)),
+        Placement::Private => {
+            let private = dir.join(PRIVATE);
+            create_private_dir(&private).map_err(io(&private))?;
+            let meta = fs::symlink_metadata(&private).map_err(io(&private))?;
+            if !meta.is_dir() {
+                return Err(refused(&private, "not a directory".to_owned()));
+            }
+            match placement(&private, meta.uid(), meta.mode(), me) {
+                Placement::Here => {
+                    tracing::debug!(dir = %dir.display(), entries = %private.display(),
+                        "others may write to the cache directory: its entries live in a private subdirectory");
+                    Ok((private, Some(me)))
+                }
+                Placement::Private => Err(refused(
+                    &private,
+                    format!(
+                        "mode {:o} lets group or others write to it; `chmod 700` it",
+                        meta.mode() & 0o777
+                    ),
+                )),
+                Placement::Refused(problem) => Err(refused(&private, problem)),
+            }
+        }
     }
-    let mode = meta.permissions().mode();
-    if mode & 0o022 != 0 {
-        return Err(unsafe_dir(format!(
-            "mode {:o} lets group or others write to it (expected 700)",
-            mode & 0o777
-        )));
-    }
-    Ok(Some(me))
 }
 
 #[cfg(not(unix))]
-fn check_private(_dir: &Path) -> Result<Option<u32>, CacheError> {
-    Ok(None)
+fn entries_dir(dir: &Path) -> Result<(PathBuf, Option<u32>), CacheError> {
+    Ok((dir.to_owned(), None))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// docs/registry.md "The compiled-artifact cache": a directory this user owns and no one
+    /// else may write holds the entries; one others may write (a shared volume) holds them in a
+    /// private subdirectory; one another user owns is refused, saying how to fix it.
+    #[test]
+    fn entries_live_in_a_directory_this_user_owns_and_only_it_writes() {
+        let dir = Path::new("/var/cache/rebound");
+        assert_eq!(placement(dir, 1000, 0o700, 1000), Placement::Here);
+        assert_eq!(placement(dir, 1000, 0o755, 1000), Placement::Here);
+        assert_eq!(placement(dir, 1000, 0o2775, 1000), Placement::Private);
+        assert_eq!(placement(dir, 1000, 0o1777, 1000), Placement::Private);
+        let Placement::Refused(problem) = placement(dir, 0, 0o700, 1000) else {
+            panic!("another user's directory is refused");
+        };
+        assert!(problem.contains("owned by uid 0"), "{problem}");
+        assert!(
+            problem.contains("chown 1000 /var/cache/rebound"),
+            "{problem}"
+        );
+        assert!(problem.contains("cache_dir"), "{problem}");
+    }
 }

@@ -35,6 +35,16 @@ pub struct EngineSettings {
 }
 
 impl EngineSettings {
+    /// The settings of a runtime whose instances may hold up to `max_memory_bytes` each,
+    /// compiled with `optimization`, with a pool of `instances` (at least 2).
+    pub fn new(max_memory_bytes: u64, optimization: Optimization, instances: u32) -> Self {
+        EngineSettings {
+            max_memory_bytes,
+            optimization,
+            instances: instances.max(2),
+        }
+    }
+
     /// The wasmtime configuration of an engine with these settings.
     pub(crate) fn config(&self) -> Config {
         let instances = self.instances.max(2);

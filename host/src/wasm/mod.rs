@@ -14,9 +14,11 @@
 //! - [`WasmStrategy`]: the strategy. Each call runs under a deadline, a fuel budget and a
 //!   memory cap; any failure yields the configured fail-safe, discards the instance, and
 //!   repeated failures quarantine the policy.
-//! - [`ArtifactCache`]: compiled components on disk, keyed by component and engine.
+//! - [`ArtifactCache`]: compiled components on disk, keyed by component and engine;
+//!   [`CompiledArtifact`]: one compiled ahead of time, to ship beside its component.
 
 mod alarm;
+mod artifact;
 mod bindings;
 mod cache;
 mod call;
@@ -40,6 +42,7 @@ mod ticker_priority;
 mod wasi;
 mod world;
 
+pub use artifact::CompiledArtifact;
 pub use cache::{ArtifactCache, CacheError, CacheStats};
 #[cfg(feature = "registry")]
 pub(crate) use call_watch::CallWatch;

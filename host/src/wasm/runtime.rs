@@ -162,12 +162,8 @@ impl WasmRuntime {
         optimization: Optimization,
         pool: PoolConfig,
     ) -> wasmtime::Result<Self> {
-        let instances = pool.instances.max(2);
-        let settings = EngineSettings {
-            max_memory_bytes,
-            optimization,
-            instances,
-        };
+        let settings = EngineSettings::new(max_memory_bytes, optimization, pool.instances);
+        let instances = settings.instances;
         let engine = Engine::new(&settings.config())?;
 
         let stop = Arc::new(AtomicBool::new(false));

@@ -192,6 +192,11 @@ pub struct PolicyDefinition {
     /// The sha256 the component file must have (`component = { path, sha256 }`): a file with
     /// another digest is refused at load and at every reload.
     pub pinned_sha256: Option<[u8; 32]>,
+    /// The sha256 of the component's compiled artifact in its OCI registry
+    /// (`component = { oci, precompiled }`, pushed by `rebound push --precompile`): fetched by
+    /// that digest and used instead of compiling when it was compiled from this component for
+    /// this host's engine configuration.
+    pub precompiled_sha256: Option<[u8; 32]>,
     /// Where `params` is written, for errors about them found when the component loads (its
     /// parameter schema); `None` when the configuration gives no `params`.
     pub params_location: Option<Location>,

@@ -164,7 +164,8 @@ pub(super) struct RawSpeculative {
 }
 
 /// `component = "FILE.wasm"`, `component = { path = "FILE.wasm", sha256 = "…" }` pinned, or
-/// `component = { oci = "registry/repository:tag", sha256 = "…" }` (the pin optional).
+/// `component = { oci = "registry/repository:tag", sha256 = "…", precompiled = "…" }` (the
+/// pins optional).
 #[derive(Debug, Deserialize)]
 #[serde(
     untagged,
@@ -182,6 +183,8 @@ pub(super) struct RawOciComponent {
     pub(super) oci: String,
     #[serde(default)]
     pub(super) sha256: Option<String>,
+    #[serde(default)]
+    pub(super) precompiled: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -197,6 +200,13 @@ impl RawComponent {
             RawComponent::Path(_) => None,
             RawComponent::Pinned(pinned) => Some(&pinned.sha256),
             RawComponent::Oci(oci) => oci.sha256.as_deref(),
+        }
+    }
+
+    pub(super) fn precompiled(&self) -> Option<&str> {
+        match self {
+            RawComponent::Oci(oci) => oci.precompiled.as_deref(),
+            RawComponent::Path(_) | RawComponent::Pinned(_) => None,
         }
     }
 }

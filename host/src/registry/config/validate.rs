@@ -193,19 +193,32 @@ fn policy(
             ))
         }
     };
-    let pinned_sha256 = match raw.component.as_ref() {
-        Some(component) => match component.get_ref().sha256() {
-            None => None,
-            Some(text) => Some(parse_sha256(text).ok_or_else(|| {
-                errors.at(
-                    component.span(),
-                    format!("{field}.component.sha256"),
-                    format!("expected the file's sha256 as 64 hexadecimal digits (`sha256sum FILE.wasm`), got `{text}`"),
-                )
-            })?),
-        },
-        None => None,
+    // A digest written in `component`: its `sha256` or its `precompiled` pin.
+    let digest = |text: Option<&str>, key: &str, what: &str| match raw.component.as_ref() {
+        Some(component) => text
+            .map(|text| {
+                parse_sha256(text).ok_or_else(|| {
+                    errors.at(
+                        component.span(),
+                        format!("{field}.component.{key}"),
+                        format!("expected {what} as 64 hexadecimal digits, got `{text}`"),
+                    )
+                })
+            })
+            .transpose(),
+        None => Ok(None),
     };
+    let component = raw.component.as_ref().map(|c| c.get_ref());
+    let pinned_sha256 = digest(
+        component.and_then(RawComponent::sha256),
+        "sha256",
+        "the file's sha256 (`sha256sum FILE.wasm`)",
+    )?;
+    let precompiled_sha256 = digest(
+        component.and_then(RawComponent::precompiled),
+        "precompiled",
+        "the compiled layer's sha256 (`rebound push --precompile` prints it)",
+    )?;
     // A built-in's parameters are in its source; a component's are text for `configure`.
     let params = raw
         .params
@@ -251,6 +264,7 @@ fn policy(
         wasi: raw.wasi,
         guard_exempt: raw.guard_exempt,
         pinned_sha256,
+        precompiled_sha256,
         params_location: params.map(|p| errors.location(p.span().start)),
     })
 }

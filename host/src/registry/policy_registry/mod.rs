@@ -15,8 +15,8 @@ use super::config::{CacheDir, RegistryConfig};
 use super::error::RegistryError;
 use super::isolation::Isolation;
 use super::table::{build_table, Failed, Table};
-use super::version::BuildContext;
-use crate::wasm::{ArtifactCache, SandboxLimits, TickerPriority, WasmRuntime};
+use super::version::{BuildContext, Credentials};
+use crate::wasm::{ArtifactCache, EngineSettings, SandboxLimits, TickerPriority, WasmRuntime};
 
 mod deciding;
 mod lifecycle;
@@ -36,6 +36,8 @@ pub struct PolicyRegistry {
     config_error: Mutex<Option<String>>,
     config_reload_failures: AtomicU64,
     isolation: Option<Isolation>,
+    /// How OCI registries are reached.
+    credentials: Credentials,
 }
 
 impl std::fmt::Debug for PolicyRegistry {
@@ -62,18 +64,13 @@ impl PolicyRegistry {
     /// further (a [`ComponentCompiler`](crate::wasm::ComponentCompiler), say) before
     /// [`with_runtime`](Self::with_runtime).
     pub fn runtime_for(config: &RegistryConfig) -> Result<WasmRuntime, RegistryError> {
-        let max_memory = config.engine.max_memory_bytes.unwrap_or_else(|| {
-            config
-                .policies
-                .values()
-                .map(|p| p.limits.memory_bytes)
-                .chain([SandboxLimits::default().memory_bytes])
-                .max()
-                .unwrap_or_default()
-        });
         let engine = &config.engine;
-        let runtime = WasmRuntime::with_pool(max_memory, engine.optimization, engine.pool)
-            .map_err(|e| RegistryError::Engine(format!("{e:#}")))?;
+        let runtime = WasmRuntime::with_pool(
+            Self::max_memory_bytes(config),
+            engine.optimization,
+            engine.pool,
+        )
+        .map_err(|e| RegistryError::Engine(format!("{e:#}")))?;
         // A new runtime's ticker is scheduled as the default asks already.
         if let Some(wanted) = engine
             .ticker_priority
@@ -84,10 +81,54 @@ impl PolicyRegistry {
         Ok(runtime)
     }
 
-    /// Loads every policy of `config` in `runtime`.
+    /// What the engine [`runtime_for`](Self::runtime_for) makes for `config` is made from:
+    /// the settings a component is compiled ahead for (`rebound push --precompile`).
+    pub fn engine_settings(config: &RegistryConfig) -> EngineSettings {
+        EngineSettings::new(
+            Self::max_memory_bytes(config),
+            config.engine.optimization,
+            config.engine.pool.instances,
+        )
+    }
+
+    /// The largest linear memory `config` gives an instance: its `[engine]` setting, or the
+    /// largest of its policies' limits.
+    fn max_memory_bytes(config: &RegistryConfig) -> u64 {
+        config.engine.max_memory_bytes.unwrap_or_else(|| {
+            config
+                .policies
+                .values()
+                .map(|p| p.limits.memory_bytes)
+                .chain([SandboxLimits::default().memory_bytes])
+                .max()
+                .unwrap_or_default()
+        })
+    }
+
+    /// Loads every policy of `config` in `runtime`, reaching OCI registries anonymously
+    /// (see `with_credentials`, feature `oci`).
     pub fn with_runtime(
         config: RegistryConfig,
         runtime: WasmRuntime,
+    ) -> Result<Self, RegistryError> {
+        Self::build(config, runtime, Credentials::default())
+    }
+
+    /// Loads every policy of `config` in `runtime`, reaching OCI registries with
+    /// `credentials` (at start and at every reload).
+    #[cfg(feature = "oci")]
+    pub fn with_credentials(
+        config: RegistryConfig,
+        runtime: WasmRuntime,
+        credentials: super::oci_credentials::RegistryCredentials,
+    ) -> Result<Self, RegistryError> {
+        Self::build(config, runtime, credentials)
+    }
+
+    fn build(
+        config: RegistryConfig,
+        runtime: WasmRuntime,
+        credentials: Credentials,
     ) -> Result<Self, RegistryError> {
         let cache = match &config.cache_dir {
             Some(CacheDir::Configured(dir)) => Some(ArtifactCache::open(dir, runtime.engine())?),
@@ -102,6 +143,7 @@ impl PolicyRegistry {
             cache: cache.as_ref(),
             ahead: &ahead,
             max_component_bytes,
+            credentials: &credentials,
         };
         let isolation = (config.engine.isolation)
             .filter(|isolation| isolation.threads > 0)
@@ -123,6 +165,7 @@ impl PolicyRegistry {
             config_error: Mutex::new(None),
             config_reload_failures: AtomicU64::new(0),
             isolation,
+            credentials,
         })
     }
 
@@ -147,6 +190,7 @@ impl PolicyRegistry {
             cache: self.cache.as_ref(),
             ahead: &self.ahead,
             max_component_bytes: self.max_component_bytes,
+            credentials: &self.credentials,
         }
     }
 }
