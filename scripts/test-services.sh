@@ -12,6 +12,8 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()
 [ -x /usr/bin/memcached ] || missing+=(memcached)
 [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
+# The signing keys of the signed-policy tests.
+[ -x /usr/bin/openssl ] || missing+=(openssl)
 [ -x /usr/bin/chromium-headless-shell ] || missing+=(chromium-headless-shell)
 [ -x /usr/bin/podman ] || missing+=(podman)
 [ -x /usr/sbin/runc ] || missing+=(runc)

@@ -7,7 +7,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use rebound::registry::{oci, PolicyRegistry, RegistryConfig, RegistryCredentials};
+use rebound::registry::{
+    oci, ComponentSigner, PolicyRegistry, RegistryConfig, RegistryCredentials,
+};
 use rebound::wasm::CompiledArtifact;
 
 /// Options of `rebound push`.
@@ -25,6 +27,10 @@ pub struct PushArgs {
     /// `--precompile` compiles for); the defaults when not given.
     #[arg(long, value_name = "FILE", requires = "precompile")]
     config: Option<PathBuf>,
+    /// Sign the pushed artifact with this private key (ECDSA P-256, PEM), as `cosign sign
+    /// --key` does: hosts with a `[trust]` table load only signed components.
+    #[arg(long, value_name = "KEY")]
+    sign: Option<PathBuf>,
 }
 
 /// Options of `rebound pull`.
@@ -61,15 +67,32 @@ pub fn push(args: &PushArgs, out: &mut impl Write) -> anyhow::Result<()> {
     if !bytes.starts_with(b"\0asm") {
         anyhow::bail!("{} is not WebAssembly", args.policy.display());
     }
+    // Read before pushing: a bad key pushes nothing.
+    let signer = args
+        .sign
+        .as_deref()
+        .map(ComponentSigner::from_pem_file)
+        .transpose()?;
     let compiled = if args.precompile {
         Some(precompile(args, &bytes)?)
     } else {
         None
     };
-    let pushed = oci::push(&bytes, &args.reference, compiled.as_ref(), &credentials()?)?;
+    let credentials = credentials()?;
+    let pushed = oci::push(&bytes, &args.reference, compiled.as_ref(), &credentials)?;
     writeln!(out, "pushed {} ({} bytes)", args.reference, bytes.len())?;
     writeln!(out, "  manifest  {}", pushed.manifest_url)?;
+    writeln!(out, "  digest    {}", pushed.manifest_digest)?;
     writeln!(out, "  sha256    {}", pushed.sha256)?;
+    if let Some(signer) = &signer {
+        let signature = oci::sign(
+            &args.reference,
+            &pushed.manifest_digest,
+            signer,
+            &credentials,
+        )?;
+        writeln!(out, "  signed    {signature}")?;
+    }
     let mut pin = format!(
         "component = {{ oci = \"{}\", sha256 = \"{}\"",
         args.reference, pushed.sha256

@@ -64,7 +64,7 @@ impl Registry {
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {address}\n{extra}",
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  delete:\n    enabled: true\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {address}\n{extra}",
                 dir.path().join("data").display()
             ),
         )
@@ -251,12 +251,7 @@ fn an_unpinned_tag_moves_only_on_an_explicit_reload() {
     let runtime = WasmRuntime::new(64 << 20).unwrap();
     let policies =
         PolicyRegistry::with_runtime(RegistryConfig::load(&file).unwrap(), runtime).unwrap();
-    let decide_now = || {
-        let mut request = Request::new(1, RequestType::Get, Duration::from_secs(2)).unwrap();
-        block_on(policies.maybe_retry(&mut request, &reasons::KV_LOCKED))
-            .unwrap()
-            .decision
-    };
+    let decide_now = || decide_with(&policies);
     assert!(matches!(decide_now(), Decision::Retry(_)));
     let status = policies.policy_status("p").unwrap();
     assert_eq!(status.active.source, format!("oci:{reference}"));
@@ -395,6 +390,158 @@ fn a_private_registry_is_reached_with_the_credentials_of_the_auth_file_or_the_va
     assert!(half.contains("REBOUND_REGISTRY_PASSWORD"), "{half}");
 }
 
+/// An ECDSA P-256 key pair made with openssl as a user would: the private key (SEC1 PEM) and
+/// the public key (PEM).
+fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let (private, public) = (
+        dir.join(format!("{name}.key")),
+        dir.join(format!("{name}.pub")),
+    );
+    let openssl = |args: &[&str]| {
+        let status = Command::new("openssl").args(args).status().unwrap();
+        assert!(status.success(), "openssl {args:?}");
+    };
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    openssl(&[
+        "ecparam",
+        "-name",
+        "prime256v1",
+        "-genkey",
+        "-noout",
+        "-out",
+        &path(&private),
+    ]);
+    openssl(&[
+        "pkey",
+        "-in",
+        &path(&private),
+        "-pubout",
+        "-out",
+        &path(&public),
+    ]);
+    (private, public)
+}
+
+/// `config` with a `[trust]` table trusting `key`.
+fn trusting(dir: &Path, name: &str, component: &str, key: &Path) -> PathBuf {
+    let file = config(dir, name, &dir.join(format!("{name}-cache")), component);
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(&format!("[trust]\nkeys = [\"{}\"]\n", key.display()));
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// The manifest digest `rebound push` printed.
+fn manifest_digest(said: &str) -> String {
+    let line = said.lines().find(|l| l.starts_with("  digest")).unwrap();
+    line.split_whitespace().last().unwrap().to_owned()
+}
+
+/// docs/registry.md "Signed policies": under a `[trust]` table an OCI component loads only
+/// when a signature by a trusted key holds for its manifest (`rebound push --sign`, cosign's
+/// format); an unsigned one, one signed by another key and one carrying a signature made for
+/// another digest are refused, naming why. A signature removed from the registry refuses the
+/// next reload, and the running version keeps serving, the refusal in the status.
+#[test]
+fn under_a_trust_table_only_components_signed_by_a_trusted_key_load() {
+    let registry = Registry::start();
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let (release, release_pub) = key_pair(dir, "release");
+    let (other, _) = key_pair(dir, "other");
+    let push_as = |name: &str, tag: &str, key: Option<&Path>| {
+        let reference = registry.reference(tag);
+        let mut command = rebound();
+        command.args(["push", guest(name).to_str().unwrap(), &reference]);
+        if let Some(key) = key {
+            command.arg("--sign").arg(key);
+        }
+        let said = String::from_utf8(success_stdout(&mut command)).unwrap();
+        (reference, manifest_digest(&said), said)
+    };
+    let under_trust = |name: &str, reference: &str| {
+        let component = format!("{{ oci = \"{reference}\" }}");
+        trusting(dir, name, &component, &release_pub)
+    };
+
+    let (signed, signed_digest, said) = push_as("best_effort", "signed", Some(&release));
+    assert!(
+        said.contains(&format!(
+            "signed    {}",
+            signed.replace(
+                ":signed",
+                &format!(":{}.sig", signed_digest.replace(':', "-"))
+            )
+        )),
+        "{said}"
+    );
+    let signed_config = under_trust("signed", &signed);
+    assert_eq!(decide(&signed_config).unwrap().0, "retry");
+
+    let (unsigned, unsigned_digest, _) = push_as("fail_fast", "unsigned", None);
+    let refused = decide(&under_trust("unsigned", &unsigned)).unwrap_err();
+    assert!(
+        refused.contains("is refused")
+            && refused.contains(&unsigned_digest)
+            && refused.contains("no signature"),
+        "{refused}"
+    );
+
+    let (foreign, _, _) = push_as("no_retry_for_robots", "foreign", Some(&other));
+    let refused = decide(&under_trust("foreign", &foreign)).unwrap_err();
+    assert!(
+        refused.contains("does not verify with any trusted key"),
+        "{refused}"
+    );
+
+    // The release signature of `signed`, copied to where the signature of `unsigned` goes.
+    let manifests = format!("http://{}/v2/policies/retry/manifests", registry.address);
+    let oci_manifest = "application/vnd.oci.image.manifest.v1+json";
+    let signature_of = |digest: &str| format!("{manifests}/{}.sig", digest.replace(':', "-"));
+    let copied = ureq::get(&signature_of(&signed_digest))
+        .header("Accept", oci_manifest)
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_vec()
+        .unwrap();
+    ureq::put(&signature_of(&unsigned_digest))
+        .header("Content-Type", oci_manifest)
+        .send(&copied[..])
+        .unwrap();
+    let refused = decide(&under_trust("copied", &unsigned)).unwrap_err();
+    assert!(
+        refused.contains(&format!(
+            "it signs \"{signed_digest}\", not {unsigned_digest}"
+        )),
+        "{refused}"
+    );
+
+    // The signature of `signed` removed: the next reload is refused, the running version serves.
+    let policies = PolicyRegistry::new(RegistryConfig::load(&signed_config).unwrap()).unwrap();
+    let decide_now = || decide_with(&policies);
+    assert!(matches!(decide_now(), Decision::Retry(_)));
+    let stored = ureq::get(&signature_of(&signed_digest))
+        .header("Accept", oci_manifest)
+        .call()
+        .unwrap();
+    let stored = stored.headers()["Docker-Content-Digest"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    ureq::delete(&format!("{manifests}/{stored}"))
+        .call()
+        .unwrap();
+    let error = policies.reload("p").unwrap_err().to_string();
+    assert!(error.contains("no signature"), "{error}");
+    assert!(
+        matches!(decide_now(), Decision::Retry(_)),
+        "the running version serves"
+    );
+    let status = policies.policy_status("p").unwrap();
+    assert_eq!(status.reload_failures, 1);
+}
+
 /// The `precompiled = "…"` pin `rebound push --precompile` printed.
 fn precompiled_pin(said: &str) -> String {
     let start = said.find("precompiled = \"").expect("a precompiled pin") + 15;
@@ -479,6 +626,14 @@ fn a_precompiled_component_loads_without_compiling_where_the_engine_matches() {
     // Not in the registry.
     let (origin, _) = load_origin(&host("missing", &"0".repeat(64)));
     assert_eq!(origin, Some(CodeOrigin::Compiled));
+}
+
+/// The decision `policies` make on a KV_LOCKED failure of a get.
+fn decide_with(policies: &PolicyRegistry) -> Decision {
+    let mut request = Request::new(1, RequestType::Get, Duration::from_secs(2)).unwrap();
+    block_on(policies.maybe_retry(&mut request, &reasons::KV_LOCKED))
+        .unwrap()
+        .decision
 }
 
 /// Drives a future on a current-thread runtime (a decision completes without waiting).

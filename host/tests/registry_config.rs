@@ -372,6 +372,46 @@ fn a_component_may_come_from_an_oci_registry() {
     );
 }
 
+/// docs/registry.md "Signed policies": `[trust] keys` names PEM public keys, read relative to
+/// the file, and puts every OCI component under them (not components from files); an empty
+/// list, a missing file and a file that is not an ECDSA P-256 public key are refused at their
+/// line, naming the field.
+#[cfg(feature = "oci")]
+#[test]
+fn a_trust_table_names_public_keys_every_oci_component_needs() {
+    let dir = dir();
+    std::fs::write(
+        dir.path().join("release.pub"),
+        "-----BEGIN PUBLIC KEY-----\n\
+         MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEEA2gRr6X4T3oYza8KR0Y/OZns6x/\n\
+         dBjxSps/oGaD8XfaHZBacx397DTkUtmXc6MoAuMzAIdzQ8SYle4XUZqCoQ==\n\
+         -----END PUBLIC KEY-----\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("not-a-key.pub"), "hello\n").unwrap();
+    let text = |keys: &str| {
+        format!(
+            "default_policy = \"o\"\n[policies.o]\ncomponent = {{ oci = \"ghcr.io/team/retry:1.0\" }}\n\
+             [policies.f]\ncomponent = \"robots.wasm\"\n[trust]\nkeys = {keys}\n"
+        )
+    };
+    let config = parse(dir.path(), &text("[\"release.pub\"]")).unwrap();
+    let keys = config.policies["o"].trusted_keys.as_ref().unwrap();
+    assert_eq!(keys.len(), 1);
+    assert_eq!(keys[0].path, dir.path().join("release.pub"));
+    assert!(config.policies["f"].trusted_keys.is_none());
+
+    let refused = |keys: &str| parse(dir.path(), &text(keys)).unwrap_err();
+    let e = refused("[]");
+    assert_eq!((e.line, e.field.as_str()), (6, "trust.keys"), "{e}");
+    let e = refused("[\"release.pub\", \"missing.pub\"]");
+    assert_eq!((e.line, e.field.as_str()), (7, "trust.keys[1]"), "{e}");
+    assert!(e.message.contains("missing.pub"), "{e}");
+    let e = refused("[\"not-a-key.pub\"]");
+    assert_eq!(e.field, "trust.keys[0]", "{e}");
+    assert!(e.message.contains("ECDSA P-256 public key"), "{e}");
+}
+
 /// docs/registry.md "Precompiled components": `precompiled` pins an OCI component's compiled
 /// layer by its sha256; another value is refused at its line, naming the field.
 #[test]

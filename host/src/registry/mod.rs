@@ -21,6 +21,8 @@ mod isolation;
 pub mod oci;
 #[cfg(feature = "oci")]
 mod oci_credentials;
+#[cfg(feature = "oci")]
+mod oci_signature;
 mod policy_registry;
 mod route;
 mod shadow;
@@ -46,6 +48,8 @@ pub use oci_credentials::{
     Credential, CredentialsError, RegistryCredentials, PASSWORD_VARIABLE, REGISTRY_VARIABLE,
     TOKEN_VARIABLE, USERNAME_VARIABLE,
 };
+#[cfg(feature = "oci")]
+pub use oci_signature::{ComponentSigner, KeyError, TrustedKey};
 pub use policy_registry::{Decided, PolicyRegistry};
 pub use route::Route;
 pub use shadow::{Shadow, ShadowStatus};

@@ -19,12 +19,14 @@ use std::path::{Path, PathBuf};
 
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
-use oci_client::manifest::OciImageManifest;
+use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use oci_client::{Client, Reference, RegistryOperation};
 use sha2::{Digest, Sha256};
 
 use super::oci_credentials::RegistryCredentials;
+use super::oci_signature::{self as signature, ComponentSigner, TrustedKey};
 use crate::wasm::{ArtifactCache, CompiledArtifact};
+use oci_client::secrets::RegistryAuth;
 
 /// The layer media type of a Wasm component (CNCF OCI Wasm artifact).
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
@@ -75,6 +77,16 @@ pub enum OciError {
         /// refused.
         credential: String,
     },
+    /// Under a `[trust]` table, the artifact has no signature by a trusted key.
+    #[error("{reference} ({digest}) is refused: {reason}; the [trust] table lets only components signed by one of its keys load")]
+    Untrusted {
+        /// The reference.
+        reference: String,
+        /// The artifact's manifest digest.
+        digest: String,
+        /// What is missing or wrong: every signature found and why it does not hold.
+        reason: String,
+    },
     /// The artifact holds no Wasm layer.
     #[error("{reference} holds no Wasm component layer (its layers: {layers})")]
     NoWasmLayer {
@@ -122,6 +134,8 @@ pub struct Pushed {
     pub sha256: String,
     /// The compiled layer's sha256 (hex), when one was pushed: the `precompiled` pin.
     pub precompiled: Option<String>,
+    /// The manifest's digest (`sha256:HEX`): what a signature signs.
+    pub manifest_digest: String,
 }
 
 /// The error of `action` on `reference` that the client reported as `error`: a refusal of
@@ -245,10 +259,136 @@ pub fn push(
             .await
     })
     .map_err(|e| registry_error("cannot push to", reference, &image, credentials, e))?;
+    let manifest_digest = (pushed.manifest_url.rsplit('/').next())
+        .filter(|digest| digest.starts_with("sha256:"))
+        .ok_or_else(|| OciError::Registry {
+            action: "cannot push to",
+            reference: reference.to_owned(),
+            message: format!(
+                "the registry answered the manifest's URL {} without its digest",
+                pushed.manifest_url
+            ),
+        })?
+        .to_owned();
     Ok(Pushed {
+        manifest_digest,
         manifest_url: pushed.manifest_url,
         sha256: hex::encode(Sha256::digest(bytes)),
         precompiled: compiled.map(|compiled| hex::encode(Sha256::digest(compiled.bytes()))),
+    })
+}
+
+/// Signs the artifact of `reference`'s repository whose manifest digest is `digest` with
+/// `signer`: pushes its signature as cosign does (`oci_signature.rs`), replacing any signature
+/// pushed before for that digest. Returns the signature's reference.
+pub fn sign(
+    reference: &str,
+    digest: &str,
+    signer: &ComponentSigner,
+    credentials: &RegistryCredentials,
+) -> Result<String, OciError> {
+    let image = parse(reference)?;
+    let signature_image = Reference::with_tag(
+        image.registry().to_owned(),
+        image.repository().to_owned(),
+        signature::signature_tag(digest),
+    );
+    let repository = format!("{}/{}", image.registry(), image.repository());
+    let payload = signature::payload(&repository, digest);
+    let annotations = BTreeMap::from([(
+        signature::SIGNATURE_ANNOTATION.to_owned(),
+        signer.sign(&payload),
+    )]);
+    let diff_id = format!("sha256:{}", hex::encode(Sha256::digest(&payload)));
+    let layers = [ImageLayer::new(
+        payload,
+        signature::SIGNATURE_LAYER_MEDIA_TYPE.to_owned(),
+        Some(annotations),
+    )];
+    let config = Config::new(
+        serde_json::to_vec(&serde_json::json!({
+            "architecture": "", "os": "", "config": {},
+            "rootfs": { "type": "layers", "diff_ids": [diff_id] },
+        }))
+        .expect("a JSON value serialises"),
+        oci_client::manifest::IMAGE_CONFIG_MEDIA_TYPE.to_owned(),
+        None,
+    );
+    let manifest = OciImageManifest::build(&layers, &config, None);
+    block_on(async {
+        client(&signature_image)
+            .push(
+                &signature_image,
+                &layers,
+                config,
+                &credentials.auth(image.resolve_registry()),
+                Some(manifest),
+            )
+            .await
+    })
+    .map_err(|e| registry_error("cannot sign", reference, &image, credentials, e))?;
+    Ok(signature_image.whole())
+}
+
+/// The key among `keys` that signed the artifact of `image`'s repository whose manifest
+/// digest is `digest`, or why none did.
+async fn verify_signature(
+    client: &Client,
+    image: &Reference,
+    digest: &str,
+    keys: &[TrustedKey],
+    auth: &RegistryAuth,
+) -> Result<PathBuf, String> {
+    let signature_image = Reference::with_tag(
+        image.registry().to_owned(),
+        image.repository().to_owned(),
+        signature::signature_tag(digest),
+    );
+    let (manifest, _) = client
+        .pull_image_manifest(&signature_image, auth)
+        .await
+        .map_err(|e| {
+            format!(
+                "no signature could be read from {}: {e}",
+                signature_image.whole()
+            )
+        })?;
+    let mut refused = Vec::new();
+    for layer in &manifest.layers {
+        if layer.media_type != signature::SIGNATURE_LAYER_MEDIA_TYPE {
+            continue;
+        }
+        let Some(signed) =
+            (layer.annotations.as_ref()).and_then(|a| a.get(signature::SIGNATURE_ANNOTATION))
+        else {
+            refused.push("a signature layer without its signature annotation".to_owned());
+            continue;
+        };
+        let mut payload = Vec::new();
+        if let Err(e) = client
+            .pull_blob(&signature_image, layer, &mut payload)
+            .await
+        {
+            refused.push(format!("its payload could not be pulled: {e}"));
+            continue;
+        }
+        if format!("sha256:{}", hex::encode(Sha256::digest(&payload))) != layer.digest {
+            refused.push("its payload does not have its layer's digest".to_owned());
+            continue;
+        }
+        match signature::verify(keys, &payload, signed, digest) {
+            Ok(key) => return Ok(key.path.clone()),
+            Err(why) => refused.push(why),
+        }
+    }
+    Err(if refused.is_empty() {
+        format!("{} holds no signature", signature_image.whole())
+    } else {
+        format!(
+            "no signature in {} holds: {}",
+            signature_image.whole(),
+            refused.join("; ")
+        )
     })
 }
 
@@ -263,21 +403,7 @@ pub fn pull(reference: &str, credentials: &RegistryCredentials) -> Result<Vec<u8
             .pull_image_manifest(&image, &credentials.auth(image.resolve_registry()))
             .await
             .map_err(error)?;
-        let layer = manifest
-            .layers
-            .iter()
-            .find(|l| {
-                l.media_type == WASM_LAYER_MEDIA_TYPE || l.media_type == LEGACY_LAYER_MEDIA_TYPE
-            })
-            .ok_or_else(|| OciError::NoWasmLayer {
-                reference: reference.to_owned(),
-                layers: manifest
-                    .layers
-                    .iter()
-                    .map(|l| l.media_type.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
+        let layer = wasm_layer(reference, &manifest)?;
         let mut bytes = Vec::new();
         client
             .pull_blob(&image, layer, &mut bytes)
@@ -354,6 +480,22 @@ pub(crate) fn install_precompiled(
             "the precompiled artifact is not used; compiling the component"
         ),
     }
+}
+
+/// The component layer of `manifest`.
+fn wasm_layer<'m>(
+    reference: &str,
+    manifest: &'m OciImageManifest,
+) -> Result<&'m OciDescriptor, OciError> {
+    (manifest.layers.iter())
+        .find(|l| l.media_type == WASM_LAYER_MEDIA_TYPE || l.media_type == LEGACY_LAYER_MEDIA_TYPE)
+        .ok_or_else(|| OciError::NoWasmLayer {
+            reference: reference.to_owned(),
+            layers: (manifest.layers.iter())
+                .map(|l| l.media_type.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
 }
 
 fn check(reference: &str, bytes: &[u8], expected: &str) -> Result<(), OciError> {
@@ -463,6 +605,62 @@ impl OciStore {
             }
             Err(error) => Err(error),
         }
+    }
+
+    /// A local file holding the component `reference` names, under a `[trust]` table: the
+    /// registry is asked for the artifact's manifest and its signatures at every load, and a
+    /// signature by one of `keys` must hold for that manifest, or nothing loads (not even a
+    /// stored copy: verification fails closed). With `pinned`, the manifest must also hold
+    /// that component.
+    pub(crate) fn resolve_trusted(
+        &self,
+        reference: &str,
+        pinned: Option<&str>,
+        keys: &[TrustedKey],
+        credentials: &RegistryCredentials,
+    ) -> Result<PathBuf, OciError> {
+        let image = parse(reference)?;
+        let error = |e| registry_error("cannot pull", reference, &image, credentials, e);
+        let untrusted = |digest: &str, reason: String| OciError::Untrusted {
+            reference: reference.to_owned(),
+            digest: digest.to_owned(),
+            reason,
+        };
+        let (sha256, pulled) = block_on(async {
+            let client = client(&image);
+            let auth = credentials.auth(image.resolve_registry());
+            let (manifest, digest) = client
+                .pull_image_manifest(&image, &auth)
+                .await
+                .map_err(error)?;
+            let key = verify_signature(&client, &image, &digest, keys, &auth)
+                .await
+                .map_err(|reason| untrusted(&digest, reason))?;
+            let layer = wasm_layer(reference, &manifest)?;
+            let sha256 = layer.digest.trim_start_matches("sha256:").to_owned();
+            if let Some(pin) = pinned.filter(|pin| *pin != sha256) {
+                return Err(untrusted(
+                    &digest,
+                    format!("it holds the component sha256:{sha256}, not the pinned sha256:{pin}; pin its manifest (`@{digest}`) or its new sha256"),
+                ));
+            }
+            tracing::debug!(reference, digest, key = %key.display(), "signature verified");
+            if self.cached(&sha256).is_some() {
+                return Ok((sha256, None));
+            }
+            let mut bytes = Vec::new();
+            client
+                .pull_blob(&image, layer, &mut bytes)
+                .await
+                .map_err(error)?;
+            check(reference, &bytes, &sha256)?;
+            Ok((sha256, Some(bytes)))
+        })?;
+        let path = self.blob(&sha256);
+        if let Some(bytes) = pulled {
+            self.write(&path, &bytes)?;
+        }
+        Ok(path)
     }
 
     fn unavailable(&self, reference: &str, cause: OciError) -> OciError {

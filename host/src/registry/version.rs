@@ -347,12 +347,15 @@ pub(crate) fn fetch_oci(
             policy: name.to_owned(),
         })?;
         let pin: Option<String> = definition.pinned_sha256.map(hex::encode);
-        let path = super::oci::OciStore::new(cache.dir())
-            .resolve(reference, pin.as_deref(), ctx.credentials)
-            .map_err(|source| BuildError::Oci {
-                policy: name.to_owned(),
-                source,
-            })?;
+        let store = super::oci::OciStore::new(cache.dir());
+        let path = match &definition.trusted_keys {
+            Some(keys) => store.resolve_trusted(reference, pin.as_deref(), keys, ctx.credentials),
+            None => store.resolve(reference, pin.as_deref(), ctx.credentials),
+        }
+        .map_err(|source| BuildError::Oci {
+            policy: name.to_owned(),
+            source,
+        })?;
         if let Some(precompiled) = definition.precompiled_sha256 {
             let pin = hex::encode(precompiled);
             super::oci::install_precompiled(name, cache, reference, &path, &pin, ctx.credentials);

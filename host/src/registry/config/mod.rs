@@ -200,6 +200,11 @@ pub struct PolicyDefinition {
     /// Where `params` is written, for errors about them found when the component loads (its
     /// parameter schema); `None` when the configuration gives no `params`.
     pub params_location: Option<Location>,
+    /// The public keys one of which must have signed its OCI component (`[trust]`, feature
+    /// `oci`): checked before it loads and at every reload; `None` for components from files
+    /// and built-ins, and when the configuration has no `[trust]` table.
+    #[cfg(feature = "oci")]
+    pub trusted_keys: Option<std::sync::Arc<[crate::registry::TrustedKey]>>,
     /// Copies of its idempotent requests sent while they are in flight
     /// (`speculative_execution`), instead of its strategy's own hedging (docs/hedging.md).
     pub speculative_execution: Option<ConstantSpeculativeExecution>,

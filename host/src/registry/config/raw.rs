@@ -61,6 +61,16 @@ pub(super) struct RawConfig {
     pub(super) breakers: BTreeMap<String, Spanned<RawBreaker>>,
     #[serde(default)]
     pub(super) decision_log: Option<Spanned<DecisionLogConfig>>,
+    #[serde(default)]
+    pub(super) trust: Option<Spanned<RawTrust>>,
+}
+
+/// `[trust] keys = ["release.pub"]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTrust {
+    #[cfg_attr(not(feature = "oci"), allow(dead_code))]
+    pub(super) keys: Vec<Spanned<PathBuf>>,
 }
 
 /// A `[[routes]]` entry as written.

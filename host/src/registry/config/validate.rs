@@ -40,7 +40,7 @@ pub(super) fn validate(
         errors,
     };
     let default_policy = names.known(&raw.default_policy, "default_policy".into())?;
-    let policies = policies(&raw.policies, &policy_dir, errors)?;
+    let mut policies = policies(&raw.policies, &policy_dir, errors)?;
     let (budgets, budget_scopes) = budgets(&raw.budgets, errors)?;
     let policy_budgets = policy_references(
         &raw.policies,
@@ -66,6 +66,7 @@ pub(super) fn validate(
         errors,
     )?;
     let decision_log = decision_log(raw.decision_log.as_ref(), base, errors)?;
+    trust(raw.trust.as_ref(), &mut policies, base, errors)?;
     let cache_max_bytes = match &raw.cache_max_mb {
         None => ArtifactCache::DEFAULT_MAX_BYTES,
         Some(mb) if *mb.get_ref() == 0 => {
@@ -265,6 +266,8 @@ fn policy(
         guard_exempt: raw.guard_exempt,
         pinned_sha256,
         precompiled_sha256,
+        #[cfg(feature = "oci")]
+        trusted_keys: None,
         params_location: params.map(|p| errors.location(p.span().start)),
     })
 }
@@ -442,6 +445,57 @@ pub(super) fn policy_references<T>(
         }
     }
     Ok(references)
+}
+
+/// The `[trust]` table: its keys, read from their files (resolved against `base`), are the
+/// ones every OCI component of `policies` must be signed by.
+#[cfg(feature = "oci")]
+fn trust(
+    raw: Option<&Spanned<super::raw::RawTrust>>,
+    policies: &mut BTreeMap<String, PolicyDefinition>,
+    base: &Path,
+    errors: &Errors<'_>,
+) -> Result<(), ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(());
+    };
+    if raw.get_ref().keys.is_empty() {
+        return Err(errors.at(
+            raw.span(),
+            "trust.keys",
+            "expected at least one public key file (PEM, ECDSA P-256), e.g. keys = [\"release.pub\"]",
+        ));
+    }
+    let keys = (raw.get_ref().keys.iter().enumerate())
+        .map(|(i, key)| {
+            crate::registry::TrustedKey::from_pem_file(&base.join(key.get_ref()))
+                .map_err(|e| errors.at(key.span(), format!("trust.keys[{i}]"), e.to_string()))
+        })
+        .collect::<Result<std::sync::Arc<[_]>, _>>()?;
+    for policy in policies.values_mut() {
+        if matches!(policy.source, PolicySource::Oci(_)) {
+            policy.trusted_keys = Some(std::sync::Arc::clone(&keys));
+        }
+    }
+    Ok(())
+}
+
+/// Without the `oci` feature no component comes from a registry: a `[trust]` table is refused.
+#[cfg(not(feature = "oci"))]
+fn trust(
+    raw: Option<&Spanned<super::raw::RawTrust>>,
+    _policies: &mut BTreeMap<String, PolicyDefinition>,
+    _base: &Path,
+    errors: &Errors<'_>,
+) -> Result<(), ConfigError> {
+    match raw {
+        None => Ok(()),
+        Some(raw) => Err(errors.at(
+            raw.span(),
+            "trust",
+            "signed components come from OCI registries: this build lacks the `oci` feature",
+        )),
+    }
 }
 
 /// The `[decision_log]` table, its file resolved against `base`.
