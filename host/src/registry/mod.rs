@@ -23,6 +23,8 @@ pub mod oci;
 mod oci_credentials;
 #[cfg(feature = "oci")]
 mod oci_signature;
+#[cfg(feature = "oci")]
+mod oci_store;
 mod policy_registry;
 mod route;
 mod shadow;

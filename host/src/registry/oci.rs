@@ -1,32 +1,25 @@
 //! Components kept in an OCI registry, the way Spin, wasmCloud and Kubewarden ship them
 //! (the CNCF OCI Wasm artifact layout: one `application/wasm` layer). `push` and `pull` speak
 //! the distribution protocol through `oci-client`, with the credential given for the registry
-//! (`oci_credentials.rs`); `resolve` gives the registry a local file
-//! for `component = { oci = "host/repo:tag", sha256 = "…" }`, kept in the artifact cache's
-//! directory (`oci/`): a pinned digest is fetched by digest (the tag is not consulted) and read
-//! from the cache without the network once there; an unpinned tag is resolved at load and at
-//! each explicit reload, and when the registry cannot be reached the copy last pulled for it
-//! serves, with a warning.
-//!
-//! `push` can add the component's compiled artifact for one engine configuration as a second
-//! layer (`rebound push --precompile`); a host whose configuration pins that layer
-//! (`precompiled = "…"`) installs it into its artifact cache instead of compiling, when it was
-//! compiled from that component for the host's own engine.
+//! (`oci_credentials.rs`). `push` can add the component's compiled artifact for one engine
+//! configuration as a second layer (`rebound push --precompile`), and `sign` pushes a signature
+//! of a pushed artifact in cosign's format (`oci_signature.rs`). What a registry loads from
+//! them is kept on disk by `oci_store.rs`.
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
+use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use sha2::{Digest, Sha256};
 
 use super::oci_credentials::RegistryCredentials;
 use super::oci_signature::{self as signature, ComponentSigner, TrustedKey};
-use crate::wasm::{ArtifactCache, CompiledArtifact};
-use oci_client::secrets::RegistryAuth;
+use crate::wasm::CompiledArtifact;
 
 /// The layer media type of a Wasm component (CNCF OCI Wasm artifact).
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
@@ -140,7 +133,7 @@ pub struct Pushed {
 
 /// The error of `action` on `reference` that the client reported as `error`: a refusal of
 /// access names the registry and the credential.
-fn registry_error(
+pub(super) fn registry_error(
     action: &'static str,
     reference: &str,
     image: &Reference,
@@ -173,7 +166,7 @@ fn registry_error(
     }
 }
 
-fn parse(reference: &str) -> Result<Reference, OciError> {
+pub(super) fn parse(reference: &str) -> Result<Reference, OciError> {
     reference.parse().map_err(|e| OciError::Reference {
         reference: reference.to_owned(),
         message: format!("{e}"),
@@ -182,7 +175,7 @@ fn parse(reference: &str) -> Result<Reference, OciError> {
 
 /// A client speaking plain HTTP to loopback registries (a local registry, tests) and HTTPS to
 /// every other.
-fn client(reference: &Reference) -> Client {
+pub(super) fn client(reference: &Reference) -> Client {
     let registry = reference.resolve_registry().to_owned();
     let loopback = ["localhost", "127.0.0.1", "[::1]"]
         .iter()
@@ -200,7 +193,7 @@ fn client(reference: &Reference) -> Client {
 
 /// Runs `future` to completion on a runtime of its own, on a thread of its own, so it can be
 /// called from synchronous code and from inside another runtime alike.
-fn block_on<T: Send>(future: impl Future<Output = T> + Send) -> T {
+pub(super) fn block_on<T: Send>(future: impl Future<Output = T> + Send) -> T {
     // rustls needs a process-wide crypto provider; installing it twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     std::thread::scope(|scope| {
@@ -332,7 +325,7 @@ pub fn sign(
 
 /// The key among `keys` that signed the artifact of `image`'s repository whose manifest
 /// digest is `digest`, or why none did.
-async fn verify_signature(
+pub(super) async fn verify_signature(
     client: &Client,
     image: &Reference,
     digest: &str,
@@ -416,7 +409,7 @@ pub fn pull(reference: &str, credentials: &RegistryCredentials) -> Result<Vec<u8
 }
 
 /// Pulls the blob `sha256:{pin}` of `reference`'s repository, whatever its tag names now.
-fn pull_pinned(
+pub(super) fn pull_pinned(
     reference: &str,
     pin: &str,
     credentials: &RegistryCredentials,
@@ -441,49 +434,8 @@ fn pull_pinned(
     Ok(bytes)
 }
 
-/// Makes the compiled artifact `sha256:{pin}` of `reference`'s repository (pushed by `rebound
-/// push --precompile`) `cache`'s entry for the component in the file `component`, unless the
-/// cache has one: fetched by that digest, and installed only when it was compiled from this
-/// component for the cache's engine (`ArtifactCache::install`). An artifact that cannot be
-/// fetched or is refused is logged, and the component is compiled as without it.
-pub(crate) fn install_precompiled(
-    policy: &str,
-    cache: &ArtifactCache,
-    reference: &str,
-    component: &Path,
-    pin: &str,
-    credentials: &RegistryCredentials,
-) {
-    // A component that cannot be read fails its load, which says why.
-    let Ok(bytes) = std::fs::read(component) else {
-        return;
-    };
-    let sha256: [u8; 32] = Sha256::digest(&bytes).into();
-    if cache.entry_path(&sha256).is_file() {
-        return;
-    }
-    let installed = pull_pinned(reference, pin, credentials)
-        .map_err(|e| e.to_string())
-        .and_then(|artifact| cache.install(&sha256, &artifact));
-    match installed {
-        Ok(()) => tracing::info!(
-            policy,
-            reference,
-            precompiled = pin,
-            "the precompiled artifact is installed: the component loads without compiling"
-        ),
-        Err(why) => tracing::warn!(
-            policy,
-            reference,
-            precompiled = pin,
-            why,
-            "the precompiled artifact is not used; compiling the component"
-        ),
-    }
-}
-
 /// The component layer of `manifest`.
-fn wasm_layer<'m>(
+pub(super) fn wasm_layer<'m>(
     reference: &str,
     manifest: &'m OciImageManifest,
 ) -> Result<&'m OciDescriptor, OciError> {
@@ -498,7 +450,7 @@ fn wasm_layer<'m>(
         })
 }
 
-fn check(reference: &str, bytes: &[u8], expected: &str) -> Result<(), OciError> {
+pub(super) fn check(reference: &str, bytes: &[u8], expected: &str) -> Result<(), OciError> {
     let found = hex::encode(Sha256::digest(bytes));
     if found != expected {
         return Err(OciError::DigestMismatch {
@@ -508,166 +460,4 @@ fn check(reference: &str, bytes: &[u8], expected: &str) -> Result<(), OciError> 
         });
     }
     Ok(())
-}
-
-/// Pulled components on disk: `blobs/HEX.wasm` by content digest, and `tags/REF` holding the
-/// digest last pulled for an unpinned reference.
-#[derive(Debug, Clone)]
-pub(crate) struct OciStore {
-    dir: PathBuf,
-}
-
-impl OciStore {
-    /// The store under the artifact cache directory `cache_dir`.
-    pub(crate) fn new(cache_dir: &Path) -> Self {
-        OciStore {
-            dir: cache_dir.join("oci"),
-        }
-    }
-
-    fn blob(&self, sha256: &str) -> PathBuf {
-        self.dir.join("blobs").join(format!("{sha256}.wasm"))
-    }
-
-    fn tag(&self, reference: &str) -> PathBuf {
-        let name: String = reference
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        self.dir.join("tags").join(name)
-    }
-
-    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), OciError> {
-        let io = |source| OciError::Store {
-            path: path.display().to_string(),
-            source,
-        };
-        std::fs::create_dir_all(path.parent().expect("a store path has a parent")).map_err(io)?;
-        let partial = path.with_extension("partial");
-        std::fs::write(&partial, bytes).map_err(io)?;
-        std::fs::rename(&partial, path).map_err(io)
-    }
-
-    /// The cached blob with digest `sha256`, if it is there and intact.
-    fn cached(&self, sha256: &str) -> Option<PathBuf> {
-        let path = self.blob(sha256);
-        let bytes = std::fs::read(&path).ok()?;
-        (hex::encode(Sha256::digest(&bytes)) == sha256).then_some(path)
-    }
-
-    /// A local file holding the component `reference` names (see the module docs).
-    pub(crate) fn resolve(
-        &self,
-        reference: &str,
-        pinned: Option<&str>,
-        credentials: &RegistryCredentials,
-    ) -> Result<PathBuf, OciError> {
-        if let Some(pin) = pinned {
-            if let Some(path) = self.cached(pin) {
-                return Ok(path);
-            }
-            return match pull_pinned(reference, pin, credentials) {
-                Ok(bytes) => {
-                    let path = self.blob(pin);
-                    self.write(&path, &bytes)?;
-                    Ok(path)
-                }
-                Err(error @ OciError::DigestMismatch { .. }) => Err(error),
-                Err(error) => Err(self.unavailable(reference, error)),
-            };
-        }
-        match pull(reference, credentials) {
-            Ok(bytes) => {
-                let sha256 = hex::encode(Sha256::digest(&bytes));
-                let path = self.blob(&sha256);
-                self.write(&path, &bytes)?;
-                self.write(&self.tag(reference), sha256.as_bytes())?;
-                Ok(path)
-            }
-            Err(error @ OciError::Registry { .. }) => {
-                let cached = std::fs::read_to_string(self.tag(reference))
-                    .ok()
-                    .and_then(|sha256| self.cached(sha256.trim()));
-                match cached {
-                    Some(path) => {
-                        tracing::warn!(reference, %error,
-                            "registry unreachable: the copy last pulled for this tag serves");
-                        Ok(path)
-                    }
-                    None => Err(self.unavailable(reference, error)),
-                }
-            }
-            Err(error) => Err(error),
-        }
-    }
-
-    /// A local file holding the component `reference` names, under a `[trust]` table: the
-    /// registry is asked for the artifact's manifest and its signatures at every load, and a
-    /// signature by one of `keys` must hold for that manifest, or nothing loads (not even a
-    /// stored copy: verification fails closed). With `pinned`, the manifest must also hold
-    /// that component.
-    pub(crate) fn resolve_trusted(
-        &self,
-        reference: &str,
-        pinned: Option<&str>,
-        keys: &[TrustedKey],
-        credentials: &RegistryCredentials,
-    ) -> Result<PathBuf, OciError> {
-        let image = parse(reference)?;
-        let error = |e| registry_error("cannot pull", reference, &image, credentials, e);
-        let untrusted = |digest: &str, reason: String| OciError::Untrusted {
-            reference: reference.to_owned(),
-            digest: digest.to_owned(),
-            reason,
-        };
-        let (sha256, pulled) = block_on(async {
-            let client = client(&image);
-            let auth = credentials.auth(image.resolve_registry());
-            let (manifest, digest) = client
-                .pull_image_manifest(&image, &auth)
-                .await
-                .map_err(error)?;
-            let key = verify_signature(&client, &image, &digest, keys, &auth)
-                .await
-                .map_err(|reason| untrusted(&digest, reason))?;
-            let layer = wasm_layer(reference, &manifest)?;
-            let sha256 = layer.digest.trim_start_matches("sha256:").to_owned();
-            if let Some(pin) = pinned.filter(|pin| *pin != sha256) {
-                return Err(untrusted(
-                    &digest,
-                    format!("it holds the component sha256:{sha256}, not the pinned sha256:{pin}; pin its manifest (`@{digest}`) or its new sha256"),
-                ));
-            }
-            tracing::debug!(reference, digest, key = %key.display(), "signature verified");
-            if self.cached(&sha256).is_some() {
-                return Ok((sha256, None));
-            }
-            let mut bytes = Vec::new();
-            client
-                .pull_blob(&image, layer, &mut bytes)
-                .await
-                .map_err(error)?;
-            check(reference, &bytes, &sha256)?;
-            Ok((sha256, Some(bytes)))
-        })?;
-        let path = self.blob(&sha256);
-        if let Some(bytes) = pulled {
-            self.write(&path, &bytes)?;
-        }
-        Ok(path)
-    }
-
-    fn unavailable(&self, reference: &str, cause: OciError) -> OciError {
-        OciError::Unavailable {
-            reference: reference.to_owned(),
-            cause: cause.to_string(),
-            store: self.dir.display().to_string(),
-        }
-    }
 }

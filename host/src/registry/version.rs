@@ -347,7 +347,7 @@ pub(crate) fn fetch_oci(
             policy: name.to_owned(),
         })?;
         let pin: Option<String> = definition.pinned_sha256.map(hex::encode);
-        let store = super::oci::OciStore::new(cache.dir());
+        let store = super::oci_store::OciStore::new(cache.dir());
         let path = match &definition.trusted_keys {
             Some(keys) => store.resolve_trusted(reference, pin.as_deref(), keys, ctx.credentials),
             None => store.resolve(reference, pin.as_deref(), ctx.credentials),
@@ -358,7 +358,14 @@ pub(crate) fn fetch_oci(
         })?;
         if let Some(precompiled) = definition.precompiled_sha256 {
             let pin = hex::encode(precompiled);
-            super::oci::install_precompiled(name, cache, reference, &path, &pin, ctx.credentials);
+            super::oci_store::install_precompiled(
+                name,
+                cache,
+                reference,
+                &path,
+                &pin,
+                ctx.credentials,
+            );
         }
         Ok(path)
     }

@@ -22,7 +22,6 @@
 //! until the rest fit, the new one kept.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -198,9 +197,12 @@ impl ArtifactCache {
         // SAFETY: wasmtime requires that the bytes were produced by `Component::serialize` of
         // a compatible engine and not tampered with. The entry lives in a directory that only
         // this user can write (checked in `open`), is itself this user's and writable by no one
-        // else (checked on read), was written by `put` below for this component and engine
-        // (bound inside it), and matches the sha256 written with it; wasmtime itself checks
-        // the engine compatibility and refuses a foreign artifact, which is then discarded.
+        // else (checked on read, on the handle read through: a directory swapped in by someone
+        // else holds entries that are not this user's), was written by `put` below from what
+        // this process compiled, or by `install` from an artifact the configuration pinned by
+        // sha256, for this component and engine (bound inside it), and matches the sha256
+        // written with it; wasmtime itself checks the engine compatibility and refuses a
+        // foreign artifact, which is then discarded.
         match unsafe { Component::deserialize(engine, payload) } {
             Ok(component) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
@@ -257,11 +259,18 @@ impl ArtifactCache {
     /// Makes `artifact` (a compiled artifact shipped beside a component, `rebound push
     /// --precompile`) the entry of the component whose sha256 is `component_sha256`, if it is
     /// an intact artifact of that component for this cache's engine; otherwise says why not.
-    /// wasmtime checks it again when it is loaded.
-    pub fn install(&self, component_sha256: &[u8; 32], artifact: &[u8]) -> Result<(), String> {
+    /// wasmtime checks it again when it is loaded. The artifact is native code the host will
+    /// run outside the sandbox: the registry installs one only for a sha256 its configuration
+    /// pins, which is why this is not public.
+    #[cfg(feature = "oci")]
+    pub(crate) fn install(
+        &self,
+        component_sha256: &[u8; 32],
+        artifact: &[u8],
+    ) -> Result<(), String> {
         artifact::payload(artifact, component_sha256, &self.engine_digest)?;
         let path = self.entry_path(component_sha256);
-        self.write_entry(&path, |file| file.write_all(artifact))
+        self.write_entry(&path, |file| std::io::Write::write_all(file, artifact))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 
