@@ -43,9 +43,10 @@ for features in "" executor tower wasm registry oci; do
   echo "rebound --no-default-features --features '$features'"
   cargo clippy -p rebound --no-default-features --features "$features" --locked -- -D warnings
 done
-echo "rebound-guest --features hedging (and its guide's hedging example)"
-cargo clippy -p rebound-guest --features hedging --locked -- -D warnings
-cargo test -p rebound-guest --features hedging --doc --locked
+# The workspace's targets build the guest SDK with `hedging` (its tests ask for it, so the
+# guide's hedging example runs with the other tests): here it is checked without.
+echo "rebound-guest without hedging"
+cargo clippy -p rebound-guest --locked -- -D warnings
 
 step "loom models of the retry budget's atomics (every interleaving of two threads)"
 # A target directory of its own: the cfg changes every artifact's hash.
