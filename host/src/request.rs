@@ -92,6 +92,21 @@ pub enum HttpMethod {
 }
 
 impl HttpMethod {
+    /// The method's token as RFC 9110 writes it (`GET`, `POST`, …).
+    pub const fn name(self) -> &'static str {
+        match self {
+            HttpMethod::Get => "GET",
+            HttpMethod::Post => "POST",
+            HttpMethod::Put => "PUT",
+            HttpMethod::Delete => "DELETE",
+            HttpMethod::Head => "HEAD",
+            HttpMethod::Options => "OPTIONS",
+            HttpMethod::Trace => "TRACE",
+            HttpMethod::Patch => "PATCH",
+            HttpMethod::Connect => "CONNECT",
+        }
+    }
+
     /// RFC 9110 §9.2.2: the idempotent methods are the safe ones (GET, HEAD, OPTIONS, TRACE)
     /// and PUT and DELETE.
     pub const fn is_idempotent(self) -> bool {

@@ -62,9 +62,15 @@ fn the_executor_logs_inside_request_and_attempt_spans() {
             assert_eq!(value, 42);
         });
     });
-    for attempt in 0..2 {
-        let spans =
-            format!("rebound.request{{request_id=7 request_type=get}}:rebound.attempt{{attempt={attempt}}}: ");
+    let attempts = [
+        "attempt=0 rebound.request_type=get}",
+        // OpenTelemetry's `http.request.resend_count`: on resent attempts only.
+        "attempt=1 rebound.request_type=get http.request.resend_count=1}",
+    ];
+    for attempt in attempts {
+        let spans = format!(
+            "rebound.request{{request_id=7 request_type=get}}:rebound.attempt{{{attempt}: "
+        );
         assert!(
             log.lines()
                 .any(|line| line.contains(&spans) && line.ends_with("calling the server")),
@@ -73,7 +79,7 @@ fn the_executor_logs_inside_request_and_attempt_spans() {
     }
     assert!(
         log.lines().any(|line| line.contains(
-            "rebound.request{request_id=7 request_type=get}:rebound.attempt{attempt=0}: "
+            "rebound.request{request_id=7 request_type=get}:rebound.attempt{attempt=0 rebound.request_type=get error.type=\"SOCKET_NOT_AVAILABLE\"}: "
         ) && line.contains("reason=SOCKET_NOT_AVAILABLE")),
         "the retry decision is logged in the span of the attempt whose failure it decides:\n{log}"
     );

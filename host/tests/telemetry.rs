@@ -1,6 +1,6 @@
 //! The library records its metrics through the `metrics` facade, with one
 //! set of names and labels (docs/observability.md) — a registry's decisions and the
-//! executor's request ends, once an application enables them. The names and labels are a
+//! executor's request ends, retries and retry delays, once an application enables them. The names and labels are a
 //! contract with dashboards: this snapshot fails when they change.
 
 use crate::common;
@@ -98,6 +98,13 @@ fn metric_names_and_labels_are_stable() {
             "Counter rebound_decisions_total{policy=strict,version=builtin:fail-fast,decision=cancel,reason=KV_LOCKED,cancel_reason=NO_MORE_RETRIES} 1",
             "Counter rebound_requests_total{outcome=success,attempts=2} 1",
             "Counter rebound_requests_total{outcome=timeout,attempts=7} 1",
+            // gRFC A96: retries per request that needed any, and the time without an
+            // attempt running (the timed-out one's delays, 63 ms, and its wait for the
+            // deadline, 37 ms).
+            "Histogram rebound_request_retries{outcome=success} Histogram([1.0])",
+            "Histogram rebound_request_retries{outcome=timeout} Histogram([6.0])",
+            "Histogram rebound_request_retry_delay_seconds{outcome=success} Histogram([0.001])",
+            "Histogram rebound_request_retry_delay_seconds{outcome=timeout} Histogram([0.1])",
         ]
     );
 }
@@ -169,4 +176,105 @@ fn dropped_decision_log_lines_are_counted() {
         [("rebound_decision_log_dropped_total".to_owned(), dropped)]
     );
     drop(release);
+}
+
+/// gRFC A96's `grpc.client.call.hedges` and A6's retry throttling, as the executor records
+/// them: a hedged call whose third copy answers records 2 copies sent after the first (and
+/// `rebound_hedges_total` their events); a request whose retry the throttle refuses
+/// (`RETRY_THROTTLED`) counts in `rebound_retries_throttled_total`.
+#[test]
+fn hedges_per_request_and_throttled_retries_are_recorded() {
+    use rebound::grpc::{ServiceConfig, DEFAULT_MAX_ATTEMPTS_LIMIT};
+    use rebound::throttle::{FailureCosts, ScopedThrottle, ThrottleConfig, ThrottleKind};
+    use rebound::{GrpcRetry, Orchestrator, RetryReason};
+    use std::sync::Arc;
+
+    let config = serde_json::json!({"methodConfig": [{
+        "name": [{"service": "shop.Inventory"}],
+        "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.1s"}
+    }]});
+    let config = ServiceConfig::parse(&config, DEFAULT_MAX_ATTEMPTS_LIMIT).unwrap();
+    let hedged = Executor::new(Orchestrator::new(Arc::new(GrpcRetry::new(config))));
+    let throttle = ScopedThrottle::new(
+        ThrottleConfig {
+            kind: ThrottleKind::Tokens {
+                max_tokens: 4.0,
+                token_ratio: 1.0,
+            },
+            costs: FailureCosts::default(),
+        },
+        "policy".parse().unwrap(),
+        16,
+        std::time::Instant::now(),
+    )
+    .unwrap();
+    let retries = serde_json::json!({"methodConfig": [{
+        "name": [{"service": "shop.Inventory"}],
+        "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.01s", "maxBackoff": "0.1s",
+            "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}
+    }]});
+    let retries = ServiceConfig::parse(&retries, DEFAULT_MAX_ATTEMPTS_LIMIT).unwrap();
+    let throttled = Executor::new(
+        Orchestrator::new(Arc::new(GrpcRetry::new(retries))).with_throttle(Arc::new(throttle)),
+    );
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        rebound::telemetry::enable();
+        common::paused_runtime().block_on(async {
+            let call = || {
+                Request::new(1, RequestType::Grpc, Duration::from_secs(5))
+                    .unwrap()
+                    .route("/shop.Inventory/Get")
+                    .idempotent(true)
+                    .started_at(tokio::time::Instant::now().into_std())
+            };
+            hedged
+                .run(call(), |attempt| async move {
+                    match attempt.copy() {
+                        2 => Ok(()),
+                        _ => std::future::pending::<Result<(), Failure<&str>>>().await,
+                    }
+                })
+                .await
+                .unwrap();
+            // Each failure takes a token from 4; at 2 (half) the retry is refused.
+            let unavailable = RetryReason::GrpcStatus(rebound::grpc::GrpcCode::Unavailable);
+            let result = throttled
+                .run(call(), |_| {
+                    let unavailable = unavailable.clone();
+                    async move { Err::<(), _>(Failure::reason("down", unavailable)) }
+                })
+                .await;
+            assert!(result.is_err());
+        });
+    });
+    let mut lines: Vec<String> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, ..)| {
+            let name = key.key().name();
+            name.contains("hedges") || name.contains("throttled")
+        })
+        .map(|(key, _, _, value)| {
+            let (kind, key) = key.into_parts();
+            let labels: Vec<String> = key
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            format!("{kind:?} {}{{{}}} {value:?}", key.name(), labels.join(","))
+        })
+        .collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "Counter rebound_hedges_total{event=cancelled} Counter(2)",
+            "Counter rebound_hedges_total{event=sent} Counter(2)",
+            "Counter rebound_hedges_total{event=won} Counter(1)",
+            "Counter rebound_retries_throttled_total{} Counter(1)",
+            "Histogram rebound_request_hedges{outcome=success} Histogram([2.0])",
+        ]
+    );
 }

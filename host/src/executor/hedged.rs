@@ -50,13 +50,14 @@ impl Copies<'_> {
     }
 
     /// Runs the copies as `schedule` (started as the first is sent) says, until one succeeds,
-    /// the attempt fails or the deadline passes.
+    /// the attempt fails or the deadline passes; with how many copies were sent after the
+    /// first.
     pub(super) async fn run<T, E, F, Fut>(
         &self,
         mut schedule: HedgeSchedule,
         retry: &mut RetryLoop,
         operation: &mut F,
-    ) -> Result<Result<T, Failure<E>>, Elapsed>
+    ) -> (Result<Result<T, Failure<E>>, Elapsed>, u32)
     where
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, Failure<E>>>,
@@ -150,6 +151,6 @@ impl Copies<'_> {
         for attempt in &attempts {
             settle_dropped(retry, attempt);
         }
-        ended
+        (ended, attempts.len() as u32 - 1)
     }
 }

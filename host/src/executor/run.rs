@@ -17,11 +17,11 @@ use super::settle::settle;
 use crate::decider::Decider;
 use crate::hedge::{HedgeSchedule, Hedging};
 use crate::orchestrator::Orchestrator;
-use crate::outcome::RetryError;
+use crate::outcome::{CancelReason, RetryError};
 use crate::request::Request;
 use crate::request_outcome::Outcome;
 use crate::retry_loop::{Ending, RetryLoop, Step};
-use crate::telemetry;
+use crate::telemetry::{self, RequestTally};
 
 /// Runs operations under retry handling (see the [module docs](super)).
 ///
@@ -131,34 +131,39 @@ impl<D: Decider> Executor<D> {
             .flatten();
         let mut retry = RetryLoop::new(request);
         let mut next = retry.next_attempt();
+        let mut tally = RequestTally::default();
         // Every end is reported to the decider (retry budgets follow the whole traffic), and
         // to the listener: a give-up, or a success that needed retries.
-        let report = |retry: &RetryLoop, outcome, error: Option<&RetryError>| {
-            self.decider
-                .report(retry.request(), outcome, Instant::now().into_std());
-            telemetry::record_request_end(outcome);
-            let Some(listener) = &self.listener else {
-                return;
+        let report =
+            |retry: &RetryLoop, tally: RequestTally, outcome, error: Option<&RetryError>| {
+                self.decider
+                    .report(retry.request(), outcome, Instant::now().into_std());
+                let throttled = matches!(
+                    error,
+                    Some(RetryError::RequestCanceled {
+                        reason: CancelReason::RetryThrottled(_),
+                        ..
+                    })
+                );
+                telemetry::record_request_end(outcome, RequestTally { throttled, ..tally });
+                let Some(listener) = &self.listener else {
+                    return;
+                };
+                match outcome {
+                    Outcome::Succeeded { attempts } if attempts > 1 => {
+                        listener.on_success(retry.request(), attempts)
+                    }
+                    Outcome::Succeeded { .. } => {}
+                    Outcome::Failed { .. } | Outcome::TimedOut { .. } => {
+                        listener.on_give_up(retry.request(), outcome, error)
+                    }
+                }
             };
-            match outcome {
-                Outcome::Succeeded { attempts } if attempts > 1 => {
-                    listener.on_success(retry.request(), attempts)
-                }
-                Outcome::Succeeded { .. } => {}
-                Outcome::Failed { .. } | Outcome::TimedOut { .. } => {
-                    listener.on_give_up(retry.request(), outcome, error)
-                }
-            }
-        };
         loop {
             let attempts = next.number + 1;
             // The attempt's span covers the call (or its copies) and the decision on its
-            // failure, whose ID a policy registry records in it.
-            let span = tracing::debug_span!(
-                "rebound.attempt",
-                attempt = next.number,
-                decision_id = tracing::field::Empty,
-            );
+            // failure, which a policy registry records in it.
+            let span = telemetry::attempt_span(retry.request(), next.number);
             let schedule = (hedging.as_ref())
                 .and_then(|h| HedgeSchedule::start(h, retry.request(), Instant::now().into_std()));
             let call = match schedule {
@@ -169,7 +174,9 @@ impl<D: Decider> Executor<D> {
                         breakers: breakers.as_ref(),
                         span: &span,
                     };
-                    copies.run(schedule, &mut retry, &mut operation).await
+                    let (call, hedges) = copies.run(schedule, &mut retry, &mut operation).await;
+                    tally.hedges += hedges;
+                    call
                 }
                 None => {
                     let attempt = Attempt::new(
@@ -189,13 +196,13 @@ impl<D: Decider> Executor<D> {
             let failure = match call {
                 Ok(Ok(value)) => {
                     retry.succeeded();
-                    report(&retry, Outcome::Succeeded { attempts }, None);
+                    report(&retry, tally, Outcome::Succeeded { attempts }, None);
                     return Ok(value);
                 }
                 Ok(Err(failure)) => failure,
                 Err(_deadline) => {
                     let error = retry.deadline_reached(Instant::now().into_std());
-                    report(&retry, Outcome::TimedOut { attempts }, Some(&error));
+                    report(&retry, tally, Outcome::TimedOut { attempts }, Some(&error));
                     return Err(ExecuteError::Ended { error, last: None });
                 }
             };
@@ -208,6 +215,7 @@ impl<D: Decider> Executor<D> {
             if let Some(to) = dispatched_to {
                 retry.dispatched(to);
             }
+            telemetry::record_failure(&span, cause.reason());
             let now = Instant::now().into_std();
             // The listener hears why a retry was decided.
             let reason = self.listener.as_ref().and(cause.reason().cloned());
@@ -215,7 +223,7 @@ impl<D: Decider> Executor<D> {
             let step = match decided.instrument(span).await {
                 Ok(step) => step,
                 Err(error) => {
-                    report(&retry, Outcome::Failed { attempts }, None);
+                    report(&retry, tally, Outcome::Failed { attempts }, None);
                     return Err(error.into());
                 }
             };
@@ -225,10 +233,12 @@ impl<D: Decider> Executor<D> {
                         listener.on_retry(retry.request(), reason, delay, attempt.number);
                     }
                     next = attempt;
+                    tally.retry_delay += delay;
                     tokio::time::sleep(delay).await;
                 }
                 Step::End(Ending::Ended { error: end, after }) => {
                     if !after.is_zero() {
+                        tally.retry_delay += after;
                         tokio::time::sleep(after).await;
                     }
                     let outcome = if end.is_timeout() {
@@ -236,7 +246,7 @@ impl<D: Decider> Executor<D> {
                     } else {
                         Outcome::Failed { attempts }
                     };
-                    report(&retry, outcome, Some(&end));
+                    report(&retry, tally, outcome, Some(&end));
                     return Err(ExecuteError::Ended {
                         error: end,
                         last: Some(error),
@@ -244,11 +254,11 @@ impl<D: Decider> Executor<D> {
                 }
                 // Ignored: the caller gets an error (with an empty result), not a value.
                 Step::End(Ending::Ignored(context)) => {
-                    report(&retry, Outcome::Failed { attempts }, None);
+                    report(&retry, tally, Outcome::Failed { attempts }, None);
                     return Err(ExecuteError::Ignored { error, context });
                 }
                 Step::End(Ending::NotRetried(context)) => {
-                    report(&retry, Outcome::Failed { attempts }, None);
+                    report(&retry, tally, Outcome::Failed { attempts }, None);
                     return Err(ExecuteError::NotRetried { error, context });
                 }
             }

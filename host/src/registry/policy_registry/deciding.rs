@@ -160,8 +160,22 @@ impl PolicyRegistry {
             }
         };
         let decision_id = DecisionId::next();
-        // The executor's attempt span (and any span with this field) names the decision.
-        tracing::Span::current().record("decision_id", tracing::field::display(decision_id));
+        // The attempt's span (`telemetry::attempt_span`, or any span with these fields) names
+        // the decision.
+        let span = tracing::Span::current();
+        if !span.is_disabled() {
+            span.record("rebound.decision_id", tracing::field::display(decision_id));
+            span.record("rebound.decision", decision.name());
+            match &version {
+                Ok(version) => {
+                    span.record("rebound.policy", version.name());
+                    span.record("rebound.policy.version", version.version());
+                }
+                Err(strategy) => {
+                    span.record("rebound.policy", *strategy);
+                }
+            }
+        }
         if let (Some(log), Some(logged)) = (log, logged) {
             let (input, at, shadow_answers) = *logged;
             log.record(Entry {

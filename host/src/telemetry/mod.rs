@@ -5,10 +5,20 @@
 //! [`enable`] (after installing its recorder); until then it costs one atomic load, not the
 //! label set the facade would build for every decision. Label values are bounded sets (a
 //! reason's kind, never a free-form name), so the series stay few.
+//!
+//! [`attempt_span`] is the span of an attempt and its decision; the `otlp` feature exports
+//! spans and metrics to an OpenTelemetry collector.
+
+mod spans;
+
+pub use spans::{attempt_span, record_failure};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use metrics::SharedString;
+#[cfg(feature = "executor")]
+use std::time::Duration;
+
+use metrics::{SharedString, Unit};
 
 #[cfg(feature = "registry")]
 use crate::decision::Decision;
@@ -36,6 +46,29 @@ pub const REQUESTS_TOTAL: &str = "rebound_requests_total";
 /// `cancelled` (a copy was dropped because another answered or a fatal failure ended the
 /// request).
 pub const HEDGES_TOTAL: &str = "rebound_hedges_total";
+
+/// Retries one request needed, recorded as it ends when it needed any (gRFC A96's
+/// `grpc.client.call.retries`: a request without retries records nothing). A histogram;
+/// label `outcome` as in [`REQUESTS_TOTAL`]. The executor records it; `rebound serve` records
+/// it from outcome reports.
+pub const REQUEST_RETRIES: &str = "rebound_request_retries";
+
+/// Copies of one hedged request sent after the first, recorded as it ends when it sent any
+/// (gRFC A96's `grpc.client.call.hedges`). A histogram; label `outcome`.
+pub const REQUEST_HEDGES: &str = "rebound_request_hedges";
+
+/// Time one request spent with no attempt running (its retry delays), in seconds, recorded as
+/// it ends when it needed retries (gRFC A96's `grpc.client.call.retry_delay`). A histogram;
+/// label `outcome`.
+pub const REQUEST_RETRY_DELAY: &str = "rebound_request_retry_delay_seconds";
+
+/// Requests that ended because the retry throttle refused their retry (gRFC A6 "Retry
+/// Throttling", `RETRY_THROTTLED`), counted by the executor. No labels.
+pub const RETRIES_THROTTLED_TOTAL: &str = "rebound_retries_throttled_total";
+
+/// Telemetry dropped before export because its queue was full (the collector slow or
+/// unreachable). Label `signal`: `spans`.
+pub const TELEMETRY_DROPPED_TOTAL: &str = "rebound_telemetry_dropped_total";
 
 /// What happened to copies of a hedged request ([`HEDGES_TOTAL`]'s `event`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +109,29 @@ fn describe() {
     metrics::describe_counter!(
         HEDGES_TOTAL,
         "Copies of hedged requests sent, won and cancelled, by event"
+    );
+    metrics::describe_counter!(
+        RETRIES_THROTTLED_TOTAL,
+        "Requests ended because the retry throttle refused their retry"
+    );
+    metrics::describe_counter!(
+        TELEMETRY_DROPPED_TOTAL,
+        "Telemetry dropped before export because its queue was full, by signal"
+    );
+    metrics::describe_histogram!(
+        REQUEST_RETRIES,
+        Unit::Count,
+        "Retries a request needed, for requests that needed any, by outcome"
+    );
+    metrics::describe_histogram!(
+        REQUEST_HEDGES,
+        Unit::Count,
+        "Copies of a hedged request sent after the first, for requests that sent any, by outcome"
+    );
+    metrics::describe_histogram!(
+        REQUEST_RETRY_DELAY,
+        Unit::Seconds,
+        "Time a request that needed retries spent with no attempt running, by outcome"
     );
     #[cfg(feature = "registry")]
     metrics::describe_counter!(
@@ -148,20 +204,69 @@ pub(crate) fn record_log_dropped(n: u64) {
     }
 }
 
-/// Counts a request's end.
+/// What one request did besides its attempts, recorded as it ends.
 #[cfg(feature = "executor")]
-pub(crate) fn record_request_end(outcome: Outcome) {
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RequestTally {
+    /// Copies of hedged attempts sent after each attempt's first.
+    pub hedges: u32,
+    /// Time slept between attempts.
+    pub retry_delay: Duration,
+    /// Whether the retry throttle ended it.
+    pub throttled: bool,
+}
+
+/// The `outcome` label of `outcome`, and its attempts.
+#[cfg(feature = "executor")]
+fn outcome_label(outcome: Outcome) -> (&'static str, u32) {
+    match outcome {
+        Outcome::Succeeded { attempts } => ("success", attempts),
+        Outcome::Failed { attempts } => ("failure", attempts),
+        Outcome::TimedOut { attempts } => ("timeout", attempts),
+    }
+}
+
+/// Counts a request's end, with what it did besides its attempts.
+#[cfg(feature = "executor")]
+pub(crate) fn record_request_end(outcome: Outcome, tally: RequestTally) {
     if !ENABLED.load(Ordering::Relaxed) {
         return;
     }
     const ATTEMPTS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
-    let (label, attempts) = match outcome {
-        Outcome::Succeeded { attempts } => ("success", attempts),
-        Outcome::Failed { attempts } => ("failure", attempts),
-        Outcome::TimedOut { attempts } => ("timeout", attempts),
-    };
-    let attempts = ATTEMPTS.get(attempts as usize).copied().unwrap_or("10+");
-    metrics::counter!(REQUESTS_TOTAL, "outcome" => label, "attempts" => attempts).increment(1);
+    let (label, attempts) = outcome_label(outcome);
+    let attempts_label = ATTEMPTS.get(attempts as usize).copied().unwrap_or("10+");
+    metrics::counter!(REQUESTS_TOTAL, "outcome" => label, "attempts" => attempts_label)
+        .increment(1);
+    if attempts > 1 {
+        metrics::histogram!(REQUEST_RETRIES, "outcome" => label).record(f64::from(attempts - 1));
+        metrics::histogram!(REQUEST_RETRY_DELAY, "outcome" => label)
+            .record(tally.retry_delay.as_secs_f64());
+    }
+    if tally.hedges > 0 {
+        metrics::histogram!(REQUEST_HEDGES, "outcome" => label).record(f64::from(tally.hedges));
+    }
+    if tally.throttled {
+        metrics::counter!(RETRIES_THROTTLED_TOTAL).increment(1);
+    }
+}
+
+/// Records the retries of a request that ended as `outcome` in [`REQUEST_RETRIES`] (when
+/// [`enable`]d and it needed any): for a caller told of requests' ends, as `rebound serve` is
+/// by outcome reports.
+#[cfg(feature = "executor")]
+pub fn record_request_retries(outcome: Outcome) {
+    let (label, attempts) = outcome_label(outcome);
+    if attempts > 1 && ENABLED.load(Ordering::Relaxed) {
+        metrics::histogram!(REQUEST_RETRIES, "outcome" => label).record(f64::from(attempts - 1));
+    }
+}
+
+/// Counts `n` items of `signal` dropped before export.
+#[cfg(feature = "otlp")]
+pub(crate) fn record_export_dropped(signal: &'static str, n: u64) {
+    if ENABLED.load(Ordering::Relaxed) {
+        metrics::counter!(TELEMETRY_DROPPED_TOTAL, "signal" => signal).increment(n);
+    }
 }
 
 /// Counts `n` copies to which `event` happened, in [`HEDGES_TOTAL`] (when [`enable`]d): for a
