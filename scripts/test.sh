@@ -39,7 +39,7 @@ step "clippy, warnings denied (every target of the workspace)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "each feature of the library alone, and none"
-for features in "" executor tower wasm registry oci; do
+for features in "" executor tower wasm registry oci otlp; do
   echo "rebound --no-default-features --features '$features'"
   cargo clippy -p rebound --no-default-features --features "$features" --locked -- -D warnings
 done

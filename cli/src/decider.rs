@@ -13,6 +13,7 @@ use rebound::registry::{Builtin, BuiltinPolicy, PolicyRegistry, RegistryConfig, 
 use rebound::wasm::{PolicyPre, WasmStrategy, WasmStrategyConfig};
 use rebound::{DecisionContext, DecisionId, RetryStrategy};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::wire::input::{DecideInput, Failure, InputError, PolicyChoice};
 use crate::wire::outcome::{located, OutcomeInput};
@@ -270,15 +271,21 @@ impl Decider {
             .with_error_map_spec(spec)
             .with_pushback(pushback)
             .at(now);
+        // The span of the failed attempt this decision is for, which the registry fills in
+        // (exported over OTLP when `serve` is configured to).
+        let span = rebound::telemetry::attempt_span(&request, request.retry_attempts());
+        rebound::telemetry::record_failure(&span, Some(&reason));
         let decided = match &own_strategy {
             Some(strategy) => {
                 self.registry
                     .decide_using(&mut request, &context, &**strategy)
+                    .instrument(span)
                     .await
             }
             None => self
                 .registry
                 .decide(&mut request, &context)
+                .instrument(span)
                 .await
                 .map_err(|e| {
                     let field = match e {
@@ -335,6 +342,7 @@ impl Decider {
         }
         for (request, outcome) in &checked {
             self.registry.report(request, *outcome, now);
+            rebound::telemetry::record_request_retries(*outcome);
         }
         Ok(serde_json::json!({ "recorded": checked.len() }))
     }

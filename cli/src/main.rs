@@ -32,6 +32,7 @@ mod errormap;
 mod eval;
 mod go_workspace;
 mod inspect;
+mod logging;
 mod new;
 mod oci;
 mod parse;
@@ -48,6 +49,7 @@ mod wit_typescript;
 mod workflow;
 
 use clap::{Parser, Subcommand};
+use logging::LogFormat;
 
 #[derive(Parser)]
 #[command(
@@ -62,13 +64,6 @@ struct Cli {
     log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
-}
-
-/// The format of log lines.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
 }
 
 #[derive(Subcommand)]
@@ -125,28 +120,17 @@ fn main() -> std::process::ExitCode {
 }
 
 /// Logs to standard error; `RUST_LOG` overrides the level (`info` for the server, `warn` for
-/// the tools).
+/// the tools). The server starts its logging itself, once it knows whether its configuration
+/// exports spans ([`serve::LOG_FILTER`]).
 fn init_logging(command: &Command, format: LogFormat) {
     let default = match command {
-        // One line per decision would be tens of thousands of lines a second; the metrics
-        // count decisions, the log keeps what changes (swaps, privileged actions, failures).
-        Command::Serve(_) => "info,rebound::rules=warn",
+        Command::Serve(_) => return,
         // The report gives each distinct failure once, in the policy's own words: the lines a
         // failing policy writes to stderr, and each failed call, would repeat it.
         Command::Check(_) => "warn,rebound::wasm::wasi=error,rebound::wasm::health=error",
         _ => "warn",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let lines = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => lines
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init(),
-        LogFormat::Json => lines.json().init(),
-    }
+    logging::init(default, format, None);
 }
 
 fn run() -> anyhow::Result<()> {
@@ -157,7 +141,7 @@ fn run() -> anyhow::Result<()> {
         Command::Reasons(args) => reasons::run(&args, &mut out),
         Command::Classify(args) => classify::run(&args, &mut out),
         Command::Errormap(args) => errormap::run(&args, &mut out),
-        Command::Serve(args) => serve::run(&args),
+        Command::Serve(args) => serve::run(&args, cli.log_format),
         Command::Eval(args) => eval::run(&args, &mut out),
         Command::Bench(args) => bench::run(&args, &mut out),
         Command::Build(args) => build::run(&args, &mut out),

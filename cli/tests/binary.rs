@@ -15,3 +15,4 @@ mod policy_test;
 mod serve;
 mod serve_connections;
 mod simulate;
+mod telemetry;

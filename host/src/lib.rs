@@ -143,6 +143,8 @@ pub mod hedge;
 pub mod layer;
 mod log_budget;
 mod orchestrator;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 mod outcome;
 mod pushback;
 mod reason;
@@ -230,6 +232,11 @@ struct BreakersGuideDoctests;
 #[cfg(all(doctest, feature = "executor"))]
 #[doc = include_str!("../docs/hedging.md")]
 struct HedgingGuideDoctests;
+
+/// The observability guide's Rust snippets, compiled as doctests.
+#[cfg(all(doctest, feature = "otlp"))]
+#[doc = include_str!("../docs/observability.md")]
+struct ObservabilityGuideDoctests;
 
 /// The registry guide's Rust snippets, compiled as doctests.
 #[cfg(all(doctest, feature = "registry"))]

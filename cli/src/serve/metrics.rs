@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use metrics_util::layers::FanoutBuilder;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
@@ -14,6 +15,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
+use rebound::otlp::OtlpRecorder;
 use rebound::registry::{BudgetStatus, PolicyRegistry, PolicyStatus};
 use rebound::LogBudget;
 
@@ -120,14 +122,25 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Metrics of a server deciding with `policies`.
-    pub fn new(policies: Arc<PolicyRegistry>) -> Self {
+    /// Metrics of a server deciding with `policies`, the library's also recorded into `otlp`
+    /// when given.
+    pub fn new(policies: Arc<PolicyRegistry>, otlp: Option<OtlpRecorder>) -> Self {
         let mut registry = Registry::with_prefix("rebound");
         // The library's metrics (decisions by policy, version, decision, reason and cancel
         // reason: docs/observability.md), recorded through the `metrics` facade.
         let (recorder, collector) = facade::bridge();
         registry.register_collector(Box::new(collector));
-        if metrics::set_global_recorder(recorder).is_err() {
+        let installed = match otlp {
+            None => metrics::set_global_recorder(recorder).is_ok(),
+            Some(otlp) => metrics::set_global_recorder(
+                FanoutBuilder::default()
+                    .add_recorder(recorder)
+                    .add_recorder(otlp)
+                    .build(),
+            )
+            .is_ok(),
+        };
+        if !installed {
             tracing::warn!("a metrics recorder was installed already: the library's metrics are not on /metrics");
         }
         rebound::telemetry::enable();

@@ -1,7 +1,7 @@
 //! `rebound serve`: the decision service. HTTP/JSON on a configurable address (loopback by
 //! default), the registry's policies hot-reloaded from the configuration's files, Prometheus
-//! metrics, privileged endpoints behind a bearer token, bounded connections, and a drain on
-//! SIGTERM/SIGINT that answers every request received.
+//! metrics (and OTLP export when configured), privileged endpoints behind a bearer token,
+//! bounded connections, and a drain on SIGTERM/SIGINT that answers every request received.
 
 mod admin;
 pub mod child_compiler;
@@ -15,6 +15,7 @@ mod metrics;
 mod open_files;
 mod parse_error;
 mod routes;
+mod telemetry;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -22,11 +23,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context;
+use rebound::otlp::OtlpExport;
 use rebound::registry::{IsolationConfig, PolicyRegistry, RegistryConfig};
 use rebound::wasm::TickerPriority;
 use rebound::LogBudget;
 
 use crate::decider::{Decider, FileAccess};
+use crate::logging::{self, ExtraLayer, LogFormat};
 use admin::AdminAccess;
 
 /// The environment variable holding the admin token.
@@ -72,15 +75,50 @@ fn admin_token(args: &Args) -> anyhow::Result<Option<String>> {
     Ok(std::env::var(TOKEN_VARIABLE).ok())
 }
 
+/// The server's log lines when `RUST_LOG` does not say: one line per decision would be tens of
+/// thousands of lines a second; the metrics count decisions, the log keeps what changes
+/// (swaps, privileged actions, failures).
+pub const LOG_FILTER: &str = "info,rebound::rules=warn";
+
 /// Serves until SIGTERM or SIGINT, then finishes the requests in flight.
-pub fn run(args: &Args) -> anyhow::Result<()> {
+pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
     let token = admin_token(args)?;
     let clients = args
         .client_tokens
         .as_deref()
         .map(clients::ClientTokens::load)
         .transpose()?;
-    let mut config = RegistryConfig::load(&args.config)?;
+    // Logged as the server logs (an unused table's warning), before the log knows whether
+    // the configuration exports spans.
+    let mut config = logging::before_init(LOG_FILTER, log_format, || {
+        RegistryConfig::load(&args.config)
+    })?;
+    let mut server_runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = args.workers {
+        server_runtime.worker_threads(workers);
+    }
+    let server_runtime = server_runtime.enable_all().build()?;
+    // The OTLP export (its gRPC channel runs on the server's runtime), and the log lines with
+    // its span layer beside them.
+    let export = match telemetry::wanted(&config, |name| std::env::var(name).ok()) {
+        Some(wanted) => {
+            let _inside = server_runtime.enter();
+            Some(OtlpExport::start(&wanted)?)
+        }
+        None => None,
+    };
+    let spans = export.as_ref().and_then(|export| export.layer());
+    logging::init(
+        LOG_FILTER,
+        log_format,
+        spans.map(|layer| Box::new(layer) as ExtraLayer),
+    );
+    if let Some(export) = &export {
+        tracing::info!(
+            protocol = export.protocol().name(),
+            "exporting spans and metrics over OTLP"
+        );
+    }
     // Components' calls never run on the threads serving requests (docs/serve.md).
     config
         .engine
@@ -109,12 +147,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .watch()
         .context("cannot watch the configuration's files")?;
     let policy_dir = registry.config().policy_dir;
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if let Some(workers) = args.workers {
-        runtime.worker_threads(workers);
-    }
-    let runtime = runtime.enable_all().build()?;
-    runtime.block_on(async {
+    server_runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -139,7 +172,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         let ticker = registry.runtime().ticker_priority();
         let app = Arc::new(routes::App {
-            metrics: metrics::Metrics::new(Arc::clone(&registry)),
+            metrics: metrics::Metrics::new(
+                Arc::clone(&registry),
+                export.as_ref().and_then(OtlpExport::recorder),
+            ),
             decider: Decider::new(registry, FileAccess::Inside(policy_dir.clone())),
             admin,
             clients,
@@ -175,8 +211,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .await;
         anyhow::Ok(())
     })?;
+    // The spans and metrics still held go to the collector while its channel's runtime runs.
+    if let Some(export) = export {
+        export.shutdown();
+    }
     // Nothing left to wait for: a reload still compiling on a blocking thread is abandoned.
-    runtime.shutdown_background();
+    server_runtime.shutdown_background();
     // The decision log writes the lines it holds before the process ends, within the drain
     // timeout: a sink that does not take them cannot hold the exit.
     let left = registry_at_exit.close_decision_log(args.limits.drain_timeout());

@@ -286,6 +286,10 @@ pub struct RegistryConfig {
     pub policy_breakers: BTreeMap<String, String>,
     /// The decision log (`[decision_log]`), its file's path resolved; `None`: no log.
     pub decision_log: Option<DecisionLogConfig>,
+    /// The OTLP export of spans and metrics (`[telemetry]`), which the application (or
+    /// `rebound serve`) starts; `None`: no table.
+    #[cfg(feature = "otlp")]
+    pub telemetry: Option<crate::otlp::OtlpConfig>,
 }
 
 /// A budget kept per client: each value of the request's client-context entry `key` draws

@@ -63,7 +63,17 @@ pub(super) struct RawConfig {
     pub(super) decision_log: Option<Spanned<DecisionLogConfig>>,
     #[serde(default)]
     pub(super) trust: Option<Spanned<RawTrust>>,
+    #[serde(default)]
+    pub(super) telemetry: Option<Spanned<RawTelemetry>>,
 }
+
+/// `[telemetry]`: the OTLP export, read as the `otlp` feature's schema.
+#[cfg(feature = "otlp")]
+pub(super) type RawTelemetry = crate::otlp::OtlpConfig;
+
+/// `[telemetry]` in a build without the `otlp` feature: refused whatever it holds.
+#[cfg(not(feature = "otlp"))]
+pub(super) type RawTelemetry = toml::Value;
 
 /// `[trust] keys = ["release.pub"]` as written.
 #[derive(Debug, Deserialize)]

@@ -67,6 +67,10 @@ pub(super) fn validate(
     )?;
     let decision_log = decision_log(raw.decision_log.as_ref(), base, errors)?;
     trust(raw.trust.as_ref(), &mut policies, base, errors)?;
+    #[cfg(feature = "otlp")]
+    let telemetry = telemetry(raw.telemetry, errors)?;
+    #[cfg(not(feature = "otlp"))]
+    telemetry(raw.telemetry, errors)?;
     let cache_max_bytes = match &raw.cache_max_mb {
         None => ArtifactCache::DEFAULT_MAX_BYTES,
         Some(mb) if *mb.get_ref() == 0 => {
@@ -121,6 +125,8 @@ pub(super) fn validate(
         breakers,
         policy_breakers,
         decision_log,
+        #[cfg(feature = "otlp")]
+        telemetry,
     })
 }
 
@@ -494,6 +500,39 @@ fn trust(
             raw.span(),
             "trust",
             "signed components come from OCI registries: this build lacks the `oci` feature",
+        )),
+    }
+}
+
+/// The `[telemetry]` table.
+#[cfg(feature = "otlp")]
+fn telemetry(
+    raw: Option<Spanned<super::raw::RawTelemetry>>,
+    errors: &Errors<'_>,
+) -> Result<Option<crate::otlp::OtlpConfig>, ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let span = raw.span();
+    let config = raw.into_inner();
+    config
+        .check_endpoint()
+        .map_err(|e| errors.at(span, "telemetry.endpoint", e))?;
+    Ok(Some(config))
+}
+
+/// Without the `otlp` feature nothing is exported: a `[telemetry]` table is refused.
+#[cfg(not(feature = "otlp"))]
+fn telemetry(
+    raw: Option<Spanned<super::raw::RawTelemetry>>,
+    errors: &Errors<'_>,
+) -> Result<(), ConfigError> {
+    match raw {
+        None => Ok(()),
+        Some(raw) => Err(errors.at(
+            raw.span(),
+            "telemetry",
+            "OTLP export needs the `otlp` feature, which this build lacks",
         )),
     }
 }
