@@ -342,7 +342,7 @@ impl Decider {
         }
         for (request, outcome) in &checked {
             self.registry.report(request, *outcome, now);
-            rebound::telemetry::record_request_retries(*outcome);
+            rebound::telemetry::record_retries(*outcome, None);
         }
         Ok(serde_json::json!({ "recorded": checked.len() }))
     }

@@ -11,10 +11,11 @@ use http::Extensions;
 use rebound::classify::{classify_http, Classification, DEFAULT_HTTP_RETRY_STATUSES};
 use rebound::registry::PolicyRegistry;
 use rebound::{
-    reasons, Decision, DecisionContext, HttpMethod, Pushback, Request, RequestType, RetryReason,
-    Service,
+    reasons, telemetry, Decision, DecisionContext, HttpMethod, Pushback, Request, RequestType,
+    RetryReason, Service,
 };
 use reqwest_middleware::{Middleware, Next};
+use tracing::Instrument;
 
 use crate::classify;
 
@@ -353,9 +354,15 @@ impl Middleware for ReboundMiddleware {
                 };
                 let (delay, answer) = {
                     let context = DecisionContext::new(&reason).with_pushback(pushback);
+                    // The failed attempt's span (docs/observability.md), which the registry's
+                    // decision fills in.
+                    let span = telemetry::attempt_span(&request, request.retry_attempts());
+                    telemetry::record_failure(&span, Some(&reason));
                     // Boxed, as the answer's draining below: the futures that only a failure
                     // needs are not part of every request's.
-                    let decided = Box::pin(self.registry.decide(&mut request, &context)).await;
+                    let decided = Box::pin(self.registry.decide(&mut request, &context))
+                        .instrument(span)
+                        .await;
                     match decided.map(|decided| decided.decision) {
                         Ok(Decision::Retry(plan)) => (plan.delay, answer),
                         Ok(_) => return answer.hand_back(),

@@ -9,17 +9,19 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use http::header::HeaderValue;
 use rebound::breaker::{self, Admission, BreakerOpen, NodeBreakers};
 use rebound::grpc::GrpcCode;
 use rebound::hedge::HedgeSchedule;
 use rebound::{
-    reasons, Decision, DecisionContext, Outcome, Pushback, Request, RequestType, RetryReason,
+    reasons, telemetry, Decision, DecisionContext, Outcome, Pushback, Request, RequestType,
+    RetryReason,
 };
 use tonic::body::Body as TonicBody;
 use tower_service::Service;
+use tracing::Instrument;
 
 use crate::hedged::Copies;
 use crate::layer::Shared;
@@ -257,6 +259,8 @@ where
     };
     let has_deadline = parts.headers.contains_key(GRPC_TIMEOUT);
     let mut attempt: u32 = 0;
+    // The time slept between attempts (gRFC A96's retry delay).
+    let mut slept = Duration::ZERO;
     loop {
         if attempt > 0 {
             std::future::poll_fn(|cx| inner.poll_ready(cx))
@@ -322,6 +326,10 @@ where
                         .registry
                         .report(&call.request, outcome, Instant::now());
                 }
+                let outcome = Outcome::Succeeded {
+                    attempts: attempt + 1,
+                };
+                telemetry::record_retries(outcome, Some(slept));
                 return Ok(response);
             }
         };
@@ -329,9 +337,17 @@ where
         let (reason, pushback) = failed.reason();
         let reason = reason.clone();
         let context = DecisionContext::new(&reason).with_pushback(pushback);
+        // The failed attempt's span (docs/observability.md), which the registry's decision
+        // fills in.
+        let span = telemetry::attempt_span(request, attempt);
+        telemetry::record_failure(&span, Some(&reason));
         // Boxed, as the wait below: the futures only a failure needs are not part of every
         // call's.
-        let decided = shared.registry.decide(request, &context).await;
+        let decided = shared
+            .registry
+            .decide(request, &context)
+            .instrument(span)
+            .await;
         let delay = match decided.map(|d| d.decision) {
             Ok(Decision::Retry(plan)) => plan.delay,
             ended => {
@@ -346,6 +362,7 @@ where
                 if shared.registry.counts_outcomes() {
                     shared.registry.report(request, outcome, Instant::now());
                 }
+                telemetry::record_retries(outcome, Some(slept));
                 return match failed {
                     Failed::Answered(_, _, response) => Ok(response),
                     Failed::Transport(_, error) => Err(error),
@@ -354,6 +371,7 @@ where
         };
         drop(failed);
         Box::pin(tokio::time::sleep(delay)).await;
+        slept += delay;
         attempt += 1;
     }
 }

@@ -84,6 +84,43 @@ async fn unavailable_then_ok_is_retried_with_the_attempt_count() {
     assert_eq!(previous_attempts(&seen[1].1).as_deref(), Some("1"));
 }
 
+/// gRFC A96 `grpc.client.call.retries` and `grpc.client.call.retry_delay` through the layer:
+/// a call answered UNAVAILABLE twice, then OK, records 2 retries and the time it waited: the
+/// nominal 10 + 20 ms, each times A6's jitter `random(0.8, 1.2)` (docs/observability.md).
+#[tokio::test]
+async fn a_retried_call_records_its_retries_and_their_delay() {
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    // This test's thread only: the current-thread runtime runs the call on it.
+    let _local = metrics::set_default_local_recorder(&recorder);
+    rebound::telemetry::enable();
+    let unavailable = Answer::Fail(Code::Unavailable, None);
+    let running = start(Script::new([unavailable, unavailable])).await;
+    let layer = ReboundLayer::new(registry()).idempotent(["/shop.Inventory/*"]);
+    let answer = unary(&mut client(&running, layer), "/shop.Inventory/Get", None).await;
+    assert_eq!(answer.unwrap(), b"order-17");
+    let mut recorded: Vec<(String, Vec<f64>)> = (snapshotter.snapshot().into_vec().into_iter())
+        .filter_map(|(key, _, _, value)| match value {
+            metrics_util::debugging::DebugValue::Histogram(values) => Some((
+                key.key().name().to_owned(),
+                values.into_iter().map(|v| v.into_inner()).collect(),
+            )),
+            _ => None,
+        })
+        .collect();
+    recorded.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    assert_eq!(
+        recorded[0],
+        (rebound::telemetry::REQUEST_RETRIES.to_owned(), vec![2.0])
+    );
+    assert_eq!(recorded[1].0, rebound::telemetry::REQUEST_RETRY_DELAY);
+    let [delay] = recorded[1].1[..] else {
+        panic!("{recorded:?}")
+    };
+    assert!((0.024..=0.036).contains(&delay), "{delay}");
+}
+
 /// A6 "Pushback": RESOURCE_EXHAUSTED with `grpc-retry-pushback-ms: 200` is retried after
 /// 200 ms (the policy's own backoff is 10 ms); with `-1` it is not retried and the status comes
 /// back to the caller.

@@ -15,7 +15,6 @@ pub use spans::{attempt_span, record_failure};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-#[cfg(feature = "executor")]
 use std::time::Duration;
 
 use metrics::{SharedString, Unit};
@@ -26,7 +25,6 @@ use crate::decision::Decision;
 use crate::outcome::RetryError;
 #[cfg(feature = "registry")]
 use crate::reason::RetryReason;
-#[cfg(feature = "executor")]
 use crate::request_outcome::Outcome;
 
 /// Decisions made by a policy registry. Labels: `policy`, `version`, `decision` (`retry`,
@@ -217,7 +215,6 @@ pub(crate) struct RequestTally {
 }
 
 /// The `outcome` label of `outcome`, and its attempts.
-#[cfg(feature = "executor")]
 fn outcome_label(outcome: Outcome) -> (&'static str, u32) {
     match outcome {
         Outcome::Succeeded { attempts } => ("success", attempts),
@@ -237,11 +234,7 @@ pub(crate) fn record_request_end(outcome: Outcome, tally: RequestTally) {
     let attempts_label = ATTEMPTS.get(attempts as usize).copied().unwrap_or("10+");
     metrics::counter!(REQUESTS_TOTAL, "outcome" => label, "attempts" => attempts_label)
         .increment(1);
-    if attempts > 1 {
-        metrics::histogram!(REQUEST_RETRIES, "outcome" => label).record(f64::from(attempts - 1));
-        metrics::histogram!(REQUEST_RETRY_DELAY, "outcome" => label)
-            .record(tally.retry_delay.as_secs_f64());
-    }
+    record_retries(outcome, Some(tally.retry_delay));
     if tally.hedges > 0 {
         metrics::histogram!(REQUEST_HEDGES, "outcome" => label).record(f64::from(tally.hedges));
     }
@@ -250,14 +243,18 @@ pub(crate) fn record_request_end(outcome: Outcome, tally: RequestTally) {
     }
 }
 
-/// Records the retries of a request that ended as `outcome` in [`REQUEST_RETRIES`] (when
-/// [`enable`]d and it needed any): for a caller told of requests' ends, as `rebound serve` is
-/// by outcome reports.
-#[cfg(feature = "executor")]
-pub fn record_request_retries(outcome: Outcome) {
+/// Records the retries of a request that ended as `outcome` in [`REQUEST_RETRIES`] and, when
+/// the caller slept its delays, their total in [`REQUEST_RETRY_DELAY`] (when [`enable`]d and
+/// it needed retries): for a caller that runs its own retries, as the tonic layer does, or is
+/// told of requests' ends, as `rebound serve` is by outcome reports.
+pub fn record_retries(outcome: Outcome, retry_delay: Option<Duration>) {
     let (label, attempts) = outcome_label(outcome);
-    if attempts > 1 && ENABLED.load(Ordering::Relaxed) {
-        metrics::histogram!(REQUEST_RETRIES, "outcome" => label).record(f64::from(attempts - 1));
+    if attempts <= 1 || !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
+    metrics::histogram!(REQUEST_RETRIES, "outcome" => label).record(f64::from(attempts - 1));
+    if let Some(delay) = retry_delay {
+        metrics::histogram!(REQUEST_RETRY_DELAY, "outcome" => label).record(delay.as_secs_f64());
     }
 }
 
