@@ -188,28 +188,12 @@ impl OtlpExport {
 
 /// The span exporter `config` asks for.
 fn span_exporter(config: &OtlpConfig, protocol: OtlpProtocol) -> Result<SpanExporter, OtlpError> {
-    let exporter = match protocol {
-        OtlpProtocol::Grpc => {
-            let builder = SpanExporter::builder()
-                .with_tonic()
-                .with_metadata(metadata(config)?);
-            let builder = with_common(builder, config);
-            builder.build()?
-        }
+    Ok(match protocol {
+        OtlpProtocol::Grpc => over_grpc(SpanExporter::builder().with_tonic(), config)?.build()?,
         OtlpProtocol::HttpProtobuf => {
-            let builder = SpanExporter::builder()
-                .with_http()
-                .with_http_client(PlainHttp::new(http_timeout(config)))
-                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                .with_headers(headers(config));
-            let builder = match &config.endpoint {
-                Some(endpoint) => builder.with_endpoint(signal_url(endpoint, "traces")),
-                None => builder,
-            };
-            with_timeout(builder, config).build()?
+            over_http(SpanExporter::builder().with_http(), config, "traces").build()?
         }
-    };
-    Ok(exporter)
+    })
 }
 
 /// The metric exporter `config` asks for.
@@ -217,33 +201,40 @@ fn metric_exporter(
     config: &OtlpConfig,
     protocol: OtlpProtocol,
 ) -> Result<MetricExporter, OtlpError> {
-    let exporter = match protocol {
-        OtlpProtocol::Grpc => {
-            let builder = MetricExporter::builder()
-                .with_tonic()
-                .with_metadata(metadata(config)?);
-            with_common(builder, config).build()?
-        }
+    Ok(match protocol {
+        OtlpProtocol::Grpc => over_grpc(MetricExporter::builder().with_tonic(), config)?.build()?,
         OtlpProtocol::HttpProtobuf => {
-            let builder = MetricExporter::builder()
-                .with_http()
-                .with_http_client(PlainHttp::new(http_timeout(config)))
-                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-                .with_headers(headers(config));
-            let builder = match &config.endpoint {
-                Some(endpoint) => builder.with_endpoint(signal_url(endpoint, "metrics")),
-                None => builder,
-            };
-            with_timeout(builder, config).build()?
+            over_http(MetricExporter::builder().with_http(), config, "metrics").build()?
         }
-    };
-    Ok(exporter)
+    })
 }
 
-/// A gRPC builder with the configured endpoint and timeout.
-fn with_common<B: WithExportConfig>(builder: B, config: &OtlpConfig) -> B {
+/// A gRPC exporter's builder with the configured endpoint, headers and timeout.
+fn over_grpc<B: WithExportConfig + WithTonicConfig>(
+    builder: B,
+    config: &OtlpConfig,
+) -> Result<B, OtlpError> {
+    let builder = builder.with_metadata(metadata(config)?);
     let builder = match &config.endpoint {
         Some(endpoint) => builder.with_endpoint(endpoint.clone()),
+        None => builder,
+    };
+    Ok(with_timeout(builder, config))
+}
+
+/// An HTTP/protobuf exporter's builder for `signal` (`traces`, `metrics`) with the plain-HTTP
+/// client and the configured endpoint, headers and timeout.
+fn over_http<B: WithExportConfig + WithHttpConfig>(
+    builder: B,
+    config: &OtlpConfig,
+    signal: &str,
+) -> B {
+    let builder = builder
+        .with_http_client(PlainHttp::new(http_timeout(config)))
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_headers(headers(config));
+    let builder = match &config.endpoint {
+        Some(endpoint) => builder.with_endpoint(signal_url(endpoint, signal)),
         None => builder,
     };
     with_timeout(builder, config)
