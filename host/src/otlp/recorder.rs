@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock, RwLockWriteGuard};
 
 use metrics::{
     Counter, CounterFn, Gauge, GaugeFn, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
@@ -94,7 +94,7 @@ struct Made {
 #[derive(Clone)]
 pub struct OtlpRecorder {
     meter: Meter,
-    made: Arc<Mutex<Made>>,
+    made: Arc<RwLock<Made>>,
 }
 
 impl std::fmt::Debug for OtlpRecorder {
@@ -125,17 +125,25 @@ impl OtlpRecorder {
         }
     }
 
-    fn made(&self) -> std::sync::MutexGuard<'_, Made> {
-        self.made.lock().unwrap_or_else(PoisonError::into_inner)
+    fn made(&self) -> RwLockWriteGuard<'_, Made> {
+        self.made.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The series of `key`, made with `make` the first time.
+    /// The series of `key`, made with `make` the first time: a series made already is found
+    /// under the read lock, so recording callers share it.
     fn series<I>(
         &self,
         key: &Key,
+        peek: impl Fn(&Made) -> &HashMap<Key, Arc<Series<I>>>,
         pick: impl Fn(&mut Made) -> &mut HashMap<Key, Arc<Series<I>>>,
         make: impl FnOnce(&Meter, Instrument) -> I,
     ) -> Arc<Series<I>> {
+        {
+            let made = self.made.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(series) = peek(&made).get(key) {
+                return Arc::clone(series);
+            }
+        }
         let mut made = self.made();
         if let Some(series) = pick(&mut made).get(key) {
             return Arc::clone(series);
@@ -210,6 +218,7 @@ impl Recorder for OtlpRecorder {
     fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
         Counter::from_arc(self.series(
             key,
+            |made| &made.counters,
             |made| &mut made.counters,
             |meter, made| {
                 meter
@@ -224,6 +233,7 @@ impl Recorder for OtlpRecorder {
     fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
         Gauge::from_arc(self.series(
             key,
+            |made| &made.gauges,
             |made| &mut made.gauges,
             |meter, made| {
                 meter
@@ -238,6 +248,7 @@ impl Recorder for OtlpRecorder {
     fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
         Histogram::from_arc(self.series(
             key,
+            |made| &made.histograms,
             |made| &mut made.histograms,
             |meter, made| {
                 let builder = meter
