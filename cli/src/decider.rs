@@ -60,6 +60,8 @@ pub enum FileAccess {
 pub struct Decider {
     registry: Arc<PolicyRegistry>,
     access: FileAccess,
+    /// Whether a request may name a built-in with parameters of its own.
+    request_params: bool,
     components: Mutex<HashMap<ComponentKey, Arc<WasmStrategy>>>,
     error_maps: Mutex<HashMap<PathBuf, CachedErrorMap>>,
 }
@@ -103,9 +105,17 @@ impl Decider {
         Decider {
             registry,
             access,
+            request_params: true,
             components: Mutex::default(),
             error_maps: Mutex::default(),
         }
+    }
+
+    /// Whether requests may name a built-in with parameters of their own (`serve
+    /// --no-request-params` refuses them); allowed unless said.
+    pub fn with_request_params(mut self, allowed: bool) -> Self {
+        self.request_params = allowed;
+        self
     }
 
     /// The registry.
@@ -222,6 +232,13 @@ impl Decider {
         };
         let pushback = input.pushback(SystemTime::now())?;
         let choice = match input.policy {
+            // Refused before the parameters are read.
+            Some(policy) if policy.has_params() && !self.request_params => {
+                return Err(InputError::new(
+                    "policy.params",
+                    "this server decides with its configured policies only (--no-request-params): name one of them without parameters (GET /v1/policies)",
+                ));
+            }
             Some(policy) => policy.choice()?,
             None => PolicyChoice::Routed,
         };

@@ -32,6 +32,8 @@ mod errormap;
 mod eval;
 mod go_workspace;
 mod inspect;
+#[cfg(test)]
+mod largest_allocation;
 mod logging;
 mod new;
 mod oci;
@@ -108,6 +110,10 @@ enum Command {
     #[command(hide = true)]
     CompileComponent(serve::child_compiler::CompileArgs),
 }
+
+#[cfg(test)]
+#[global_allocator]
+static ALLOCATOR: largest_allocation::Tracking = largest_allocation::Tracking;
 
 fn main() -> std::process::ExitCode {
     match run() {

@@ -14,5 +14,6 @@ mod packages;
 mod policy_test;
 mod serve;
 mod serve_connections;
+mod serve_hostile;
 mod simulate;
 mod telemetry;

@@ -118,6 +118,7 @@ pub struct Metrics {
     refused: Counter,
     privileged_refused: Counter,
     client_refused: Counter,
+    panics: Counter,
     connections: ConnectionMetrics,
 }
 
@@ -169,6 +170,12 @@ impl Metrics {
             "Decision, classify and outcome requests refused for no or an unknown client token",
             client_refused.clone(),
         );
+        let panics = Counter::default();
+        registry.register(
+            "panics",
+            "Panics in the server (a request that caused one was answered 500; the server went on)",
+            panics.clone(),
+        );
         registry.register_collector(Box::new(PolicyCollector(policies)));
         let connections = ConnectionMetrics::default();
         connections.register(&mut registry);
@@ -178,8 +185,14 @@ impl Metrics {
             refused,
             privileged_refused,
             client_refused,
+            panics,
             connections,
         }
+    }
+
+    /// The count of panics, which the panic hook adds to.
+    pub fn panics(&self) -> Counter {
+        self.panics.clone()
     }
 
     /// A request for a decision (or to classify, or an outcome report) was refused for its

@@ -13,7 +13,9 @@ mod linger;
 mod listener;
 mod metrics;
 mod open_files;
+mod panics;
 mod parse_error;
+mod privileged;
 mod routes;
 mod telemetry;
 
@@ -54,9 +56,15 @@ pub struct Args {
     /// Without it they are open to whoever can connect.
     #[arg(long)]
     client_tokens: Option<PathBuf>,
-    /// Worker threads (default: one per core).
+    /// Worker threads (default: one per core, at most 1024).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    workers: Option<u16>,
+    /// Refuse decision requests that name a built-in with parameters of their own
+    /// (`"policy": {"name": "grpc", "params": {...}}`): clients then decide with the configured
+    /// policies only. Without it such parameters are allowed, each within the bounds
+    /// docs/decision-json.md gives.
     #[arg(long)]
-    workers: Option<usize>,
+    no_request_params: bool,
     #[command(flatten)]
     limits: limits::Limits,
 }
@@ -95,7 +103,7 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
     })?;
     let mut server_runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(workers) = args.workers {
-        server_runtime.worker_threads(workers);
+        server_runtime.worker_threads(usize::from(workers));
     }
     let server_runtime = server_runtime.enable_all().build()?;
     // The OTLP export (its gRPC channel runs on the server's runtime), and the log lines with
@@ -171,18 +179,23 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
             );
         }
         let ticker = registry.runtime().ticker_priority();
+        let metrics = metrics::Metrics::new(
+            Arc::clone(&registry),
+            export.as_ref().and_then(OtlpExport::recorder),
+        );
+        panics::count_and_log(metrics.panics());
+        let decider = Decider::new(registry, FileAccess::Inside(policy_dir.clone()))
+            .with_request_params(!args.no_request_params);
         let app = Arc::new(routes::App {
-            metrics: metrics::Metrics::new(
-                Arc::clone(&registry),
-                export.as_ref().and_then(OtlpExport::recorder),
-            ),
-            decider: Decider::new(registry, FileAccess::Inside(policy_dir.clone())),
+            metrics,
+            decider,
             admin,
             clients,
             policy_dir,
             next_id: AtomicU64::new(1),
             body_timeout: args.limits.body_timeout(),
             refusal_lines: LogBudget::new(routes::REFUSAL_LINES_PER_SECOND),
+            privileged_lines: LogBudget::new(privileged::PRIVILEGED_LINES_PER_SECOND),
             draining: Arc::new(AtomicBool::new(false)),
         });
         let draining = Arc::clone(&app.draining);

@@ -16,14 +16,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use rebound::registry::RegistryError;
-use serde::Deserialize;
 use serde_json::json;
 
 use super::admin::{AdminAccess, Refusal};
 use super::clients::{ClientTokens, CLIENT_KEY};
 use super::metrics::Metrics;
+use super::{panics, privileged};
 use crate::decider::Decider;
-use crate::wire::input::{without_type_names, DecideInput, InputError};
+use crate::wire::input::{DecideInput, InputError};
 use crate::wire::output;
 use rebound::LogBudget;
 
@@ -44,6 +44,9 @@ pub struct App {
     pub body_timeout: Duration,
     /// Lines a second for refused privileged requests, which anyone who can connect can cause.
     pub refusal_lines: LogBudget,
+    /// Lines a second about privileged actions, which any local process can cause on a server
+    /// without a token.
+    pub privileged_lines: LogBudget,
     /// Set when a stop signal came: the server finishes what it received and takes no more.
     pub draining: Arc<AtomicBool>,
 }
@@ -76,8 +79,8 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route("/v1/policies", get(policies))
         .route("/v1/policies/{name}", get(policy))
-        .route("/v1/policies/{name}/shadow", post(shadow))
-        .route("/v1/policies/{name}/{action}", post(act))
+        .route("/v1/policies/{name}/shadow", post(privileged::shadow))
+        .route("/v1/policies/{name}/{action}", post(privileged::act))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -86,6 +89,7 @@ pub fn router(app: Arc<App>) -> Router {
             read_body,
         ))
         .layer(axum::middleware::map_response(json_errors))
+        .layer(panics::answered_as_500())
         .with_state(app)
 }
 
@@ -218,7 +222,7 @@ async fn method_not_allowed() -> Response {
 }
 
 /// An error answer: `{"error": {"field", "message"}}`.
-fn error(status: StatusCode, field: &str, message: &str) -> Response {
+pub(super) fn error(status: StatusCode, field: &str, message: &str) -> Response {
     (status, Json(output::input_error(field, message, None))).into_response()
 }
 
@@ -228,7 +232,9 @@ fn bad_input(app: &App, e: InputError) -> Response {
 }
 
 /// The body as UTF-8 text, or the 4xx status and message that say why not.
-fn body_text(body: &Result<Bytes, BytesRejection>) -> Result<&str, (StatusCode, String)> {
+pub(super) fn body_text(
+    body: &Result<Bytes, BytesRejection>,
+) -> Result<&str, (StatusCode, String)> {
     match body {
         Ok(bytes) => std::str::from_utf8(bytes)
             .map_err(|_| (StatusCode::BAD_REQUEST, "the body is not UTF-8 text".into())),
@@ -242,7 +248,7 @@ fn body_text(body: &Result<Bytes, BytesRejection>) -> Result<&str, (StatusCode, 
     }
 }
 
-async fn not_found() -> Response {
+pub(super) async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
         "",
@@ -386,7 +392,7 @@ async fn policy(State(app): Shared, Path(name): Path<String>) -> Response {
 
 /// The HTTP status of a refused registry operation: all are the caller's doing except an
 /// engine or cache failure.
-fn registry_error(e: &RegistryError) -> Response {
+pub(super) fn registry_error(e: &RegistryError) -> Response {
     let status = match e {
         RegistryError::UnknownPolicy { .. } | RegistryError::UnknownProfile { .. } => {
             StatusCode::NOT_FOUND
@@ -402,7 +408,7 @@ fn registry_error(e: &RegistryError) -> Response {
 
 /// Who was refused: a caller of a privileged endpoint, or a client asking for decisions.
 #[derive(Clone, Copy)]
-enum Asker {
+pub(super) enum Asker {
     Admin,
     Client,
 }
@@ -410,7 +416,7 @@ enum Asker {
 /// A refused request: counted, logged with the caller and what it asked (at most
 /// [`REFUSAL_LINES_PER_SECOND`], the next line saying how many were left out; each
 /// caller-supplied value cut to [`LOGGED_CHARS`]), answered with the refusal.
-fn refused(
+pub(super) fn refused(
     app: &App,
     asker: Asker,
     peer: SocketAddr,
@@ -449,161 +455,9 @@ fn refused(
 }
 
 /// `text` cut to [`LOGGED_CHARS`] characters.
-fn cut(text: &str) -> String {
+pub fn cut(text: &str) -> String {
     match text.char_indices().nth(LOGGED_CHARS) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_owned(),
     }
-}
-
-/// Runs a privileged `action` on policy `name` for an admitted caller, off the async
-/// threads (a reload compiles), and logs who did what and how it went.
-async fn privileged<T: serde::Serialize + Send + 'static>(
-    app: &Arc<App>,
-    headers: &HeaderMap,
-    peer: SocketAddr,
-    what: String,
-    action: impl FnOnce(&App) -> Result<T, RegistryError> + Send + 'static,
-) -> Response {
-    let who = match app.admin.admit(headers, peer) {
-        Ok(who) => who,
-        Err(refusal) => return refused(app, Asker::Admin, peer, headers, &what, &refusal),
-    };
-    let worker = Arc::clone(app);
-    let result = tokio::task::spawn_blocking(move || action(&worker)).await;
-    match result {
-        Ok(Ok(outcome)) => {
-            tracing::info!(who, what, outcome = %json!(&outcome), "privileged action done");
-            Json(outcome).into_response()
-        }
-        Ok(Err(e)) => {
-            tracing::warn!(who, what, error = %e, "privileged action refused");
-            registry_error(&e)
-        }
-        Err(join) => {
-            tracing::error!(who, what, error = %join, "privileged action panicked");
-            error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "",
-                "the action failed unexpectedly; see the server log",
-            )
-        }
-    }
-}
-
-/// Reload, rollback, promote or abandon policy `name`: the privileged actions without a body.
-async fn act(
-    State(app): Shared,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Path((name, action)): Path<(String, String)>,
-) -> Response {
-    let what = format!("{action} {name}");
-    match action.as_str() {
-        "reload" => {
-            privileged(&app, &headers, peer, what, move |app| {
-                app.decider.registry().reload(&name)
-            })
-            .await
-        }
-        "rollback" => {
-            privileged(&app, &headers, peer, what, move |app| {
-                app.decider.registry().rollback(&name)
-            })
-            .await
-        }
-        "promote" => {
-            privileged(&app, &headers, peer, what, move |app| {
-                app.decider.registry().promote(&name)
-            })
-            .await
-        }
-        "abandon" => {
-            privileged(&app, &headers, peer, what, move |app| {
-                app.decider.registry().abandon(&name)
-            })
-            .await
-        }
-        _ => not_found().await,
-    }
-}
-
-/// The body of a shadow request.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ShadowBody {
-    /// The candidate component, relative to the policy directory.
-    path: PathBuf,
-    /// Share of decisions the candidate also answers (0..=1).
-    #[serde(default = "full_sample")]
-    sample: f64,
-}
-
-fn full_sample() -> f64 {
-    1.0
-}
-
-async fn shadow(
-    State(app): Shared,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Path(name): Path<String>,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    // The admission comes first: an outsider learns nothing about the policy directory.
-    if let Err(refusal) = app.admin.admit(&headers, peer) {
-        let asked = match &body {
-            Ok(bytes) => String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned(),
-            Err(_) => "an unreadable body".to_owned(),
-        };
-        return refused(
-            &app,
-            Asker::Admin,
-            peer,
-            &headers,
-            &format!("shadow {name} with {asked}"),
-            &refusal,
-        );
-    }
-    let text = match body_text(&body) {
-        Ok(text) => text,
-        Err((status, message)) => return error(status, "", &message),
-    };
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let request: ShadowBody = match serde_path_to_error::deserialize(&mut deserializer) {
-        Ok(request) => request,
-        Err(e) => {
-            let field = e.path().to_string();
-            let message = without_type_names(&e.into_inner().to_string());
-            return error(StatusCode::BAD_REQUEST, &field, &message);
-        }
-    };
-    if !(0.0..=1.0).contains(&request.sample) {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "sample",
-            "expected a share of decisions from 0 to 1",
-        );
-    }
-    let Some(path) = crate::decider::inside(&app.policy_dir, &request.path) else {
-        tracing::warn!(%peer, policy = name, path = %request.path.display(),
-            "shadow refused: the path is not a file inside the policy directory");
-        return error(
-            StatusCode::BAD_REQUEST,
-            "path",
-            &format!(
-                "`{}` is not a file inside the policy directory",
-                request.path.display()
-            ),
-        );
-    };
-    let what = format!(
-        "shadow {name} with {} (sample {})",
-        path.display(),
-        request.sample
-    );
-    privileged(&app, &headers, peer, what, move |app| {
-        app.decider.registry().shadow(&name, &path, request.sample)
-    })
-    .await
 }

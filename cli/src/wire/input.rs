@@ -75,6 +75,11 @@ pub enum PolicyChoice {
 }
 
 impl PolicyRef {
+    /// Whether it gives parameters of its own.
+    pub fn has_params(&self) -> bool {
+        matches!(self, PolicyRef::WithParams { params, .. } if !params.is_empty())
+    }
+
     /// A name ending in `.wasm` or containing a path separator is a component file; a
     /// built-in's name with parameters is that built-in so tuned; any other name is a policy
     /// of the registry.

@@ -161,14 +161,16 @@ impl DecisionLog {
     /// the limit passed, 0 when it stopped in time. Past `limit` the writer is left to drop, and count, the rest: a sink that
     /// does not take lines (a full pipe, a stalled disk) cannot hold the caller longer.
     pub fn close_within(&self, limit: Duration) -> u64 {
-        let deadline = Instant::now() + limit;
+        // A limit past what the clock holds waits as long as the writer takes.
+        let deadline = Instant::now().checked_add(limit);
+        let before_deadline = || deadline.is_none_or(|deadline| Instant::now() < deadline);
         if let Some(lines) = &self.lines {
             // The queue may be full: its close waits for room, within the limit.
             let mut close = Message::Close;
             loop {
                 match lines.try_send(close) {
                     Ok(()) | Err(TrySendError::Disconnected(_)) => break,
-                    Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                    Err(TrySendError::Full(back)) if before_deadline() => {
                         close = back;
                         std::thread::sleep(Duration::from_millis(1));
                     }
@@ -176,7 +178,7 @@ impl DecisionLog {
                 }
             }
         }
-        while !self.stopped.load(Ordering::Acquire) && Instant::now() < deadline {
+        while !self.stopped.load(Ordering::Acquire) && before_deadline() {
             std::thread::sleep(Duration::from_millis(1));
         }
         if self.stopped.load(Ordering::Acquire) {

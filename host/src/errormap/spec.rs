@@ -84,7 +84,7 @@ impl RetrySpec {
         let mut elapsed = Duration::ZERO;
         (0u32..).map_while(move |attempt| {
             let delay = self.next_delay(attempt, elapsed)?;
-            elapsed += delay;
+            elapsed = elapsed.saturating_add(delay);
             Some(delay)
         })
     }

@@ -4,6 +4,7 @@
 use std::fmt::{self, Debug};
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -124,7 +125,10 @@ impl<D: Decider> Executor<D> {
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, Failure<E>>>,
     {
-        let deadline = Instant::from_std(request.start()) + request.timeout();
+        // A timeout past what the clock holds is as good as none: tokio's far future (30 years).
+        let deadline = Instant::from_std(request.start())
+            .checked_add(request.timeout())
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365 * 30));
         let breakers = self.decider.breakers(&request);
         let hedging = Hedging::may_hedge(&request)
             .then(|| self.decider.hedging(&request, Instant::now().into_std()))

@@ -10,11 +10,17 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::proto_json;
 use super::status::GrpcCode;
 
 /// The client-side cap on `maxAttempts` (gRFC A6 "Limits on Retries and Hedges": 5 unless
 /// the client changes it).
 pub const DEFAULT_MAX_ATTEMPTS_LIMIT: u32 = 5;
+
+/// Retries whose nominal delay is worked out when the service config is read; later ones
+/// (only a client cap above it allows them) are worked out when asked, so nothing read from a
+/// service config is sized by its numbers.
+const NOMINAL_TABLE_LEN: u32 = 64;
 
 /// A service config that gRPC would refuse: the field's path
 /// (`methodConfig[0].retryPolicy.maxAttempts`) and what was expected.
@@ -47,9 +53,9 @@ pub struct RetryPolicy {
     pub backoff_multiplier: f64,
     /// The statuses retried.
     pub retryable_status_codes: Vec<GrpcCode>,
-    /// The nominal delay of each retry counted from the last pushback, in nanoseconds, worked
-    /// out once: `min(initialBackoff × backoffMultiplier^n, maxBackoff)` for n below
-    /// `max_attempts`.
+    /// The nominal delay of the first retries counted from the last pushback (at most
+    /// [`NOMINAL_TABLE_LEN`]), in nanoseconds, worked out once:
+    /// `min(initialBackoff × backoffMultiplier^n, maxBackoff)`.
     nominal_nanos: Vec<f64>,
 }
 
@@ -57,19 +63,30 @@ impl RetryPolicy {
     /// gRFC A6 "Exponential Backoff": the nominal delay (before jitter) of a retry after
     /// `since_pushback` retries made since the last pushback (0 for the first), in nanoseconds.
     pub fn nominal_backoff_nanos(&self, since_pushback: u32) -> f64 {
-        let max = self.max_backoff.as_secs_f64() * 1e9;
         match self.nominal_nanos.get(since_pushback as usize) {
             Some(nanos) => *nanos,
-            None => max,
+            None => {
+                let max = self.max_backoff.as_secs_f64() * 1e9;
+                let exponent = i32::try_from(since_pushback).unwrap_or(i32::MAX);
+                let nanos = self.initial_backoff.as_secs_f64()
+                    * 1e9
+                    * self.backoff_multiplier.powi(exponent);
+                if nanos.is_finite() {
+                    nanos.min(max)
+                } else {
+                    max
+                }
+            }
         }
     }
 }
 
-/// `min(initial × multiplier^n, max)` in nanoseconds for each n below `attempts`.
+/// `min(initial × multiplier^n, max)` in nanoseconds for each n below `attempts` and
+/// [`NOMINAL_TABLE_LEN`].
 fn nominal_table(initial: Duration, max: Duration, multiplier: f64, attempts: u32) -> Vec<f64> {
     let max = max.as_secs_f64() * 1e9;
     let mut nanos = initial.as_secs_f64() * 1e9;
-    (0..attempts)
+    (0..attempts.min(NOMINAL_TABLE_LEN))
         .map(|_| {
             let this = if nanos.is_finite() {
                 nanos.min(max)
@@ -106,7 +123,8 @@ enum MethodPolicy {
 pub struct RetryThrottling {
     /// The tokens a server name starts with, and the most it holds (1 to 1000).
     pub max_tokens: u32,
-    /// The tokens a success gives back, to three decimal places.
+    /// The tokens a success gives back, to three decimal places, at most `max_tokens` (a
+    /// larger ratio fills the count all the same).
     pub token_ratio: f64,
 }
 
@@ -259,6 +277,11 @@ pub fn split_full_method(full_method: &str) -> Option<(&str, &str)> {
         .then_some((service, method))
 }
 
+/// The proto3 JSON duration at `path`.
+fn duration(value: &Value, path: &str, zero: bool) -> Result<Duration, ServiceConfigError> {
+    proto_json::duration(value, zero).map_err(|e| error(path, e.0))
+}
+
 fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, ServiceConfigError> {
     value.as_object().ok_or_else(|| {
         error(
@@ -328,12 +351,12 @@ fn retry_policy(
             .ok_or_else(|| error(format!("{at}.{key}"), "required"))
     };
     let max_attempts = max_attempts(policy, at, max_attempts_limit)?;
-    let initial_backoff = proto_duration(
+    let initial_backoff = duration(
         field("initialBackoff")?,
         &format!("{at}.initialBackoff"),
         false,
     )?;
-    let max_backoff = proto_duration(field("maxBackoff")?, &format!("{at}.maxBackoff"), false)?;
+    let max_backoff = duration(field("maxBackoff")?, &format!("{at}.maxBackoff"), false)?;
     let multiplier = field("backoffMultiplier")?;
     let backoff_multiplier = multiplier
         .as_f64()
@@ -401,7 +424,7 @@ fn hedging_policy(
     let policy = object(value, at)?;
     let max_attempts = max_attempts(policy, at, max_attempts_limit)?;
     let hedging_delay = match policy.get("hedgingDelay") {
-        Some(delay) => proto_duration(delay, &format!("{at}.hedgingDelay"), true)?,
+        Some(delay) => duration(delay, &format!("{at}.hedgingDelay"), true)?,
         None => Duration::ZERO,
     };
     let codes_at = format!("{at}.nonFatalStatusCodes");
@@ -451,8 +474,10 @@ fn throttling(value: &Value) -> Result<RetryThrottling, ServiceConfigError> {
                 format!("expected a number greater than 0, found `{ratio}`"),
             )
         })?;
-    // Decimal places beyond three are ignored (0.5466 is 0.546).
-    let token_ratio = (token_ratio * 1000.0).trunc() / 1000.0;
+    // Decimal places beyond three are ignored (0.5466 is 0.546). A success never gives back
+    // more than the count holds, so a larger ratio is `maxTokens`: nothing is sized or summed
+    // from a number past it.
+    let token_ratio = (token_ratio.min(max_tokens as f64) * 1000.0).trunc() / 1000.0;
     if token_ratio == 0.0 {
         return Err(error(
             "retryThrottling.tokenRatio",
@@ -463,39 +488,6 @@ fn throttling(value: &Value) -> Result<RetryThrottling, ServiceConfigError> {
         max_tokens: max_tokens as u32,
         token_ratio,
     })
-}
-
-/// A proto3 JSON `Duration`: decimal seconds with up to nine fractional digits and an `s`
-/// (`"0.1s"`, `"1s"`, `"2.000000001s"`), greater than zero unless `zero` allows it.
-fn proto_duration(value: &Value, path: &str, zero: bool) -> Result<Duration, ServiceConfigError> {
-    let least = if zero {
-        "of at least 0"
-    } else {
-        "greater than 0"
-    };
-    let expected = || {
-        error(
-            path,
-            format!("expected a duration {least} such as \"0.1s\" (proto3 JSON), found `{value}`"),
-        )
-    };
-    let text = value.as_str().ok_or_else(expected)?;
-    let seconds = text.strip_suffix('s').ok_or_else(expected)?;
-    let (whole, fraction) = seconds.split_once('.').unwrap_or((seconds, ""));
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if whole.is_empty() || !digits(whole) || !digits(fraction) || fraction.len() > 9 {
-        return Err(expected());
-    }
-    if seconds.contains('.') && fraction.is_empty() {
-        return Err(expected());
-    }
-    let whole: u64 = whole.parse().map_err(|_| expected())?;
-    let nanos: u32 = format!("{fraction:0<9}").parse().map_err(|_| expected())?;
-    let duration = Duration::new(whole, nanos);
-    if duration.is_zero() && !zero {
-        return Err(expected());
-    }
-    Ok(duration)
 }
 
 #[cfg(test)]

@@ -150,7 +150,8 @@ impl HedgeSchedule {
         };
         self.next = match self.hedging.policy().next_copy(request, &flight) {
             HedgeAction::Wait => None,
-            HedgeAction::SendAfter { after, node } => Some((now + after, node)),
+            // A delay past what the clock holds never comes: no copy.
+            HedgeAction::SendAfter { after, node } => now.checked_add(after).map(|at| (at, node)),
         };
     }
 }

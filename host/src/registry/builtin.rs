@@ -46,7 +46,7 @@ pub enum Builtin {
     Exponential,
     /// [`GrpcRetry`](crate::GrpcRetry): gRFC A6's retry policy, from `service_config` (a gRPC
     /// service config, as a JSON object or its text; required) and `max_attempts_limit` (the
-    /// client's cap on `maxAttempts`, 5 by default).
+    /// client's cap on `maxAttempts`, 5 by default, at most [`MAX_ATTEMPTS_LIMIT`]).
     Grpc,
     /// [`HttpRetry`](crate::HttpRetry): RFC 9110's idempotent retries, with `max_attempts` (3),
     /// `initial_ms` (100), `max_ms` (5000), `multiplier` (2) and `statuses` (408, 429, 500,
@@ -86,6 +86,11 @@ impl Builtin {
         Builtin::ALL.into_iter().find(|b| b.name() == name)
     }
 }
+
+/// The largest `max_attempts_limit` the `grpc` built-in takes: a client may raise gRFC A6's
+/// cap of 5, not without bound, since a decision request may name the built-in with its
+/// parameters.
+pub const MAX_ATTEMPTS_LIMIT: u32 = 100;
 
 /// A parameter of a built-in that was refused: which one (empty when the message names
 /// several) and why.
@@ -239,12 +244,12 @@ fn grpc_policy(params: &Map<String, Value>) -> Result<GrpcRetry, BuiltinParamErr
         None => DEFAULT_MAX_ATTEMPTS_LIMIT,
         Some(value) => value
             .as_u64()
-            .filter(|n| *n >= 2)
+            .filter(|n| (2..=u64::from(MAX_ATTEMPTS_LIMIT)).contains(n))
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| {
                 BuiltinParamError::new(
                     "max_attempts_limit",
-                    format!("expected an integer of at least 2, found `{value}`"),
+                    format!("expected an integer from 2 to {MAX_ATTEMPTS_LIMIT}, found `{value}`"),
                 )
             })?,
     };

@@ -37,7 +37,7 @@ mod trust;
 mod version;
 mod watch;
 
-pub use builtin::{Builtin, BuiltinParamError, BuiltinPolicy};
+pub use builtin::{Builtin, BuiltinParamError, BuiltinPolicy, MAX_ATTEMPTS_LIMIT};
 pub use client_budgets::MAX_CLIENT_BYTES;
 pub use config::{
     line_column, BreakerDefinition, BudgetScope, CacheDir, ConfigError, EngineConfig,

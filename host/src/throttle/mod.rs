@@ -59,10 +59,21 @@ pub struct ThrottleConfigError {
     pub message: String,
 }
 
+/// The most tokens a count holds (gRFC A6 "Validation of retryThrottling": `maxTokens` at
+/// most 1000); a success gives back at most as many.
+pub const MAX_TOKENS: f64 = 1000.0;
+
+/// The largest adaptive `K`: past it no retry is ever refused (the book uses 2).
+pub const MAX_K: f64 = 1000.0;
+
+/// The longest adaptive window, in milliseconds: a day.
+pub const MAX_WINDOW_MS: u64 = 86_400_000;
+
 impl ThrottleConfig {
     /// Checks the ranges as gRFC A6 validates `retryThrottling` (`maxTokens` within (0, 1000],
-    /// `tokenRatio` above 0), `K` above 0, the window at least [`SLOTS`] ms, and costs that are
-    /// finite and not negative.
+    /// `tokenRatio` above 0), with the upper bounds a host keeps so that no number is summed
+    /// past what it holds (`tokenRatio` at most [`MAX_TOKENS`], `K` at most [`MAX_K`], the
+    /// window [`SLOTS`] ms to [`MAX_WINDOW_MS`]), and costs from 0 to 1000.
     pub fn validate(&self) -> Result<(), ThrottleConfigError> {
         let refuse = |field: &str, message: String| {
             Err(ThrottleConfigError {
@@ -75,31 +86,34 @@ impl ThrottleConfig {
                 max_tokens,
                 token_ratio,
             } => {
-                if !(max_tokens > 0.0 && max_tokens <= 1000.0) {
+                if !(max_tokens > 0.0 && max_tokens <= MAX_TOKENS) {
                     return refuse(
                         "max_tokens",
-                        format!("{max_tokens} is out of range; expected above 0 and at most 1000"),
+                        format!("{max_tokens} is out of range; expected above 0 and at most {MAX_TOKENS}"),
                     );
                 }
-                if !(token_ratio > 0.0 && token_ratio.is_finite()) {
+                if !(token_ratio > 0.0 && token_ratio <= MAX_TOKENS) {
                     return refuse(
                         "token_ratio",
-                        format!("{token_ratio} is out of range; expected above 0"),
+                        format!("{token_ratio} is out of range; expected above 0 and at most {MAX_TOKENS}"),
                     );
                 }
             }
             ThrottleKind::Adaptive(config) => {
-                if !(config.k > 0.0 && config.k.is_finite()) {
+                if !(config.k > 0.0 && config.k <= MAX_K) {
                     return refuse(
                         "k",
-                        format!("{} is out of range; expected above 0", config.k),
+                        format!(
+                            "{} is out of range; expected above 0 and at most {MAX_K}",
+                            config.k
+                        ),
                     );
                 }
-                if config.window_ms < SLOTS as u64 {
+                if !(SLOTS as u64..=MAX_WINDOW_MS).contains(&config.window_ms) {
                     return refuse(
                         "window_ms",
                         format!(
-                            "{} is too short; expected at least {SLOTS}",
+                            "{} is out of range; expected {SLOTS} to {MAX_WINDOW_MS} (a day)",
                             config.window_ms
                         ),
                     );

@@ -34,14 +34,15 @@ impl TokenThrottle {
         let max = thousandths(max_tokens);
         TokenThrottle {
             max,
-            ratio: thousandths(token_ratio),
+            // A success never gives back more than the count holds.
+            ratio: thousandths(token_ratio).min(max),
             count: AtomicI64::new(max),
         }
     }
 
     /// Adds `change` (thousandths), kept within 0 and `maxTokens`; returns the new count.
     fn change(&self, change: i64) -> i64 {
-        let clamp = |count: i64| (count + change).clamp(0, self.max);
+        let clamp = |count: i64| count.saturating_add(change).clamp(0, self.max);
         // `fetch_update` retries until no other thread changed the word in between.
         let before = self
             .count

@@ -1,0 +1,161 @@
+//! `rebound serve` against what a hostile client sends (SECURITY.md "Clients of `rebound
+//! serve`"): numbers that would size an allocation, overflow a sum or an instant are refused by
+//! field or decided, and the server serves on; an operator can forbid per-request parameters;
+//! privileged calls, with or without a token, write bounded log lines.
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use crate::support::server::Server;
+
+/// A configuration of built-ins only, in a directory the server owns.
+fn builtins() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        r#"
+default_policy = "standard"
+cache_dir = false
+[watch]
+enabled = false
+[policies.standard]
+builtin = "best-effort"
+"#,
+    )
+    .unwrap();
+    dir
+}
+
+/// A `grpc` built-in named in a request with this service config and client cap.
+fn grpc_request(limit: Value, config: Value) -> Value {
+    json!({
+        "policy": {"name": "grpc", "params": {"max_attempts_limit": limit, "service_config": config}},
+        "request": {"service": "grpc", "route": "/a.B/C", "authority": "a:443", "idempotent": true},
+        "reason": {"grpc_status": "UNAVAILABLE"}
+    })
+}
+
+fn retry_policy(max_attempts: Value) -> Value {
+    json!({"methodConfig": [{"name": [{}], "retryPolicy": {
+        "maxAttempts": max_attempts, "initialBackoff": "0.1s", "maxBackoff": "1s",
+        "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})
+}
+
+/// docs/decision-json.md "Built-ins with parameters" (the `grpc` built-in's
+/// `max_attempts_limit` at most 100; gRFC A6 "Validation of retryThrottling"; proto3's
+/// `Duration` range): the request that once aborted the server is refused naming the field,
+/// a `tokenRatio` of 1e308 is decided (a success fills the count all the same), a
+/// `hedgingDelay` past the proto3 range and a timeout past the clock are answered, and the
+/// server keeps answering with no panic in its log.
+#[test]
+fn numbers_that_would_size_or_overflow_are_refused_by_field_and_the_server_serves_on() {
+    let server = Server::start_in(builtins(), "127.0.0.1:0", None);
+    let killer = grpc_request(
+        json!(4_294_967_295_u64),
+        retry_policy(json!(4_294_967_295_u64)),
+    );
+    let (status, answer) = server.post("/v1/decide", killer);
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["field"], "policy.params.max_attempts_limit");
+    // Many at once, with the cap the server accepts: each answered, none stalls the rest.
+    let big = grpc_request(json!(100), retry_policy(json!(20_000_000)));
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let (base, body) = (server.authority().to_owned(), big.to_string());
+            std::thread::spawn(move || {
+                ureq::post(&format!("http://{base}/v1/decide"))
+                    .header("Content-Type", "application/json")
+                    .send(&body)
+                    .map(|r| r.status().as_u16())
+            })
+        })
+        .collect();
+    for handle in handles {
+        assert_eq!(handle.join().unwrap().unwrap(), 200);
+    }
+    let mut throttled = retry_policy(json!(3));
+    throttled["retryThrottling"] = json!({"maxTokens": 10, "tokenRatio": 1e308});
+    let (status, answer) = server.post("/v1/decide", grpc_request(json!(5), throttled));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["decision"], "retry", "{answer}");
+    let hedged = json!({"methodConfig": [{"name": [{}], "hedgingPolicy": {
+        "maxAttempts": 3, "hedgingDelay": "18446744073709551615s"}}]});
+    let (status, answer) = server.post("/v1/decide", grpc_request(json!(5), hedged));
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(
+        answer["error"]["field"],
+        "policy.params.service_config.methodConfig[0].hedgingPolicy.hedgingDelay"
+    );
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("proto3 Duration range"));
+    let forever = json!({"reason": "KV_LOCKED", "request": {"timeout_ms": u64::MAX}, "pushback_ms": i64::MAX});
+    let (status, answer) = server.post("/v1/decide", forever);
+    assert_eq!(status, 200, "{answer}");
+    let (status, _) = server.call("GET", "/health", "", None);
+    assert_eq!(status, 200);
+    let (success, log) = server.terminate();
+    assert!(success, "{log}");
+    assert!(!log.contains("panic"), "{log}");
+}
+
+/// docs/serve.md "Who may ask for decisions": `--no-request-params` refuses a built-in named
+/// with parameters before they are read, and still decides with the configured policies.
+#[test]
+fn an_operator_can_forbid_per_request_parameters() {
+    let dir = builtins();
+    let server =
+        Server::start_with_options(&dir.path().join("rebound.toml"), &["--no-request-params"]);
+    let (status, answer) =
+        server.post("/v1/decide", grpc_request(json!(5), retry_policy(json!(3))));
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["field"], "policy.params");
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("--no-request-params"));
+    let (status, answer) = server.post(
+        "/v1/decide",
+        json!({"policy": "http", "request": {"service": "http"}, "reason": {"http_status": 503}}),
+    );
+    assert_eq!(status, 200, "a built-in named without parameters: {answer}");
+    let (status, answer) = server.post("/v1/decide", json!({"reason": "KV_LOCKED"}));
+    assert_eq!(status, 200, "{answer}");
+}
+
+/// SECURITY.md "Clients of `rebound serve`", the log: without an admin token any local process
+/// is admitted to the privileged endpoints, and what it names (a 60 KB policy name or shadow
+/// path) reaches the log cut to 128 characters, at most ten lines a second.
+#[test]
+fn privileged_calls_without_a_token_write_bounded_lines() {
+    let server = Server::start_in(builtins(), "127.0.0.1:0", None);
+    let long = "n".repeat(60_000);
+    let started = Instant::now();
+    let calls = 100;
+    for _ in 0..calls {
+        let (status, _) = server.call("POST", &format!("/v1/policies/{long}/reload"), "", None);
+        assert_eq!(status, 404);
+        let body = json!({"path": long}).to_string();
+        let (status, _) = server.call("POST", "/v1/policies/standard/shadow", &body, None);
+        assert_eq!(status, 400);
+    }
+    let seconds = started.elapsed().as_secs() + 1;
+    let (success, log) = server.terminate();
+    assert!(success, "{log}");
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("nnnn")).collect();
+    assert!(!lines.is_empty(), "the calls are logged: {log}");
+    assert!(
+        lines.iter().all(|line| line.len() < 1024),
+        "every line cut: {}",
+        lines.iter().map(|l| l.len()).max().unwrap()
+    );
+    let most = 10 * seconds as usize + 10;
+    assert!(
+        lines.len() <= most,
+        "{} lines in {seconds} s for {} calls",
+        lines.len(),
+        2 * calls
+    );
+}
