@@ -329,7 +329,8 @@ impl Decider {
     /// Records the outcome reports in `text` (one object or an array): each request's end
     /// reaches the retry budget of the policy that decides for it. Nothing is recorded unless
     /// every report is valid; a report naming an unknown policy is refused. `client`, a
-    /// client-context entry and value, is set on every report's request.
+    /// client-context entry and the authenticated client's name, is set on every report's
+    /// request, which is then decided for that client.
     pub fn record_outcomes(
         &self,
         text: &str,
@@ -338,7 +339,7 @@ impl Decider {
         let mut reports = OutcomeInput::parse_all(text)?;
         if let Some((key, name)) = client {
             for (_, report) in &mut reports {
-                report.set_context(key, name);
+                report.set_client(key, name);
             }
         }
         let now = Instant::now();

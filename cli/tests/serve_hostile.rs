@@ -159,3 +159,93 @@ fn privileged_calls_without_a_token_write_bounded_lines() {
         2 * calls
     );
 }
+
+fn sha256_hex(token: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// SECURITY.md "Clients of `rebound serve`", throttle scopes: with `--client-tokens`, a
+/// client's failures throttle its own scopes only (six failures from `mallory` to an
+/// authority leave `alice`'s retries to it untouched), and a thousand junk authorities leave
+/// a new authority a throttle of its own, not one drained and shared.
+#[test]
+fn no_client_can_throttle_another_s_scopes_or_poison_new_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        r#"
+default_policy = "http"
+cache_dir = false
+[watch]
+enabled = false
+[throttles.per-authority]
+kind = "tokens"
+max_tokens = 10
+token_ratio = 0.1
+per = "authority"
+[policies.http]
+builtin = "http"
+throttle = "per-authority"
+"#,
+    )
+    .unwrap();
+    let tokens = dir.path().join("clients.toml");
+    std::fs::write(
+        &tokens,
+        format!(
+            "[clients.alice]\ntoken_sha256 = \"{}\"\n[clients.mallory]\ntoken_sha256 = \"{}\"\n",
+            sha256_hex("alice-token"),
+            sha256_hex("mallory-token")
+        ),
+    )
+    .unwrap();
+    let server = Server::start_with_options(
+        &dir.path().join("rebound.toml"),
+        &["--client-tokens", tokens.to_str().unwrap()],
+    );
+    let failure = |authority: &str| {
+        json!({"request": {"service": "http", "method": "GET", "authority": authority},
+               "reason": {"http_status": 503}})
+        .to_string()
+    };
+    let decide = |token: &str, authority: &str| {
+        let (status, answer) = server.call("POST", "/v1/decide", &failure(authority), Some(token));
+        assert_eq!(status, 200, "{answer}");
+        answer["decision"].as_str().unwrap().to_owned()
+    };
+    for _ in 0..6 {
+        decide("mallory-token", "shop.example");
+    }
+    assert_eq!(
+        decide("mallory-token", "shop.example"),
+        "cancel",
+        "mallory's own scope"
+    );
+    assert_eq!(
+        decide("alice-token", "shop.example"),
+        "retry",
+        "alice's scope is hers"
+    );
+    for n in 0..1_100 {
+        decide("mallory-token", &format!("junk{n}.example"));
+    }
+    assert_eq!(
+        decide("mallory-token", "new.example"),
+        "retry",
+        "a new scope of its own"
+    );
+    let (_, status) = server.call("GET", "/v1/policies", "", None);
+    let throttle = &status["throttles"][0];
+    assert!(
+        throttle["scopes"].as_u64().unwrap() <= 1024 * 11 / 10,
+        "{throttle}"
+    );
+    assert!(
+        throttle["scopes_evicted"].as_u64().unwrap() > 0,
+        "{throttle}"
+    );
+}

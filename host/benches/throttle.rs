@@ -1,9 +1,11 @@
 //! What a retry throttle adds to a decision, and what its accounting per outcome costs, on one
 //! thread and with two threads on one throttle, measured in one run beside the decision without
-//! a throttle and printed as a table.
+//! a throttle and printed as a table; then the latency of decisions on one authority while
+//! another thread names new authorities without end, at the largest `max_scopes`.
 //! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --bench throttle`.
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -131,5 +133,82 @@ fn main() {
     println!(
         "| adaptive throttle: a failure counted (2 threads on one throttle) | {:.1} | |",
         ns(two_adaptive)
+    );
+    flooded(&orchestrator, &template);
+}
+
+/// The most scopes a `[throttles]` table may keep (`max_scopes`).
+const MOST_SCOPES: usize = 100_000;
+
+/// Decisions on one authority, one at a time, with and without a second thread naming a new
+/// authority at every call (each a new scope, past the table's capacity of [`MOST_SCOPES`]
+/// after a moment): the 50th and 99th percentile and the longest, printed as a table.
+fn flooded(orchestrator: &Orchestrator, template: &Request) {
+    let throttle = Arc::new(
+        ScopedThrottle::new(
+            tokens(),
+            ThrottleScope::Authority,
+            MOST_SCOPES,
+            Instant::now(),
+        )
+        .unwrap(),
+    );
+    let unrelated = template.clone().authority("api.example");
+    let sample = |count: usize| {
+        let mut took: Vec<Duration> = (0..count)
+            .map(|_| {
+                let started = Instant::now();
+                decide(orchestrator, &unrelated, Some(&throttle));
+                started.elapsed()
+            })
+            .collect();
+        took.sort();
+        let at = |q: f64| took[((took.len() - 1) as f64 * q) as usize];
+        (at(0.5), at(0.99), took[took.len() - 1])
+    };
+    let quiet = sample(300_000);
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood = {
+        let (throttle, stop) = (Arc::clone(&throttle), Arc::clone(&stop));
+        let template = template.clone();
+        std::thread::spawn(move || {
+            let mut named = 0_u64;
+            while !stop.load(Ordering::Relaxed) {
+                let request = template.clone().authority(format!("junk-{named}.example"));
+                let now = Instant::now();
+                throttle
+                    .for_request(&request, now)
+                    .failed_at(FailureClass::Other, now);
+                named += 1;
+            }
+            named
+        })
+    };
+    // Past the capacity before measuring: every new name evicts one.
+    while throttle.forgotten().0 == 0 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let busy = sample(300_000);
+    stop.store(true, Ordering::Relaxed);
+    let named = flood.join().unwrap();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!();
+    println!("| decisions on one authority, max_scopes {MOST_SCOPES} | p50 (µs) | p99 (µs) | longest (µs) |");
+    println!("| --- | ---: | ---: | ---: |");
+    for (row, (p50, p99, most)) in [
+        ("alone", quiet),
+        ("while another thread names new authorities", busy),
+    ] {
+        println!(
+            "| {row} | {:.2} | {:.2} | {:.1} |",
+            us(p50),
+            us(p99),
+            us(most)
+        );
+    }
+    println!(
+        "\n{named} authorities named; {} scopes evicted, {} held",
+        throttle.forgotten().0,
+        throttle.each().len() - 1
     );
 }

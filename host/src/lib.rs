@@ -120,7 +120,6 @@
 
 mod action;
 pub mod backoff;
-mod bounded_map;
 pub mod breaker;
 mod budget;
 mod cassandra_types;
@@ -156,6 +155,7 @@ mod retry_loop;
 mod rules;
 #[cfg(feature = "registry")]
 mod sampling;
+mod scope_store;
 mod strategy;
 mod striped;
 #[cfg(any(feature = "executor", feature = "registry"))]

@@ -309,6 +309,7 @@ pub struct Request {
     profile: Option<Arc<str>>,
     authority: Option<Arc<str>>,
     route: Option<Arc<str>>,
+    caller: Option<Arc<str>>,
     /// Retries made when the last one the server's pushback timed was recorded.
     pushback_base: u32,
 }
@@ -357,6 +358,7 @@ impl Request {
             profile: None,
             authority: None,
             route: None,
+            caller: None,
             pushback_base: 0,
         })
     }
@@ -438,6 +440,16 @@ impl Request {
     /// call's server name.
     pub fn authority(mut self, authority: impl Into<Arc<str>>) -> Self {
         self.authority = Some(authority.into());
+        self
+    }
+
+    /// Names the authenticated caller this request is decided for (`rebound serve
+    /// --client-tokens` names the client whose token it carried). State kept per name the
+    /// request carries (a throttle per authority, node or client-context value) is kept per
+    /// caller too, so that one caller's failures never throttle another's scope. Only a layer
+    /// that authenticated the caller should set it.
+    pub fn caller(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.caller = Some(name.into());
         self
     }
 
@@ -553,6 +565,11 @@ impl Request {
     /// The authority (an HTTP host, a gRPC server name), if set.
     pub fn authority_name(&self) -> Option<&str> {
         self.authority.as_deref()
+    }
+    /// The authenticated caller it is decided for, if one was named
+    /// ([`caller`](Self::caller)).
+    pub fn caller_name(&self) -> Option<&str> {
+        self.caller.as_deref()
     }
     /// The route (an HTTP path or route name, a gRPC call's full method name), if set.
     pub fn route_name(&self) -> Option<&str> {

@@ -293,7 +293,7 @@ async fn a_throttle_at_its_threshold_sends_no_copy() {
     )
     .unwrap();
     throttle
-        .for_value(None, Instant::now())
+        .for_value("", None, Instant::now())
         .failed_at(rebound::throttle::FailureClass::Other, Instant::now());
     let executor = Executor::new(grpc(4, "0.1s").with_throttle(Arc::new(throttle)));
     let sent = Sent::default();

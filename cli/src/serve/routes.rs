@@ -335,6 +335,7 @@ async fn decide(
     };
     if let Some(Extension(Client(name))) = &client {
         input.request.set_context(CLIENT_KEY, name);
+        input.request.set_caller(name);
     }
     match app.decider.decide(input, id).await {
         Ok(answer) => {

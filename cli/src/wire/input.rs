@@ -179,12 +179,21 @@ pub struct RequestSpec {
     authority: Option<String>,
     route: Option<String>,
     retries_since_pushback: Option<u32>,
+    /// The authenticated client, never read from the JSON.
+    #[serde(skip)]
+    caller: Option<String>,
 }
 
 impl RequestSpec {
     /// Sets the client-context entry `key` to `value`, replacing what the request said.
     pub fn set_context(&mut self, key: &str, value: &str) {
         self.client_context.insert(key.to_owned(), value.to_owned());
+    }
+
+    /// Names the authenticated client the request is decided for
+    /// ([`Request::caller`](rebound::Request::caller)).
+    pub fn set_caller(&mut self, name: &str) {
+        self.caller = Some(name.to_owned());
     }
 }
 
@@ -330,6 +339,9 @@ impl DecideInput {
         }
         if let Some(authority) = &spec.authority {
             request = request.authority(authority.as_str());
+        }
+        if let Some(caller) = &spec.caller {
+            request = request.caller(caller.as_str());
         }
         if let Some(route) = &spec.route {
             if request_type == RequestType::Grpc && split_full_method(route).is_none() {

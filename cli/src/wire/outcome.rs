@@ -44,9 +44,11 @@ enum Reports {
 }
 
 impl OutcomeInput {
-    /// Sets the request's client-context entry `key` to `value`, replacing what it said.
-    pub fn set_context(&mut self, key: &str, value: &str) {
+    /// Sets the request's client-context entry `key` to `value`, replacing what it said, and
+    /// names `value` the authenticated client the report comes from.
+    pub fn set_client(&mut self, key: &str, value: &str) {
         self.request.set_context(key, value);
+        self.request.set_caller(value);
     }
 
     /// The reports in `text` (an object or an array of objects), each with where it is in

@@ -172,7 +172,9 @@ pub struct ThrottleStatus {
     pub policies: Vec<String>,
     /// The scopes with a throttle of their own.
     pub scopes: usize,
-    /// Retries refused (RETRY_THROTTLED; every scope's).
+    /// Scopes evicted to make room for others (those least in use).
+    pub scopes_evicted: u64,
+    /// Retries refused (RETRY_THROTTLED; every scope's, evicted ones included).
     pub refusals: u64,
     /// The common throttle's token count (`tokens`).
     pub tokens: Option<f64>,
@@ -186,6 +188,7 @@ impl ThrottleStatus {
         let now = Instant::now();
         let (config, scope, _) = throttle.made_with();
         let each = throttle.each();
+        let (evicted, forgotten_refusals) = throttle.forgotten();
         let (tokens, refusal_probability) = match each[0].1.level_at(now) {
             ThrottleLevel::Tokens(tokens) => (Some(tokens), None),
             ThrottleLevel::RefusalProbability(p) => (None, Some(p)),
@@ -199,7 +202,8 @@ impl ThrottleStatus {
             per: scope.to_string(),
             policies,
             scopes: each.len() - 1,
-            refusals: each.iter().map(|(_, t)| t.refusals()).sum(),
+            scopes_evicted: evicted,
+            refusals: forgotten_refusals + each.iter().map(|(_, t)| t.refusals()).sum::<u64>(),
             tokens,
             refusal_probability,
         }

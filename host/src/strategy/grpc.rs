@@ -101,9 +101,7 @@ impl SyncStrategy for GrpcRetry {
         // says stop; a failed attempt takes a token before the threshold is looked at.
         let stopped = matches!(context.pushback(), Some(Pushback::Stop));
         let throttled = match &self.throttle {
-            Some(throttle) if retryable || stopped => {
-                throttle.failed(request.authority_name().unwrap_or_default())
-            }
+            Some(throttle) if retryable || stopped => throttle.failed(request),
             _ => false,
         };
         // Attempts made so far: the original and every retry.
@@ -143,7 +141,7 @@ impl SyncStrategy for GrpcRetry {
     /// A6: every successful call gives `tokenRatio` back to its server name's count.
     fn record_outcome(&self, request: &Request, outcome: Outcome) {
         if let (Some(throttle), Outcome::Succeeded { .. }) = (&self.throttle, outcome) {
-            throttle.succeeded(request.authority_name().unwrap_or_default());
+            throttle.succeeded(request);
         }
     }
 }

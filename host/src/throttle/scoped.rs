@@ -1,18 +1,20 @@
 //! A throttle kept per scope (`[throttles.NAME] per = …`): one for every request of the
 //! policies that name it (`policy`), or one per node the request was last sent to (`node`),
 //! per authority (`authority`, gRFC A6's "per server name") or per value of a client-context
-//! entry (`client_context.KEY`, e.g. a tenant). Requests without the scope's value, values
-//! longer than 256 bytes and values past
-//! `max_scopes` share the common throttle, so a client naming many scopes cannot grow the
-//! host's memory; the scopes are read without a lock.
+//! entry (`client_context.KEY`, e.g. a tenant). The scopes are named by what requests carry,
+//! so they live in a bounded store that evicts the scopes least in use rather than growing
+//! (`scope_store`), and they are kept per caller when the request names one
+//! ([`Request::caller`]): with authenticated callers, one caller's failures never throttle
+//! another's scope. Requests without the scope's value, and values longer than 256 bytes,
+//! count in the common throttle.
 
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::{RetryThrottle, ThrottleConfig, ThrottleConfigError};
-use crate::bounded_map::BoundedMap;
 use crate::request::Request;
+use crate::scope_store::ScopeStore;
 
 /// What a throttle is kept per.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,11 +82,12 @@ pub struct ScopedThrottle {
     config: ThrottleConfig,
     scope: ThrottleScope,
     common: Arc<RetryThrottle>,
-    scopes: BoundedMap<RetryThrottle>,
+    scopes: ScopeStore<RetryThrottle>,
 }
 
 impl ScopedThrottle {
-    /// Throttles as `config` says, one per value of `scope` up to `max_scopes`.
+    /// Throttles as `config` says, one per value of `scope` (and caller), about `max_scopes`
+    /// of them at most.
     pub fn new(
         config: ThrottleConfig,
         scope: ThrottleScope,
@@ -95,7 +98,7 @@ impl ScopedThrottle {
             config,
             scope,
             common: Arc::new(RetryThrottle::new(config, now)?),
-            scopes: BoundedMap::new(max_scopes),
+            scopes: ScopeStore::new(max_scopes, RetryThrottle::refusals),
         })
     }
 
@@ -106,26 +109,34 @@ impl ScopedThrottle {
 
     /// The throttle `request` counts in at `now`.
     pub fn for_request(&self, request: &Request, now: Instant) -> Arc<RetryThrottle> {
-        self.for_value(self.scope.of(request), now)
+        let caller = request.caller_name().unwrap_or_default();
+        self.for_value(caller, self.scope.of(request), now)
     }
 
-    /// The throttle of the scope's `value` (`None` or empty: the common one) at `now`.
-    pub fn for_value(&self, value: Option<&str>, now: Instant) -> Arc<RetryThrottle> {
+    /// The throttle of the scope's `value` for `caller` (`""`: none) at `now`; `value` `None`
+    /// or empty: the common one.
+    pub fn for_value(&self, caller: &str, value: Option<&str>, now: Instant) -> Arc<RetryThrottle> {
         let config = self.config;
         value
             .and_then(|value| {
-                self.scopes.get_or_add(value, || {
+                self.scopes.get_or_add(caller, value, || {
                     RetryThrottle::new(config, now).expect("validated when the common one was made")
                 })
             })
             .unwrap_or_else(|| Arc::clone(&self.common))
     }
 
-    /// The common throttle and each scope's, by value (`""` for the common one).
+    /// The common throttle and each scope's, by value (`""` for the common one, `caller/value`
+    /// for a caller's).
     pub fn each(&self) -> Vec<(String, Arc<RetryThrottle>)> {
         let mut each = vec![(String::new(), Arc::clone(&self.common))];
         each.extend(self.scopes.each());
         each
+    }
+
+    /// Scopes evicted to make room for others, and the retries their throttles had refused.
+    pub fn forgotten(&self) -> (u64, u64) {
+        self.scopes.forgotten()
     }
 }
 
@@ -191,23 +202,47 @@ mod tests {
         assert!(throttles.for_request(&request(), now).allows_retry_at(now));
     }
 
-    /// Values past `max_scopes` share the common throttle: memory stays bounded.
+    /// docs/decisions.md "Throttle scopes": past `max_scopes`, a new value still gets a
+    /// throttle of its own (the scopes least in use are evicted), so junk values cannot make
+    /// every later one share a drained throttle; memory stays bounded.
     #[test]
-    fn values_past_the_limit_share_the_common_throttle() {
-        let throttles = scoped("client_context.tenant", 4);
+    fn values_past_the_limit_get_their_own_throttle_and_memory_stays_bounded() {
+        let throttles = scoped("client_context.tenant", 64);
         let now = Instant::now();
-        for n in 0..10 {
-            let r = request().context("tenant", format!("t{n}"));
+        for n in 0..1_100 {
+            let r = request().context("tenant", format!("junk{n}"));
+            for _ in 0..2 {
+                throttles
+                    .for_request(&r, now)
+                    .failed_at(FailureClass::Other, now);
+            }
+        }
+        let fresh = request().context("tenant", "real");
+        assert!(throttles.for_request(&fresh, now).allows_retry_at(now));
+        assert!(
+            throttles.for_request(&request(), now).allows_retry_at(now),
+            "the common one"
+        );
+        let held = throttles.each().len() - 1;
+        assert!(held <= 64 + 64 / 10, "{held} scopes held");
+        let (evicted, _) = throttles.forgotten();
+        assert!(evicted > 1_000, "{evicted} evicted");
+    }
+
+    /// SECURITY.md "Clients of `rebound serve`": a caller's failures throttle its own scope
+    /// only; the same authority under another caller is untouched.
+    #[test]
+    fn one_caller_cannot_throttle_another_s_scope() {
+        let throttles = scoped("authority", 16);
+        let now = Instant::now();
+        let attacker = request().authority("victim.example").caller("attacker");
+        let victim = request().authority("victim.example").caller("victim");
+        for _ in 0..6 {
             throttles
-                .for_request(&r, now)
+                .for_request(&attacker, now)
                 .failed_at(FailureClass::Other, now);
         }
-        let each = throttles.each();
-        assert_eq!(each.len(), 5, "the common one and four tenants");
-        assert_eq!(
-            each[0].1.level_at(now),
-            crate::throttle::ThrottleLevel::Tokens(0.0),
-            "six tenants' failures in the common throttle"
-        );
+        assert!(!throttles.for_request(&attacker, now).allows_retry_at(now));
+        assert!(throttles.for_request(&victim, now).allows_retry_at(now));
     }
 }
