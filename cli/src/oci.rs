@@ -135,7 +135,8 @@ fn precompile(args: &PushArgs, bytes: &[u8]) -> anyhow::Result<CompiledArtifact>
 
 /// Runs `rebound pull`.
 pub fn pull(args: &PullArgs, out: &mut impl Write) -> anyhow::Result<()> {
-    let bytes = oci::pull(&args.reference, &credentials()?)?;
+    let limit = rebound::registry::EngineConfig::DEFAULT_MAX_COMPONENT_BYTES;
+    let bytes = oci::pull(&args.reference, &credentials()?, limit)?;
     let output = match &args.output {
         Some(path) => path.clone(),
         None => {

@@ -644,3 +644,169 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
         .unwrap()
         .block_on(future)
 }
+
+/// The store a configuration of `config`'s shape keeps pulled components in.
+fn stored_blobs(cache: &Path) -> usize {
+    std::fs::read_dir(cache.join("oci/blobs")).map_or(0, |dir| dir.count())
+}
+
+/// SECURITY.md "Policies from registries": a component layer larger than `[engine]
+/// max_component_bytes`, by the size its manifest gives, is refused before the download,
+/// naming the limit, pinned or not, and nothing is stored.
+#[test]
+fn a_component_past_the_size_limit_is_refused_before_it_is_downloaded() {
+    let registry = Registry::start();
+    let reference = registry.reference("large");
+    push("best_effort", &reference);
+    let size = std::fs::metadata(guest("best_effort")).unwrap().len();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    for (name, component) in [
+        ("tag", format!("{{ oci = \"{reference}\" }}")),
+        (
+            "pinned",
+            format!(
+                "{{ oci = \"{reference}\", sha256 = \"{}\" }}",
+                sha256_of("best_effort")
+            ),
+        ),
+    ] {
+        let file = config(dir.path(), &format!("{name}.toml"), &cache, &component);
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        text.push_str(&format!("[engine]\nmax_component_bytes = {}\n", size / 2));
+        std::fs::write(&file, text).unwrap();
+        let refused = decide(&file).unwrap_err();
+        assert!(
+            refused.contains(&format!("larger than the limit of {} bytes", size / 2))
+                && refused.contains("not downloaded"),
+            "{name}: {refused}"
+        );
+        assert_eq!(stored_blobs(&cache), 0, "{name}: nothing stored");
+    }
+}
+
+/// SECURITY.md "Policies from registries": under a `[trust]` table a precompiled layer is
+/// native code from the registry, so it is installed only when it is a layer of the artifact
+/// whose signature holds; one pushed beside it, unsigned, is not used and the component is
+/// compiled.
+#[test]
+fn under_a_trust_table_a_precompiled_layer_must_be_part_of_the_signed_artifact() {
+    let registry = Registry::start();
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let (release, release_pub) = key_pair(dir, "release");
+    let guest_path = guest("best_effort");
+    let signed_with_layer = registry.reference("signed-with-layer");
+    let said = String::from_utf8(success_stdout(rebound().args([
+        "push",
+        guest_path.to_str().unwrap(),
+        &signed_with_layer,
+        "--precompile",
+        "--sign",
+        release.to_str().unwrap(),
+    ])))
+    .unwrap();
+    let pin = precompiled_pin(&said);
+    let best = sha256_of("best_effort");
+    let host = |name: &str, reference: &str| {
+        let component =
+            format!("{{ oci = \"{reference}\", sha256 = \"{best}\", precompiled = \"{pin}\" }}");
+        trusting(dir, name, &component, &release_pub)
+    };
+    let (origin, _) = load_origin(&host("signed", &signed_with_layer));
+    assert_eq!(
+        origin,
+        Some(CodeOrigin::Cached),
+        "the signed artifact's own layer"
+    );
+
+    // The component alone, signed; the same compiled layer pushed beside it, unsigned.
+    let signed_alone = registry.reference("signed-alone");
+    success_stdout(rebound().args([
+        "push",
+        guest_path.to_str().unwrap(),
+        &signed_alone,
+        "--sign",
+        release.to_str().unwrap(),
+    ]));
+    success_stdout(rebound().args([
+        "push",
+        guest_path.to_str().unwrap(),
+        &registry.reference("unsigned-layer"),
+        "--precompile",
+    ]));
+    let (origin, _) = load_origin(&host("unsigned-layer", &signed_alone));
+    assert_eq!(
+        origin,
+        Some(CodeOrigin::Compiled),
+        "a layer outside the signed artifact"
+    );
+}
+
+/// Uploads `bytes` as a blob of the test repository; its digest.
+fn upload_blob(registry: &Registry, bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = format!("sha256:{}", hex_of(&Sha256::digest(bytes)));
+    let base = format!(
+        "http://{}/v2/policies/retry/blobs/uploads/",
+        registry.address
+    );
+    let started = ureq::post(&base).send_empty().unwrap();
+    let location = started.headers()["Location"].to_str().unwrap().to_owned();
+    let location = if location.starts_with("http") {
+        location
+    } else {
+        format!("http://{}{location}", registry.address)
+    };
+    let separator = if location.contains('?') { '&' } else { '?' };
+    ureq::put(&format!("{location}{separator}digest={digest}"))
+        .header("Content-Type", "application/octet-stream")
+        .send(bytes)
+        .unwrap();
+    digest
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SECURITY.md "Policies from registries": a signature whose payload the manifest says is
+/// larger than 64 KiB is not read (its size is checked before the download), and the
+/// component it would sign is refused, naming why.
+#[test]
+fn an_oversized_signature_payload_is_not_read() {
+    let registry = Registry::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, release_pub) = key_pair(dir.path(), "release");
+    let reference = registry.reference("huge-signature");
+    let said = push("best_effort", &reference);
+    let digest = manifest_digest(&said);
+    let payload = vec![b'x'; 300 << 10];
+    let layer = upload_blob(&registry, &payload);
+    let config = upload_blob(&registry, b"{}");
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config, "size": 2},
+        "layers": [{
+            "mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
+            "digest": layer,
+            "size": payload.len(),
+            "annotations": {"dev.cosignproject.cosign/signature": "MEUCIQ=="}
+        }]
+    });
+    ureq::put(&format!(
+        "http://{}/v2/policies/retry/manifests/{}.sig",
+        registry.address,
+        digest.replace(':', "-")
+    ))
+    .header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+    .send(manifest.to_string().as_bytes())
+    .unwrap();
+    let component = format!("{{ oci = \"{reference}\" }}");
+    let refused = decide(&trusting(dir.path(), "huge", &component, &release_pub)).unwrap_err();
+    assert!(
+        refused.contains("larger than 65536 bytes; not read"),
+        "{refused}"
+    );
+}

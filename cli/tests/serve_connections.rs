@@ -800,3 +800,33 @@ fn ready_until_a_stop_signal_starts_the_drain() {
     let (success, log, _) = server.wait_exit(Duration::from_secs(15));
     assert!(success, "{log}");
 }
+
+/// docs/serve.md "Connections and shutdown": connections the kernel accepted before the
+/// SIGTERM, still waiting in the socket's backlog (the process stopped while fifty clients
+/// connected and sent their request), are each taken and answered before the socket closes:
+/// none is reset, and the log counts them.
+#[test]
+fn on_sigterm_connections_still_in_the_backlog_are_answered() {
+    let dir = config();
+    let mut server = serve(dir.path(), &[]);
+    server.signal("STOP");
+    let mut clients: Vec<TcpStream> = (0..50).map(|_| connect(&server)).collect();
+    for client in &mut clients {
+        client
+            .write_all(decide_request(STANDARD).as_bytes())
+            .unwrap();
+    }
+    server.signal("TERM");
+    server.signal("CONT");
+    for (i, client) in clients.iter_mut().enumerate() {
+        let answer = read_response(client);
+        assert_eq!(
+            answer.as_ref().map(|a| a.0),
+            Some(200),
+            "client {i}: {answer:?}"
+        );
+    }
+    let (success, log, _) = server.wait_exit(Duration::from_secs(15));
+    assert!(success, "{log}");
+    assert!(log.contains("every request received was answered"), "{log}");
+}

@@ -249,3 +249,85 @@ throttle = "per-authority"
         "{throttle}"
     );
 }
+
+/// docs/registry.md "Ranges of the numeric settings" and "Versions, reloads and rollback": a
+/// configuration whose numbers once aborted the server or killed its reload thread (a
+/// decision-log buffer of 2^63 − 1, a throttle's `token_ratio` of 1e308) is refused at start
+/// with the file, line and field, and at a reload the same way while the running configuration
+/// serves on; the next good file is still reloaded, and the status says the reload path runs.
+#[test]
+fn a_bad_number_at_reload_is_refused_as_at_start_and_reloads_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rebound.toml");
+    let good = |policy: &str| {
+        format!(
+            "default_policy = \"{policy}\"\ncache_dir = false\n[watch]\ndebounce_ms = 20\n[policies.{policy}]\nbuiltin = \"best-effort\"\n"
+        )
+    };
+    let hostile = [
+        (
+            "[decision_log]\nbuffer = 9223372036854775807\n",
+            "decision_log.buffer",
+            8,
+        ),
+        (
+            "[throttles.t]\nkind = \"tokens\"\nmax_tokens = 10\ntoken_ratio = 1e308\n",
+            "throttles.t.token_ratio",
+            7,
+        ),
+    ];
+    for (extra, field, line) in hostile {
+        std::fs::write(&file, good("first") + extra).unwrap();
+        let refused = std::process::Command::new(env!("CARGO_BIN_EXE_rebound"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(!refused.status.success());
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(said.contains(&format!("rebound.toml:{line}:")), "{said}");
+        assert!(said.contains(field), "{said}");
+    }
+    std::fs::write(&file, good("first")).unwrap();
+    let server = Server::start(&file, "127.0.0.1:0", None);
+    let health = |wanted: &str| {
+        let started = Instant::now();
+        loop {
+            let (_, health) = server.call("GET", "/health", "", None);
+            if health["status"] == wanted {
+                return health;
+            }
+            assert!(started.elapsed().as_secs() < 20, "no {wanted}: {health}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    for (extra, field, _) in hostile {
+        std::fs::write(&file, good("first") + extra).unwrap();
+        let said = health("degraded");
+        assert!(
+            said["config_error"].as_str().unwrap().contains(field),
+            "{said}"
+        );
+        let (status, answer) = server.post("/v1/decide", json!({"reason": "KV_LOCKED"}));
+        assert_eq!(
+            (status, &answer["policy"]),
+            (200, &json!("first")),
+            "{answer}"
+        );
+        std::fs::write(&file, good("first")).unwrap();
+        health("ok");
+    }
+    std::fs::write(&file, good("second")).unwrap();
+    let started = Instant::now();
+    loop {
+        let (_, answer) = server.post("/v1/decide", json!({"reason": "KV_LOCKED"}));
+        if answer["policy"] == "second" {
+            break;
+        }
+        assert!(started.elapsed().as_secs() < 20, "never reloaded: {answer}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (_, status) = server.call("GET", "/v1/policies", "", None);
+    assert_eq!(status["watching"], "running", "{status}");
+    assert_eq!(status["reload_panics"], 0, "{status}");
+}

@@ -369,3 +369,60 @@ fn hedging_cuts_a_slow_node_s_p99_for_some_load() {
     assert!(peak > 1.0 && peak < 1.5, "{peak}");
     assert_eq!(count(hedged, "succeeded"), count(standard, "succeeded"));
 }
+
+/// docs/simulate.md "The comparison": each compared policy decides every request of its own
+/// run, whatever the configuration routes (`[[routes]]`, budgets, throttles and breakers
+/// attached to the other policies); a configuration with routes simulates as one without.
+#[test]
+fn a_configuration_with_routes_simulates_each_policy_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        r#"
+default_policy = "standard"
+cache_dir = false
+[watch]
+enabled = false
+[budgets.b]
+percent = 10
+[policies.standard]
+builtin = "best-effort"
+budget = "b"
+[policies.http]
+builtin = "http"
+[[routes]]
+protocol = "http"
+policy = "http"
+"#,
+    )
+    .unwrap();
+    let path = dir.path().join("routes.toml");
+    std::fs::write(
+        &path,
+        r#"
+description = "a configuration with routes"
+seed = 5
+duration_s = 5
+[compare]
+config = "rebound.toml"
+policies = ["standard", "http"]
+[workload]
+rate_per_s = 50
+[[workload.mix]]
+type = "get"
+weight = 1
+[[fault]]
+kind = "tmpfail"
+rate = 0.4
+from_s = 1
+until_s = 3
+"#,
+    )
+    .unwrap();
+    let report = simulate(&path, &dir.path().join("routes.svg"), &[]);
+    assert!(
+        count(policy(&report, "standard"), "succeeded") > 0,
+        "{report}"
+    );
+    assert!(count(policy(&report, "http"), "succeeded") > 0, "{report}");
+}

@@ -146,6 +146,7 @@ mod orchestrator;
 pub mod otlp;
 mod outcome;
 mod pushback;
+mod ranges;
 mod reason;
 #[cfg(feature = "registry")]
 pub mod registry;

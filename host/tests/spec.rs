@@ -27,6 +27,7 @@ mod pushback;
 mod reasons;
 mod registry;
 mod registry_config;
+mod registry_ranges;
 mod registry_routes;
 mod request;
 mod retry_loop;

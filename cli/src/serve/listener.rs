@@ -1,7 +1,8 @@
 //! The accept loop of `rebound serve`: at most `max_connections` connections at once (one
 //! past it is answered 503 at once, unread, and closed so that the answer is delivered;
 //! counted and logged at most once a second), and
-//! the drain on SIGTERM/SIGINT: stop accepting, let every connection answer what its client
+//! the drain on SIGTERM/SIGINT: take the connections the kernel had already accepted (closing
+//! the socket would reset them), stop accepting, let every connection answer what its client
 //! sent, then exit — when all are done, when the drain timeout passes, or at a second signal.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,27 +32,84 @@ pub const REFUSING_AT_ONCE: usize = 32;
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(20);
 
 /// How a drain ended.
-enum Drained {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drained {
+    /// Every connection answered what it had received.
     AllAnswered,
+    /// The drain timeout passed first.
     TimedOut,
+    /// A second stop signal came first.
     SecondSignal,
 }
 
+/// What an accepted connection needs: the cap's slots, the router, the limits, the drain
+/// signal and the metrics.
+struct Accepting {
+    slots: Arc<Semaphore>,
+    refusing: Arc<Semaphore>,
+    router: Router,
+    limits: Arc<Limits>,
+    drain: watch::Receiver<bool>,
+    metrics: ConnectionMetrics,
+    refused: AtomicU64,
+}
+
+impl Accepting {
+    /// Serves `stream` on a task of `connections`, or refuses it with a 503 past the cap.
+    fn take(&self, connections: &mut JoinSet<()>, stream: TcpStream, peer: std::net::SocketAddr) {
+        match Arc::clone(&self.slots).try_acquire_owned() {
+            Ok(slot) => {
+                // Answers are small and wanted at once.
+                let _ = stream.set_nodelay(true);
+                let (router, limits, drain, metrics) = (
+                    self.router.clone(),
+                    Arc::clone(&self.limits),
+                    self.drain.clone(),
+                    self.metrics.clone(),
+                );
+                metrics.opened();
+                connections.spawn(async move {
+                    connection::serve(stream, peer, router, limits, drain, metrics.clone()).await;
+                    metrics.ended();
+                    drop(slot);
+                });
+            }
+            Err(_) => {
+                refuse(stream, &self.refusing);
+                self.metrics.refused();
+                let total = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+                if let Some(left_out) = self.metrics.line_allowed() {
+                    tracing::warn!(%peer, max_connections = self.limits.max_connections,
+                        refused_total = total, left_out,
+                        "connection refused: too many connections open");
+                }
+            }
+        }
+    }
+}
+
 /// Serves `router` on `listener` within `limits` until `stop` resolves, then drains; `stop`
-/// resolving again during the drain (a second signal) ends it at once.
+/// resolving again during the drain (a second signal) ends it at once. Says how the drain
+/// ended, and what is left of the drain timeout.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
     metrics: ConnectionMetrics,
     mut stop: impl FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
-) {
+) -> (Drained, Duration) {
     let limits = Arc::new(limits);
-    let slots = Arc::new(Semaphore::new(limits.max_connections as usize));
-    let refusing = Arc::new(Semaphore::new(REFUSING_AT_ONCE));
     let (draining, drain) = watch::channel(false);
+    let accepting = Accepting {
+        slots: Arc::new(Semaphore::new(limits.max_connections as usize)),
+        refusing: Arc::new(Semaphore::new(REFUSING_AT_ONCE)),
+        router,
+        limits: Arc::clone(&limits),
+        drain,
+        metrics: metrics.clone(),
+        refused: AtomicU64::new(0),
+    };
     let mut connections = JoinSet::new();
-    let refused = AtomicU64::new(0);
     let first_stop = stop();
     tokio::pin!(first_stop);
     loop {
@@ -59,30 +117,7 @@ pub async fn serve(
             () = &mut first_stop => break,
             Some(_) = connections.join_next() => {}
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => match Arc::clone(&slots).try_acquire_owned() {
-                    Ok(slot) => {
-                        // Answers are small and wanted at once.
-                        let _ = stream.set_nodelay(true);
-                        let (router, limits, drain, metrics) =
-                            (router.clone(), Arc::clone(&limits), drain.clone(), metrics.clone());
-                        metrics.opened();
-                        connections.spawn(async move {
-                            connection::serve(stream, peer, router, limits, drain, metrics.clone()).await;
-                            metrics.ended();
-                            drop(slot);
-                        });
-                    }
-                    Err(_) => {
-                        refuse(stream, &refusing);
-                        metrics.refused();
-                        let total = refused.fetch_add(1, Ordering::Relaxed) + 1;
-                        if let Some(left_out) = metrics.line_allowed() {
-                            tracing::warn!(%peer, max_connections = limits.max_connections,
-                                refused_total = total, left_out,
-                                "connection refused: too many connections open");
-                        }
-                    }
-                },
+                Ok((stream, peer)) => accepting.take(&mut connections, stream, peer),
                 Err(error) => {
                     if let Some(left_out) = metrics.line_allowed() {
                         tracing::warn!(%error, left_out, "cannot accept a connection");
@@ -92,12 +127,32 @@ pub async fn serve(
             },
         }
     }
+    let stopped = std::time::Instant::now();
+    // The connections the kernel completed before the stop wait in the socket's backlog, and
+    // closing the socket would reset them: each is taken (and answered) first.
+    // One that has sent nothing yet is told 503: the server is going away.
+    let (mut queued, mut told_503) = (0_u64, 0_u64);
+    while let Ok(Ok((stream, peer))) = tokio::time::timeout(Duration::ZERO, listener.accept()).await
+    {
+        queued += 1;
+        let mut byte = [0u8; 1];
+        let sent = tokio::time::timeout(Duration::ZERO, stream.peek(&mut byte)).await;
+        if matches!(sent, Ok(Ok(n)) if n > 0) {
+            accepting.take(&mut connections, stream, peer);
+        } else {
+            refuse(stream, &accepting.refusing);
+            metrics.refused();
+            told_503 += 1;
+        }
+    }
     drop(listener);
     let open = connections.len();
     tracing::info!(
         open,
+        queued,
+        told_503,
         drain_timeout_ms = limits.drain_timeout_ms,
-        "stopped accepting; answering the requests received"
+        "stopped accepting (the connections already queued taken); answering the requests received"
     );
     let answers_before = metrics.answers();
     let _ = draining.send(true);
@@ -129,6 +184,10 @@ pub async fn serve(
         }
     }
     connections.abort_all();
+    (
+        ended,
+        limits.drain_timeout().saturating_sub(stopped.elapsed()),
+    )
 }
 
 /// Tells a connection past the cap so and closes it: what its client has sent is read and

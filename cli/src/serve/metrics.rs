@@ -308,6 +308,13 @@ impl Collector for PolicyCollector {
             MetricType::Counter,
         )?;
         ConstCounter::new(status.config_reload_failures).encode(config_reload_failures)?;
+        let reload_panics = encoder.encode_descriptor(
+            "reload_panics",
+            "Reload steps that panicked (each caught: the running configuration stayed and reloads went on)",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(status.reload_panics).encode(reload_panics)?;
         let per_budget: [BudgetCounter; 3] = [
             (
                 "budget_deposits",

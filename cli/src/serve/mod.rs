@@ -207,13 +207,14 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
         println!("rebound serve listening on http://{local}");
         tracing::info!(%local, config = %args.config.display(), ?limits, ?ticker_asked, ?ticker,
             "serving");
-        listener::serve(
+        let stop_signals = Arc::clone(&signals);
+        let (ended, left) = listener::serve(
             listener,
             routes::router(app),
             limits,
             connections,
             move || {
-                let (signals, draining) = (Arc::clone(&signals), Arc::clone(&draining));
+                let (signals, draining) = (Arc::clone(&stop_signals), Arc::clone(&draining));
                 Box::pin(async move {
                     signals.lock().await.next().await;
                     // `/ready` says so from now on.
@@ -222,12 +223,26 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
             },
         )
         .await;
+        // The spans and metrics still held go to the collector while its channel's runtime
+        // runs, within what the drain left of its timeout, unless a signal says stop now.
+        if let Some(export) = export {
+            if ended == listener::Drained::SecondSignal {
+                tracing::warn!("OTLP: the spans and metrics still held are not exported (second signal)");
+            } else {
+                let flushed = tokio::task::spawn_blocking(move || export.shutdown());
+                tokio::select! {
+                    _ = flushed => {}
+                    () = tokio::time::sleep(left) => tracing::warn!(
+                        "OTLP: the spans and metrics still held were not exported within the drain timeout"
+                    ),
+                    () = async { signals.lock().await.next().await } => tracing::warn!(
+                        "OTLP: the export of the spans and metrics still held was cut short (a signal)"
+                    ),
+                }
+            }
+        }
         anyhow::Ok(())
     })?;
-    // The spans and metrics still held go to the collector while its channel's runtime runs.
-    if let Some(export) = export {
-        export.shutdown();
-    }
     // Nothing left to wait for: a reload still compiling on a blocking thread is abandoned.
     server_runtime.shutdown_background();
     // The decision log writes the lines it holds before the process ends, within the drain

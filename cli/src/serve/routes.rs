@@ -15,7 +15,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use rebound::registry::RegistryError;
+use rebound::registry::{RegistryError, Watching};
 use serde_json::json;
 
 use super::admin::{AdminAccess, Refusal};
@@ -271,12 +271,18 @@ async fn ready(State(app): Shared) -> Response {
 }
 
 /// `ok`, or `degraded` (still answering) while the configuration or a policy failed its last
-/// reload, or a policy is quarantined: each problem named.
+/// reload, the reload thread stopped, or a policy is quarantined: each problem named.
 async fn health(State(app): Shared) -> Response {
     let status = app.decider.registry().status();
     let mut problems = Vec::new();
     if let Some(error) = &status.config_error {
         problems.push(json!({"configuration": status.config_file, "error": error}));
+    }
+    if status.watching == Watching::Stopped {
+        problems.push(json!({
+            "configuration": status.config_file,
+            "error": "the reload thread stopped: changes to the configuration and the policies are no longer reloaded (restart the server)",
+        }));
     }
     for policy in &status.policies {
         if let Some(error) = &policy.last_error {

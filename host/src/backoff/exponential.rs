@@ -52,9 +52,15 @@ pub struct ExponentialBackoff {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ExponentialBackoffConfig {
-    #[serde(default = "default_min_ms")]
+    #[serde(
+        default = "default_min_ms",
+        deserialize_with = "crate::ranges::within::<_, _, 0, 86_400_000>"
+    )]
     pub min_ms: u64,
-    #[serde(default = "default_max_ms")]
+    #[serde(
+        default = "default_max_ms",
+        deserialize_with = "crate::ranges::within::<_, _, 0, 86_400_000>"
+    )]
     pub max_ms: u64,
     #[serde(default = "default_factor")]
     pub factor: f64,

@@ -56,7 +56,8 @@ pub struct DecisionLogConfig {
     pub mask: Vec<String>,
     /// Lines that may wait for the writer (besides the writer's own 8 KiB output buffer). A
     /// decision never waits for the log: when the buffer is full its line is dropped and
-    /// counted.
+    /// counted. 1 to 100 000 (each waiting line holds its decision: about 40 MB at most).
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 100_000>")]
     pub buffer: usize,
 }
 

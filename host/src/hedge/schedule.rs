@@ -188,6 +188,38 @@ mod tests {
         Request::new(1, RequestType::Get, Duration::from_secs(1)).unwrap()
     }
 
+    /// Wants its next copy after the longest delay there is.
+    #[derive(Debug)]
+    struct Never;
+
+    impl HedgingPolicy for Never {
+        fn name(&self) -> &str {
+            "never"
+        }
+        fn next_copy(&self, _: &Request, _: &InFlight<'_>) -> HedgeAction {
+            HedgeAction::SendAfter {
+                after: Duration::MAX,
+                node: NodeChoice::Next,
+            }
+        }
+        fn is_fatal(&self, _: &Request, _: &RetryReason) -> bool {
+            false
+        }
+    }
+
+    /// SECURITY.md "Clients of `rebound serve`", numbers: a delay past what the clock holds
+    /// (a `hedgingDelay` of 2^64 − 1 s) is no copy at all, never a panic adding it to an
+    /// instant.
+    #[test]
+    fn a_delay_past_the_clock_sends_no_copy() {
+        let hedging = Hedging::new(Arc::new(Never));
+        let now = Instant::now();
+        let mut schedule = HedgeSchedule::start(&hedging, &get(), now).unwrap();
+        assert_eq!(schedule.next_due(), None);
+        assert_eq!(schedule.send_due(&get(), now), None);
+        assert_eq!(schedule.copies(), 1);
+    }
+
     /// The host caps the copies at `MAX_COPIES` whatever the policy asks.
     #[test]
     fn copies_stop_at_the_host_s_limit() {

@@ -46,12 +46,17 @@ pub struct OtlpConfig {
     /// `OTEL_EXPORTER_OTLP_HEADERS`.
     pub headers: BTreeMap<String, String>,
     /// How long one export may take, in milliseconds. Unset: `OTEL_EXPORTER_OTLP_TIMEOUT`,
-    /// then 10 s.
+    /// then 10 s. 1 to 600 000.
+    #[serde(deserialize_with = "crate::ranges::within_if_set::<_, _, 1, 600_000>")]
     pub timeout_ms: Option<u64>,
-    /// How often metrics are exported, in milliseconds. Default: 60 000 (the SDK's).
+    /// How often metrics are exported, in milliseconds. Default: 60 000 (the SDK's); 1 to
+    /// 86 400 000.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 86_400_000>")]
     pub metrics_interval_ms: u64,
     /// Spans held for export at most; a span ended while the queue is full is dropped and
-    /// counted (the SDK logs the first drop and, at shutdown, how many). Default: 2048.
+    /// counted (the SDK logs the first drop and, at shutdown, how many). Default: 2048; 1 to
+    /// 100 000.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 100_000>")]
     pub max_queued_spans: usize,
     /// The `service.name` resource attribute. Unset: `OTEL_SERVICE_NAME`, then `rebound`.
     pub service_name: Option<String>,

@@ -92,6 +92,10 @@ impl Builtin {
 /// parameters.
 pub const MAX_ATTEMPTS_LIMIT: u32 = 100;
 
+/// The largest backoff factor (`factor`, `multiplier`) a built-in takes: past it the second
+/// delay is the maximum already.
+const MAX_FACTOR: f64 = 1000.0;
+
 /// A parameter of a built-in that was refused: which one (empty when the message names
 /// several) and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -170,7 +174,10 @@ fn terminal_reasons(names: Value) -> Result<Vec<ReasonKind>, BuiltinParamError> 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CassandraParams {
-    #[serde(default = "driver_max_retries")]
+    #[serde(
+        default = "driver_max_retries",
+        deserialize_with = "crate::ranges::within::<_, _, 0, 100>"
+    )]
     max_retries: u32,
 }
 
@@ -183,8 +190,11 @@ fn driver_max_retries() -> u32 {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ExponentialParams {
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 100>")]
     max_attempts: u32,
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 86_400_000>")]
     initial_ms: u64,
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 86_400_000>")]
     max_ms: u64,
     multiplier: f64,
     #[serde(default)]
@@ -201,11 +211,20 @@ struct ExponentialParams {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HttpParams {
-    #[serde(default = "http_max_attempts")]
+    #[serde(
+        default = "http_max_attempts",
+        deserialize_with = "crate::ranges::within::<_, _, 1, 100>"
+    )]
     max_attempts: u32,
-    #[serde(default = "http_initial_ms")]
+    #[serde(
+        default = "http_initial_ms",
+        deserialize_with = "crate::ranges::within::<_, _, 1, 86_400_000>"
+    )]
     initial_ms: u64,
-    #[serde(default = "http_max_ms")]
+    #[serde(
+        default = "http_max_ms",
+        deserialize_with = "crate::ranges::within::<_, _, 1, 86_400_000>"
+    )]
     max_ms: u64,
     #[serde(default = "http_multiplier")]
     multiplier: f64,
@@ -311,6 +330,12 @@ fn backoff(
 ) -> Result<ExponentialBackoff, BuiltinParamError> {
     use crate::backoff::BackoffConfigError as E;
     let [min_name, max_name, factor_name, jitter_name] = names;
+    if factor > MAX_FACTOR {
+        return Err(BuiltinParamError::new(
+            factor_name,
+            format!("{factor} is out of range; expected a number from 1 to {MAX_FACTOR}"),
+        ));
+    }
     ExponentialBackoff::new(
         Duration::from_millis(min_ms),
         Duration::from_millis(max_ms),
@@ -321,7 +346,7 @@ fn backoff(
         let (param, expected) = match &error {
             E::ZeroMin => (min_name, "at least 1 (ms)".to_owned()),
             E::MaxBelowMin { .. } => (max_name, format!("at least {min_name} ({min_ms})")),
-            E::BadFactor(_) => (factor_name, "a number of at least 1".to_owned()),
+            E::BadFactor(_) => (factor_name, format!("a number from 1 to {MAX_FACTOR}")),
             E::BadJitter(_) => (jitter_name, "a fraction from 0 to 1".to_owned()),
         };
         BuiltinParamError::new(param, format!("{error}; expected {expected}"))

@@ -22,10 +22,13 @@ pub mod oci;
 #[cfg(feature = "oci")]
 mod oci_credentials;
 #[cfg(feature = "oci")]
+mod oci_pull;
+#[cfg(feature = "oci")]
 mod oci_signature;
 #[cfg(feature = "oci")]
 mod oci_store;
 mod policy_registry;
+mod reload_path;
 mod route;
 mod shadow;
 mod slot;
@@ -53,6 +56,7 @@ pub use oci_credentials::{
 #[cfg(feature = "oci")]
 pub use oci_signature::{ComponentSigner, KeyError, TrustedKey};
 pub use policy_registry::{Decided, PolicyRegistry};
+pub use reload_path::Watching;
 pub use route::Route;
 pub use shadow::{Shadow, ShadowStatus};
 pub use slot::ReloadOutcome;

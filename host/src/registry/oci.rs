@@ -1,25 +1,25 @@
 //! Components kept in an OCI registry, the way Spin, wasmCloud and Kubewarden ship them
 //! (the CNCF OCI Wasm artifact layout: one `application/wasm` layer). `push` and `pull` speak
 //! the distribution protocol through `oci-client`, with the credential given for the registry
-//! (`oci_credentials.rs`). `push` can add the component's compiled artifact for one engine
-//! configuration as a second layer (`rebound push --precompile`), and `sign` pushes a signature
-//! of a pushed artifact in cosign's format (`oci_signature.rs`). What a registry loads from
-//! them is kept on disk by `oci_store.rs`.
+//! (`oci_credentials.rs`); every pull is bounded (`oci_pull.rs`). `push` can add the
+//! component's compiled artifact for one engine configuration as a second layer (`rebound push
+//! --precompile`), and `sign` pushes a signature of a pushed artifact in cosign's format
+//! (`oci_signature.rs`). What a registry loads from them is kept on disk by `oci_store.rs`.
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::PathBuf;
 
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
-use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference, RegistryOperation};
+use oci_client::{Client, Reference};
 use sha2::{Digest, Sha256};
 
 use super::oci_credentials::RegistryCredentials;
-use super::oci_signature::{self as signature, ComponentSigner, TrustedKey};
+use super::oci_signature::{self as signature, ComponentSigner};
 use crate::wasm::CompiledArtifact;
+
+pub use super::oci_pull::{pull, COMPILED_SIZE_FACTOR, MAX_SIGNATURES, MAX_SIGNATURE_BYTES};
 
 /// The layer media type of a Wasm component (CNCF OCI Wasm artifact).
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
@@ -107,6 +107,19 @@ pub enum OciError {
         cause: String,
         /// The store looked in.
         store: String,
+    },
+    /// The blob is larger than its limit: refused before the download when its size was
+    /// known, cut off as it arrived when not.
+    #[error("{reference}: the {what} is larger than the limit of {limit} bytes{}; it is not downloaded", size.map_or_else(String::new, |size| format!(" ({size} bytes)")))]
+    TooLarge {
+        /// The reference.
+        reference: String,
+        /// What was pulled: `component`, `compiled layer`.
+        what: &'static str,
+        /// Its size, when the manifest or the registry's answer said it.
+        size: Option<u64>,
+        /// The limit, in bytes.
+        limit: u64,
     },
     /// The local store could not be written or read.
     #[error("OCI store {path}: {source}")]
@@ -323,117 +336,6 @@ pub fn sign(
     Ok(signature_image.whole())
 }
 
-/// The key among `keys` that signed the artifact of `image`'s repository whose manifest
-/// digest is `digest`, or why none did.
-pub(super) async fn verify_signature(
-    client: &Client,
-    image: &Reference,
-    digest: &str,
-    keys: &[TrustedKey],
-    auth: &RegistryAuth,
-) -> Result<PathBuf, String> {
-    let signature_image = Reference::with_tag(
-        image.registry().to_owned(),
-        image.repository().to_owned(),
-        signature::signature_tag(digest),
-    );
-    let (manifest, _) = client
-        .pull_image_manifest(&signature_image, auth)
-        .await
-        .map_err(|e| {
-            format!(
-                "no signature could be read from {}: {e}",
-                signature_image.whole()
-            )
-        })?;
-    let mut refused = Vec::new();
-    for layer in &manifest.layers {
-        if layer.media_type != signature::SIGNATURE_LAYER_MEDIA_TYPE {
-            continue;
-        }
-        let Some(signed) =
-            (layer.annotations.as_ref()).and_then(|a| a.get(signature::SIGNATURE_ANNOTATION))
-        else {
-            refused.push("a signature layer without its signature annotation".to_owned());
-            continue;
-        };
-        let mut payload = Vec::new();
-        if let Err(e) = client
-            .pull_blob(&signature_image, layer, &mut payload)
-            .await
-        {
-            refused.push(format!("its payload could not be pulled: {e}"));
-            continue;
-        }
-        if format!("sha256:{}", hex::encode(Sha256::digest(&payload))) != layer.digest {
-            refused.push("its payload does not have its layer's digest".to_owned());
-            continue;
-        }
-        match signature::verify(keys, &payload, signed, digest) {
-            Ok(key) => return Ok(key.path.clone()),
-            Err(why) => refused.push(why),
-        }
-    }
-    Err(if refused.is_empty() {
-        format!("{} holds no signature", signature_image.whole())
-    } else {
-        format!(
-            "no signature in {} holds: {}",
-            signature_image.whole(),
-            refused.join("; ")
-        )
-    })
-}
-
-/// Pulls the component at `reference` (a tag or a manifest digest): its bytes, checked
-/// against the layer's digest.
-pub fn pull(reference: &str, credentials: &RegistryCredentials) -> Result<Vec<u8>, OciError> {
-    let image = parse(reference)?;
-    let error = |e| registry_error("cannot pull", reference, &image, credentials, e);
-    block_on(async {
-        let client = client(&image);
-        let (manifest, _) = client
-            .pull_image_manifest(&image, &credentials.auth(image.resolve_registry()))
-            .await
-            .map_err(error)?;
-        let layer = wasm_layer(reference, &manifest)?;
-        let mut bytes = Vec::new();
-        client
-            .pull_blob(&image, layer, &mut bytes)
-            .await
-            .map_err(error)?;
-        let expected = layer.digest.trim_start_matches("sha256:");
-        check(reference, &bytes, expected)?;
-        Ok(bytes)
-    })
-}
-
-/// Pulls the blob `sha256:{pin}` of `reference`'s repository, whatever its tag names now.
-pub(super) fn pull_pinned(
-    reference: &str,
-    pin: &str,
-    credentials: &RegistryCredentials,
-) -> Result<Vec<u8>, OciError> {
-    let image = parse(reference)?;
-    let digest = format!("sha256:{pin}");
-    let bytes = block_on(async {
-        let client = client(&image);
-        let auth = credentials.auth(image.resolve_registry());
-        client.auth(&image, &auth, RegistryOperation::Pull).await?;
-        let mut bytes = Vec::new();
-        client
-            .pull_blob(&image, digest.as_str(), &mut bytes)
-            .await
-            .map(|()| bytes)
-    })
-    .map_err(|e| {
-        let pinned = format!("{reference} ({digest})");
-        registry_error("cannot pull", &pinned, &image, credentials, e)
-    })?;
-    check(reference, &bytes, pin)?;
-    Ok(bytes)
-}
-
 /// The component layer of `manifest`.
 pub(super) fn wasm_layer<'m>(
     reference: &str,
@@ -450,6 +352,7 @@ pub(super) fn wasm_layer<'m>(
         })
 }
 
+/// Checks that `bytes` have the sha256 `expected` (hex).
 pub(super) fn check(reference: &str, bytes: &[u8], expected: &str) -> Result<(), OciError> {
     let found = hex::encode(Sha256::digest(bytes));
     if found != expected {

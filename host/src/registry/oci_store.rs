@@ -6,44 +6,55 @@
 //! for it serves, with a warning. Under a `[trust]` table `resolve_trusted` loads a component
 //! only when the registry gives a signature by a trusted key for its manifest, at every load.
 //! `install_precompiled` makes a pinned compiled layer (`rebound push --precompile`) the
-//! artifact cache's entry, when it was compiled from that component for the host's engine.
+//! artifact cache's entry, when it was compiled from that component for the host's engine and,
+//! under `[trust]`, is a layer of the signed artifact. Every pull is bounded (`oci_pull.rs`).
 
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::oci::{
-    block_on, check, client, parse, pull, pull_pinned, registry_error, verify_signature,
-    wasm_layer, OciError,
-};
+use super::oci::{block_on, check, client, parse, registry_error, wasm_layer, OciError};
 use super::oci_credentials::RegistryCredentials;
+use super::oci_pull::{
+    pull, pull_pinned, pull_within, verify_signature, PullError, COMPILED_SIZE_FACTOR,
+};
 use super::oci_signature::TrustedKey;
 use crate::wasm::ArtifactCache;
 
 /// Makes the compiled artifact `sha256:{pin}` of `reference`'s repository (pushed by `rebound
 /// push --precompile`) `cache`'s entry for the component in the file `component`, unless the
-/// cache has one: fetched by that digest, and installed only when it was compiled from this
-/// component for the cache's engine (`ArtifactCache::install`). An artifact that cannot be
-/// fetched or is refused is logged, and the component is compiled as without it.
+/// cache has one: fetched by that digest (at most [`COMPILED_SIZE_FACTOR`] times
+/// `component_limit`), and installed only when it was compiled from this component for the
+/// cache's engine (`ArtifactCache::install`), and, under a `[trust]` table, only when it is a
+/// layer of the signed artifact (`signed`: that artifact's layer digests). An artifact that
+/// cannot be fetched or is refused is logged, and the component is compiled as without it.
 pub(crate) fn install_precompiled(
     policy: &str,
     cache: &ArtifactCache,
+    fetched: &Fetched,
     reference: &str,
-    component: &Path,
     pin: &str,
     credentials: &RegistryCredentials,
+    component_limit: u64,
 ) {
     // A component that cannot be read fails its load, which says why.
-    let Ok(bytes) = std::fs::read(component) else {
+    let Ok(bytes) = std::fs::read(&fetched.path) else {
         return;
     };
     let sha256: [u8; 32] = Sha256::digest(&bytes).into();
     if cache.entry_path(&sha256).is_file() {
         return;
     }
-    let installed = pull_pinned(reference, pin, credentials)
-        .map_err(|e| e.to_string())
-        .and_then(|artifact| cache.install(&sha256, &artifact));
+    let unsigned = (fetched.signed_layers.as_ref())
+        .is_some_and(|layers| !layers.iter().any(|layer| layer == &format!("sha256:{pin}")));
+    let installed = if unsigned {
+        Err("it is not a layer of the signed artifact, and the [trust] table lets only signed code load".to_owned())
+    } else {
+        let limit = component_limit.saturating_mul(COMPILED_SIZE_FACTOR);
+        pull_pinned(reference, pin, credentials, "compiled layer", limit)
+            .map_err(|e| e.to_string())
+            .and_then(|artifact| cache.install(&sha256, &artifact))
+    };
     match installed {
         Ok(()) => tracing::info!(
             policy,
@@ -59,6 +70,16 @@ pub(crate) fn install_precompiled(
             "the precompiled artifact is not used; compiling the component"
         ),
     }
+}
+
+/// A component on disk, and under a `[trust]` table the digests of the signed artifact's
+/// layers.
+#[derive(Debug, Clone)]
+pub(crate) struct Fetched {
+    /// The component file.
+    pub(crate) path: PathBuf,
+    /// The layers of the artifact whose signature was verified; `None` without `[trust]`.
+    pub(crate) signed_layers: Option<Vec<String>>,
 }
 
 /// Pulled components on disk: `blobs/HEX.wasm` by content digest, and `tags/REF` holding the
@@ -112,28 +133,32 @@ impl OciStore {
         (hex::encode(Sha256::digest(&bytes)) == sha256).then_some(path)
     }
 
-    /// A local file holding the component `reference` names (see the module docs).
+    /// A local file holding the component `reference` names (see the module docs), pulled
+    /// at most `limit` bytes.
     pub(crate) fn resolve(
         &self,
         reference: &str,
         pinned: Option<&str>,
         credentials: &RegistryCredentials,
+        limit: u64,
     ) -> Result<PathBuf, OciError> {
         if let Some(pin) = pinned {
             if let Some(path) = self.cached(pin) {
                 return Ok(path);
             }
-            return match pull_pinned(reference, pin, credentials) {
+            return match pull_pinned(reference, pin, credentials, "component", limit) {
                 Ok(bytes) => {
                     let path = self.blob(pin);
                     self.write(&path, &bytes)?;
                     Ok(path)
                 }
-                Err(error @ OciError::DigestMismatch { .. }) => Err(error),
+                Err(error @ (OciError::DigestMismatch { .. } | OciError::TooLarge { .. })) => {
+                    Err(error)
+                }
                 Err(error) => Err(self.unavailable(reference, error)),
             };
         }
-        match pull(reference, credentials) {
+        match pull(reference, credentials, limit) {
             Ok(bytes) => {
                 let sha256 = hex::encode(Sha256::digest(&bytes));
                 let path = self.blob(&sha256);
@@ -162,14 +187,16 @@ impl OciStore {
     /// registry is asked for the artifact's manifest and its signatures at every load, and a
     /// signature by one of `keys` must hold for that manifest, or nothing loads (not even a
     /// stored copy: verification fails closed). With `pinned`, the manifest must also hold
-    /// that component.
+    /// that component. The component is pulled, at most `limit` bytes, only once the
+    /// signature holds.
     pub(crate) fn resolve_trusted(
         &self,
         reference: &str,
         pinned: Option<&str>,
         keys: &[TrustedKey],
         credentials: &RegistryCredentials,
-    ) -> Result<PathBuf, OciError> {
+        limit: u64,
+    ) -> Result<Fetched, OciError> {
         let image = parse(reference)?;
         let error = |e| registry_error("cannot pull", reference, &image, credentials, e);
         let untrusted = |digest: &str, reason: String| OciError::Untrusted {
@@ -177,7 +204,7 @@ impl OciStore {
             digest: digest.to_owned(),
             reason,
         };
-        let (sha256, pulled) = block_on(async {
+        let (sha256, pulled, signed_layers) = block_on(async {
             let client = client(&image);
             let auth = credentials.auth(image.resolve_registry());
             let (manifest, digest) = client
@@ -196,22 +223,32 @@ impl OciStore {
                 ));
             }
             tracing::debug!(reference, digest, key = %key.display(), "signature verified");
+            let signed: Vec<String> = manifest.layers.iter().map(|l| l.digest.clone()).collect();
             if self.cached(&sha256).is_some() {
-                return Ok((sha256, None));
+                return Ok((sha256, None, signed));
             }
-            let mut bytes = Vec::new();
-            client
-                .pull_blob(&image, layer, &mut bytes)
+            let bytes = pull_within(&client, &image, layer, Some(layer.size), limit)
                 .await
-                .map_err(error)?;
+                .map_err(|e| match e {
+                    PullError::Registry(e) => error(e),
+                    PullError::TooLarge { size } => OciError::TooLarge {
+                        reference: reference.to_owned(),
+                        what: "component",
+                        size,
+                        limit,
+                    },
+                })?;
             check(reference, &bytes, &sha256)?;
-            Ok((sha256, Some(bytes)))
+            Ok((sha256, Some(bytes), signed))
         })?;
         let path = self.blob(&sha256);
         if let Some(bytes) = pulled {
             self.write(&path, &bytes)?;
         }
-        Ok(path)
+        Ok(Fetched {
+            path,
+            signed_layers: Some(signed_layers),
+        })
     }
 
     fn unavailable(&self, reference: &str, cause: OciError) -> OciError {

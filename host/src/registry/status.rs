@@ -7,6 +7,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::client_budgets::ClientBudgets;
+use super::reload_path::Watching;
 use super::shadow::ShadowStatus;
 use super::version::PolicyVersion;
 use crate::breaker::{BreakerState, NodeBreakers};
@@ -99,6 +100,13 @@ pub struct PolicyStatus {
 /// The status of the registry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RegistryStatus {
+    /// Whether the configuration's and components' files are watched and reloaded;
+    /// `stopped` when the reload thread ended without being asked to.
+    pub watching: Watching,
+    /// Reload steps that panicked (each caught: the running configuration stayed).
+    pub reload_panics: u64,
+    /// The last of them, with its message.
+    pub last_reload_panic: Option<String>,
     /// The configuration file, if the registry was built from one.
     pub config_file: Option<String>,
     /// The last configuration reload error (the running configuration was kept).

@@ -343,6 +343,27 @@ pub(super) fn build_table(
         };
         slots.insert(name.clone(), slot);
     }
+    // A configuration made in code may name a policy it lacks (a file's is checked when
+    // read): refused here rather than looked up blindly.
+    let referenced = std::iter::once(&config.default_policy)
+        .chain(config.profiles.values().flatten())
+        .chain(config.services.values())
+        .chain(config.request_types.values())
+        .chain(config.routes.iter().map(|route| &route.policy));
+    if let Some(missing) = referenced
+        .into_iter()
+        .find(|name| !slots.contains_key(*name))
+    {
+        return Err(RegistryError::UnknownPolicy {
+            name: missing.clone(),
+            known: config
+                .policies
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
     let by_name = |name: &String| Arc::clone(&slots[name]);
     let counts_outcomes = !budgets.is_empty()
         || !throttles.is_empty()
@@ -390,7 +411,10 @@ pub(super) fn build_table(
 /// idempotent unless one declares it: the host never hedges them (docs/hedging.md).
 fn warn_of_unhedged_routes(config: &RegistryConfig, slots: &HashMap<String, Arc<Slot>>) {
     for (request_type, policy) in &config.request_types {
-        let hedging = hedges(&slots[policy]);
+        let Some(slot) = slots.get(policy) else {
+            continue;
+        };
+        let hedging = hedges(slot);
         // Idempotent neither when read-only nor as a GET: only a request's own declaration
         // makes it so.
         let never = !request_type.is_idempotent(true, Some(crate::request::HttpMethod::Get));

@@ -348,9 +348,17 @@ pub(crate) fn fetch_oci(
         })?;
         let pin: Option<String> = definition.pinned_sha256.map(hex::encode);
         let store = super::oci_store::OciStore::new(cache.dir());
-        let path = match &definition.trusted_keys {
-            Some(keys) => store.resolve_trusted(reference, pin.as_deref(), keys, ctx.credentials),
-            None => store.resolve(reference, pin.as_deref(), ctx.credentials),
+        let limit = ctx.max_component_bytes;
+        let fetched = match &definition.trusted_keys {
+            Some(keys) => {
+                store.resolve_trusted(reference, pin.as_deref(), keys, ctx.credentials, limit)
+            }
+            None => store
+                .resolve(reference, pin.as_deref(), ctx.credentials, limit)
+                .map(|path| super::oci_store::Fetched {
+                    path,
+                    signed_layers: None,
+                }),
         }
         .map_err(|source| BuildError::Oci {
             policy: name.to_owned(),
@@ -361,13 +369,14 @@ pub(crate) fn fetch_oci(
             super::oci_store::install_precompiled(
                 name,
                 cache,
+                &fetched,
                 reference,
-                &path,
                 &pin,
                 ctx.credentials,
+                limit,
             );
         }
-        Ok(path)
+        Ok(fetched.path)
     }
     #[cfg(not(feature = "oci"))]
     {

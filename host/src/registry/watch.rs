@@ -134,7 +134,16 @@ impl PolicyRegistry {
         };
         let registry = Arc::clone(self);
         // Detached: dropping the watcher tells them to stop and does not wait.
-        spawn("rebound-reload", move || reloader.run(&rx))?;
+        self.reload_path.started();
+        let ends = EndsWatching {
+            registry: Arc::clone(self),
+            asked: false,
+        };
+        spawn("rebound-reload", move || {
+            let mut ends = ends;
+            reloader.run(&rx);
+            ends.asked = true;
+        })?;
         spawn("rebound-compile", move || {
             compile_loop(&registry, &compile_rx)
         })?;
@@ -164,6 +173,24 @@ fn rewatch(
         }
     }
     *watched = wanted;
+}
+
+/// Tells the registry's status when the reload thread ends, and whether it was asked to (a
+/// thread unwinding from a panic was not).
+struct EndsWatching {
+    registry: Arc<PolicyRegistry>,
+    asked: bool,
+}
+
+impl Drop for EndsWatching {
+    fn drop(&mut self) {
+        self.registry.reload_path.ended(self.asked);
+        if !self.asked {
+            tracing::error!(
+                "the reload thread ended: configuration and policy changes are no longer reloaded"
+            );
+        }
+    }
 }
 
 /// The reload thread: debounces change events per file and reloads each file once it has been
@@ -233,22 +260,28 @@ impl Reloader {
         let paths = &[paths, &relinked].concat();
         let registry = &*self.registry;
         let (config_file, _) = registry.watched_files();
+        let contained = &registry.reload_path;
         if config_file.is_some_and(|c| paths.contains(&c)) {
             self.changes.fetch_add(1, Ordering::Relaxed);
             tracing::info!("configuration file changed; reloading it");
             // Errors are logged and kept in the status by reload_config.
-            if registry.reload_config().is_ok() {
+            let applied = contained.contain("configuration reload", || registry.reload_config());
+            if matches!(applied, Some(Ok(()))) {
                 rewatch(&mut self.watcher, &mut self.watched, directories(registry));
             }
         }
         for path in paths {
-            let policies = registry.policies_at(path);
+            let policies = contained
+                .contain("finding the policies of a file", || {
+                    registry.policies_at(path)
+                })
+                .unwrap_or_default();
             if !policies.is_empty() {
                 self.changes.fetch_add(1, Ordering::Relaxed);
             }
             for policy in policies {
                 // Errors are logged and kept in the policy's status by reload.
-                let _ = registry.reload(&policy);
+                contained.contain("policy reload", || registry.reload(&policy));
             }
         }
     }
@@ -266,7 +299,7 @@ fn compile_loop(registry: &PolicyRegistry, paths: &Receiver<Option<PathBuf>>) {
             };
         }
         for path in &burst {
-            registry.compile_ahead(path);
+            (registry.reload_path).contain("compiling ahead", || registry.compile_ahead(path));
         }
     }
 }

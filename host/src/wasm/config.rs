@@ -45,9 +45,12 @@ impl FailSafe {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QuarantineConfig {
-    /// Consecutive failed calls that quarantine the policy (0: never).
+    /// Consecutive failed calls that quarantine the policy (0: never; at most 1 000 000).
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 1_000_000>")]
     pub after_failures: u32,
-    /// How long a quarantine lasts before one call is let through to probe recovery.
+    /// How long a quarantine lasts before one call is let through to probe recovery, in
+    /// milliseconds (0 to a day).
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 86_400_000>")]
     pub cooldown_ms: u64,
 }
 

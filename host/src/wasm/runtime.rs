@@ -20,17 +20,23 @@ use super::ticker_priority::TickerPriority;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxLimits {
-    /// Wall-clock budget of one call, in milliseconds (epoch interruption).
+    /// Wall-clock budget of one call, in milliseconds (epoch interruption): 1 to 600 000.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 600_000>")]
     pub deadline_ms: u64,
-    /// Instruction budget of one call (wasmtime fuel units).
+    /// Instruction budget of one call (wasmtime fuel units): 1 to 10^12.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 1_000_000_000_000>")]
     pub fuel: u64,
-    /// Largest linear memory an instance may grow to, in bytes.
+    /// Largest linear memory an instance may grow to, in bytes: 64 KiB (one page) to 4 GiB.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 65_536, 4_294_967_296>")]
     pub memory_bytes: u64,
-    /// Largest delay a policy may answer, in milliseconds; a larger one is an invalid answer.
+    /// Largest delay a policy may answer, in milliseconds (0 to a day); a larger one is an
+    /// invalid answer.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 86_400_000>")]
     pub max_delay_ms: u64,
     /// Wall-clock budget of creating and configuring an instance, in milliseconds (a Python
     /// runtime takes about half a millisecond to instantiate); the fuel budget is then
-    /// 100 times `fuel`.
+    /// 100 times `fuel`. 1 to 600 000.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 600_000>")]
     pub setup_deadline_ms: u64,
 }
 
@@ -65,9 +71,13 @@ impl Default for SandboxLimits {
 pub struct PoolConfig {
     /// Component instances the engine can hold at once; each may use up to eight core
     /// instances and tables (a Rust policy uses three: its module, wit-component's shim and
-    /// fixups) and two memories. Default: 256, or 8 per available core when that is more.
+    /// fixups) and two memories. Default: 256, or 8 per available core when that is more;
+    /// 1 to 4096.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 4_096>")]
     pub instances: u32,
-    /// Instances one policy keeps idle for its next calls. Default: 2 per available core.
+    /// Instances one policy keeps idle for its next calls. Default: 2 per available core;
+    /// 0 to 4096.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 4_096>")]
     pub idle_per_policy: u32,
 }
 

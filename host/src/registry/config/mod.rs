@@ -57,7 +57,9 @@ impl CacheDir {
 pub struct WatchConfig {
     /// Whether the policy files and the configuration are watched for changes.
     pub enabled: bool,
-    /// Quiet time after the last change to a file before it is reloaded, in milliseconds.
+    /// Quiet time after the last change to a file before it is reloaded, in milliseconds
+    /// (0 to 60 000).
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 60_000>")]
     pub debounce_ms: u64,
 }
 
@@ -77,7 +79,8 @@ pub struct EngineConfig {
     /// How Cranelift optimises policy code.
     pub optimization: Optimization,
     /// Linear memory each instance may reach at most; unset: the largest `limits.memory_bytes`
-    /// of the policies at start (at least the default 64 MiB).
+    /// of the policies at start (at least the default 64 MiB). 64 KiB to 4 GiB.
+    #[serde(deserialize_with = "crate::ranges::within_if_set::<_, _, 65_536, 4_294_967_296>")]
     pub max_memory_bytes: Option<u64>,
     /// The instance pool: slots for all policies, idle instances per policy.
     pub pool: PoolConfig,
@@ -85,7 +88,9 @@ pub struct EngineConfig {
     /// policy) instead of the deciding thread; unset: on the deciding thread.
     pub isolation: Option<IsolationConfig>,
     /// The largest component file a policy may name, in bytes; a larger one is refused before
-    /// it is read whole or compiled. Unset: [`EngineConfig::DEFAULT_MAX_COMPONENT_BYTES`].
+    /// it is read whole or compiled. Unset: [`EngineConfig::DEFAULT_MAX_COMPONENT_BYTES`];
+    /// 1 to 1 GiB.
+    #[serde(deserialize_with = "crate::ranges::within_if_set::<_, _, 1, 1_073_741_824>")]
     pub max_component_bytes: Option<u64>,
     /// How promptly the machine runs the epoch ticker's thread, which ends calls at their
     /// deadline and wakes isolated callers at theirs: asked, and where the process is not
@@ -120,19 +125,23 @@ impl EngineConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct IsolationConfig {
     /// Threads running components' calls; 0: none, calls run on the deciding thread (no
-    /// isolation). Default: two per available core.
+    /// isolation). Default: two per available core; at most 256.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 256>")]
     pub threads: usize,
     /// Calls of one policy version running at once. Default: half the available cores, at
     /// least 1 (its time share, not this, bounds an honest policy's throughput; this bounds
-    /// how many cores a spinning one holds at once).
+    /// how many cores a spinning one holds at once); 1 to 256.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 256>")]
     pub per_policy: usize,
     /// Milliseconds per second one policy version's calls may keep the threads busy (wall
     /// time of its calls, averaged over 100 ms); 0: no limit. Default: 125 per core (an eighth
-    /// of the machine).
+    /// of the machine); at most 1 000 000.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 1_000_000>")]
     pub busy_per_second_ms: u64,
     /// The threads' niceness on Linux (0 to 19; elsewhere ignored): above 0, a machine short
     /// of CPU serves requests and built-in decisions before components' calls (which may then
     /// be slower, and answered their fail-safe past their deadline's grace). Default: 0.
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 19>")]
     pub nice: i32,
 }
 

@@ -106,9 +106,15 @@ pub(super) struct RawRoute {
 pub(super) struct RawBudget {
     #[serde(default = "default_percent")]
     pub(super) percent: f64,
-    #[serde(default = "default_min_per_second")]
+    #[serde(
+        default = "default_min_per_second",
+        deserialize_with = "crate::ranges::within::<_, _, 0, 10_000_000>"
+    )]
     pub(super) min_per_second: u32,
-    #[serde(default = "default_ttl_ms")]
+    #[serde(
+        default = "default_ttl_ms",
+        deserialize_with = "crate::ranges::within::<_, _, 10, 86_400_000>"
+    )]
     pub(super) ttl_ms: u64,
     #[serde(default)]
     pub(super) per: Option<String>,
@@ -179,6 +185,7 @@ pub(super) struct RawPolicy {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSpeculative {
+    #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 86_400_000>")]
     pub(super) delay_ms: u64,
     pub(super) max_executions: u32,
 }

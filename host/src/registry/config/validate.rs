@@ -25,6 +25,9 @@ use crate::request::{RequestType, Service};
 use crate::traffic_budget::BudgetConfig;
 use crate::wasm::ArtifactCache;
 
+/// The largest `cache_max_mb`: 1 TiB.
+const MAX_CACHE_MB: u64 = 1 << 20;
+
 /// The whole configuration, section by section.
 pub(super) fn validate(
     raw: RawConfig,
@@ -78,6 +81,16 @@ pub(super) fn validate(
                 mb.span(),
                 "cache_max_mb",
                 "expected at least 1 (megabytes); `cache_dir = false` keeps no cache",
+            ))
+        }
+        Some(mb) if *mb.get_ref() > MAX_CACHE_MB => {
+            return Err(errors.at(
+                mb.span(),
+                "cache_max_mb",
+                format!(
+                    "{} is out of range; expected 1 to {MAX_CACHE_MB} (1 TiB)",
+                    mb.get_ref()
+                ),
             ))
         }
         Some(mb) => mb.get_ref().saturating_mul(1 << 20),

@@ -272,7 +272,11 @@ impl PolicyRegistry {
             .map(|slot| table.policy_status(slot))
             .collect();
         policies.sort_by(|a, b| a.name.cmp(&b.name));
+        let (reload_panics, last_reload_panic) = self.reload_path.panics();
         RegistryStatus {
+            watching: self.reload_path.watching(),
+            reload_panics,
+            last_reload_panic,
             config_file: table.config.file.as_ref().map(|f| f.display().to_string()),
             config_error: lock(&self.config_error).clone(),
             config_reload_failures: self.config_reload_failures.load(Ordering::Relaxed),

@@ -14,6 +14,7 @@ use super::compile_ahead::CompileAhead;
 use super::config::{CacheDir, RegistryConfig};
 use super::error::RegistryError;
 use super::isolation::Isolation;
+use super::reload_path::ReloadPath;
 use super::table::{build_table, Failed, Table};
 use super::version::{BuildContext, Credentials};
 use crate::wasm::{ArtifactCache, EngineSettings, SandboxLimits, TickerPriority, WasmRuntime};
@@ -38,6 +39,8 @@ pub struct PolicyRegistry {
     isolation: Option<Isolation>,
     /// How OCI registries are reached.
     credentials: Credentials,
+    /// Whether the watcher's reload thread runs, and the reload steps that panicked.
+    pub(crate) reload_path: ReloadPath,
 }
 
 impl std::fmt::Debug for PolicyRegistry {
@@ -166,6 +169,7 @@ impl PolicyRegistry {
             config_reload_failures: AtomicU64::new(0),
             isolation,
             credentials,
+            reload_path: ReloadPath::default(),
         })
     }
 

@@ -1,0 +1,76 @@
+//! A number in a configuration file sizes a pool, a queue or a thread count, or times a wait,
+//! so each has a documented range (docs/registry.md "Ranges of the numeric settings") and is
+//! checked as it is read: a value past it is refused with the file, line and field, the same
+//! at start and at a reload, before anything is made from it. Fields name their range with
+//! `#[serde(deserialize_with = "within::<_, _, MIN, MAX>")]`.
+
+use serde::{Deserialize, Deserializer};
+
+/// An integer setting from `MIN` to `MAX`, inclusive.
+pub(crate) fn within<'de, D, T, const MIN: i64, const MAX: i64>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TryFrom<i128>,
+{
+    let value = i128::deserialize(d)?;
+    checked::<T, D::Error>(value, MIN, MAX)
+}
+
+/// As [`within`], for a setting that may be left out.
+pub(crate) fn within_if_set<'de, D, T, const MIN: i64, const MAX: i64>(
+    d: D,
+) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TryFrom<i128>,
+{
+    match Option::<i128>::deserialize(d)? {
+        None => Ok(None),
+        Some(value) => checked::<T, D::Error>(value, MIN, MAX).map(Some),
+    }
+}
+
+fn checked<T: TryFrom<i128>, E: serde::de::Error>(value: i128, min: i64, max: i64) -> Result<T, E> {
+    if !(i128::from(min)..=i128::from(max)).contains(&value) {
+        return Err(E::custom(format!(
+            "{value} is out of range; expected {min} to {max}"
+        )));
+    }
+    T::try_from(value).map_err(|_| E::custom(format!("{value} is out of range")))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    struct Settings {
+        #[serde(deserialize_with = "super::within::<_, _, 1, 100>")]
+        threads: usize,
+        #[serde(default, deserialize_with = "super::within_if_set::<_, _, 0, 10>")]
+        spare: Option<u32>,
+    }
+
+    /// docs/registry.md "Ranges of the numeric settings": a value inside its range is read, one
+    /// past either end is refused naming the range.
+    #[test]
+    fn a_value_past_its_range_is_refused_naming_it() {
+        let read = |text: &str| serde_json::from_str::<Settings>(text);
+        let settings = read(r#"{"threads": 100, "spare": 0}"#).unwrap();
+        assert_eq!((settings.threads, settings.spare), (100, Some(0)));
+        assert_eq!(read(r#"{"threads": 1}"#).unwrap().spare, None);
+        for bad in [
+            r#"{"threads": 101}"#,
+            r#"{"threads": 0}"#,
+            r#"{"threads": -1}"#,
+            r#"{"threads": 18446744073709551615}"#,
+            r#"{"threads": 1, "spare": 11}"#,
+        ] {
+            let error = read(bad).unwrap_err().to_string();
+            assert!(
+                error.contains("is out of range; expected"),
+                "{bad}: {error}"
+            );
+        }
+    }
+}
