@@ -4,7 +4,38 @@
 //! at start and at a reload, before anything is made from it. Fields name their range with
 //! `#[serde(deserialize_with = "within::<_, _, MIN, MAX>")]`.
 
+use std::fmt;
+
+use serde::de::{Error, Visitor};
 use serde::{Deserialize, Deserializer};
+
+/// An integer of any width, refused as "an integer" when it is something else.
+struct Integer;
+
+impl Visitor<'_> for Integer {
+    type Value = i128;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an integer")
+    }
+    fn visit_i64<E: Error>(self, value: i64) -> Result<i128, E> {
+        Ok(value.into())
+    }
+    fn visit_u64<E: Error>(self, value: u64) -> Result<i128, E> {
+        Ok(value.into())
+    }
+    fn visit_i128<E: Error>(self, value: i128) -> Result<i128, E> {
+        Ok(value)
+    }
+    fn visit_u128<E: Error>(self, value: u128) -> Result<i128, E> {
+        Ok(i128::try_from(value).unwrap_or(i128::MAX))
+    }
+}
+
+/// An integer, read as wide as any setting needs.
+fn integer<'de, D: Deserializer<'de>>(d: D) -> Result<i128, D::Error> {
+    d.deserialize_any(Integer)
+}
 
 /// An integer setting from `MIN` to `MAX`, inclusive.
 pub(crate) fn within<'de, D, T, const MIN: i64, const MAX: i64>(d: D) -> Result<T, D::Error>
@@ -12,8 +43,7 @@ where
     D: Deserializer<'de>,
     T: TryFrom<i128>,
 {
-    let value = i128::deserialize(d)?;
-    checked::<T, D::Error>(value, MIN, MAX)
+    checked::<T, D::Error>(integer(d)?, MIN, MAX)
 }
 
 /// As [`within`], for a setting that may be left out.
@@ -24,13 +54,20 @@ where
     D: Deserializer<'de>,
     T: TryFrom<i128>,
 {
-    match Option::<i128>::deserialize(d)? {
+    /// `integer` as a `Deserialize` type, for `Option`.
+    struct Set(i128);
+    impl<'de> Deserialize<'de> for Set {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            integer(d).map(Set)
+        }
+    }
+    match Option::<Set>::deserialize(d)? {
         None => Ok(None),
-        Some(value) => checked::<T, D::Error>(value, MIN, MAX).map(Some),
+        Some(Set(value)) => checked::<T, D::Error>(value, MIN, MAX).map(Some),
     }
 }
 
-fn checked<T: TryFrom<i128>, E: serde::de::Error>(value: i128, min: i64, max: i64) -> Result<T, E> {
+fn checked<T: TryFrom<i128>, E: Error>(value: i128, min: i64, max: i64) -> Result<T, E> {
     if !(i128::from(min)..=i128::from(max)).contains(&value) {
         return Err(E::custom(format!(
             "{value} is out of range; expected {min} to {max}"

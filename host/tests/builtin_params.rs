@@ -317,7 +317,7 @@ fn bad_parameters_are_configuration_errors_naming_file_line_and_field() {
         (
             "builtin = \"best-effort\"\nparams = { factor = 0.5 }",
             "policies.p.params.factor",
-            "at least 1",
+            "a number from 1 to 1000",
         ),
         (
             "builtin = \"fail-fast\"\nparams = { max_retries = 2 }",

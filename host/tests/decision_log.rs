@@ -301,10 +301,11 @@ fn rotation_keeps_the_configured_bound() {
 #[test]
 fn a_bad_decision_log_table_is_refused_with_its_field() {
     let base = "default_policy = \"p\"\n[policies.p]\nbuiltin = \"best-effort\"\n[decision_log]\n";
-    // A value out of range is reported at its table (line 4), an unknown key where it is.
+    // A value out of range is reported at its table (line 4), or where it is written when
+    // its range is checked as it is read (line 5); an unknown key where it is.
     for (extra, field, message, line) in [
         ("sample = 1.5\n", "sample", "expected 0.0 to 1.0", 4),
-        ("buffer = 0\n", "buffer", "at least 1", 4),
+        ("buffer = 0\n", "buffer", "expected 1 to 100000", 5),
         ("max_bytes = 10\n", "max_bytes", "at least 4096", 4),
         (
             "max_bytes = 2199023255552\n",
