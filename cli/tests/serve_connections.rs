@@ -829,4 +829,5 @@ fn on_sigterm_connections_still_in_the_backlog_are_answered() {
     let (success, log, _) = server.wait_exit(Duration::from_secs(15));
     assert!(success, "{log}");
     assert!(log.contains("every request received was answered"), "{log}");
+    assert!(log.contains("queued="), "{log}");
 }

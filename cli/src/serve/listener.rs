@@ -114,6 +114,8 @@ pub async fn serve(
     tokio::pin!(first_stop);
     loop {
         tokio::select! {
+            // A stop signal first: once one came, nothing more is taken by this loop.
+            biased;
             () = &mut first_stop => break,
             Some(_) = connections.join_next() => {}
             accepted = listener.accept() => match accepted {
@@ -128,6 +130,7 @@ pub async fn serve(
         }
     }
     let stopped = std::time::Instant::now();
+    let answers_before = metrics.answers();
     // The connections the kernel completed before the stop wait in the socket's backlog, and
     // closing the socket would reset them: each is taken (and answered) first.
     // One that has sent nothing yet is told 503: the server is going away.
@@ -154,7 +157,6 @@ pub async fn serve(
         drain_timeout_ms = limits.drain_timeout_ms,
         "stopped accepting (the connections already queued taken); answering the requests received"
     );
-    let answers_before = metrics.answers();
     let _ = draining.send(true);
     let all_done = async { while connections.join_next().await.is_some() {} };
     // How the drain ended; the requests answered during it are counted on every connection.
