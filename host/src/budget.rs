@@ -123,7 +123,7 @@ impl RetryBudgets {
     }
 
     /// Drops every bucket (the next use of a name makes it anew, full).
-    #[cfg(feature = "registry")]
+    #[cfg(all(feature = "registry", feature = "wasm"))]
     pub(crate) fn clear(&self) {
         self.buckets
             .lock()

@@ -164,7 +164,7 @@ pub mod telemetry;
 mod thread_counts;
 pub mod throttle;
 mod traffic_budget;
-#[cfg(feature = "wasm")]
+#[cfg(any(feature = "wasm", feature = "registry"))]
 pub mod wasm;
 mod wit_convert;
 

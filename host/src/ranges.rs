@@ -7,7 +7,7 @@
 use std::fmt;
 
 use serde::de::{Error, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::Deserializer;
 
 /// An integer of any width, refused as "an integer" when it is something else.
 struct Integer;
@@ -47,6 +47,7 @@ where
 }
 
 /// As [`within`], for a setting that may be left out.
+#[cfg(any(feature = "registry", feature = "otlp"))]
 pub(crate) fn within_if_set<'de, D, T, const MIN: i64, const MAX: i64>(
     d: D,
 ) -> Result<Option<T>, D::Error>
@@ -54,6 +55,8 @@ where
     D: Deserializer<'de>,
     T: TryFrom<i128>,
 {
+    use serde::Deserialize;
+
     /// `integer` as a `Deserialize` type, for `Option`.
     struct Set(i128);
     impl<'de> Deserialize<'de> for Set {

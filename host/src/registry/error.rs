@@ -2,6 +2,7 @@
 //! be built ([`BuildError`]).
 
 use super::config::ConfigError;
+#[cfg(feature = "wasm")]
 use crate::wasm::{CacheError, LoadError};
 
 /// Why a registry operation was refused.
@@ -40,6 +41,7 @@ pub enum RegistryError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The compiled-artifact cache cannot be used.
+    #[cfg(feature = "wasm")]
     #[error(transparent)]
     Cache(#[from] CacheError),
     /// The decision log's file cannot be opened.
@@ -51,6 +53,7 @@ pub enum RegistryError {
         error: std::io::Error,
     },
     /// The wasmtime engine could not be created.
+    #[cfg(feature = "wasm")]
     #[error("cannot create the WebAssembly engine: {0}")]
     Engine(String),
 }
@@ -83,8 +86,15 @@ pub enum BuildError {
     },
     /// The component was refused (not a component, wrong world or version, forbidden
     /// imports, rejected parameters).
+    #[cfg(feature = "wasm")]
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// The policy is a component and this build runs none (the `wasm` feature is off).
+    #[error("policy `{policy}` is a component: this build lacks rebound's `wasm` feature, which runs components")]
+    ComponentsNeedWasm {
+        /// The policy.
+        policy: String,
+    },
     /// The component could not be fetched from its OCI registry.
     #[cfg(feature = "oci")]
     #[error("policy `{policy}`: {source}")]

@@ -1,5 +1,7 @@
 //! The policy registry: named policies from a TOML configuration, each an atomically
-//! replaceable version, with hot reload, rollback, shadow trials and status.
+//! replaceable version, with hot reload, rollback, shadow trials and status. Built-ins need
+//! nothing more; policies that are components need the `wasm` feature too (without it a
+//! configuration naming one is refused, naming the feature).
 //!
 //! - [`RegistryConfig`]: the configuration file and its validation (errors name file, line,
 //!   field).
@@ -9,14 +11,28 @@
 //! - [`RegistryWatcher`]: file watching with debounce; reloads run off the deciding path.
 //! - [`Shadow`]: a candidate answering beside the active version, its answers never used.
 
-mod answer_wait;
+/// Items that run components: built with the `wasm` feature only.
+macro_rules! components {
+    ($($item:item)*) => { $(#[cfg(feature = "wasm")] $item)* };
+}
+
+components! {
+    mod answer_wait;
+    mod call_room;
+    mod compile_ahead;
+    mod component_version;
+    mod components;
+    mod isolation;
+    mod time_share;
+    mod trust;
+}
+
+#[cfg(all(test, not(feature = "wasm")))]
+mod built_ins_only_tests;
 mod builtin;
-mod call_room;
 mod client_budgets;
-mod compile_ahead;
 mod config;
 mod error;
-mod isolation;
 #[cfg(feature = "oci")]
 pub mod oci;
 #[cfg(feature = "oci")]
@@ -35,8 +51,6 @@ mod slot;
 mod stand_in;
 mod status;
 mod table;
-mod time_share;
-mod trust;
 mod version;
 mod watch;
 

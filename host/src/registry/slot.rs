@@ -1,7 +1,6 @@
 //! A named policy's slot: its definition, its active version (swapped atomically), the
 //! previous one kept for rollback, a shadow candidate, and its status.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -9,11 +8,13 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use serde::Serialize;
 
 use super::config::PolicyDefinition;
-use super::error::BuildError;
 use super::shadow::Shadow;
 use super::status::{PolicyStatus, VersionStatus};
-use super::version::{BuildContext, PolicyVersion};
+use super::version::PolicyVersion;
 use crate::rules::Guard;
+use crate::wasm::PolicyStats;
+#[cfg(feature = "wasm")]
+use {super::error::BuildError, super::version::BuildContext, std::path::Path};
 
 /// What a reload did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -66,6 +67,7 @@ impl Slot {
     }
 
     /// Records a failed reload: the error stays in the status until a reload succeeds.
+    #[cfg(feature = "wasm")]
     pub(super) fn reload_failed(&self, error: String) {
         *lock(&self.last_error) = Some(error);
         self.reload_failures.fetch_add(1, Ordering::Relaxed);
@@ -98,6 +100,7 @@ impl Slot {
 
     /// Builds a version of this policy from the component `bytes` read from `path`, reusing
     /// the compiled component of a version it already holds with the same content.
+    #[cfg(feature = "wasm")]
     pub(super) fn build(
         &self,
         path: &Path,
@@ -123,7 +126,7 @@ impl Slot {
 
     pub(super) fn status(&self) -> PolicyStatus {
         let active = self.active.load_full();
-        let stats = active.wasm().map(|w| w.stats());
+        let stats = component_stats(&active);
         PolicyStatus {
             name: self.name.clone(),
             active: VersionStatus::of(&active),
@@ -144,6 +147,17 @@ impl Slot {
             shadow: self.shadow.load_full().map(|s| s.status()),
             budget: None,
         }
+    }
+}
+
+/// The health of `version`'s component, if it is one.
+fn component_stats(version: &PolicyVersion) -> Option<PolicyStats> {
+    #[cfg(feature = "wasm")]
+    return version.wasm().map(|w| w.stats());
+    #[cfg(not(feature = "wasm"))]
+    {
+        let _ = version;
+        None
     }
 }
 

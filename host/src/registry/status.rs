@@ -13,6 +13,7 @@ use super::version::PolicyVersion;
 use crate::breaker::{BreakerState, NodeBreakers};
 use crate::throttle::{ScopedThrottle, ThrottleKind, ThrottleLevel};
 use crate::traffic_budget::TrafficBudget;
+#[cfg(feature = "wasm")]
 use crate::wasm::{CacheStats, CodeOrigin, PolicyMetadata, WitVersion};
 
 /// One version, as status reports it.
@@ -28,11 +29,14 @@ pub struct VersionStatus {
     pub loaded_at_unix_ms: u64,
     /// How long loading took (read, compile or cache fetch, configure, smoke calls), in µs.
     pub load_time_us: u64,
-    /// Whether the machine code was compiled or cached (components only).
+    /// Whether the machine code was compiled or cached (components only, feature `wasm`).
+    #[cfg(feature = "wasm")]
     pub origin: Option<CodeOrigin>,
     /// The version of `rebound:policy` the component was built for (components only).
+    #[cfg(feature = "wasm")]
     pub wit_version: Option<WitVersion>,
     /// What the component says about itself (its `rebound:policy` section), if anything.
+    #[cfg(feature = "wasm")]
     pub metadata: Option<PolicyMetadata>,
     /// Decisions resolved to this version.
     pub decisions: u64,
@@ -46,8 +50,11 @@ impl VersionStatus {
             source: version.source().to_string(),
             loaded_at_unix_ms: unix_ms(version.loaded_at()),
             load_time_us: u64::try_from(version.load_time().as_micros()).unwrap_or(u64::MAX),
+            #[cfg(feature = "wasm")]
             origin: version.origin(),
+            #[cfg(feature = "wasm")]
             wit_version: version.wit_version(),
+            #[cfg(feature = "wasm")]
             metadata: version.component().and_then(|c| c.metadata()).cloned(),
             decisions: version.decisions(),
         }
@@ -117,7 +124,8 @@ pub struct RegistryStatus {
     pub default_policy: String,
     /// Every policy, by name.
     pub policies: Vec<PolicyStatus>,
-    /// The compiled-artifact cache counters, if a cache is configured.
+    /// The compiled-artifact cache counters, if a cache is configured (feature `wasm`).
+    #[cfg(feature = "wasm")]
     pub cache: Option<CacheStats>,
     /// The retry budgets, by name.
     pub budgets: Vec<BudgetStatus>,

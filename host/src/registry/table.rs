@@ -335,9 +335,13 @@ pub(super) fn build_table(
                     }
                     Err(error) => return Err(error.into()),
                 };
+                #[cfg(feature = "wasm")]
+                let origin = version.origin();
+                #[cfg(not(feature = "wasm"))]
+                let origin: Option<()> = None;
                 tracing::info!(policy = &**name, version = version.version(),
                     source = %version.source(), load_ms = version.load_time().as_millis() as u64,
-                    origin = ?version.origin(), "policy loaded");
+                    origin = ?origin, "policy loaded");
                 Arc::new(Slot::new(name, definition.clone(), version))
             }
         };

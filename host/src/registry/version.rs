@@ -2,48 +2,41 @@
 //! with its content hash, source and load time. Versions are immutable; the registry swaps
 //! whole versions, so a decision always runs on exactly one of them.
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use metrics::SharedString;
-use sha2::{Digest, Sha256};
 
 use super::builtin::BuiltinPolicy;
-use super::compile_ahead::CompileAhead;
-use super::config::{ConfigError, PolicyDefinition, PolicySource};
+use super::config::{PolicyDefinition, PolicySource};
 use super::error::BuildError;
 use super::stand_in::StandIn;
-use crate::cassandra_types::ConsistencyLevel;
-use crate::context::DecisionContext;
 use crate::decision_log::LoggedVersion;
-use crate::reason::{reasons, ReadTimeout, RetryReason};
-use crate::request::{Request, RequestType};
 use crate::rules::Guard;
 use crate::strategy::RetryStrategy;
-use crate::wasm::{
-    read_metadata, ArtifactCache, CodeOrigin, LoadError, PolicyPre, WasmRuntime, WasmStrategy,
-    WasmStrategyConfig, WitVersion,
-};
+#[cfg(feature = "wasm")]
+use crate::wasm::{CodeOrigin, PolicyPre, WasmStrategy, WitVersion};
 
 /// The hash and version of a stand-in.
 const STAND_IN: &str = "not-loaded";
 
 /// One loaded, validated build of a named policy.
 pub struct PolicyVersion {
-    name: String,
-    hash: String,
-    source: PolicySource,
-    loaded_at: SystemTime,
-    load_time: Duration,
-    origin: Option<CodeOrigin>,
-    guard: Guard,
-    strategy: Arc<dyn RetryStrategy>,
-    wasm: Option<Arc<WasmStrategy>>,
-    decisions: AtomicU64,
+    pub(super) name: String,
+    pub(super) hash: String,
+    pub(super) source: PolicySource,
+    pub(super) loaded_at: SystemTime,
+    pub(super) load_time: Duration,
+    #[cfg(feature = "wasm")]
+    pub(super) origin: Option<CodeOrigin>,
+    pub(super) guard: Guard,
+    pub(super) strategy: Arc<dyn RetryStrategy>,
+    #[cfg(feature = "wasm")]
+    pub(super) wasm: Option<Arc<WasmStrategy>>,
+    pub(super) decisions: AtomicU64,
     /// Its `policy` and `version` metric labels, made at its first decision.
-    metric_labels: OnceLock<[SharedString; 2]>,
+    pub(super) metric_labels: OnceLock<[SharedString; 2]>,
 }
 
 impl std::fmt::Debug for PolicyVersion {
@@ -56,24 +49,24 @@ impl std::fmt::Debug for PolicyVersion {
     }
 }
 
-/// What the registry needs to build component versions.
-/// How a registry reaches OCI registries (feature `oci`).
-#[cfg(feature = "oci")]
-pub(crate) type Credentials = super::oci_credentials::RegistryCredentials;
-/// Without the `oci` feature there is no registry to reach.
-#[cfg(not(feature = "oci"))]
-#[derive(Debug, Default)]
-pub(crate) struct Credentials {}
-
+/// What the registry needs to build versions: what running components takes (feature
+/// `wasm`); a registry of built-ins needs nothing.
+#[derive(Clone, Copy)]
 pub(crate) struct BuildContext<'a> {
-    pub runtime: &'a WasmRuntime,
-    pub cache: Option<&'a ArtifactCache>,
-    pub ahead: &'a CompileAhead,
-    /// The largest component file a policy may name.
-    pub max_component_bytes: u64,
-    /// How OCI registries are reached.
-    #[cfg_attr(not(feature = "oci"), allow(dead_code))]
-    pub credentials: &'a Credentials,
+    #[cfg(feature = "wasm")]
+    pub components: &'a super::components::Components,
+    #[cfg(not(feature = "wasm"))]
+    built_ins_only: std::marker::PhantomData<&'a ()>,
+}
+
+#[cfg(not(feature = "wasm"))]
+impl BuildContext<'_> {
+    /// What building a built-in takes: nothing.
+    pub(crate) fn built_ins() -> Self {
+        BuildContext {
+            built_ins_only: std::marker::PhantomData,
+        }
+    }
 }
 
 impl LoggedVersion for PolicyVersion {
@@ -109,8 +102,15 @@ impl PolicyVersion {
     pub fn version(&self) -> &str {
         self.hash
             .get(..12)
-            .filter(|_| self.wasm.is_some())
+            .filter(|_| self.is_component())
             .unwrap_or(&self.hash)
+    }
+    /// Whether it runs a component.
+    fn is_component(&self) -> bool {
+        #[cfg(feature = "wasm")]
+        return self.wasm.is_some();
+        #[cfg(not(feature = "wasm"))]
+        false
     }
     /// Where it was loaded from.
     pub fn source(&self) -> &PolicySource {
@@ -126,10 +126,12 @@ impl PolicyVersion {
         self.load_time
     }
     /// Whether the machine code was compiled or cached (components only).
+    #[cfg(feature = "wasm")]
     pub fn origin(&self) -> Option<CodeOrigin> {
         self.origin
     }
     /// The version of `rebound:policy` the component was built for (components only).
+    #[cfg(feature = "wasm")]
     pub fn wit_version(&self) -> Option<WitVersion> {
         self.wasm.as_ref().map(|w| w.component().wit_version())
     }
@@ -142,10 +144,12 @@ impl PolicyVersion {
         &*self.strategy
     }
     /// The sandboxed strategy, for components.
+    #[cfg(feature = "wasm")]
     pub fn wasm(&self) -> Option<&WasmStrategy> {
         self.wasm.as_deref()
     }
     /// The sandboxed strategy, shared, for components.
+    #[cfg(feature = "wasm")]
     pub(crate) fn wasm_shared(&self) -> Option<&Arc<WasmStrategy>> {
         self.wasm.as_ref()
     }
@@ -157,6 +161,7 @@ impl PolicyVersion {
         self.decisions.fetch_add(1, Ordering::Relaxed);
     }
     /// The component, for components.
+    #[cfg(feature = "wasm")]
     pub(crate) fn component(&self) -> Option<&PolicyPre> {
         self.wasm.as_deref().map(WasmStrategy::component)
     }
@@ -172,14 +177,21 @@ impl PolicyVersion {
     ) -> Result<PolicyVersion, BuildError> {
         match &definition.source {
             PolicySource::Builtin(builtin) => Ok(Self::builtin(name, builtin, definition)),
+            #[cfg(feature = "wasm")]
             PolicySource::Component(path) => {
-                let bytes = read(name, path, ctx.max_component_bytes)?;
-                Self::from_component_bytes(name, definition, path, &bytes, ctx, known)
+                Self::from_component_file(name, definition, path, ctx, known)
             }
+            #[cfg(feature = "wasm")]
             PolicySource::Oci(reference) => {
-                let path = fetch_oci(name, reference, definition, ctx)?;
-                let bytes = read(name, &path, ctx.max_component_bytes)?;
-                Self::from_component_bytes(name, definition, &path, &bytes, ctx, known)
+                let path = super::component_version::fetch_oci(name, reference, definition, ctx)?;
+                Self::from_component_file(name, definition, &path, ctx, known)
+            }
+            #[cfg(not(feature = "wasm"))]
+            PolicySource::Component(_) | PolicySource::Oci(_) => {
+                let _ = (ctx, known);
+                Err(BuildError::ComponentsNeedWasm {
+                    policy: name.to_owned(),
+                })
             }
         }
     }
@@ -197,6 +209,7 @@ impl PolicyVersion {
             source: definition.source.clone(),
             loaded_at: SystemTime::now(),
             load_time: Duration::ZERO,
+            #[cfg(feature = "wasm")]
             origin: None,
             guard: guard(definition),
             strategy: Arc::new(StandIn {
@@ -204,6 +217,7 @@ impl PolicyVersion {
                 error: error.to_string(),
                 fail_safe: definition.fail_safe,
             }),
+            #[cfg(feature = "wasm")]
             wasm: None,
             decisions: AtomicU64::new(0),
             metric_labels: OnceLock::new(),
@@ -227,230 +241,23 @@ impl PolicyVersion {
             source: definition.source.clone(),
             loaded_at: SystemTime::now(),
             load_time: Duration::ZERO,
+            #[cfg(feature = "wasm")]
             origin: None,
             guard: guard(definition),
             strategy,
+            #[cfg(feature = "wasm")]
             wasm: None,
             decisions: AtomicU64::new(0),
             metric_labels: OnceLock::new(),
         }
     }
-
-    /// Builds a component version of policy `name` from `bytes` (read from `path`), then
-    /// smoke-calls it.
-    pub(crate) fn from_component_bytes(
-        name: &str,
-        definition: &PolicyDefinition,
-        path: &Path,
-        bytes: &[u8],
-        ctx: &BuildContext<'_>,
-        known: &[Arc<PolicyVersion>],
-    ) -> Result<PolicyVersion, BuildError> {
-        let started = Instant::now();
-        let max = ctx.runtime.max_memory_bytes();
-        if definition.limits.memory_bytes > max {
-            return Err(BuildError::MemoryAboveEngine {
-                policy: name.to_owned(),
-                asked: definition.limits.memory_bytes,
-                max,
-            });
-        }
-        let sha256: [u8; 32] = Sha256::digest(bytes).into();
-        if let Some(pinned) = definition.pinned_sha256.filter(|pinned| *pinned != sha256) {
-            return Err(BuildError::PinMismatch {
-                policy: name.to_owned(),
-                path: path.display().to_string(),
-                expected: hex::encode(pinned),
-                found: hex::encode(sha256),
-            });
-        }
-        let reused = known
-            .iter()
-            .filter_map(|v| v.component())
-            .find(|c| c.sha256() == &sha256 && c.name() == name)
-            .cloned();
-        let component = match reused {
-            Some(component) => component,
-            None => {
-                let code = ctx
-                    .ahead
-                    .take(ctx.runtime, bytes, &sha256, ctx.cache)
-                    .map_err(|message| LoadError::compile(name, bytes, &message))?;
-                let metadata = read_metadata(name, bytes)?;
-                PolicyPre::from_machine_code(ctx.runtime, name, sha256, metadata, code)?
-            }
-        };
-        if let Some(metadata) = component.metadata() {
-            metadata.check_params(&definition.params).map_err(|e| {
-                let field = format!("policies.{name}.params.{}", e.param);
-                let message = format!("{} (the parameter schema of {})", e.message, path.display());
-                match &definition.params_location {
-                    Some(at) => at.error(field, message),
-                    None => ConfigError {
-                        file: path.to_owned(),
-                        line: 0,
-                        column: 0,
-                        field,
-                        message,
-                    },
-                }
-            })?;
-        }
-        let origin = component.origin();
-        let config = WasmStrategyConfig {
-            limits: definition.limits,
-            fail_safe: definition.fail_safe,
-            quarantine: definition.quarantine,
-            params: definition.params.clone(),
-            wasi: definition.wasi,
-        };
-        let wasm = Arc::new(WasmStrategy::new(component, config)?);
-        smoke(name, &wasm)?;
-        Ok(PolicyVersion {
-            name: name.to_owned(),
-            hash: hex::encode(sha256),
-            source: match &definition.source {
-                PolicySource::Oci(_) => definition.source.clone(),
-                _ => PolicySource::Component(path.to_owned()),
-            },
-            loaded_at: SystemTime::now(),
-            load_time: started.elapsed(),
-            origin: Some(origin),
-            guard: guard(definition),
-            strategy: Arc::clone(&wasm) as Arc<dyn RetryStrategy>,
-            wasm: Some(wasm),
-            decisions: AtomicU64::new(0),
-            metric_labels: OnceLock::new(),
-        })
-    }
 }
 
-fn guard(definition: &PolicyDefinition) -> Guard {
+/// The guard `definition` asks for.
+pub(super) fn guard(definition: &PolicyDefinition) -> Guard {
     if definition.guard_exempt {
         Guard::Exempt
     } else {
         Guard::Enforced
     }
-}
-
-/// The local file holding policy `name`'s OCI component `reference`: pulled into the artifact
-/// cache's directory, or read from there (registry/oci.rs).
-pub(crate) fn fetch_oci(
-    name: &str,
-    reference: &str,
-    definition: &PolicyDefinition,
-    ctx: &BuildContext<'_>,
-) -> Result<PathBuf, BuildError> {
-    #[cfg(feature = "oci")]
-    {
-        let cache = ctx.cache.ok_or_else(|| BuildError::OciWithoutCache {
-            policy: name.to_owned(),
-        })?;
-        let pin: Option<String> = definition.pinned_sha256.map(hex::encode);
-        let store = super::oci_store::OciStore::new(cache.dir());
-        let limit = ctx.max_component_bytes;
-        let fetched = match &definition.trusted_keys {
-            Some(keys) => {
-                store.resolve_trusted(reference, pin.as_deref(), keys, ctx.credentials, limit)
-            }
-            None => store
-                .resolve(reference, pin.as_deref(), ctx.credentials, limit)
-                .map(|path| super::oci_store::Fetched {
-                    path,
-                    signed_layers: None,
-                }),
-        }
-        .map_err(|source| BuildError::Oci {
-            policy: name.to_owned(),
-            source,
-        })?;
-        if let Some(precompiled) = definition.precompiled_sha256 {
-            let pin = hex::encode(precompiled);
-            super::oci_store::install_precompiled(
-                name,
-                cache,
-                &fetched,
-                reference,
-                &pin,
-                ctx.credentials,
-                limit,
-            );
-        }
-        Ok(fetched.path)
-    }
-    #[cfg(not(feature = "oci"))]
-    {
-        let _ = (reference, definition, ctx);
-        Err(BuildError::OciUnsupported {
-            policy: name.to_owned(),
-        })
-    }
-}
-
-/// The component file at `path`, refused unread past `limit` bytes.
-pub(crate) fn read(policy: &str, path: &Path, limit: u64) -> Result<Vec<u8>, BuildError> {
-    use std::io::Read;
-    let failed = |source| BuildError::Read {
-        policy: policy.to_owned(),
-        path: path.display().to_string(),
-        source,
-    };
-    let too_large = |size| BuildError::TooLarge {
-        policy: policy.to_owned(),
-        path: path.display().to_string(),
-        size,
-        limit,
-    };
-    let file = std::fs::File::open(path).map_err(failed)?;
-    let size = file.metadata().map_err(failed)?.len();
-    if size > limit {
-        return Err(too_large(size));
-    }
-    // The file may grow between the two: read at most one byte past the limit.
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(failed)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(bytes)
-}
-
-/// Calls a new version on a few representative inputs (a read, a write, a query, a CQL read
-/// timeout) before it may decide anything: a version that traps, panics, overruns its limits
-/// or answers nonsense on them is refused. The tokens its retry budgets gave these calls are
-/// given back.
-fn smoke(name: &str, strategy: &WasmStrategy) -> Result<(), BuildError> {
-    let timeout = Duration::from_millis(2500);
-    let request = |ty| Request::new(0, ty, timeout).expect("non-zero timeout");
-    let read_timeout = RetryReason::ReadTimeout(ReadTimeout {
-        consistency: ConsistencyLevel::LocalQuorum,
-        block_for: 2,
-        received: 1,
-        data_present: false,
-    });
-    let inputs = [
-        (
-            request(RequestType::Get),
-            reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
-        ),
-        (request(RequestType::Upsert), reasons::KV_TEMPORARY_FAILURE),
-        (
-            request(RequestType::Query).readonly(true),
-            reasons::QUERY_INDEX_NOT_FOUND,
-        ),
-        (request(RequestType::Cql).idempotent(true), read_timeout),
-    ];
-    for (request, reason) in &inputs {
-        if let Err(failure) = strategy.try_answer(request, &DecisionContext::new(reason)) {
-            return Err(BuildError::Smoke {
-                policy: name.to_owned(),
-                input: format!("{} after {reason}", request.request_type()),
-                failure: failure.to_string(),
-            });
-        }
-    }
-    strategy.clear_budgets();
-    Ok(())
 }

@@ -29,7 +29,7 @@ use super::policy_registry::PolicyRegistry;
 /// Why watching could not start.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot watch for policy changes: {0}")]
-pub struct WatchError(String);
+pub struct WatchError(pub(super) String);
 
 enum Message {
     Changed(Vec<PathBuf>),
@@ -42,7 +42,9 @@ enum Message {
 #[derive(Debug)]
 pub struct RegistryWatcher {
     stop: Sender<Message>,
-    compile_stop: Sender<Option<PathBuf>>,
+    /// The thread compiling changed components ahead of their reload (feature `wasm`).
+    #[cfg(feature = "wasm")]
+    _early: super::compile_ahead::EarlyCompiles,
     changes: Arc<AtomicU64>,
 }
 
@@ -56,7 +58,6 @@ impl RegistryWatcher {
 impl Drop for RegistryWatcher {
     fn drop(&mut self) {
         let _ = self.stop.send(Message::Stop);
-        let _ = self.compile_stop.send(None);
     }
 }
 
@@ -84,7 +85,7 @@ fn is_change(kind: &EventKind) -> bool {
     }
 }
 
-fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<(), WatchError> {
+pub(super) fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<(), WatchError> {
     std::thread::Builder::new()
         .name(name.into())
         .spawn(body)
@@ -103,12 +104,15 @@ impl PolicyRegistry {
         }
         let debounce = Duration::from_millis(settings.debounce_ms);
         let (tx, rx) = mpsc::channel();
-        let (compile_tx, compile_rx) = mpsc::channel();
+        #[cfg(feature = "wasm")]
+        let early = super::compile_ahead::EarlyCompiles::start(self)?;
+        #[cfg(feature = "wasm")]
+        let to_compile = early.sender();
         let events = tx.clone();
-        let to_compile = compile_tx.clone();
         let mut watcher =
             notify::recommended_watcher(move |result: notify::Result<Event>| match result {
                 Ok(event) if is_change(&event.kind) => {
+                    #[cfg(feature = "wasm")]
                     for path in &event.paths {
                         let _ = to_compile.send(Some(path.clone()));
                     }
@@ -132,8 +136,7 @@ impl PolicyRegistry {
             debounce,
             changes: Arc::clone(&changes),
         };
-        let registry = Arc::clone(self);
-        // Detached: dropping the watcher tells them to stop and does not wait.
+        // Detached: dropping the watcher tells it to stop and does not wait.
         self.reload_path.started();
         let ends = EndsWatching {
             registry: Arc::clone(self),
@@ -144,16 +147,14 @@ impl PolicyRegistry {
             reloader.run(&rx);
             ends.asked = true;
         })?;
-        spawn("rebound-compile", move || {
-            compile_loop(&registry, &compile_rx)
-        })?;
         tracing::info!(
             debounce_ms = debounce.as_millis() as u64,
             "watching policy files"
         );
         Ok(Some(RegistryWatcher {
             stop: tx,
-            compile_stop: compile_tx,
+            #[cfg(feature = "wasm")]
+            _early: early,
             changes,
         }))
     }
@@ -283,23 +284,6 @@ impl Reloader {
                 // Errors are logged and kept in the policy's status by reload.
                 contained.contain("policy reload", || registry.reload(&policy));
             }
-        }
-    }
-}
-
-/// The early-compile thread: compiles each changed component file as soon as it changes,
-/// taking only the latest of a burst of events.
-fn compile_loop(registry: &PolicyRegistry, paths: &Receiver<Option<PathBuf>>) {
-    while let Ok(Some(first)) = paths.recv() {
-        let mut burst = BTreeSet::from([first]);
-        for next in paths.try_iter() {
-            match next {
-                Some(path) => burst.insert(path),
-                None => return,
-            };
-        }
-        for path in &burst {
-            (registry.reload_path).contain("compiling ahead", || registry.compile_ahead(path));
         }
     }
 }

@@ -89,7 +89,7 @@ pub struct ArtifactCache {
 
 impl ArtifactCache {
     /// The entries' size limit unless set: 2 GiB (a Python policy's entry is about 40 MB).
-    pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
+    pub const DEFAULT_MAX_BYTES: u64 = super::settings::DEFAULT_CACHE_MAX_BYTES;
 
     /// The user's cache directory for Rebound (`$XDG_CACHE_HOME/rebound` or
     /// `~/.cache/rebound` on Linux, `~/Library/Caches/rebound` on macOS), where the registry,

@@ -7,7 +7,8 @@ use wasmtime::{Store, Trap};
 
 use super::deadline::Due;
 use super::host_trap::HostTrap;
-use super::runtime::{SandboxLimits, WasmRuntime, SETUP_FUEL_FACTOR};
+use super::runtime::{WasmRuntime, SETUP_FUEL_FACTOR};
+use super::settings::SandboxLimits;
 use super::store::CallState;
 use crate::action::{PolicyFailure, PolicyFailureKind};
 

@@ -4,23 +4,8 @@
 //! take the server's memory, and what compiling allocated goes back to the system when the
 //! child exits.
 
-use serde::{Deserialize, Serialize};
+use super::settings::Optimization;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
-
-/// How hard Cranelift optimises policy code. The engine-wide choice: every policy of a runtime
-/// is compiled the same way (and the compiled-artifact cache keys on it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Optimization {
-    /// No optimisation passes. A decision's cost is dominated by the host/guest transition,
-    /// not the policy's own code, so this measured as fast per call as `speed` for the Rust
-    /// policies while compiling 2.4× faster (docs/performance.md): the default, as it makes a
-    /// hot swap faster.
-    #[default]
-    None,
-    /// Cranelift's `speed` level: for policies whose own code is heavy (e.g. an interpreter).
-    Speed,
-}
 
 /// What a runtime's engine is made from, and so what its machine code depends on: a compiler
 /// making artifacts for a runtime builds its engine from these ([`precompile`](Self::precompile)).

@@ -2,15 +2,12 @@
 //! that a run of consecutive failures starts. Counters only: the deciding path writes nothing
 //! shared while the policy is healthy.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
-use super::config::{FailSafe, QuarantineConfig};
 use super::policy_label::PolicyLabel;
+use super::settings::{FailSafe, PolicyStats, QuarantineConfig};
 use crate::action::PolicyFailureKind;
 use crate::log_budget::LogBudget;
 use crate::reason::RetryReason;
@@ -27,27 +24,6 @@ const FAILURE_KINDS: [PolicyFailureKind; 9] = [
     PolicyFailureKind::Quarantined,
     PolicyFailureKind::Overloaded,
 ];
-
-/// A snapshot of a policy's health.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PolicyStats {
-    /// Calls answered by the policy itself.
-    pub decisions: u64,
-    /// Failed or skipped calls, by kind name.
-    pub failures: BTreeMap<&'static str, u64>,
-    /// Times the policy was quarantined.
-    pub quarantines: u64,
-    /// Whether it is quarantined now.
-    pub quarantined: bool,
-    /// Consecutive failures so far.
-    pub consecutive_failures: u32,
-    /// What the last failure was (kind and detail, e.g. the guest's panic message).
-    pub last_failure: Option<String>,
-    /// Its `host.retry-budget` buckets in use.
-    pub budget_buckets: usize,
-    /// Its `host.retry-budget` calls refused a bucket (a name too long, one bucket too many).
-    pub budget_refusals: u64,
-}
 
 /// The health counters and quarantine state of one policy.
 pub(super) struct Health {

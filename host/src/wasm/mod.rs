@@ -2,6 +2,11 @@
 //! `rebound:policy/retry-policy` runs in a wasmtime sandbox behind the same
 //! [`RetryStrategy`](crate::RetryStrategy) trait as the native strategies.
 //!
+//! The sandbox's and the engine's settings ([`SandboxLimits`], [`FailSafe`],
+//! [`QuarantineConfig`], [`WasiConfig`], [`PoolConfig`], [`Optimization`], [`TickerPriority`])
+//! are plain values, there with the `registry` feature alone so that a configuration reads the
+//! same in every build; what runs components needs the `wasm` feature (wasmtime):
+//!
 //! - [`WasmRuntime`]: one engine (component model, pooling allocator, fuel, epoch
 //!   interruption) and the epoch ticker that enforces wall-clock deadlines.
 //! - [`WasiConfig`]: the inert WASI 0.2 a policy's language runtime may import (no files, no
@@ -17,46 +22,62 @@
 //! - [`ArtifactCache`]: compiled components on disk, keyed by component and engine;
 //!   [`CompiledArtifact`]: one compiled ahead of time, to ship beside its component.
 
-mod alarm;
-mod artifact;
-mod bindings;
-mod cache;
-mod call;
-mod call_watch;
-mod compiler;
-mod component;
-mod config;
-mod deadline;
-mod health;
-mod hedging;
-mod host_trap;
-mod imports;
-mod instance;
-mod metadata;
-mod policy_label;
-mod pool;
-mod runtime;
-mod store;
-mod strategy;
-mod ticker_priority;
-mod wasi;
-mod world;
+/// Items of the engine: built with the `wasm` feature only.
+macro_rules! engine {
+    ($($item:item)*) => { $(#[cfg(feature = "wasm")] $item)* };
+}
 
-pub use artifact::CompiledArtifact;
-pub use cache::{ArtifactCache, CacheError, CacheStats};
-#[cfg(feature = "registry")]
-pub(crate) use call_watch::CallWatch;
-pub use compiler::{ComponentCompiler, EngineSettings, Optimization};
-#[cfg(feature = "registry")]
-pub(crate) use component::{read_metadata, MachineCode};
-pub use component::{CodeOrigin, LoadError, PolicyPre, HOST_PACKAGE};
-pub use config::{FailSafe, QuarantineConfig, WasmStrategyConfig};
-#[cfg(feature = "registry")]
-pub(crate) use deadline::{Due, MOST_PAST_DEADLINE};
-pub use health::PolicyStats;
-pub use metadata::{ParamError, ParamKind, ParamSpec, PolicyMetadata, METADATA_SECTION};
-pub use runtime::{PoolConfig, SandboxLimits, WasmRuntime};
-pub use strategy::WasmStrategy;
-pub use ticker_priority::TickerPriority;
-pub use wasi::{WasiClocks, WasiConfig, WasiRandom};
-pub use world::WitVersion;
+/// Items the registry's isolation and lifecycle use: with the `wasm` and `registry` features.
+macro_rules! engine_for_registry {
+    ($($item:item)*) => { $(#[cfg(all(feature = "wasm", feature = "registry"))] $item)* };
+}
+
+engine! {
+    mod alarm;
+    mod artifact;
+    mod bindings;
+    mod cache;
+    mod call;
+    mod call_watch;
+    mod compiler;
+    mod component;
+    mod config;
+    mod deadline;
+    mod health;
+    mod hedging;
+    mod host_trap;
+    mod imports;
+    mod instance;
+    mod metadata;
+    mod policy_label;
+    mod pool;
+    mod runtime;
+    mod store;
+    mod strategy;
+    mod ticker_priority;
+    mod wasi;
+    mod world;
+
+    pub use artifact::CompiledArtifact;
+    pub use cache::{ArtifactCache, CacheError, CacheStats};
+    pub use compiler::{ComponentCompiler, EngineSettings};
+    pub use component::{CodeOrigin, LoadError, PolicyPre, HOST_PACKAGE};
+    pub use config::WasmStrategyConfig;
+    pub use metadata::{ParamError, ParamKind, ParamSpec, PolicyMetadata, METADATA_SECTION};
+    pub use runtime::WasmRuntime;
+    pub use strategy::WasmStrategy;
+    pub use world::WitVersion;
+}
+
+engine_for_registry! {
+    pub(crate) use call_watch::CallWatch;
+    pub(crate) use component::{read_metadata, MachineCode};
+    pub(crate) use deadline::{Due, MOST_PAST_DEADLINE};
+}
+
+mod settings;
+
+pub use settings::{
+    FailSafe, Optimization, PolicyStats, PoolConfig, QuarantineConfig, SandboxLimits,
+    TickerPriority, WasiClocks, WasiConfig, WasiRandom, DEFAULT_CACHE_MAX_BYTES,
+};

@@ -7,90 +7,16 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
 use super::alarm::{Alarm, Alarms};
-use super::compiler::{ComponentCompiler, EngineSettings, Optimization};
+use super::compiler::{ComponentCompiler, EngineSettings};
+use super::settings::{Optimization, PoolConfig, TickerPriority};
 use super::pool::IdleBudget;
-use super::ticker_priority::TickerPriority;
-
-/// Per-call and per-instance limits of the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SandboxLimits {
-    /// Wall-clock budget of one call, in milliseconds (epoch interruption): 1 to 600 000.
-    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 600_000>")]
-    pub deadline_ms: u64,
-    /// Instruction budget of one call (wasmtime fuel units): 1 to 10^12.
-    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 1_000_000_000_000>")]
-    pub fuel: u64,
-    /// Largest linear memory an instance may grow to, in bytes: 64 KiB (one page) to 4 GiB.
-    #[serde(deserialize_with = "crate::ranges::within::<_, _, 65_536, 4_294_967_296>")]
-    pub memory_bytes: u64,
-    /// Largest delay a policy may answer, in milliseconds (0 to a day); a larger one is an
-    /// invalid answer.
-    #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 86_400_000>")]
-    pub max_delay_ms: u64,
-    /// Wall-clock budget of creating and configuring an instance, in milliseconds (a Python
-    /// runtime takes about half a millisecond to instantiate); the fuel budget is then
-    /// 100 times `fuel`. 1 to 600 000.
-    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 600_000>")]
-    pub setup_deadline_ms: u64,
-}
 
 /// How many times a call's fuel budget creating and configuring an instance may use.
 pub(super) const SETUP_FUEL_FACTOR: u64 = 100;
-
-impl SandboxLimits {
-    /// `deadline_ms` as a duration.
-    pub fn deadline(&self) -> Duration {
-        Duration::from_millis(self.deadline_ms)
-    }
-}
-
-impl Default for SandboxLimits {
-    fn default() -> Self {
-        SandboxLimits {
-            deadline_ms: 10,
-            fuel: 10_000_000,
-            memory_bytes: 64 << 20,
-            max_delay_ms: 10 * 60 * 1000,
-            setup_deadline_ms: 1000,
-        }
-    }
-}
-
-/// How many policy instances an engine holds: the pooling allocator's slots, shared by every
-/// policy of the engine, and how many instances one policy keeps idle for reuse. Half of the
-/// slots at most are ever idle (all policies together), so the other half is always free for
-/// calls in flight (one per thread deciding at that moment) however many policies are loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PoolConfig {
-    /// Component instances the engine can hold at once; each may use up to eight core
-    /// instances and tables (a Rust policy uses three: its module, wit-component's shim and
-    /// fixups) and two memories. Default: 256, or 8 per available core when that is more;
-    /// 1 to 4096.
-    #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 4_096>")]
-    pub instances: u32,
-    /// Instances one policy keeps idle for its next calls. Default: 2 per available core;
-    /// 0 to 4096.
-    #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 4_096>")]
-    pub idle_per_policy: u32,
-}
-
-impl Default for PoolConfig {
-    fn default() -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let cores = u32::try_from(cores).unwrap_or(u32::MAX);
-        PoolConfig {
-            instances: cores.saturating_mul(8).max(256),
-            idle_per_policy: cores.saturating_mul(2),
-        }
-    }
-}
 
 /// `base` plus `nanos` nanoseconds.
 fn nanos_after(base: Instant, nanos: u128) -> Instant {

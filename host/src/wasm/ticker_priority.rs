@@ -7,26 +7,7 @@
 //!
 //! Linux only; elsewhere the ticker keeps the usual priority.
 
-use serde::{Deserialize, Serialize};
-
-/// The scheduling asked for the epoch ticker's thread (`[engine] ticker_priority`); each
-/// falls back to the next below where the process is not permitted it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TickerPriority {
-    /// As the process's other threads: the library's default, so that embedding Rebound
-    /// never changes how the application's threads are scheduled unasked.
-    #[default]
-    Normal,
-    /// The shortest time slice Linux's EEVDF scheduler grants a normal thread (0.1 ms, Linux
-    /// 6.12 or later; any user may ask it): woken, the thread preempts a running one sooner.
-    ShortSlice,
-    /// `SCHED_FIFO` at the lowest real-time priority, 1 (needs `CAP_SYS_NICE` or an
-    /// `RLIMIT_RTPRIO` of at least 1): woken, the thread runs at once. Not inherited by
-    /// threads it would start (it starts none). `rebound serve` asks for it unless its
-    /// configuration says otherwise.
-    Realtime,
-}
+use super::settings::TickerPriority;
 
 impl TickerPriority {
     /// Gives the thread `tid` this priority or the best below it permitted, and says which it

@@ -23,7 +23,7 @@ use crate::registry::builtin::{Builtin, BuiltinPolicy};
 use crate::registry::route::Route;
 use crate::request::{RequestType, Service};
 use crate::traffic_budget::BudgetConfig;
-use crate::wasm::ArtifactCache;
+use crate::wasm::DEFAULT_CACHE_MAX_BYTES;
 
 /// The largest `cache_max_mb`: 1 TiB.
 const MAX_CACHE_MB: u64 = 1 << 20;
@@ -75,7 +75,7 @@ pub(super) fn validate(
     #[cfg(not(feature = "otlp"))]
     telemetry(raw.telemetry, errors)?;
     let cache_max_bytes = match &raw.cache_max_mb {
-        None => ArtifactCache::DEFAULT_MAX_BYTES,
+        None => DEFAULT_CACHE_MAX_BYTES,
         Some(mb) if *mb.get_ref() == 0 => {
             return Err(errors.at(
                 mb.span(),
@@ -291,13 +291,21 @@ fn policy(
     })
 }
 
-/// A policy's `component`: a file in the policy directory, or an OCI reference.
+/// A policy's `component`: a file in the policy directory, or an OCI reference; refused in a
+/// build that runs no components.
 fn component_source(
     component: &Spanned<RawComponent>,
     policy_dir: &Path,
     errors: &Errors<'_>,
     field: &str,
 ) -> Result<PolicySource, ConfigError> {
+    if cfg!(not(feature = "wasm")) {
+        return Err(errors.at(
+            component.span(),
+            format!("{field}.component"),
+            "policies that are components need rebound's `wasm` feature, which this build lacks: turn it on (`rebound = { features = [\"wasm\"] }`, or an adapter's own `wasm` feature), or name a `builtin`",
+        ));
+    }
     match component.get_ref() {
         RawComponent::Oci(oci) => {
             if !valid_oci_reference(&oci.oci) {
@@ -644,12 +652,16 @@ fn routes<K: Ord + Copy>(
     Ok(routes)
 }
 
-/// `cache_dir`: the user's cache directory unless `false` or a directory is given.
+/// `cache_dir`: the user's cache directory unless `false` or a directory is given (a build
+/// without the `wasm` feature compiles nothing and keeps no cache).
 fn cache_dir(raw: Option<RawCacheDir>, base: &Path) -> Option<CacheDir> {
     match raw {
+        #[cfg(feature = "wasm")]
         None | Some(RawCacheDir::Enabled(true)) => {
-            ArtifactCache::default_dir().map(CacheDir::UserDefault)
+            crate::wasm::ArtifactCache::default_dir().map(CacheDir::UserDefault)
         }
+        #[cfg(not(feature = "wasm"))]
+        None | Some(RawCacheDir::Enabled(true)) => None,
         Some(RawCacheDir::Enabled(false)) => None,
         Some(RawCacheDir::Dir(dir)) => Some(CacheDir::Configured(base.join(dir))),
     }

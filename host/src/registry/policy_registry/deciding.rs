@@ -19,6 +19,7 @@ use crate::decision_log::{
 use crate::hedge::{ConstantSpeculativeExecution, Hedging};
 use crate::reason::RetryReason;
 use crate::registry::error::RegistryError;
+#[cfg(feature = "wasm")]
 use crate::registry::isolation::Isolated;
 use crate::registry::shadow::{Shadow, Shadowed};
 use crate::registry::slot::lock;
@@ -215,13 +216,9 @@ impl PolicyRegistry {
         answers: Option<&OnceLock<ShadowAnswers>>,
     ) -> Decision {
         version.count_decision();
-        let decision = match (shadow, &self.isolation) {
-            (None, Some(isolation)) if version.wasm().is_some() => {
-                let strategy = Isolated { isolation, version };
-                rules::decide(request, context, &strategy, version.guard()).await
-            }
-            (None, _) => rules::decide(request, context, version.strategy(), version.guard()).await,
-            (Some(shadow), _) => {
+        let decision = match shadow {
+            None => Self::decide_alone(self, version, request, context).await,
+            Some(shadow) => {
                 let strategy = Shadowed {
                     active: version,
                     shadow,
@@ -232,6 +229,24 @@ impl PolicyRegistry {
         };
         telemetry::record_decision(|| version.metric_labels(), &decision, context.reason());
         decision
+    }
+
+    /// The decision of `version` alone: on the isolation threads for a component when the
+    /// engine has them (feature `wasm`), else on this thread.
+    async fn decide_alone(
+        &self,
+        version: &Arc<PolicyVersion>,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+    ) -> Decision {
+        #[cfg(feature = "wasm")]
+        if let Some(isolation) =
+            (self.components.isolation.as_ref()).filter(|_| version.wasm().is_some())
+        {
+            let strategy = Isolated { isolation, version };
+            return rules::decide(request, context, &strategy, version.guard()).await;
+        }
+        rules::decide(request, context, version.strategy(), version.guard()).await
     }
 
     /// Installs `log` as the decision log (an application's own sink, see

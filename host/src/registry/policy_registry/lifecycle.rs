@@ -1,16 +1,16 @@
 //! The registry's lifecycle: reading a policy's active version, reloading, rolling back,
-//! shadow trials and promotion, applying or reloading the configuration, and status. Changes
+//! promoting or abandoning a shadow trial (started in `component_lifecycle`), applying or
+//! reloading the configuration, and status. Changes
 //! are serialised by the registry's writer lock, built off the deciding path and published
 //! with one atomic swap.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
-
-use sha2::{Digest, Sha256};
 
 use crate::registry::config::{PolicySource, RegistryConfig};
+#[cfg(not(feature = "wasm"))]
+use crate::registry::error::BuildError;
 use crate::registry::error::RegistryError;
 use crate::registry::shadow::{Shadow, ShadowStatus};
 use crate::registry::slot::{lock, ReloadOutcome, Slot};
@@ -18,8 +18,7 @@ use crate::registry::status::{
     BreakerStatus, BudgetStatus, PolicyStatus, RegistryStatus, ThrottleStatus,
 };
 use crate::registry::table::{build_table, Failed};
-use crate::registry::version::{fetch_oci, read, PolicyVersion};
-use crate::wasm::ArtifactCache;
+use crate::registry::version::PolicyVersion;
 
 use super::PolicyRegistry;
 
@@ -29,48 +28,26 @@ impl PolicyRegistry {
         Ok(self.table.load().slot(name)?.active.load_full())
     }
 
-    fn slot(&self, name: &str) -> Result<Arc<Slot>, RegistryError> {
+    pub(super) fn slot(&self, name: &str) -> Result<Arc<Slot>, RegistryError> {
         self.table.load().slot(name).cloned()
     }
 
     /// Reloads policy `name` from its file: compiles (or fetches from the cache), configures
     /// and smoke-calls the new content off the deciding path, then swaps it in. A file whose
     /// content is already active changes nothing. On failure the active version keeps serving
-    /// and the error is logged and kept in the policy's status.
+    /// and the error is logged and kept in the policy's status. A built-in has no file.
     pub fn reload(&self, name: &str) -> Result<ReloadOutcome, RegistryError> {
         let _writer = lock(&self.writer);
         let slot = self.slot(name)?;
-        let ctx = self.build_context();
-        // An OCI tag is resolved again: an explicit reload is when an unpinned tag moves.
-        let path = match &slot.definition.source {
-            PolicySource::Builtin(_) => return Err(RegistryError::Builtin(name.to_owned())),
-            PolicySource::Component(path) => Ok(path.clone()),
-            PolicySource::Oci(reference) => fetch_oci(name, reference, &slot.definition, &ctx),
-        };
-        let result = path.and_then(|path| {
-            let bytes = read(name, &path, ctx.max_component_bytes)?;
-            let active = slot.active.load_full();
-            if hex_sha256(&bytes) == active.hash() {
-                return Ok(None);
-            }
-            slot.build(&path, &bytes, &ctx).map(Some)
-        });
-        match result {
-            Ok(None) => {
-                *lock(&slot.last_error) = None;
-                Ok(ReloadOutcome::Unchanged {
-                    version: slot.active.load().version().to_owned(),
-                })
-            }
-            Ok(Some(version)) => Ok(self.install(&slot, Arc::new(version), "reload")),
-            Err(error) => {
-                tracing::error!(policy = name, error = %error,
-                    active_version = slot.active.load().version(),
-                    "reload failed; the active version keeps serving");
-                slot.reload_failed(error.to_string());
-                Err(error.into())
-            }
+        if matches!(slot.definition.source, PolicySource::Builtin(_)) {
+            return Err(RegistryError::Builtin(name.to_owned()));
         }
+        #[cfg(feature = "wasm")]
+        return self.reload_component(name, &slot);
+        #[cfg(not(feature = "wasm"))]
+        Err(RegistryError::Build(BuildError::ComponentsNeedWasm {
+            policy: name.to_owned(),
+        }))
     }
 
     /// Makes the previous version of `name` active again (the current one becomes the
@@ -86,34 +63,6 @@ impl PolicyRegistry {
         Ok(self.install(&slot, previous, "rollback"))
     }
 
-    /// Starts a shadow trial for `name`: the component at `path`, built with the policy's
-    /// parameters and limits, answers beside the active version on a `sample` share (0..=1)
-    /// of its decisions. A trial already running is replaced.
-    pub fn shadow(
-        &self,
-        name: &str,
-        path: &Path,
-        sample: f64,
-    ) -> Result<ShadowStatus, RegistryError> {
-        let _writer = lock(&self.writer);
-        let slot = self.slot(name)?;
-        if matches!(slot.definition.source, PolicySource::Builtin(_)) {
-            return Err(RegistryError::Builtin(name.to_owned()));
-        }
-        let bytes = read(name, path, self.max_component_bytes)?;
-        let candidate = slot.build(path, &bytes, &self.build_context())?;
-        let shadow = Shadow::new(Arc::new(candidate), sample);
-        let status = shadow.status();
-        slot.shadow.store(Some(Arc::new(shadow)));
-        tracing::info!(
-            policy = name,
-            candidate_version = &*status.version,
-            sample = status.sample,
-            "shadow trial started"
-        );
-        Ok(status)
-    }
-
     /// Makes the shadow candidate of `name` the active version and ends the trial.
     pub fn promote(&self, name: &str) -> Result<ReloadOutcome, RegistryError> {
         let _writer = lock(&self.writer);
@@ -123,7 +72,12 @@ impl PolicyRegistry {
 
     /// Makes `version` the active one of `slot` (see [`Slot::install`]), the table told first
     /// whether it hedges.
-    fn install(&self, slot: &Slot, version: Arc<PolicyVersion>, why: &str) -> ReloadOutcome {
+    pub(super) fn install(
+        &self,
+        slot: &Slot,
+        version: Arc<PolicyVersion>,
+        why: &str,
+    ) -> ReloadOutcome {
         self.table.load().installing(&version);
         slot.install(version, why)
     }
@@ -206,35 +160,6 @@ impl PolicyRegistry {
             }
         }
     }
-    /// Starts compiling the component file at `path` for the reload its change will cause,
-    /// unless a version of a policy using it already has this content. Runs on the watcher's
-    /// early-compile thread; any error waits for the reload to report it.
-    pub(crate) fn compile_ahead(&self, path: &Path) {
-        let table = self.table.load();
-        let mut slots = table
-            .slots
-            .values()
-            .filter(|s| matches!(&s.definition.source, PolicySource::Component(p) if p == path));
-        let Some(first) = slots.next() else { return };
-        let Ok(bytes) = read("", path, self.max_component_bytes) else {
-            return;
-        };
-        let sha256: [u8; 32] = Sha256::digest(&bytes).into();
-        let known = std::iter::once(first)
-            .chain(slots)
-            .flat_map(|s| s.versions())
-            .any(|v| v.component().is_some_and(|c| c.sha256() == &sha256));
-        if !known {
-            let started = Instant::now();
-            if self
-                .ahead
-                .prepare(&self.runtime, &bytes, &sha256, self.cache.as_ref())
-            {
-                tracing::debug!(path = %path.display(), compile_ms = started.elapsed().as_millis() as u64, "compiled ahead of the debounce");
-            }
-        }
-    }
-
     /// The policies whose component file is `path`.
     pub(crate) fn policies_at(&self, path: &Path) -> Vec<String> {
         self.table
@@ -282,7 +207,8 @@ impl PolicyRegistry {
             config_reload_failures: self.config_reload_failures.load(Ordering::Relaxed),
             default_policy: table.config.default_policy.clone(),
             policies,
-            cache: self.cache.as_ref().map(ArtifactCache::stats),
+            #[cfg(feature = "wasm")]
+            cache: self.cache().map(crate::wasm::ArtifactCache::stats),
             budgets: table
                 .config
                 .budgets
@@ -322,8 +248,4 @@ impl PolicyRegistry {
         let table = self.table.load();
         Ok(table.policy_status(table.slot(name)?))
     }
-}
-
-fn hex_sha256(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }

@@ -10,15 +10,18 @@ use std::sync::Mutex;
 
 use arc_swap::ArcSwap;
 
-use super::compile_ahead::CompileAhead;
-use super::config::{CacheDir, RegistryConfig};
+#[cfg(feature = "wasm")]
+use super::components::{Components, Credentials};
+use super::config::RegistryConfig;
 use super::error::RegistryError;
-use super::isolation::Isolation;
 use super::reload_path::ReloadPath;
 use super::table::{build_table, Failed, Table};
-use super::version::{BuildContext, Credentials};
+use super::version::BuildContext;
+#[cfg(feature = "wasm")]
 use crate::wasm::{ArtifactCache, EngineSettings, SandboxLimits, TickerPriority, WasmRuntime};
 
+#[cfg(feature = "wasm")]
+mod component_lifecycle;
 mod deciding;
 mod lifecycle;
 
@@ -26,19 +29,14 @@ pub use deciding::Decided;
 
 /// Named policies, each with an atomically replaceable active version.
 pub struct PolicyRegistry {
-    runtime: WasmRuntime,
-    cache: Option<ArtifactCache>,
-    ahead: CompileAhead,
-    /// `[engine] max_component_bytes`, fixed at start.
-    max_component_bytes: u64,
+    /// The engine and what goes with it (feature `wasm`).
+    #[cfg(feature = "wasm")]
+    components: Components,
     table: ArcSwap<Table>,
     /// Serialises changes; deciding never takes it.
     writer: Mutex<()>,
     config_error: Mutex<Option<String>>,
     config_reload_failures: AtomicU64,
-    isolation: Option<Isolation>,
-    /// How OCI registries are reached.
-    credentials: Credentials,
     /// Whether the watcher's reload thread runs, and the reload steps that panicked.
     pub(crate) reload_path: ReloadPath,
 }
@@ -57,15 +55,22 @@ impl PolicyRegistry {
         Self::new(RegistryConfig::load(path)?)
     }
 
-    /// Loads every policy of `config` in a new engine set up as its `[engine]` table says.
+    /// Loads every policy of `config`, its components (feature `wasm`) in a new engine set up
+    /// as its `[engine]` table says.
     pub fn new(config: RegistryConfig) -> Result<Self, RegistryError> {
-        let runtime = Self::runtime_for(&config)?;
-        Self::with_runtime(config, runtime)
+        #[cfg(feature = "wasm")]
+        {
+            let runtime = Self::runtime_for(&config)?;
+            Self::with_runtime(config, runtime)
+        }
+        #[cfg(not(feature = "wasm"))]
+        Self::build(config)
     }
 
     /// The engine [`new`](Self::new) makes for `config`, for an application that sets it up
     /// further (a [`ComponentCompiler`](crate::wasm::ComponentCompiler), say) before
     /// [`with_runtime`](Self::with_runtime).
+    #[cfg(feature = "wasm")]
     pub fn runtime_for(config: &RegistryConfig) -> Result<WasmRuntime, RegistryError> {
         let engine = &config.engine;
         let runtime = WasmRuntime::with_pool(
@@ -86,6 +91,7 @@ impl PolicyRegistry {
 
     /// What the engine [`runtime_for`](Self::runtime_for) makes for `config` is made from:
     /// the settings a component is compiled ahead for (`rebound push --precompile`).
+    #[cfg(feature = "wasm")]
     pub fn engine_settings(config: &RegistryConfig) -> EngineSettings {
         EngineSettings::new(
             Self::max_memory_bytes(config),
@@ -96,6 +102,7 @@ impl PolicyRegistry {
 
     /// The largest linear memory `config` gives an instance: its `[engine]` setting, or the
     /// largest of its policies' limits.
+    #[cfg(feature = "wasm")]
     fn max_memory_bytes(config: &RegistryConfig) -> u64 {
         config.engine.max_memory_bytes.unwrap_or_else(|| {
             config
@@ -110,11 +117,13 @@ impl PolicyRegistry {
 
     /// Loads every policy of `config` in `runtime`, reaching OCI registries anonymously
     /// (see `with_credentials`, feature `oci`).
+    #[cfg(feature = "wasm")]
     pub fn with_runtime(
         config: RegistryConfig,
         runtime: WasmRuntime,
     ) -> Result<Self, RegistryError> {
-        Self::build(config, runtime, Credentials::default())
+        let components = Components::new(&config, runtime, Credentials::default())?;
+        Self::build(config, components)
     }
 
     /// Loads every policy of `config` in `runtime`, reaching OCI registries with
@@ -125,62 +134,44 @@ impl PolicyRegistry {
         runtime: WasmRuntime,
         credentials: super::oci_credentials::RegistryCredentials,
     ) -> Result<Self, RegistryError> {
-        Self::build(config, runtime, credentials)
+        let components = Components::new(&config, runtime, credentials)?;
+        Self::build(config, components)
     }
 
     fn build(
         config: RegistryConfig,
-        runtime: WasmRuntime,
-        credentials: Credentials,
+        #[cfg(feature = "wasm")] components: Components,
     ) -> Result<Self, RegistryError> {
-        let cache = match &config.cache_dir {
-            Some(CacheDir::Configured(dir)) => Some(ArtifactCache::open(dir, runtime.engine())?),
-            Some(CacheDir::UserDefault(dir)) => ArtifactCache::open_or_warn(dir, runtime.engine()),
-            None => None,
-        };
-        let cache = cache.map(|cache| cache.with_max_bytes(config.cache_max_bytes));
-        let ahead = CompileAhead::default();
-        let max_component_bytes = config.engine.max_component_bytes();
-        let ctx = BuildContext {
-            runtime: &runtime,
-            cache: cache.as_ref(),
-            ahead: &ahead,
-            max_component_bytes,
-            credentials: &credentials,
-        };
-        let isolation = (config.engine.isolation)
-            .filter(|isolation| isolation.threads > 0)
-            .map(Isolation::new)
-            .transpose()?;
         let failed = if config.strict_start {
             Failed::Refuse
         } else {
             Failed::StandIn
         };
-        let table = build_table(&ctx, config, None, failed)?;
+        #[cfg(feature = "wasm")]
+        let table = build_table(&components.build_context(), config, None, failed)?;
+        #[cfg(not(feature = "wasm"))]
+        let table = build_table(&BuildContext::built_ins(), config, None, failed)?;
         Ok(PolicyRegistry {
-            runtime,
-            cache,
-            ahead,
-            max_component_bytes,
+            #[cfg(feature = "wasm")]
+            components,
             table: ArcSwap::from_pointee(table),
             writer: Mutex::new(()),
             config_error: Mutex::new(None),
             config_reload_failures: AtomicU64::new(0),
-            isolation,
-            credentials,
             reload_path: ReloadPath::default(),
         })
     }
 
     /// The engine the policies run in (for components loaded beside the registry's).
+    #[cfg(feature = "wasm")]
     pub fn runtime(&self) -> &WasmRuntime {
-        &self.runtime
+        &self.components.runtime
     }
 
     /// The compiled-artifact cache, if the configuration names one.
+    #[cfg(feature = "wasm")]
     pub fn cache(&self) -> Option<&ArtifactCache> {
-        self.cache.as_ref()
+        self.components.cache.as_ref()
     }
 
     /// The running configuration.
@@ -189,12 +180,9 @@ impl PolicyRegistry {
     }
 
     fn build_context(&self) -> BuildContext<'_> {
-        BuildContext {
-            runtime: &self.runtime,
-            cache: self.cache.as_ref(),
-            ahead: &self.ahead,
-            max_component_bytes: self.max_component_bytes,
-            credentials: &self.credentials,
-        }
+        #[cfg(feature = "wasm")]
+        return self.components.build_context();
+        #[cfg(not(feature = "wasm"))]
+        BuildContext::built_ins()
     }
 }

@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rand::{Rng, SeedableRng};
 use wasmtime::component::Resource;
 
-use super::{WasiClocks, WasiState};
+use super::WasiState;
+use crate::wasm::settings::WasiClocks;
 use crate::wasm::host_trap::HostTrap;
 
 wasmtime::component::bindgen!({

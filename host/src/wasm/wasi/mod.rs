@@ -9,46 +9,10 @@ mod inert;
 
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 
 use super::policy_label::PolicyLabel;
-
-/// The clocks a policy reads through `wasi:clocks`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WasiClocks {
-    /// Both clocks stand still: the monotonic clock at 1 ns (not 0, which Go's runtime
-    /// refuses) and the wall clock at the Unix epoch, so a policy cannot decide on anything
-    /// but its inputs.
-    #[default]
-    Frozen,
-    /// The monotonic clock counts from the instance's creation; the wall clock is the host's.
-    Real,
-}
-
-/// The randomness a policy reads through `wasi:random`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WasiRandom {
-    /// A ChaCha generator seeded with `seed`: the same bytes in every instance.
-    #[default]
-    Seeded,
-    /// A ChaCha generator seeded from the operating system for each instance.
-    Os,
-}
-
-/// What a policy's WASI imports answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct WasiConfig {
-    /// The clocks.
-    pub clocks: WasiClocks,
-    /// The randomness.
-    pub random: WasiRandom,
-    /// The seed of `random = "seeded"`.
-    pub seed: u64,
-}
+use super::settings::{WasiConfig, WasiRandom};
 
 /// The WASI state of one policy instance.
 pub(crate) struct WasiState {
