@@ -12,3 +12,7 @@ pub mod reasons;
 mod strategy;
 
 pub use strategy::ReboundRetryStrategy;
+
+/// The library this adapter was built with: its registry and the request's vocabulary,
+/// without adding a dependency (and its default features) of one's own.
+pub use rebound;

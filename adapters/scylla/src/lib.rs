@@ -41,3 +41,7 @@ pub use speculative::ReboundSpeculativeExecution;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct AdaptersGuide;
+
+/// The library this adapter was built with: its registry and the request's vocabulary,
+/// without adding a dependency (and its default features) of one's own.
+pub use rebound;

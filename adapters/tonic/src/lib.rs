@@ -33,3 +33,7 @@ pub use service::{BoxError, Rebound};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct HttpAndGrpcGuide;
+
+/// The library this adapter was built with: its registry and the request's vocabulary,
+/// without adding a dependency (and its default features) of one's own.
+pub use rebound;
