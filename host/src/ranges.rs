@@ -79,7 +79,7 @@ fn checked<T: TryFrom<i128>, E: Error>(value: i128, min: i64, max: i64) -> Resul
     T::try_from(value).map_err(|_| E::custom(format!("{value} is out of range")))
 }
 
-#[cfg(test)]
+#[cfg(all(test, any(feature = "registry", feature = "otlp")))]
 mod tests {
     use serde::Deserialize;
 
