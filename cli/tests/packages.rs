@@ -1,8 +1,8 @@
 //! Spec: the published crates work from their packages alone (docs/releasing.md "What the
 //! packages are checked to do"). The crates are packaged and put in a registry this test
 //! creates (a git index and `.crate` files, nothing of the source tree reachable by path); then,
-//! as a user outside the tree: an application depending on `rebound = "0.5.0"` builds and
-//! decides with the executor, `cargo install` installs the `rebound` binary from the registry,
+//! as a user outside the tree: an application depending on `rebound` by version, with the
+//! executor guide's dependencies, builds and decides with the executor, `cargo install` installs the `rebound` binary from the registry,
 //! and that binary starts a Rust policy project (depending on `rebound-guest` by version) whose
 //! CI workflow's build, test and check steps pass.
 
@@ -202,10 +202,11 @@ fn tree_profile(dir: &Path) -> PathBuf {
     path
 }
 
-/// The first Rust block of `guide`.
-fn first_rust_block(guide: &str) -> String {
+/// The first block of `language` in `guide`.
+fn first_block(guide: &str, language: &str) -> String {
     let text = std::fs::read_to_string(tree().join(guide)).unwrap();
-    let start = text.find("```rust\n").expect("a Rust block") + "```rust\n".len();
+    let fence = format!("```{language}\n");
+    let start = text.find(&fence).expect("a block") + fence.len();
     let end = start + text[start..].find("```").unwrap();
     text[start..end].to_owned()
 }
@@ -223,21 +224,21 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
     let build_dir = tree().join("target");
     let target = scratch.path().join("target");
 
-    // (a) An application on `rebound` by version: the executor guide's example.
+    // (a) An application on `rebound` by version: the executor guide's dependencies and example.
     let app = user.join("app");
     std::fs::create_dir_all(app.join("src")).unwrap();
     std::fs::write(
         app.join("Cargo.toml"),
         format!(
             "[package]\nname = \"outside\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
-             [dependencies]\nrebound = \"{version}\"\ntokio = {{ version = \"1\", features = [\"macros\", \"rt\"] }}\n\n\
-             [workspace]\n"
+             {}\n[workspace]\n",
+            first_block("docs/executor.md", "toml")
         ),
     )
     .unwrap();
     std::fs::write(
         app.join("src/main.rs"),
-        first_rust_block("docs/executor.md"),
+        first_block("docs/executor.md", "rust"),
     )
     .unwrap();
     // The tree's lock file as the start: the same versions as the tree's build.
