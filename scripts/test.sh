@@ -53,6 +53,10 @@ step "loom models of the retry budget's atomics (every interleaving of two threa
 RUSTFLAGS="--cfg loom -D warnings" cargo test -p rebound --no-default-features --lib --release \
   --locked --target-dir target/loom loom_models
 
+step "the registry without wasm: built-ins decide, a component is refused naming the feature"
+# Its own build: in the workspace's, another member turns `wasm` on.
+cargo test -p rebound --no-default-features --features registry --lib --locked
+
 step "API docs, warnings denied"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
 
