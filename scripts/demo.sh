@@ -1,21 +1,56 @@
 #!/usr/bin/env bash
-# The project's main job as far as it is built (README "Run it"): builds the example policies
-# from source (installing the guest toolchain if needed), then walks failures through the
-# orchestrator with native strategies and with sandboxed WebAssembly policies, then decides
-# examples/decisions.jsonl with `rebound eval` and the policies of examples/rebound.toml,
-# checks a WebAssembly policy with `rebound check`, and simulates a TMPFAIL storm through
-# three policies side by side with `rebound simulate` (chart in build/simulate/).
+# The project's main job (README "Run it"). It builds what its steps run and nothing else: the
+# `rebound` binary and the walk-through example in one cargo invocation (one build of their
+# shared dependencies), and from source the three Rust policies the steps load (installing
+# the Rust guest toolchain if needed; the other languages' toolchains and guests belong to the
+# test command). Each step says when it began. Then it walks failures through the orchestrator with native strategies and
+# with sandboxed WebAssembly policies, decides examples/decisions.jsonl with `rebound eval`
+# and the policies of examples/rebound.toml, checks a WebAssembly policy with `rebound check`,
+# and simulates a TMPFAIL storm through three policies side by side with `rebound simulate`
+# (chart in build/simulate/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/build-guests.sh
-cargo run --quiet -p rebound --example decide
-echo
-echo "rebound eval --config examples/rebound.toml examples/decisions.jsonl:"
-cargo run --quiet -p rebound-cli -- eval --config examples/rebound.toml examples/decisions.jsonl
-echo
-echo "rebound check build/guests/retry_budget.wasm:"
-cargo run --quiet -p rebound-cli -- check build/guests/retry_budget.wasm
-echo
+
+step() { printf '\n== %s (at %dm%02ds)\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
+
+# The policies the steps load: decide.rs loads no_retry_for_robots and adversary,
+# examples/rebound.toml names no_retry_for_robots and retry_budget, and `rebound check` below
+# checks retry_budget.
+policies=(policies/no-retry-for-robots policies/retry-budget tests/guests/adversary)
+
+step "building the rebound binary and the walk-through example; beside it, the policies' std and dependencies"
+# `rebound build` runs cargo on each policy crate; the same cargo command run here first, while
+# the host builds, leaves it only the component step. std for wasm32 builds with one codegen
+# unit on one processor, so the two builds share the machine well.
+source scripts/guest-toolchain.sh
+toolchain_wasm_tools
+toolchain_rust
+(
+  export CARGO_TARGET_DIR="$PWD/build/guest-target"
+  for policy in "${policies[@]}"; do
+    # shellcheck disable=SC2086
+    $GUEST_CARGO build --quiet --release --target wasm32-unknown-unknown \
+      --manifest-path "$policy/Cargo.toml" $GUEST_CARGO_FLAGS
+  done
+) &
+guest_dependencies=$!
+cargo build --locked --quiet -p rebound-cli -p rebound --bins --example decide
+rebound=target/debug/rebound
+wait "$guest_dependencies"
+
+step "the policies the steps load, as components (rebound build)"
+REBOUND="$rebound" ./scripts/build-guests.sh "${policies[@]}"
+
+step "the orchestrator, native strategies and WebAssembly policies (host/examples/decide.rs)"
+target/debug/examples/decide
+
+step "rebound eval --config examples/rebound.toml examples/decisions.jsonl"
+"$rebound" eval --config examples/rebound.toml examples/decisions.jsonl
+
+step "rebound check build/guests/retry_budget.wasm"
+"$rebound" check build/guests/retry_budget.wasm
+
+step "rebound simulate examples/scenarios/tmpfail.toml"
 mkdir -p build/simulate
-echo "rebound simulate examples/scenarios/tmpfail.toml:"
-cargo run --quiet -p rebound-cli -- simulate examples/scenarios/tmpfail.toml --chart build/simulate/tmpfail.svg
+"$rebound" simulate examples/scenarios/tmpfail.toml --chart build/simulate/tmpfail.svg
+step "done"
