@@ -20,12 +20,13 @@ policies=(policies/no-retry-for-robots policies/retry-budget tests/guests/advers
 
 step "building the rebound binary and the walk-through example; beside it, the policies' std and dependencies"
 # `rebound build` runs cargo on each policy crate; the same cargo command run here first, while
-# the host builds, leaves it only the component step. std for wasm32 builds with one codegen
-# unit on one processor, so the two builds share the machine well.
-source scripts/guest-toolchain.sh
-toolchain_wasm_tools
-toolchain_rust
+# the host builds, leaves it only the component step. The guest toolchain's installs wait on
+# the network, and std for wasm32 builds with one codegen unit on one processor, so both share
+# the machine well with the host's build.
 (
+  source scripts/guest-toolchain.sh
+  toolchain_wasm_tools
+  toolchain_rust
   export CARGO_TARGET_DIR="$PWD/build/guest-target"
   for policy in "${policies[@]}"; do
     # shellcheck disable=SC2086
