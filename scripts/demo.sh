@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The project's main job (README "Run it"). It builds what its steps run and nothing else: the
-# `rebound` binary and the walk-through example in one cargo invocation (one build of their
-# shared dependencies), and from source the three Rust policies the steps load (installing
-# the Rust guest toolchain if needed; the other languages' toolchains and guests belong to the
-# test command). Each step says when it began. Then it walks failures through the orchestrator with native strategies and
-# with sandboxed WebAssembly policies, decides examples/decisions.jsonl with `rebound eval`
-# and the policies of examples/rebound.toml, checks a WebAssembly policy with `rebound check`,
-# and simulates a TMPFAIL storm through three policies side by side with `rebound simulate`
-# (chart in build/simulate/).
+# The project's main job (README "On a fresh machine"). It builds what its steps run and nothing
+# else: the `rebound` binary and the walk-through example in one cargo invocation (one build of
+# their shared dependencies), and from source the three Rust policies the steps load
+# (installing the Rust guest toolchain if needed; the other languages' toolchains and guests
+# belong to the test command). Then it walks failures through the orchestrator with native
+# strategies and with sandboxed WebAssembly policies, decides examples/decisions.jsonl with
+# `rebound eval` and the policies of examples/rebound.toml, checks a WebAssembly policy with
+# `rebound check`, and simulates a TMPFAIL storm through three policies side by side with
+# `rebound simulate` (chart in build/simulate/). Each step says when it began.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
