@@ -2,7 +2,8 @@
 //! thread and with two threads on one throttle, measured in one run beside the decision without
 //! a throttle and printed as a table; then the latency of decisions on one authority while
 //! another thread names new authorities without end, at the largest `max_scopes`.
-//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --bench throttle`.
+//! Run (throttles need only the registry, so the bench builds no wasmtime):
+//! `env -u RUST_BACKTRACE cargo bench -p rebound --no-default-features --features registry --bench throttle`.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
