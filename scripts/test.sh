@@ -2,8 +2,9 @@
 # The project's one test command (README "Run every test"; .ci/run calls exactly this).
 # While it works, the servers the end-to-end tests start (memcached, an OCI registry, podman)
 # and the guest toolchains are installed in the background, idempotently. First the gates a
-# reader relies on: formatting, clippy with warnings denied, the docs without warnings, and the
-# library built with each of its features alone and with none. Then it compiles the tests,
+# reader relies on: formatting, clippy with warnings denied, the docs without warnings, the
+# library built with each of its features alone and with none, the loom models, and the
+# registry's tests in a build without wasm. Then it compiles the tests,
 # builds every guest from source with the `rebound` binary just compiled (`rebound build`), and
 # runs every test: the host workspace (engine, sandbox, parity, executor, the memcached example
 # end to end, the binary) and the policies' own native unit tests.

@@ -31,6 +31,8 @@ mod doctor;
 mod errormap;
 mod eval;
 mod go_workspace;
+#[cfg(test)]
+mod hostile_numbers;
 mod inspect;
 #[cfg(test)]
 mod largest_allocation;

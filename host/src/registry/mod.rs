@@ -38,8 +38,6 @@ pub mod oci;
 #[cfg(feature = "oci")]
 mod oci_credentials;
 #[cfg(feature = "oci")]
-mod oci_pull;
-#[cfg(feature = "oci")]
 mod oci_signature;
 #[cfg(feature = "oci")]
 mod oci_store;

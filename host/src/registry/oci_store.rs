@@ -7,17 +7,17 @@
 //! only when the registry gives a signature by a trusted key for its manifest, at every load.
 //! `install_precompiled` makes a pinned compiled layer (`rebound push --precompile`) the
 //! artifact cache's entry, when it was compiled from that component for the host's engine and,
-//! under `[trust]`, is a layer of the signed artifact. Every pull is bounded (`oci_pull.rs`).
+//! under `[trust]`, is a layer of the signed artifact. Every pull is bounded (`oci/pull.rs`).
 
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::oci::{block_on, check, client, parse, registry_error, wasm_layer, OciError};
-use super::oci_credentials::RegistryCredentials;
-use super::oci_pull::{
+use super::oci::pull::{
     pull, pull_pinned, pull_within, verify_signature, PullError, COMPILED_SIZE_FACTOR,
 };
+use super::oci::{block_on, check, client, parse, registry_error, wasm_layer, OciError};
+use super::oci_credentials::RegistryCredentials;
 use super::oci_signature::TrustedKey;
 use crate::wasm::ArtifactCache;
 

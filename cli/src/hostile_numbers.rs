@@ -13,10 +13,10 @@ use proptest::prelude::*;
 use rebound::registry::{PolicyRegistry, RegistryConfig};
 use serde_json::{json, Map, Value};
 
-use super::hedge::HedgeInput;
-use super::input::InputError;
 use crate::decider::{Decider, FileAccess};
 use crate::largest_allocation;
+use crate::wire::hedge::HedgeInput;
+use crate::wire::input::InputError;
 
 /// The largest single allocation one request may cause: the request itself is at most
 /// 64 KiB, and nothing is sized by the numbers in it.

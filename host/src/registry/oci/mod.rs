@@ -1,7 +1,7 @@
 //! Components kept in an OCI registry, the way Spin, wasmCloud and Kubewarden ship them
 //! (the CNCF OCI Wasm artifact layout: one `application/wasm` layer). `push` and `pull` speak
 //! the distribution protocol through `oci-client`, with the credential given for the registry
-//! (`oci_credentials.rs`); every pull is bounded (`oci_pull.rs`). `push` can add the
+//! (`oci_credentials.rs`); every pull is bounded (`oci/pull.rs`). `push` can add the
 //! component's compiled artifact for one engine configuration as a second layer (`rebound push
 //! --precompile`), and `sign` pushes a signature of a pushed artifact in cosign's format
 //! (`oci_signature.rs`). What a registry loads from them is kept on disk by `oci_store.rs`.
@@ -19,7 +19,8 @@ use super::oci_credentials::RegistryCredentials;
 use super::oci_signature::{self as signature, ComponentSigner};
 use crate::wasm::CompiledArtifact;
 
-pub use super::oci_pull::{pull, COMPILED_SIZE_FACTOR, MAX_SIGNATURES, MAX_SIGNATURE_BYTES};
+pub(in crate::registry) mod pull;
+pub use pull::{pull, COMPILED_SIZE_FACTOR, MAX_SIGNATURES, MAX_SIGNATURE_BYTES};
 
 /// The layer media type of a Wasm component (CNCF OCI Wasm artifact).
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
