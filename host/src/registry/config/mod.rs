@@ -9,6 +9,7 @@
 
 mod breakers;
 mod errors;
+mod policies;
 mod raw;
 mod throttles;
 mod validate;

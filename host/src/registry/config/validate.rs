@@ -2,24 +2,17 @@
 //! naming the file, the line and column where the value is written, the field's dotted path,
 //! and what was expected.
 
-use crate::hedge::ConstantSpeculativeExecution;
 use std::collections::BTreeMap;
-use std::ops::Range;
 use std::path::Path;
-use std::time::Duration;
 
 use toml::Spanned;
 
 use super::breakers;
 use super::errors::Errors;
-use super::raw::{
-    param_text, parse_sha256, valid_oci_reference, RawBudget, RawCacheDir, RawComponent, RawConfig,
-    RawPinnedComponent, RawPolicy, RawRoute,
-};
+use super::raw::{RawBudget, RawCacheDir, RawConfig, RawPolicy, RawRoute};
 use super::throttles;
-use super::{BudgetScope, CacheDir, ConfigError, PolicyDefinition, PolicySource, RegistryConfig};
+use super::{BudgetScope, CacheDir, ConfigError, PolicyDefinition, RegistryConfig};
 use crate::decision_log::DecisionLogConfig;
-use crate::registry::builtin::{Builtin, BuiltinPolicy};
 use crate::registry::route::Route;
 use crate::request::{RequestType, Service};
 use crate::traffic_budget::BudgetConfig;
@@ -43,7 +36,7 @@ pub(super) fn validate(
         errors,
     };
     let default_policy = names.known(&raw.default_policy, "default_policy".into())?;
-    let mut policies = policies(&raw.policies, &policy_dir, errors)?;
+    let mut policies = super::policies::policies(&raw.policies, &policy_dir, errors)?;
     let (budgets, budget_scopes) = budgets(&raw.budgets, errors)?;
     let policy_budgets = policy_references(
         &raw.policies,
@@ -165,213 +158,6 @@ impl PolicyNames<'_> {
             ),
         ))
     }
-}
-
-/// The `[policies]` tables.
-fn policies(
-    raw: &BTreeMap<String, Spanned<RawPolicy>>,
-    policy_dir: &Path,
-    errors: &Errors<'_>,
-) -> Result<BTreeMap<String, PolicyDefinition>, ConfigError> {
-    let mut policies = BTreeMap::new();
-    for (name, spanned) in raw {
-        policies.insert(name.clone(), policy(name, spanned, policy_dir, errors)?);
-    }
-    Ok(policies)
-}
-
-/// One `[policies.NAME]` table.
-fn policy(
-    name: &str,
-    spanned: &Spanned<RawPolicy>,
-    policy_dir: &Path,
-    errors: &Errors<'_>,
-) -> Result<PolicyDefinition, ConfigError> {
-    let field = format!("policies.{name}");
-    let raw = spanned.get_ref();
-    let source = match (&raw.builtin, &raw.component) {
-        (Some(builtin), None) => PolicySource::Builtin(builtin_policy(
-            *builtin,
-            raw.params.as_ref(),
-            spanned.span(),
-            errors,
-            &field,
-        )?),
-        (None, Some(component)) => component_source(component, policy_dir, errors, &field)?,
-        (Some(_), Some(path)) => {
-            return Err(errors.at(
-                path.span(),
-                format!("{field}.component"),
-                "a policy is either `builtin` or `component`, not both",
-            ))
-        }
-        (None, None) => {
-            return Err(errors.at(
-                spanned.span(),
-                field,
-                "expected `builtin = \"best-effort\"` (or another built-in) or `component = \"FILE.wasm\"`",
-            ))
-        }
-    };
-    // A digest written in `component`: its `sha256` or its `precompiled` pin.
-    let digest = |text: Option<&str>, key: &str, what: &str| match raw.component.as_ref() {
-        Some(component) => text
-            .map(|text| {
-                parse_sha256(text).ok_or_else(|| {
-                    errors.at(
-                        component.span(),
-                        format!("{field}.component.{key}"),
-                        format!("expected {what} as 64 hexadecimal digits, got `{text}`"),
-                    )
-                })
-            })
-            .transpose(),
-        None => Ok(None),
-    };
-    let component = raw.component.as_ref().map(|c| c.get_ref());
-    let pinned_sha256 = digest(
-        component.and_then(RawComponent::sha256),
-        "sha256",
-        "the file's sha256 (`sha256sum FILE.wasm`)",
-    )?;
-    let precompiled_sha256 = digest(
-        component.and_then(RawComponent::precompiled),
-        "precompiled",
-        "the compiled layer's sha256 (`rebound push --precompile` prints it)",
-    )?;
-    // A built-in's parameters are in its source; a component's are text for `configure`.
-    let params = raw
-        .params
-        .as_ref()
-        .filter(|_| !matches!(source, PolicySource::Builtin(_)));
-    let mut texts = BTreeMap::new();
-    for (key, value) in params.iter().flat_map(|p| p.get_ref()) {
-        let text = param_text(value.get_ref()).ok_or_else(|| {
-            errors.at(
-                value.span(),
-                format!("{field}.params.{key}"),
-                "expected a string, a number or a boolean (a component's parameters are handed to its `configure` as text)",
-            )
-        })?;
-        texts.insert(key.clone(), text);
-    }
-    let speculative_execution = match &raw.speculative_execution {
-        None => None,
-        Some(spanned) => {
-            let raw = spanned.get_ref();
-            Some(
-                ConstantSpeculativeExecution::new(
-                    Duration::from_millis(raw.delay_ms),
-                    raw.max_executions,
-                )
-                .map_err(|e| {
-                    errors.at(
-                        spanned.span(),
-                        format!("{field}.speculative_execution.max_executions"),
-                        e.to_string().replacen("max_executions: ", "", 1),
-                    )
-                })?,
-            )
-        }
-    };
-    Ok(PolicyDefinition {
-        speculative_execution,
-        source,
-        params: texts,
-        limits: raw.limits,
-        fail_safe: raw.fail_safe,
-        quarantine: raw.quarantine,
-        wasi: raw.wasi,
-        guard_exempt: raw.guard_exempt,
-        pinned_sha256,
-        precompiled_sha256,
-        #[cfg(feature = "oci")]
-        trusted_keys: None,
-        params_location: params.map(|p| errors.location(p.span().start)),
-    })
-}
-
-/// A policy's `component`: a file in the policy directory, or an OCI reference; refused in a
-/// build that runs no components.
-fn component_source(
-    component: &Spanned<RawComponent>,
-    policy_dir: &Path,
-    errors: &Errors<'_>,
-    field: &str,
-) -> Result<PolicySource, ConfigError> {
-    if cfg!(not(feature = "wasm")) {
-        return Err(errors.at(
-            component.span(),
-            format!("{field}.component"),
-            "policies that are components need rebound's `wasm` feature, which this build lacks: turn it on (`rebound = { features = [\"wasm\"] }`, or an adapter's own `wasm` feature), or name a `builtin`",
-        ));
-    }
-    match component.get_ref() {
-        RawComponent::Oci(oci) => {
-            if !valid_oci_reference(&oci.oci) {
-                return Err(errors.at(
-                    component.span(),
-                    format!("{field}.component.oci"),
-                    format!("`{}` is not an OCI reference; expected registry/repository:tag, e.g. \"ghcr.io/team/policy:1.0\"", oci.oci),
-                ));
-            }
-            Ok(PolicySource::Oci(oci.oci.clone()))
-        }
-        RawComponent::Path(path) | RawComponent::Pinned(RawPinnedComponent { path, .. }) => {
-            let file = policy_dir.join(path);
-            if !file.is_file() {
-                return Err(errors.at(
-                    component.span(),
-                    format!("{field}.component"),
-                    format!(
-                        "no component file at {} (relative paths are resolved against {})",
-                        file.display(),
-                        policy_dir.display()
-                    ),
-                ));
-            }
-            Ok(PolicySource::Component(file))
-        }
-    }
-}
-
-/// `builtin` with the `params` a policy gives it; a refused parameter is reported where it is
-/// written.
-fn builtin_policy(
-    builtin: Builtin,
-    params: Option<&Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
-    policy: Range<usize>,
-    errors: &Errors<'_>,
-    field: &str,
-) -> Result<BuiltinPolicy, ConfigError> {
-    let Some(params) = params else {
-        return BuiltinPolicy::new(builtin, &serde_json::Map::new()).map_err(|e| {
-            errors.at(
-                policy.clone(),
-                format!("{field}.params"),
-                format!(
-                    "{}: {} takes parameters, some required",
-                    e.message,
-                    builtin.name()
-                ),
-            )
-        });
-    };
-    let mut json = serde_json::Map::new();
-    for (key, value) in params.get_ref() {
-        let value = serde_json::to_value(value.get_ref())
-            .map_err(|e| errors.at(value.span(), format!("{field}.params.{key}"), e.to_string()))?;
-        json.insert(key.clone(), value);
-    }
-    BuiltinPolicy::new(builtin, &json).map_err(|e| {
-        // Where the refused parameter is written, or the whole table.
-        let (span, field) = match params.get_ref().get(&e.param) {
-            Some(value) => (value.span(), format!("{field}.params.{}", e.param)),
-            None if e.param.is_empty() => (params.span(), format!("{field}.params")),
-            None => (params.span(), format!("{field}.params.{}", e.param)),
-        };
-        errors.at(span, field, e.message)
-    })
 }
 
 /// The `[budgets]` tables.
@@ -500,7 +286,7 @@ fn trust(
         })
         .collect::<Result<std::sync::Arc<[_]>, _>>()?;
     for policy in policies.values_mut() {
-        if matches!(policy.source, PolicySource::Oci(_)) {
+        if matches!(policy.source, super::PolicySource::Oci(_)) {
             policy.trusted_keys = Some(std::sync::Arc::clone(&keys));
         }
     }
