@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use super::slot::lock;
+use super::mutex::lock;
 use super::time_share::TimeShare;
 use super::trust::Trust;
 use super::version::PolicyVersion;

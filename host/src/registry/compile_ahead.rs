@@ -2,16 +2,12 @@
 //! its first event, while it waits for the file to stay quiet, and the reload that follows
 //! picks the machine code up (waiting for it if the compile is still running) instead of
 //! compiling again. Each content is compiled at most once at a time, whoever asks first.
-//! `EarlyCompiles` is the watcher's thread that starts these compiles.
+//! The watcher's thread that starts these compiles is `watch::EarlyCompiles`.
 
-use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::policy_registry::PolicyRegistry;
-use super::watch::{spawn, WatchError};
 use crate::wasm::{ArtifactCache, MachineCode, WasmRuntime};
 
 /// How long machine code compiled ahead waits for the reload that would use it. Content
@@ -121,49 +117,5 @@ mod tests {
             error.contains("magic") || error.contains("header"),
             "{error}"
         );
-    }
-}
-
-/// The watcher's early-compile thread: compiles each changed component file as soon as it
-/// changes. Dropping it tells the thread to stop, without waiting.
-#[derive(Debug)]
-pub(super) struct EarlyCompiles {
-    changed: Sender<Option<PathBuf>>,
-}
-
-impl EarlyCompiles {
-    /// Starts the thread, compiling ahead for `registry`.
-    pub(super) fn start(registry: &Arc<PolicyRegistry>) -> Result<Self, WatchError> {
-        let (changed, paths) = mpsc::channel();
-        let registry = Arc::clone(registry);
-        spawn("rebound-compile", move || compile_loop(&registry, &paths))?;
-        Ok(EarlyCompiles { changed })
-    }
-
-    /// Where the watcher sends the paths that changed.
-    pub(super) fn sender(&self) -> Sender<Option<PathBuf>> {
-        self.changed.clone()
-    }
-}
-
-impl Drop for EarlyCompiles {
-    fn drop(&mut self) {
-        let _ = self.changed.send(None);
-    }
-}
-
-/// The early-compile thread's loop, taking only the latest of a burst of events.
-fn compile_loop(registry: &PolicyRegistry, paths: &Receiver<Option<PathBuf>>) {
-    while let Ok(Some(first)) = paths.recv() {
-        let mut burst = BTreeSet::from([first]);
-        for next in paths.try_iter() {
-            match next {
-                Some(path) => burst.insert(path),
-                None => return,
-            };
-        }
-        for path in &burst {
-            (registry.reload_path).contain("compiling ahead", || registry.compile_ahead(path));
-        }
     }
 }

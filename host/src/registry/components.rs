@@ -7,7 +7,6 @@ use super::compile_ahead::CompileAhead;
 use super::config::{CacheDir, RegistryConfig};
 use super::error::RegistryError;
 use super::isolation::Isolation;
-use super::version::BuildContext;
 use crate::wasm::{ArtifactCache, WasmRuntime};
 
 /// How a registry reaches OCI registries (feature `oci`).
@@ -56,10 +55,5 @@ impl Components {
             max_component_bytes: config.engine.max_component_bytes(),
             credentials,
         })
-    }
-
-    /// What building a version takes.
-    pub(crate) fn build_context(&self) -> BuildContext<'_> {
-        BuildContext { components: self }
     }
 }

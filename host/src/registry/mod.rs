@@ -20,19 +20,20 @@ components! {
     mod answer_wait;
     mod call_room;
     mod compile_ahead;
-    mod component_version;
     mod components;
     mod isolation;
     mod time_share;
     mod trust;
 }
 
+mod build;
 #[cfg(all(test, not(feature = "wasm")))]
 mod built_ins_only_tests;
 mod builtin;
 mod client_budgets;
 mod config;
 mod error;
+mod mutex;
 #[cfg(feature = "oci")]
 pub mod oci;
 #[cfg(feature = "oci")]

@@ -2,19 +2,20 @@
 //! previous one kept for rollback, a shadow candidate, and its status.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use serde::Serialize;
 
 use super::config::PolicyDefinition;
+use super::mutex::lock;
 use super::shadow::Shadow;
 use super::status::{PolicyStatus, VersionStatus};
 use super::version::PolicyVersion;
 use crate::rules::Guard;
 use crate::wasm::PolicyStats;
 #[cfg(feature = "wasm")]
-use {super::error::BuildError, super::version::BuildContext, std::path::Path};
+use {super::build::BuildContext, super::error::BuildError, std::path::Path};
 
 /// What a reload did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -159,10 +160,4 @@ fn component_stats(version: &PolicyVersion) -> Option<PolicyStats> {
         let _ = version;
         None
     }
-}
-
-/// Locks `mutex`, recovering the data if a holder panicked (every value kept under these
-/// locks is replaced whole, so a panic cannot leave it half-written).
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -5,13 +5,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use super::build::BuildContext;
 use super::client_budgets::ClientBudgets;
 use super::config::RegistryConfig;
 use super::error::RegistryError;
 use super::route::Route;
 use super::slot::Slot;
 use super::status::PolicyStatus;
-use super::version::{BuildContext, PolicyVersion};
+use super::version::PolicyVersion;
 use crate::breaker::NodeBreakers;
 use crate::decision_log::DecisionLog;
 use crate::hedge::{Hedging, HedgingPolicy};

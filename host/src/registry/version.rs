@@ -49,26 +49,6 @@ impl std::fmt::Debug for PolicyVersion {
     }
 }
 
-/// What the registry needs to build versions: what running components takes (feature
-/// `wasm`); a registry of built-ins needs nothing.
-#[derive(Clone, Copy)]
-pub(crate) struct BuildContext<'a> {
-    #[cfg(feature = "wasm")]
-    pub components: &'a super::components::Components,
-    #[cfg(not(feature = "wasm"))]
-    built_ins_only: std::marker::PhantomData<&'a ()>,
-}
-
-#[cfg(not(feature = "wasm"))]
-impl BuildContext<'_> {
-    /// What building a built-in takes: nothing.
-    pub(crate) fn built_ins() -> Self {
-        BuildContext {
-            built_ins_only: std::marker::PhantomData,
-        }
-    }
-}
-
 impl LoggedVersion for PolicyVersion {
     fn name(&self) -> &str {
         PolicyVersion::name(self)
@@ -166,36 +146,6 @@ impl PolicyVersion {
         self.wasm.as_deref().map(WasmStrategy::component)
     }
 
-    /// Builds policy `name` from its definition, reading its component file if it has one.
-    /// `known` is a version already loaded from the same source: its compiled component is
-    /// reused when the file's content is unchanged.
-    pub(crate) fn build(
-        name: &str,
-        definition: &PolicyDefinition,
-        ctx: &BuildContext<'_>,
-        known: &[Arc<PolicyVersion>],
-    ) -> Result<PolicyVersion, BuildError> {
-        match &definition.source {
-            PolicySource::Builtin(builtin) => Ok(Self::builtin(name, builtin, definition)),
-            #[cfg(feature = "wasm")]
-            PolicySource::Component(path) => {
-                Self::from_component_file(name, definition, path, ctx, known)
-            }
-            #[cfg(feature = "wasm")]
-            PolicySource::Oci(reference) => {
-                let path = super::component_version::fetch_oci(name, reference, definition, ctx)?;
-                Self::from_component_file(name, definition, &path, ctx, known)
-            }
-            #[cfg(not(feature = "wasm"))]
-            PolicySource::Component(_) | PolicySource::Oci(_) => {
-                let _ = (ctx, known);
-                Err(BuildError::ComponentsNeedWasm {
-                    policy: name.to_owned(),
-                })
-            }
-        }
-    }
-
     /// The stand-in for policy `name`, which failed to load with `error`: it answers the
     /// definition's fail-safe (a non-strict start).
     pub(crate) fn stand_in(
@@ -229,7 +179,7 @@ impl PolicyVersion {
         self.hash == STAND_IN
     }
 
-    fn builtin(
+    pub(super) fn builtin(
         name: &str,
         builtin: &BuiltinPolicy,
         definition: &PolicyDefinition,

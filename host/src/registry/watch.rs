@@ -12,7 +12,7 @@
 //!
 //! A component file's first event also starts compiling it on a second thread while the
 //! debounce runs, so the reload after the quiet period usually finds the machine code ready
-//! (see `compile_ahead`).
+//! (see `compile_ahead`; `EarlyCompiles` below is the thread that starts them).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -44,7 +44,7 @@ pub struct RegistryWatcher {
     stop: Sender<Message>,
     /// The thread compiling changed components ahead of their reload (feature `wasm`).
     #[cfg(feature = "wasm")]
-    _early: super::compile_ahead::EarlyCompiles,
+    _early: EarlyCompiles,
     changes: Arc<AtomicU64>,
 }
 
@@ -105,7 +105,7 @@ impl PolicyRegistry {
         let debounce = Duration::from_millis(settings.debounce_ms);
         let (tx, rx) = mpsc::channel();
         #[cfg(feature = "wasm")]
-        let early = super::compile_ahead::EarlyCompiles::start(self)?;
+        let early = EarlyCompiles::start(self)?;
         #[cfg(feature = "wasm")]
         let to_compile = early.sender();
         let events = tx.clone();
@@ -284,6 +284,54 @@ impl Reloader {
                 // Errors are logged and kept in the policy's status by reload.
                 contained.contain("policy reload", || registry.reload(&policy));
             }
+        }
+    }
+}
+
+/// The watcher's early-compile thread: compiles each changed component file as soon as it
+/// changes. Dropping it tells the thread to stop, without waiting.
+#[cfg(feature = "wasm")]
+#[derive(Debug)]
+struct EarlyCompiles {
+    changed: Sender<Option<PathBuf>>,
+}
+
+#[cfg(feature = "wasm")]
+impl EarlyCompiles {
+    /// Starts the thread, compiling ahead for `registry`.
+    fn start(registry: &Arc<PolicyRegistry>) -> Result<Self, WatchError> {
+        let (changed, paths) = mpsc::channel();
+        let registry = Arc::clone(registry);
+        spawn("rebound-compile", move || compile_loop(&registry, &paths))?;
+        Ok(EarlyCompiles { changed })
+    }
+
+    /// Where the watcher sends the paths that changed.
+    fn sender(&self) -> Sender<Option<PathBuf>> {
+        self.changed.clone()
+    }
+}
+
+#[cfg(feature = "wasm")]
+impl Drop for EarlyCompiles {
+    fn drop(&mut self) {
+        let _ = self.changed.send(None);
+    }
+}
+
+/// The early-compile thread's loop, taking only the latest of a burst of events.
+#[cfg(feature = "wasm")]
+fn compile_loop(registry: &PolicyRegistry, paths: &Receiver<Option<PathBuf>>) {
+    while let Ok(Some(first)) = paths.recv() {
+        let mut burst = BTreeSet::from([first]);
+        for next in paths.try_iter() {
+            match next {
+                Some(path) => burst.insert(path),
+                None => return,
+            };
+        }
+        for path in &burst {
+            (registry.reload_path).contain("compiling ahead", || registry.compile_ahead(path));
         }
     }
 }

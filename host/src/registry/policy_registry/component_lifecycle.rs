@@ -8,11 +8,12 @@ use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use crate::registry::component_version::{fetch_oci, read};
+use crate::registry::build::{fetch_oci, read};
 use crate::registry::config::PolicySource;
 use crate::registry::error::RegistryError;
+use crate::registry::mutex::lock;
 use crate::registry::shadow::{Shadow, ShadowStatus};
-use crate::registry::slot::{lock, ReloadOutcome, Slot};
+use crate::registry::slot::{ReloadOutcome, Slot};
 
 use super::PolicyRegistry;
 

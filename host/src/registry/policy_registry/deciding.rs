@@ -21,8 +21,8 @@ use crate::reason::RetryReason;
 use crate::registry::error::RegistryError;
 #[cfg(feature = "wasm")]
 use crate::registry::isolation::Isolated;
+use crate::registry::mutex::lock;
 use crate::registry::shadow::{Shadow, Shadowed};
-use crate::registry::slot::lock;
 use crate::registry::table::Table;
 use crate::registry::version::PolicyVersion;
 use crate::request::Request;

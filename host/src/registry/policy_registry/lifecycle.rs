@@ -12,8 +12,9 @@ use crate::registry::config::{PolicySource, RegistryConfig};
 #[cfg(not(feature = "wasm"))]
 use crate::registry::error::BuildError;
 use crate::registry::error::RegistryError;
+use crate::registry::mutex::lock;
 use crate::registry::shadow::{Shadow, ShadowStatus};
-use crate::registry::slot::{lock, ReloadOutcome, Slot};
+use crate::registry::slot::{ReloadOutcome, Slot};
 use crate::registry::status::{
     BreakerStatus, BudgetStatus, PolicyStatus, RegistryStatus, ThrottleStatus,
 };

@@ -10,13 +10,13 @@ use std::sync::Mutex;
 
 use arc_swap::ArcSwap;
 
+use super::build::BuildContext;
 #[cfg(feature = "wasm")]
 use super::components::{Components, Credentials};
 use super::config::RegistryConfig;
 use super::error::RegistryError;
 use super::reload_path::ReloadPath;
 use super::table::{build_table, Failed, Table};
-use super::version::BuildContext;
 #[cfg(feature = "wasm")]
 use crate::wasm::{ArtifactCache, EngineSettings, SandboxLimits, TickerPriority, WasmRuntime};
 
@@ -148,7 +148,7 @@ impl PolicyRegistry {
             Failed::StandIn
         };
         #[cfg(feature = "wasm")]
-        let table = build_table(&components.build_context(), config, None, failed)?;
+        let table = build_table(&BuildContext::of(&components), config, None, failed)?;
         #[cfg(not(feature = "wasm"))]
         let table = build_table(&BuildContext::built_ins(), config, None, failed)?;
         Ok(PolicyRegistry {
@@ -181,7 +181,7 @@ impl PolicyRegistry {
 
     fn build_context(&self) -> BuildContext<'_> {
         #[cfg(feature = "wasm")]
-        return self.components.build_context();
+        return BuildContext::of(&self.components);
         #[cfg(not(feature = "wasm"))]
         BuildContext::built_ins()
     }

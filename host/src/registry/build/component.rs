@@ -10,12 +10,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
 
-use super::config::{ConfigError, PolicyDefinition, PolicySource};
-use super::error::BuildError;
-use super::version::{guard, BuildContext, PolicyVersion};
+use super::BuildContext;
 use crate::cassandra_types::ConsistencyLevel;
 use crate::context::DecisionContext;
 use crate::reason::{reasons, ReadTimeout, RetryReason};
+use crate::registry::config::{ConfigError, PolicyDefinition, PolicySource};
+use crate::registry::error::BuildError;
+use crate::registry::version::{guard, PolicyVersion};
 use crate::request::{Request, RequestType};
 use crate::strategy::RetryStrategy;
 use crate::wasm::{read_metadata, LoadError, PolicyPre, WasmStrategy, WasmStrategyConfig};
@@ -73,7 +74,12 @@ impl PolicyVersion {
             Some(component) => component,
             None => {
                 let code = (components.ahead)
-                    .take(&components.runtime, bytes, &sha256, components.cache.as_ref())
+                    .take(
+                        &components.runtime,
+                        bytes,
+                        &sha256,
+                        components.cache.as_ref(),
+                    )
                     .map_err(|message| LoadError::compile(name, bytes, &message))?;
                 let metadata = read_metadata(name, bytes)?;
                 PolicyPre::from_machine_code(&components.runtime, name, sha256, metadata, code)?
@@ -134,19 +140,32 @@ pub(crate) fn fetch_oci(
 ) -> Result<PathBuf, BuildError> {
     #[cfg(feature = "oci")]
     {
-        let cache = ctx.components.cache.as_ref().ok_or_else(|| BuildError::OciWithoutCache {
-            policy: name.to_owned(),
-        })?;
+        let cache = ctx
+            .components
+            .cache
+            .as_ref()
+            .ok_or_else(|| BuildError::OciWithoutCache {
+                policy: name.to_owned(),
+            })?;
         let pin: Option<String> = definition.pinned_sha256.map(hex::encode);
-        let store = super::oci_store::OciStore::new(cache.dir());
+        let store = crate::registry::oci_store::OciStore::new(cache.dir());
         let limit = ctx.components.max_component_bytes;
         let fetched = match &definition.trusted_keys {
-            Some(keys) => {
-                store.resolve_trusted(reference, pin.as_deref(), keys, &ctx.components.credentials, limit)
-            }
+            Some(keys) => store.resolve_trusted(
+                reference,
+                pin.as_deref(),
+                keys,
+                &ctx.components.credentials,
+                limit,
+            ),
             None => store
-                .resolve(reference, pin.as_deref(), &ctx.components.credentials, limit)
-                .map(|path| super::oci_store::Fetched {
+                .resolve(
+                    reference,
+                    pin.as_deref(),
+                    &ctx.components.credentials,
+                    limit,
+                )
+                .map(|path| crate::registry::oci_store::Fetched {
                     path,
                     signed_layers: None,
                 }),
@@ -157,7 +176,7 @@ pub(crate) fn fetch_oci(
         })?;
         if let Some(precompiled) = definition.precompiled_sha256 {
             let pin = hex::encode(precompiled);
-            super::oci_store::install_precompiled(
+            crate::registry::oci_store::install_precompiled(
                 name,
                 cache,
                 &fetched,
