@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer, PushResponse};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use oci_client::{Client, Reference};
@@ -253,19 +253,8 @@ pub fn push(
         WASM_CONFIG_MEDIA_TYPE.to_owned(),
         None,
     );
-    let manifest = OciImageManifest::build(&layers, &config, None);
-    let pushed = block_on(async {
-        client(&image)
-            .push(
-                &image,
-                &layers,
-                config,
-                &credentials.auth(image.resolve_registry()),
-                Some(manifest),
-            )
-            .await
-    })
-    .map_err(|e| registry_error("cannot push to", reference, &image, credentials, e))?;
+    let pushed = push_manifest(&image, &layers, config, &image, credentials)
+        .map_err(|e| registry_error("cannot push to", reference, &image, credentials, e))?;
     let manifest_digest = (pushed.manifest_url.rsplit('/').next())
         .filter(|digest| digest.starts_with("sha256:"))
         .ok_or_else(|| OciError::Registry {
@@ -321,20 +310,32 @@ pub fn sign(
         oci_client::manifest::IMAGE_CONFIG_MEDIA_TYPE.to_owned(),
         None,
     );
-    let manifest = OciImageManifest::build(&layers, &config, None);
+    push_manifest(&signature_image, &layers, config, &image, credentials)
+        .map_err(|e| registry_error("cannot sign", reference, &image, credentials, e))?;
+    Ok(signature_image.whole())
+}
+
+/// Pushes `layers` and `config` to `target` under one manifest, authenticated with the
+/// credentials `credentials` hold for `image`'s registry.
+fn push_manifest(
+    target: &Reference,
+    layers: &[ImageLayer],
+    config: Config,
+    image: &Reference,
+    credentials: &RegistryCredentials,
+) -> Result<PushResponse, OciDistributionError> {
+    let manifest = OciImageManifest::build(layers, &config, None);
     block_on(async {
-        client(&signature_image)
+        client(target)
             .push(
-                &signature_image,
-                &layers,
+                target,
+                layers,
                 config,
                 &credentials.auth(image.resolve_registry()),
                 Some(manifest),
             )
             .await
     })
-    .map_err(|e| registry_error("cannot sign", reference, &image, credentials, e))?;
-    Ok(signature_image.whole())
 }
 
 /// The component layer of `manifest`.
