@@ -61,16 +61,7 @@ impl Decider for Orchestrator {
     }
 
     fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
-        let strategy = self.strategy();
-        if strategy.counts_outcomes() {
-            strategy.record_outcome(request, outcome);
-        }
-        if let Some(budget) = self.budget() {
-            outcome.record_in(budget, now);
-        }
-        if let Some(throttle) = self.throttle() {
-            outcome.record_in_throttle(throttle, request, now);
-        }
+        (self.controls()).report(self.strategy(), request, outcome, now);
     }
 
     fn breakers(&self, _request: &Request) -> Option<Arc<NodeBreakers>> {

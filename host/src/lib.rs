@@ -125,6 +125,7 @@ mod budget;
 mod cassandra_types;
 pub mod classify;
 mod context;
+mod controls;
 mod decider;
 mod decision;
 #[cfg(feature = "registry")]

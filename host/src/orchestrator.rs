@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use crate::breaker::NodeBreakers;
 use crate::context::DecisionContext;
+use crate::controls::{BudgetControl, Controls};
 use crate::decision::Deciding;
 use crate::hedge::{Hedging, HedgingPolicy};
 use crate::reason::RetryReason;
@@ -25,10 +26,7 @@ use crate::traffic_budget::TrafficBudget;
 pub struct Orchestrator {
     default_strategy: Arc<dyn RetryStrategy>,
     guard_exempt: HashSet<String>,
-    budget: Option<Arc<TrafficBudget>>,
-    throttle: Option<Arc<ScopedThrottle>>,
-    breakers: Option<Arc<NodeBreakers>>,
-    hedging: Option<Arc<dyn HedgingPolicy>>,
+    controls: Controls,
 }
 
 impl Default for Orchestrator {
@@ -46,10 +44,7 @@ impl Orchestrator {
         Orchestrator {
             default_strategy,
             guard_exempt: HashSet::new(),
-            budget: None,
-            throttle: None,
-            breakers: None,
-            hedging: None,
+            controls: Controls::default(),
         }
     }
 
@@ -58,7 +53,7 @@ impl Orchestrator {
     /// ([`Decider::report`](crate::Decider::report); the executor does) so that requests which
     /// never fail count too.
     pub fn with_budget(mut self, budget: Arc<TrafficBudget>) -> Self {
-        self.budget = Some(budget);
+        self.controls = self.controls.with_budget(BudgetControl::common(budget));
         self
     }
 
@@ -68,7 +63,7 @@ impl Orchestrator {
     /// ([`Decider::report`](crate::Decider::report); the executor does) so that successes
     /// count.
     pub fn with_throttle(mut self, throttle: Arc<ScopedThrottle>) -> Self {
-        self.throttle = Some(throttle);
+        self.controls = self.controls.with_throttle(throttle);
         self
     }
 
@@ -76,37 +71,32 @@ impl Orchestrator {
     /// node's breaker before each attempt (`Attempt::admit`) and counts how it
     /// ended.
     pub fn with_breakers(mut self, breakers: Arc<NodeBreakers>) -> Self {
-        self.breakers = Some(breakers);
+        self.controls = self.controls.with_breakers(breakers);
         self
     }
 
     /// The circuit breakers attempts are admitted by, if any.
     pub fn breakers(&self) -> Option<&Arc<NodeBreakers>> {
-        self.breakers.as_ref()
+        self.controls.breakers()
     }
 
     /// Sends copies of its requests while they are in flight as `policy` says (instead of its
     /// strategy's own hedging, if it has one), paid from its budget and throttle; only
     /// idempotent requests are ever hedged (see [`hedge`](crate::hedge)).
     pub fn with_hedging(mut self, policy: Arc<dyn HedgingPolicy>) -> Self {
-        self.hedging = Some(policy);
+        self.controls = self.controls.with_hedging(policy);
         self
     }
 
     /// How `request` is hedged at `now`: the orchestrator's hedging policy, else its
     /// strategy's, with its budget and `request`'s throttle; `None` when neither hedges.
     pub fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
-        let policy = (self.hedging.clone()).or_else(|| self.default_strategy.hedging())?;
-        Some(
-            Hedging::new(policy)
-                .with_budget(self.budget.clone())
-                .with_throttle(self.throttle.as_ref().map(|t| t.for_request(request, now))),
-        )
+        (self.controls).hedging(&*self.default_strategy, request, now)
     }
 
     /// The throttle failures are counted in, if any.
     pub fn throttle(&self) -> Option<&ScopedThrottle> {
-        self.throttle.as_deref()
+        self.controls.throttle().map(|throttle| &**throttle)
     }
 
     /// Its strategy.
@@ -114,9 +104,14 @@ impl Orchestrator {
         &*self.default_strategy
     }
 
+    /// Its controls.
+    pub(crate) fn controls(&self) -> &Controls {
+        &self.controls
+    }
+
     /// The budget retries are drawn from, if any.
     pub fn budget(&self) -> Option<&TrafficBudget> {
-        self.budget.as_deref()
+        self.controls.common_budget()
     }
 
     /// Exempts the strategy named `name` from the safety guard: its retries of non-idempotent
@@ -169,12 +164,10 @@ impl Orchestrator {
         strategy: &'a dyn RetryStrategy,
     ) -> Deciding<'a> {
         let guard = self.guard_for(strategy);
-        if self.budget.is_none() && self.throttle.is_none() {
+        if self.controls.is_empty() {
             return rules::decide(request, context, strategy, guard);
         }
-        let context = context
-            .with_budget(context.budget().or(self.budget.as_deref()))
-            .with_throttle(context.throttle().or(self.throttle.as_deref()));
+        let context = (self.controls).charge(context, self.controls.common_budget());
         rules::decide(request, &context, strategy, guard)
     }
 

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use super::config::BudgetScope;
+use crate::controls::PerClient;
 use crate::request::Request;
 use crate::traffic_budget::{BudgetConfig, TrafficBudget};
 
@@ -37,13 +38,20 @@ impl ClientBudgets {
         (self.config, &self.scope)
     }
 
+    /// Every client's budget.
+    pub(crate) fn each(&self) -> Vec<Arc<TrafficBudget>> {
+        self.read().values().cloned().collect()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Box<str>, Arc<TrafficBudget>>> {
+        self.budgets.read().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl PerClient for ClientBudgets {
     /// The budget `request`'s client draws from; `common` when it names none, a name too
     /// long, or a new one past `max_clients`.
-    pub(crate) fn for_request(
-        &self,
-        request: &Request,
-        common: &Arc<TrafficBudget>,
-    ) -> Arc<TrafficBudget> {
+    fn for_request(&self, request: &Request, common: &Arc<TrafficBudget>) -> Arc<TrafficBudget> {
         let Some(client) = request.client_context().get(&self.scope.key) else {
             return Arc::clone(common);
         };
@@ -66,14 +74,5 @@ impl ClientBudgets {
             )
         });
         Arc::clone(budget)
-    }
-
-    /// Every client's budget.
-    pub(crate) fn each(&self) -> Vec<Arc<TrafficBudget>> {
-        self.read().values().cloned().collect()
-    }
-
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Box<str>, Arc<TrafficBudget>>> {
-        self.budgets.read().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -33,6 +33,7 @@ mod builtin;
 mod client_budgets;
 mod config;
 mod error;
+mod kept;
 mod mutex;
 #[cfg(feature = "oci")]
 pub mod oci;

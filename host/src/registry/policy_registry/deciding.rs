@@ -11,6 +11,7 @@ use metrics::SharedString;
 
 use crate::breaker::NodeBreakers;
 use crate::context::DecisionContext;
+use crate::controls::Controls;
 use crate::decision::Decision;
 use crate::decision_id::DecisionId;
 use crate::decision_log::{
@@ -30,7 +31,6 @@ use crate::request_outcome::Outcome;
 use crate::rules::{self, Guard};
 use crate::strategy::RetryStrategy;
 use crate::telemetry;
-use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
 
 use super::PolicyRegistry;
@@ -50,14 +50,13 @@ pub struct Decided {
 }
 
 /// What decides for one request: its own strategy, or a policy's active version (with its
-/// shadow trial, retry budget and retry throttle, if any).
+/// shadow trial and its controls, if any, with the budget the request draws from).
 enum Target<'s> {
     Own(&'s dyn RetryStrategy),
     Policy {
         version: Arc<PolicyVersion>,
         shadow: Option<Arc<Shadow>>,
-        budget: Option<Arc<TrafficBudget>>,
-        throttle: Option<Arc<ScopedThrottle>>,
+        controls: Option<(Arc<Controls>, Option<Arc<TrafficBudget>>)>,
     },
 }
 
@@ -97,11 +96,12 @@ impl PolicyRegistry {
         let (log, target) = {
             let table = self.table.load();
             let slot = table.resolve(request)?;
+            let controls = (table.controls_of(&slot.name))
+                .map(|controls| (Arc::clone(controls), controls.budget_for(request)));
             let target = Target::Policy {
                 version: slot.active.load_full(),
                 shadow: slot.shadow.load_full(),
-                budget: table.budget_for(&slot.name, request),
-                throttle: table.throttle_for(&slot.name).cloned(),
+                controls,
             };
             (sampled_log(&table), target)
         };
@@ -147,12 +147,12 @@ impl PolicyRegistry {
             Target::Policy {
                 version,
                 shadow,
-                budget,
-                throttle,
+                controls,
             } => {
-                let context = &context
-                    .with_budget(budget.as_deref())
-                    .with_throttle(throttle.as_deref());
+                let context = &match &controls {
+                    Some((controls, budget)) => controls.charge(context, budget.as_deref()),
+                    None => *context,
+                };
                 let answers = logged.as_ref().map(|logged| &logged.2);
                 let decision = self
                     .decide_with(&version, shadow.as_deref(), request, context, answers)
@@ -337,16 +337,7 @@ impl PolicyRegistry {
             return;
         };
         let version = slot.active.load();
-        let strategy = version.strategy();
-        if strategy.counts_outcomes() {
-            strategy.record_outcome(request, outcome);
-        }
-        if let Some(budget) = table.budget_for(&slot.name, request) {
-            outcome.record_in(&budget, now);
-        }
-        if let Some(throttle) = table.throttle_for(&slot.name) {
-            outcome.record_in_throttle(throttle, request, now);
-        }
+        (table.controls(&slot.name)).report(version.strategy(), request, outcome, now);
     }
 }
 

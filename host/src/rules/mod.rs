@@ -6,7 +6,6 @@
 //! cap (reference 001 "Capping the Retry Duration"), then ends the request with its error
 //! context or schedules the retry. Every outcome is logged.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::action::{NodeChoice, PolicyFailure, RetryAction};
@@ -18,7 +17,8 @@ use crate::outcome::{CancelReason, ErrorContext, RetryError};
 use crate::pushback::Pushback;
 use crate::request::Request;
 use crate::strategy::RetryStrategy;
-use crate::throttle::{FailureClass, RetryThrottle};
+
+mod pay;
 
 /// Whether the safety guard checks a strategy's retries of non-idempotent requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -116,7 +116,8 @@ fn settle_without_strategy(
 }
 
 /// The decision once the strategy named `name` answered `action` (its failure, if any,
-/// in `note`): the safety guard, the budget, the deadline and the error context.
+/// in `note`): the safety guard, the throttle and the budget (`pay`), the deadline and the
+/// error context.
 fn conclude(
     request: &mut Request,
     context: &DecisionContext<'_>,
@@ -125,71 +126,73 @@ fn conclude(
     name: &str,
     guard: Guard,
 ) -> Decision {
-    let reason = context.reason();
     let now = context.now();
-    // A retry to schedule makes the first failure's deposit with its withdrawal and counts
-    // the failure in the throttle before asking it; every other answer does both here.
-    if !matches!(action, RetryAction::RetryAfter { .. }) {
-        deposit_first_failure(request, context, now);
-        throttle_failure(request, context, now);
+    if let RetryAction::RetryAfter {
+        delay,
+        node,
+        consistency,
+    } = action
+    {
+        let Some(refusal) = guard_refusal(request, context, guard) else {
+            let plan = (delay, node, consistency);
+            return schedule(request, context, plan, DelaySource::Strategy, name, now);
+        };
+        pay::for_ending(request, context, now);
+        return refuse(request, refusal, name, now);
     }
+    pay::for_ending(request, context, now);
+    end(request, context, action, note, name)
+}
+
+/// Why the safety guard refuses a retry of `request`, if it does: its reason is never retried,
+/// or the request may not be sent again and `guard` is enforced.
+fn guard_refusal(
+    request: &Request,
+    context: &DecisionContext<'_>,
+    guard: Guard,
+) -> Option<CancelReason> {
+    let reason = context.reason();
+    if reason.never_retry() {
+        Some(CancelReason::NeverRetried(reason.clone()))
+    } else if !request.may_be_sent_again(reason) && guard == Guard::Enforced {
+        Some(CancelReason::UnsafeRetryRefused(reason.clone()))
+    } else {
+        None
+    }
+}
+
+/// The decision for an answer that is not a retry, once paid: the request ends with its error
+/// context, or (`Ignore`) completes with an empty result.
+fn end(
+    request: &mut Request,
+    context: &DecisionContext<'_>,
+    action: RetryAction,
+    note: FailureNote,
+    name: &str,
+) -> Decision {
+    let (reason, now) = (context.reason(), context.now());
     match action {
-        RetryAction::RetryAfter {
-            delay,
-            node,
-            consistency,
-        } => {
-            let refusal = if reason.never_retry() {
-                Some(CancelReason::NeverRetried(reason.clone()))
-            } else if !request.may_be_sent_again(reason) && guard == Guard::Enforced {
-                Some(CancelReason::UnsafeRetryRefused(reason.clone()))
-            } else {
-                None
-            };
-            if let Some(cancel) = refusal {
-                deposit_first_failure(request, context, now);
-                throttle_failure(request, context, now);
-                refuse(request, cancel, name, now)
-            } else {
-                schedule(
-                    request,
-                    context,
-                    (delay, node, consistency),
-                    DelaySource::Strategy,
-                    name,
-                    now,
-                )
-            }
-        }
-        RetryAction::NoRetry => {
-            let cancel = CancelReason::NoMoreRetries(reason.clone());
+        RetryAction::RetryAfter { .. } | RetryAction::NoRetry => {
             tracing::info!(request_id = request.id(), request_type = %request.request_type(),
                 reason = %reason, attempts = request.retry_attempts(), strategy = name,
                 "not retried: strategy answered no retry");
-            fail(request, now, cancel.text(), |context| {
-                RetryError::RequestCanceled {
-                    reason: cancel,
-                    context,
-                }
-            })
+            cancel(request, now, CancelReason::NoMoreRetries(reason.clone()))
         }
         RetryAction::PolicyFailed(kind) => {
             let failure = note
                 .into_inner()
                 .filter(|failure| failure.kind == kind)
                 .unwrap_or_else(|| PolicyFailure::new(kind, "the policy said nothing more"));
-            let cancel = CancelReason::PolicyFailed(failure, reason.clone());
             // DEBUG: the policy's own failure line (at most one a second per policy, the
             // rest counted) carries the same; a line per decision here would not be bounded.
             tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
                 reason = %reason, failure = %kind, strategy = name,
                 "not retried: the policy failed (fail-safe)");
-            fail(request, now, cancel.text(), |context| {
-                RetryError::RequestCanceled {
-                    reason: cancel,
-                    context,
-                }
-            })
+            cancel(
+                request,
+                now,
+                CancelReason::PolicyFailed(failure, reason.clone()),
+            )
         }
         RetryAction::Rethrow => {
             tracing::info!(request_id = request.id(), request_type = %request.request_type(),
@@ -223,6 +226,9 @@ fn conclude(
     }
 }
 
+/// Schedules the retry the strategy (or the controlled backoff, by `source`) asked for, once
+/// the controls allow and pay for it, or ends the request at its deadline when the delay reaches
+/// it (reference 001 "Capping the Retry Duration").
 fn schedule(
     request: &mut Request,
     context: &DecisionContext<'_>,
@@ -233,70 +239,20 @@ fn schedule(
 ) -> Decision {
     let reason = context.reason();
     let remaining = request.remaining_at(now);
-    // The throttle counts the failure, then says whether a retry may go (gRFC A6: the count
-    // falls before the threshold is looked at); a retry the deadline ends is a timeout
-    // whatever it says. Always-retry reasons (routing corrections, which A6's transparent
-    // retries resemble) are neither counted nor throttled.
-    let throttle = match source {
-        DelaySource::Strategy => throttle_failure(request, context, now),
-        _ => None,
+    let ask = pay::RetryAsk {
+        dispatched: delay < remaining,
+        counted: source == DelaySource::Strategy,
     };
-    if delay < remaining && throttle.is_some_and(|throttle| !throttle.allows_retry_at(now)) {
-        let cancel = CancelReason::RetryThrottled(reason.clone());
+    if let Err(refusal) = pay::for_retry(request, context, ask, now) {
         tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
             reason = %reason, attempts = request.retry_attempts(), strategy,
-            "not retried: the retry throttle refuses retries");
-        deposit_first_failure(request, context, now);
-        return fail(request, now, cancel.text(), |context| {
-            RetryError::RequestCanceled {
-                reason: cancel,
-                context,
-            }
-        });
-    }
-    // A retry that will be dispatched is paid for by the budget; one the deadline ends
-    // (a timeout) is not. A first failure deposits first, in the same step.
-    let first_failure = request.retry_attempts() == 0;
-    let granted = match context.budget() {
-        Some(budget) if delay < remaining && first_failure => {
-            budget.deposit_and_try_withdraw_at(now)
-        }
-        Some(budget) if delay < remaining => budget.try_withdraw_at(now),
-        Some(budget) if first_failure => {
-            budget.deposit_at(now);
-            true
-        }
-        _ => true,
-    };
-    if !granted {
-        let cancel = CancelReason::RetryBudgetExhausted(reason.clone());
-        tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
-            reason = %reason, attempts = request.retry_attempts(), strategy,
-            "not retried: the retry budget is exhausted");
-        return fail(request, now, cancel.text(), |context| {
-            RetryError::RequestCanceled {
-                reason: cancel,
-                context,
-            }
-        });
+            refusal = refusal.text(), "not retried: the retry throttle or budget refuses it");
+        return cancel(request, now, refusal);
     }
     let pushed_back = matches!(context.pushback(), Some(Pushback::After(_)));
     request.record_retry(reason, pushed_back);
-    if delay >= remaining {
-        // Reference 001 "Capping the Retry Duration": cap to the time left, then end the
-        // request as a timeout at that moment instead of dispatching it again.
-        let total = request.elapsed_at(now) + remaining;
-        let error = RetryError::timeout(request, total);
-        request.cancel("TIMEOUT");
-        tracing::info!(request_id = request.id(), request_type = %request.request_type(),
-            reason = %reason, attempts = request.retry_attempts(),
-            requested_delay_ms = delay.as_millis() as u64,
-            capped_delay_ms = remaining.as_millis() as u64, error = error.name(), strategy,
-            "retry delay reaches the deadline: request times out when it passes");
-        return Decision::Timeout {
-            after: remaining,
-            error,
-        };
+    if !ask.dispatched {
+        return time_out(request, context, delay, remaining, strategy, now);
     }
     if let Some(level) = consistency {
         request.set_consistency(level);
@@ -313,15 +269,42 @@ fn schedule(
     })
 }
 
-fn refuse(request: &mut Request, cancel: CancelReason, strategy: &str, now: Instant) -> Decision {
+/// Reference 001 "Capping the Retry Duration": a retry whose `delay` reaches the deadline is
+/// capped to the time left, and the request ends as a timeout at that moment instead of being
+/// dispatched again.
+fn time_out(
+    request: &mut Request,
+    context: &DecisionContext<'_>,
+    delay: Duration,
+    remaining: Duration,
+    strategy: &str,
+    now: Instant,
+) -> Decision {
+    let total = request.elapsed_at(now) + remaining;
+    let error = RetryError::timeout(request, total);
+    request.cancel("TIMEOUT");
+    tracing::info!(request_id = request.id(), request_type = %request.request_type(),
+        reason = %context.reason(), attempts = request.retry_attempts(),
+        requested_delay_ms = delay.as_millis() as u64,
+        capped_delay_ms = remaining.as_millis() as u64, error = error.name(), strategy,
+        "retry delay reaches the deadline: request times out when it passes");
+    Decision::Timeout {
+        after: remaining,
+        error,
+    }
+}
+
+fn refuse(request: &mut Request, refusal: CancelReason, strategy: &str, now: Instant) -> Decision {
     tracing::warn!(request_id = request.id(), request_type = %request.request_type(),
-        reason = %cancel.retry_reason(), idempotent = request.is_idempotent(),
-        refusal = %cancel, strategy, "safety guard refused the retry the strategy asked for");
-    fail(request, now, cancel.text(), |context| {
-        RetryError::RequestCanceled {
-            reason: cancel,
-            context,
-        }
+        reason = %refusal.retry_reason(), idempotent = request.is_idempotent(),
+        refusal = %refusal, strategy, "safety guard refused the retry the strategy asked for");
+    cancel(request, now, refusal)
+}
+
+/// Ends `request` as canceled for `reason`.
+fn cancel(request: &mut Request, now: Instant, reason: CancelReason) -> Decision {
+    fail(request, now, reason.text(), |context| {
+        RetryError::RequestCanceled { reason, context }
     })
 }
 
@@ -335,26 +318,4 @@ fn fail(
     let error = error(Box::new(context));
     request.cancel(why);
     Decision::Fail(error)
-}
-
-/// A request deposits in its budget once, at its first failure's decision, at the decision's
-/// moment (one that never fails is reported by its outcome instead). Before any withdrawal the
-/// decision makes: a decision that schedules a retry deposits in the same step as it
-/// withdraws (`schedule`); any other makes the deposit here.
-fn deposit_first_failure(request: &Request, context: &DecisionContext<'_>, now: Instant) {
-    if let Some(budget) = context.budget().filter(|_| request.retry_attempts() == 0) {
-        budget.deposit_at(now);
-    }
-}
-
-/// Counts the failure being decided in the request's throttle, if it has one, at the cost of
-/// its reason's class; the throttle, to ask whether a retry may go.
-fn throttle_failure(
-    request: &Request,
-    context: &DecisionContext<'_>,
-    now: Instant,
-) -> Option<Arc<RetryThrottle>> {
-    let throttle = context.throttle()?.for_request(request, now);
-    throttle.failed_at(FailureClass::of(context.reason(), context.pushback()), now);
-    Some(throttle)
 }

@@ -1,0 +1,198 @@
+//! A policy's controls as one value. Besides its strategy, what acts on a policy's decisions
+//! (the retry budget it draws from, the throttle it counts failures in, the breakers that admit
+//! its attempts, the hedging that sends copies of its requests) is resolved once: when an
+//! [`Orchestrator`](crate::Orchestrator) is built, or when the registry builds its table for a
+//! configuration. Every caller (the rules, the executor, the adapters, outcome reports) asks
+//! this value, so a new control is a field here and one line where controls are assembled,
+//! never a parallel field threaded through each of them.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::breaker::NodeBreakers;
+use crate::context::DecisionContext;
+use crate::hedge::{Hedging, HedgingPolicy};
+use crate::request::Request;
+use crate::request_outcome::Outcome;
+use crate::strategy::RetryStrategy;
+use crate::throttle::ScopedThrottle;
+use crate::traffic_budget::TrafficBudget;
+
+/// The controls of one policy (or of an orchestrator's default strategy). Empty by default.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Controls {
+    budget: Option<BudgetControl>,
+    throttle: Option<Arc<ScopedThrottle>>,
+    breakers: Option<Arc<NodeBreakers>>,
+    hedging: Option<Arc<dyn HedgingPolicy>>,
+}
+
+/// Where a policy's retries are drawn from: one budget, or one per client with the common one
+/// for requests that name none.
+#[derive(Debug, Clone)]
+pub(crate) struct BudgetControl {
+    common: Arc<TrafficBudget>,
+    per_client: Option<Arc<dyn PerClient>>,
+}
+
+/// Budgets kept per client (the registry's `[budgets.NAME] per = "client_context.KEY"`).
+pub(crate) trait PerClient: std::fmt::Debug + Send + Sync {
+    /// The budget `request`'s client draws from; `common` when it names none.
+    fn for_request(&self, request: &Request, common: &Arc<TrafficBudget>) -> Arc<TrafficBudget>;
+}
+
+impl BudgetControl {
+    /// Every request draws from `budget`.
+    pub(crate) fn common(budget: Arc<TrafficBudget>) -> Self {
+        BudgetControl {
+            common: budget,
+            per_client: None,
+        }
+    }
+
+    /// Each client draws from its own budget in `clients`; a request naming none from `common`.
+    pub(crate) fn per_client(
+        common: Arc<TrafficBudget>,
+        clients: Option<Arc<dyn PerClient>>,
+    ) -> Self {
+        BudgetControl {
+            common,
+            per_client: clients,
+        }
+    }
+
+    /// The budget `request` draws from.
+    fn for_request(&self, request: &Request) -> Arc<TrafficBudget> {
+        match &self.per_client {
+            Some(clients) => clients.for_request(request, &self.common),
+            None => Arc::clone(&self.common),
+        }
+    }
+}
+
+impl Controls {
+    /// No control at all.
+    pub(crate) const fn none() -> Self {
+        Controls {
+            budget: None,
+            throttle: None,
+            breakers: None,
+            hedging: None,
+        }
+    }
+
+    /// These controls, drawing retries from `budget`.
+    pub(crate) fn with_budget(mut self, budget: BudgetControl) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// These controls, counting failures in `throttle`.
+    pub(crate) fn with_throttle(mut self, throttle: Arc<ScopedThrottle>) -> Self {
+        self.throttle = Some(throttle);
+        self
+    }
+
+    /// These controls, admitting attempts through `breakers`.
+    pub(crate) fn with_breakers(mut self, breakers: Arc<NodeBreakers>) -> Self {
+        self.breakers = Some(breakers);
+        self
+    }
+
+    /// These controls, hedging as `policy` says instead of as the strategy does.
+    pub(crate) fn with_hedging(mut self, policy: Arc<dyn HedgingPolicy>) -> Self {
+        self.hedging = Some(policy);
+        self
+    }
+
+    /// Whether no control is set.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.budget.is_none()
+            && self.throttle.is_none()
+            && self.breakers.is_none()
+            && self.hedging.is_none()
+    }
+
+    /// The budget every request draws from when it names no client, if any.
+    pub(crate) fn common_budget(&self) -> Option<&TrafficBudget> {
+        self.budget.as_ref().map(|budget| &*budget.common)
+    }
+
+    /// The budget `request` draws from, if any.
+    pub(crate) fn budget_for(&self, request: &Request) -> Option<Arc<TrafficBudget>> {
+        (self.budget.as_ref()).map(|budget| budget.for_request(request))
+    }
+
+    /// The throttle failures are counted in, if any.
+    pub(crate) fn throttle(&self) -> Option<&Arc<ScopedThrottle>> {
+        self.throttle.as_ref()
+    }
+
+    /// The breakers attempts are admitted by, if any.
+    pub(crate) fn breakers(&self) -> Option<&Arc<NodeBreakers>> {
+        self.breakers.as_ref()
+    }
+
+    /// `context`, drawing from `budget` and counting in these controls' throttle unless it
+    /// names its own.
+    pub(crate) fn charge<'c>(
+        &'c self,
+        context: &DecisionContext<'c>,
+        budget: Option<&'c TrafficBudget>,
+    ) -> DecisionContext<'c> {
+        context
+            .with_budget(context.budget().or(budget))
+            .with_throttle(context.throttle().or(self.throttle.as_deref()))
+    }
+
+    /// The hedging policy: these controls' own, else `strategy`'s.
+    fn hedging_policy(&self, strategy: &dyn RetryStrategy) -> Option<Arc<dyn HedgingPolicy>> {
+        (self.hedging.clone()).or_else(|| strategy.hedging())
+    }
+
+    /// Whether requests decided by `strategy` under these controls are hedged.
+    pub(crate) fn hedges(&self, strategy: &dyn RetryStrategy) -> bool {
+        self.hedging.is_some() || strategy.hedging().is_some()
+    }
+
+    /// How `request` is hedged at `now`, paid from its budget and throttle; `None` when neither
+    /// these controls nor `strategy` hedge.
+    pub(crate) fn hedging(
+        &self,
+        strategy: &dyn RetryStrategy,
+        request: &Request,
+        now: Instant,
+    ) -> Option<Hedging> {
+        let policy = self.hedging_policy(strategy)?;
+        Some(
+            Hedging::new(policy)
+                .with_budget(self.budget_for(request))
+                .with_throttle(self.throttle.as_ref().map(|t| t.for_request(request, now))),
+        )
+    }
+
+    /// Whether an outcome report counts anywhere: a budget, a throttle, or `strategy`.
+    pub(crate) fn counts_outcomes(&self, strategy: &dyn RetryStrategy) -> bool {
+        self.budget.is_some() || self.throttle.is_some() || strategy.counts_outcomes()
+    }
+
+    /// `request`, decided by `strategy`, ended as `outcome` at `now`: told to the strategy if
+    /// it counts outcomes, recorded in the budget and the throttle.
+    pub(crate) fn report(
+        &self,
+        strategy: &dyn RetryStrategy,
+        request: &Request,
+        outcome: Outcome,
+        now: Instant,
+    ) {
+        if strategy.counts_outcomes() {
+            strategy.record_outcome(request, outcome);
+        }
+        if let Some(budget) = self.budget_for(request) {
+            outcome.record_in(&budget, now);
+        }
+        if let Some(throttle) = &self.throttle {
+            outcome.record_in_throttle(throttle, request, now);
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The registry's published state: the configuration, its slots, each policy's controls and the
+//! routes from a request to its policy, so that a decision reads everything it needs from one
+//! snapshot without a lock. Replaced whole by a new configuration (`build`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::client_budgets::ClientBudgets;
+use super::config::RegistryConfig;
+use super::error::RegistryError;
+use super::kept::Named;
+use super::route::Route;
+use super::slot::Slot;
+use super::status::PolicyStatus;
+use super::version::PolicyVersion;
+use crate::breaker::NodeBreakers;
+use crate::controls::Controls;
+use crate::decision_log::DecisionLog;
+use crate::hedge::Hedging;
+use crate::request::{Request, RequestType, Service};
+use crate::throttle::ScopedThrottle;
+use crate::traffic_budget::TrafficBudget;
+
+mod build;
+
+pub(super) use build::{build_table, Failed};
+
+/// The published state: the configuration, its slots and routes. Replaced whole.
+#[derive(Clone)]
+pub(super) struct Table {
+    pub config: RegistryConfig,
+    pub slots: HashMap<String, Arc<Slot>>,
+    default: Arc<Slot>,
+    profiles: HashMap<String, Option<Arc<Slot>>>,
+    services: HashMap<Service, Arc<Slot>>,
+    request_types: HashMap<RequestType, Arc<Slot>>,
+    /// `[[routes]]` with their policies, in file order.
+    routes: Vec<(Route, Arc<Slot>)>,
+    /// The retry budgets by name, kept across configurations while their parameters stay:
+    /// for a budget kept per client, the common one.
+    pub budgets: Named<TrafficBudget>,
+    /// Whether an outcome report counts anywhere: a budget, a throttle, or a policy that
+    /// counts outcomes.
+    /// Worked out when the table is built: only built-ins count outcomes, and a built-in
+    /// changes only with the configuration (a reload swaps components).
+    pub counts_outcomes: bool,
+    /// Whether some policy hedges: worked out when the table is built, and set when a version
+    /// that hedges is installed while it serves ([`Table::installing`]).
+    pub hedges: Arc<AtomicBool>,
+    /// The budgets kept per client, by name, kept across configurations the same way.
+    pub client_budgets: Named<ClientBudgets>,
+    /// The retry throttles by name, kept across configurations while their parameters stay.
+    pub throttles: Named<ScopedThrottle>,
+    /// The per-node circuit breakers by name, kept across configurations while their
+    /// parameters stay.
+    pub breakers: Named<NodeBreakers>,
+    /// The controls of each policy that has some, by policy name.
+    controls: HashMap<String, Arc<Controls>>,
+    /// Whether some policy has breakers.
+    has_breakers: bool,
+    /// The decision log, kept across configurations while its table stays the same.
+    pub decision_log: Option<Arc<DecisionLog>>,
+}
+
+impl Table {
+    pub(super) fn slot(&self, name: &str) -> Result<&Arc<Slot>, RegistryError> {
+        self.slots
+            .get(name)
+            .ok_or_else(|| RegistryError::UnknownPolicy {
+                name: name.to_owned(),
+                known: self
+                    .config
+                    .policies
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
+    /// The status of `slot`'s policy, with the budget it draws from.
+    pub(super) fn policy_status(&self, slot: &Slot) -> PolicyStatus {
+        PolicyStatus {
+            budget: self.config.policy_budgets.get(&slot.name).cloned(),
+            ..slot.status()
+        }
+    }
+
+    /// The controls of policy `name`, if it has some.
+    pub(super) fn controls_of(&self, name: &str) -> Option<&Arc<Controls>> {
+        if self.controls.is_empty() {
+            return None;
+        }
+        self.controls.get(name)
+    }
+
+    /// The controls of policy `name` (none when it has none).
+    pub(super) fn controls(&self, name: &str) -> &Controls {
+        controls_in(&self.controls, name)
+    }
+
+    /// How `request` is hedged at `now`, if its policy hedges (its `speculative_execution`,
+    /// else its strategy's own hedging): with the policy's budget and throttle.
+    pub(super) fn hedging_for(
+        &self,
+        request: &Request,
+        now: std::time::Instant,
+    ) -> Option<Hedging> {
+        if !self.hedges.load(Ordering::Relaxed) {
+            return None;
+        }
+        let slot = self.resolve(request).ok()?;
+        let version = slot.active.load();
+        self.controls(&slot.name)
+            .hedging(version.strategy(), request, now)
+    }
+
+    /// The circuit breakers admitting `request`'s attempts, if its policy has them.
+    /// `version` is about to be installed in one of the table's slots (a reload, a rollback, a
+    /// promotion): if it hedges, the table now asks its slots how requests are hedged.
+    pub(super) fn installing(&self, version: &PolicyVersion) {
+        if version.strategy().hedging().is_some() {
+            self.hedges.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether some policy has breakers.
+    pub(super) fn has_breakers(&self) -> bool {
+        self.has_breakers
+    }
+
+    pub(super) fn breakers_for(&self, request: &Request) -> Option<Arc<NodeBreakers>> {
+        if !self.has_breakers {
+            return None;
+        }
+        let slot = self.resolve(request).ok()?;
+        self.controls_of(&slot.name)?.breakers().cloned()
+    }
+
+    /// The policy deciding for `request`: its own policy name, else its profile's dedicated
+    /// policy, else the first `[[routes]]` entry it matches (HTTP requests and gRPC calls),
+    /// else the route of its request type, else of its service, else the default.
+    pub(super) fn resolve(&self, request: &Request) -> Result<&Arc<Slot>, RegistryError> {
+        if let Some(name) = request.policy_name() {
+            return self.slot(name);
+        }
+        if let Some(profile) = request.profile_name() {
+            match self.profiles.get(profile) {
+                Some(Some(slot)) => return Ok(slot),
+                Some(None) => {}
+                None => {
+                    return Err(RegistryError::UnknownProfile {
+                        name: profile.to_owned(),
+                        known: self.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
+                    })
+                }
+            }
+        }
+        if !self.routes.is_empty() && matches!(request.service(), Service::Http | Service::Grpc) {
+            if let Some((_, slot)) = self.routes.iter().find(|(r, _)| r.matches(request)) {
+                return Ok(slot);
+            }
+        }
+        Ok(self
+            .request_types
+            .get(&request.request_type())
+            .or_else(|| self.services.get(&request.service()))
+            .unwrap_or(&self.default))
+    }
+}
+
+/// The controls of policy `name` in `controls`: none when it has none.
+pub(super) fn controls_in<'c>(
+    controls: &'c HashMap<String, Arc<Controls>>,
+    name: &str,
+) -> &'c Controls {
+    static NO_CONTROLS: Controls = Controls::none();
+    controls
+        .get(name)
+        .map_or(&NO_CONTROLS, |controls| &**controls)
+}
