@@ -18,8 +18,8 @@ use rebound::{reasons, Request};
 use tonic::body::Body as TonicBody;
 use tower_service::Service;
 
+use crate::attempt::{send, BoxError, Failed, Sent};
 use crate::response::{format_timeout, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_TIMEOUT};
-use crate::service::{send, BoxError, Failed, Sent};
 
 /// What every copy of one attempt is sent with.
 pub(crate) struct Copies<'a> {

@@ -7,36 +7,12 @@ use std::time::Duration;
 use rebound::registry::PolicyRegistry;
 
 use crate::service::Rebound;
+use crate::shared::Shared;
 
 /// A tower layer deciding a tonic channel's retries with a policy registry.
 #[derive(Debug, Clone)]
 pub struct ReboundLayer {
     pub(crate) shared: Arc<Shared>,
-}
-
-/// The layer's settings, shared by its services.
-#[derive(Debug, Clone)]
-pub(crate) struct Shared {
-    pub(crate) registry: Arc<PolicyRegistry>,
-    /// Full method names (`/package.Service/Method`) or whole services (`/package.Service/*`)
-    /// declared idempotent.
-    pub(crate) idempotent: Vec<String>,
-    /// The most bytes of a call's request body kept to send it again.
-    pub(crate) max_replay_bytes: usize,
-    /// The deadline of a call that sends no `grpc-timeout`.
-    pub(crate) timeout: Duration,
-}
-
-impl Shared {
-    /// Whether the call `full_method` was declared idempotent.
-    pub(crate) fn is_idempotent(&self, full_method: &str) -> bool {
-        self.idempotent
-            .iter()
-            .any(|declared| match declared.strip_suffix('*') {
-                Some(service) => full_method.starts_with(service),
-                None => declared == full_method,
-            })
-    }
 }
 
 impl ReboundLayer {

@@ -20,14 +20,17 @@
 //! # }
 //! ```
 
+mod attempt;
 mod hedged;
 mod layer;
 mod replay_body;
 mod response;
 mod service;
+mod shared;
 
+pub use attempt::BoxError;
 pub use layer::ReboundLayer;
-pub use service::{BoxError, Rebound};
+pub use service::Rebound;
 
 /// docs/http-and-grpc.md's Rust code, compiled as a reader would paste it.
 #[cfg(doctest)]

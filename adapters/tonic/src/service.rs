@@ -12,9 +12,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use http::header::HeaderValue;
-use rebound::breaker::{self, Admission, BreakerOpen, NodeBreakers};
-use rebound::grpc::GrpcCode;
-use rebound::hedge::HedgeSchedule;
+use rebound::breaker::{Admission, BreakerOpen, NodeBreakers};
+use rebound::hedge::{HedgeSchedule, Hedging};
 use rebound::{
     reasons, telemetry, Decision, DecisionContext, Outcome, Pushback, Request, RequestType,
     RetryReason,
@@ -23,16 +22,11 @@ use tonic::body::Body as TonicBody;
 use tower_service::Service;
 use tracing::Instrument;
 
+use crate::attempt::{send, settle, BoxError, Failed, Sent};
 use crate::hedged::Copies;
-use crate::layer::Shared;
 use crate::replay_body::{keep, Kept};
-use crate::response::{
-    format_timeout, parse_timeout, pushback, trailers_only_status, GRPC_PREVIOUS_RPC_ATTEMPTS,
-    GRPC_TIMEOUT,
-};
-
-/// The errors the layer hands back: the channel's own, or the request body's.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::response::{format_timeout, parse_timeout, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_TIMEOUT};
+use crate::shared::Shared;
 
 /// A tonic channel (or any `http` service of tonic bodies) whose calls Rebound retries; made
 /// by [`ReboundLayer`](crate::ReboundLayer).
@@ -113,101 +107,65 @@ impl Described {
     }
 }
 
-/// Whether `error` says the call never left the client: its connection could not be made.
-fn never_sent(error: &BoxError) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.as_ref());
-    while let Some(error) = source {
-        if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind as K;
-            if matches!(
-                io.kind(),
-                K::ConnectionRefused | K::AddrNotAvailable | K::NotConnected | K::HostUnreachable
-            ) {
-                return true;
-            }
-        }
-        source = error.source();
+/// What a call's attempts are sent under: its policy's hedging, and its policy's breakers with
+/// the call's node.
+struct CallControls {
+    hedging: Option<Hedging>,
+    breakers: Option<(Arc<NodeBreakers>, Arc<str>)>,
+}
+
+impl CallControls {
+    /// The controls of the call `parts` describe, describing it (into `described`) only when
+    /// its policy may hedge it or some policy has breakers. The node is the authority it goes
+    /// to, or `CHANNEL_NODE` when its URI carries none (tonic adds the channel's origin below
+    /// the layer; one layer usually serves one channel).
+    fn of(
+        shared: &Shared,
+        parts: &http::request::Parts,
+        start: Instant,
+        described: &mut Option<Described>,
+    ) -> Self {
+        let hedging = if shared.registry.hedges() && shared.is_idempotent(parts.uri.path()) {
+            let call = described.insert(describe(shared, parts, start));
+            shared.registry.hedging(&call.request, start)
+        } else {
+            None
+        };
+        let breakers = if shared.registry.has_breakers() {
+            let call = described.get_or_insert_with(|| describe(shared, parts, start));
+            let node = (call.authority.clone()).unwrap_or_else(|| Arc::from(CHANNEL_NODE));
+            (shared.registry.breakers(&call.request)).map(|breakers| (breakers, node))
+        } else {
+            None
+        };
+        CallControls { hedging, breakers }
     }
-    false
 }
 
-/// One attempt's failure: why, the server's pushback, and what to hand back if not retried.
-pub(crate) enum Failed<B> {
-    Answered(RetryReason, Option<Pushback>, http::Response<B>),
-    Transport(RetryReason, BoxError),
-}
-
-impl<B> Failed<B> {
-    /// Why it failed, and the server's pushback.
-    pub(crate) fn reason(&self) -> (&RetryReason, Option<Pushback>) {
-        match self {
-            Failed::Answered(reason, pushback, _) => (reason, *pushback),
-            Failed::Transport(reason, _) => (reason, None),
-        }
-    }
-}
-
-/// How one attempt (or one copy of it) went.
-pub(crate) enum Sent<B> {
-    /// OK, or an answer whose messages follow (the call is committed).
-    Answered(http::Response<B>),
-    /// It failed; `true` if it may have reached the server.
-    Failed(Failed<B>, bool),
-}
-
-/// Sends one attempt of the call with `parts` and `bytes` through `service` (made ready),
-/// and reads how it went: a Trailers-Only answer's status and pushback, or the transport's
-/// error (a connection that could not be made: not sent).
-pub(crate) async fn send<S, B>(
-    service: &mut S,
-    parts: http::request::Parts,
-    bytes: bytes::Bytes,
-) -> Sent<B>
+/// A call's request body, kept whole to send again, or (larger than the replay limit) sent
+/// once through `inner` and its answer handed back.
+async fn kept_or_sent<S, B>(
+    inner: &mut S,
+    shared: &Shared,
+    parts: &http::request::Parts,
+    body: TonicBody,
+) -> Result<bytes::Bytes, Result<http::Response<B>, BoxError>>
 where
     S: Service<http::Request<TonicBody>, Response = http::Response<B>>,
     S::Error: Into<BoxError>,
 {
-    let body = TonicBody::new(http_body_util::Full::new(bytes));
-    match service.call(http::Request::from_parts(parts, body)).await {
-        Err(error) => {
-            let error: BoxError = error.into();
-            if never_sent(&error) {
-                Sent::Failed(
-                    Failed::Transport(reasons::SOCKET_NOT_AVAILABLE, error),
-                    false,
-                )
-            } else {
-                let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
-                Sent::Failed(Failed::Transport(reason, error), true)
-            }
+    match keep(body, shared.max_replay_bytes).await {
+        Err(error) => Err(Err(BoxError::from(error))),
+        Ok(Kept::Whole(bytes)) => Ok(bytes),
+        Ok(Kept::Once(body)) => {
+            tracing::debug!(
+                method = parts.uri.path(),
+                limit = shared.max_replay_bytes,
+                "call larger than the replay limit: sent once, not retried"
+            );
+            let req = http::Request::from_parts(parts.clone(), body);
+            Err(inner.call(req).await.map_err(Into::into))
         }
-        Ok(response) => match trailers_only_status(response.headers()) {
-            Some(code) if code != GrpcCode::Ok => {
-                let pushback = pushback(response.headers());
-                let reason = RetryReason::GrpcStatus(code);
-                Sent::Failed(Failed::Answered(reason, pushback, response), true)
-            }
-            _ => Sent::Answered(response),
-        },
-    }
-}
-
-/// Counts how an attempt admitted by `node`'s breaker as `admission` went (docs/breakers.md
-/// "What counts as a failure"): an answer as an answer, a failure as
-/// [`breaker::failure_counts`] says; a refused attempt counts nothing.
-fn settle<B>(breakers: &NodeBreakers, node: &str, admission: Admission, sent: &Sent<B>) {
-    if !admission.allows() {
-        return;
-    }
-    let failed = match sent {
-        Sent::Answered(_) => Some(false),
-        Sent::Failed(failed, _) => {
-            let (reason, pushback) = failed.reason();
-            breaker::failure_counts(reason, pushback)
-        }
-    };
-    if let Some(failed) = failed {
-        breakers.record_at(node, admission, failed, Instant::now());
     }
 }
 
@@ -222,42 +180,15 @@ where
     S::Error: Into<BoxError>,
 {
     let (parts, body) = req.into_parts();
-    let bytes = match keep(body, shared.max_replay_bytes)
-        .await
-        .map_err(BoxError::from)?
-    {
-        Kept::Whole(bytes) => bytes,
-        Kept::Once(body) => {
-            tracing::debug!(
-                method = parts.uri.path(),
-                limit = shared.max_replay_bytes,
-                "call larger than the replay limit: sent once, not retried"
-            );
-            let req = http::Request::from_parts(parts, body);
-            return inner.call(req).await.map_err(Into::into);
-        }
+    let bytes = match kept_or_sent(&mut inner, &shared, &parts, body).await {
+        Ok(bytes) => bytes,
+        Err(answered) => return answered,
     };
     // Described when first needed: a call answered at once needs no description unless a
     // retry budget counts it, or its policy hedges it.
     let start = Instant::now();
     let mut described: Option<Described> = None;
-    let hedging = if shared.registry.hedges() && shared.is_idempotent(parts.uri.path()) {
-        let call = described.insert(describe(&shared, &parts, start));
-        shared.registry.hedging(&call.request, start)
-    } else {
-        None
-    };
-    // The breakers of the call's policy, and its node: the authority it goes to, or
-    // `CHANNEL_NODE` when its URI carries none (tonic adds the channel's origin below the
-    // layer; one layer usually serves one channel).
-    let breakers = if shared.registry.has_breakers() {
-        let call = described.get_or_insert_with(|| describe(&shared, &parts, start));
-        let node = (call.authority.clone()).unwrap_or_else(|| Arc::from(CHANNEL_NODE));
-        (shared.registry.breakers(&call.request)).map(|breakers| (breakers, node))
-    } else {
-        None
-    };
-    let has_deadline = parts.headers.contains_key(GRPC_TIMEOUT);
+    let controls = CallControls::of(&shared, &parts, start, &mut described);
     let mut attempt: u32 = 0;
     // The time slept between attempts (gRFC A96's retry delay).
     let mut slept = Duration::ZERO;
@@ -267,46 +198,14 @@ where
                 .await
                 .map_err(Into::into)?;
         }
-        let mut sent_parts = parts.clone();
-        if attempt > 0 {
-            (sent_parts.headers).insert(GRPC_PREVIOUS_RPC_ATTEMPTS, HeaderValue::from(attempt));
-        }
-        if let (true, Some(described)) = (has_deadline, &described) {
-            let left = described.request.remaining_at(Instant::now());
-            if let Ok(value) = HeaderValue::from_str(&format_timeout(left)) {
-                sent_parts.headers.insert(GRPC_TIMEOUT, value);
-            }
-        }
-        let admission = (breakers.as_ref())
-            .map(|(breakers, node)| (breakers, node, breakers.admit_at(node, Instant::now())));
-        let sent = match (&hedging, &described, &admission) {
-            (_, _, Some((_, node, Admission::Refused))) => {
-                let open = BreakerOpen {
-                    node: node.to_string(),
-                };
-                let reason = reasons::CIRCUIT_BREAKER_OPEN;
-                Sent::Failed(Failed::Transport(reason, Box::new(open)), false)
-            }
-            (Some(hedging), Some(call), _) => {
-                let started = Instant::now();
-                match HedgeSchedule::start(hedging, &call.request, started) {
-                    Some(schedule) => {
-                        let copies = Copies {
-                            parts: &sent_parts,
-                            bytes: &bytes,
-                            previous: attempt,
-                            has_deadline,
-                        };
-                        copies.run(inner.clone(), schedule, &call.request).await
-                    }
-                    None => send(&mut inner, sent_parts, bytes.clone()).await,
-                }
-            }
-            _ => send(&mut inner, sent_parts, bytes.clone()).await,
+        let attempt_of = AttemptOf {
+            parts: &parts,
+            bytes: &bytes,
+            attempt,
         };
-        if let Some((breakers, node, admission)) = admission {
-            settle(breakers, node, admission, &sent);
-        }
+        let sent = attempt_of
+            .send(&mut inner, &controls, described.as_ref())
+            .await;
         let failed = match sent {
             Sent::Failed(failed, reached) => {
                 let call = described.get_or_insert_with(|| describe(&shared, &parts, start));
@@ -318,60 +217,136 @@ where
             Sent::Answered(response) => {
                 // Reported only where a budget or the policy counts outcomes (else a report
                 // is a no-op, and its clock read a cost).
+                let outcome = Outcome::Succeeded {
+                    attempts: attempt + 1,
+                };
                 if shared.registry.counts_outcomes() {
                     let call = described.get_or_insert_with(|| describe(&shared, &parts, start));
-                    let attempts = attempt + 1;
-                    let outcome = Outcome::Succeeded { attempts };
                     shared
                         .registry
                         .report(&call.request, outcome, Instant::now());
                 }
-                let outcome = Outcome::Succeeded {
-                    attempts: attempt + 1,
-                };
                 telemetry::record_retries(outcome, Some(slept));
                 return Ok(response);
             }
         };
         let request = &mut described.as_mut().expect("described on a failure").request;
-        let (reason, pushback) = failed.reason();
-        let reason = reason.clone();
-        let context = DecisionContext::new(&reason).with_pushback(pushback);
-        // The failed attempt's span (docs/observability.md), which the registry's decision
-        // fills in.
-        let span = telemetry::attempt_span(request, attempt);
-        telemetry::record_failure(&span, Some(&reason));
-        // Boxed, as the wait below: the futures only a failure needs are not part of every
-        // call's.
-        let decided = shared
-            .registry
-            .decide(request, &context)
-            .instrument(span)
-            .await;
-        let delay = match decided.map(|d| d.decision) {
-            Ok(Decision::Retry(plan)) => plan.delay,
-            ended => {
-                let attempts = attempt + 1;
-                let outcome = match ended {
-                    Ok(Decision::Timeout { .. }) => Outcome::TimedOut { attempts },
-                    _ => Outcome::Failed { attempts },
-                };
-                if let Err(error) = &ended {
-                    tracing::warn!(%error, "no policy decides for the call: not retried");
-                }
-                if shared.registry.counts_outcomes() {
-                    shared.registry.report(request, outcome, Instant::now());
-                }
-                telemetry::record_retries(outcome, Some(slept));
-                return match failed {
-                    Failed::Answered(_, _, response) => Ok(response),
-                    Failed::Transport(_, error) => Err(error),
-                };
-            }
+        let Some(delay) = decide(&shared, request, failed.reason(), attempt, slept).await else {
+            return match failed {
+                Failed::Answered(_, _, response) => Ok(response),
+                Failed::Transport(_, error) => Err(error),
+            };
         };
         drop(failed);
         Box::pin(tokio::time::sleep(delay)).await;
         slept += delay;
         attempt += 1;
     }
+}
+
+/// Attempt `attempt` of a call: its parts and message as first sent.
+struct AttemptOf<'a> {
+    parts: &'a http::request::Parts,
+    bytes: &'a bytes::Bytes,
+    attempt: u32,
+}
+
+impl AttemptOf<'_> {
+    /// Sends this attempt through `inner` under `controls`: refused by an open breaker, as
+    /// hedged copies when the policy hedges, else once; counted in the node's breaker. It
+    /// carries `grpc-previous-rpc-attempts` after the first, and the deadline shrunk to the time
+    /// left when the caller set one (gRFC A6).
+    async fn send<S, B>(
+        &self,
+        inner: &mut S,
+        controls: &CallControls,
+        described: Option<&Described>,
+    ) -> Sent<B>
+    where
+        S: Service<http::Request<TonicBody>, Response = http::Response<B>> + Clone + Send,
+        S::Future: Send,
+        S::Error: Into<BoxError>,
+    {
+        let has_deadline = self.parts.headers.contains_key(GRPC_TIMEOUT);
+        let mut parts = self.parts.clone();
+        if self.attempt > 0 {
+            let previous = HeaderValue::from(self.attempt);
+            parts.headers.insert(GRPC_PREVIOUS_RPC_ATTEMPTS, previous);
+        }
+        if let (true, Some(described)) = (has_deadline, described) {
+            let left = described.request.remaining_at(Instant::now());
+            if let Ok(value) = HeaderValue::from_str(&format_timeout(left)) {
+                parts.headers.insert(GRPC_TIMEOUT, value);
+            }
+        }
+        let admission = (controls.breakers.as_ref())
+            .map(|(breakers, node)| (breakers, node, breakers.admit_at(node, Instant::now())));
+        let sent = match (&controls.hedging, described, &admission) {
+            (_, _, Some((_, node, Admission::Refused))) => {
+                let open = BreakerOpen {
+                    node: node.to_string(),
+                };
+                let reason = reasons::CIRCUIT_BREAKER_OPEN;
+                Sent::Failed(Failed::Transport(reason, Box::new(open)), false)
+            }
+            (Some(hedging), Some(call), _) => {
+                match HedgeSchedule::start(hedging, &call.request, Instant::now()) {
+                    Some(schedule) => {
+                        let copies = Copies {
+                            parts: &parts,
+                            bytes: self.bytes,
+                            previous: self.attempt,
+                            has_deadline,
+                        };
+                        copies.run(inner.clone(), schedule, &call.request).await
+                    }
+                    None => send(inner, parts, self.bytes.clone()).await,
+                }
+            }
+            _ => send(inner, parts, self.bytes.clone()).await,
+        };
+        if let Some((breakers, node, admission)) = admission {
+            settle(breakers, node, admission, &sent);
+        }
+        sent
+    }
+}
+
+/// Asks the registry about `request`'s failed attempt `attempt` (its reason and pushback):
+/// the delay before the next attempt, or `None` when the call ends (reported, counted).
+async fn decide(
+    shared: &Shared,
+    request: &mut Request,
+    (reason, pushback): (&RetryReason, Option<Pushback>),
+    attempt: u32,
+    slept: Duration,
+) -> Option<Duration> {
+    let reason = reason.clone();
+    let context = DecisionContext::new(&reason).with_pushback(pushback);
+    // The failed attempt's span (docs/observability.md), which the registry's decision fills
+    // in.
+    let span = telemetry::attempt_span(request, attempt);
+    telemetry::record_failure(&span, Some(&reason));
+    let decided = shared
+        .registry
+        .decide(request, &context)
+        .instrument(span)
+        .await;
+    let ended = match decided.map(|d| d.decision) {
+        Ok(Decision::Retry(plan)) => return Some(plan.delay),
+        ended => ended,
+    };
+    let attempts = attempt + 1;
+    let outcome = match ended {
+        Ok(Decision::Timeout { .. }) => Outcome::TimedOut { attempts },
+        _ => Outcome::Failed { attempts },
+    };
+    if let Err(error) = &ended {
+        tracing::warn!(%error, "no policy decides for the call: not retried");
+    }
+    if shared.registry.counts_outcomes() {
+        shared.registry.report(request, outcome, Instant::now());
+    }
+    telemetry::record_retries(outcome, Some(slept));
+    None
 }

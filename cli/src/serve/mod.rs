@@ -4,6 +4,7 @@
 //! bounded connections, and a drain on SIGTERM/SIGINT that answers every request received.
 
 mod admin;
+mod app;
 pub mod child_compiler;
 mod clients;
 mod connection;
@@ -186,7 +187,7 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
         panics::count_and_log(metrics.panics());
         let decider = Decider::new(registry, FileAccess::Inside(policy_dir.clone()))
             .with_request_params(!args.no_request_params);
-        let app = Arc::new(routes::App {
+        let app = Arc::new(app::App {
             metrics,
             decider,
             admin,
@@ -194,7 +195,7 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
             policy_dir,
             next_id: AtomicU64::new(1),
             body_timeout: args.limits.body_timeout(),
-            refusal_lines: LogBudget::new(routes::REFUSAL_LINES_PER_SECOND),
+            refusal_lines: LogBudget::new(app::REFUSAL_LINES_PER_SECOND),
             privileged_lines: LogBudget::new(privileged::PRIVILEGED_LINES_PER_SECOND),
             draining: Arc::new(AtomicBool::new(false)),
         });

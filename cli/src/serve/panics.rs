@@ -1,6 +1,6 @@
 //! A panic on a request's path must cost that request only: its client is answered a JSON 500,
 //! the server keeps serving, and the log gets a bounded line (the location and the first
-//! [`LOGGED_CHARS`](super::routes::LOGGED_CHARS) characters of the message, no backtrace, at
+//! [`LOGGED_CHARS`](super::app::LOGGED_CHARS) characters of the message, no backtrace, at
 //! most [`PANIC_LINES_PER_SECOND`]) instead of a backtrace per request that a client could
 //! repeat. Every panic is counted (`rebound_panics_total`).
 
@@ -14,7 +14,7 @@ use prometheus_client::metrics::counter::Counter;
 use rebound::LogBudget;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use super::routes::cut;
+use super::app::cut;
 use crate::wire::output;
 
 /// Panic lines a second: what a client able to cause one on every request can add to the log.
@@ -107,7 +107,7 @@ mod tests {
         let payload: Box<dyn Any + Send> = Box::new(long.clone());
         assert_eq!(message(&*payload), long);
         let logged = cut(message(&*payload));
-        assert!(logged.chars().count() <= super::super::routes::LOGGED_CHARS + 1);
+        assert!(logged.chars().count() <= super::super::app::LOGGED_CHARS + 1);
         let payload: Box<dyn Any + Send> = Box::new("static");
         assert_eq!(message(&*payload), "static");
         let payload: Box<dyn Any + Send> = Box::new(7_u8);

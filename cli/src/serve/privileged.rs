@@ -2,7 +2,7 @@
 //! admitted as `admin` says, run off the async threads (a reload compiles), and logged with who
 //! did what. Without a token any local process is admitted, so every line an action writes is
 //! bounded as a refusal's is: caller-supplied text cut to
-//! [`LOGGED_CHARS`](super::routes::LOGGED_CHARS) characters, at most
+//! [`LOGGED_CHARS`](super::app::LOGGED_CHARS) characters, at most
 //! [`PRIVILEGED_LINES_PER_SECOND`] lines a second whatever the configuration.
 
 use std::net::SocketAddr;
@@ -19,7 +19,7 @@ use rebound::registry::RegistryError;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::routes::{body_text, cut, error, not_found, refused, registry_error, App, Asker};
+use super::app::{body_text, cut, error, not_found, refused, registry_error, App, Asker};
 use crate::wire::input::without_type_names;
 
 /// Lines a second about privileged actions, done or refused by the registry: enough for an

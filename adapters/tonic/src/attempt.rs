@@ -1,0 +1,114 @@
+//! One attempt of a call, sent and read: whether it left the client, the status of a
+//! Trailers-Only answer and the server's pushback, and what its node's breaker counts. Both a
+//! plain attempt (`service`) and each copy of a hedged one (`hedged`) send this way.
+
+use std::time::Instant;
+
+use rebound::breaker::{self, Admission, NodeBreakers};
+use rebound::grpc::GrpcCode;
+use rebound::{reasons, Pushback, RetryReason};
+use tonic::body::Body as TonicBody;
+use tower_service::Service;
+
+use crate::response::{pushback, trailers_only_status};
+
+/// The errors the layer hands back: the channel's own, or the request body's.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Whether `error` says the call never left the client: its connection could not be made.
+fn never_sent(error: &BoxError) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.as_ref());
+    while let Some(error) = source {
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            if matches!(
+                io.kind(),
+                K::ConnectionRefused | K::AddrNotAvailable | K::NotConnected | K::HostUnreachable
+            ) {
+                return true;
+            }
+        }
+        source = error.source();
+    }
+    false
+}
+
+/// One attempt's failure: why, the server's pushback, and what to hand back if not retried.
+pub(crate) enum Failed<B> {
+    Answered(RetryReason, Option<Pushback>, http::Response<B>),
+    Transport(RetryReason, BoxError),
+}
+
+impl<B> Failed<B> {
+    /// Why it failed, and the server's pushback.
+    pub(crate) fn reason(&self) -> (&RetryReason, Option<Pushback>) {
+        match self {
+            Failed::Answered(reason, pushback, _) => (reason, *pushback),
+            Failed::Transport(reason, _) => (reason, None),
+        }
+    }
+}
+
+/// How one attempt (or one copy of it) went.
+pub(crate) enum Sent<B> {
+    /// OK, or an answer whose messages follow (the call is committed).
+    Answered(http::Response<B>),
+    /// It failed; `true` if it may have reached the server.
+    Failed(Failed<B>, bool),
+}
+
+/// Sends one attempt of the call with `parts` and `bytes` through `service` (made ready),
+/// and reads how it went: a Trailers-Only answer's status and pushback, or the transport's
+/// error (a connection that could not be made: not sent).
+pub(crate) async fn send<S, B>(
+    service: &mut S,
+    parts: http::request::Parts,
+    bytes: bytes::Bytes,
+) -> Sent<B>
+where
+    S: Service<http::Request<TonicBody>, Response = http::Response<B>>,
+    S::Error: Into<BoxError>,
+{
+    let body = TonicBody::new(http_body_util::Full::new(bytes));
+    match service.call(http::Request::from_parts(parts, body)).await {
+        Err(error) => {
+            let error: BoxError = error.into();
+            if never_sent(&error) {
+                Sent::Failed(
+                    Failed::Transport(reasons::SOCKET_NOT_AVAILABLE, error),
+                    false,
+                )
+            } else {
+                let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
+                Sent::Failed(Failed::Transport(reason, error), true)
+            }
+        }
+        Ok(response) => match trailers_only_status(response.headers()) {
+            Some(code) if code != GrpcCode::Ok => {
+                let pushback = pushback(response.headers());
+                let reason = RetryReason::GrpcStatus(code);
+                Sent::Failed(Failed::Answered(reason, pushback, response), true)
+            }
+            _ => Sent::Answered(response),
+        },
+    }
+}
+
+/// Counts how an attempt admitted by `node`'s breaker as `admission` went (docs/breakers.md
+/// "What counts as a failure"): an answer as an answer, a failure as
+/// [`breaker::failure_counts`] says; a refused attempt counts nothing.
+pub(crate) fn settle<B>(breakers: &NodeBreakers, node: &str, admission: Admission, sent: &Sent<B>) {
+    if !admission.allows() {
+        return;
+    }
+    let failed = match sent {
+        Sent::Answered(_) => Some(false),
+        Sent::Failed(failed, _) => {
+            let (reason, pushback) = failed.reason();
+            breaker::failure_counts(reason, pushback)
+        }
+    };
+    if let Some(failed) = failed {
+        breakers.record_at(node, admission, failed, Instant::now());
+    }
+}
