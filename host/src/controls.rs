@@ -51,6 +51,7 @@ impl BudgetControl {
     }
 
     /// Each client draws from its own budget in `clients`; a request naming none from `common`.
+    #[cfg(feature = "registry")]
     pub(crate) fn per_client(
         common: Arc<TrafficBudget>,
         clients: Option<Arc<dyn PerClient>>,
@@ -72,6 +73,7 @@ impl BudgetControl {
 
 impl Controls {
     /// No control at all.
+    #[cfg(feature = "registry")]
     pub(crate) const fn none() -> Self {
         Controls {
             budget: None,
@@ -151,6 +153,7 @@ impl Controls {
     }
 
     /// Whether requests decided by `strategy` under these controls are hedged.
+    #[cfg(feature = "registry")]
     pub(crate) fn hedges(&self, strategy: &dyn RetryStrategy) -> bool {
         self.hedging.is_some() || strategy.hedging().is_some()
     }
@@ -172,6 +175,7 @@ impl Controls {
     }
 
     /// Whether an outcome report counts anywhere: a budget, a throttle, or `strategy`.
+    #[cfg(feature = "registry")]
     pub(crate) fn counts_outcomes(&self, strategy: &dyn RetryStrategy) -> bool {
         self.budget.is_some() || self.throttle.is_some() || strategy.counts_outcomes()
     }

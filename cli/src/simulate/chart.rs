@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::engine::{Bucket, Run};
+use super::results::{Bucket, Run};
 use super::scenario::Scenario;
 
 const WIDTH: f64 = 1000.0;

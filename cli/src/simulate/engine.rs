@@ -16,154 +16,18 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::rngs::Xoshiro256PlusPlus;
-use rand::{RngExt, SeedableRng};
 use rebound::breaker::{self, Admission, NodeBreakers};
-use rebound::cassandra::ServerErrorKind;
-use rebound::classify::{classify, Classification, KvOpcode, Response};
-use rebound::grpc::GrpcCode;
+use rebound::classify::KvOpcode;
 use rebound::hedge::{CopyEnd, HedgeSchedule};
 use rebound::registry::PolicyRegistry;
-use rebound::{
-    reasons, Cause, Ending, NodeChoice, Outcome, Request, RetryLoop, RetryReason, Service, Step,
-};
+use rebound::{reasons, Cause, Ending, NodeChoice, Outcome, Request, RetryLoop, Step};
 
+use super::arrivals::Arrival;
+use super::fate::{refused_before_dispatch, AttemptEnd, Draws, Effects, Target};
+use super::load::{overload, overloaded, NodeLoad};
+use super::results::{Bucket, Outcomes, Run};
 use super::scenario::{Fault, Scenario};
 use crate::wire::input::default_timeout_ms;
-
-/// A request of the workload.
-#[derive(Debug, Clone, Copy)]
-pub struct Arrival {
-    /// When it arrives, in microseconds from the start.
-    pub t_us: u64,
-    /// Its entry in the mix.
-    pub mix: usize,
-    /// Its document key.
-    pub key: u64,
-}
-
-/// Draws the workload: Poisson arrivals over the scenario's duration, each of a mix entry
-/// drawn by weight and a key drawn uniformly.
-pub fn arrivals(scenario: &Scenario) -> Vec<Arrival> {
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(scenario.seed);
-    let workload = &scenario.workload;
-    let total_weight: f64 = workload.mix.iter().map(|m| m.weight).sum();
-    let end_us = (scenario.duration_s * 1e6) as u64;
-    let mean_gap_us = 1e6 / workload.rate_per_s;
-    let mut arrivals = Vec::new();
-    let mut t = 0.0;
-    loop {
-        t += exponential(&mut rng, mean_gap_us);
-        if t >= end_us as f64 {
-            return arrivals;
-        }
-        let mut pick = rng.random::<f64>() * total_weight;
-        let mix = workload
-            .mix
-            .iter()
-            .position(|m| {
-                pick -= m.weight;
-                pick < 0.0
-            })
-            .unwrap_or(workload.mix.len() - 1);
-        arrivals.push(Arrival {
-            t_us: t as u64,
-            mix,
-            key: rng.random_range(0..workload.keys),
-        });
-    }
-}
-
-/// An exponentially distributed draw with mean `mean`.
-fn exponential(rng: &mut Xoshiro256PlusPlus, mean: f64) -> f64 {
-    -(1.0 - rng.random::<f64>()).ln() * mean
-}
-
-/// How requests ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Outcomes {
-    /// Completed (a success, or a Cassandra IGNORE).
-    pub succeeded: u64,
-    /// Ended before the deadline by the policy or the guard (RequestCanceled, a terminal
-    /// error, rethrow).
-    pub cancelled: u64,
-    /// Timed out after being dispatched, not idempotent: the outcome is unknown.
-    pub ambiguous_timeouts: u64,
-    /// Timed out, idempotent or never dispatched.
-    pub unambiguous_timeouts: u64,
-}
-
-impl Outcomes {
-    /// Counts one request ended with `error` (`None`: succeeded).
-    fn count(&mut self, error: Option<&str>) {
-        match error {
-            None => self.succeeded += 1,
-            Some("AmbiguousTimeout") => self.ambiguous_timeouts += 1,
-            Some("UnambiguousTimeout") => self.unambiguous_timeouts += 1,
-            Some(_) => self.cancelled += 1,
-        }
-    }
-}
-
-/// What happened during one bar of the chart.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Bucket {
-    /// Requests that arrived.
-    pub arrivals: u64,
-    /// Attempts started (first attempts and retries).
-    pub attempts: u64,
-    /// Attempts that reached a node.
-    pub cluster_attempts: u64,
-    /// Requests that ended, by outcome.
-    pub ended: Outcomes,
-}
-
-/// One policy's run.
-#[derive(Debug, Clone)]
-pub struct Run {
-    /// The policy.
-    pub policy: String,
-    /// Requests.
-    pub requests: u64,
-    /// How they ended.
-    pub outcomes: Outcomes,
-    /// End-to-end latency of the requests that succeeded, in microseconds, sorted.
-    pub latencies_us: Vec<u64>,
-    /// Attempts started.
-    pub attempts: u64,
-    /// Attempts that reached a node.
-    pub cluster_attempts: u64,
-    /// The errors requests ended with, by name.
-    pub errors: BTreeMap<String, u64>,
-    /// The timeline, one bucket per `bucket_s`.
-    pub buckets: Vec<Bucket>,
-    /// The end-to-end latencies of the requests that succeeded in each bucket, in
-    /// microseconds, unsorted.
-    pub bucket_latencies_us: Vec<Vec<u64>>,
-}
-
-impl Run {
-    /// The 99th percentile latency, in milliseconds, of the requests that succeeded in each
-    /// bucket (`None` where none did).
-    pub fn bucket_p99_ms(&self) -> Vec<Option<f64>> {
-        (self.bucket_latencies_us.iter())
-            .map(|latencies| {
-                let mut sorted = latencies.clone();
-                sorted.sort_unstable();
-                super::percentile_ms(&sorted, 0.99)
-            })
-            .collect()
-    }
-}
-
-/// How an attempt ends.
-#[derive(Debug, Clone)]
-enum AttemptEnd {
-    Success,
-    Failed(RetryReason),
-    /// The deadline came first.
-    Deadline,
-}
 
 /// A request being simulated.
 struct Live {
@@ -217,70 +81,6 @@ struct Simulation<'a> {
     loads: Vec<NodeLoad>,
     /// The policy's circuit breakers, if it has them.
     breakers: Option<Arc<NodeBreakers>>,
-}
-
-/// Slots of a node's rolling second.
-const LOAD_SLOTS: u64 = 10;
-
-/// A node's attempts over the last second, in tenths of a second.
-#[derive(Debug, Clone, Default)]
-struct NodeLoad {
-    slots: [(u64, u64); LOAD_SLOTS as usize],
-}
-
-impl NodeLoad {
-    /// Counts an attempt started at `t_us`; returns the attempts of the second up to it.
-    fn add(&mut self, t_us: u64) -> u64 {
-        let tenth = t_us / 100_000;
-        let slot = &mut self.slots[(tenth % LOAD_SLOTS) as usize];
-        if slot.0 != tenth {
-            *slot = (tenth, 0);
-        }
-        slot.1 += 1;
-        (self.slots.iter())
-            .filter(|(at, _)| tenth.saturating_sub(*at) < LOAD_SLOTS)
-            .map(|(_, n)| n)
-            .sum()
-    }
-}
-
-/// What the load offered to a node does to an attempt it serves, at `utilisation` (attempts of
-/// the last second over capacity): latency multiplied by `1 / (1 − u)` (a queue's sojourn time,
-/// at most 10×), and past capacity a share `1 − 1/u²` of the attempts answered "overloaded"
-/// (congestion collapse: the work done falls as the load grows, so retries that add load
-/// take goodput away).
-fn overload(utilisation: f64) -> (f64, f64) {
-    let slowdown = if utilisation < 0.9 {
-        1.0 / (1.0 - utilisation)
-    } else {
-        10.0
-    };
-    let failing = if utilisation > 1.0 {
-        1.0 - 1.0 / (utilisation * utilisation)
-    } else {
-        0.0
-    };
-    (slowdown, failing)
-}
-
-/// The failure an overloaded node answers a request of `service` with.
-fn overloaded(service: Service, opcode: Option<KvOpcode>) -> RetryReason {
-    match (service, opcode) {
-        (Service::Http, _) => RetryReason::HttpStatus(503),
-        (Service::Grpc, _) => RetryReason::GrpcStatus(GrpcCode::ResourceExhausted),
-        (Service::Cql, _) => RetryReason::ErrorResponse(ServerErrorKind::Overloaded),
-        (_, Some(opcode)) => match classify(
-            Response::Kv {
-                opcode,
-                status: 0x86,
-            },
-            None,
-        ) {
-            Classification::Retry { reason, .. } => reason,
-            _ => reasons::KV_TEMPORARY_FAILURE,
-        },
-        _ => reasons::KV_TEMPORARY_FAILURE,
-    }
 }
 
 impl Simulation<'_> {
@@ -390,130 +190,25 @@ impl Simulation<'_> {
     /// Starts a copy of request `i`'s attempt at `t`, `extra` nodes past the attempt's: draws
     /// its fate and schedules its end.
     fn dispatch(&mut self, i: usize, t: u64, extra: u32) {
-        let seed = self.scenario.seed;
         let nodes = self.scenario.cluster.nodes;
-        let mean_latency_us = self.scenario.cluster.latency_ms * 1e3;
         let live = &mut self.live[i];
         live.attempts += 1;
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(
-            seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                ^ live.attempts.wrapping_mul(0xC2B2_AE3D_27D4_EB4F),
-        );
-        // Every draw is made, in this order, whatever applies, so the streams stay aligned.
-        let latency = (mean_latency_us * 0.1 + exponential(&mut rng, mean_latency_us * 0.9))
-            .min(mean_latency_us * 50.0) as u64
-            + 1;
-        let close_roll = rng.random::<f64>();
-        let close_at = rng.random::<f64>();
-        let rebalance_roll = rng.random::<f64>();
-        let tmpfail_roll = rng.random::<f64>();
-        let overload_roll = rng.random::<f64>();
+        let mean_latency_us = self.scenario.cluster.latency_ms * 1e3;
+        let draws = Draws::new(self.scenario.seed, i, live.attempts, mean_latency_us);
         let node = ((live.key % u64::from(nodes)) as u32 + live.node_offset + extra) % nodes;
-        let key = live.key;
-        let service = live.retry.request().service();
-        let kv = service == Service::Kv;
-        let opcode = KvOpcode::of(live.retry.request().request_type());
-
-        let mut auth_failure = false;
-        let mut node_down = false;
-        let mut closed = false;
-        let mut status = None;
-        let mut unavailable = None;
-        let mut slow = 1.0;
-        for fault in self.active(t) {
-            match *fault {
-                Fault::AuthFailure { .. } => auth_failure = true,
-                Fault::SlowNode {
-                    node: n, factor, ..
-                } if n == node => slow *= factor,
-                Fault::NodeDown { node: n, .. } if n == node => node_down = true,
-                Fault::SocketClose { rate, .. } if close_roll < rate => closed = true,
-                Fault::Rebalance { rate, .. } if kv && rebalance_roll < rate => {
-                    status = status.or(Some(0x07));
-                }
-                Fault::Locked { share, .. } if kv && locked(seed, key, share) => {
-                    status = status.or(Some(0x09));
-                }
-                Fault::Tmpfail { rate, .. } if kv && tmpfail_roll < rate => {
-                    status = status.or(Some(0x86));
-                }
-                // TMPFAIL's draw, which only KV attempts use: the other streams stay as they
-                // are.
-                Fault::Unavailable { rate, .. } if !kv && tmpfail_roll < rate => {
-                    unavailable = match service {
-                        Service::Http => Some(RetryReason::HttpStatus(503)),
-                        Service::Grpc => Some(RetryReason::GrpcStatus(GrpcCode::Unavailable)),
-                        _ => unavailable,
-                    };
-                }
-                _ => {}
-            }
-        }
-        let mut admitted = None;
-        let admission = match &self.breakers {
-            Some(breakers) => {
-                let name = format!("node-{node}");
-                let admission = breakers.admit_at(&name, self.at(t));
-                admitted = admission.allows().then_some((name, admission));
-                admission
-            }
-            None => Admission::Admitted,
+        let target = Target {
+            node,
+            key: live.key,
+            service: live.retry.request().service(),
+            draws: &draws,
         };
-        let (end, outcome) = if !admission.allows() {
-            // Refused before dispatch: nothing reaches the node.
-            (t + 1, AttemptEnd::Failed(reasons::CIRCUIT_BREAKER_OPEN))
-        } else if auth_failure {
-            // The connection is refused at authentication: nothing is dispatched.
-            (
-                t + latency,
-                AttemptEnd::Failed(reasons::AUTHENTICATION_ERROR),
-            )
-        } else if node_down {
-            (t + 100, AttemptEnd::Failed(reasons::SOCKET_NOT_AVAILABLE))
-        } else {
-            self.live[i].retry.dispatched(format!("node-{node}"));
-            self.bucket(t).cluster_attempts += 1;
-            self.run.cluster_attempts += 1;
-            let (slowdown, failing) = match self.scenario.cluster.capacity_per_s {
-                Some(capacity) => {
-                    let load = self.loads[node as usize].add(t);
-                    overload(load as f64 / capacity)
-                }
-                None => (1.0, 0.0),
+        let effects = Effects::of(self.active(t), &target, self.scenario.seed);
+        let (admission, admitted) = self.admit(node, t);
+        let (end, outcome) =
+            match refused_before_dispatch(admission.allows(), &effects, draws.latency_us) {
+                Some((after, outcome)) => (t + after, outcome),
+                None => self.serve(i, t, &target, effects),
             };
-            let latency = (latency as f64 * slowdown * slow) as u64;
-            if overload_roll < failing {
-                unavailable = Some(overloaded(service, opcode));
-                status = None;
-            }
-            if let Some(down) = self.goes_down(node, t, t + latency) {
-                (
-                    down,
-                    AttemptEnd::Failed(reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
-                )
-            } else if closed {
-                (
-                    t + (latency as f64 * close_at) as u64,
-                    AttemptEnd::Failed(reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
-                )
-            } else {
-                match (status, opcode) {
-                    _ if unavailable.is_some() => (
-                        t + latency,
-                        AttemptEnd::Failed(unavailable.expect("just checked")),
-                    ),
-                    (Some(status), Some(opcode)) => {
-                        match classify(Response::Kv { opcode, status }, None) {
-                            Classification::Retry { reason, .. } => {
-                                (t + latency, AttemptEnd::Failed(reason))
-                            }
-                            _ => (t + latency, AttemptEnd::Success),
-                        }
-                    }
-                    _ => (t + latency, AttemptEnd::Success),
-                }
-            }
-        };
         self.run.attempts += 1;
         self.bucket(t).attempts += 1;
         let live = &mut self.live[i];
@@ -529,6 +224,54 @@ impl Simulation<'_> {
         });
         let round = live.round;
         self.schedule(end, i, Event::End(round, copy));
+    }
+
+    /// How the policy's breakers admit an attempt to `node` at `t`, and the node and admission
+    /// to count its end against when admitted.
+    fn admit(&self, node: u32, t: u64) -> (Admission, Option<(String, Admission)>) {
+        let Some(breakers) = &self.breakers else {
+            return (Admission::Admitted, None);
+        };
+        let name = format!("node-{node}");
+        let admission = breakers.admit_at(&name, self.at(t));
+        (admission, admission.allows().then_some((name, admission)))
+    }
+
+    /// Request `i`'s attempt, dispatched at `t` to `target`'s node, served there: slowed and
+    /// failed by the node's load past its capacity, cut by the node going down or its socket
+    /// closing, else answered as the faults say. When it ends, and how.
+    fn serve(
+        &mut self,
+        i: usize,
+        t: u64,
+        target: &Target<'_>,
+        mut effects: Effects,
+    ) -> (u64, AttemptEnd) {
+        let node = target.node;
+        self.live[i].retry.dispatched(format!("node-{node}"));
+        self.bucket(t).cluster_attempts += 1;
+        self.run.cluster_attempts += 1;
+        let (slowdown, failing) = match self.scenario.cluster.capacity_per_s {
+            Some(capacity) => {
+                let load = self.loads[node as usize].add(t);
+                overload(load as f64 / capacity)
+            }
+            None => (1.0, 0.0),
+        };
+        let latency = (target.draws.latency_us as f64 * slowdown * effects.slow) as u64;
+        let opcode = KvOpcode::of(self.live[i].retry.request().request_type());
+        if target.draws.overload_roll < failing {
+            effects.unavailable = Some(overloaded(target.service, opcode));
+            effects.status = None;
+        }
+        let cut = AttemptEnd::Failed(reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT);
+        if let Some(down) = self.goes_down(node, t, t + latency) {
+            (down, cut)
+        } else if effects.closed {
+            (t + (latency as f64 * target.draws.close_at) as u64, cut)
+        } else {
+            (t + latency, effects.answer(opcode))
+        }
     }
 
     /// Reports how request `i` ended at `t` to the registry (its retry budget follows the
@@ -637,12 +380,6 @@ impl Simulation<'_> {
         }
         Ok(())
     }
-}
-
-/// Whether document `key` is among the locked `share` of the keys.
-fn locked(seed: u64, key: u64, share: f64) -> bool {
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ key.wrapping_mul(0xD6E8_FEB8_6659_FD93));
-    rng.random::<f64>() < share
 }
 
 /// Runs `arrivals` through `registry` (whose default policy is `policy`).

@@ -3,8 +3,12 @@
 //! comparison table (or `--json`) and writes an SVG chart of attempts and outcomes over time
 //! (`chart`). Documented in `docs/simulate.md`.
 
+mod arrivals;
 mod chart;
 mod engine;
+mod fate;
+mod load;
+mod results;
 mod scenario;
 
 use std::io::Write;
@@ -14,7 +18,7 @@ use anyhow::Context;
 use rebound::registry::RegistryConfig;
 use serde_json::{json, Value};
 
-use self::engine::Run;
+use self::results::Run;
 use self::scenario::Scenario;
 
 /// Options of `rebound simulate`.
@@ -171,7 +175,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             );
         }
     }
-    let arrivals = engine::arrivals(&scenario);
+    let arrivals = arrivals::arrivals(&scenario);
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     let mut runs = Vec::new();
     for name in &scenario.compare.policies {

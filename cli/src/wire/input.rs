@@ -6,39 +6,20 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
-use rebound::cassandra::{AbortKind, ConsistencyLevel, ServerErrorKind};
-use rebound::classify::{KvOpcode, Response};
+use rebound::cassandra::ConsistencyLevel;
+use rebound::classify::Response;
 use rebound::errormap::RetrySpec;
-use rebound::grpc::{split_full_method, GrpcCode};
+use rebound::grpc::split_full_method;
 use rebound::registry::{Builtin, BuiltinPolicy};
 use rebound::HttpMethod;
 use rebound::Pushback;
-use rebound::{ReadTimeout, Unavailable, WriteTimeout};
-use rebound::{ReasonKind, Request, RequestType, RetryReason, Service};
+use rebound::{Request, RequestType, RetryReason, Service};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// A decision request that could not be read: the field (dotted path; empty for the whole
-/// line) and what was expected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{message}", if field.is_empty() { String::new() } else { format!("{field}: ") })]
-pub struct InputError {
-    /// The field, e.g. `request.retry_attempts`.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl InputError {
-    /// An error about `field`; a Rust type serde names in `message` is said as the JSON it
-    /// expects ([`without_type_names`]).
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        InputError {
-            field: field.into(),
-            message: without_type_names(&message.into()),
-        }
-    }
-}
+pub use super::failure::{parse_reason, ResponseSpec};
+use super::input_error::describe;
+pub use super::input_error::{without_type_names, InputError};
 
 /// The policy a line asks for.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -131,31 +112,6 @@ impl PolicyRef {
     }
 }
 
-/// A number as JSON number or as text (decimal or 0x-hexadecimal).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(
-    untagged,
-    expecting = "a number, or a string with a decimal or 0x-hex number"
-)]
-enum Code {
-    Number(u64),
-    Text(String),
-}
-
-impl Code {
-    fn value<T: TryFrom<u64>>(&self, field: &str) -> Result<T, InputError> {
-        let value = match self {
-            Code::Number(n) => *n,
-            Code::Text(text) => match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-                Some(hex) => u64::from_str_radix(hex, 16),
-                None => text.parse(),
-            }
-            .map_err(|_| InputError::new(field, format!("`{text}` is not a number")))?,
-        };
-        T::try_from(value).map_err(|_| InputError::new(field, format!("{value} is out of range")))
-    }
-}
-
 /// The request as given.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -195,18 +151,6 @@ impl RequestSpec {
     pub fn set_caller(&mut self, name: &str) {
         self.caller = Some(name.to_owned());
     }
-}
-
-/// A raw response, read according to the request's service.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ResponseSpec {
-    status: Option<Code>,
-    opcode: Option<Code>,
-    code: Option<Code>,
-    message: String,
-    body: String,
-    retry_after: Option<String>,
 }
 
 /// One decision request, as read.
@@ -406,204 +350,5 @@ impl DecideInput {
                 "missing `reason` (e.g. \"KV_LOCKED\") or `response` (e.g. {\"status\": 134})",
             )),
         }
-    }
-}
-
-/// serde_json's message without its position when the field path says where; syntax errors
-/// keep their column.
-fn describe(error: &serde_json::Error) -> String {
-    use serde_json::error::Category;
-    match error.classify() {
-        Category::Syntax | Category::Eof => {
-            format!("not a JSON object: {error}")
-        }
-        _ => {
-            let message = error.to_string();
-            match message.rfind(" at line ") {
-                Some(at) => message[..at].to_owned(),
-                None => message,
-            }
-        }
-    }
-}
-
-/// `message` with the Rust types serde names ("expected struct DecideInput") said as the JSON
-/// they expect: a client knows the API's JSON, not this program's types.
-pub fn without_type_names(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut rest = message;
-    while let Some(at) = rest.find("expected ") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + "expected ".len()..];
-        let (kind, tail) = [
-            ("tuple struct ", "a JSON array"),
-            ("unit struct ", "null"),
-            ("struct ", "a JSON object"),
-            ("enum ", "one of the documented values"),
-        ]
-        .into_iter()
-        .find_map(|(prefix, json)| after.strip_prefix(prefix).map(|tail| (json, tail)))
-        .unwrap_or(("", after));
-        if kind.is_empty() {
-            out.push_str("expected ");
-            rest = after;
-            continue;
-        }
-        // The type's name runs to the first character that cannot be in one.
-        let name_len = tail
-            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .unwrap_or(tail.len());
-        out.push_str("expected ");
-        out.push_str(kind);
-        rest = &tail[name_len..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A reason name (`"KV_LOCKED"`), or an object with one key naming a kind that carries data
-/// (`{"read_timeout": {...}}`, `{"request_aborted": "timeout"}`).
-pub fn parse_reason(value: &Value) -> Result<RetryReason, InputError> {
-    match value {
-        Value::String(name) => match ReasonKind::from_name(name) {
-            None => Err(InputError::new(
-                "reason",
-                format!("unknown reason `{name}`; `rebound reasons` lists them"),
-            )),
-            Some(_) => {
-                RetryReason::parse_name(name).map_err(|e| InputError::new("reason", e.to_string()))
-            }
-        },
-        Value::Object(fields) if fields.len() == 1 => {
-            let (key, data) = fields.iter().next().expect("one field");
-            let field = format!("reason.{key}");
-            let kind = ReasonKind::from_name(&key.to_ascii_uppercase());
-            let data_error = |e: serde_json::Error| InputError::new(&field, e.to_string());
-            match kind {
-                Some(ReasonKind::ReadTimeout) => ReadTimeout::deserialize(data)
-                    .map(RetryReason::from)
-                    .map_err(data_error),
-                Some(ReasonKind::WriteTimeout) => WriteTimeout::deserialize(data)
-                    .map(RetryReason::from)
-                    .map_err(data_error),
-                Some(ReasonKind::Unavailable) => Unavailable::deserialize(data)
-                    .map(RetryReason::from)
-                    .map_err(data_error),
-                Some(ReasonKind::RequestAborted) => AbortKind::deserialize(data)
-                    .map(RetryReason::RequestAborted)
-                    .map_err(data_error),
-                Some(ReasonKind::ErrorResponse) => ServerErrorKind::deserialize(data)
-                    .map(RetryReason::ErrorResponse)
-                    .map_err(data_error),
-                Some(ReasonKind::HttpStatus) => http_status(data, &field),
-                Some(ReasonKind::GrpcStatus) => GrpcCode::from_json(data)
-                    .map(RetryReason::GrpcStatus)
-                    .map_err(|e| InputError::new(&field, e)),
-                _ => Err(InputError::new(
-                    "reason",
-                    format!("`{key}` carries no data: give it as a string; objects are for read_timeout, write_timeout, unavailable, request_aborted, error_response, http_status and grpc_status"),
-                )),
-            }
-        }
-        _ => Err(InputError::new(
-            "reason",
-            "expected a reason name (\"KV_LOCKED\") or an object with one key ({\"read_timeout\": {...}})",
-        )),
-    }
-}
-
-/// An HTTP error status (400 to 599) as a reason's data.
-fn http_status(data: &Value, field: &str) -> Result<RetryReason, InputError> {
-    data.as_u64()
-        .filter(|s| (400..=599).contains(s))
-        .map(|s| RetryReason::HttpStatus(s as u16))
-        .ok_or_else(|| {
-            InputError::new(
-                field,
-                format!("expected an error status from 400 to 599, found `{data}`"),
-            )
-        })
-}
-
-impl ResponseSpec {
-    /// A gRPC response's `status`: the code's number or its name, in any case.
-    fn grpc_code(&self) -> Result<GrpcCode, InputError> {
-        let field = "response.status";
-        let value = match &self.status {
-            None => {
-                return Err(InputError::new(
-                    field,
-                    "a grpc response needs its status code",
-                ))
-            }
-            Some(Code::Number(n)) => Value::from(*n),
-            Some(Code::Text(text)) => Value::from(text.as_str()),
-        };
-        GrpcCode::from_json(&value).map_err(|e| InputError::new(field, e))
-    }
-
-    /// The response of a request of `service`.
-    fn read(&self, request_type: RequestType) -> Result<Response<'_>, InputError> {
-        let service = request_type.service();
-        let status = |what: &str| {
-            self.status
-                .as_ref()
-                .ok_or_else(|| {
-                    InputError::new(
-                        "response.status",
-                        format!("a {} response needs its {what}", service.name()),
-                    )
-                })?
-                .value::<u16>("response.status")
-        };
-        let code = || {
-            self.code
-                .as_ref()
-                .ok_or_else(|| {
-                    InputError::new(
-                        "response.code",
-                        format!("a {} response needs its error code", service.name()),
-                    )
-                })?
-                .value::<u32>("response.code")
-        };
-        Ok(match service {
-            Service::Kv => Response::Kv {
-                opcode: match &self.opcode {
-                    Some(opcode) => KvOpcode(opcode.value("response.opcode")?),
-                    None => KvOpcode::of(request_type).ok_or_else(|| {
-                        InputError::new("response.opcode", "missing: the KV request's opcode")
-                    })?,
-                },
-                status: status("status")?,
-            },
-            Service::Query => Response::Query {
-                code: code()?,
-                message: &self.message,
-            },
-            Service::Analytics => Response::Analytics { code: code()? },
-            Service::Search => Response::Search {
-                status: status("HTTP status")?,
-            },
-            Service::Views => Response::Views {
-                status: status("HTTP status")?,
-                body: &self.body,
-            },
-            Service::Http => Response::Http {
-                status: status("HTTP status")?,
-            },
-            Service::Grpc => Response::Grpc {
-                code: self.grpc_code()?,
-            },
-            Service::Management | Service::Cql => {
-                return Err(InputError::new(
-                    "response",
-                    format!(
-                        "{} responses are not classified by the host; give a `reason`",
-                        service.name()
-                    ),
-                ))
-            }
-        })
     }
 }

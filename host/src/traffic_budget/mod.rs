@@ -36,13 +36,18 @@ use std::time::Instant;
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU32, AtomicU64};
-use serde::Deserialize;
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::log_budget::LogBudget;
 use crate::striped::Striped;
 use crate::thread_counts::ThreadCounts;
+
+mod config;
+mod stripe;
+
+pub use config::{BudgetConfig, BudgetConfigError};
+use stripe::{latest, pack, unpack, Stripe};
 
 /// How many slots the `ttl` window is divided into.
 const SLOTS: usize = TrafficBudget::SLOTS;
@@ -57,58 +62,6 @@ const MOST_STRIPES: usize = 8;
 /// The most units one withdrawal may take; a smaller percent counts as 0 (no share of the
 /// traffic, the floor only), which is never more generous than asked.
 const MOST_UNITS: i64 = i32::MAX as i64 / 4;
-
-/// A budget's parameters, as in `[budgets.NAME]`.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct BudgetConfig {
-    /// Retries allowed as a percentage of requests (0 to 100).
-    pub percent: f64,
-    /// Retries allowed per second whatever the traffic (the floor).
-    pub min_per_second: u32,
-    /// How long a deposit or withdrawal counts, in milliseconds (at least [`TrafficBudget::SLOTS`]).
-    pub ttl_ms: u64,
-}
-
-impl Default for BudgetConfig {
-    /// Finagle's default: 20 % of requests and 10 retries a second over 10 seconds.
-    fn default() -> Self {
-        BudgetConfig {
-            percent: 20.0,
-            min_per_second: 10,
-            ttl_ms: 10_000,
-        }
-    }
-}
-
-/// A budget configuration that was refused: the field and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct BudgetConfigError {
-    /// `percent`, `min_per_second` or `ttl_ms`.
-    pub field: &'static str,
-    /// What was expected.
-    pub message: String,
-}
-
-impl BudgetConfig {
-    /// Checks the ranges: `percent` within 0–100, `ttl_ms` at least [`TrafficBudget::SLOTS`] ms.
-    pub fn validate(&self) -> Result<(), BudgetConfigError> {
-        if !(0.0..=100.0).contains(&self.percent) {
-            return Err(BudgetConfigError {
-                field: "percent",
-                message: format!("{} is out of range; expected 0 to 100", self.percent),
-            });
-        }
-        if self.ttl_ms < SLOTS as u64 {
-            return Err(BudgetConfigError {
-                field: "ttl_ms",
-                message: format!("{} is too short; expected at least {SLOTS}", self.ttl_ms),
-            });
-        }
-        Ok(())
-    }
-}
 
 /// A retry budget proportional to traffic.
 ///
@@ -164,6 +117,11 @@ pub struct TrafficBudget {
     change_lines: LogBudget,
 }
 
+/// The counters' places in [`TrafficBudget::counts`].
+const DEPOSITS: usize = 0;
+const WITHDRAWALS: usize = 1;
+const REFUSALS: usize = 2;
+
 /// What a budget has counted since it was created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BudgetStats {
@@ -175,103 +133,6 @@ pub struct BudgetStats {
     pub refusals: u64,
     /// Retries the budget would grant now.
     pub balance: u64,
-}
-
-/// One stripe of a budget: the slots the threads mapped to it write.
-#[derive(Default)]
-struct Stripe {
-    /// Per slot: the period it holds (high 32 bits) and its balance in units (low 32 bits).
-    slots: [AtomicU64; SLOTS],
-}
-
-/// The counters' places in [`TrafficBudget::counts`].
-const DEPOSITS: usize = 0;
-const WITHDRAWALS: usize = 1;
-const REFUSALS: usize = 2;
-
-impl Stripe {
-    /// Adds `units` to the slot of `period`, starting it afresh if it held an older period;
-    /// dropped if the slot already holds a newer one (a moment read `ttl` before it landed).
-    /// True if added.
-    fn add(&self, period: u32, units: i32) -> bool {
-        let slot = &self.slots[period as usize % SLOTS];
-        slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
-            let (held, balance) = unpack(word);
-            match held.wrapping_sub(period) as i32 {
-                0 => Some(pack(period, balance.saturating_add(units))),
-                newer if newer > 0 => None,
-                _ => Some(pack(period, units)),
-            }
-        })
-        .is_ok()
-    }
-
-    /// Takes up to `most` units in `period`, `deposit` added first in the same step, from
-    /// what this stripe may grant: its `share` of the window before the period and its
-    /// balance in the period. Returns the units taken; nothing is taken (nor deposited) if the
-    /// slot already holds a newer period.
-    fn take(&self, period: u32, share: i64, deposit: i32, most: i32) -> i32 {
-        let slot = &self.slots[period as usize % SLOTS];
-        let mut taken = 0;
-        // Acquire: a period's count that read this slot before the take is read by the take,
-        // which so sees the period that count announced (`TrafficBudget::still_in`).
-        let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
-            let (held, balance) = unpack(word);
-            let balance = match held.wrapping_sub(period) as i32 {
-                0 => balance,
-                newer if newer > 0 => {
-                    taken = 0;
-                    return None;
-                }
-                _ => 0,
-            };
-            let room = share + i64::from(balance) + i64::from(deposit);
-            taken = room.clamp(0, i64::from(most)) as i32;
-            (taken > 0 || deposit != 0).then(|| {
-                pack(
-                    period,
-                    balance.saturating_add(deposit).saturating_sub(taken),
-                )
-            })
-        });
-        taken
-    }
-
-    /// Its balance in `period` (0 if its slot holds another period), read as the slot's latest
-    /// write left it ([`latest`]).
-    fn balance_in(&self, period: u32) -> i64 {
-        let (held, balance) = unpack(latest(&self.slots[period as usize % SLOTS]));
-        if held == period {
-            i64::from(balance)
-        } else {
-            0
-        }
-    }
-
-    /// Gives back `units` taken in `period`, unless the slot moved on (the withdrawal is
-    /// forgotten then anyway).
-    fn give_back(&self, period: u32, units: i32) {
-        let slot = &self.slots[period as usize % SLOTS];
-        let _ = slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
-            let (held, balance) = unpack(word);
-            (held == period).then(|| pack(period, balance.saturating_add(units)))
-        });
-    }
-}
-
-/// `slot`'s latest value in its modification order, by a read-modify-write that changes
-/// nothing: a plain load may return an older one. A write to `slot` that comes after this read
-/// acquires what the reading thread wrote before it.
-fn latest(slot: &AtomicU64) -> u64 {
-    slot.fetch_add(0, Ordering::AcqRel)
-}
-
-fn pack(period: u32, balance: i32) -> u64 {
-    (u64::from(period) << 32) | u64::from(balance as u32)
-}
-
-fn unpack(word: u64) -> (u32, i32) {
-    ((word >> 32) as u32, word as u32 as i32)
 }
 
 impl TrafficBudget {

@@ -1,0 +1,233 @@
+//! Reading a service config's fields: each `methodConfig` entry's names, its `retryPolicy` or
+//! `hedgingPolicy`, and `retryThrottling`, checked by A6's validation rules. Apart from the
+//! types they build, so that what a config means and how its JSON is refused read separately.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::{
+    error, nominal_table, HedgingPolicyConfig, MethodName, RetryPolicy, RetryThrottling,
+    ServiceConfigError,
+};
+use crate::grpc::proto_json;
+use crate::grpc::status::GrpcCode;
+
+/// The proto3 JSON duration at `path`.
+fn duration(value: &Value, path: &str, zero: bool) -> Result<Duration, ServiceConfigError> {
+    proto_json::duration(value, zero).map_err(|e| error(path, e.0))
+}
+
+pub(super) fn object<'a>(
+    value: &'a Value,
+    path: &str,
+) -> Result<&'a Map<String, Value>, ServiceConfigError> {
+    value.as_object().ok_or_else(|| {
+        error(
+            if path.is_empty() { "(root)" } else { path },
+            format!("expected a JSON object, found `{value}`"),
+        )
+    })
+}
+
+pub(super) fn names(
+    entry: &Map<String, Value>,
+    at: &str,
+) -> Result<Vec<MethodName>, ServiceConfigError> {
+    let list = entry
+        .get("name")
+        .and_then(Value::as_array)
+        .filter(|list| !list.is_empty())
+        .ok_or_else(|| {
+            error(
+                format!("{at}.name"),
+                "expected a non-empty array of {\"service\": ..., \"method\": ...}",
+            )
+        })?;
+    let text = |name: &Map<String, Value>, key: &str, path: &str| match name.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(error(
+            format!("{path}.{key}"),
+            format!("expected a string, found `{other}`"),
+        )),
+    };
+    list.iter()
+        .enumerate()
+        .map(|(j, name)| {
+            let path = format!("{at}.name[{j}]");
+            let name = object(name, &path)?;
+            let service = text(name, "service", &path)?;
+            let method = text(name, "method", &path)?;
+            if service.is_none() && method.is_some() {
+                return Err(error(
+                    format!("{path}.method"),
+                    "a method name needs its service (`service`: \"package.Service\")",
+                ));
+            }
+            let service = service.unwrap_or_default();
+            let matched = match (&method, service.is_empty()) {
+                (_, true) => String::new(),
+                (Some(method), false) => format!("/{service}/{method}"),
+                (None, false) => format!("/{service}/"),
+            };
+            Ok(MethodName {
+                service,
+                method,
+                matched,
+            })
+        })
+        .collect()
+}
+
+pub(super) fn retry_policy(
+    value: &Value,
+    at: &str,
+    max_attempts_limit: u32,
+) -> Result<RetryPolicy, ServiceConfigError> {
+    let policy = object(value, at)?;
+    let field = |key: &str| {
+        policy
+            .get(key)
+            .ok_or_else(|| error(format!("{at}.{key}"), "required"))
+    };
+    let max_attempts = max_attempts(policy, at, max_attempts_limit)?;
+    let initial_backoff = duration(
+        field("initialBackoff")?,
+        &format!("{at}.initialBackoff"),
+        false,
+    )?;
+    let max_backoff = duration(field("maxBackoff")?, &format!("{at}.maxBackoff"), false)?;
+    let multiplier = field("backoffMultiplier")?;
+    let backoff_multiplier = multiplier
+        .as_f64()
+        .filter(|m| *m > 0.0 && m.is_finite())
+        .ok_or_else(|| {
+            error(
+                format!("{at}.backoffMultiplier"),
+                format!("expected a number greater than 0, found `{multiplier}`"),
+            )
+        })?;
+    let codes_at = format!("{at}.retryableStatusCodes");
+    let codes = field("retryableStatusCodes")?
+        .as_array()
+        .filter(|codes| !codes.is_empty())
+        .ok_or_else(|| error(&codes_at, "expected a non-empty array of status codes"))?;
+    let retryable_status_codes = codes
+        .iter()
+        .enumerate()
+        .map(|(i, code)| {
+            GrpcCode::from_json(code).map_err(|e| error(format!("{codes_at}[{i}]"), e))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(RetryPolicy {
+        max_attempts,
+        initial_backoff,
+        max_backoff,
+        backoff_multiplier,
+        retryable_status_codes,
+        nominal_nanos: nominal_table(
+            initial_backoff,
+            max_backoff,
+            backoff_multiplier,
+            max_attempts,
+        ),
+    })
+}
+
+/// `maxAttempts` of a retry or hedging policy at `at`: an integer greater than 1, capped at
+/// the client's limit.
+pub(super) fn max_attempts(
+    policy: &Map<String, Value>,
+    at: &str,
+    max_attempts_limit: u32,
+) -> Result<u32, ServiceConfigError> {
+    let value = policy
+        .get("maxAttempts")
+        .ok_or_else(|| error(format!("{at}.maxAttempts"), "required"))?;
+    let n = value.as_u64().filter(|n| *n > 1).ok_or_else(|| {
+        error(
+            format!("{at}.maxAttempts"),
+            format!("expected an integer greater than 1, found `{value}`"),
+        )
+    })?;
+    Ok(u32::try_from(n)
+        .unwrap_or(u32::MAX)
+        .min(max_attempts_limit.max(2)))
+}
+
+/// gRFC A6 "Validation of hedgingPolicy".
+pub(super) fn hedging_policy(
+    value: &Value,
+    at: &str,
+    max_attempts_limit: u32,
+) -> Result<HedgingPolicyConfig, ServiceConfigError> {
+    let policy = object(value, at)?;
+    let max_attempts = max_attempts(policy, at, max_attempts_limit)?;
+    let hedging_delay = match policy.get("hedgingDelay") {
+        Some(delay) => duration(delay, &format!("{at}.hedgingDelay"), true)?,
+        None => Duration::ZERO,
+    };
+    let codes_at = format!("{at}.nonFatalStatusCodes");
+    let non_fatal_status_codes = match policy.get("nonFatalStatusCodes") {
+        None => Vec::new(),
+        Some(codes) => codes
+            .as_array()
+            .ok_or_else(|| error(&codes_at, "expected an array of status codes"))?
+            .iter()
+            .enumerate()
+            .map(|(i, code)| {
+                GrpcCode::from_json(code).map_err(|e| error(format!("{codes_at}[{i}]"), e))
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(HedgingPolicyConfig {
+        max_attempts,
+        hedging_delay,
+        non_fatal_status_codes,
+    })
+}
+
+pub(super) fn throttling(value: &Value) -> Result<RetryThrottling, ServiceConfigError> {
+    let at = "retryThrottling";
+    let throttling = object(value, at)?;
+    let tokens = throttling
+        .get("maxTokens")
+        .ok_or_else(|| error("retryThrottling.maxTokens", "required"))?;
+    let max_tokens = tokens
+        .as_u64()
+        .filter(|n| (1..=1000).contains(n))
+        .ok_or_else(|| {
+            error(
+                "retryThrottling.maxTokens",
+                format!("expected an integer from 1 to 1000, found `{tokens}`"),
+            )
+        })?;
+    let ratio = throttling
+        .get("tokenRatio")
+        .ok_or_else(|| error("retryThrottling.tokenRatio", "required"))?;
+    let token_ratio = ratio
+        .as_f64()
+        .filter(|r| *r > 0.0 && r.is_finite())
+        .ok_or_else(|| {
+            error(
+                "retryThrottling.tokenRatio",
+                format!("expected a number greater than 0, found `{ratio}`"),
+            )
+        })?;
+    // Decimal places beyond three are ignored (0.5466 is 0.546). A success never gives back
+    // more than the count holds, so a larger ratio is `maxTokens`: nothing is sized or summed
+    // from a number past it.
+    let token_ratio = (token_ratio.min(max_tokens as f64) * 1000.0).trunc() / 1000.0;
+    if token_ratio == 0.0 {
+        return Err(error(
+            "retryThrottling.tokenRatio",
+            format!("`{ratio}` is 0 once cut to three decimal places"),
+        ));
+    }
+    Ok(RetryThrottling {
+        max_tokens: max_tokens as u32,
+        token_ratio,
+    })
+}
