@@ -4,6 +4,7 @@
 //! with none due, is the attempt's failure; the deadline bounds them all.
 
 use std::future::{poll_fn, Future};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -95,41 +96,13 @@ impl Copies<'_> {
                 .await;
                 match event {
                     Event::Ended(copy, result) => {
-                        settle(
-                            retry,
-                            self.breakers,
-                            Some(&result),
-                            &attempts[copy as usize],
-                        );
-                        let failure = match result {
-                            Ok(value) => {
-                                telemetry::record_hedges(HedgeEvent::Won, u64::from(copy > 0));
-                                telemetry::record_hedges(
-                                    HedgeEvent::Cancelled,
-                                    running.len() as u64,
-                                );
-                                tracing::debug!(
-                                    copy,
-                                    cancelled = running.len(),
-                                    "copy answered first"
-                                );
-                                return Ok(value);
-                            }
-                            Err(failure) => failure,
-                        };
-                        let now = Instant::now().into_std();
-                        let end = match failure.cause.reason() {
-                            Some(reason) => {
-                                schedule.failed(retry.request(), reason, failure.pushback, now)
-                            }
-                            // Final, or an answer that is not retried: it ends the request.
-                            None => CopyEnd::End,
-                        };
-                        if end == CopyEnd::End {
-                            telemetry::record_hedges(HedgeEvent::Cancelled, running.len() as u64);
-                            return Err(failure);
+                        let attempt = &attempts[copy as usize];
+                        let still_running = running.len();
+                        match self.copy_ended(&mut schedule, retry, attempt, result, still_running)
+                        {
+                            ControlFlow::Break(end) => return end,
+                            ControlFlow::Continue(failure) => last_failure = Some(Err(failure)),
                         }
-                        last_failure = Some(Err(failure));
                     }
                     Event::Due => {
                         let now = Instant::now().into_std();
@@ -152,5 +125,45 @@ impl Copies<'_> {
             settle_dropped(retry, attempt);
         }
         (ended, attempts.len() as u32 - 1)
+    }
+
+    /// A copy (made as `attempt`) ended with `result` while `still_running` others run:
+    /// settled in its breaker; the attempt's end when it ends it (a success, or a failure that
+    /// ends the request: the others are cancelled), else the failure to keep as the last.
+    fn copy_ended<T, E>(
+        &self,
+        schedule: &mut HedgeSchedule,
+        retry: &mut RetryLoop,
+        attempt: &Attempt,
+        result: Result<T, Failure<E>>,
+        still_running: usize,
+    ) -> ControlFlow<Result<T, Failure<E>>, Failure<E>> {
+        settle(retry, self.breakers, Some(&result), attempt);
+        let copy = attempt.copy();
+        let end = match &result {
+            Ok(_) => CopyEnd::End,
+            Err(failure) => match failure.cause.reason() {
+                Some(reason) => {
+                    let now = Instant::now().into_std();
+                    schedule.failed(retry.request(), reason, failure.pushback, now)
+                }
+                // Final, or an answer that is not retried: it ends the request.
+                None => CopyEnd::End,
+            },
+        };
+        let cancelled = still_running as u64;
+        match result {
+            Ok(value) => {
+                telemetry::record_hedges(HedgeEvent::Won, u64::from(copy > 0));
+                telemetry::record_hedges(HedgeEvent::Cancelled, cancelled);
+                tracing::debug!(copy, cancelled, "copy answered first");
+                ControlFlow::Break(Ok(value))
+            }
+            Err(failure) if end == CopyEnd::End => {
+                telemetry::record_hedges(HedgeEvent::Cancelled, cancelled);
+                ControlFlow::Break(Err(failure))
+            }
+            Err(failure) => ControlFlow::Continue(failure),
+        }
     }
 }

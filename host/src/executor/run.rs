@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::error::Elapsed;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -15,13 +16,14 @@ use super::failure::Failure;
 use super::hedged::Copies;
 use super::listener::ExecutorListener;
 use super::settle::settle;
+use crate::breaker::NodeBreakers;
 use crate::decider::Decider;
 use crate::hedge::{HedgeSchedule, Hedging};
 use crate::orchestrator::Orchestrator;
 use crate::outcome::{CancelReason, RetryError};
 use crate::request::Request;
 use crate::request_outcome::Outcome;
-use crate::retry_loop::{Ending, RetryLoop, Step};
+use crate::retry_loop::{Ending, NextAttempt, RetryLoop, Step};
 use crate::telemetry::{self, RequestTally};
 
 /// Runs operations under retry handling (see the [module docs](super)).
@@ -125,146 +127,213 @@ impl<D: Decider> Executor<D> {
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, Failure<E>>>,
     {
-        // A timeout past what the clock holds is as good as none: tokio's far future (30 years).
-        let deadline = Instant::from_std(request.start())
-            .checked_add(request.timeout())
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365 * 30));
-        let breakers = self.decider.breakers(&request);
-        let hedging = Hedging::may_hedge(&request)
-            .then(|| self.decider.hedging(&request, Instant::now().into_std()))
-            .flatten();
+        let mut run = RequestRun::new(self, &request);
         let mut retry = RetryLoop::new(request);
         let mut next = retry.next_attempt();
-        let mut tally = RequestTally::default();
-        // Every end is reported to the decider (retry budgets follow the whole traffic), and
-        // to the listener: a give-up, or a success that needed retries.
-        let report =
-            |retry: &RetryLoop, tally: RequestTally, outcome, error: Option<&RetryError>| {
-                self.decider
-                    .report(retry.request(), outcome, Instant::now().into_std());
-                let throttled = matches!(
-                    error,
-                    Some(RetryError::RequestCanceled {
-                        reason: CancelReason::RetryThrottled(_),
-                        ..
-                    })
-                );
-                telemetry::record_request_end(outcome, RequestTally { throttled, ..tally });
-                let Some(listener) = &self.listener else {
-                    return;
-                };
-                match outcome {
-                    Outcome::Succeeded { attempts } if attempts > 1 => {
-                        listener.on_success(retry.request(), attempts)
-                    }
-                    Outcome::Succeeded { .. } => {}
-                    Outcome::Failed { .. } | Outcome::TimedOut { .. } => {
-                        listener.on_give_up(retry.request(), outcome, error)
-                    }
-                }
-            };
         loop {
             let attempts = next.number + 1;
             // The attempt's span covers the call (or its copies) and the decision on its
             // failure, which a policy registry records in it.
             let span = telemetry::attempt_span(retry.request(), next.number);
-            let schedule = (hedging.as_ref())
-                .and_then(|h| HedgeSchedule::start(h, retry.request(), Instant::now().into_std()));
-            let call = match schedule {
-                Some(schedule) => {
-                    let copies = Copies {
-                        next: &next,
-                        deadline,
-                        breakers: breakers.as_ref(),
-                        span: &span,
-                    };
-                    let (call, hedges) = copies.run(schedule, &mut retry, &mut operation).await;
-                    tally.hedges += hedges;
-                    call
-                }
-                None => {
-                    let attempt = Attempt::new(
-                        next.number,
-                        0,
-                        next.node,
-                        next.consistency,
-                        deadline,
-                        breakers.clone(),
-                    );
-                    let call = operation(attempt.clone()).instrument(span.clone());
-                    let call = tokio::time::timeout_at(deadline, call).await;
-                    settle(&mut retry, breakers.as_ref(), call.as_ref().ok(), &attempt);
-                    call
-                }
-            };
-            let failure = match call {
+            let failure = match run.call(&next, &mut retry, &mut operation, &span).await {
                 Ok(Ok(value)) => {
                     retry.succeeded();
-                    report(&retry, tally, Outcome::Succeeded { attempts }, None);
+                    run.report(&retry, Outcome::Succeeded { attempts }, None);
                     return Ok(value);
                 }
                 Ok(Err(failure)) => failure,
                 Err(_deadline) => {
                     let error = retry.deadline_reached(Instant::now().into_std());
-                    report(&retry, tally, Outcome::TimedOut { attempts }, Some(&error));
+                    run.report(&retry, Outcome::TimedOut { attempts }, Some(&error));
                     return Err(ExecuteError::Ended { error, last: None });
                 }
             };
-            let Failure {
-                error,
-                cause,
-                dispatched_to,
-                pushback,
-            } = failure;
-            if let Some(to) = dispatched_to {
-                retry.dispatched(to);
-            }
-            telemetry::record_failure(&span, cause.reason());
-            let now = Instant::now().into_std();
-            // The listener hears why a retry was decided.
-            let reason = self.listener.as_ref().and(cause.reason().cloned());
-            let decided = retry.failed(&self.decider, cause, pushback, now);
-            let step = match decided.instrument(span).await {
-                Ok(step) => step,
-                Err(error) => {
-                    report(&retry, tally, Outcome::Failed { attempts }, None);
-                    return Err(error.into());
-                }
+            next = run.decide(&mut retry, failure, attempts, span).await?;
+        }
+    }
+}
+
+/// One request's run: what its attempts are sent under (the deadline, its policy's breakers
+/// and hedging, asked once), and what it tallied.
+struct RequestRun<'x, D> {
+    executor: &'x Executor<D>,
+    deadline: Instant,
+    breakers: Option<Arc<NodeBreakers>>,
+    hedging: Option<Hedging>,
+    tally: RequestTally,
+}
+
+impl<'x, D: Decider> RequestRun<'x, D> {
+    fn new(executor: &'x Executor<D>, request: &Request) -> Self {
+        // A timeout past what the clock holds is as good as none: tokio's far future (30 years).
+        let deadline = Instant::from_std(request.start())
+            .checked_add(request.timeout())
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365 * 30));
+        let decider = &executor.decider;
+        RequestRun {
+            executor,
+            deadline,
+            breakers: decider.breakers(request),
+            hedging: Hedging::may_hedge(request)
+                .then(|| decider.hedging(request, Instant::now().into_std()))
+                .flatten(),
+            tally: RequestTally::default(),
+        }
+    }
+
+    /// Makes attempt `next`: its copies when the policy hedges the request, else one call,
+    /// dropped at the deadline.
+    async fn call<T, E, F, Fut>(
+        &mut self,
+        next: &NextAttempt,
+        retry: &mut RetryLoop,
+        operation: &mut F,
+        span: &tracing::Span,
+    ) -> Result<Result<T, Failure<E>>, Elapsed>
+    where
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, Failure<E>>>,
+    {
+        let schedule = (self.hedging.as_ref())
+            .and_then(|h| HedgeSchedule::start(h, retry.request(), Instant::now().into_std()));
+        if let Some(schedule) = schedule {
+            let copies = Copies {
+                next,
+                deadline: self.deadline,
+                breakers: self.breakers.as_ref(),
+                span,
             };
-            match step {
-                Step::Retry { delay, attempt } => {
-                    if let (Some(listener), Some(reason)) = (&self.listener, &reason) {
-                        listener.on_retry(retry.request(), reason, delay, attempt.number);
-                    }
-                    next = attempt;
-                    tally.retry_delay += delay;
-                    tokio::time::sleep(delay).await;
+            let (call, hedges) = copies.run(schedule, retry, operation).await;
+            self.tally.hedges += hedges;
+            return call;
+        }
+        let attempt = Attempt::new(
+            next.number,
+            0,
+            next.node,
+            next.consistency,
+            self.deadline,
+            self.breakers.clone(),
+        );
+        let call = operation(attempt.clone()).instrument(span.clone());
+        let call = tokio::time::timeout_at(self.deadline, call).await;
+        settle(retry, self.breakers.as_ref(), call.as_ref().ok(), &attempt);
+        call
+    }
+
+    /// Asks the decider about `failure`, the end of attempt `attempts`: the attempt to make
+    /// next once its delay is slept, or how the request ended.
+    async fn decide<E: Debug>(
+        &mut self,
+        retry: &mut RetryLoop,
+        failure: Failure<E>,
+        attempts: u32,
+        span: tracing::Span,
+    ) -> Result<NextAttempt, ExecuteError<E>> {
+        let Failure {
+            error,
+            cause,
+            dispatched_to,
+            pushback,
+        } = failure;
+        if let Some(to) = dispatched_to {
+            retry.dispatched(to);
+        }
+        telemetry::record_failure(&span, cause.reason());
+        let now = Instant::now().into_std();
+        // The listener hears why a retry was decided.
+        let listener = self.executor.listener.as_ref();
+        let reason = listener.and(cause.reason().cloned());
+        let decided = retry.failed(&self.executor.decider, cause, pushback, now);
+        let step = match decided.instrument(span).await {
+            Ok(step) => step,
+            Err(decide_error) => {
+                self.report(retry, Outcome::Failed { attempts }, None);
+                return Err(decide_error.into());
+            }
+        };
+        let ending = match step {
+            Step::Retry { delay, attempt } => {
+                if let (Some(listener), Some(reason)) = (listener, &reason) {
+                    listener.on_retry(retry.request(), reason, delay, attempt.number);
                 }
-                Step::End(Ending::Ended { error: end, after }) => {
-                    if !after.is_zero() {
-                        tally.retry_delay += after;
-                        tokio::time::sleep(after).await;
-                    }
-                    let outcome = if end.is_timeout() {
-                        Outcome::TimedOut { attempts }
-                    } else {
-                        Outcome::Failed { attempts }
-                    };
-                    report(&retry, tally, outcome, Some(&end));
-                    return Err(ExecuteError::Ended {
-                        error: end,
-                        last: Some(error),
-                    });
+                self.tally.retry_delay += delay;
+                tokio::time::sleep(delay).await;
+                return Ok(attempt);
+            }
+            Step::End(ending) => ending,
+        };
+        Err(self.end(retry, ending, error, attempts).await)
+    }
+
+    /// The request ends as `ending` after attempt `attempts` failed with `error`: at the
+    /// deadline when the decision capped a delay to it, reported, handed back.
+    async fn end<E: Debug>(
+        &mut self,
+        retry: &RetryLoop,
+        ending: Ending,
+        error: E,
+        attempts: u32,
+    ) -> ExecuteError<E> {
+        let failed = Outcome::Failed { attempts };
+        match ending {
+            Ending::Ended { error: end, after } => {
+                if !after.is_zero() {
+                    self.tally.retry_delay += after;
+                    tokio::time::sleep(after).await;
                 }
-                // Ignored: the caller gets an error (with an empty result), not a value.
-                Step::End(Ending::Ignored(context)) => {
-                    report(&retry, tally, Outcome::Failed { attempts }, None);
-                    return Err(ExecuteError::Ignored { error, context });
+                let outcome = if end.is_timeout() {
+                    Outcome::TimedOut { attempts }
+                } else {
+                    failed
+                };
+                self.report(retry, outcome, Some(&end));
+                ExecuteError::Ended {
+                    error: end,
+                    last: Some(error),
                 }
-                Step::End(Ending::NotRetried(context)) => {
-                    report(&retry, tally, Outcome::Failed { attempts }, None);
-                    return Err(ExecuteError::NotRetried { error, context });
-                }
+            }
+            // Ignored: the caller gets an error (with an empty result), not a value.
+            Ending::Ignored(context) => {
+                self.report(retry, failed, None);
+                ExecuteError::Ignored { error, context }
+            }
+            Ending::NotRetried(context) => {
+                self.report(retry, failed, None);
+                ExecuteError::NotRetried { error, context }
+            }
+        }
+    }
+
+    /// Reports the request's end to the decider (retry budgets follow the whole traffic), and
+    /// to the listener: a give-up, or a success that needed retries.
+    fn report(&self, retry: &RetryLoop, outcome: Outcome, error: Option<&RetryError>) {
+        let executor = self.executor;
+        (executor.decider).report(retry.request(), outcome, Instant::now().into_std());
+        let throttled = matches!(
+            error,
+            Some(RetryError::RequestCanceled {
+                reason: CancelReason::RetryThrottled(_),
+                ..
+            })
+        );
+        telemetry::record_request_end(
+            outcome,
+            RequestTally {
+                throttled,
+                ..self.tally
+            },
+        );
+        let Some(listener) = &executor.listener else {
+            return;
+        };
+        match outcome {
+            Outcome::Succeeded { attempts } if attempts > 1 => {
+                listener.on_success(retry.request(), attempts)
+            }
+            Outcome::Succeeded { .. } => {}
+            Outcome::Failed { .. } | Outcome::TimedOut { .. } => {
+                listener.on_give_up(retry.request(), outcome, error)
             }
         }
     }

@@ -127,127 +127,167 @@ impl RetryStrategy for Isolated<'_> {
                 }
             }
             let due = asked + Duration::from_millis(deadline_ms);
-            let overloaded = |why: String| {
-                wasm.count_overloaded();
-                wasm.fail_safe(
-                    PolicyFailure::new(PolicyFailureKind::Overloaded, why),
-                    request,
-                    context,
-                )
+            let place = match self.admitted(&room, asked, due, in_tokio).await {
+                Ok(place) => place,
+                Err(why) => {
+                    wasm.count_overloaded();
+                    let failure = PolicyFailure::new(PolicyFailureKind::Overloaded, why);
+                    return wasm.fail_safe(failure, request, context);
+                }
             };
-            // Its turn in the version's share of the threads' time: at once, or, in a tokio
-            // runtime, when that share allows before the answer is due.
-            let mut waited = false;
-            if let Some(share) = &room.share {
-                let starts = tokio::time::Instant::from_std(share.starts_at(asked.into_std()));
-                if starts > asked {
-                    waited = true;
-                    if in_tokio {
-                        let until = if starts > due { by(due) } else { starts };
-                        tokio::time::sleep_until(until).await;
-                    }
-                    if !in_tokio || starts > due {
-                        return overloaded(format!(
-                            "this policy's calls used their share of the policy threads' time \
-                             ({} ms per second) for the whole deadline of {deadline_ms} ms",
-                            share.per_second_ms()
-                        ));
-                    }
-                }
-            }
-            // A place for the call: at once, or, in a tokio runtime, as soon as one frees
-            // before the answer is due (a caller waiting costs no thread).
-            let place = match Arc::clone(&room.places).try_acquire_owned() {
-                Ok(place) => Some(place),
-                Err(_) if in_tokio => {
-                    waited = true;
-                    tokio::time::timeout_at(by(due), Arc::clone(&room.places).acquire_owned())
-                        .await
-                        .ok()
-                        .and_then(Result::ok)
-                }
-                Err(_) => None,
-            };
-            // A place that freed only as the answer fell due leaves the call no time (the
-            // clock read only after a wait: a call placed at once has its whole deadline).
-            let place = place.filter(|_| !waited || tokio::time::Instant::now() < due);
-            let Some(place) = place else {
-                return overloaded(format!(
-                    "{} calls of this policy were in progress for the whole deadline of {deadline_ms} ms",
-                    self.isolation.per_policy
-                ));
-            };
-            let (answer, answered) = tokio::sync::oneshot::channel();
-            let (strategy, owned, room) = (Arc::clone(wasm), request.clone(), Arc::clone(&room));
-            let reason = context.reason().clone();
-            let (spec, pushback, moment) = (
-                context.error_map_spec().copied(),
-                context.pushback(),
-                context.moment(),
-            );
-            let due_std = due.into_std();
-            let watch = Arc::new(CallWatch::default());
-            let watched = Arc::clone(&watch);
-            self.isolation.threads.spawn(move || {
-                let note = FailureNote::default();
-                let mut there = DecisionContext::new(&reason)
-                    .with_error_map_spec(spec)
-                    .with_pushback(pushback)
-                    .with_failure_note(&note);
-                if let Some(moment) = moment {
-                    there = there.at(moment);
-                }
-                // The call has what is left of the caller's deadline after its wait.
-                let started = room.share.as_ref().map(|_| Instant::now());
-                let due = Due::At {
-                    at: due_std,
-                    watch: &watched,
-                };
-                let action = strategy.answer_by(&owned, &there, due);
-                if let (Some(share), Some(started)) = (&room.share, started) {
-                    let ended = Instant::now();
-                    share.charge(ended - started, ended);
-                }
-                // The place is freed before the answer is sent: the caller's next call finds it.
-                drop(place);
-                let _ = answer.send((action, note.into_inner()));
-            });
+            let answered = self.spawn_call(wasm, &room, request, context, place, due);
             // Outside a tokio runtime there is no timer: the sandbox's deadline ends the call.
             let waited = if in_tokio {
                 let runtime = wasm.component().runtime();
-                wait_for_answer(answered, &watch, due, |at| first_wake(runtime, at)).await
+                wait_for_answer(answered.0, &answered.1, due, |at| first_wake(runtime, at)).await
             } else {
-                Waited::Answered(answered.await)
+                Waited::Answered(answered.0.await)
             };
-            let failure = match waited {
-                Waited::Answered(Ok((action, failure))) => {
+            match answer_of(waited, deadline_ms) {
+                Ok((action, failure)) => {
                     if let Some(failure) = failure {
                         context.note_failure(failure);
                     }
-                    return action;
+                    action
                 }
-                Waited::Answered(Err(_)) => PolicyFailure::new(
-                    PolicyFailureKind::Trap,
-                    "the policy's thread ended without an answer",
-                ),
-                Waited::Spinning(spent) => PolicyFailure::new(
-                    PolicyFailureKind::Timeout,
-                    format!(
-                        "still running past the deadline of {deadline_ms} ms after {} µs of CPU; \
-                         the host answered for it (the sandbox stops the call when its thread \
-                         next runs)",
-                        spent.as_micros()
-                    ),
-                ),
-                Waited::Silent => PolicyFailure::new(
-                    PolicyFailureKind::Timeout,
-                    format!(
-                        "no answer within the deadline of {deadline_ms} ms and its grace; the host answered for it"
-                    ),
-                ),
-            };
-            wasm.fail_safe(failure, request, context)
+                Err(failure) => wasm.fail_safe(failure, request, context),
+            }
         })
+    }
+}
+
+/// What a call on the policy threads sends back: its answer and the failure it noted.
+type Answer = (RetryAction, Option<PolicyFailure>);
+
+impl Isolated<'_> {
+    /// A place on the policy threads for a call asked at `asked` and due at `due`: its turn in
+    /// the version's share of the threads' time, then one of its places, each at once or, in a
+    /// tokio runtime, when free before the answer is due (a caller waiting costs no thread).
+    /// `Err` says why the call is overloaded.
+    async fn admitted(
+        &self,
+        room: &CallRoom,
+        asked: tokio::time::Instant,
+        due: tokio::time::Instant,
+        in_tokio: bool,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit, String> {
+        let deadline_ms = (due - asked).as_millis();
+        let mut waited = false;
+        if let Some(share) = &room.share {
+            let starts = tokio::time::Instant::from_std(share.starts_at(asked.into_std()));
+            if starts > asked {
+                waited = true;
+                if in_tokio {
+                    let until = if starts > due { by(due) } else { starts };
+                    tokio::time::sleep_until(until).await;
+                }
+                if !in_tokio || starts > due {
+                    return Err(format!(
+                        "this policy's calls used their share of the policy threads' time \
+                         ({} ms per second) for the whole deadline of {deadline_ms} ms",
+                        share.per_second_ms()
+                    ));
+                }
+            }
+        }
+        let place = match Arc::clone(&room.places).try_acquire_owned() {
+            Ok(place) => Some(place),
+            Err(_) if in_tokio => {
+                waited = true;
+                tokio::time::timeout_at(by(due), Arc::clone(&room.places).acquire_owned())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            }
+            Err(_) => None,
+        };
+        // A place that freed only as the answer fell due leaves the call no time (the clock
+        // read only after a wait: a call placed at once has its whole deadline).
+        place
+            .filter(|_| !waited || tokio::time::Instant::now() < due)
+            .ok_or_else(|| {
+                format!(
+                    "{} calls of this policy were in progress for the whole deadline of {deadline_ms} ms",
+                    self.isolation.per_policy
+                )
+            })
+    }
+
+    /// Hands `wasm`'s call for `request` to the policy threads, holding `place` until it
+    /// answers, given what is left until `due`: where its answer arrives, and the watch the
+    /// host reads to answer for a call past due.
+    fn spawn_call(
+        &self,
+        wasm: &Arc<WasmStrategy>,
+        room: &Arc<CallRoom>,
+        request: &Request,
+        context: &DecisionContext<'_>,
+        place: tokio::sync::OwnedSemaphorePermit,
+        due: tokio::time::Instant,
+    ) -> (tokio::sync::oneshot::Receiver<Answer>, Arc<CallWatch>) {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let (strategy, owned, room) = (Arc::clone(wasm), request.clone(), Arc::clone(room));
+        let reason = context.reason().clone();
+        let (spec, pushback, moment) = (
+            context.error_map_spec().copied(),
+            context.pushback(),
+            context.moment(),
+        );
+        let due_std = due.into_std();
+        let watch = Arc::new(CallWatch::default());
+        let watched = Arc::clone(&watch);
+        self.isolation.threads.spawn(move || {
+            let note = FailureNote::default();
+            let mut there = DecisionContext::new(&reason)
+                .with_error_map_spec(spec)
+                .with_pushback(pushback)
+                .with_failure_note(&note);
+            if let Some(moment) = moment {
+                there = there.at(moment);
+            }
+            // The call has what is left of the caller's deadline after its wait.
+            let started = room.share.as_ref().map(|_| Instant::now());
+            let due = Due::At {
+                at: due_std,
+                watch: &watched,
+            };
+            let action = strategy.answer_by(&owned, &there, due);
+            if let (Some(share), Some(started)) = (&room.share, started) {
+                let ended = Instant::now();
+                share.charge(ended - started, ended);
+            }
+            // The place is freed before the answer is sent: the caller's next call finds it.
+            drop(place);
+            let _ = answer.send((action, note.into_inner()));
+        });
+        (answered, watch)
+    }
+}
+
+/// The answer a call on the policy threads gave, or the failure the host answers for it with
+/// (its thread ended; still spinning past its deadline; silent past its grace).
+fn answer_of(waited: Waited<Answer>, deadline_ms: u64) -> Result<Answer, PolicyFailure> {
+    match waited {
+        Waited::Answered(Ok(answer)) => Ok(answer),
+        Waited::Answered(Err(_)) => Err(PolicyFailure::new(
+            PolicyFailureKind::Trap,
+            "the policy's thread ended without an answer",
+        )),
+        Waited::Spinning(spent) => Err(PolicyFailure::new(
+            PolicyFailureKind::Timeout,
+            format!(
+                "still running past the deadline of {deadline_ms} ms after {} µs of CPU; \
+                 the host answered for it (the sandbox stops the call when its thread \
+                 next runs)",
+                spent.as_micros()
+            ),
+        )),
+        Waited::Silent => Err(PolicyFailure::new(
+            PolicyFailureKind::Timeout,
+            format!(
+                "no answer within the deadline of {deadline_ms} ms and its grace; the host answered for it"
+            ),
+        )),
     }
 }
 

@@ -19,7 +19,9 @@ use crate::registry::error::BuildError;
 use crate::registry::version::{guard, PolicyVersion};
 use crate::request::{Request, RequestType};
 use crate::strategy::RetryStrategy;
-use crate::wasm::{read_metadata, LoadError, PolicyPre, WasmStrategy, WasmStrategyConfig};
+use crate::wasm::{
+    read_metadata, LoadError, PolicyMetadata, PolicyPre, WasmStrategy, WasmStrategyConfig,
+};
 
 impl PolicyVersion {
     /// Builds policy `name` from its component file at `path` (an OCI component's is its copy
@@ -47,24 +49,7 @@ impl PolicyVersion {
         known: &[Arc<PolicyVersion>],
     ) -> Result<PolicyVersion, BuildError> {
         let started = Instant::now();
-        let components = ctx.components;
-        let max = components.runtime.max_memory_bytes();
-        if definition.limits.memory_bytes > max {
-            return Err(BuildError::MemoryAboveEngine {
-                policy: name.to_owned(),
-                asked: definition.limits.memory_bytes,
-                max,
-            });
-        }
-        let sha256: [u8; 32] = Sha256::digest(bytes).into();
-        if let Some(pinned) = definition.pinned_sha256.filter(|pinned| *pinned != sha256) {
-            return Err(BuildError::PinMismatch {
-                policy: name.to_owned(),
-                path: path.display().to_string(),
-                expected: hex::encode(pinned),
-                found: hex::encode(sha256),
-            });
-        }
+        let sha256 = admit(name, definition, path, bytes, ctx)?;
         let reused = known
             .iter()
             .filter_map(|v| v.component())
@@ -72,34 +57,10 @@ impl PolicyVersion {
             .cloned();
         let component = match reused {
             Some(component) => component,
-            None => {
-                let code = (components.ahead)
-                    .take(
-                        &components.runtime,
-                        bytes,
-                        &sha256,
-                        components.cache.as_ref(),
-                    )
-                    .map_err(|message| LoadError::compile(name, bytes, &message))?;
-                let metadata = read_metadata(name, bytes)?;
-                PolicyPre::from_machine_code(&components.runtime, name, sha256, metadata, code)?
-            }
+            None => compile(name, bytes, sha256, ctx)?,
         };
         if let Some(metadata) = component.metadata() {
-            metadata.check_params(&definition.params).map_err(|e| {
-                let field = format!("policies.{name}.params.{}", e.param);
-                let message = format!("{} (the parameter schema of {})", e.message, path.display());
-                match &definition.params_location {
-                    Some(at) => at.error(field, message),
-                    None => ConfigError {
-                        file: path.to_owned(),
-                        line: 0,
-                        column: 0,
-                        field,
-                        message,
-                    },
-                }
-            })?;
+            check_params(name, definition, path, metadata)?;
         }
         let origin = component.origin();
         let config = WasmStrategyConfig {
@@ -128,6 +89,86 @@ impl PolicyVersion {
             metric_labels: OnceLock::new(),
         })
     }
+}
+
+/// What is checked before policy `name`'s component `bytes` (read from `path`) is compiled:
+/// the memory it may ask for within the engine's, and its content against its pin. Its sha256.
+fn admit(
+    name: &str,
+    definition: &PolicyDefinition,
+    path: &Path,
+    bytes: &[u8],
+    ctx: &BuildContext<'_>,
+) -> Result<[u8; 32], BuildError> {
+    let max = ctx.components.runtime.max_memory_bytes();
+    if definition.limits.memory_bytes > max {
+        return Err(BuildError::MemoryAboveEngine {
+            policy: name.to_owned(),
+            asked: definition.limits.memory_bytes,
+            max,
+        });
+    }
+    let sha256: [u8; 32] = Sha256::digest(bytes).into();
+    if let Some(pinned) = definition.pinned_sha256.filter(|pinned| *pinned != sha256) {
+        return Err(BuildError::PinMismatch {
+            policy: name.to_owned(),
+            path: path.display().to_string(),
+            expected: hex::encode(pinned),
+            found: hex::encode(sha256),
+        });
+    }
+    Ok(sha256)
+}
+
+/// Policy `name`'s component `bytes` compiled: by a compile started ahead, from the cache, or
+/// now.
+fn compile(
+    name: &str,
+    bytes: &[u8],
+    sha256: [u8; 32],
+    ctx: &BuildContext<'_>,
+) -> Result<PolicyPre, BuildError> {
+    let components = ctx.components;
+    let code = (components.ahead)
+        .take(
+            &components.runtime,
+            bytes,
+            &sha256,
+            components.cache.as_ref(),
+        )
+        .map_err(|message| LoadError::compile(name, bytes, &message))?;
+    let metadata = read_metadata(name, bytes)?;
+    Ok(PolicyPre::from_machine_code(
+        &components.runtime,
+        name,
+        sha256,
+        metadata,
+        code,
+    )?)
+}
+
+/// Policy `name`'s parameters against its component's schema (`path` names the component in
+/// the error, which points at the parameters' place in the configuration when known).
+fn check_params(
+    name: &str,
+    definition: &PolicyDefinition,
+    path: &Path,
+    metadata: &PolicyMetadata,
+) -> Result<(), ConfigError> {
+    metadata.check_params(&definition.params).map_err(|e| {
+        let field = format!("policies.{name}.params.{}", e.param);
+        let message = format!("{} (the parameter schema of {})", e.message, path.display());
+        match &definition.params_location {
+            Some(at) => at.error(field, message),
+            None => ConfigError {
+                file: path.to_owned(),
+                line: 0,
+                column: 0,
+                field,
+                message,
+            },
+        }
+    })
 }
 
 /// The local file holding policy `name`'s OCI component `reference`: pulled into the artifact

@@ -40,95 +40,17 @@ fn policy(
 ) -> Result<PolicyDefinition, ConfigError> {
     let field = format!("policies.{name}");
     let raw = spanned.get_ref();
-    let source = match (&raw.builtin, &raw.component) {
-        (Some(builtin), None) => PolicySource::Builtin(builtin_policy(
-            *builtin,
-            raw.params.as_ref(),
-            spanned.span(),
-            errors,
-            &field,
-        )?),
-        (None, Some(component)) => component_source(component, policy_dir, errors, &field)?,
-        (Some(_), Some(path)) => {
-            return Err(errors.at(
-                path.span(),
-                format!("{field}.component"),
-                "a policy is either `builtin` or `component`, not both",
-            ))
-        }
-        (None, None) => {
-            return Err(errors.at(
-                spanned.span(),
-                field,
-                "expected `builtin = \"best-effort\"` (or another built-in) or `component = \"FILE.wasm\"`",
-            ))
-        }
-    };
-    // A digest written in `component`: its `sha256` or its `precompiled` pin.
-    let digest = |text: Option<&str>, key: &str, what: &str| match raw.component.as_ref() {
-        Some(component) => text
-            .map(|text| {
-                parse_sha256(text).ok_or_else(|| {
-                    errors.at(
-                        component.span(),
-                        format!("{field}.component.{key}"),
-                        format!("expected {what} as 64 hexadecimal digits, got `{text}`"),
-                    )
-                })
-            })
-            .transpose(),
-        None => Ok(None),
-    };
-    let component = raw.component.as_ref().map(|c| c.get_ref());
-    let pinned_sha256 = digest(
-        component.and_then(RawComponent::sha256),
-        "sha256",
-        "the file's sha256 (`sha256sum FILE.wasm`)",
-    )?;
-    let precompiled_sha256 = digest(
-        component.and_then(RawComponent::precompiled),
-        "precompiled",
-        "the compiled layer's sha256 (`rebound push --precompile` prints it)",
-    )?;
+    let source = source(spanned, policy_dir, errors, &field)?;
+    let (pinned_sha256, precompiled_sha256) = pins(raw, errors, &field)?;
     // A built-in's parameters are in its source; a component's are text for `configure`.
     let params = raw
         .params
         .as_ref()
         .filter(|_| !matches!(source, PolicySource::Builtin(_)));
-    let mut texts = BTreeMap::new();
-    for (key, value) in params.iter().flat_map(|p| p.get_ref()) {
-        let text = param_text(value.get_ref()).ok_or_else(|| {
-            errors.at(
-                value.span(),
-                format!("{field}.params.{key}"),
-                "expected a string, a number or a boolean (a component's parameters are handed to its `configure` as text)",
-            )
-        })?;
-        texts.insert(key.clone(), text);
-    }
-    let speculative_execution = match &raw.speculative_execution {
-        None => None,
-        Some(spanned) => {
-            let raw = spanned.get_ref();
-            Some(
-                ConstantSpeculativeExecution::new(
-                    Duration::from_millis(raw.delay_ms),
-                    raw.max_executions,
-                )
-                .map_err(|e| {
-                    errors.at(
-                        spanned.span(),
-                        format!("{field}.speculative_execution.max_executions"),
-                        e.to_string().replacen("max_executions: ", "", 1),
-                    )
-                })?,
-            )
-        }
-    };
     Ok(PolicyDefinition {
-        speculative_execution,
+        speculative_execution: speculative_execution(raw, errors, &field)?,
         source,
-        params: texts,
+        params: param_texts(params, errors, &field)?,
         limits: raw.limits,
         fail_safe: raw.fail_safe,
         quarantine: raw.quarantine,
@@ -140,6 +62,113 @@ fn policy(
         trusted_keys: None,
         params_location: params.map(|p| errors.location(p.span().start)),
     })
+}
+
+/// A policy's source: its `builtin` with its parameters, or its `component`.
+fn source(
+    spanned: &Spanned<RawPolicy>,
+    policy_dir: &Path,
+    errors: &Errors<'_>,
+    field: &str,
+) -> Result<PolicySource, ConfigError> {
+    let raw = spanned.get_ref();
+    match (&raw.builtin, &raw.component) {
+        (Some(builtin), None) => Ok(PolicySource::Builtin(builtin_policy(
+            *builtin,
+            raw.params.as_ref(),
+            spanned.span(),
+            errors,
+            field,
+        )?)),
+        (None, Some(component)) => component_source(component, policy_dir, errors, field),
+        (Some(_), Some(path)) => Err(errors.at(
+            path.span(),
+            format!("{field}.component"),
+            "a policy is either `builtin` or `component`, not both",
+        )),
+        (None, None) => Err(errors.at(
+            spanned.span(),
+            field,
+            "expected `builtin = \"best-effort\"` (or another built-in) or `component = \"FILE.wasm\"`",
+        )),
+    }
+}
+
+/// The digests written in a policy's `component`: its `sha256` pin and its `precompiled` one.
+type Pins = (Option<[u8; 32]>, Option<[u8; 32]>);
+
+/// A policy's `component` pins, each 64 hexadecimal digits.
+fn pins(raw: &RawPolicy, errors: &Errors<'_>, field: &str) -> Result<Pins, ConfigError> {
+    let Some(component) = raw.component.as_ref() else {
+        return Ok((None, None));
+    };
+    let digest = |text: Option<&str>, key: &str, what: &str| {
+        text.map(|text| {
+            parse_sha256(text).ok_or_else(|| {
+                errors.at(
+                    component.span(),
+                    format!("{field}.component.{key}"),
+                    format!("expected {what} as 64 hexadecimal digits, got `{text}`"),
+                )
+            })
+        })
+        .transpose()
+    };
+    let written = component.get_ref();
+    Ok((
+        digest(
+            written.sha256(),
+            "sha256",
+            "the file's sha256 (`sha256sum FILE.wasm`)",
+        )?,
+        digest(
+            written.precompiled(),
+            "precompiled",
+            "the compiled layer's sha256 (`rebound push --precompile` prints it)",
+        )?,
+    ))
+}
+
+/// A component's parameters as the text its `configure` is handed.
+fn param_texts(
+    params: Option<&Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    errors: &Errors<'_>,
+    field: &str,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut texts = BTreeMap::new();
+    for (key, value) in params.iter().flat_map(|p| p.get_ref()) {
+        let text = param_text(value.get_ref()).ok_or_else(|| {
+            errors.at(
+                value.span(),
+                format!("{field}.params.{key}"),
+                "expected a string, a number or a boolean (a component's parameters are handed to its `configure` as text)",
+            )
+        })?;
+        texts.insert(key.clone(), text);
+    }
+    Ok(texts)
+}
+
+/// A policy's `speculative_execution`, if written.
+fn speculative_execution(
+    raw: &RawPolicy,
+    errors: &Errors<'_>,
+    field: &str,
+) -> Result<Option<ConstantSpeculativeExecution>, ConfigError> {
+    let Some(spanned) = &raw.speculative_execution else {
+        return Ok(None);
+    };
+    let written = spanned.get_ref();
+    let delay = Duration::from_millis(written.delay_ms);
+    ConstantSpeculativeExecution::new(delay, written.max_executions)
+        .map(Some)
+        .map_err(|e| {
+            errors.at(
+                spanned.span(),
+                format!("{field}.speculative_execution.max_executions"),
+                e.to_string().replacen("max_executions: ", "", 1),
+            )
+        })
 }
 
 /// A policy's `component`: a file in the policy directory, or an OCI reference; refused in a

@@ -37,65 +37,22 @@ pub(super) fn validate(
     };
     let default_policy = names.known(&raw.default_policy, "default_policy".into())?;
     let mut policies = super::policies::policies(&raw.policies, &policy_dir, errors)?;
-    let (budgets, budget_scopes) = budgets(&raw.budgets, errors)?;
-    let policy_budgets = policy_references(
-        &raw.policies,
-        ("budget", "budgets"),
-        |policy| policy.budget.as_ref(),
-        &budgets,
-        errors,
-    )?;
-    let throttles = throttles::throttles(&raw.throttles, errors)?;
-    let policy_throttles = policy_references(
-        &raw.policies,
-        ("throttle", "throttles"),
-        |policy| policy.throttle.as_ref(),
-        &throttles,
-        errors,
-    )?;
-    let breakers = breakers::breakers(&raw.breakers, errors)?;
-    let policy_breakers = policy_references(
-        &raw.policies,
-        ("breaker", "breakers"),
-        |policy| policy.breaker.as_ref(),
-        &breakers,
-        errors,
-    )?;
+    let controls = ControlTables::validate(&raw, errors)?;
     let decision_log = decision_log(raw.decision_log.as_ref(), base, errors)?;
     trust(raw.trust.as_ref(), &mut policies, base, errors)?;
     #[cfg(feature = "otlp")]
     let telemetry = telemetry(raw.telemetry, errors)?;
     #[cfg(not(feature = "otlp"))]
     telemetry(raw.telemetry, errors)?;
-    let cache_max_bytes = match &raw.cache_max_mb {
-        None => DEFAULT_CACHE_MAX_BYTES,
-        Some(mb) if *mb.get_ref() == 0 => {
-            return Err(errors.at(
-                mb.span(),
-                "cache_max_mb",
-                "expected at least 1 (megabytes); `cache_dir = false` keeps no cache",
-            ))
-        }
-        Some(mb) if *mb.get_ref() > MAX_CACHE_MB => {
-            return Err(errors.at(
-                mb.span(),
-                "cache_max_mb",
-                format!(
-                    "{} is out of range; expected 1 to {MAX_CACHE_MB} (1 TiB)",
-                    mb.get_ref()
-                ),
-            ))
-        }
-        Some(mb) => mb.get_ref().saturating_mul(1 << 20),
-    };
-    let mut profiles = BTreeMap::new();
-    for (name, profile) in &raw.profiles {
-        let policy = match &profile.policy {
-            Some(policy) => Some(names.known(policy, format!("profiles.{name}.policy"))?),
-            None => None,
-        };
-        profiles.insert(name.clone(), policy);
-    }
+    let cache_max_bytes = cache_max_bytes(raw.cache_max_mb.as_ref(), errors)?;
+    let profiles = (raw.profiles.iter())
+        .map(|(name, profile)| {
+            let policy = (profile.policy.as_ref())
+                .map(|policy| names.known(policy, format!("profiles.{name}.policy")))
+                .transpose()?;
+            Ok((name.clone(), policy))
+        })
+        .collect::<Result<_, ConfigError>>()?;
     let services = routes(&raw.services, "services", Service::name, &names)?;
     let request_types = routes(
         &raw.request_types,
@@ -123,17 +80,93 @@ pub(super) fn validate(
         request_types,
         routes,
         strict_start: raw.strict_start,
-        budgets,
-        budget_scopes,
-        policy_budgets,
-        throttles,
-        policy_throttles,
-        breakers,
-        policy_breakers,
+        budgets: controls.budgets,
+        budget_scopes: controls.budget_scopes,
+        policy_budgets: controls.policy_budgets,
+        throttles: controls.throttles,
+        policy_throttles: controls.policy_throttles,
+        breakers: controls.breakers,
+        policy_breakers: controls.policy_breakers,
         decision_log,
         #[cfg(feature = "otlp")]
         telemetry,
     })
+}
+
+/// `cache_max_mb` in bytes: 1 MiB to 1 TiB.
+fn cache_max_bytes(
+    written: Option<&Spanned<u64>>,
+    errors: &Errors<'_>,
+) -> Result<u64, ConfigError> {
+    match written {
+        None => Ok(DEFAULT_CACHE_MAX_BYTES),
+        Some(mb) if *mb.get_ref() == 0 => Err(errors.at(
+            mb.span(),
+            "cache_max_mb",
+            "expected at least 1 (megabytes); `cache_dir = false` keeps no cache",
+        )),
+        Some(mb) if *mb.get_ref() > MAX_CACHE_MB => Err(errors.at(
+            mb.span(),
+            "cache_max_mb",
+            format!(
+                "{} is out of range; expected 1 to {MAX_CACHE_MB} (1 TiB)",
+                mb.get_ref()
+            ),
+        )),
+        Some(mb) => Ok(mb.get_ref().saturating_mul(1 << 20)),
+    }
+}
+
+/// The named controls (`[budgets]`, `[throttles]`, `[breakers]`) and which of them each
+/// policy names.
+struct ControlTables {
+    budgets: BTreeMap<String, BudgetConfig>,
+    budget_scopes: BTreeMap<String, BudgetScope>,
+    policy_budgets: BTreeMap<String, String>,
+    throttles: BTreeMap<String, super::ThrottleDefinition>,
+    policy_throttles: BTreeMap<String, String>,
+    breakers: BTreeMap<String, super::BreakerDefinition>,
+    policy_breakers: BTreeMap<String, String>,
+}
+
+impl ControlTables {
+    /// The tables of `raw`, each policy's reference to one checked against them.
+    fn validate(raw: &RawConfig, errors: &Errors<'_>) -> Result<Self, ConfigError> {
+        let policies = &raw.policies;
+        let (budgets, budget_scopes) = budgets(&raw.budgets, errors)?;
+        let policy_budgets = policy_references(
+            policies,
+            ("budget", "budgets"),
+            |policy| policy.budget.as_ref(),
+            &budgets,
+            errors,
+        )?;
+        let throttles = throttles::throttles(&raw.throttles, errors)?;
+        let policy_throttles = policy_references(
+            policies,
+            ("throttle", "throttles"),
+            |policy| policy.throttle.as_ref(),
+            &throttles,
+            errors,
+        )?;
+        let breakers = breakers::breakers(&raw.breakers, errors)?;
+        let policy_breakers = policy_references(
+            policies,
+            ("breaker", "breakers"),
+            |policy| policy.breaker.as_ref(),
+            &breakers,
+            errors,
+        )?;
+        Ok(ControlTables {
+            budgets,
+            budget_scopes,
+            policy_budgets,
+            throttles,
+            policy_throttles,
+            breakers,
+            policy_breakers,
+        })
+    }
 }
 
 /// The configured policy names, for the fields that name one.
