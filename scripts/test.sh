@@ -2,7 +2,8 @@
 # The project's one test command (README "Run every test"; .ci/run calls exactly this).
 # While it works, the servers the end-to-end tests start (memcached, an OCI registry, podman)
 # and the guest toolchains are installed in the background, idempotently. First the gates a
-# reader relies on: formatting, clippy with warnings denied, the docs without warnings, the
+# reader relies on: formatting, the structure (file sizes, import cycles), clippy with warnings
+# denied (functions of at most 80 lines among them), the docs without warnings, the
 # library built with each of its features alone and with none, the loom models, and the
 # registry's tests in a build without wasm. Then it compiles the tests,
 # builds every guest from source with the `rebound` binary just compiled (`rebound build`), and
@@ -36,7 +37,10 @@ cargo fmt --all --check
 # Formatting only: building this bench compiles a second wasmtime (docs/performance.md).
 (cd benches/extism-compare && cargo fmt --check)
 
-step "clippy, warnings denied (every target of the workspace)"
+step "structure: no source file over 500 lines, no import cycle between a crate's modules"
+python3 scripts/check-structure.py host/src cli/src adapters/*/src guest-sdk/src examples/memcached/src
+
+step "clippy, warnings denied (every target of the workspace; no function over 80 lines)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "each feature of the library alone, and none"

@@ -185,40 +185,35 @@ fn project_plan(dir: &Path, args: &Args) -> anyhow::Result<Plan> {
     })
 }
 
-/// The plan for one policy's source at `path`, built in the current directory.
-fn source_plan(path: &Path, args: &Args) -> anyhow::Result<Plan> {
-    if !path.exists() {
-        bail!("{}: no such file or directory", path.display());
-    }
-    let language = if path.is_dir() {
+/// The language of the source at `path`: a Rust crate's directory, or a file by its extension.
+fn source_language(path: &Path) -> anyhow::Result<Language> {
+    if path.is_dir() {
         if !path.join("Cargo.toml").is_file() {
             bail!(
                 "{} has neither policy.toml (a project: `rebound new LANG NAME` writes one) nor Cargo.toml (a Rust crate)",
                 path.display()
             );
         }
-        Language::Rust
-    } else {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("py") => Language::Python,
-            Some("js") => Language::Javascript,
-            Some("ts") => Language::Typescript,
-            Some("c") => Language::C,
-            Some("cpp" | "cc" | "cxx") => Language::Cpp,
-            Some("go") => Language::Go,
-            Some("zig") => Language::Zig,
-            _ => bail!(
-                "cannot tell the language of {}: a source is a .py, .js, .ts, .c, .cpp, .go or .zig file or a Rust crate's directory",
-                path.display()
-            ),
-        }
-    };
-    if args.engine.is_some() && !matches!(language, Language::Javascript | Language::Typescript) {
-        bail!(
-            "--engine is for a JavaScript or TypeScript source, not {}",
-            path.display()
-        );
+        return Ok(Language::Rust);
     }
+    Ok(match path.extension().and_then(|e| e.to_str()) {
+        Some("py") => Language::Python,
+        Some("js") => Language::Javascript,
+        Some("ts") => Language::Typescript,
+        Some("c") => Language::C,
+        Some("cpp" | "cc" | "cxx") => Language::Cpp,
+        Some("go") => Language::Go,
+        Some("zig") => Language::Zig,
+        _ => bail!(
+            "cannot tell the language of {}: a source is a .py, .js, .ts, .c, .cpp, .go or .zig file or a Rust crate's directory",
+            path.display()
+        ),
+    })
+}
+
+/// The WIT package a source in `language` is built against: `--wit` or `wit`, which must exist;
+/// none for a Rust crate, whose bindings come from the guest SDK.
+fn wit_for(language: Language, args: &Args) -> anyhow::Result<PathBuf> {
     let wit = args.wit.clone().unwrap_or_else(|| PathBuf::from("wit"));
     if language == Language::Rust {
         if args.wit.is_some() {
@@ -233,6 +228,22 @@ fn source_plan(path: &Path, args: &Args) -> anyhow::Result<Plan> {
             wit.display()
         );
     }
+    Ok(wit)
+}
+
+/// The plan for one policy's source at `path`, built in the current directory.
+fn source_plan(path: &Path, args: &Args) -> anyhow::Result<Plan> {
+    if !path.exists() {
+        bail!("{}: no such file or directory", path.display());
+    }
+    let language = source_language(path)?;
+    if args.engine.is_some() && !matches!(language, Language::Javascript | Language::Typescript) {
+        bail!(
+            "--engine is for a JavaScript or TypeScript source, not {}",
+            path.display()
+        );
+    }
+    let wit = wit_for(language, args)?;
     let work = tempfile::Builder::new()
         .prefix("rebound-build-")
         .tempdir()
@@ -291,6 +302,98 @@ fn staged(output: &Path) -> PathBuf {
     output.with_file_name(format!(".{name}.building"))
 }
 
+/// Where each of `steps`' tools is: every tool looked for before the first runs, so a missing
+/// one costs no time.
+fn tools_of(plan: &Plan, steps: &[project::Step]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut missing: Vec<String> = steps
+        .iter()
+        .filter(|step| find(&step.program).is_none())
+        .map(|step| format!("  {} was not found: {}", step.program, step.install))
+        .collect();
+    if !missing.is_empty() {
+        missing.dedup();
+        bail!(
+            "cannot build {} (looked {}; `rebound doctor` lists every language's tools):\n{}",
+            plan.name,
+            crate::tools::looked(),
+            missing.join("\n")
+        );
+    }
+    Ok(steps
+        .iter()
+        .filter_map(|step| find(&step.program))
+        .collect())
+}
+
+/// What the steps read from the generated directory: Go's WASI adapter, and the declarations
+/// of the WIT a TypeScript policy is checked against by tsc.
+fn write_generated(plan: &Plan) -> anyhow::Result<()> {
+    let gen = plan.dir.join(&plan.layout.work).join("gen");
+    if plan.language == Language::Go {
+        go_workspace::write_adapter(&gen)?;
+    }
+    if plan.language == Language::Typescript {
+        let declarations = wit_typescript::declarations_of_dir(&plan.dir.join(&plan.layout.wit))?;
+        std::fs::create_dir_all(&gen)
+            .with_context(|| format!("cannot create {}", gen.display()))?;
+        let file = gen.join(project::TS_DECLARATIONS);
+        std::fs::write(&file, declarations)
+            .with_context(|| format!("cannot write {}", file.display()))?;
+    }
+    Ok(())
+}
+
+/// Runs `step` in the plan's directory; a failed step's half-written output (`staged`) is
+/// removed and its output shown.
+fn run_step(step: &project::Step, plan: &Plan, staged: &Path) -> anyhow::Result<()> {
+    let mut command = Command::new(find(&step.program).expect("checked before the first step"));
+    command
+        .args(&step.args)
+        .env("PATH", crate::tools::child_path())
+        .envs(step.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&plan.dir)
+        .stdin(Stdio::null());
+    let output = command
+        .output()
+        .with_context(|| format!("cannot run {}", step.program))?;
+    if !output.status.success() {
+        let _ = std::fs::remove_file(staged);
+        bail!(
+            "{} failed ({}):\n{}{}",
+            step.program,
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    if let Some(file) = &step.stdout_to {
+        let file = plan.dir.join(file);
+        std::fs::write(&file, &output.stdout)
+            .with_context(|| format!("cannot write {}", file.display()))?;
+    }
+    Ok(())
+}
+
+/// The finished component: the `staged` build with a project's metadata section (name,
+/// version, description, parameter schema) appended, moved to `component` by one rename.
+fn publish(plan: &Plan, staged: &Path, component: &Path) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = std::fs::read(staged)
+        .with_context(|| format!("the build wrote no {}", staged.display()))?;
+    if let Some(metadata) = &plan.metadata {
+        bytes = metadata.append_to(bytes);
+        std::fs::write(staged, &bytes)
+            .with_context(|| format!("cannot write {}", staged.display()))?;
+    }
+    std::fs::rename(staged, component).with_context(|| {
+        format!(
+            "cannot move {} to {}",
+            staged.display(),
+            component.display()
+        )
+    })?;
+    Ok(bytes)
+}
+
 /// Runs `rebound build`.
 pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let path = args.path.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -311,26 +414,8 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     layout.output = staged(&plan.layout.output);
     let staged = plan.dir.join(&layout.output);
     let steps = project::steps(plan.language, plan.engine, &layout, plan.route);
-    // Every tool is looked for before the first runs, so a missing one costs no time.
-    let mut missing: Vec<String> = steps
-        .iter()
-        .filter(|step| find(&step.program).is_none())
-        .map(|step| format!("  {} was not found: {}", step.program, step.install))
-        .collect();
-    if !missing.is_empty() {
-        missing.dedup();
-        bail!(
-            "cannot build {} (looked {}; `rebound doctor` lists every language's tools):\n{}",
-            plan.name,
-            crate::tools::looked(),
-            missing.join("\n")
-        );
-    }
+    let tools = tools_of(&plan, &steps)?;
     // A project's inputs, stamped: unchanged since the component was built, it is left alone.
-    let tools: Vec<PathBuf> = steps
-        .iter()
-        .filter_map(|step| find(&step.program))
-        .collect();
     let settings = format!(
         "rebound {} {:?} {:?} {:?} {}",
         env!("CARGO_PKG_VERSION"),
@@ -361,64 +446,13 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
     }
-    let gen = plan.dir.join(&plan.layout.work).join("gen");
-    if plan.language == Language::Go {
-        go_workspace::write_adapter(&gen)?;
-    }
-    // tsc checks a TypeScript policy against the declarations of the WIT it is built for.
-    if plan.language == Language::Typescript {
-        let declarations = wit_typescript::declarations_of_dir(&plan.dir.join(&plan.layout.wit))?;
-        std::fs::create_dir_all(&gen)
-            .with_context(|| format!("cannot create {}", gen.display()))?;
-        let file = gen.join(project::TS_DECLARATIONS);
-        std::fs::write(&file, declarations)
-            .with_context(|| format!("cannot write {}", file.display()))?;
-    }
+    write_generated(&plan)?;
     for step in &steps {
         writeln!(out, "$ {}", project::shell(std::slice::from_ref(step)))?;
         out.flush()?;
-        let mut command = Command::new(find(&step.program).expect("checked above"));
-        command
-            .args(&step.args)
-            .env("PATH", crate::tools::child_path())
-            .envs(step.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&plan.dir)
-            .stdin(Stdio::null());
-        let output = command
-            .output()
-            .with_context(|| format!("cannot run {}", step.program))?;
-        if !output.status.success() {
-            // A failed step's half-written output is removed.
-            let _ = std::fs::remove_file(&staged);
-            bail!(
-                "{} failed ({}):\n{}{}",
-                step.program,
-                output.status,
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        if let Some(file) = &step.stdout_to {
-            let file = plan.dir.join(file);
-            std::fs::write(&file, &output.stdout)
-                .with_context(|| format!("cannot write {}", file.display()))?;
-        }
+        run_step(step, &plan, &staged)?;
     }
-    let mut bytes = std::fs::read(&staged)
-        .with_context(|| format!("the build wrote no {}", staged.display()))?;
-    // A project's metadata section: name, version, description, parameter schema.
-    if let Some(metadata) = &plan.metadata {
-        bytes = metadata.append_to(bytes);
-        std::fs::write(&staged, &bytes)
-            .with_context(|| format!("cannot write {}", staged.display()))?;
-    }
-    std::fs::rename(&staged, &component).with_context(|| {
-        format!(
-            "cannot move {} to {}",
-            staged.display(),
-            component.display()
-        )
-    })?;
+    let bytes = publish(&plan, &staged, &component)?;
     let sha256 = build_stamp::hex_sha256(&bytes);
     // Stamped only if no input changed while it was built (an edit saved meanwhile rebuilds).
     if let Some(before) = before {

@@ -15,9 +15,17 @@ use rebound::{DecisionContext, DecisionId, RetryStrategy};
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::wire::input::{DecideInput, Failure, InputError, PolicyChoice};
+use crate::wire::input::{DecideInput, Failure, InputError, PolicyChoice, PolicyRef};
 use crate::wire::outcome::{located, OutcomeInput};
 use crate::wire::output;
+
+/// Who decides for a request.
+enum Chosen {
+    /// A policy the request names itself: its strategy, and its name and version.
+    Own(Arc<dyn RetryStrategy>, (String, String)),
+    /// The registry: by the configured policy named, else by the request's route.
+    Registry(Option<String>),
+}
 
 /// The built-in strategies as a registry configuration: what `eval` decides with when no
 /// configuration file is given.
@@ -216,22 +224,11 @@ impl Decider {
         ))
     }
 
-    /// Decides one request.
-    pub async fn decide(&self, input: DecideInput, id: u64) -> Result<Answer, InputError> {
-        let now = Instant::now();
-        let (mut request, reason, spec) = match self.prepare(&input, now, id)? {
-            Prepared::Settled(json, request_id) => {
-                let json = output::with_ids(json, DecisionId::next(), request_id);
-                return Ok(Answer { json, policy: None });
-            }
-            Prepared::Decide {
-                request,
-                reason,
-                spec,
-            } => (request, reason, spec),
-        };
-        let pushback = input.pushback(SystemTime::now())?;
-        let choice = match input.policy {
+    /// Who decides for a request naming `policy`: a policy it names itself (a built-in or a
+    /// component), or the registry, by the configured policy it names, if any, else by the
+    /// request's route.
+    fn own_policy(&self, policy: Option<PolicyRef>) -> Result<Chosen, InputError> {
+        let choice = match policy {
             // Refused before the parameters are read.
             Some(policy) if policy.has_params() && !self.request_params => {
                 return Err(InputError::new(
@@ -242,28 +239,21 @@ impl Decider {
             Some(policy) => policy.choice()?,
             None => PolicyChoice::Routed,
         };
-        // The policy a request names itself (a built-in or a component): the strategy, its
-        // name and version.
-        let mut own_strategy: Option<Arc<dyn RetryStrategy>> = None;
-        let own_policy = match choice {
-            PolicyChoice::Routed => None,
+        Ok(match choice {
+            PolicyChoice::Routed => Chosen::Registry(None),
             PolicyChoice::Named(name) => match Builtin::from_name(&name) {
                 // A built-in's name the registry does not configure: that built-in, untuned.
                 Some(builtin) if self.registry.active(&name).is_err() => {
                     let builtin = BuiltinPolicy::new(builtin, &serde_json::Map::new())
                         .map_err(|e| InputError::new("policy", e.message))?;
-                    own_strategy = Some(builtin.strategy());
-                    Some((name, builtin.version()))
+                    Chosen::Own(builtin.strategy(), (name, builtin.version()))
                 }
                 // The registry refuses an unknown name when it resolves the request.
-                _ => {
-                    request = request.policy(name);
-                    None
-                }
+                _ => Chosen::Registry(Some(name)),
             },
             PolicyChoice::Builtin(builtin) => {
-                own_strategy = Some(builtin.strategy());
-                Some((builtin.builtin().name().to_owned(), builtin.version()))
+                let policy = (builtin.builtin().name().to_owned(), builtin.version());
+                Chosen::Own(builtin.strategy(), policy)
             }
             PolicyChoice::Component { path, .. }
                 if matches!(self.access, FileAccess::Inside(_)) =>
@@ -280,8 +270,33 @@ impl Decider {
                 let strategy = self.component(&path, params)?;
                 let component = strategy.component();
                 let policy = (component.name().to_owned(), component.version().to_owned());
-                own_strategy = Some(strategy as Arc<dyn RetryStrategy>);
-                Some(policy)
+                Chosen::Own(strategy as Arc<dyn RetryStrategy>, policy)
+            }
+        })
+    }
+
+    /// Decides one request.
+    pub async fn decide(&self, input: DecideInput, id: u64) -> Result<Answer, InputError> {
+        let now = Instant::now();
+        let (mut request, reason, spec) = match self.prepare(&input, now, id)? {
+            Prepared::Settled(json, request_id) => {
+                let json = output::with_ids(json, DecisionId::next(), request_id);
+                return Ok(Answer { json, policy: None });
+            }
+            Prepared::Decide {
+                request,
+                reason,
+                spec,
+            } => (request, reason, spec),
+        };
+        let pushback = input.pushback(SystemTime::now())?;
+        let own = match self.own_policy(input.policy)? {
+            Chosen::Own(strategy, policy) => Some((strategy, policy)),
+            Chosen::Registry(named) => {
+                if let Some(name) = named {
+                    request = request.policy(name);
+                }
+                None
             }
         };
         let context = DecisionContext::new(&reason)
@@ -292,8 +307,8 @@ impl Decider {
         // (exported over OTLP when `serve` is configured to).
         let span = rebound::telemetry::attempt_span(&request, request.retry_attempts());
         rebound::telemetry::record_failure(&span, Some(&reason));
-        let decided = match &own_strategy {
-            Some(strategy) => {
+        let decided = match &own {
+            Some((strategy, _)) => {
                 self.registry
                     .decide_using(&mut request, &context, &**strategy)
                     .instrument(span)
@@ -317,7 +332,7 @@ impl Decider {
         let json = output::with_ids(json, decided.decision_id, request.id());
         let policy = match &decided.version {
             Some(version) => Some((version.name().to_owned(), version.version().to_owned())),
-            None => own_policy,
+            None => own.map(|(_, policy)| policy),
         };
         let json = match &policy {
             Some((name, version)) => output::with_policy(json, name, version),

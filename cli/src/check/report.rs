@@ -277,38 +277,7 @@ impl Report {
             self.deadline_ms
         )?;
         for rule in Rule::ALL {
-            let broken: Vec<&Violation> = checked
-                .violations
-                .iter()
-                .filter(|v| v.rule == rule)
-                .collect();
-            if broken.is_empty() {
-                writeln!(out, "  ok    {}", rule.statement())?;
-                continue;
-            }
-            let groups = grouped(&broken);
-            writeln!(
-                out,
-                "  FAIL  {} — {} input(s) break it, {} distinct problem(s):",
-                rule.statement(),
-                broken.len(),
-                groups.len()
-            )?;
-            for (problem, count, example) in groups.iter().take(SHOWN_PER_RULE) {
-                writeln!(out, "        {count} × {problem}")?;
-                writeln!(
-                    out,
-                    "            e.g. {}",
-                    checked.inputs[*example].describe()
-                )?;
-            }
-            if groups.len() > SHOWN_PER_RULE {
-                writeln!(
-                    out,
-                    "        … and {} more problems (--json lists every one)",
-                    groups.len() - SHOWN_PER_RULE
-                )?;
-            }
+            write_rule(out, rule, checked)?;
         }
         let verdict = if self.violations() == 0 {
             "PASS"
@@ -317,4 +286,41 @@ impl Report {
         };
         writeln!(out, "{verdict}")
     }
+}
+
+/// How the policy fared on `rule`: held, or broken, with its distinct problems (the first
+/// [`SHOWN_PER_RULE`] of them, each with an example input).
+fn write_rule(out: &mut impl Write, rule: Rule, checked: &Checked) -> std::io::Result<()> {
+    let broken: Vec<&Violation> = checked
+        .violations
+        .iter()
+        .filter(|v| v.rule == rule)
+        .collect();
+    if broken.is_empty() {
+        return writeln!(out, "  ok    {}", rule.statement());
+    }
+    let groups = grouped(&broken);
+    writeln!(
+        out,
+        "  FAIL  {} — {} input(s) break it, {} distinct problem(s):",
+        rule.statement(),
+        broken.len(),
+        groups.len()
+    )?;
+    for (problem, count, example) in groups.iter().take(SHOWN_PER_RULE) {
+        writeln!(out, "        {count} × {problem}")?;
+        writeln!(
+            out,
+            "            e.g. {}",
+            checked.inputs[*example].describe()
+        )?;
+    }
+    if groups.len() > SHOWN_PER_RULE {
+        writeln!(
+            out,
+            "        … and {} more problems (--json lists every one)",
+            groups.len() - SHOWN_PER_RULE
+        )?;
+    }
+    Ok(())
 }

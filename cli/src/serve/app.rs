@@ -47,6 +47,35 @@ pub struct App {
     pub draining: Arc<AtomicBool>,
 }
 
+impl App {
+    /// The state of a server started with `args`.
+    pub fn new(
+        metrics: Metrics,
+        decider: Decider,
+        admin: AdminAccess,
+        clients: Option<ClientTokens>,
+        policy_dir: PathBuf,
+        args: &super::Args,
+    ) -> Self {
+        App {
+            metrics,
+            decider,
+            admin,
+            clients,
+            policy_dir,
+            next_id: AtomicU64::new(1),
+            body_timeout: args.limits.body_timeout(),
+            refusal_lines: LogBudget::new(REFUSAL_LINES_PER_SECOND),
+            privileged_lines: LogBudget::new(PRIVILEGED_LINES_PER_SECOND),
+            draining: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// Lines a second about privileged actions, done or refused by the registry: enough for an
+/// operator's own work, few enough that a local process looping on them adds a few KiB a second.
+pub const PRIVILEGED_LINES_PER_SECOND: u32 = 10;
+
 /// Lines a second for refused privileged requests: enough to tell an operator's own mistakes
 /// apart, few enough that a flood of refusals adds at most a few KiB a second to the log.
 pub const REFUSAL_LINES_PER_SECOND: u32 = 10;

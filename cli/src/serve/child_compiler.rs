@@ -4,7 +4,7 @@
 //! and whatever compiling allocated is the child's, returned to the system when it exits.
 
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rebound::wasm::{ComponentCompiler, EngineSettings, Optimization};
@@ -59,29 +59,7 @@ unsafe impl ComponentCompiler for ChildCompiler {
             text
         });
         let started = Instant::now();
-        let pid = child.id();
-        let mut peak = 0;
-        let refusal = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break (!status.success()).then_some(None),
-                Ok(None) => {}
-                Err(e) => break Some(Some(format!("cannot watch the compiler process: {e}"))),
-            }
-            peak = peak.max(resident_bytes(pid).unwrap_or(0));
-            if peak > self.max_memory_bytes {
-                break Some(Some(format!(
-                    "compiling it needed more than the limit of {} MiB of memory (serve --compile-memory-mb)",
-                    self.max_memory_bytes >> 20
-                )));
-            }
-            if started.elapsed() > self.timeout {
-                break Some(Some(format!(
-                    "compiling it took longer than the limit of {} ms (serve --compile-timeout-ms)",
-                    self.timeout.as_millis()
-                )));
-            }
-            std::thread::sleep(WATCH_EVERY);
-        };
+        let (refusal, peak) = self.watch(&mut child, started);
         if refusal.is_some() {
             let _ = child.kill();
         }
@@ -108,6 +86,38 @@ unsafe impl ComponentCompiler for ChildCompiler {
                     |line| line.trim_start_matches("error: ").to_owned(),
                 )),
         }
+    }
+}
+
+impl ChildCompiler {
+    /// Watches the compiler process `child`, started at `started`, until it exits or passes a
+    /// limit: `None` when it succeeded, `Some(None)` when it failed, `Some(Some(limit))` when a
+    /// limit refused it; with its peak resident memory.
+    fn watch(&self, child: &mut Child, started: Instant) -> (Option<Option<String>>, u64) {
+        let pid = child.id();
+        let mut peak = 0;
+        let refusal = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break (!status.success()).then_some(None),
+                Ok(None) => {}
+                Err(e) => break Some(Some(format!("cannot watch the compiler process: {e}"))),
+            }
+            peak = peak.max(resident_bytes(pid).unwrap_or(0));
+            if peak > self.max_memory_bytes {
+                break Some(Some(format!(
+                    "compiling it needed more than the limit of {} MiB of memory (serve --compile-memory-mb)",
+                    self.max_memory_bytes >> 20
+                )));
+            }
+            if started.elapsed() > self.timeout {
+                break Some(Some(format!(
+                    "compiling it took longer than the limit of {} ms (serve --compile-timeout-ms)",
+                    self.timeout.as_millis()
+                )));
+            }
+            std::thread::sleep(WATCH_EVERY);
+        };
+        (refusal, peak)
     }
 }
 

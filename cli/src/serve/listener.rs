@@ -55,6 +55,33 @@ struct Accepting {
 }
 
 impl Accepting {
+    /// Takes the connections the kernel completed before the stop, waiting in the socket's
+    /// backlog (closing the socket would reset them): one that has sent a request is served,
+    /// one that has sent nothing yet is told 503 (the server is going away). How many were
+    /// queued, and how many were told 503.
+    async fn take_queued(
+        &self,
+        listener: &TcpListener,
+        connections: &mut JoinSet<()>,
+    ) -> (u64, u64) {
+        let (mut queued, mut told_503) = (0_u64, 0_u64);
+        while let Ok(Ok((stream, peer))) =
+            tokio::time::timeout(Duration::ZERO, listener.accept()).await
+        {
+            queued += 1;
+            let mut byte = [0u8; 1];
+            let sent = tokio::time::timeout(Duration::ZERO, stream.peek(&mut byte)).await;
+            if matches!(sent, Ok(Ok(n)) if n > 0) {
+                self.take(connections, stream, peer);
+            } else {
+                refuse(stream, &self.refusing);
+                self.metrics.refused();
+                told_503 += 1;
+            }
+        }
+        (queued, told_503)
+    }
+
     /// Serves `stream` on a task of `connections`, or refuses it with a 503 past the cap.
     fn take(&self, connections: &mut JoinSet<()>, stream: TcpStream, peer: std::net::SocketAddr) {
         match Arc::clone(&self.slots).try_acquire_owned() {
@@ -131,23 +158,7 @@ pub async fn serve(
     }
     let stopped = std::time::Instant::now();
     let answers_before = metrics.answers();
-    // The connections the kernel completed before the stop wait in the socket's backlog, and
-    // closing the socket would reset them: each is taken (and answered) first.
-    // One that has sent nothing yet is told 503: the server is going away.
-    let (mut queued, mut told_503) = (0_u64, 0_u64);
-    while let Ok(Ok((stream, peer))) = tokio::time::timeout(Duration::ZERO, listener.accept()).await
-    {
-        queued += 1;
-        let mut byte = [0u8; 1];
-        let sent = tokio::time::timeout(Duration::ZERO, stream.peek(&mut byte)).await;
-        if matches!(sent, Ok(Ok(n)) if n > 0) {
-            accepting.take(&mut connections, stream, peer);
-        } else {
-            refuse(stream, &accepting.refusing);
-            metrics.refused();
-            told_503 += 1;
-        }
-    }
+    let (queued, told_503) = accepting.take_queued(&listener, &mut connections).await;
     drop(listener);
     let open = connections.len();
     tracing::info!(
@@ -165,7 +176,17 @@ pub async fn serve(
         () = tokio::time::sleep(limits.drain_timeout()) => Drained::TimedOut,
         () = stop() => Drained::SecondSignal,
     };
-    let answered = metrics.answers() - answers_before;
+    log_drain(ended, metrics.answers() - answers_before, connections.len());
+    connections.abort_all();
+    (
+        ended,
+        limits.drain_timeout().saturating_sub(stopped.elapsed()),
+    )
+}
+
+/// Says how the drain `ended`, with the requests `answered` during it and the connections
+/// still open (`cut`).
+fn log_drain(ended: Drained, answered: u64, cut: usize) {
     match ended {
         Drained::AllAnswered => {
             tracing::info!(answered, "stopped: every request received was answered");
@@ -173,23 +194,14 @@ pub async fn serve(
         Drained::TimedOut => {
             tracing::warn!(
                 answered,
-                cut = connections.len(),
+                cut,
                 "drain timeout: closing the connections still open"
             );
         }
         Drained::SecondSignal => {
-            tracing::warn!(
-                answered,
-                cut = connections.len(),
-                "second signal: closing every connection now"
-            );
+            tracing::warn!(answered, cut, "second signal: closing every connection now");
         }
     }
-    connections.abort_all();
-    (
-        ended,
-        limits.drain_timeout().saturating_sub(stopped.elapsed()),
-    )
 }
 
 /// Tells a connection past the cap so and closes it: what its client has sent is read and

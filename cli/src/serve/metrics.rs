@@ -16,7 +16,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use rebound::otlp::OtlpRecorder;
-use rebound::registry::{BudgetStatus, PolicyRegistry, PolicyStatus};
+use rebound::registry::{BudgetStatus, PolicyRegistry, PolicyStatus, RegistryStatus};
 use rebound::LogBudget;
 
 use super::facade;
@@ -248,120 +248,147 @@ struct PolicyCollector(Arc<PolicyRegistry>);
 impl Collector for PolicyCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let status = self.0.status();
-        let mut failures = encoder.encode_descriptor(
-            "policy_failures",
-            "Policy calls that failed (trap, panic, timeout, fuel_exhausted, ...) by policy and kind",
-            None,
-            MetricType::Counter,
-        )?;
-        for policy in &status.policies {
-            for (kind, count) in &policy.failures {
-                let labels = [("policy", policy.name.as_str()), ("kind", kind)];
-                ConstCounter::new(*count).encode(failures.encode_family(&labels)?)?;
-            }
+        encode_policies(&status, &mut encoder)?;
+        encode_reloads(&status, &mut encoder)?;
+        encode_budgets_and_throttles(&status, &mut encoder)
+    }
+}
+
+/// Each policy's failures, quarantines, swaps, reload failures and budget refusals.
+fn encode_policies(
+    status: &RegistryStatus,
+    encoder: &mut DescriptorEncoder,
+) -> Result<(), std::fmt::Error> {
+    let mut failures = encoder.encode_descriptor(
+        "policy_failures",
+        "Policy calls that failed (trap, panic, timeout, fuel_exhausted, ...) by policy and kind",
+        None,
+        MetricType::Counter,
+    )?;
+    for policy in &status.policies {
+        for (kind, count) in &policy.failures {
+            let labels = [("policy", policy.name.as_str()), ("kind", kind)];
+            ConstCounter::new(*count).encode(failures.encode_family(&labels)?)?;
         }
-        let per_policy: [PolicyCounter; 4] = [
-            (
-                "policy_quarantines",
-                "Times a policy was quarantined after repeated failures",
-                |p| p.quarantines,
-            ),
-            (
-                "policy_swaps",
-                "Versions swapped in (reload, rollback, promote) by policy",
-                |p| p.swaps,
-            ),
-            (
-                "reload_failures",
-                "Reloads that failed, by policy (the running version kept serving)",
-                |p| p.reload_failures,
-            ),
-            (
-                "policy_budget_refusals",
-                "host.retry-budget calls of the active version refused a bucket (past 64 buckets \
+    }
+    let per_policy: [PolicyCounter; 4] = [
+        (
+            "policy_quarantines",
+            "Times a policy was quarantined after repeated failures",
+            |p| p.quarantines,
+        ),
+        (
+            "policy_swaps",
+            "Versions swapped in (reload, rollback, promote) by policy",
+            |p| p.swaps,
+        ),
+        (
+            "reload_failures",
+            "Reloads that failed, by policy (the running version kept serving)",
+            |p| p.reload_failures,
+        ),
+        (
+            "policy_budget_refusals",
+            "host.retry-budget calls of the active version refused a bucket (past 64 buckets \
                  or a 64-byte name), by policy",
-                |p| p.budget_refusals,
-            ),
-        ];
-        for (name, help, count) in per_policy {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-            for policy in &status.policies {
-                let labels = [("policy", policy.name.as_str())];
-                ConstCounter::new(count(policy)).encode(family.encode_family(&labels)?)?;
-            }
-        }
-        let mut quarantined = encoder.encode_descriptor(
-            "policy_quarantined",
-            "1 while a policy is quarantined",
-            None,
-            MetricType::Gauge,
-        )?;
+            |p| p.budget_refusals,
+        ),
+    ];
+    for (name, help, count) in per_policy {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
         for policy in &status.policies {
             let labels = [("policy", policy.name.as_str())];
-            ConstGauge::new(i64::from(policy.quarantined))
-                .encode(quarantined.encode_family(&labels)?)?;
+            ConstCounter::new(count(policy)).encode(family.encode_family(&labels)?)?;
         }
-        let config_reload_failures = encoder.encode_descriptor(
-            "config_reload_failures",
-            "Configuration reloads that failed (the running configuration was kept)",
-            None,
-            MetricType::Counter,
-        )?;
-        ConstCounter::new(status.config_reload_failures).encode(config_reload_failures)?;
-        let reload_panics = encoder.encode_descriptor(
+    }
+    let mut quarantined = encoder.encode_descriptor(
+        "policy_quarantined",
+        "1 while a policy is quarantined",
+        None,
+        MetricType::Gauge,
+    )?;
+    for policy in &status.policies {
+        let labels = [("policy", policy.name.as_str())];
+        ConstGauge::new(i64::from(policy.quarantined))
+            .encode(quarantined.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+/// The configuration reloads that failed, and the reload steps that panicked.
+fn encode_reloads(
+    status: &RegistryStatus,
+    encoder: &mut DescriptorEncoder,
+) -> Result<(), std::fmt::Error> {
+    let config_reload_failures = encoder.encode_descriptor(
+        "config_reload_failures",
+        "Configuration reloads that failed (the running configuration was kept)",
+        None,
+        MetricType::Counter,
+    )?;
+    ConstCounter::new(status.config_reload_failures).encode(config_reload_failures)?;
+    let reload_panics = encoder.encode_descriptor(
             "reload_panics",
             "Reload steps that panicked (each caught: the running configuration stayed and reloads went on)",
             None,
             MetricType::Counter,
         )?;
-        ConstCounter::new(status.reload_panics).encode(reload_panics)?;
-        let per_budget: [BudgetCounter; 3] = [
-            (
-                "budget_deposits",
-                "Requests deposited in a retry budget, by budget",
-                |b| b.deposits,
-            ),
-            (
-                "budget_withdrawals",
-                "Retries a budget granted, by budget",
-                |b| b.withdrawals,
-            ),
-            (
-                "budget_refusals",
-                "Retries a budget refused (RETRY_BUDGET_EXHAUSTED), by budget",
-                |b| b.refusals,
-            ),
-        ];
-        for (name, help, count) in per_budget {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-            for budget in &status.budgets {
-                let labels = [("budget", budget.name.as_str())];
-                ConstCounter::new(count(budget)).encode(family.encode_family(&labels)?)?;
-            }
-        }
-        let mut balance = encoder.encode_descriptor(
-            "budget_balance",
-            "Retries a budget would grant now, by budget",
-            None,
-            MetricType::Gauge,
-        )?;
+    ConstCounter::new(status.reload_panics).encode(reload_panics)?;
+    Ok(())
+}
+
+/// Each retry budget's deposits, withdrawals, refusals and balance, and each throttle's
+/// refusals.
+fn encode_budgets_and_throttles(
+    status: &RegistryStatus,
+    encoder: &mut DescriptorEncoder,
+) -> Result<(), std::fmt::Error> {
+    let per_budget: [BudgetCounter; 3] = [
+        (
+            "budget_deposits",
+            "Requests deposited in a retry budget, by budget",
+            |b| b.deposits,
+        ),
+        (
+            "budget_withdrawals",
+            "Retries a budget granted, by budget",
+            |b| b.withdrawals,
+        ),
+        (
+            "budget_refusals",
+            "Retries a budget refused (RETRY_BUDGET_EXHAUSTED), by budget",
+            |b| b.refusals,
+        ),
+    ];
+    for (name, help, count) in per_budget {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
         for budget in &status.budgets {
             let labels = [("budget", budget.name.as_str())];
-            ConstGauge::new(i64::try_from(budget.balance).unwrap_or(i64::MAX))
-                .encode(balance.encode_family(&labels)?)?;
+            ConstCounter::new(count(budget)).encode(family.encode_family(&labels)?)?;
         }
-        let mut throttled = encoder.encode_descriptor(
-            "throttle_refusals",
-            "Retries a throttle refused (RETRY_THROTTLED), by throttle",
-            None,
-            MetricType::Counter,
-        )?;
-        for throttle in &status.throttles {
-            let labels = [("throttle", throttle.name.as_str())];
-            ConstCounter::new(throttle.refusals).encode(throttled.encode_family(&labels)?)?;
-        }
-        Ok(())
     }
+    let mut balance = encoder.encode_descriptor(
+        "budget_balance",
+        "Retries a budget would grant now, by budget",
+        None,
+        MetricType::Gauge,
+    )?;
+    for budget in &status.budgets {
+        let labels = [("budget", budget.name.as_str())];
+        ConstGauge::new(i64::try_from(budget.balance).unwrap_or(i64::MAX))
+            .encode(balance.encode_family(&labels)?)?;
+    }
+    let mut throttled = encoder.encode_descriptor(
+        "throttle_refusals",
+        "Retries a throttle refused (RETRY_THROTTLED), by throttle",
+        None,
+        MetricType::Counter,
+    )?;
+    for throttle in &status.throttles {
+        let labels = [("throttle", throttle.name.as_str())];
+        ConstCounter::new(throttle.refusals).encode(throttled.encode_family(&labels)?)?;
+    }
+    Ok(())
 }
 
 /// A counter read from each budget's status: name, help, and how to read it.

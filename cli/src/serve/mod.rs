@@ -22,14 +22,13 @@ mod telemetry;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use anyhow::Context;
 use rebound::otlp::OtlpExport;
 use rebound::registry::{IsolationConfig, PolicyRegistry, RegistryConfig};
 use rebound::wasm::TickerPriority;
-use rebound::LogBudget;
 
 use crate::decider::{Decider, FileAccess};
 use crate::logging::{self, ExtraLayer, LogFormat};
@@ -89,27 +88,14 @@ fn admin_token(args: &Args) -> anyhow::Result<Option<String>> {
 /// (swaps, privileged actions, failures).
 pub const LOG_FILTER: &str = "info,rebound::rules=warn";
 
-/// Serves until SIGTERM or SIGINT, then finishes the requests in flight.
-pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
-    let token = admin_token(args)?;
-    let clients = args
-        .client_tokens
-        .as_deref()
-        .map(clients::ClientTokens::load)
-        .transpose()?;
-    // Logged as the server logs (an unused table's warning), before the log knows whether
-    // the configuration exports spans.
-    let mut config = logging::before_init(LOG_FILTER, log_format, || {
-        RegistryConfig::load(&args.config)
-    })?;
-    let mut server_runtime = tokio::runtime::Builder::new_multi_thread();
-    if let Some(workers) = args.workers {
-        server_runtime.worker_threads(usize::from(workers));
-    }
-    let server_runtime = server_runtime.enable_all().build()?;
-    // The OTLP export (its gRPC channel runs on the server's runtime), and the log lines with
-    // its span layer beside them.
-    let export = match telemetry::wanted(&config, |name| std::env::var(name).ok()) {
+/// The OTLP export, if the configuration or the environment asks for one (its gRPC channel
+/// runs on `server_runtime`), and the log lines with its span layer beside them.
+fn start_logs(
+    config: &RegistryConfig,
+    server_runtime: &tokio::runtime::Runtime,
+    log_format: LogFormat,
+) -> anyhow::Result<Option<OtlpExport>> {
+    let export = match telemetry::wanted(config, |name| std::env::var(name).ok()) {
         Some(wanted) => {
             let _inside = server_runtime.enter();
             Some(OtlpExport::start(&wanted)?)
@@ -128,6 +114,15 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
             "exporting spans and metrics over OTLP"
         );
     }
+    Ok(export)
+}
+
+/// The server's registry for `config`: components' calls isolated from the threads serving
+/// requests, compiled in a child process within the limits, and the ticker priority asked.
+fn open_registry(
+    args: &Args,
+    mut config: RegistryConfig,
+) -> anyhow::Result<(Arc<PolicyRegistry>, TickerPriority)> {
     // Components' calls never run on the threads serving requests (docs/serve.md).
     config
         .engine
@@ -146,11 +141,72 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
         timeout: std::time::Duration::from_millis(args.limits.compile_timeout_ms),
     }));
     let credentials = crate::oci::credentials()?;
-    let registry = Arc::new(PolicyRegistry::with_credentials(
-        config,
-        runtime,
-        credentials,
-    )?);
+    let registry = PolicyRegistry::with_credentials(config, runtime, credentials)?;
+    Ok((Arc::new(registry), ticker_asked))
+}
+
+/// Warns when privileged endpoints or decisions are open to more than an operator expects.
+fn warn_of_open_access(admin: &AdminAccess, client_tokens: bool, local: std::net::SocketAddr) {
+    match admin {
+        AdminAccess::Token(_) => {}
+        AdminAccess::LoopbackOnly => tracing::warn!(
+            "no admin token: reload, rollback, shadow and promote are open to local clients"
+        ),
+        AdminAccess::Disabled => tracing::warn!(
+            "no admin token and a non-loopback address: reload, rollback, shadow and promote are disabled"
+        ),
+    }
+    if !client_tokens && !local.ip().is_loopback() {
+        tracing::warn!(
+            "no client tokens and a non-loopback address: anyone who can connect may ask for decisions and report outcomes (--client-tokens)"
+        );
+    }
+}
+
+/// The spans and metrics still held go to the collector while its channel's runtime runs,
+/// within what the drain `left` of its timeout, unless a signal says stop now.
+async fn flush_export(
+    export: OtlpExport,
+    ended: listener::Drained,
+    left: std::time::Duration,
+    signals: &tokio::sync::Mutex<StopSignals>,
+) {
+    if ended == listener::Drained::SecondSignal {
+        tracing::warn!("OTLP: the spans and metrics still held are not exported (second signal)");
+        return;
+    }
+    let flushed = tokio::task::spawn_blocking(move || export.shutdown());
+    tokio::select! {
+        _ = flushed => {}
+        () = tokio::time::sleep(left) => tracing::warn!(
+            "OTLP: the spans and metrics still held were not exported within the drain timeout"
+        ),
+        () = async { signals.lock().await.next().await } => tracing::warn!(
+            "OTLP: the export of the spans and metrics still held was cut short (a signal)"
+        ),
+    }
+}
+
+/// Serves until SIGTERM or SIGINT, then finishes the requests in flight.
+pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
+    let token = admin_token(args)?;
+    let clients = args
+        .client_tokens
+        .as_deref()
+        .map(clients::ClientTokens::load)
+        .transpose()?;
+    // Logged as the server logs (an unused table's warning), before the log knows whether
+    // the configuration exports spans.
+    let config = logging::before_init(LOG_FILTER, log_format, || {
+        RegistryConfig::load(&args.config)
+    })?;
+    let mut server_runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = args.workers {
+        server_runtime.worker_threads(usize::from(workers));
+    }
+    let server_runtime = server_runtime.enable_all().build()?;
+    let export = start_logs(&config, &server_runtime, log_format)?;
+    let (registry, ticker_asked) = open_registry(args, config)?;
     let registry_at_exit = Arc::clone(&registry);
     let _watcher = registry
         .watch()
@@ -165,20 +221,7 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
         let mut limits = args.limits.clone();
         limits.max_connections = open_files::fit(limits.max_connections)?;
         let admin = AdminAccess::new(token.as_deref(), local);
-        match admin {
-            AdminAccess::Token(_) => {}
-            AdminAccess::LoopbackOnly => tracing::warn!(
-                "no admin token: reload, rollback, shadow and promote are open to local clients"
-            ),
-            AdminAccess::Disabled => tracing::warn!(
-                "no admin token and a non-loopback address: reload, rollback, shadow and promote are disabled"
-            ),
-        }
-        if clients.is_none() && !local.ip().is_loopback() {
-            tracing::warn!(
-                "no client tokens and a non-loopback address: anyone who can connect may ask for decisions and report outcomes (--client-tokens)"
-            );
-        }
+        warn_of_open_access(&admin, clients.is_some(), local);
         let ticker = registry.runtime().ticker_priority();
         let metrics = metrics::Metrics::new(
             Arc::clone(&registry),
@@ -187,18 +230,9 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
         panics::count_and_log(metrics.panics());
         let decider = Decider::new(registry, FileAccess::Inside(policy_dir.clone()))
             .with_request_params(!args.no_request_params);
-        let app = Arc::new(app::App {
-            metrics,
-            decider,
-            admin,
-            clients,
-            policy_dir,
-            next_id: AtomicU64::new(1),
-            body_timeout: args.limits.body_timeout(),
-            refusal_lines: LogBudget::new(app::REFUSAL_LINES_PER_SECOND),
-            privileged_lines: LogBudget::new(privileged::PRIVILEGED_LINES_PER_SECOND),
-            draining: Arc::new(AtomicBool::new(false)),
-        });
+        let app = Arc::new(app::App::new(
+            metrics, decider, admin, clients, policy_dir, args,
+        ));
         let draining = Arc::clone(&app.draining);
         reload_on_hangup(Arc::clone(app.decider.registry()))?;
         let connections = app.metrics.connections().clone();
@@ -224,39 +258,28 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
             },
         )
         .await;
-        // The spans and metrics still held go to the collector while its channel's runtime
-        // runs, within what the drain left of its timeout, unless a signal says stop now.
         if let Some(export) = export {
-            if ended == listener::Drained::SecondSignal {
-                tracing::warn!("OTLP: the spans and metrics still held are not exported (second signal)");
-            } else {
-                let flushed = tokio::task::spawn_blocking(move || export.shutdown());
-                tokio::select! {
-                    _ = flushed => {}
-                    () = tokio::time::sleep(left) => tracing::warn!(
-                        "OTLP: the spans and metrics still held were not exported within the drain timeout"
-                    ),
-                    () = async { signals.lock().await.next().await } => tracing::warn!(
-                        "OTLP: the export of the spans and metrics still held was cut short (a signal)"
-                    ),
-                }
-            }
+            flush_export(export, ended, left, &signals).await;
         }
         anyhow::Ok(())
     })?;
     // Nothing left to wait for: a reload still compiling on a blocking thread is abandoned.
     server_runtime.shutdown_background();
-    // The decision log writes the lines it holds before the process ends, within the drain
-    // timeout: a sink that does not take them cannot hold the exit.
-    let left = registry_at_exit.close_decision_log(args.limits.drain_timeout());
+    close_decision_log(&registry_at_exit, &args.limits);
+    Ok(())
+}
+
+/// The decision log writes the lines it holds before the process ends, within the drain
+/// timeout: a sink that does not take them cannot hold the exit.
+fn close_decision_log(registry: &PolicyRegistry, limits: &limits::Limits) {
+    let left = registry.close_decision_log(limits.drain_timeout());
     if left > 0 {
         tracing::warn!(
             lines = left,
-            drain_timeout_ms = args.limits.drain_timeout_ms,
+            drain_timeout_ms = limits.drain_timeout_ms,
             "decision log: lines not written before exit (the sink did not take them in time)"
         );
     }
-    Ok(())
 }
 
 /// On each SIGHUP, reads the configuration file again and every policy's component (what the

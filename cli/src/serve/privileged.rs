@@ -3,7 +3,7 @@
 //! did what. Without a token any local process is admitted, so every line an action writes is
 //! bounded as a refusal's is: caller-supplied text cut to
 //! [`LOGGED_CHARS`](super::app::LOGGED_CHARS) characters, at most
-//! [`PRIVILEGED_LINES_PER_SECOND`] lines a second whatever the configuration.
+//! [`PRIVILEGED_LINES_PER_SECOND`](super::app::PRIVILEGED_LINES_PER_SECOND) lines a second whatever the configuration.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,10 +21,6 @@ use serde_json::json;
 
 use super::app::{body_text, cut, error, not_found, refused, registry_error, App, Asker};
 use crate::wire::input::without_type_names;
-
-/// Lines a second about privileged actions, done or refused by the registry: enough for an
-/// operator's own work, few enough that a local process looping on them adds a few KiB a second.
-pub const PRIVILEGED_LINES_PER_SECOND: u32 = 10;
 
 type Shared = State<Arc<App>>;
 

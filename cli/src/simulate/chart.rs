@@ -50,6 +50,30 @@ fn step(max: f64) -> f64 {
         .unwrap_or(10.0 * magnitude)
 }
 
+/// The scales every panel shares.
+struct Scales<'s> {
+    scenario: &'s Scenario,
+    /// The time axis's length.
+    span_s: f64,
+    /// The count scale's top.
+    max: f64,
+    /// The p99 scale's top, in milliseconds.
+    max_p99: f64,
+    plot_width: f64,
+}
+
+impl Scales<'_> {
+    /// The x of moment `t_s`.
+    fn x(&self, t_s: f64) -> f64 {
+        LEFT + t_s / self.span_s * self.plot_width
+    }
+
+    /// The x of bar `i`'s middle.
+    fn bar_x(&self, i: usize) -> f64 {
+        self.x((i as f64 + 0.5) * self.scenario.bucket_s)
+    }
+}
+
 /// The chart of `runs` of `scenario`.
 pub fn render(scenario: &Scenario, title: &str, runs: &[Run]) -> String {
     let bars = runs
@@ -58,7 +82,6 @@ pub fn render(scenario: &Scenario, title: &str, runs: &[Run]) -> String {
         .max()
         .unwrap_or(1)
         .max(1);
-    let span_s = bars as f64 * scenario.bucket_s;
     let max = runs
         .iter()
         .flat_map(|r| &r.buckets)
@@ -67,12 +90,16 @@ pub fn render(scenario: &Scenario, title: &str, runs: &[Run]) -> String {
         .unwrap_or(1)
         .max(1) as f64;
     let p99s: Vec<Vec<Option<f64>>> = runs.iter().map(Run::bucket_p99_ms).collect();
-    let max_p99 = (p99s.iter().flatten().flatten().copied())
-        .fold(0.0, f64::max)
-        .max(1.0);
+    let scales = Scales {
+        scenario,
+        span_s: bars as f64 * scenario.bucket_s,
+        max,
+        max_p99: (p99s.iter().flatten().flatten().copied())
+            .fold(0.0, f64::max)
+            .max(1.0),
+        plot_width: WIDTH - LEFT - RIGHT,
+    };
     let height = TOP + runs.len() as f64 * (PANEL + GAP) + 10.0;
-    let plot_width = WIDTH - LEFT - RIGHT;
-    let x = |t_s: f64| LEFT + t_s / span_s * plot_width;
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -86,108 +113,7 @@ pub fn render(scenario: &Scenario, title: &str, runs: &[Run]) -> String {
     );
     for (p, run) in runs.iter().enumerate() {
         let top = TOP + p as f64 * (PANEL + GAP);
-        let bottom = top + PANEL;
-        let y = |v: f64| bottom - v / max * PANEL;
-        // Fault windows.
-        for fault in &scenario.faults {
-            let window = fault.window();
-            let (x0, x1) = (x(window.from_s), x(window.until_s.min(span_s)));
-            let _ = writeln!(
-                svg,
-                r##"<rect x="{x0:.1}" y="{top}" width="{:.1}" height="{PANEL}" fill="#000" fill-opacity="0.07"/><text x="{:.1}" y="{:.1}" fill="#555" font-size="10">{}</text>"##,
-                (x1 - x0).max(0.5),
-                x0 + 3.0,
-                top + 12.0,
-                fault.name()
-            );
-        }
-        // Axes, ticks and the panel's title.
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{LEFT}" y1="{bottom}" x2="{:.1}" y2="{bottom}" stroke="#333"/><line x1="{LEFT}" y1="{top}" x2="{LEFT}" y2="{bottom}" stroke="#333"/>"##,
-            LEFT + plot_width
-        );
-        let _ = writeln!(
-            svg,
-            r#"<text x="{LEFT}" y="{:.1}" font-weight="bold">{}</text>"#,
-            top - 6.0,
-            escape(&run.policy)
-        );
-        let y_step = step(max);
-        let mut v = 0.0;
-        while v <= max {
-            let _ = writeln!(
-                svg,
-                r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#333">{v}</text><line x1="{:.1}" y1="{:.1}" x2="{LEFT}" y2="{:.1}" stroke="#333"/>"##,
-                LEFT - 8.0,
-                y(v) + 4.0,
-                LEFT - 4.0,
-                y(v),
-                y(v)
-            );
-            v += y_step;
-        }
-        let t_step = step(span_s);
-        let mut t = 0.0;
-        while t <= span_s + 1e-9 {
-            let _ = writeln!(
-                svg,
-                r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#333">{t}s</text>"##,
-                x(t),
-                bottom + 15.0
-            );
-            t += t_step;
-        }
-        // One polyline per series, a point per bar's middle.
-        for (name, colour, value) in SERIES {
-            let points: Vec<String> = run
-                .buckets
-                .iter()
-                .enumerate()
-                .map(|(i, b)| {
-                    let mid = (i as f64 + 0.5) * scenario.bucket_s;
-                    format!("{:.1},{:.1}", x(mid), y(value(b) as f64))
-                })
-                .collect();
-            let _ = writeln!(
-                svg,
-                r#"<polyline fill="none" stroke="{colour}" stroke-width="1.6" points="{}"><title>{name}</title></polyline>"#,
-                points.join(" ")
-            );
-        }
-        // The p99 latency of each bar's successes, on its own scale (0 to the largest bar's).
-        let p99_points: Vec<String> = (p99s[p].iter().enumerate())
-            .filter_map(|(i, p99)| {
-                let mid = (i as f64 + 0.5) * scenario.bucket_s;
-                p99.map(|ms| format!("{:.1},{:.1}", x(mid), bottom - ms / max_p99 * PANEL))
-            })
-            .collect();
-        let _ = writeln!(
-            svg,
-            r##"<polyline fill="none" stroke="#000" stroke-width="1.2" stroke-dasharray="4 3" points="{}"><title>p99 ms</title></polyline>"##,
-            p99_points.join(" ")
-        );
-        let ly = top + 14.0 + SERIES.len() as f64 * 18.0;
-        let lx = LEFT + plot_width + 14.0;
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="#000" stroke-width="2" stroke-dasharray="4 3"/><text x="{}" y="{}">p99 ms (top: {max_p99:.0})</text>"##,
-            lx + 18.0,
-            lx + 24.0,
-            ly + 4.0
-        );
-        // Legend.
-        for (k, (name, colour, _)) in SERIES.iter().enumerate() {
-            let ly = top + 14.0 + k as f64 * 18.0;
-            let lx = LEFT + plot_width + 14.0;
-            let _ = writeln!(
-                svg,
-                r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{colour}" stroke-width="3"/><text x="{}" y="{}">{name}</text>"#,
-                lx + 18.0,
-                lx + 24.0,
-                ly + 4.0
-            );
-        }
+        panel(&mut svg, &scales, top, run, &p99s[p]);
     }
     let _ = writeln!(
         svg,
@@ -197,4 +123,117 @@ pub fn render(scenario: &Scenario, title: &str, runs: &[Run]) -> String {
     );
     svg.push_str("</svg>\n");
     svg
+}
+
+/// One policy's panel, from `top`: the fault windows, the axes, a line per series and the
+/// p99 latency of each bar's successes (`p99s`), and the legend.
+fn panel(svg: &mut String, scales: &Scales<'_>, top: f64, run: &Run, p99s: &[Option<f64>]) {
+    let bottom = top + PANEL;
+    let y = |v: f64| bottom - v / scales.max * PANEL;
+    for fault in &scales.scenario.faults {
+        let window = fault.window();
+        let (x0, x1) = (
+            scales.x(window.from_s),
+            scales.x(window.until_s.min(scales.span_s)),
+        );
+        let _ = writeln!(
+            svg,
+            r##"<rect x="{x0:.1}" y="{top}" width="{:.1}" height="{PANEL}" fill="#000" fill-opacity="0.07"/><text x="{:.1}" y="{:.1}" fill="#555" font-size="10">{}</text>"##,
+            (x1 - x0).max(0.5),
+            x0 + 3.0,
+            top + 12.0,
+            fault.name()
+        );
+    }
+    axes(svg, scales, top, &run.policy);
+    // One polyline per series, a point per bar's middle.
+    for (name, colour, value) in SERIES {
+        let points: Vec<String> = (run.buckets.iter().enumerate())
+            .map(|(i, b)| format!("{:.1},{:.1}", scales.bar_x(i), y(value(b) as f64)))
+            .collect();
+        let _ = writeln!(
+            svg,
+            r#"<polyline fill="none" stroke="{colour}" stroke-width="1.6" points="{}"><title>{name}</title></polyline>"#,
+            points.join(" ")
+        );
+    }
+    // The p99 latency of each bar's successes, on its own scale (0 to the largest bar's).
+    let p99_points: Vec<String> = (p99s.iter().enumerate())
+        .filter_map(|(i, p99)| {
+            let y = |ms: f64| bottom - ms / scales.max_p99 * PANEL;
+            p99.map(|ms| format!("{:.1},{:.1}", scales.bar_x(i), y(ms)))
+        })
+        .collect();
+    let _ = writeln!(
+        svg,
+        r##"<polyline fill="none" stroke="#000" stroke-width="1.2" stroke-dasharray="4 3" points="{}"><title>p99 ms</title></polyline>"##,
+        p99_points.join(" ")
+    );
+    legend(svg, scales, top);
+}
+
+/// A panel's axes, their ticks, and its title `policy`.
+fn axes(svg: &mut String, scales: &Scales<'_>, top: f64, policy: &str) {
+    let bottom = top + PANEL;
+    let y = |v: f64| bottom - v / scales.max * PANEL;
+    let _ = writeln!(
+        svg,
+        r##"<line x1="{LEFT}" y1="{bottom}" x2="{:.1}" y2="{bottom}" stroke="#333"/><line x1="{LEFT}" y1="{top}" x2="{LEFT}" y2="{bottom}" stroke="#333"/>"##,
+        LEFT + scales.plot_width
+    );
+    let _ = writeln!(
+        svg,
+        r#"<text x="{LEFT}" y="{:.1}" font-weight="bold">{}</text>"#,
+        top - 6.0,
+        escape(policy)
+    );
+    let y_step = step(scales.max);
+    let mut v = 0.0;
+    while v <= scales.max {
+        let _ = writeln!(
+            svg,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#333">{v}</text><line x1="{:.1}" y1="{:.1}" x2="{LEFT}" y2="{:.1}" stroke="#333"/>"##,
+            LEFT - 8.0,
+            y(v) + 4.0,
+            LEFT - 4.0,
+            y(v),
+            y(v)
+        );
+        v += y_step;
+    }
+    let t_step = step(scales.span_s);
+    let mut t = 0.0;
+    while t <= scales.span_s + 1e-9 {
+        let _ = writeln!(
+            svg,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#333">{t}s</text>"##,
+            scales.x(t),
+            bottom + 15.0
+        );
+        t += t_step;
+    }
+}
+
+/// A panel's legend: the p99 line's, then a line per series.
+fn legend(svg: &mut String, scales: &Scales<'_>, top: f64) {
+    let lx = LEFT + scales.plot_width + 14.0;
+    let ly = top + 14.0 + SERIES.len() as f64 * 18.0;
+    let _ = writeln!(
+        svg,
+        r##"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="#000" stroke-width="2" stroke-dasharray="4 3"/><text x="{}" y="{}">p99 ms (top: {:.0})</text>"##,
+        lx + 18.0,
+        lx + 24.0,
+        ly + 4.0,
+        scales.max_p99
+    );
+    for (k, (name, colour, _)) in SERIES.iter().enumerate() {
+        let ly = top + 14.0 + k as f64 * 18.0;
+        let _ = writeln!(
+            svg,
+            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{colour}" stroke-width="3"/><text x="{}" y="{}">{name}</text>"#,
+            lx + 18.0,
+            lx + 24.0,
+            ly + 4.0
+        );
+    }
 }

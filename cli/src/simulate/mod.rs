@@ -153,13 +153,8 @@ fn write_table(out: &mut impl Write, runs: &[Run], scenario: &Scenario) -> std::
     Ok(())
 }
 
-/// Loads the scenario and its policies, runs each, prints the results, writes the chart.
-pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
-    let mut scenario = Scenario::load(&args.scenario)?;
-    if let Some(seed) = args.seed {
-        scenario.seed = seed;
-    }
-    let config = RegistryConfig::load(&scenario.compare.config)?;
+/// Every policy the scenario compares is one of `config`'s.
+fn check_compared(args: &Args, scenario: &Scenario, config: &RegistryConfig) -> anyhow::Result<()> {
     for (i, name) in scenario.compare.policies.iter().enumerate() {
         if !config.policies.contains_key(name) {
             anyhow::bail!(
@@ -175,16 +170,23 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             );
         }
     }
-    let arrivals = arrivals::arrivals(&scenario);
+    Ok(())
+}
+
+/// Runs `arrivals` through each compared policy, each with a registry of its own: nothing (a
+/// retry budget) carries over from another policy's run.
+fn run_each(
+    scenario: &Scenario,
+    config: &RegistryConfig,
+    arrivals: &[arrivals::Arrival],
+) -> anyhow::Result<Vec<Run>> {
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     let mut runs = Vec::new();
     for name in &scenario.compare.policies {
-        // A registry of its own per policy: nothing (a retry budget) carries over from another
-        // policy's run.
-        let registry = crate::oci::load_registry(only(&config, name))
+        let registry = crate::oci::load_registry(only(config, name))
             .with_context(|| format!("policy `{name}` of {}", scenario.compare.config.display()))?;
         let started = std::time::Instant::now();
-        let run = runtime.block_on(engine::run(&scenario, &registry, name, &arrivals))?;
+        let run = runtime.block_on(engine::run(scenario, &registry, name, arrivals))?;
         tracing::info!(
             policy = name,
             requests = run.requests,
@@ -194,6 +196,19 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         );
         runs.push(run);
     }
+    Ok(runs)
+}
+
+/// Loads the scenario and its policies, runs each, prints the results, writes the chart.
+pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
+    let mut scenario = Scenario::load(&args.scenario)?;
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    let config = RegistryConfig::load(&scenario.compare.config)?;
+    check_compared(args, &scenario, &config)?;
+    let arrivals = arrivals::arrivals(&scenario);
+    let runs = run_each(&scenario, &config, &arrivals)?;
     let stem = args
         .scenario
         .file_stem()

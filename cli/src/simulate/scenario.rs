@@ -357,49 +357,48 @@ impl Scenario {
             }
         }
         for (i, fault) in self.faults.iter().enumerate() {
-            let field = |name: &str| format!("fault[{i}].{name}");
-            let window = fault.window();
-            if !(window.from_s >= 0.0 && window.from_s < window.until_s) {
-                return Err((
-                    field("until_s"),
-                    format!(
-                        "expected 0 <= from_s < until_s, got from_s = {} and until_s = {}",
-                        window.from_s, window.until_s
-                    ),
-                ));
-            }
-            match fault {
-                Fault::NodeDown { node, .. } | Fault::SlowNode { node, .. }
-                    if *node >= self.cluster.nodes =>
-                {
-                    return Err((
-                        field("node"),
-                        format!(
-                            "the cluster has nodes 0 to {}, not {node}",
-                            self.cluster.nodes - 1
-                        ),
-                    ))
-                }
-                Fault::Rebalance { rate, .. }
-                | Fault::Tmpfail { rate, .. }
-                | Fault::SocketClose { rate, .. }
-                | Fault::Unavailable { rate, .. }
-                    if !(0.0..=1.0).contains(rate) =>
-                {
-                    return Err((field("rate"), format!("expected 0 to 1, got {rate}")))
-                }
-                Fault::SlowNode { factor, .. } if !(factor.is_finite() && *factor >= 1.0) => {
-                    return Err((
-                        field("factor"),
-                        format!("expected at least 1, got {factor}"),
-                    ))
-                }
-                Fault::Locked { share, .. } if !(0.0..=1.0).contains(share) => {
-                    return Err((field("share"), format!("expected 0 to 1, got {share}")))
-                }
-                _ => {}
-            }
+            fault
+                .validate(self.cluster.nodes)
+                .map_err(|(name, message)| (format!("fault[{i}].{name}"), message))?;
         }
         Ok(())
+    }
+}
+
+impl Fault {
+    /// Checks the fault's window and values on a cluster of `nodes`: the field (of the fault)
+    /// and what was expected.
+    fn validate(&self, nodes: u32) -> Result<(), (&'static str, String)> {
+        let window = self.window();
+        if !(window.from_s >= 0.0 && window.from_s < window.until_s) {
+            return Err((
+                "until_s",
+                format!(
+                    "expected 0 <= from_s < until_s, got from_s = {} and until_s = {}",
+                    window.from_s, window.until_s
+                ),
+            ));
+        }
+        match self {
+            Fault::NodeDown { node, .. } | Fault::SlowNode { node, .. } if *node >= nodes => Err((
+                "node",
+                format!("the cluster has nodes 0 to {}, not {node}", nodes - 1),
+            )),
+            Fault::Rebalance { rate, .. }
+            | Fault::Tmpfail { rate, .. }
+            | Fault::SocketClose { rate, .. }
+            | Fault::Unavailable { rate, .. }
+                if !(0.0..=1.0).contains(rate) =>
+            {
+                Err(("rate", format!("expected 0 to 1, got {rate}")))
+            }
+            Fault::SlowNode { factor, .. } if !(factor.is_finite() && *factor >= 1.0) => {
+                Err(("factor", format!("expected at least 1, got {factor}")))
+            }
+            Fault::Locked { share, .. } if !(0.0..=1.0).contains(share) => {
+                Err(("share", format!("expected 0 to 1, got {share}")))
+            }
+            _ => Ok(()),
+        }
     }
 }

@@ -102,44 +102,7 @@ impl HedgeInput {
             None => request,
         };
         let flight = &self.hedge;
-        let failures = (flight.failures.iter().enumerate())
-            .map(|(i, value)| {
-                parse_reason(value).map_err(|e| {
-                    InputError::new(
-                        e.field
-                            .replacen("reason", &format!("hedge.failures[{i}]"), 1),
-                        e.message,
-                    )
-                })
-            })
-            .collect::<Result<Vec<RetryReason>, _>>()?;
-        let pushback = match &flight.pushback {
-            None => None,
-            Some(PushbackSpec::Ms(ms)) => Some(Pushback::After(Duration::from_millis(*ms))),
-            Some(PushbackSpec::Word(word)) if word == "stop" => Some(Pushback::Stop),
-            Some(PushbackSpec::Word(word)) => {
-                return Err(InputError::new(
-                    "hedge.pushback",
-                    format!("`{word}`: expected milliseconds or \"stop\""),
-                ))
-            }
-        };
-        if flight.copies == 0 {
-            return Err(InputError::new(
-                "hedge.copies",
-                "expected at least 1 (the first copy counts)",
-            ));
-        }
-        let asked = match flight.asked {
-            AskedSpec::AfterCopy => Asked::AfterCopy,
-            AskedSpec::AfterFailure if failures.is_empty() => {
-                return Err(InputError::new(
-                    "hedge.failures",
-                    "`after_failure` needs the failure: at least one entry",
-                ))
-            }
-            AskedSpec::AfterFailure => Asked::AfterFailure,
-        };
+        let (failures, pushback, asked) = flight.read()?;
         let none = |why: &str| json!({ "hedge": { "next": "none", "why": why } });
         if !Hedging::may_hedge(&request) {
             return Ok(none("the request is not idempotent: it is never hedged"));
@@ -179,5 +142,51 @@ impl HedgeInput {
                 },
             } }),
         })
+    }
+}
+
+impl FlightSpec {
+    /// The failures, the pushback and what the host asks about, as read; an error names the
+    /// field.
+    fn read(&self) -> Result<(Vec<RetryReason>, Option<Pushback>, Asked), InputError> {
+        let failures = (self.failures.iter().enumerate())
+            .map(|(i, value)| {
+                parse_reason(value).map_err(|e| {
+                    InputError::new(
+                        e.field
+                            .replacen("reason", &format!("hedge.failures[{i}]"), 1),
+                        e.message,
+                    )
+                })
+            })
+            .collect::<Result<Vec<RetryReason>, _>>()?;
+        let pushback = match &self.pushback {
+            None => None,
+            Some(PushbackSpec::Ms(ms)) => Some(Pushback::After(Duration::from_millis(*ms))),
+            Some(PushbackSpec::Word(word)) if word == "stop" => Some(Pushback::Stop),
+            Some(PushbackSpec::Word(word)) => {
+                return Err(InputError::new(
+                    "hedge.pushback",
+                    format!("`{word}`: expected milliseconds or \"stop\""),
+                ))
+            }
+        };
+        if self.copies == 0 {
+            return Err(InputError::new(
+                "hedge.copies",
+                "expected at least 1 (the first copy counts)",
+            ));
+        }
+        let asked = match self.asked {
+            AskedSpec::AfterCopy => Asked::AfterCopy,
+            AskedSpec::AfterFailure if failures.is_empty() => {
+                return Err(InputError::new(
+                    "hedge.failures",
+                    "`after_failure` needs the failure: at least one entry",
+                ))
+            }
+            AskedSpec::AfterFailure => Asked::AfterFailure,
+        };
+        Ok((failures, pushback, asked))
     }
 }
