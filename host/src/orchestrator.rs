@@ -1,8 +1,9 @@
 //! The retry orchestrator (reference 001 "Retry Orchestration"): a default strategy, the
-//! strategies exempt from the safety guard, an optional retry budget and retry throttle,
-//! around the one set of rules every decision passes (`rules`): the always-retry path with the
-//! controlled backoff, the strategy's answer, the safety guard, the throttle, the budget and
-//! the deadline cap.
+//! strategies exempt from the safety guard, and its controls (an optional retry budget, retry
+//! throttle, breakers and hedging, one `Controls` value), around the one set of rules every
+//! decision passes (`rules`): the always-retry path with the controlled backoff, the
+//! strategy's answer, the safety guard, the throttle and the budget, and the deadline cap.
+//! For an application that decides with one strategy in code, without a registry.
 
 use std::collections::HashSet;
 use std::sync::Arc;
