@@ -158,7 +158,7 @@ fn project_plan(dir: &Path, args: &Args) -> anyhow::Result<Plan> {
         anyhow::anyhow!(
             "{}: params.{}: {}",
             manifest_path.display(),
-            e.param,
+            e.field,
             e.message
         )
     })?;

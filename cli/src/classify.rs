@@ -62,7 +62,7 @@ fn parse_grpc_code(text: &str) -> Result<GrpcCode, String> {
         Ok(number) => serde_json::Value::from(number),
         Err(_) => serde_json::Value::from(text),
     };
-    GrpcCode::from_json(&value)
+    GrpcCode::from_json(&value).map_err(|e| e.message)
 }
 
 fn opcode(request: &str) -> anyhow::Result<KvOpcode> {

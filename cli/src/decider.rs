@@ -9,8 +9,9 @@ use std::time::{Instant, SystemTime};
 
 use rebound::classify::{classify, Classification};
 use rebound::errormap::ErrorMap;
-use rebound::registry::{Builtin, BuiltinPolicy, PolicyRegistry, RegistryConfig, RegistryError};
+use rebound::registry::{Builtin, BuiltinPolicy, PolicyRegistry, RegistryConfig};
 use rebound::wasm::{PolicyPre, WasmStrategy, WasmStrategyConfig};
+use rebound::DecideError;
 use rebound::{DecisionContext, DecisionId, RetryStrategy};
 use serde_json::Value;
 use tracing::Instrument;
@@ -321,7 +322,7 @@ impl Decider {
                 .await
                 .map_err(|e| {
                     let field = match e {
-                        RegistryError::UnknownProfile { .. } => "request.profile",
+                        DecideError::UnknownProfile { .. } => "request.profile",
                         _ => "policy",
                     };
                     InputError::new(field, e.to_string())
@@ -467,7 +468,7 @@ impl Decider {
         if let Some(metadata) = component.metadata() {
             metadata.check_params(&params).map_err(|e| {
                 InputError::new(
-                    format!("policy.params.{}", e.param),
+                    format!("policy.params.{}", e.field),
                     format!("{} (the parameter schema of {})", e.message, path.display()),
                 )
             })?;

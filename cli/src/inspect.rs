@@ -126,7 +126,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         anyhow::bail!(
             "{}: section `rebound:policy`: params.{}: {}",
             args.policy.display(),
-            e.param,
+            e.field,
             e.message
         );
     }

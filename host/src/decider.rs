@@ -12,10 +12,28 @@ use crate::orchestrator::Orchestrator;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
 
-/// Nothing could decide for the request (an unknown policy or profile name).
-#[derive(Debug, thiserror::Error)]
-#[error("cannot decide: {0}")]
-pub struct DecideError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
+/// Why nothing could decide for a request: it names a policy or a profile no policy or profile
+/// of the registry has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecideError {
+    /// No policy has the name the request gives.
+    #[error("no policy named `{name}`; known policies: {known}")]
+    UnknownPolicy {
+        /// The name asked for.
+        name: String,
+        /// The configured names.
+        known: String,
+    },
+    /// No profile has the name the request gives.
+    #[error("no profile named `{name}`; known profiles: {known}")]
+    UnknownProfile {
+        /// The name asked for.
+        name: String,
+        /// The configured names.
+        known: String,
+    },
+}
 
 /// Decides what happens to a failed request: [`Orchestrator`] (its default strategy) or
 /// `PolicyRegistry` (the request's policy by name, profile or route).
@@ -80,10 +98,8 @@ impl Decider for crate::registry::PolicyRegistry {
         request: &mut Request,
         context: &DecisionContext<'_>,
     ) -> Result<Decision, DecideError> {
-        match crate::registry::PolicyRegistry::decide(self, request, context).await {
-            Ok(decided) => Ok(decided.decision),
-            Err(error) => Err(DecideError(Box::new(error))),
-        }
+        let decided = crate::registry::PolicyRegistry::decide(self, request, context).await?;
+        Ok(decided.decision)
     }
 
     fn report(&self, request: &Request, outcome: Outcome, now: Instant) {

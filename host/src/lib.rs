@@ -138,6 +138,7 @@ pub mod decision_log;
 pub mod errormap;
 #[cfg(feature = "executor")]
 pub mod executor;
+mod field_error;
 pub mod grid;
 pub mod grpc;
 pub mod hedge;
@@ -180,6 +181,7 @@ pub use decider::{DecideError, Decider};
 pub use decision::{Deciding, Decision, DelaySource, ReadyOrBoxed, RetryPlan};
 #[cfg(feature = "registry")]
 pub use decision_id::DecisionId;
+pub use field_error::FieldError;
 pub use log_budget::LogBudget;
 pub use orchestrator::Orchestrator;
 pub use outcome::{CancelReason, ErrorContext, RetryError, ServiceContext, Timings};
@@ -196,7 +198,7 @@ pub use strategy::{
     BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, GrpcRetry, HttpRetry,
     RetryStrategy, StrategyFuture, SyncStrategy,
 };
-pub use traffic_budget::{BudgetConfig, BudgetConfigError, BudgetStats, TrafficBudget};
+pub use traffic_budget::{BudgetConfig, BudgetStats, TrafficBudget};
 
 /// This library's version (its crate's): the host version docs/wit-versions.md says which
 /// `rebound:policy` versions it loads, and the one `rebound --version` and `/health` show.

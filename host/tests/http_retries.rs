@@ -98,7 +98,7 @@ fn the_status_table_decides_which_responses_are_retried() {
         json!({"statuses": [200]}).as_object().unwrap(),
     )
     .unwrap_err();
-    assert_eq!(refused.param, "statuses");
+    assert_eq!(refused.field, "statuses");
 }
 
 /// The safety guard, for the built-in and for a policy that always asks for a retry: a POST

@@ -122,7 +122,7 @@ fn unknown_policy_and_profile_names_are_errors_listing_the_known_ones() {
     let mut req = request(RequestType::Get).policy("nope");
     let e =
         futures::executor::block_on(registry.maybe_retry(&mut req, &reasons::UNKNOWN)).unwrap_err();
-    assert!(matches!(e, RegistryError::UnknownPolicy { .. }));
+    assert!(matches!(e, rebound::DecideError::UnknownPolicy { .. }));
     assert!(e.to_string().contains("robots, standard, strict"), "{e}");
     let mut req = request(RequestType::Get).profile("fast");
     let e =

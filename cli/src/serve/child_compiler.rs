@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rebound::wasm::{ComponentCompiler, EngineSettings, Optimization};
+use rebound::wasm::{ComponentCompiler, EngineError, EngineSettings, Optimization};
 
 /// How often the child's memory and time are looked at.
 const WATCH_EVERY: Duration = Duration::from_millis(5);
@@ -22,7 +22,16 @@ pub struct ChildCompiler {
 // SAFETY: the child is this same executable, whose `compile-component` returns what
 // `EngineSettings::precompile` made for the settings it is given, and nothing else on stdout.
 unsafe impl ComponentCompiler for ChildCompiler {
-    fn compile(&self, settings: &EngineSettings, bytes: &[u8]) -> Result<Vec<u8>, String> {
+    fn compile(&self, settings: &EngineSettings, bytes: &[u8]) -> Result<Vec<u8>, EngineError> {
+        self.compile_in_child(settings, bytes)
+            .map_err(EngineError::new)
+    }
+}
+
+impl ChildCompiler {
+    /// The artifact the child process made of component `bytes`, or why there is none (a
+    /// limit it passed, the compiler's own error).
+    fn compile_in_child(&self, settings: &EngineSettings, bytes: &[u8]) -> Result<Vec<u8>, String> {
         let exe = std::env::current_exe()
             .map_err(|e| format!("cannot find the rebound executable to compile in: {e}"))?;
         let optimization = match settings.optimization {

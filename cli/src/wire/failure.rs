@@ -85,7 +85,7 @@ pub fn parse_reason(value: &Value) -> Result<RetryReason, InputError> {
                 Some(ReasonKind::HttpStatus) => http_status(data, &field),
                 Some(ReasonKind::GrpcStatus) => GrpcCode::from_json(data)
                     .map(RetryReason::GrpcStatus)
-                    .map_err(|e| InputError::new(&field, e)),
+                    .map_err(|e| InputError::new(&field, e.message)),
                 _ => Err(InputError::new(
                     "reason",
                     format!("`{key}` carries no data: give it as a string; objects are for read_timeout, write_timeout, unavailable, request_aborted, error_response, http_status and grpc_status"),
@@ -126,7 +126,7 @@ impl ResponseSpec {
             Some(Code::Number(n)) => Value::from(*n),
             Some(Code::Text(text)) => Value::from(text.as_str()),
         };
-        GrpcCode::from_json(&value).map_err(|e| InputError::new(field, e))
+        GrpcCode::from_json(&value).map_err(|e| InputError::new(field, e.message))
     }
 
     /// The response of a request of `service`.

@@ -102,10 +102,10 @@ impl PolicyRef {
         BuiltinPolicy::new(builtin, &params)
             .map(PolicyChoice::Builtin)
             .map_err(|e| {
-                let field = if e.param.is_empty() {
+                let field = if e.field.is_empty() {
                     "policy.params".to_owned()
                 } else {
-                    format!("policy.params.{}", e.param)
+                    format!("policy.params.{}", e.field)
                 };
                 InputError::new(field, e.message)
             })

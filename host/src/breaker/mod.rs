@@ -17,6 +17,7 @@ use std::time::Duration;
 pub use circuit::{Admission, BreakerState, CircuitBreaker};
 pub use nodes::{BreakerOpen, NodeBreakers};
 
+use crate::field_error::FieldError;
 use crate::pushback::Pushback;
 use crate::reason::{ReasonKind, RetryReason};
 use crate::throttle::FailureClass;
@@ -59,16 +60,6 @@ impl Default for BreakerConfig {
     }
 }
 
-/// A breaker configuration that was refused: the field and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct BreakerConfigError {
-    /// The field, as in `[breakers.NAME]` (`volume_threshold`, `sleep_window_ms`, …).
-    pub field: &'static str,
-    /// What was expected.
-    pub message: String,
-}
-
 impl BreakerConfig {
     /// The most attempts a window counts exactly, and so the largest `volume_threshold`.
     pub const MOST_VOLUME: u32 = 0xffff;
@@ -76,8 +67,8 @@ impl BreakerConfig {
     /// Checks the ranges: a volume threshold within 1 to [`MOST_VOLUME`](Self::MOST_VOLUME),
     /// an error percentage within 1 to 100, windows of at least a millisecond and at most a
     /// day.
-    pub fn validate(&self) -> Result<(), BreakerConfigError> {
-        let refuse = |field, message: String| Err(BreakerConfigError { field, message });
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let refuse = |field: &str, message: String| Err(FieldError::new(field, message));
         if !(1..=Self::MOST_VOLUME).contains(&self.volume_threshold) {
             return refuse(
                 "volume_threshold",

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{Admission, BreakerConfig, BreakerConfigError, BreakerState, CircuitBreaker};
+use super::{Admission, BreakerConfig, BreakerState, CircuitBreaker};
+use crate::field_error::FieldError;
 use crate::scope_store::ScopeStore;
 
 /// An attempt was not sent: the breaker of its node is open.
@@ -35,7 +36,7 @@ impl NodeBreakers {
     /// Breakers as `config` says, for at most `max_nodes` nodes. A node's breaker keeps time
     /// from the moment of its first attempt, on the clock the caller passes (tokio's, a
     /// simulation's).
-    pub fn new(config: BreakerConfig, max_nodes: usize) -> Result<Self, BreakerConfigError> {
+    pub fn new(config: BreakerConfig, max_nodes: usize) -> Result<Self, FieldError> {
         config.validate()?;
         Ok(NodeBreakers {
             config,

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use crate::field_error::FieldError;
+
 /// The request fields a decision line's input carries, as `mask` names them (`request.FIELD`).
 pub const REQUEST_FIELDS: [&str; 14] = [
     "id",
@@ -74,16 +76,6 @@ impl Default for DecisionLogConfig {
     }
 }
 
-/// A decision-log configuration that was refused: the field and what was expected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct DecisionLogConfigError {
-    /// The field (`sample`, `mask`, …).
-    pub field: &'static str,
-    /// What was expected.
-    pub message: String,
-}
-
 /// The smallest `max_bytes`: room for a few lines.
 pub const MIN_MAX_BYTES: u64 = 4096;
 
@@ -96,8 +88,8 @@ pub const MAX_KEEP: u32 = 100;
 
 impl DecisionLogConfig {
     /// Checks the ranges and the mask's names.
-    pub fn validate(&self) -> Result<(), DecisionLogConfigError> {
-        let error = |field, message: String| Err(DecisionLogConfigError { field, message });
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let error = |field: &str, message: String| Err(FieldError::new(field, message));
         if !(0.0..=1.0).contains(&self.sample) {
             return error(
                 "sample",

@@ -16,10 +16,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub use config::{
-    DecisionLogConfig, DecisionLogConfigError, MAX_KEEP, MAX_MAX_BYTES, MIN_MAX_BYTES,
-    REQUEST_FIELDS,
-};
+pub use config::{DecisionLogConfig, MAX_KEEP, MAX_MAX_BYTES, MIN_MAX_BYTES, REQUEST_FIELDS};
 pub(crate) use entry::{DecidedBy, Entry, LoggedVersion, ShadowAnswers};
 use rotating_file::RotatingFile;
 

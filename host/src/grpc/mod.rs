@@ -8,6 +8,6 @@ mod status;
 pub use proto_json::MAX_DURATION_SECONDS;
 pub use service_config::{
     split_full_method, HedgingPolicyConfig, RetryPolicy, RetryThrottling, ServiceConfig,
-    ServiceConfigError, DEFAULT_MAX_ATTEMPTS_LIMIT,
+    DEFAULT_MAX_ATTEMPTS_LIMIT,
 };
 pub use status::GrpcCode;

@@ -2,6 +2,7 @@
 //! config: the integer form or the case-insensitive name (`14`, `"UNAVAILABLE"`,
 //! `"unavailable"`).
 
+use crate::field_error::FieldError;
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -84,17 +85,18 @@ impl GrpcCode {
     }
 
     /// A code as a service config gives it: a JSON integer or a name. The error says what
-    /// was expected, naming the valid names.
-    pub fn from_json(value: &serde_json::Value) -> Result<GrpcCode, String> {
+    /// was expected, naming the valid names (its field is empty: the value is the caller's).
+    pub fn from_json(value: &serde_json::Value) -> Result<GrpcCode, FieldError> {
         let found = match value {
             serde_json::Value::Number(n) => n.as_u64().and_then(GrpcCode::from_number),
             serde_json::Value::String(s) => GrpcCode::from_name(s),
             _ => None,
         };
         found.ok_or_else(|| {
-            format!(
-                "`{value}` is not a gRPC status code: expected 0 to 16 or one of {}",
-                GrpcCode::ALL.map(GrpcCode::name).join(", ")
+            let names = GrpcCode::ALL.map(GrpcCode::name).join(", ");
+            FieldError::new(
+                "",
+                format!("`{value}` is not a gRPC status code: expected 0 to 16 or one of {names}"),
             )
         })
     }
@@ -117,7 +119,7 @@ impl Serialize for GrpcCode {
 impl<'de> Deserialize<'de> for GrpcCode {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = serde_json::Value::deserialize(deserializer)?;
-        GrpcCode::from_json(&value).map_err(serde::de::Error::custom)
+        GrpcCode::from_json(&value).map_err(|e| serde::de::Error::custom(e.message))
     }
 }
 
@@ -138,7 +140,7 @@ mod tests {
             assert_eq!(GrpcCode::from_json(&value), Ok(GrpcCode::Unavailable));
         }
         let refused = GrpcCode::from_json(&serde_json::json!("UNAVAILABLEX")).unwrap_err();
-        assert!(refused.contains("RESOURCE_EXHAUSTED"), "{refused}");
+        assert!(refused.message.contains("RESOURCE_EXHAUSTED"), "{refused}");
         assert!(GrpcCode::from_json(&serde_json::json!(17)).is_err());
         assert!(GrpcCode::from_json(&serde_json::json!(-1)).is_err());
         assert!(GrpcCode::ALL

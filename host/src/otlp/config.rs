@@ -5,6 +5,7 @@
 //! `OTEL_EXPORTER_OTLP_TIMEOUT` and their per-signal forms, `OTEL_SERVICE_NAME`,
 //! `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_BSP_*`), then from the OTLP defaults.
 
+use crate::field_error::FieldError;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
@@ -85,10 +86,11 @@ impl Default for OtlpConfig {
 impl OtlpConfig {
     /// Whether the endpoint, if set, is one this build exports to: an `http://` address
     /// (plain text, to a collector on the host or beside it); if not, why.
-    pub fn check_endpoint(&self) -> Result<(), String> {
+    pub fn check_endpoint(&self) -> Result<(), FieldError> {
         match self.endpoint.as_deref() {
-            Some(endpoint) if !endpoint.starts_with("http://") => Err(format!(
-                "endpoint {endpoint:?}: expected an http:// address (this build exports in plain text, to a collector on the host or beside it)"
+            Some(endpoint) if !endpoint.starts_with("http://") => Err(FieldError::new(
+                "endpoint",
+                format!("{endpoint:?}: expected an http:// address (this build exports in plain text, to a collector on the host or beside it)"),
             )),
             _ => Ok(()),
         }
@@ -101,7 +103,7 @@ impl OtlpConfig {
     pub fn resolved_protocol(
         &self,
         lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<OtlpProtocol, String> {
+    ) -> Result<OtlpProtocol, FieldError> {
         if let Some(protocol) = self.protocol {
             return Ok(protocol);
         }
@@ -110,8 +112,9 @@ impl OtlpConfig {
             None | Some("") => Ok(OtlpProtocol::HttpProtobuf),
             Some("grpc") => Ok(OtlpProtocol::Grpc),
             Some("http/protobuf") => Ok(OtlpProtocol::HttpProtobuf),
-            Some(other) => Err(format!(
-                "{VARIABLE}={other:?}: expected \"grpc\" or \"http/protobuf\""
+            Some(other) => Err(FieldError::new(
+                VARIABLE,
+                format!("{other:?}: expected \"grpc\" or \"http/protobuf\""),
             )),
         }
     }
@@ -137,7 +140,7 @@ mod tests {
         let error = config
             .resolved_protocol(|_| Some("http/json".into()))
             .unwrap_err();
-        assert!(error.contains("OTEL_EXPORTER_OTLP_PROTOCOL"), "{error}");
+        assert_eq!(error.field, "OTEL_EXPORTER_OTLP_PROTOCOL", "{error}");
         let config = OtlpConfig {
             protocol: Some(OtlpProtocol::Grpc),
             ..OtlpConfig::default()

@@ -21,6 +21,8 @@ pub use recorder::OtlpRecorder;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+
+use crate::field_error::FieldError;
 use std::time::Duration;
 
 use opentelemetry::metrics::MeterProvider as _;
@@ -48,12 +50,12 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum OtlpError {
     /// The configuration (or an `OTEL_*` variable) is not usable.
     #[error("telemetry: {0}")]
-    Config(String),
+    Config(FieldError),
     /// The gRPC export must start inside a tokio runtime (its channel runs there).
     #[error("telemetry: the OTLP gRPC export must start inside a tokio runtime")]
     NoRuntime,
     /// The SDK refused to build an exporter.
-    #[error("telemetry: {0}")]
+    #[error("telemetry: the OTLP exporter could not be built")]
     Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
 }
 
@@ -284,7 +286,12 @@ fn headers(config: &OtlpConfig) -> HashMap<String, String> {
 fn metadata(config: &OtlpConfig) -> Result<tonic::metadata::MetadataMap, OtlpError> {
     let mut map = http::HeaderMap::new();
     for (name, value) in &config.headers {
-        let bad = || OtlpError::Config(format!("headers.{name}: not a valid header"));
+        let bad = || {
+            OtlpError::Config(FieldError::new(
+                format!("headers.{name}"),
+                "not a valid header",
+            ))
+        };
         let header = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
         let value = http::HeaderValue::from_str(value).map_err(|_| bad())?;
         map.insert(header, value);

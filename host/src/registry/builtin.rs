@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::action::NodeChoice;
 use crate::backoff::{ExponentialBackoff, ExponentialBackoffConfig};
+use crate::field_error::FieldError;
 use crate::grpc::{ServiceConfig, DEFAULT_MAX_ATTEMPTS_LIMIT};
 use crate::reason::ReasonKind;
 use crate::strategy::cassandra::{
@@ -96,26 +97,6 @@ pub const MAX_ATTEMPTS_LIMIT: u32 = 100;
 /// delay is the maximum already.
 const MAX_FACTOR: f64 = 1000.0;
 
-/// A parameter of a built-in that was refused: which one (empty when the message names
-/// several) and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{message}", if param.is_empty() { String::new() } else { format!("{param}: ") })]
-pub struct BuiltinParamError {
-    /// The parameter's name.
-    pub param: String,
-    /// What is wrong and what was expected.
-    pub message: String,
-}
-
-impl BuiltinParamError {
-    fn new(param: impl Into<String>, message: impl Into<String>) -> Self {
-        BuiltinParamError {
-            param: param.into(),
-            message: message.into(),
-        }
-    }
-}
-
 /// A built-in with its validated parameters.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -153,13 +134,13 @@ const TERMINAL_REASONS: [ReasonKind; 5] =
     FastFailOnTerminalError::<ExponentialBackoff>::TERMINAL_REASONS;
 
 /// Fast fail's `terminal`: a list of some of the five terminal reasons.
-fn terminal_reasons(names: Value) -> Result<Vec<ReasonKind>, BuiltinParamError> {
+fn terminal_reasons(names: Value) -> Result<Vec<ReasonKind>, FieldError> {
     let names: Vec<String> = serde_json::from_value(names).map_err(|e| {
-        BuiltinParamError::new("terminal", format!("{e}; expected a list of reason names"))
+        FieldError::new("terminal", format!("{e}; expected a list of reason names"))
     })?;
     let kinds = reasons(&names, "terminal")?;
     match kinds.iter().find(|k| !TERMINAL_REASONS.contains(k)) {
-        Some(other) => Err(BuiltinParamError::new(
+        Some(other) => Err(FieldError::new(
             "terminal",
             format!(
                 "{} is not a terminal reason; expected some of {}",
@@ -249,12 +230,12 @@ fn http_statuses() -> Vec<u16> {
 }
 
 /// The `grpc` built-in: its service config (an object, or its JSON text) and the client's cap.
-fn grpc_policy(params: &Map<String, Value>) -> Result<GrpcRetry, BuiltinParamError> {
+fn grpc_policy(params: &Map<String, Value>) -> Result<GrpcRetry, FieldError> {
     if let Some(unknown) = params
         .keys()
         .find(|k| !["service_config", "max_attempts_limit"].contains(&k.as_str()))
     {
-        return Err(BuiltinParamError::new(
+        return Err(FieldError::new(
             unknown.as_str(),
             "unknown parameter; expected service_config or max_attempts_limit",
         ));
@@ -266,7 +247,7 @@ fn grpc_policy(params: &Map<String, Value>) -> Result<GrpcRetry, BuiltinParamErr
             .filter(|n| (2..=u64::from(MAX_ATTEMPTS_LIMIT)).contains(n))
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| {
-                BuiltinParamError::new(
+                FieldError::new(
                     "max_attempts_limit",
                     format!("expected an integer from 2 to {MAX_ATTEMPTS_LIMIT}, found `{value}`"),
                 )
@@ -274,25 +255,24 @@ fn grpc_policy(params: &Map<String, Value>) -> Result<GrpcRetry, BuiltinParamErr
     };
     let config = match params.get("service_config") {
         None => {
-            return Err(BuiltinParamError::new(
+            return Err(FieldError::new(
                 "service_config",
                 "required: a gRPC service config ({\"methodConfig\": [...]})",
             ))
         }
         Some(Value::String(text)) => serde_json::from_str(text)
-            .map_err(|e| BuiltinParamError::new("service_config", format!("not JSON: {e}")))?,
+            .map_err(|e| FieldError::new("service_config", format!("not JSON: {e}")))?,
         Some(value) => value.clone(),
     };
-    let config = ServiceConfig::parse(&config, limit)
-        .map_err(|e| BuiltinParamError::new(format!("service_config.{}", e.path), e.message))?;
+    let config = ServiceConfig::parse(&config, limit).map_err(|e| e.within("service_config"))?;
     Ok(GrpcRetry::new(config))
 }
 
 /// The `http` built-in from its parameters.
-fn http_policy(params: &Map<String, Value>) -> Result<HttpRetry, BuiltinParamError> {
+fn http_policy(params: &Map<String, Value>) -> Result<HttpRetry, FieldError> {
     let p: HttpParams = read(params)?;
     if p.max_attempts < 1 {
-        return Err(BuiltinParamError::new(
+        return Err(FieldError::new(
             "max_attempts",
             "expected at least 1 (the first attempt counts)",
         ));
@@ -302,7 +282,7 @@ fn http_policy(params: &Map<String, Value>) -> Result<HttpRetry, BuiltinParamErr
         ["initial_ms", "max_ms", "multiplier", "jitter"],
     )?;
     if let Some(bad) = p.statuses.iter().find(|s| !(400..=599).contains(*s)) {
-        return Err(BuiltinParamError::new(
+        return Err(FieldError::new(
             "statuses",
             format!("{bad} is not an error status; expected statuses from 400 to 599"),
         ));
@@ -314,11 +294,11 @@ fn http_policy(params: &Map<String, Value>) -> Result<HttpRetry, BuiltinParamErr
 }
 
 /// Reads `params` as `T`; a refused value names its parameter.
-fn read<T: for<'de> Deserialize<'de>>(params: &Map<String, Value>) -> Result<T, BuiltinParamError> {
+fn read<T: for<'de> Deserialize<'de>>(params: &Map<String, Value>) -> Result<T, FieldError> {
     serde_path_to_error::deserialize(Value::Object(params.clone())).map_err(|e| {
         let param = e.path().to_string();
         let param = if param == "." { String::new() } else { param };
-        BuiltinParamError::new(param, e.into_inner().to_string())
+        FieldError::new(param, e.into_inner().to_string())
     })
 }
 
@@ -327,11 +307,11 @@ fn read<T: for<'de> Deserialize<'de>>(params: &Map<String, Value>) -> Result<T, 
 fn backoff(
     (min_ms, max_ms, factor, jitter): (u64, u64, f64, f64),
     names: [&str; 4],
-) -> Result<ExponentialBackoff, BuiltinParamError> {
+) -> Result<ExponentialBackoff, FieldError> {
     use crate::backoff::BackoffConfigError as E;
     let [min_name, max_name, factor_name, jitter_name] = names;
     if factor > MAX_FACTOR {
-        return Err(BuiltinParamError::new(
+        return Err(FieldError::new(
             factor_name,
             format!("{factor} is out of range; expected a number from 1 to {MAX_FACTOR}"),
         ));
@@ -349,17 +329,17 @@ fn backoff(
             E::BadFactor(_) => (factor_name, format!("a number from 1 to {MAX_FACTOR}")),
             E::BadJitter(_) => (jitter_name, "a fraction from 0 to 1".to_owned()),
         };
-        BuiltinParamError::new(param, format!("{error}; expected {expected}"))
+        FieldError::new(param, format!("{error}; expected {expected}"))
     })
 }
 
 /// The reason kinds named in `names`, checked against the reason table.
-fn reasons(names: &[String], param: &str) -> Result<Vec<ReasonKind>, BuiltinParamError> {
+fn reasons(names: &[String], param: &str) -> Result<Vec<ReasonKind>, FieldError> {
     names
         .iter()
         .map(|name| {
             ReasonKind::from_name(name).ok_or_else(|| {
-                BuiltinParamError::new(
+                FieldError::new(
                     param,
                     format!("`{name}` is not a retry reason; expected a name of the reason table, e.g. KV_LOCKED"),
                 )
@@ -370,7 +350,7 @@ fn reasons(names: &[String], param: &str) -> Result<Vec<ReasonKind>, BuiltinPara
 
 impl BuiltinPolicy {
     /// `builtin` with `params` (empty: the references' defaults).
-    pub fn new(builtin: Builtin, params: &Map<String, Value>) -> Result<Self, BuiltinParamError> {
+    pub fn new(builtin: Builtin, params: &Map<String, Value>) -> Result<Self, FieldError> {
         const BACKOFF: [&str; 4] = ["min_ms", "max_ms", "factor", "jitter"];
         Ok(match builtin {
             Builtin::BestEffort => {
@@ -382,7 +362,7 @@ impl BuiltinPolicy {
             }
             Builtin::FailFast => {
                 if let Some(name) = params.keys().next() {
-                    return Err(BuiltinParamError::new(
+                    return Err(FieldError::new(
                         name.as_str(),
                         "unknown parameter; fail-fast takes none",
                     ));
@@ -412,7 +392,7 @@ impl BuiltinPolicy {
             Builtin::Exponential => {
                 let p: ExponentialParams = read(params)?;
                 if p.max_attempts < 1 {
-                    return Err(BuiltinParamError::new(
+                    return Err(FieldError::new(
                         "max_attempts",
                         "expected at least 1 (the first attempt counts)",
                     ));
@@ -424,7 +404,7 @@ impl BuiltinPolicy {
                 let retry_on = reasons(&p.retry_on, "retry_on")?;
                 let never_on = reasons(&p.never_on, "never_on")?;
                 if let Some(both) = retry_on.iter().find(|k| never_on.contains(k)) {
-                    return Err(BuiltinParamError::new(
+                    return Err(FieldError::new(
                         "never_on",
                         format!("{} is in both retry_on and never_on", both.name()),
                     ));

@@ -80,7 +80,7 @@ mod tests {
         let error = BuildError::Read {
             policy: "p".to_owned(),
             path: "p.wasm".to_owned(),
-            source: std::io::ErrorKind::NotFound.into(),
+            error: std::io::ErrorKind::NotFound.into(),
         };
         Arc::new(PolicyVersion::stand_in("p", &config.policies["p"], &error))
     }

@@ -8,13 +8,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::wasm::{ArtifactCache, MachineCode, WasmRuntime};
+use crate::wasm::{ArtifactCache, MachineCode, WasmRuntime, EngineError};
 
 /// How long machine code compiled ahead waits for the reload that would use it. Content
 /// replaced again before its reload (a partial write, say) is dropped after this.
 const UNCLAIMED_FOR: Duration = Duration::from_secs(10);
 
-type Compiled = Arc<OnceLock<Result<MachineCode, String>>>;
+type Compiled = Arc<OnceLock<Result<MachineCode, EngineError>>>;
 
 /// Machine code compiled (or being compiled) ahead, by component sha256.
 #[derive(Default)]
@@ -62,7 +62,7 @@ impl CompileAhead {
         bytes: &[u8],
         sha256: &[u8; 32],
         cache: Option<&ArtifactCache>,
-    ) -> Result<MachineCode, String> {
+    ) -> Result<MachineCode, EngineError> {
         let compiled = self.entry(sha256);
         let code = compiled
             .get_or_init(|| MachineCode::obtain(runtime, bytes, sha256, cache))
@@ -114,7 +114,10 @@ mod tests {
             .err()
             .unwrap();
         assert!(
-            error.contains("magic") || error.contains("header"),
+            {
+                let error = error.to_string();
+                error.contains("magic") || error.contains("header")
+            },
             "{error}"
         );
     }

@@ -52,10 +52,10 @@ pub enum RegistryError {
         /// Why.
         error: std::io::Error,
     },
-    /// The wasmtime engine could not be created.
+    /// The WebAssembly engine, or the threads isolating its calls, could not be started.
     #[cfg(feature = "wasm")]
-    #[error("cannot create the WebAssembly engine: {0}")]
-    Engine(String),
+    #[error("cannot start the WebAssembly engine: {0}")]
+    Engine(crate::wasm::EngineError),
 }
 
 /// Why a version could not be built.
@@ -63,14 +63,14 @@ pub enum RegistryError {
 #[non_exhaustive]
 pub enum BuildError {
     /// The component file could not be read.
-    #[error("policy `{policy}`: cannot read {path}: {source}")]
+    #[error("policy `{policy}`: cannot read {path}: {error}")]
     Read {
         /// The policy.
         policy: String,
         /// The file.
         path: String,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The component file is larger than `[engine] max_component_bytes`.
     #[error("policy `{policy}`: {path} is {size} bytes, more than the limit of {limit} bytes (`[engine] max_component_bytes`); refusing it")]
@@ -97,12 +97,12 @@ pub enum BuildError {
     },
     /// The component could not be fetched from its OCI registry.
     #[cfg(feature = "oci")]
-    #[error("policy `{policy}`: {source}")]
+    #[error("policy `{policy}`: {error}")]
     Oci {
         /// The policy.
         policy: String,
         /// Why.
-        source: super::oci::OciError,
+        error: super::oci::OciError,
     },
     /// The policy names an OCI component, and this build has no OCI client.
     #[error("policy `{policy}`: `component = {{ oci = … }}` needs the `oci` feature of rebound, which this build lacks")]

@@ -44,7 +44,10 @@ impl Isolation {
             .thread_name(|i| format!("rebound-policy-{i}"))
             .start_handler(move |_| lower_priority(nice))
             .build()
-            .map_err(|e| RegistryError::Engine(format!("cannot start the policy threads: {e}")))?;
+            .map_err(|e| {
+                let message = format!("cannot start the policy threads: {e}");
+                RegistryError::Engine(crate::wasm::EngineError::new(message))
+            })?;
         Ok(Isolation {
             threads,
             per_policy: config.per_policy.max(1),

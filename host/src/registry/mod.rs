@@ -54,7 +54,7 @@ mod table;
 mod version;
 mod watch;
 
-pub use builtin::{Builtin, BuiltinParamError, BuiltinPolicy, MAX_ATTEMPTS_LIMIT};
+pub use builtin::{Builtin, BuiltinPolicy, MAX_ATTEMPTS_LIMIT};
 pub use client_budgets::MAX_CLIENT_BYTES;
 pub use config::{
     line_column, BreakerDefinition, BudgetScope, CacheDir, ConfigError, EngineConfig,
@@ -68,7 +68,7 @@ pub use oci_credentials::{
     TOKEN_VARIABLE, USERNAME_VARIABLE,
 };
 #[cfg(feature = "oci")]
-pub use oci_signature::{ComponentSigner, KeyError, TrustedKey};
+pub use oci_signature::{ComponentSigner, TrustedKey};
 pub use policy_registry::{Decided, PolicyRegistry};
 pub use reload_path::Watching;
 pub use route::Route;

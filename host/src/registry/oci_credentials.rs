@@ -56,12 +56,12 @@ struct Found {
 #[non_exhaustive]
 pub enum CredentialsError {
     /// The auth file could not be read.
-    #[error("registry auth file {path}: {source}")]
+    #[error("registry auth file {path}: {error}")]
     Read {
         /// The file.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The auth file is not a Docker or Podman auth file.
     #[error("registry auth file {path}: {field}: {message}")]
@@ -211,7 +211,7 @@ impl RegistryCredentials {
     fn add_auth_file(&mut self, path: &Path) -> Result<(), CredentialsError> {
         let text = std::fs::read_to_string(path).map_err(|source| CredentialsError::Read {
             path: path.to_owned(),
-            source,
+            error: source,
         })?;
         let malformed = |field: String, message: String| CredentialsError::Malformed {
             path: path.to_owned(),

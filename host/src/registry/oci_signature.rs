@@ -14,6 +14,8 @@ use p256::ecdsa::signature::{Signer, Verifier};
 use p256::ecdsa::{DerSignature, SigningKey, VerifyingKey};
 use p256::pkcs8::{DecodePrivateKey, DecodePublicKey};
 
+use crate::field_error::FieldError;
+
 /// The media type of a signature layer.
 pub(crate) const SIGNATURE_LAYER_MEDIA_TYPE: &str =
     "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -21,16 +23,6 @@ pub(crate) const SIGNATURE_LAYER_MEDIA_TYPE: &str =
 pub(crate) const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 /// The `critical.type` of a simple-signing payload.
 const PAYLOAD_TYPE: &str = "cosign container image signature";
-
-/// Why a key could not be read.
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {message}")]
-pub struct KeyError {
-    /// The key file.
-    pub path: PathBuf,
-    /// What is wrong and what was expected.
-    pub message: String,
-}
 
 /// A private key signing components (`rebound push --sign KEY`): ECDSA P-256, in a PEM file
 /// (PKCS#8 `PRIVATE KEY`, or SEC1 `EC PRIVATE KEY` as `openssl ecparam -genkey` writes it).
@@ -47,11 +39,8 @@ impl std::fmt::Debug for ComponentSigner {
 
 impl ComponentSigner {
     /// The key in the PEM file at `path`.
-    pub fn from_pem_file(path: &Path) -> Result<Self, KeyError> {
-        let error = |message: String| KeyError {
-            path: path.to_owned(),
-            message,
-        };
+    pub fn from_pem_file(path: &Path) -> Result<Self, FieldError> {
+        let error = |message: String| FieldError::new(path.display().to_string(), message);
         let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
         let key = if text.contains("BEGIN EC PRIVATE KEY") {
             p256::SecretKey::from_sec1_pem(&text)
@@ -85,11 +74,8 @@ pub struct TrustedKey {
 
 impl TrustedKey {
     /// The key in the PEM file at `path`.
-    pub fn from_pem_file(path: &Path) -> Result<Self, KeyError> {
-        let error = |message: String| KeyError {
-            path: path.to_owned(),
-            message,
-        };
+    pub fn from_pem_file(path: &Path) -> Result<Self, FieldError> {
+        let error = |message: String| FieldError::new(path.display().to_string(), message);
         let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
         let key = VerifyingKey::from_public_key_pem(&text).map_err(|e| {
             error(format!(

@@ -118,7 +118,7 @@ impl OciStore {
     fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), OciError> {
         let io = |source| OciError::Store {
             path: path.display().to_string(),
-            source,
+            error: source,
         };
         std::fs::create_dir_all(path.parent().expect("a store path has a parent")).map_err(io)?;
         let partial = path.with_extension("partial");

@@ -26,10 +26,19 @@ use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::policy_registry::PolicyRegistry;
 
-/// Why watching could not start.
+/// Why watching could not start: the file watcher could not be made or given a directory, or
+/// the reload thread could not be started.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot watch for policy changes: {0}")]
-pub struct WatchError(pub(super) String);
+#[error(transparent)]
+pub struct WatchError(WatchFailure);
+
+#[derive(Debug, thiserror::Error)]
+enum WatchFailure {
+    #[error("cannot watch for policy changes: {0}")]
+    Watcher(notify::Error),
+    #[error("cannot start the thread that reloads policies: {0}")]
+    Thread(std::io::Error),
+}
 
 enum Message {
     Changed(Vec<PathBuf>),
@@ -90,7 +99,7 @@ pub(super) fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<
         .name(name.into())
         .spawn(body)
         .map(drop)
-        .map_err(|e| WatchError(e.to_string()))
+        .map_err(|e| WatchError(WatchFailure::Thread(e)))
 }
 
 impl PolicyRegistry {
@@ -121,7 +130,7 @@ impl PolicyRegistry {
                 Ok(_) => {}
                 Err(error) => tracing::warn!(%error, "file watcher error"),
             })
-            .map_err(|e| WatchError(e.to_string()))?;
+            .map_err(|e| WatchError(WatchFailure::Watcher(e)))?;
         let mut watched = BTreeSet::new();
         rewatch(&mut watcher, &mut watched, directories(self));
         let changes = Arc::new(AtomicU64::new(0));

@@ -23,6 +23,7 @@ pub use class::{FailureClass, FailureCosts};
 pub use scoped::{ScopedThrottle, ThrottleScope, ThrottleScopeError};
 pub use tokens::TokenThrottle;
 
+use crate::field_error::FieldError;
 use tokens::thousandths;
 
 /// Which throttle, with its parameters.
@@ -49,16 +50,6 @@ pub struct ThrottleConfig {
     pub costs: FailureCosts,
 }
 
-/// A throttle configuration that was refused: the field and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct ThrottleConfigError {
-    /// The field, as in `[throttles.NAME]` (`max_tokens`, `costs.timeout`, …).
-    pub field: String,
-    /// What was expected.
-    pub message: String,
-}
-
 /// The most tokens a count holds (gRFC A6 "Validation of retryThrottling": `maxTokens` at
 /// most 1000); a success gives back at most as many.
 pub const MAX_TOKENS: f64 = 1000.0;
@@ -74,13 +65,8 @@ impl ThrottleConfig {
     /// `tokenRatio` above 0), with the upper bounds a host keeps so that no number is summed
     /// past what it holds (`tokenRatio` at most [`MAX_TOKENS`], `K` at most [`MAX_K`], the
     /// window [`SLOTS`] ms to [`MAX_WINDOW_MS`]), and costs from 0 to 1000.
-    pub fn validate(&self) -> Result<(), ThrottleConfigError> {
-        let refuse = |field: &str, message: String| {
-            Err(ThrottleConfigError {
-                field: field.to_owned(),
-                message,
-            })
-        };
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let refuse = |field: &str, message: String| Err(FieldError::new(field, message));
         match self.kind {
             ThrottleKind::Tokens {
                 max_tokens,
@@ -170,7 +156,7 @@ pub struct RetryThrottle {
 
 impl RetryThrottle {
     /// A throttle as `config` says, whose adaptive window (if any) starts at `now`.
-    pub fn new(config: ThrottleConfig, now: Instant) -> Result<Self, ThrottleConfigError> {
+    pub fn new(config: ThrottleConfig, now: Instant) -> Result<Self, FieldError> {
         config.validate()?;
         let kept = match config.kind {
             ThrottleKind::Tokens {

@@ -12,7 +12,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{RetryThrottle, ThrottleConfig, ThrottleConfigError};
+use super::{RetryThrottle, ThrottleConfig};
+use crate::field_error::FieldError;
 use crate::request::Request;
 use crate::scope_store::ScopeStore;
 
@@ -93,7 +94,7 @@ impl ScopedThrottle {
         scope: ThrottleScope,
         max_scopes: usize,
         now: Instant,
-    ) -> Result<Self, ThrottleConfigError> {
+    ) -> Result<Self, FieldError> {
         Ok(ScopedThrottle {
             config,
             scope,

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 
 use super::SLOTS;
+use crate::field_error::FieldError;
 
 /// A budget's parameters, as in `[budgets.NAME]`.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
@@ -28,30 +29,20 @@ impl Default for BudgetConfig {
     }
 }
 
-/// A budget configuration that was refused: the field and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct BudgetConfigError {
-    /// `percent`, `min_per_second` or `ttl_ms`.
-    pub field: &'static str,
-    /// What was expected.
-    pub message: String,
-}
-
 impl BudgetConfig {
     /// Checks the ranges: `percent` within 0–100, `ttl_ms` at least [`TrafficBudget::SLOTS`](crate::TrafficBudget::SLOTS) ms.
-    pub fn validate(&self) -> Result<(), BudgetConfigError> {
+    pub fn validate(&self) -> Result<(), FieldError> {
         if !(0.0..=100.0).contains(&self.percent) {
-            return Err(BudgetConfigError {
-                field: "percent",
-                message: format!("{} is out of range; expected 0 to 100", self.percent),
-            });
+            return Err(FieldError::new(
+                "percent",
+                format!("{} is out of range; expected 0 to 100", self.percent),
+            ));
         }
         if self.ttl_ms < SLOTS as u64 {
-            return Err(BudgetConfigError {
-                field: "ttl_ms",
-                message: format!("{} is too short; expected at least {SLOTS}", self.ttl_ms),
-            });
+            return Err(FieldError::new(
+                "ttl_ms",
+                format!("{} is too short; expected at least {SLOTS}", self.ttl_ms),
+            ));
         }
         Ok(())
     }

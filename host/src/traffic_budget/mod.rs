@@ -39,6 +39,7 @@ use loom::sync::atomic::{AtomicU32, AtomicU64};
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
+use crate::field_error::FieldError;
 use crate::log_budget::LogBudget;
 use crate::striped::Striped;
 use crate::thread_counts::ThreadCounts;
@@ -46,7 +47,7 @@ use crate::thread_counts::ThreadCounts;
 mod config;
 mod stripe;
 
-pub use config::{BudgetConfig, BudgetConfigError};
+pub use config::BudgetConfig;
 use stripe::{latest, pack, unpack, Stripe};
 
 /// How many slots the `ttl` window is divided into.
@@ -141,7 +142,7 @@ impl TrafficBudget {
     pub const SLOTS: usize = 10;
 
     /// A budget; its slots are counted from the first moment it is used.
-    pub fn new(config: BudgetConfig) -> Result<Self, BudgetConfigError> {
+    pub fn new(config: BudgetConfig) -> Result<Self, FieldError> {
         config.validate()?;
         // Units a retry withdraws: DEPOSIT × 100 / percent, rounded up (never generous).
         let share = (f64::from(DEPOSIT) * 100.0 / config.percent).ceil();

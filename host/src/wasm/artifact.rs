@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 
 use super::compiler::EngineSettings;
+use super::engine_error::EngineError;
 
 /// The first line of every artifact of this format.
 pub(super) const MAGIC: &[u8] = b"rebound-artifact-v3\n";
@@ -115,11 +116,11 @@ pub struct CompiledArtifact {
 impl CompiledArtifact {
     /// Compiles `component` for an engine with `settings` (the settings a host's
     /// configuration gives its engine). The error is wasmtime's explanation.
-    pub fn compile(settings: &EngineSettings, component: &[u8]) -> Result<Self, String> {
-        let engine = Engine::new(&settings.config()).map_err(|e| format!("{e:#}"))?;
+    pub fn compile(settings: &EngineSettings, component: &[u8]) -> Result<Self, EngineError> {
+        let engine = Engine::new(&settings.config()).map_err(|e| EngineError::of(&e))?;
         let payload = engine
             .precompile_component(component)
-            .map_err(|e| format!("{e:#}"))?;
+            .map_err(|e| EngineError::of(&e))?;
         let engine = engine_digest(&engine);
         let mut bytes = Vec::with_capacity(MAGIC.len() + HEADER_LEN + payload.len());
         let component_sha256: [u8; 32] = Sha256::digest(component).into();

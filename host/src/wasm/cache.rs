@@ -36,12 +36,12 @@ use super::artifact;
 #[non_exhaustive]
 pub enum CacheError {
     /// The directory could not be created or inspected.
-    #[error("compiled-artifact cache {path}: {source}")]
+    #[error("compiled-artifact cache {path}: {error}")]
     Io {
         /// The directory.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The directory is not private to this user.
     #[error("compiled-artifact cache {path} is unsafe: {problem}; it holds native code the host loads, so it must be owned by this user and writable by no one else")]
@@ -123,7 +123,7 @@ impl ArtifactCache {
     pub fn open(dir: &Path, engine: &Engine) -> Result<Self, CacheError> {
         let io = |source| CacheError::Io {
             path: dir.to_owned(),
-            source,
+            error: source,
         };
         create_private_dir(dir).map_err(io)?;
         let (dir, owner) = entries_dir(dir)?;
@@ -403,7 +403,7 @@ fn entries_dir(dir: &Path) -> Result<(PathBuf, Option<u32>), CacheError> {
     use std::os::unix::fs::MetadataExt;
     let io = |path: &Path| {
         let path = path.to_owned();
-        move |source| CacheError::Io { path, source }
+        move |error| CacheError::Io { path, error }
     };
     let meta = fs::metadata(dir).map_err(io(dir))?;
     // A file this process creates is owned by its effective user: compare with the directory.

@@ -4,6 +4,7 @@
 //! take the server's memory, and what compiling allocated goes back to the system when the
 //! child exits.
 
+use super::engine_error::EngineError;
 use super::settings::Optimization;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
@@ -56,11 +57,11 @@ impl EngineSettings {
 
     /// wasmtime's artifact of component `bytes` for an engine with these settings: what a
     /// [`ComponentCompiler`] returns. The error is wasmtime's explanation.
-    pub fn precompile(&self, bytes: &[u8]) -> Result<Vec<u8>, String> {
-        let engine = Engine::new(&self.config()).map_err(|e| format!("{e:#}"))?;
+    pub fn precompile(&self, bytes: &[u8]) -> Result<Vec<u8>, EngineError> {
+        let engine = Engine::new(&self.config()).map_err(|e| EngineError::of(&e))?;
         engine
             .precompile_component(bytes)
-            .map_err(|e| format!("{e:#}"))
+            .map_err(|e| EngineError::of(&e))
     }
 }
 
@@ -75,5 +76,5 @@ impl EngineSettings {
 pub unsafe trait ComponentCompiler: Send + Sync + std::fmt::Debug {
     /// The artifact of component `bytes` for an engine with `settings`, or why there is none
     /// (a limit it passed, wasmtime's refusal).
-    fn compile(&self, settings: &EngineSettings, bytes: &[u8]) -> Result<Vec<u8>, String>;
+    fn compile(&self, settings: &EngineSettings, bytes: &[u8]) -> Result<Vec<u8>, EngineError>;
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
+use super::engine_error::EngineError;
 use super::cache::ArtifactCache;
 use super::metadata::PolicyMetadata;
 use super::runtime::WasmRuntime;
@@ -38,12 +39,12 @@ fn loadable_versions() -> String {
 #[non_exhaustive]
 pub enum LoadError {
     /// The file could not be read.
-    #[error("cannot read policy file {path}: {source}")]
+    #[error("cannot read policy file {path}: {error}")]
     Read {
         /// The file.
         path: String,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Not a valid component (or not one wasmtime can compile).
     #[error("policy `{policy}` is not a valid WebAssembly component: {message}")]
@@ -108,9 +109,9 @@ pub enum LoadError {
 
 /// The metadata section of policy `name`'s component `bytes`, if it has one.
 pub(crate) fn read_metadata(name: &str, bytes: &[u8]) -> Result<Option<PolicyMetadata>, LoadError> {
-    PolicyMetadata::from_component(bytes).map_err(|message| LoadError::Metadata {
+    PolicyMetadata::from_component(bytes).map_err(|error| LoadError::Metadata {
         policy: name.to_owned(),
-        message,
+        message: error.to_string(),
     })
 }
 
@@ -145,7 +146,7 @@ impl MachineCode {
         bytes: &[u8],
         sha256: &[u8; 32],
         cache: Option<&ArtifactCache>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, EngineError> {
         let engine = runtime.engine();
         if let Some(component) = cache.and_then(|cache| cache.get(engine, sha256)) {
             return Ok(MachineCode {
@@ -190,7 +191,7 @@ impl std::fmt::Debug for PolicyPre {
 impl LoadError {
     /// Why `bytes` (policy `name`) did not compile, in one line: a file that is not WebAssembly
     /// or is a core module says so; otherwise wasmtime's explanation, its lines joined.
-    pub(crate) fn compile(name: &str, bytes: &[u8], message: &str) -> LoadError {
+    pub(crate) fn compile(name: &str, bytes: &[u8], error: &EngineError) -> LoadError {
         let message = if !bytes.starts_with(b"\0asm") {
             let start: String = String::from_utf8_lossy(&bytes[..bytes.len().min(8)])
                 .chars()
@@ -201,7 +202,7 @@ impl LoadError {
             "a core WebAssembly module, not a component: make one with `wasm-tools component new`"
                 .to_owned()
         } else {
-            message.split_whitespace().collect::<Vec<_>>().join(" ")
+            error.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
         };
         LoadError::Compile {
             policy: name.to_owned(),
@@ -215,7 +216,7 @@ impl PolicyPre {
     pub fn load_file(runtime: &WasmRuntime, name: &str, path: &Path) -> Result<Self, LoadError> {
         let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
             path: path.display().to_string(),
-            source,
+            error: source,
         })?;
         Self::load(runtime, name, &bytes)
     }
@@ -235,7 +236,7 @@ impl PolicyPre {
     ) -> Result<Self, LoadError> {
         let sha256: [u8; 32] = Sha256::digest(bytes).into();
         let code = MachineCode::obtain(runtime, bytes, &sha256, cache)
-            .map_err(|message| LoadError::compile(name, bytes, &message))?;
+            .map_err(|error| LoadError::compile(name, bytes, &error))?;
         let metadata = read_metadata(name, bytes)?;
         Self::from_machine_code(runtime, name, sha256, metadata, code)
     }

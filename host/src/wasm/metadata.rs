@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::field_error::FieldError;
+
 /// The custom section holding the metadata.
 pub const METADATA_SECTION: &str = "rebound:policy";
 
@@ -92,23 +94,13 @@ impl ParamKind {
     }
 }
 
-/// Why a parameter does not match the schema.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ParamError {
-    /// The parameter.
-    pub param: String,
-    /// What is wrong and what was expected.
-    pub message: String,
-}
-
 impl PolicyMetadata {
     /// The metadata in the top-level custom section of `component`, if it has one. The error
     /// says why the section cannot be read.
-    pub fn from_component(component: &[u8]) -> Result<Option<Self>, String> {
+    pub fn from_component(component: &[u8]) -> Result<Option<Self>, FieldError> {
         let mut depth = 0usize;
         for payload in wasmparser::Parser::new(0).parse_all(component) {
-            match payload.map_err(|e| e.message().to_owned())? {
+            match payload.map_err(|e| FieldError::new("", e.message()))? {
                 wasmparser::Payload::Version { .. } => depth += 1,
                 wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
                 wasmparser::Payload::CustomSection(section)
@@ -116,7 +108,9 @@ impl PolicyMetadata {
                 {
                     return serde_json::from_slice(section.data())
                         .map(Some)
-                        .map_err(|e| format!("section `{METADATA_SECTION}`: {e}"));
+                        .map_err(|e| {
+                            FieldError::new(format!("section `{METADATA_SECTION}`"), e.to_string())
+                        });
                 }
                 _ => {}
             }
@@ -140,12 +134,10 @@ impl PolicyMetadata {
     /// Checks the schema itself: each parameter's bounds are numbers of its type (whole for an
     /// integer, none for text and booleans) with `min` at most `max`, and its default is a value
     /// of its type within them. The error's `param` is the field (`max_attempts.default`).
-    pub fn check_schema(&self) -> Result<(), ParamError> {
+    pub fn check_schema(&self) -> Result<(), FieldError> {
         for (name, spec) in &self.params {
-            let error = |field: &str, message: String| ParamError {
-                param: format!("{name}.{field}"),
-                message,
-            };
+            let error =
+                |field: &str, message: String| FieldError::new(format!("{name}.{field}"), message);
             for (field, bound) in [("min", spec.min), ("max", spec.max)] {
                 let Some(bound) = bound else { continue };
                 match spec.kind {
@@ -199,15 +191,12 @@ impl PolicyMetadata {
     /// Checks `params` (as a configuration gives them, text) against the schema: every name
     /// declared, every value of its type and within its range. With no parameters declared,
     /// any parameters pass (the policy's `configure` judges them).
-    pub fn check_params(&self, params: &BTreeMap<String, String>) -> Result<(), ParamError> {
+    pub fn check_params(&self, params: &BTreeMap<String, String>) -> Result<(), FieldError> {
         if self.params.is_empty() {
             return Ok(());
         }
         for (name, value) in params {
-            let error = |message: String| ParamError {
-                param: name.clone(),
-                message,
-            };
+            let error = |message: String| FieldError::new(name.clone(), message);
             let Some(spec) = self.params.get(name) else {
                 let known: Vec<&str> = self.params.keys().map(String::as_str).collect();
                 return Err(error(format!(
@@ -290,7 +279,7 @@ mod tests {
             let meta: PolicyMetadata =
                 serde_json::from_str(&format!(r#"{{"params": {{"n": {params}}}}}"#)).unwrap();
             let error = meta.check_schema().unwrap_err();
-            format!("{}: {}", error.param, error.message)
+            format!("{}: {}", error.field, error.message)
         };
         assert_eq!(
             refused(r#"{"type": "integer", "default": "twenty"}"#),
@@ -332,7 +321,7 @@ mod tests {
             .is_ok());
         let error = |pairs| schema.check_params(&params(pairs)).unwrap_err();
         let e = error(&[("max_attemps", "5")]);
-        assert_eq!(e.param, "max_attemps");
+        assert_eq!(e.field, "max_attemps");
         assert!(
             e.message.contains("no parameter `max_attemps`") && e.message.contains("max_attempts"),
             "{e}"

@@ -43,6 +43,7 @@ engine! {
     mod component;
     mod config;
     mod deadline;
+    mod engine_error;
     mod health;
     mod hedging;
     mod host_trap;
@@ -63,7 +64,8 @@ engine! {
     pub use compiler::{ComponentCompiler, EngineSettings};
     pub use component::{CodeOrigin, LoadError, PolicyPre, HOST_PACKAGE};
     pub use config::WasmStrategyConfig;
-    pub use metadata::{ParamError, ParamKind, ParamSpec, PolicyMetadata, METADATA_SECTION};
+    pub use engine_error::EngineError;
+    pub use metadata::{ParamKind, ParamSpec, PolicyMetadata, METADATA_SECTION};
     pub use runtime::WasmRuntime;
     pub use strategy::WasmStrategy;
     pub use world::WitVersion;

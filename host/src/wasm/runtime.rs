@@ -11,6 +11,7 @@ use wasmtime::component::Component;
 use wasmtime::Engine;
 
 use super::alarm::{Alarm, Alarms};
+use super::engine_error::EngineError;
 use super::compiler::{ComponentCompiler, EngineSettings};
 use super::settings::{Optimization, PoolConfig, TickerPriority};
 use super::pool::IdleBudget;
@@ -80,7 +81,7 @@ impl std::fmt::Debug for WasmRuntime {
 impl WasmRuntime {
     /// An engine whose instances may hold up to `max_memory_bytes` of linear memory each
     /// (the largest memory cap any policy will be given), compiling without optimisation.
-    pub fn new(max_memory_bytes: u64) -> wasmtime::Result<Self> {
+    pub fn new(max_memory_bytes: u64) -> Result<Self, EngineError> {
         Self::with_optimization(max_memory_bytes, Optimization::default())
     }
 
@@ -88,7 +89,7 @@ impl WasmRuntime {
     pub fn with_optimization(
         max_memory_bytes: u64,
         optimization: Optimization,
-    ) -> wasmtime::Result<Self> {
+    ) -> Result<Self, EngineError> {
         Self::with_pool(max_memory_bytes, optimization, PoolConfig::default())
     }
 
@@ -97,10 +98,10 @@ impl WasmRuntime {
         max_memory_bytes: u64,
         optimization: Optimization,
         pool: PoolConfig,
-    ) -> wasmtime::Result<Self> {
+    ) -> Result<Self, EngineError> {
         let settings = EngineSettings::new(max_memory_bytes, optimization, pool.instances);
         let instances = settings.instances;
-        let engine = Engine::new(&settings.config())?;
+        let engine = Engine::new(&settings.config()).map_err(|e| EngineError::of(&e))?;
 
         let stop = Arc::new(AtomicBool::new(false));
         let base = Instant::now();
@@ -137,12 +138,13 @@ impl WasmRuntime {
                         // After the engine's: a deadline reckoned from this value is never early.
                         shared.store(epoch, Ordering::Release);
                     }
-                })?
+                })
+                .map_err(|e| EngineError::new(format!("cannot start the epoch ticker's thread: {e}")))?
         };
         // Sent first thing by the thread: it is not lost unless the thread could not start.
         let ticker_thread = ticker_thread
             .recv()
-            .map_err(|_| wasmtime::Error::msg("the epoch ticker's thread did not start"))?;
+            .map_err(|_| EngineError::new("the epoch ticker's thread did not start"))?;
         let runtime = WasmRuntime {
             inner: Arc::new(RuntimeInner {
                 engine,
@@ -179,7 +181,7 @@ impl WasmRuntime {
 
     /// Compiles component `bytes`, with the installed compiler if any. The error is the
     /// compiler's or wasmtime's explanation.
-    pub(crate) fn compile(&self, bytes: &[u8]) -> Result<Component, String> {
+    pub(crate) fn compile(&self, bytes: &[u8]) -> Result<Component, EngineError> {
         let compiler = self
             .inner
             .compiler
@@ -187,13 +189,13 @@ impl WasmRuntime {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let Some(compiler) = compiler else {
-            return Component::new(&self.inner.engine, bytes).map_err(|e| format!("{e:#}"));
+            return Component::new(&self.inner.engine, bytes).map_err(|e| EngineError::of(&e));
         };
         let artifact = compiler.compile(&self.inner.settings, bytes)?;
         // SAFETY: a `ComponentCompiler` returns only what `EngineSettings::precompile` made for
         // these settings (its contract); wasmtime checks the format and the engine's settings.
         unsafe { Component::deserialize(&self.inner.engine, &artifact) }
-            .map_err(|e| format!("the compiler's artifact does not load: {e:#}"))
+            .map_err(|e| EngineError::of(&e).doing("the compiler's artifact does not load"))
     }
 
     /// Asks that the epoch ticker's thread be scheduled as `wanted`, or as the best below it

@@ -6,22 +6,20 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{
-    error, nominal_table, HedgingPolicyConfig, MethodName, RetryPolicy, RetryThrottling,
-    ServiceConfigError,
-};
+use super::{error, nominal_table, HedgingPolicyConfig, MethodName, RetryPolicy, RetryThrottling};
+use crate::field_error::FieldError;
 use crate::grpc::proto_json;
 use crate::grpc::status::GrpcCode;
 
 /// The proto3 JSON duration at `path`.
-fn duration(value: &Value, path: &str, zero: bool) -> Result<Duration, ServiceConfigError> {
+fn duration(value: &Value, path: &str, zero: bool) -> Result<Duration, FieldError> {
     proto_json::duration(value, zero).map_err(|e| error(path, e.0))
 }
 
 pub(super) fn object<'a>(
     value: &'a Value,
     path: &str,
-) -> Result<&'a Map<String, Value>, ServiceConfigError> {
+) -> Result<&'a Map<String, Value>, FieldError> {
     value.as_object().ok_or_else(|| {
         error(
             if path.is_empty() { "(root)" } else { path },
@@ -30,10 +28,7 @@ pub(super) fn object<'a>(
     })
 }
 
-pub(super) fn names(
-    entry: &Map<String, Value>,
-    at: &str,
-) -> Result<Vec<MethodName>, ServiceConfigError> {
+pub(super) fn names(entry: &Map<String, Value>, at: &str) -> Result<Vec<MethodName>, FieldError> {
     let list = entry
         .get("name")
         .and_then(Value::as_array)
@@ -85,7 +80,7 @@ pub(super) fn retry_policy(
     value: &Value,
     at: &str,
     max_attempts_limit: u32,
-) -> Result<RetryPolicy, ServiceConfigError> {
+) -> Result<RetryPolicy, FieldError> {
     let policy = object(value, at)?;
     let field = |key: &str| {
         policy
@@ -118,7 +113,7 @@ pub(super) fn retry_policy(
         .iter()
         .enumerate()
         .map(|(i, code)| {
-            GrpcCode::from_json(code).map_err(|e| error(format!("{codes_at}[{i}]"), e))
+            GrpcCode::from_json(code).map_err(|e| e.within(&format!("{codes_at}[{i}]")))
         })
         .collect::<Result<_, _>>()?;
     Ok(RetryPolicy {
@@ -142,7 +137,7 @@ pub(super) fn max_attempts(
     policy: &Map<String, Value>,
     at: &str,
     max_attempts_limit: u32,
-) -> Result<u32, ServiceConfigError> {
+) -> Result<u32, FieldError> {
     let value = policy
         .get("maxAttempts")
         .ok_or_else(|| error(format!("{at}.maxAttempts"), "required"))?;
@@ -162,7 +157,7 @@ pub(super) fn hedging_policy(
     value: &Value,
     at: &str,
     max_attempts_limit: u32,
-) -> Result<HedgingPolicyConfig, ServiceConfigError> {
+) -> Result<HedgingPolicyConfig, FieldError> {
     let policy = object(value, at)?;
     let max_attempts = max_attempts(policy, at, max_attempts_limit)?;
     let hedging_delay = match policy.get("hedgingDelay") {
@@ -178,7 +173,7 @@ pub(super) fn hedging_policy(
             .iter()
             .enumerate()
             .map(|(i, code)| {
-                GrpcCode::from_json(code).map_err(|e| error(format!("{codes_at}[{i}]"), e))
+                GrpcCode::from_json(code).map_err(|e| e.within(&format!("{codes_at}[{i}]")))
             })
             .collect::<Result<_, _>>()?,
     };
@@ -189,7 +184,7 @@ pub(super) fn hedging_policy(
     })
 }
 
-pub(super) fn throttling(value: &Value) -> Result<RetryThrottling, ServiceConfigError> {
+pub(super) fn throttling(value: &Value) -> Result<RetryThrottling, FieldError> {
     let at = "retryThrottling";
     let throttling = object(value, at)?;
     let tokens = throttling

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::status::GrpcCode;
+use crate::field_error::FieldError;
 use fields::{hedging_policy, names, object, retry_policy, throttling};
 
 mod fields;
@@ -24,22 +25,8 @@ pub const DEFAULT_MAX_ATTEMPTS_LIMIT: u32 = 5;
 /// service config is sized by its numbers.
 const NOMINAL_TABLE_LEN: u32 = 64;
 
-/// A service config that gRPC would refuse: the field's path
-/// (`methodConfig[0].retryPolicy.maxAttempts`) and what was expected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {message}")]
-pub struct ServiceConfigError {
-    /// The field, as a JSON path from the service config's root.
-    pub path: String,
-    /// What is wrong and what was expected.
-    pub message: String,
-}
-
-fn error(path: impl Into<String>, message: impl Into<String>) -> ServiceConfigError {
-    ServiceConfigError {
-        path: path.into(),
-        message: message.into(),
-    }
+fn error(path: impl Into<String>, message: impl Into<String>) -> FieldError {
+    FieldError::new(path, message)
 }
 
 /// A method config's `retryPolicy` (gRFC A6 "Retry Policy Capabilities").
@@ -176,7 +163,7 @@ pub struct ServiceConfig {
 impl ServiceConfig {
     /// Reads and validates `config` (a service config's JSON object), capping `maxAttempts`
     /// at `max_attempts_limit` as a client does.
-    pub fn parse(config: &Value, max_attempts_limit: u32) -> Result<Self, ServiceConfigError> {
+    pub fn parse(config: &Value, max_attempts_limit: u32) -> Result<Self, FieldError> {
         let root = object(config, "")?;
         let mut policies = Vec::new();
         let mut seen: Vec<(MethodName, usize)> = Vec::new();

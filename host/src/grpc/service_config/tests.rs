@@ -18,7 +18,7 @@ fn with_policy(policy: Value) -> Value {
     json!({"methodConfig": [{"name": [{"service": "pkg.Svc"}], "retryPolicy": policy}]})
 }
 
-fn refused(config: Value) -> ServiceConfigError {
+fn refused(config: Value) -> FieldError {
     ServiceConfig::parse(&config, DEFAULT_MAX_ATTEMPTS_LIMIT).unwrap_err()
 }
 
@@ -49,7 +49,7 @@ fn max_attempts_above_five_is_five_and_below_two_is_refused() {
     for bad in [json!(1), json!(0), json!(2.5), json!("3")] {
         p["maxAttempts"] = bad;
         let e = refused(with_policy(p.clone()));
-        assert_eq!(e.path, "methodConfig[0].retryPolicy.maxAttempts", "{e}");
+        assert_eq!(e.field, "methodConfig[0].retryPolicy.maxAttempts", "{e}");
     }
     p.as_object_mut().unwrap().remove("maxAttempts");
     assert_eq!(refused(with_policy(p)).message, "required");
@@ -81,7 +81,7 @@ fn backoffs_are_positive_proto3_durations() {
         p["maxBackoff"] = bad.clone();
         let e = refused(with_policy(p));
         assert_eq!(
-            e.path, "methodConfig[0].retryPolicy.maxBackoff",
+            e.field, "methodConfig[0].retryPolicy.maxBackoff",
             "{bad}: {e}"
         );
     }
@@ -93,17 +93,17 @@ fn backoffs_are_positive_proto3_durations() {
 fn multiplier_and_codes_are_validated() {
     let mut p = policy();
     p["backoffMultiplier"] = json!(0);
-    assert!(refused(with_policy(p)).path.ends_with("backoffMultiplier"));
+    assert!(refused(with_policy(p)).field.ends_with("backoffMultiplier"));
     let mut p = policy();
     p["retryableStatusCodes"] = json!([]);
     assert!(refused(with_policy(p))
-        .path
+        .field
         .ends_with("retryableStatusCodes"));
     let mut p = policy();
     p["retryableStatusCodes"] = json!(["UNAVAILABLE", "NOPE"]);
     let e = refused(with_policy(p));
     assert_eq!(
-        e.path,
+        e.field,
         "methodConfig[0].retryPolicy.retryableStatusCodes[1]"
     );
     assert!(e.message.contains("UNAVAILABLE"), "{e}");
@@ -134,11 +134,11 @@ fn the_most_specific_method_config_applies() {
     assert_eq!(config.retry_policy("pkg.Svc/Read"), None);
 
     let e = refused(json!({"methodConfig": [{"name": [{"method": "Get"}]}]}));
-    assert_eq!(e.path, "methodConfig[0].name[0].method");
+    assert_eq!(e.field, "methodConfig[0].name[0].method");
     let e = refused(json!({"methodConfig": [
         {"name": [{"service": "a.S"}]}, {"name": [{"service": "a.S"}]}
     ]}));
-    assert_eq!(e.path, "methodConfig[1].name[0]");
+    assert_eq!(e.field, "methodConfig[1].name[0]");
 }
 
 /// gRFC A6 "Validation of retryThrottling": `maxTokens` an integer in (0, 1000],
@@ -171,7 +171,7 @@ fn throttling_is_validated_and_its_ratio_cut_to_three_places() {
         ),
         (json!({"maxTokens": 10}), "retryThrottling.tokenRatio"),
     ] {
-        assert_eq!(refused(json!({"retryThrottling": bad})).path, path);
+        assert_eq!(refused(json!({"retryThrottling": bad})).field, path);
     }
 }
 
@@ -223,7 +223,7 @@ fn hedging_policies_are_read_and_validated() {
             "methodConfig[0].hedgingPolicy.nonFatalStatusCodes[0]",
         ),
     ] {
-        assert_eq!(refused(with_hedging(bad)).path, path);
+        assert_eq!(refused(with_hedging(bad)).field, path);
     }
     let retry = self::policy();
     let both = json!({"methodConfig": [{
@@ -232,6 +232,6 @@ fn hedging_policies_are_read_and_validated() {
         "hedgingPolicy": {"maxAttempts": 2}
     }]});
     let e = refused(both);
-    assert_eq!(e.path, "methodConfig[0].hedgingPolicy");
+    assert_eq!(e.field, "methodConfig[0].hedgingPolicy");
     assert!(e.message.contains("only one of"), "{e}");
 }

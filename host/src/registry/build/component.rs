@@ -136,7 +136,7 @@ fn compile(
             &sha256,
             components.cache.as_ref(),
         )
-        .map_err(|message| LoadError::compile(name, bytes, &message))?;
+        .map_err(|error| LoadError::compile(name, bytes, &error))?;
     let metadata = read_metadata(name, bytes)?;
     Ok(PolicyPre::from_machine_code(
         &components.runtime,
@@ -156,7 +156,7 @@ fn check_params(
     metadata: &PolicyMetadata,
 ) -> Result<(), ConfigError> {
     metadata.check_params(&definition.params).map_err(|e| {
-        let field = format!("policies.{name}.params.{}", e.param);
+        let field = format!("policies.{name}.params.{}", e.field);
         let message = format!("{} (the parameter schema of {})", e.message, path.display());
         match &definition.params_location {
             Some(at) => at.error(field, message),
@@ -213,7 +213,7 @@ pub(crate) fn fetch_oci(
         }
         .map_err(|source| BuildError::Oci {
             policy: name.to_owned(),
-            source,
+            error: source,
         })?;
         if let Some(precompiled) = definition.precompiled_sha256 {
             let pin = hex::encode(precompiled);
@@ -244,7 +244,7 @@ pub(crate) fn read(policy: &str, path: &Path, limit: u64) -> Result<Vec<u8>, Bui
     let failed = |source| BuildError::Read {
         policy: policy.to_owned(),
         path: path.display().to_string(),
-        source,
+        error: source,
     };
     let too_large = |size| BuildError::TooLarge {
         policy: policy.to_owned(),

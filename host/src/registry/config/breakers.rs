@@ -64,7 +64,7 @@ pub(super) fn breakers(
                 .rolling_window_ms
                 .map_or(default.rolling_window, Duration::from_millis),
         };
-        config.validate().map_err(|e| at(e.field, e.message))?;
+        config.validate().map_err(|e| at(&e.field, e.message))?;
         let max_nodes = raw.max_nodes.unwrap_or(NodeBreakers::DEFAULT_MAX_NODES);
         if !(1..=BreakerDefinition::MOST_NODES).contains(&max_nodes) {
             return Err(at(

@@ -245,10 +245,10 @@ fn builtin_policy(
     }
     BuiltinPolicy::new(builtin, &json).map_err(|e| {
         // Where the refused parameter is written, or the whole table.
-        let (span, field) = match params.get_ref().get(&e.param) {
-            Some(value) => (value.span(), format!("{field}.params.{}", e.param)),
-            None if e.param.is_empty() => (params.span(), format!("{field}.params")),
-            None => (params.span(), format!("{field}.params.{}", e.param)),
+        let (span, field) = match params.get_ref().get(&e.field) {
+            Some(value) => (value.span(), format!("{field}.params.{}", e.field)),
+            None if e.field.is_empty() => (params.span(), format!("{field}.params")),
+            None => (params.span(), format!("{field}.params.{}", e.field)),
         };
         errors.at(span, field, e.message)
     })

@@ -212,7 +212,7 @@ fn budgets(
             errors.at(budget.span(), format!("budgets.{name}.{field}"), message)
         };
         let config = budget.get_ref().config();
-        config.validate().map_err(|e| at(e.field, e.message))?;
+        config.validate().map_err(|e| at(&e.field, e.message))?;
         budgets.insert(name.clone(), config);
         let raw = budget.get_ref();
         match &raw.per {
@@ -357,7 +357,7 @@ fn telemetry(
     let config = raw.into_inner();
     config
         .check_endpoint()
-        .map_err(|e| errors.at(span, "telemetry.endpoint", e))?;
+        .map_err(|e| errors.at(span, "telemetry.endpoint", e.message))?;
     Ok(Some(config))
 }
 

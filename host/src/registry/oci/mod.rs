@@ -123,12 +123,12 @@ pub enum OciError {
         limit: u64,
     },
     /// The local store could not be written or read.
-    #[error("OCI store {path}: {source}")]
+    #[error("OCI store {path}: {error}")]
     Store {
         /// The file.
         path: String,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 

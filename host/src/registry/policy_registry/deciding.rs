@@ -12,6 +12,7 @@ use metrics::SharedString;
 use crate::breaker::NodeBreakers;
 use crate::context::DecisionContext;
 use crate::controls::Controls;
+use crate::decider::DecideError;
 use crate::decision::Decision;
 use crate::decision_id::DecisionId;
 use crate::decision_log::{
@@ -68,7 +69,7 @@ impl PolicyRegistry {
         &self,
         request: &mut Request,
         reason: &RetryReason,
-    ) -> Result<Decided, RegistryError> {
+    ) -> Result<Decided, DecideError> {
         self.decide(request, &DecisionContext::new(reason)).await
     }
 
@@ -79,7 +80,7 @@ impl PolicyRegistry {
         request: &mut Request,
         reason: &RetryReason,
         now: Instant,
-    ) -> Result<Decided, RegistryError> {
+    ) -> Result<Decided, DecideError> {
         self.decide(request, &DecisionContext::new(reason).at(now))
             .await
     }
@@ -90,7 +91,7 @@ impl PolicyRegistry {
         &self,
         request: &mut Request,
         context: &DecisionContext<'_>,
-    ) -> Result<Decided, RegistryError> {
+    ) -> Result<Decided, DecideError> {
         // What deciding needs from the published table, read without a lock; the table is
         // not held across the policy's call.
         let (log, target) = {

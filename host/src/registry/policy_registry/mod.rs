@@ -78,7 +78,7 @@ impl PolicyRegistry {
             engine.optimization,
             engine.pool,
         )
-        .map_err(|e| RegistryError::Engine(format!("{e:#}")))?;
+        .map_err(RegistryError::Engine)?;
         // A new runtime's ticker is scheduled as the default asks already.
         if let Some(wanted) = engine
             .ticker_priority

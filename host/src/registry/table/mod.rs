@@ -16,6 +16,7 @@ use super::status::PolicyStatus;
 use super::version::PolicyVersion;
 use crate::breaker::NodeBreakers;
 use crate::controls::Controls;
+use crate::decider::DecideError;
 use crate::decision_log::DecisionLog;
 use crate::hedge::Hedging;
 use crate::request::{Request, RequestType, Service};
@@ -69,14 +70,15 @@ impl Table {
             .get(name)
             .ok_or_else(|| RegistryError::UnknownPolicy {
                 name: name.to_owned(),
-                known: self
-                    .config
-                    .policies
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                known: self.known_policies(),
             })
+    }
+
+    /// The configured policies' names, for an error naming an unknown one.
+    fn known_policies(&self) -> String {
+        (self.config.policies.keys().cloned())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// The status of `slot`'s policy, with the budget it draws from.
@@ -141,16 +143,22 @@ impl Table {
     /// The policy deciding for `request`: its own policy name, else its profile's dedicated
     /// policy, else the first `[[routes]]` entry it matches (HTTP requests and gRPC calls),
     /// else the route of its request type, else of its service, else the default.
-    pub(super) fn resolve(&self, request: &Request) -> Result<&Arc<Slot>, RegistryError> {
+    pub(super) fn resolve(&self, request: &Request) -> Result<&Arc<Slot>, DecideError> {
         if let Some(name) = request.policy_name() {
-            return self.slot(name);
+            return self
+                .slots
+                .get(name)
+                .ok_or_else(|| DecideError::UnknownPolicy {
+                    name: name.to_owned(),
+                    known: self.known_policies(),
+                });
         }
         if let Some(profile) = request.profile_name() {
             match self.profiles.get(profile) {
                 Some(Some(slot)) => return Ok(slot),
                 Some(None) => {}
                 None => {
-                    return Err(RegistryError::UnknownProfile {
+                    return Err(DecideError::UnknownProfile {
                         name: profile.to_owned(),
                         known: self.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
                     })
