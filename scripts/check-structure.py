@@ -6,7 +6,8 @@ A reader should be able to hold a file in mind, and a module should be readable 
 ones that read it; both erode one commit at a time unless a gate holds them. Test modules
 (files named `tests.rs` or ending in `_tests.rs`, and anything under a `tests/` directory of
 `src/`) are not counted for size. A module may use its ancestors and descendants (`super::`,
-`mod child`): a cycle is between modules neither of which contains the other.
+`mod child`); any other use is a dependency between the two siblings that contain the user and
+the used (the children of their nearest common ancestor), and a cycle among siblings is refused.
 
 Usage: scripts/check-structure.py SRC_DIR...   (exit 1 naming every file and cycle refused)
 """
@@ -73,12 +74,24 @@ def cycles(src: Path) -> list:
     files = {module_of(src, f): f for f in src.rglob("*.rs")}
     modules = set(files)
     edges = {m: set() for m in modules}
+    for module in modules:
+        for depth in range(1, len(module)):
+            edges.setdefault(module[:depth], set())
     for module, file in files.items():
         for path in paths_in(file.read_text()):
             target = resolve(path, module, modules)
             if target in modules and not related(module, target):
-                edges[module].add(target)
+                user, used = siblings(module, target)
+                edges[user].add(used)
     return strongly_connected(edges)
+
+
+def siblings(a: tuple, b: tuple) -> tuple:
+    """`a` and `b` lifted to the children of their nearest common ancestor."""
+    common = 0
+    while common < min(len(a), len(b)) and a[common] == b[common]:
+        common += 1
+    return a[: common + 1], b[: common + 1]
 
 
 def strongly_connected(edges: dict) -> list:
@@ -127,6 +140,7 @@ def main(dirs: list) -> int:
             print(f"{src}: import cycle between modules {names}")
             refused += 1
     if refused:
+        sys.stdout.flush()
         print(f"check-structure: {refused} refused", file=sys.stderr)
         return 1
     return 0

@@ -6,34 +6,12 @@ use std::time::Instant;
 
 use crate::breaker::NodeBreakers;
 use crate::context::DecisionContext;
+use crate::decide_error::DecideError;
 use crate::decision::Decision;
 use crate::hedge::Hedging;
 use crate::orchestrator::Orchestrator;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
-
-/// Why nothing could decide for a request: it names a policy or a profile no policy or profile
-/// of the registry has.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DecideError {
-    /// No policy has the name the request gives.
-    #[error("no policy named `{name}`; known policies: {known}")]
-    UnknownPolicy {
-        /// The name asked for.
-        name: String,
-        /// The configured names.
-        known: String,
-    },
-    /// No profile has the name the request gives.
-    #[error("no profile named `{name}`; known profiles: {known}")]
-    UnknownProfile {
-        /// The name asked for.
-        name: String,
-        /// The configured names.
-        known: String,
-    },
-}
 
 /// Decides what happens to a failed request: [`Orchestrator`] (its default strategy) or
 /// `PolicyRegistry` (the request's policy by name, profile or route).

@@ -128,6 +128,7 @@ mod cassandra_types;
 pub mod classify;
 mod context;
 mod controls;
+mod decide_error;
 mod decider;
 mod decision;
 #[cfg(feature = "registry")]
@@ -177,7 +178,8 @@ pub use budget::{
     Acquired, BucketRefusal, RetryBudgets, MAX_BUCKETS_PER_POLICY, MAX_BUCKET_NAME_BYTES,
 };
 pub use context::{DecisionContext, FailureNote};
-pub use decider::{DecideError, Decider};
+pub use decide_error::DecideError;
+pub use decider::Decider;
 pub use decision::{Deciding, Decision, DelaySource, ReadyOrBoxed, RetryPlan};
 #[cfg(feature = "registry")]
 pub use decision_id::DecisionId;

@@ -2,7 +2,7 @@
 
 use std::fmt::Debug;
 
-use crate::decider::DecideError;
+use crate::decide_error::DecideError;
 use crate::outcome::{ErrorContext, RetryError};
 
 /// How a request ends without a value. `E` is the operation's error type.

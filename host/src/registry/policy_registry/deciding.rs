@@ -12,7 +12,7 @@ use metrics::SharedString;
 use crate::breaker::NodeBreakers;
 use crate::context::DecisionContext;
 use crate::controls::Controls;
-use crate::decider::DecideError;
+use crate::decide_error::DecideError;
 use crate::decision::Decision;
 use crate::decision_id::DecisionId;
 use crate::decision_log::{

@@ -16,7 +16,7 @@ use super::status::PolicyStatus;
 use super::version::PolicyVersion;
 use crate::breaker::NodeBreakers;
 use crate::controls::Controls;
-use crate::decider::DecideError;
+use crate::decide_error::DecideError;
 use crate::decision_log::DecisionLog;
 use crate::hedge::Hedging;
 use crate::request::{Request, RequestType, Service};
