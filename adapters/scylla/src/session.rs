@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures_util::FutureExt;
 use rebound::cassandra::ConsistencyLevel;
 use rebound::registry::{PolicyRegistry, RegistryError};
-use rebound::{Decision, DecisionContext, NodeChoice, Request, RequestType};
+use rebound::{DecideError, Decision, DecisionContext, NodeChoice, Request, RequestType};
 use scylla::errors::RequestAttemptError;
 use scylla::policies::retry::{RequestInfo, RetryDecision, RetryPolicy, RetrySession};
 use scylla::statement::Consistency;
@@ -114,11 +114,11 @@ impl ReboundRetryPolicy {
     pub fn profile(mut self, name: &str) -> Result<Self, AdapterError> {
         let profiles = self.shared.registry.config().profiles;
         if !profiles.contains_key(name) {
-            return Err(RegistryError::UnknownProfile {
+            let unknown = DecideError::UnknownProfile {
                 name: name.to_owned(),
                 known: profiles.keys().cloned().collect::<Vec<_>>().join(", "),
-            }
-            .into());
+            };
+            return Err(RegistryError::from(unknown).into());
         }
         self.shared_mut().profile = Some(name.into());
         Ok(self)

@@ -118,9 +118,7 @@ pub(super) async fn not_found() -> Response {
 /// engine or cache failure.
 pub(super) fn registry_error(e: &RegistryError) -> Response {
     let status = match e {
-        RegistryError::UnknownPolicy { .. } | RegistryError::UnknownProfile { .. } => {
-            StatusCode::NOT_FOUND
-        }
+        RegistryError::Unknown(_) => StatusCode::NOT_FOUND,
         RegistryError::NoPrevious(_) | RegistryError::NoShadow(_) | RegistryError::Builtin(_) => {
             StatusCode::CONFLICT
         }

@@ -2,6 +2,7 @@
 //! be built ([`BuildError`]).
 
 use super::config::ConfigError;
+use crate::decide_error::DecideError;
 #[cfg(feature = "wasm")]
 use crate::wasm::{CacheError, LoadError};
 
@@ -9,22 +10,9 @@ use crate::wasm::{CacheError, LoadError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistryError {
-    /// No policy has this name.
-    #[error("no policy named `{name}`; known policies: {known}")]
-    UnknownPolicy {
-        /// The name asked for.
-        name: String,
-        /// The configured names.
-        known: String,
-    },
-    /// No profile has this name.
-    #[error("no profile named `{name}`; known profiles: {known}")]
-    UnknownProfile {
-        /// The name asked for.
-        name: String,
-        /// The configured names.
-        known: String,
-    },
+    /// No policy or profile has the name given.
+    #[error(transparent)]
+    Unknown(#[from] DecideError),
     /// Rollback without a previous version.
     #[error("policy `{0}` has no previous version to roll back to")]
     NoPrevious(String),

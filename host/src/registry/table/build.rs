@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::{controls_in, Table};
 use crate::breaker::NodeBreakers;
 use crate::controls::{BudgetControl, Controls, PerClient};
+use crate::decide_error::DecideError;
 use crate::decision_log::DecisionLog;
 use crate::hedge::HedgingPolicy;
 use crate::registry::build::BuildContext;
@@ -270,12 +271,12 @@ fn check_references(
         .find(|name| !slots.contains_key(*name))
     {
         None => Ok(()),
-        Some(missing) => Err(RegistryError::UnknownPolicy {
+        Some(missing) => Err(RegistryError::from(DecideError::UnknownPolicy {
             name: missing.clone(),
             known: (config.policies.keys().cloned())
                 .collect::<Vec<_>>()
                 .join(", "),
-        }),
+        })),
     }
 }
 

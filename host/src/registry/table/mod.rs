@@ -66,12 +66,12 @@ pub(super) struct Table {
 
 impl Table {
     pub(super) fn slot(&self, name: &str) -> Result<&Arc<Slot>, RegistryError> {
-        self.slots
-            .get(name)
-            .ok_or_else(|| RegistryError::UnknownPolicy {
+        self.slots.get(name).ok_or_else(|| {
+            RegistryError::from(DecideError::UnknownPolicy {
                 name: name.to_owned(),
                 known: self.known_policies(),
             })
+        })
     }
 
     /// The configured policies' names, for an error naming an unknown one.
