@@ -20,8 +20,10 @@ pub struct Server {
 }
 
 /// Longest wait for one HTTP exchange: a server that stops answering fails the test instead
-/// of hanging it.
-const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// of hanging it. Generous: a reload answers once it has compiled a component (in a child
+/// process, killed at its limits), which on two busy cores of a debug build takes far longer
+/// than on an idle machine.
+const CALL_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// The `rebound` binary under test.
 fn rebound() -> Command {
