@@ -308,3 +308,63 @@ fn coarse_clock_follows_real_time() {
     assert!(second > first, "the clock advanced");
     assert!(second <= Instant::now(), "never ahead of real time");
 }
+
+/// docs/decisions.md, "A long call on a tokio worker": a call still running two epoch ticks
+/// after it started on a worker of a multi-threaded tokio runtime hands the runtime's I/O to
+/// an idle worker, so a policy spinning to its deadline on one worker leaves the application's
+/// sockets served; without the hand-off the byte sent during the call is seen only once the
+/// call ends.
+#[test]
+fn a_spinning_call_on_a_tokio_worker_leaves_the_runtime_s_sockets_served() {
+    use std::io::Write;
+    use tokio::io::AsyncReadExt;
+
+    let strategy = adversary(SandboxLimits {
+        deadline_ms: 5_000,
+        fuel: u64::MAX / 2,
+        ..Default::default()
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (seen, call_ended) = runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        // One byte starts the call, sent once its task waits for it (woken by the runtime's
+        // I/O driver, it runs on the worker polling the driver); the other is sent while the
+        // call spins.
+        let sender = std::thread::spawn(move || {
+            let mut starts = std::net::TcpStream::connect(address).unwrap();
+            let mut during = std::net::TcpStream::connect(address).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            starts.write_all(b"s").unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            during.write_all(b"d").unwrap();
+            (starts, during)
+        });
+        let (mut starts, _) = listener.accept().await.unwrap();
+        let (mut during, _) = listener.accept().await.unwrap();
+        let call = tokio::spawn(async move {
+            starts.read_exact(&mut [0]).await.unwrap();
+            let reason = reasons::KV_LOCKED;
+            let action = strategy.answer(&asking("spin", ""), &DecisionContext::new(&reason));
+            (action, Instant::now())
+        });
+        during.read_exact(&mut [0]).await.unwrap();
+        let seen = Instant::now();
+        let (action, call_ended) = call.await.unwrap();
+        assert_eq!(
+            action,
+            RetryAction::PolicyFailed(PolicyFailureKind::Timeout)
+        );
+        drop(sender.join().unwrap());
+        (seen, call_ended)
+    });
+    assert!(
+        seen < call_ended,
+        "the byte sent during the call was seen {:?} after the call ended",
+        seen - call_ended
+    );
+}

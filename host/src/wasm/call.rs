@@ -39,8 +39,8 @@ pub(super) fn arm(
     store
         .set_fuel(fuel)
         .map_err(|e| PolicyFailure::new(PolicyFailureKind::Trap, format!("{e:#}")))?;
-    store.set_epoch_deadline(due.ticks_to_eve(runtime));
-    store.data_mut().deadline.reset();
+    let first = (store.data_mut().deadline).arm(due.ticks_to_eve(runtime));
+    store.set_epoch_deadline(first);
     store.data_mut().wasi.begin_call();
     Ok(())
 }

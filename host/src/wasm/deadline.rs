@@ -1,18 +1,20 @@
-//! The per-call wall-clock deadline, forgiving of preemption. The epoch ticker first calls
-//! back one tick before the deadline (its eve), where the thread's CPU time is noted; from the
+//! The per-call wall-clock deadline, forgiving of preemption. A call still running two ticks
+//! in is first called back to hand a tokio runtime's I/O to another thread (`io_hand_off`).
+//! The epoch ticker then calls back one tick before the deadline (its eve), where the thread's CPU time is noted; from the
 //! deadline on, the call is stopped once its thread has spent [`SPIN_CPU`] of CPU time since
 //! the eve (a policy that ran through the last tick before its deadline and on past it is
 //! spinning), or after [`GRACE_TICKS`] more ticks of wall time whatever it did. A call that
 //! overran only because the machine was overloaded (its thread descheduled) needs
 //! microseconds of CPU to finish, and is let finish. A spinning policy is thus stopped at the
 //! first tick past its deadline, and an honest one is not blamed for a busy machine. Nothing
-//! here runs on a call that ends before its deadline's eve.
+//! here runs on a call that ends within two ticks.
 
 use std::time::{Duration, Instant};
 
 use wasmtime::UpdateDeadline;
 
 use super::call_watch::CallWatch;
+use super::io_hand_off::{hand_off_io, HAND_OFF_TICKS};
 use super::runtime::{WasmRuntime, EPOCH_TICK};
 
 /// The most ticks a call is extended past its deadline.
@@ -69,9 +71,12 @@ fn ticks_to_eve(deadline: Duration) -> u64 {
     u64::try_from(deadline.as_nanos()).map_or(u64::MAX, |nanos| nanos.div_ceil(TICK))
 }
 
-/// Where a call stands near its deadline.
+/// Where a call stands on its way to its deadline.
 #[derive(Debug, Default)]
 pub(crate) struct DeadlineGrace {
+    /// While the call's first epoch deadline is its I/O hand-off: the ticks from there to its
+    /// deadline's eve.
+    eve_after_hand_off: Option<u64>,
     /// The thread's CPU time at the deadline's eve in this call.
     cpu_at_eve: Option<Duration>,
     /// Ticks granted past the deadline so far in this call.
@@ -79,15 +84,30 @@ pub(crate) struct DeadlineGrace {
 }
 
 impl DeadlineGrace {
-    /// Forgets the previous call.
-    pub(crate) fn reset(&mut self) {
+    /// Forgets the previous call, and arms the next, `ticks_to_eve` epoch ticks from its
+    /// deadline's eve. Returns the ticks to the call's first epoch deadline: its I/O hand-off,
+    /// when the eve is further.
+    pub(crate) fn arm(&mut self, ticks_to_eve: u64) -> u64 {
         self.cpu_at_eve = None;
         self.granted = 0;
+        if ticks_to_eve > HAND_OFF_TICKS {
+            self.eve_after_hand_off = Some(ticks_to_eve - HAND_OFF_TICKS);
+            HAND_OFF_TICKS
+        } else {
+            self.eve_after_hand_off = None;
+            ticks_to_eve
+        }
     }
 
-    /// An epoch deadline passed (the eve, then the deadline and each tick after it): stop the
-    /// call, or extend it by one tick.
+    /// An epoch deadline passed (the I/O hand-off, the eve, then the deadline and each tick
+    /// after it): stop the call, or say when to look again. The eve is counted from when the
+    /// hand-off was seen: on time for a thread running the call, later (never sooner) for one
+    /// the machine had preempted across the hand-off's tick.
     pub(crate) fn on_deadline(&mut self) -> UpdateDeadline {
+        if let Some(to_eve) = self.eve_after_hand_off.take() {
+            hand_off_io();
+            return UpdateDeadline::Continue(to_eve);
+        }
         let cpu = cpu_time::ThreadTime::try_now()
             .map(|t| t.as_duration())
             .ok();
@@ -123,6 +143,22 @@ mod tests {
     }
 
     #[test]
+    fn a_long_call_hands_the_io_off_two_ticks_in_then_goes_on_to_its_eve() {
+        let mut grace = DeadlineGrace::default();
+        assert_eq!(grace.arm(10), HAND_OFF_TICKS, "the first deadline: the hand-off");
+        assert!(matches!(
+            grace.on_deadline(),
+            UpdateDeadline::Continue(ticks) if ticks == 10 - HAND_OFF_TICKS
+        ));
+        // The eve: the CPU time is noted and the call goes on to its deadline.
+        assert!(matches!(grace.on_deadline(), UpdateDeadline::Continue(1)));
+        assert!(grace.cpu_at_eve.is_some());
+        // A call due within the hand-off's ticks goes straight to its eve.
+        assert_eq!(grace.arm(HAND_OFF_TICKS), HAND_OFF_TICKS);
+        assert!(grace.eve_after_hand_off.is_none() && grace.cpu_at_eve.is_none());
+    }
+
+    #[test]
     fn the_eve_notes_the_cpu_and_the_call_goes_on_to_its_deadline() {
         let mut grace = DeadlineGrace::default();
         assert!(!interrupts(grace.on_tick(Some(Duration::from_millis(7)))));
@@ -147,7 +183,7 @@ mod tests {
         }
         assert!(interrupts(grace.on_tick(Some(barely_ran))));
         // The next call starts afresh.
-        grace.reset();
+        grace.arm(1);
         assert!(!interrupts(grace.on_tick(Some(barely_ran))));
     }
 

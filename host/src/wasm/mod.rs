@@ -49,6 +49,7 @@ engine! {
     mod host_trap;
     mod imports;
     mod instance;
+    mod io_hand_off;
     mod metadata;
     mod policy_label;
     mod pool;
