@@ -45,7 +45,7 @@ pub(crate) fn client_context(key: &str) -> Option<String> {
 }
 
 pub(crate) fn retry_budget(name: &str, per_second: u32, burst: u32) -> bool {
-    static BUDGETS: OnceLock<rebound::RetryBudgets> = OnceLock::new();
+    static BUDGETS: OnceLock<rebound::TokenBuckets> = OnceLock::new();
     BUDGETS
         .get_or_init(Default::default)
         .try_acquire(name, per_second, burst)

@@ -123,7 +123,6 @@
 mod action;
 pub mod backoff;
 pub mod breaker;
-mod budget;
 mod cassandra_types;
 pub mod classify;
 mod context;
@@ -145,7 +144,7 @@ pub mod grpc;
 pub mod hedge;
 #[cfg(feature = "tower")]
 pub mod layer;
-mod log_budget;
+mod log_rate_limit;
 mod orchestrator;
 #[cfg(feature = "otlp")]
 pub mod otlp;
@@ -168,15 +167,13 @@ mod striped;
 pub mod telemetry;
 mod thread_counts;
 pub mod throttle;
+mod token_buckets;
 mod traffic_budget;
 #[cfg(any(feature = "wasm", feature = "registry"))]
 pub mod wasm;
 mod wit_convert;
 
 pub use action::{NodeChoice, PolicyFailure, PolicyFailureKind, RetryAction, TerminalError};
-pub use budget::{
-    Acquired, BucketRefusal, RetryBudgets, MAX_BUCKETS_PER_POLICY, MAX_BUCKET_NAME_BYTES,
-};
 pub use context::{DecisionContext, FailureNote};
 pub use decide_error::DecideError;
 pub use decider::Decider;
@@ -184,7 +181,7 @@ pub use decision::{Deciding, Decision, DelaySource, ReadyOrBoxed, RetryPlan};
 #[cfg(feature = "registry")]
 pub use decision_id::DecisionId;
 pub use field_error::FieldError;
-pub use log_budget::LogBudget;
+pub use log_rate_limit::LogRateLimit;
 pub use orchestrator::Orchestrator;
 pub use outcome::{CancelReason, ErrorContext, RetryError, ServiceContext, Timings};
 pub use pushback::Pushback;
@@ -199,6 +196,9 @@ pub use rules::Guard;
 pub use strategy::{
     BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, GrpcRetry, HttpRetry,
     RetryStrategy, StrategyFuture, SyncStrategy,
+};
+pub use token_buckets::{
+    Acquired, BucketRefusal, TokenBuckets, MAX_BUCKETS_PER_POLICY, MAX_BUCKET_NAME_BYTES,
 };
 pub use traffic_budget::{BudgetConfig, BudgetStats, TrafficBudget};
 

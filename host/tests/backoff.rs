@@ -95,38 +95,39 @@ fn lenient_exponential_sanitises() {
     assert_eq!(lenient_exponential_ms(40, 10, 5, 2.0), 10);
 }
 
-/// Retry budgets: a bucket starts full, refills at its rate, never exceeds its burst.
+/// The token buckets behind a policy's `retry-budget` import: a bucket starts full, refills
+/// at its rate, never exceeds its burst.
 #[test]
 fn retry_budget_token_bucket() {
-    use rebound::RetryBudgets;
-    let budgets = RetryBudgets::new();
+    use rebound::TokenBuckets;
+    let buckets = TokenBuckets::new();
     let t0 = std::time::Instant::now();
     let grants = (0..5)
-        .filter(|_| budgets.try_acquire_at("kv", 10, 3, t0))
+        .filter(|_| buckets.try_acquire_at("kv", 10, 3, t0))
         .count();
     assert_eq!(grants, 3, "burst of 3");
     assert!(
-        !budgets.try_acquire_at("kv", 10, 3, t0 + Duration::from_millis(50)),
+        !buckets.try_acquire_at("kv", 10, 3, t0 + Duration::from_millis(50)),
         "half a token"
     );
     assert!(
-        budgets.try_acquire_at("kv", 10, 3, t0 + Duration::from_millis(100)),
+        buckets.try_acquire_at("kv", 10, 3, t0 + Duration::from_millis(100)),
         "one token after 100 ms"
     );
     let later = t0 + Duration::from_secs(60);
     assert_eq!(
         (0..10)
-            .filter(|_| budgets.try_acquire_at("kv", 10, 3, later))
+            .filter(|_| buckets.try_acquire_at("kv", 10, 3, later))
             .count(),
         3,
         "capped at burst"
     );
     assert!(
-        budgets.try_acquire_at("other", 1, 1, t0),
+        buckets.try_acquire_at("other", 1, 1, t0),
         "buckets are independent"
     );
     assert!(
-        !budgets.try_acquire_at("zero", 100, 0, later),
+        !buckets.try_acquire_at("zero", 100, 0, later),
         "burst 0 never grants"
     );
 }

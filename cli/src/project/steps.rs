@@ -184,7 +184,7 @@ fn c(args: &Args<'_>) -> Vec<Step> {
     ]
 }
 
-/// clang 19: wit-bindgen's C++ bindings need C++23's <expected>, which libc++ 14 lacks.
+/// clang 19: wit-bindgen's C++ bindings need C++23's `<expected>`, which libc++ 14 lacks.
 fn cpp(args: &Args<'_>) -> Vec<Step> {
     vec![
         args.bindings("cpp"),

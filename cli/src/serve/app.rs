@@ -15,7 +15,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use rebound::registry::RegistryError;
-use rebound::LogBudget;
+use rebound::LogRateLimit;
 
 use super::admin::{AdminAccess, Refusal};
 use super::clients::ClientTokens;
@@ -39,10 +39,10 @@ pub struct App {
     /// Longest wait for a request's body.
     pub body_timeout: Duration,
     /// Lines a second for refused privileged requests, which anyone who can connect can cause.
-    pub refusal_lines: LogBudget,
+    pub refusal_lines: LogRateLimit,
     /// Lines a second about privileged actions, which any local process can cause on a server
     /// without a token.
-    pub privileged_lines: LogBudget,
+    pub privileged_lines: LogRateLimit,
     /// Set when a stop signal came: the server finishes what it received and takes no more.
     pub draining: Arc<AtomicBool>,
 }
@@ -65,8 +65,8 @@ impl App {
             policy_dir,
             next_id: AtomicU64::new(1),
             body_timeout: args.limits.body_timeout(),
-            refusal_lines: LogBudget::new(REFUSAL_LINES_PER_SECOND),
-            privileged_lines: LogBudget::new(PRIVILEGED_LINES_PER_SECOND),
+            refusal_lines: LogRateLimit::new(REFUSAL_LINES_PER_SECOND),
+            privileged_lines: LogRateLimit::new(PRIVILEGED_LINES_PER_SECOND),
             draining: Arc::new(AtomicBool::new(false)),
         }
     }

@@ -17,7 +17,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use rebound::otlp::OtlpRecorder;
 use rebound::registry::{BudgetStatus, PolicyRegistry, PolicyStatus, RegistryStatus};
-use rebound::LogBudget;
+use rebound::LogRateLimit;
 
 use super::facade;
 
@@ -34,7 +34,7 @@ pub struct ConnectionMetrics {
     open: Gauge,
     refused: Counter,
     closed: Family<ClosedLabels, Counter>,
-    lines: Arc<LogBudget>,
+    lines: Arc<LogRateLimit>,
     /// Answers the routes have made on every connection.
     answers: Arc<AtomicU64>,
 }
@@ -49,7 +49,7 @@ impl Default for ConnectionMetrics {
             open: Gauge::default(),
             refused: Counter::default(),
             closed: Family::default(),
-            lines: Arc::new(LogBudget::new(CONNECTION_LINES_PER_SECOND)),
+            lines: Arc::new(LogRateLimit::new(CONNECTION_LINES_PER_SECOND)),
             answers: Arc::default(),
         }
     }

@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use prometheus_client::metrics::counter::Counter;
-use rebound::LogBudget;
+use rebound::LogRateLimit;
 use tower_http::catch_panic::CatchPanicLayer;
 
 use super::app::cut;
@@ -23,7 +23,7 @@ pub const PANIC_LINES_PER_SECOND: u32 = 5;
 /// Replaces the process's panic hook: each panic is counted in `panics` and logged as one
 /// bounded line, at most [`PANIC_LINES_PER_SECOND`] (the next says how many were left out).
 pub fn count_and_log(panics: Counter) {
-    let lines = Arc::new(LogBudget::new(PANIC_LINES_PER_SECOND));
+    let lines = Arc::new(LogRateLimit::new(PANIC_LINES_PER_SECOND));
     std::panic::set_hook(Box::new(move |info| {
         panics.inc();
         if let Some(left_out) = lines.allow() {

@@ -10,14 +10,14 @@ use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
 
-use crate::LogBudget;
+use crate::LogRateLimit;
 
 /// `inner`, its failed exports logged.
 #[derive(Debug)]
 pub(super) struct Logged<E> {
     signal: &'static str,
     inner: E,
-    lines: LogBudget,
+    lines: LogRateLimit,
 }
 
 impl<E> Logged<E> {
@@ -25,7 +25,7 @@ impl<E> Logged<E> {
         Logged {
             signal,
             inner,
-            lines: LogBudget::new(1),
+            lines: LogRateLimit::new(1),
         }
     }
 

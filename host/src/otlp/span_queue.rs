@@ -14,7 +14,7 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, Span, SpanData, SpanExporter, SpanProcessor};
 use opentelemetry_sdk::Resource;
 
-use crate::LogBudget;
+use crate::LogRateLimit;
 
 /// The spans held, and those dropped.
 #[derive(Debug)]
@@ -22,7 +22,7 @@ pub(super) struct SpanQueue {
     held: AtomicUsize,
     max: usize,
     dropped: AtomicU64,
-    lines: LogBudget,
+    lines: LogRateLimit,
 }
 
 impl SpanQueue {
@@ -32,7 +32,7 @@ impl SpanQueue {
             held: AtomicUsize::new(0),
             max,
             dropped: AtomicU64::new(0),
-            lines: LogBudget::new(1),
+            lines: LogRateLimit::new(1),
         })
     }
 

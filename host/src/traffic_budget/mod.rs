@@ -40,7 +40,7 @@ use loom::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::field_error::FieldError;
-use crate::log_budget::LogBudget;
+use crate::log_rate_limit::LogRateLimit;
 use crate::striped::Striped;
 use crate::thread_counts::ThreadCounts;
 
@@ -115,7 +115,7 @@ pub struct TrafficBudget {
     exhausted: AtomicBool,
     /// At most one change logged a second: a budget kept at its edge (by a client that
     /// alternates successes and storms) would otherwise log two lines per flip.
-    change_lines: LogBudget,
+    change_lines: LogRateLimit,
 }
 
 /// The counters' places in [`TrafficBudget::counts`].
@@ -175,7 +175,7 @@ impl TrafficBudget {
             counts: ThreadCounts::default(),
             name: String::new(),
             exhausted: AtomicBool::new(false),
-            change_lines: LogBudget::new(1),
+            change_lines: LogRateLimit::new(1),
         })
     }
 

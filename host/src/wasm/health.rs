@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::policy_label::PolicyLabel;
 use super::settings::{FailSafe, PolicyStats, QuarantineConfig};
 use crate::action::PolicyFailureKind;
-use crate::log_budget::LogBudget;
+use crate::log_rate_limit::LogRateLimit;
 use crate::reason::RetryReason;
 use crate::request::Request;
 
@@ -41,7 +41,7 @@ pub(super) struct Health {
     /// At most one "policy call failed" line a second: a policy failing on every decision
     /// would otherwise write a line per decision. The lines left out are counted in the next
     /// one (`suppressed`); every failure is still counted in the status.
-    failure_lines: LogBudget,
+    failure_lines: LogRateLimit,
 }
 
 impl Health {
@@ -61,7 +61,7 @@ impl Health {
             failures: Default::default(),
             quarantines: AtomicU64::new(0),
             last_failure: Mutex::new(None),
-            failure_lines: LogBudget::new(1),
+            failure_lines: LogRateLimit::new(1),
         }
     }
 

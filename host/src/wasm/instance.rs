@@ -14,7 +14,7 @@ use super::policy_label::PolicyLabel;
 use super::store::CallState;
 use super::world::World;
 use crate::action::{PolicyFailure, PolicyFailureKind};
-use crate::budget::RetryBudgets;
+use crate::token_buckets::TokenBuckets;
 
 /// Why an instance could not be set up.
 #[derive(Debug)]
@@ -45,13 +45,13 @@ impl From<SetupError> for PolicyFailure {
 }
 
 /// What a policy's instances are made from: its component, configuration, parameters, label
-/// and the retry-budget buckets every instance of it shares.
+/// and the token buckets every instance of it shares.
 pub(super) struct InstanceRecipe {
     pub component: PolicyPre,
     pub config: WasmStrategyConfig,
     pub params: Vec<(String, String)>,
     pub label: PolicyLabel,
-    pub budgets: Arc<RetryBudgets>,
+    pub buckets: Arc<TokenBuckets>,
 }
 
 impl InstanceRecipe {
@@ -62,7 +62,7 @@ impl InstanceRecipe {
             &self.label,
             &self.config,
             &self.params,
-            &self.budgets,
+            &self.buckets,
         )
     }
 }
@@ -89,10 +89,10 @@ impl PolicyInstance {
         label: &PolicyLabel,
         config: &WasmStrategyConfig,
         params: &[(String, String)],
-        budgets: &Arc<RetryBudgets>,
+        buckets: &Arc<TokenBuckets>,
     ) -> Result<Self, SetupError> {
         let memory_cap = usize::try_from(config.limits.memory_bytes).unwrap_or(usize::MAX);
-        let state = CallState::new(label.clone(), Arc::clone(budgets), memory_cap, config.wasi);
+        let state = CallState::new(label.clone(), Arc::clone(buckets), memory_cap, config.wasi);
         let mut store = Store::new(pre.runtime().engine(), state);
         store.limiter(|state| state);
         store.epoch_deadline_callback(|mut store| Ok(store.data_mut().deadline.on_deadline()));

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::log_budget::LogBudget;
+use crate::log_rate_limit::LogRateLimit;
 
 /// Names a policy in logs: its configured name and version (content hash prefix); and the
 /// budget of stderr lines all its instances share.
@@ -10,5 +10,5 @@ use crate::log_budget::LogBudget;
 pub(crate) struct PolicyLabel {
     pub name: Arc<str>,
     pub version: Arc<str>,
-    pub stderr_lines: Arc<LogBudget>,
+    pub stderr_lines: Arc<LogRateLimit>,
 }

@@ -14,7 +14,7 @@ use super::host_trap::HostTrap;
 use super::policy_label::PolicyLabel;
 use super::settings::WasiConfig;
 use super::wasi::{WasiState, WasiView};
-use crate::budget::RetryBudgets;
+use crate::token_buckets::TokenBuckets;
 use crate::errormap::RetrySpec;
 use crate::pushback::Pushback;
 
@@ -48,7 +48,7 @@ fn hold_name(held: &mut Option<Arc<str>>, name: Option<&Arc<str>>) {
 /// The store data of one policy instance.
 pub(crate) struct CallState {
     pub label: PolicyLabel,
-    pub budgets: Arc<RetryBudgets>,
+    pub buckets: Arc<TokenBuckets>,
     /// The request of the decision in progress; `None` before the instance's first decision.
     pub request: Option<wit::Request>,
     /// Where the request of the decision in progress goes: its HTTP method, authority and
@@ -59,7 +59,7 @@ pub(crate) struct CallState {
     pub error_map_spec: Option<RetrySpec>,
     /// The server's pushback on the failure being decided.
     pub pushback: Option<Pushback>,
-    /// The decision's moment when the caller fixed it (retry budgets refill by it).
+    /// The decision's moment when the caller fixed it (token buckets refill by it).
     pub decision_time: Option<Instant>,
     pub memory_cap: usize,
     pub deadline: DeadlineGrace,
@@ -96,14 +96,14 @@ impl CallState {
 
     pub(crate) fn new(
         label: PolicyLabel,
-        budgets: Arc<RetryBudgets>,
+        buckets: Arc<TokenBuckets>,
         memory_cap: usize,
         wasi: WasiConfig,
     ) -> Self {
         CallState {
             wasi: WasiState::new(wasi, label.clone(), memory_cap),
             label,
-            budgets,
+            buckets,
             request: None,
             route: RouteFacts::default(),
             client_context: None,

@@ -16,10 +16,10 @@ use super::instance::{InstanceRecipe, PolicyInstance, SetupError};
 use super::policy_label::PolicyLabel;
 use super::pool::InstancePool;
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
-use crate::budget::RetryBudgets;
+use crate::token_buckets::TokenBuckets;
 use crate::context::DecisionContext;
 use crate::hedge::HedgingPolicy;
-use crate::log_budget::LogBudget;
+use crate::log_rate_limit::LogRateLimit;
 use crate::request::Request;
 use crate::strategy::SyncStrategy;
 
@@ -33,7 +33,7 @@ pub struct WasmStrategy {
     pool: InstancePool<PolicyInstance>,
     health: Health,
     /// A line a second at most about requests this policy's version cannot describe.
-    undescribed_lines: LogBudget,
+    undescribed_lines: LogRateLimit,
     /// Its hedging, if the component exports `hedging`.
     hedging: Option<Arc<WasmHedging>>,
 }
@@ -52,7 +52,7 @@ impl WasmStrategy {
         let label = PolicyLabel {
             name: component.name().into(),
             version: component.version().into(),
-            stderr_lines: Arc::new(LogBudget::new(STDERR_LINES_PER_SECOND)),
+            stderr_lines: Arc::new(LogRateLimit::new(STDERR_LINES_PER_SECOND)),
         };
         let params: Vec<(String, String)> = config
             .params
@@ -67,14 +67,14 @@ impl WasmStrategy {
             config,
             params,
             label,
-            budgets: Arc::new(RetryBudgets::new()),
+            buckets: Arc::new(TokenBuckets::new()),
         });
         let hedging = WasmHedging::of(&recipe);
         let strategy = WasmStrategy {
             health,
             recipe,
             pool,
-            undescribed_lines: LogBudget::new(1),
+            undescribed_lines: LogRateLimit::new(1),
             hedging: hedging.map(Arc::new),
         };
         let instance = strategy.instantiate().map_err(|error| {
@@ -104,8 +104,8 @@ impl WasmStrategy {
     /// The policy's health counters.
     pub fn stats(&self) -> PolicyStats {
         PolicyStats {
-            budget_buckets: self.recipe.budgets.len(),
-            budget_refusals: self.recipe.budgets.refusals(),
+            budget_buckets: self.recipe.buckets.len(),
+            budget_refusals: self.recipe.buckets.refusals(),
             ..self.health.stats()
         }
     }
@@ -114,7 +114,7 @@ impl WasmStrategy {
     /// calls) spend no token of its traffic's.
     #[cfg(feature = "registry")]
     pub(crate) fn clear_budgets(&self) {
-        self.recipe.budgets.clear();
+        self.recipe.buckets.clear();
     }
 
     fn instantiate(&self) -> Result<PolicyInstance, SetupError> {

@@ -216,9 +216,9 @@ macro_rules! shared_host_functions {
         ) -> wasmtime::Result<bool> {
             // Budgets refill by the decision's moment when the caller fixed it.
             let now = self.decision_time.unwrap_or_else(std::time::Instant::now);
-            let acquired = self.budgets.acquire_at(&name, per_second, burst, now);
-            if let $crate::budget::Acquired::Refused(refusal) = acquired {
-                if self.budgets.first_refusal_to_report() {
+            let acquired = self.buckets.acquire_at(&name, per_second, burst, now);
+            if let $crate::token_buckets::Acquired::Refused(refusal) = acquired {
+                if self.buckets.first_refusal_to_report() {
                     tracing::warn!(
                         policy = &*self.label.name,
                         version = &*self.label.version,
@@ -227,7 +227,7 @@ macro_rules! shared_host_functions {
                     );
                 }
             }
-            Ok(acquired == $crate::budget::Acquired::Token)
+            Ok(acquired == $crate::token_buckets::Acquired::Token)
         }
     };
 }

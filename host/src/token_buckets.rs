@@ -1,5 +1,6 @@
-//! Host-kept retry budgets: the named token buckets that let one policy cap its retries per
-//! second without keeping state of its own (policies are stateless between calls). Each policy
+//! Host-kept token buckets, named by a policy through its `retry-budget` import, so that one
+//! policy can cap its retries per second without keeping state of its own (policies are
+//! stateless between calls). Each policy
 //! version owns its buckets: another policy can neither read, drain nor resize them, and they
 //! are freed with the version. Their number and the length of their names are capped, so a
 //! policy inventing names cannot grow the host's memory.
@@ -52,14 +53,14 @@ pub enum BucketRefusal {
 /// it. A bucket is created full on first use, and keeps the rate and size of that use: a
 /// later call naming other values draws from it unchanged.
 #[derive(Debug, Default)]
-pub struct RetryBudgets {
+pub struct TokenBuckets {
     buckets: Mutex<HashMap<Box<str>, Bucket>>,
     refusals: AtomicU64,
     refusal_reported: AtomicBool,
 }
 
-impl RetryBudgets {
-    /// An empty set of budgets.
+impl TokenBuckets {
+    /// An empty set of buckets.
     pub fn new() -> Self {
         Self::default()
     }
@@ -157,12 +158,12 @@ mod tests {
     /// size; a later call naming other values neither refills nor resizes it.
     #[test]
     fn a_bucket_keeps_the_parameters_of_its_first_use() {
-        let budgets = RetryBudgets::new();
+        let buckets = TokenBuckets::new();
         let t0 = Instant::now();
-        assert!(budgets.try_acquire_at("kv", 0, 2, t0));
-        assert!(budgets.try_acquire_at("kv", 1_000, 1_000, t0 + Duration::from_secs(5)));
+        assert!(buckets.try_acquire_at("kv", 0, 2, t0));
+        assert!(buckets.try_acquire_at("kv", 1_000, 1_000, t0 + Duration::from_secs(5)));
         assert_eq!(
-            budgets.acquire_at("kv", 1_000, 1_000, t0 + Duration::from_secs(9)),
+            buckets.acquire_at("kv", 1_000, 1_000, t0 + Duration::from_secs(9)),
             Acquired::Empty
         );
     }
@@ -171,28 +172,28 @@ mod tests {
     /// refused call gets no token and is counted, and the buckets already made still work.
     #[test]
     fn names_are_capped_in_length_and_number() {
-        let budgets = RetryBudgets::new();
+        let buckets = TokenBuckets::new();
         let now = Instant::now();
         let long = "x".repeat(MAX_BUCKET_NAME_BYTES + 1);
         assert_eq!(
-            budgets.acquire_at(&long, 1, 1, now),
+            buckets.acquire_at(&long, 1, 1, now),
             Acquired::Refused(BucketRefusal::NameTooLong)
         );
-        assert!(budgets.try_acquire_at(&"y".repeat(MAX_BUCKET_NAME_BYTES), 1, 1, now));
+        assert!(buckets.try_acquire_at(&"y".repeat(MAX_BUCKET_NAME_BYTES), 1, 1, now));
         for i in 0..10 * MAX_BUCKETS_PER_POLICY {
-            budgets.acquire_at(&format!("b{i}"), 1, 1, now);
+            buckets.acquire_at(&format!("b{i}"), 1, 1, now);
         }
-        assert_eq!(budgets.len(), MAX_BUCKETS_PER_POLICY);
+        assert_eq!(buckets.len(), MAX_BUCKETS_PER_POLICY);
         assert_eq!(
-            budgets.acquire_at("another", 1, 1, now),
+            buckets.acquire_at("another", 1, 1, now),
             Acquired::Refused(BucketRefusal::TooManyBuckets)
         );
         assert_eq!(
-            budgets.refusals(),
+            buckets.refusals(),
             2 + 10 * MAX_BUCKETS_PER_POLICY as u64 - (MAX_BUCKETS_PER_POLICY as u64 - 1)
         );
-        assert!(budgets.try_acquire_at("b0", 1, 1, now + Duration::from_secs(1)));
-        assert!(budgets.first_refusal_to_report());
-        assert!(!budgets.first_refusal_to_report());
+        assert!(buckets.try_acquire_at("b0", 1, 1, now + Duration::from_secs(1)));
+        assert!(buckets.first_refusal_to_report());
+        assert!(!buckets.first_refusal_to_report());
     }
 }

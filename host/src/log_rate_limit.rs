@@ -1,6 +1,6 @@
-//! [`LogBudget`]: a budget of log lines per second, so that what an outsider or a policy can
+//! [`LogRateLimit`]: at most so many log lines per second, so that what an outsider or a policy can
 //! cause on every call (a policy failing or writing to stderr, a refused request) cannot flood
-//! the host's log: lines past the budget are left out and counted, and the next line written
+//! the host's log: lines past the limit are left out and counted, and the next line written
 //! says how many were.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -10,7 +10,7 @@ const WINDOW: Duration = Duration::from_secs(1);
 
 /// At most `per_second` lines in each second.
 #[derive(Debug)]
-pub struct LogBudget {
+pub struct LogRateLimit {
     base: Instant,
     per_second: u32,
     /// When the current second began (ns after `base`).
@@ -21,10 +21,10 @@ pub struct LogBudget {
     left_out: AtomicU64,
 }
 
-impl LogBudget {
-    /// A budget of `per_second` lines in each second.
+impl LogRateLimit {
+    /// At most `per_second` lines in each second.
     pub fn new(per_second: u32) -> Self {
-        LogBudget {
+        LogRateLimit {
             base: Instant::now(),
             per_second,
             window_start: AtomicU64::new(0),
@@ -58,16 +58,16 @@ impl LogBudget {
 mod tests {
     use super::*;
 
-    /// Past the budget, lines are left out and counted; the next second's first line says how
+    /// Past the limit, lines are left out and counted; the next second's first line says how
     /// many.
     #[test]
-    fn lines_past_the_budget_are_counted_in_the_next_one() {
-        let budget = LogBudget::new(3);
-        let allowed: Vec<_> = (0..10).map(|_| budget.allow()).collect();
+    fn lines_past_the_limit_are_counted_in_the_next_one() {
+        let limit = LogRateLimit::new(3);
+        let allowed: Vec<_> = (0..10).map(|_| limit.allow()).collect();
         assert_eq!(&allowed[..3], [Some(0), Some(0), Some(0)]);
         assert!(allowed[3..].iter().all(Option::is_none), "{allowed:?}");
         std::thread::sleep(WINDOW + Duration::from_millis(20));
-        assert_eq!(budget.allow(), Some(7));
-        assert_eq!(budget.allow(), Some(0));
+        assert_eq!(limit.allow(), Some(7));
+        assert_eq!(limit.allow(), Some(0));
     }
 }
