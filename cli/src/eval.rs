@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use rebound::registry::RegistryConfig;
 
-use crate::decider::{builtin_registry, Decider, FileAccess};
+use crate::json_decider::{builtin_registry, FileAccess, JsonDecider};
 use crate::replay::replay;
 use crate::wire::hedge::HedgeInput;
 use crate::wire::outcome::OutcomeInput;
@@ -61,7 +61,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         }
         None => builtin_registry()?,
     };
-    let decider = Decider::new(Arc::new(registry), FileAccess::Any);
+    let decider = JsonDecider::new(Arc::new(registry), FileAccess::Any);
     if let (Some(log), Some(candidate)) = (&args.replay, &args.policy) {
         let file = std::fs::File::open(log)
             .with_context(|| format!("cannot open the decision log {}", log.display()))?;

@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use rebound::registry::{PolicyRegistry, RegistryConfig};
 use serde_json::{json, Map, Value};
 
-use crate::decider::{Decider, FileAccess};
+use crate::json_decider::{FileAccess, JsonDecider};
 use crate::largest_allocation;
 use crate::wire::hedge::HedgeInput;
 use crate::wire::input::InputError;
@@ -50,11 +50,11 @@ percent = 20
 [breakers.nodes]
 "#;
 
-fn decider() -> Decider {
+fn decider() -> JsonDecider {
     let config = RegistryConfig::parse(CONFIG, Path::new("<hostile>"), Path::new("."))
         .expect("the test's configuration is valid");
     let registry = PolicyRegistry::new(config).expect("the test's registry starts");
-    Decider::new(Arc::new(registry), FileAccess::Any)
+    JsonDecider::new(Arc::new(registry), FileAccess::Any)
 }
 
 /// Numbers at every edge a field could mishandle, the large ones (what sizes an allocation or
@@ -387,7 +387,7 @@ proptest! {
     #[test]
     fn any_number_in_a_decision_request_is_decided_or_refused_by_field(line in decision()) {
         thread_local! {
-            static DECIDER: Decider = decider();
+            static DECIDER: JsonDecider = decider();
         }
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
         let text = line.to_string();
@@ -407,7 +407,7 @@ proptest! {
         report in outcome(),
     ) {
         thread_local! {
-            static DECIDER: Decider = decider();
+            static DECIDER: JsonDecider = decider();
         }
         DECIDER.with(|decider| {
             answered(&question, || {

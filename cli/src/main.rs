@@ -29,7 +29,6 @@ mod build;
 mod build_stamp;
 mod check;
 mod classify;
-mod decider;
 mod doctor;
 mod errormap;
 mod eval;
@@ -37,6 +36,7 @@ mod go_workspace;
 #[cfg(test)]
 mod hostile_numbers;
 mod inspect;
+mod json_decider;
 #[cfg(test)]
 mod largest_allocation;
 mod logging;

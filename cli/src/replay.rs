@@ -10,7 +10,7 @@ use std::io::{BufRead, Write};
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use crate::decider::Decider;
+use crate::json_decider::JsonDecider;
 use crate::wire::output;
 
 /// The fields that make two answers the same verdict, besides the delay.
@@ -37,7 +37,7 @@ pub struct Replayed {
 /// Replays every line of `log` with `candidate` (a policy name, a built-in or a component
 /// path, as a decision's `policy` field takes it), printing disagreements to `out`.
 pub fn replay(
-    decider: &Decider,
+    decider: &JsonDecider,
     log: impl BufRead,
     candidate: &str,
     out: &mut impl Write,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-use crate::decider::{builtin_registry, Decider, FileAccess};
+use crate::json_decider::{builtin_registry, FileAccess, JsonDecider};
 use crate::wire::input::DecideInput;
 use case::Case;
 use report::{Outcome, Report};
@@ -64,7 +64,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     if cases.is_empty() {
         bail!("{} has no cases", cases_path.display());
     }
-    let decider = Decider::new(Arc::new(builtin_registry()?), FileAccess::Any);
+    let decider = JsonDecider::new(Arc::new(builtin_registry()?), FileAccess::Any);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()?;
@@ -118,7 +118,7 @@ fn read_cases(path: &Path) -> anyhow::Result<Vec<Result<Case, Outcome>>> {
 
 /// The policy's answer to `case`, or why it could not be asked.
 fn ask(
-    decider: &Decider,
+    decider: &JsonDecider,
     runtime: &tokio::runtime::Runtime,
     policy: &Path,
     case: &Case,

@@ -20,7 +20,7 @@ use rebound::LogRateLimit;
 use super::admin::{AdminAccess, Refusal};
 use super::clients::ClientTokens;
 use super::metrics::Metrics;
-use crate::decider::Decider;
+use crate::json_decider::JsonDecider;
 use crate::wire::output;
 
 /// The largest request body accepted.
@@ -28,7 +28,7 @@ pub const BODY_LIMIT: usize = 64 * 1024;
 
 /// What every handler shares.
 pub struct App {
-    pub decider: Decider,
+    pub decider: JsonDecider,
     pub metrics: Metrics,
     pub admin: AdminAccess,
     /// The clients that may ask for decisions; `None`: anyone who can connect.
@@ -51,7 +51,7 @@ impl App {
     /// The state of a server started with `args`.
     pub fn new(
         metrics: Metrics,
-        decider: Decider,
+        decider: JsonDecider,
         admin: AdminAccess,
         clients: Option<ClientTokens>,
         policy_dir: PathBuf,

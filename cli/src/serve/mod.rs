@@ -30,7 +30,7 @@ use rebound::otlp::OtlpExport;
 use rebound::registry::{IsolationConfig, PolicyRegistry, RegistryConfig};
 use rebound::wasm::TickerPriority;
 
-use crate::decider::{Decider, FileAccess};
+use crate::json_decider::{FileAccess, JsonDecider};
 use crate::logging::{self, ExtraLayer, LogFormat};
 use admin::AdminAccess;
 
@@ -228,7 +228,7 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
             export.as_ref().and_then(OtlpExport::recorder),
         );
         panics::count_and_log(metrics.panics());
-        let decider = Decider::new(registry, FileAccess::Inside(policy_dir.clone()))
+        let decider = JsonDecider::new(registry, FileAccess::Inside(policy_dir.clone()))
             .with_request_params(!args.no_request_params);
         let app = Arc::new(app::App::new(
             metrics, decider, admin, clients, policy_dir, args,

@@ -164,7 +164,7 @@ pub(super) async fn shadow(
             "expected a share of decisions from 0 to 1",
         );
     }
-    let Some(path) = crate::decider::inside(&app.policy_dir, &request.path) else {
+    let Some(path) = crate::json_decider::inside(&app.policy_dir, &request.path) else {
         if let Some(left_out) = app.privileged_lines.allow() {
             let path = cut(&request.path.display().to_string());
             tracing::warn!(%peer, policy = cut(&name), path, left_out,

@@ -66,7 +66,7 @@ pub enum FileAccess {
 }
 
 /// Decides decision requests against a registry.
-pub struct Decider {
+pub struct JsonDecider {
     registry: Arc<PolicyRegistry>,
     access: FileAccess,
     /// Whether a request may name a built-in with parameters of its own.
@@ -108,10 +108,10 @@ pub struct Answer {
     pub policy: Option<(String, String)>,
 }
 
-impl Decider {
+impl JsonDecider {
     /// Decides with `registry`, reading named files as `access` allows.
     pub fn new(registry: Arc<PolicyRegistry>, access: FileAccess) -> Self {
-        Decider {
+        JsonDecider {
             registry,
             access,
             request_params: true,
