@@ -1,13 +1,13 @@
 //! The per-call wall-clock deadline, forgiving of preemption. A call still running two ticks
 //! in is first called back to hand a tokio runtime's I/O to another thread (`io_hand_off`).
-//! The epoch ticker then calls back one tick before the deadline (its eve), where the thread's CPU time is noted; from the
-//! deadline on, the call is stopped once its thread has spent [`SPIN_CPU`] of CPU time since
-//! the eve (a policy that ran through the last tick before its deadline and on past it is
-//! spinning), or after [`GRACE_TICKS`] more ticks of wall time whatever it did. A call that
-//! overran only because the machine was overloaded (its thread descheduled) needs
-//! microseconds of CPU to finish, and is let finish. A spinning policy is thus stopped at the
-//! first tick past its deadline, and an honest one is not blamed for a busy machine. Nothing
-//! here runs on a call that ends within two ticks.
+//! The epoch ticker then calls back one tick before the deadline (its eve), where the thread's
+//! CPU time is noted; from the deadline on, the call is stopped once its thread has spent
+//! [`SPIN_CPU`] of CPU time since the eve (a policy that ran through the last tick before its
+//! deadline and on past it is spinning), or after [`GRACE_TICKS`] more ticks of wall time
+//! whatever it did. A call that overran only because the machine was overloaded (its thread
+//! descheduled) needs microseconds of CPU to finish, and is let finish. A spinning policy is
+//! thus stopped at the first tick past its deadline, and an honest one is not blamed for a
+//! busy machine. Nothing here runs on a call that ends within two ticks.
 
 use std::time::{Duration, Instant};
 
