@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use rebound::grpc::{GrpcCode, ServiceConfig};
 use rebound::hedge::{HedgeSchedule, Hedging};
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
-use rebound::{GrpcRetry, Orchestrator, Request, RequestType, RetryReason, RetryStrategy};
+use rebound::{GrpcRetry, Orchestrator, Request, RequestType, RetryReason};
 use serde_json::json;
 
 #[path = "support/measure.rs"]
@@ -39,7 +39,7 @@ fn main() {
         "hedgingPolicy",
         json!({"maxAttempts": 4, "hedgingDelay": "0.5s", "nonFatalStatusCodes": ["UNAVAILABLE"]}),
     ));
-    let hedging = Hedging::new(RetryStrategy::hedging(&hedging_builtin).expect("it hedges"));
+    let hedging = Hedging::new(rebound::Strategy::hedging(&hedging_builtin).expect("it hedges"));
     let mut call = Request::new(4, RequestType::Grpc, Duration::from_secs(3600))
         .unwrap()
         .route("/shop.Inventory/Get")
@@ -100,7 +100,7 @@ fn webassembly(call: &Request, reason: &RetryReason, now: Instant) {
     let strategy = Arc::new(
         WasmStrategy::new(component, WasmStrategyConfig::default()).expect("it configures"),
     );
-    let hedging = Hedging::new(RetryStrategy::hedging(&*strategy).expect("it hedges"));
+    let hedging = Hedging::new(rebound::Strategy::hedging(&*strategy).expect("it hedges"));
     let orchestrator = Orchestrator::new(strategy);
     let times = measure_interleaved(
         31,

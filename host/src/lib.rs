@@ -195,7 +195,7 @@ pub use retry_loop::{Cause, Ending, NextAttempt, RetryLoop, Step};
 pub use rules::Guard;
 pub use strategy::{
     BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, GrpcRetry, HttpRetry,
-    RetryStrategy, StrategyFuture, SyncStrategy,
+    RetryStrategy, Strategy, StrategyFuture, SyncStrategy,
 };
 pub use token_buckets::{
     Acquired, BucketRefusal, TokenBuckets, MAX_BUCKETS_PER_POLICY, MAX_BUCKET_NAME_BYTES,

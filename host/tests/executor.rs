@@ -36,10 +36,13 @@ impl Fixed {
     }
 }
 
-impl SyncStrategy for Fixed {
+impl rebound::Strategy for Fixed {
     fn name(&self) -> &str {
         "fixed"
     }
+}
+
+impl SyncStrategy for Fixed {
     fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         RetryAction::RetryAfter {
             delay: self.delay,
@@ -53,10 +56,13 @@ impl SyncStrategy for Fixed {
 #[derive(Debug)]
 struct Answer(RetryAction);
 
-impl SyncStrategy for Answer {
+impl rebound::Strategy for Answer {
     fn name(&self) -> &str {
         "answer"
     }
+}
+
+impl SyncStrategy for Answer {
     fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         self.0
     }

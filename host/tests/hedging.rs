@@ -555,7 +555,7 @@ async fn a_webassembly_policy_says_which_failures_are_fatal() {
 #[test]
 fn components_without_the_hedging_export_do_not_hedge() {
     use rebound::wasm::WitVersion;
-    use rebound::SyncStrategy;
+    use rebound::Strategy;
     let strategy = |name: &str| crate::wasm_support::strategy(name, Default::default());
     assert!(strategy("hedge_echo").component().hedges());
     assert!(strategy("hedge_echo").hedging().is_some());

@@ -80,10 +80,13 @@ fn a_retry_increments_attempts_and_records_reason() {
 #[derive(Debug)]
 struct RetryEverything;
 
-impl rebound::SyncStrategy for RetryEverything {
+impl rebound::Strategy for RetryEverything {
     fn name(&self) -> &str {
         "retry-everything"
     }
+}
+
+impl rebound::SyncStrategy for RetryEverything {
     fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         RetryAction::after(Duration::from_millis(1))
     }
@@ -326,10 +329,13 @@ fn per_request_strategy_overrides_default() {
 #[derive(Debug)]
 struct Later;
 
-impl RetryStrategy for Later {
+impl rebound::Strategy for Later {
     fn name(&self) -> &str {
         "later"
     }
+}
+
+impl RetryStrategy for Later {
     fn retry_after<'a>(&'a self, _: &'a Request, _: &'a DecisionContext<'a>) -> StrategyFuture<'a> {
         StrategyFuture::pending(async {
             let (tx, rx) = futures::channel::oneshot::channel();

@@ -16,10 +16,13 @@ use rebound::{
 /// A strategy that answers whatever the property test chose.
 #[derive(Debug)]
 struct Scripted(RetryAction);
-impl SyncStrategy for Scripted {
+impl rebound::Strategy for Scripted {
     fn name(&self) -> &str {
         "scripted"
     }
+}
+
+impl SyncStrategy for Scripted {
     fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         self.0
     }

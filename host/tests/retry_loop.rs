@@ -151,10 +151,13 @@ fn unretried_and_ignored_failures_end_the_loop() {
 
     #[derive(Debug)]
     struct Ignores;
-    impl SyncStrategy for Ignores {
+    impl rebound::Strategy for Ignores {
         fn name(&self) -> &str {
             "ignores"
         }
+    }
+
+    impl SyncStrategy for Ignores {
         fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
             RetryAction::Ignore
         }

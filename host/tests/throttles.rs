@@ -19,10 +19,13 @@ use rebound::{
 #[derive(Debug)]
 struct Always;
 
-impl SyncStrategy for Always {
+impl rebound::Strategy for Always {
     fn name(&self) -> &str {
         "always"
     }
+}
+
+impl SyncStrategy for Always {
     fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         RetryAction::RetryAfter {
             delay: Duration::from_millis(10),

@@ -130,10 +130,13 @@ fn cassandra_downgrading_parity() {
 #[derive(Debug)]
 struct Except(fn(&Request, &RetryReason) -> bool);
 
-impl SyncStrategy for Except {
+impl rebound::Strategy for Except {
     fn name(&self) -> &str {
         "twin"
     }
+}
+
+impl SyncStrategy for Except {
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         if (self.0)(request, context.reason()) {
             RetryAction::NoRetry

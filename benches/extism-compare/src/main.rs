@@ -38,11 +38,13 @@ fn read(name: &str) -> Vec<u8> {
 #[derive(Debug)]
 struct ExtismStrategy(Mutex<extism::Plugin>);
 
-impl SyncStrategy for ExtismStrategy {
+impl rebound::Strategy for ExtismStrategy {
     fn name(&self) -> &str {
         "extism-best-effort"
     }
+}
 
+impl SyncStrategy for ExtismStrategy {
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let mut input = Vec::with_capacity(48);
         input.push(u8::from(request.is_idempotent()));

@@ -24,7 +24,7 @@ use super::version::PolicyVersion;
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
 use crate::context::{DecisionContext, FailureNote};
 use crate::request::Request;
-use crate::strategy::{RetryStrategy, StrategyFuture, SyncStrategy};
+use crate::strategy::{RetryStrategy, Strategy, StrategyFuture, SyncStrategy};
 use crate::wasm::{CallWatch, Due, WasmRuntime, WasmStrategy};
 
 /// The threads components' calls run on, how many calls of one version may run at once, and
@@ -89,11 +89,13 @@ impl std::fmt::Debug for Isolated<'_> {
     }
 }
 
-impl RetryStrategy for Isolated<'_> {
+impl Strategy for Isolated<'_> {
     fn name(&self) -> &str {
         self.version.strategy().name()
     }
+}
 
+impl RetryStrategy for Isolated<'_> {
     fn retry_after<'a>(
         &'a self,
         request: &'a Request,

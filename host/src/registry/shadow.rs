@@ -13,7 +13,7 @@ use crate::context::DecisionContext;
 use crate::decision_log::{LoggedVersion, ShadowAnswers};
 use crate::reason::RetryReason;
 use crate::request::Request;
-use crate::strategy::{RetryStrategy, StrategyFuture};
+use crate::strategy::{RetryStrategy, Strategy, StrategyFuture};
 
 /// A candidate version running in the shadow of a policy's active version.
 #[derive(Debug)]
@@ -121,11 +121,13 @@ impl std::fmt::Debug for Shadowed<'_> {
     }
 }
 
-impl RetryStrategy for Shadowed<'_> {
+impl Strategy for Shadowed<'_> {
     fn name(&self) -> &str {
         self.active.strategy().name()
     }
+}
 
+impl RetryStrategy for Shadowed<'_> {
     fn retry_after<'a>(
         &'a self,
         request: &'a Request,

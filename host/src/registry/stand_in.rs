@@ -5,7 +5,7 @@
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
 use crate::context::DecisionContext;
 use crate::request::Request;
-use crate::strategy::SyncStrategy;
+use crate::strategy::{Strategy, SyncStrategy};
 use crate::wasm::FailSafe;
 
 /// Answers policy `name`'s fail-safe, noting the load error as the failure.
@@ -16,11 +16,13 @@ pub(super) struct StandIn {
     pub fail_safe: FailSafe,
 }
 
-impl SyncStrategy for StandIn {
+impl Strategy for StandIn {
     fn name(&self) -> &str {
         &self.name
     }
+}
 
+impl SyncStrategy for StandIn {
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let failure = PolicyFailure::new(PolicyFailureKind::NotLoaded, self.error.clone());
         self.fail_safe.answer(failure, request, context)

@@ -8,7 +8,7 @@ use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
 
-use super::SyncStrategy;
+use super::{Strategy, SyncStrategy};
 
 /// Retries an idempotent request, or any request whose reason allows a non-idempotent retry,
 /// after `calculator.backoff(retry_attempts)`; otherwise answers no retry.
@@ -52,11 +52,13 @@ impl<C: BackoffCalculator> BestEffort<C> {
     }
 }
 
-impl<C: BackoffCalculator> SyncStrategy for BestEffort<C> {
+impl<C: BackoffCalculator> Strategy for BestEffort<C> {
     fn name(&self) -> &str {
         "best-effort"
     }
+}
 
+impl<C: BackoffCalculator> SyncStrategy for BestEffort<C> {
     /// Best effort's answer, no sooner than the server's pushback asks (and none if it says
     /// stop).
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {

@@ -10,7 +10,7 @@ use crate::pushback::Pushback;
 use crate::reason::ReasonKind;
 use crate::request::Request;
 
-use super::SyncStrategy;
+use super::{Strategy, SyncStrategy};
 
 /// Retries a failure whose reason it accepts while fewer than `max_attempts` attempts were
 /// made, after `backoff.backoff(retries made)`, on `node`.
@@ -65,11 +65,13 @@ impl ExponentialRetry {
     }
 }
 
-impl SyncStrategy for ExponentialRetry {
+impl Strategy for ExponentialRetry {
     fn name(&self) -> &str {
         "exponential"
     }
+}
 
+impl SyncStrategy for ExponentialRetry {
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let retries = request.retry_attempts();
         // Attempts made so far: the first one and every retry.

@@ -5,17 +5,19 @@ use crate::action::RetryAction;
 use crate::context::DecisionContext;
 use crate::request::Request;
 
-use super::SyncStrategy;
+use super::{Strategy, SyncStrategy};
 
 /// Never retries. Always-retry reasons are still retried by the orchestrator.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FailFast;
 
-impl SyncStrategy for FailFast {
+impl Strategy for FailFast {
     fn name(&self) -> &str {
         "fail-fast"
     }
+}
 
+impl SyncStrategy for FailFast {
     fn answer(&self, _request: &Request, _context: &DecisionContext<'_>) -> RetryAction {
         RetryAction::NoRetry
     }

@@ -7,7 +7,7 @@ use crate::context::DecisionContext;
 use crate::reason::{ReasonKind, RetryReason};
 use crate::request::Request;
 
-use super::{BestEffort, SyncStrategy};
+use super::{BestEffort, Strategy, SyncStrategy};
 
 /// The revision 16 table, in the order the RFC says it is applied.
 const TERMINAL: [(ReasonKind, TerminalError); 5] = [
@@ -85,11 +85,13 @@ impl<C: BackoffCalculator> FastFailOnTerminalError<C> {
     }
 }
 
-impl<C: BackoffCalculator> SyncStrategy for FastFailOnTerminalError<C> {
+impl<C: BackoffCalculator> Strategy for FastFailOnTerminalError<C> {
     fn name(&self) -> &str {
         "fast-fail-on-terminal-error"
     }
+}
 
+impl<C: BackoffCalculator> SyncStrategy for FastFailOnTerminalError<C> {
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let reason = context.reason();
         match Self::terminal_error(reason) {

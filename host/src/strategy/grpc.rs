@@ -24,7 +24,7 @@ use crate::request_outcome::Outcome;
 use crate::throttle::ScopedThrottle;
 
 use super::grpc_throttle::Throttle;
-use super::SyncStrategy;
+use super::{Strategy, SyncStrategy};
 
 /// Retries gRPC calls as their service config's `retryPolicy` says (gRFC A6), throttled per
 /// server name as its `retryThrottling` says.
@@ -70,11 +70,29 @@ impl GrpcRetry {
     }
 }
 
-impl SyncStrategy for GrpcRetry {
+impl Strategy for GrpcRetry {
     fn name(&self) -> &str {
         "grpc"
     }
 
+    fn counts_outcomes(&self) -> bool {
+        self.throttle.is_some()
+    }
+
+    /// A6 "Hedging Policy": the methods whose config has a `hedgingPolicy` are hedged.
+    fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
+        self.hedging.clone()
+    }
+
+    /// A6: every successful call gives `tokenRatio` back to its server name's count.
+    fn record_outcome(&self, request: &Request, outcome: Outcome) {
+        if let (Some(throttle), Outcome::Succeeded { .. }) = (&self.throttle, outcome) {
+            throttle.succeeded(request);
+        }
+    }
+}
+
+impl SyncStrategy for GrpcRetry {
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         if request.service() != Service::Grpc {
             return RetryAction::NoRetry;
@@ -126,22 +144,6 @@ impl SyncStrategy for GrpcRetry {
             delay,
             node: NodeChoice::Same,
             consistency: None,
-        }
-    }
-
-    fn counts_outcomes(&self) -> bool {
-        self.throttle.is_some()
-    }
-
-    /// A6 "Hedging Policy": the methods whose config has a `hedgingPolicy` are hedged.
-    fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
-        self.hedging.clone()
-    }
-
-    /// A6: every successful call gives `tokenRatio` back to its server name's count.
-    fn record_outcome(&self, request: &Request, outcome: Outcome) {
-        if let (Some(throttle), Outcome::Succeeded { .. }) = (&self.throttle, outcome) {
-            throttle.succeeded(request);
         }
     }
 }

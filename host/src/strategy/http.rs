@@ -16,7 +16,7 @@ use crate::pushback::Pushback;
 use crate::reason::{RetryReason, Stage};
 use crate::request::{Request, Service};
 
-use super::SyncStrategy;
+use super::{Strategy, SyncStrategy};
 
 /// Retries HTTP requests as RFC 9110 allows (see the module documentation).
 #[derive(Debug, Clone, PartialEq)]
@@ -93,11 +93,13 @@ impl HttpRetry {
     }
 }
 
-impl SyncStrategy for HttpRetry {
+impl Strategy for HttpRetry {
     fn name(&self) -> &str {
         "http"
     }
+}
 
+impl SyncStrategy for HttpRetry {
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let reason = context.reason();
         let attempts = request.retry_attempts().saturating_add(1);

@@ -27,66 +27,13 @@ use crate::hedge::HedgingPolicy;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
 
-/// Decides whether and how a request is retried.
-///
-/// Reference 001 gives `retryAfter` a future so that a strategy may do I/O without blocking
-/// the caller; a [`StrategyFuture`] known at once keeps the common, synchronous case free of
-/// allocation. Strategies whose answer is always immediate implement [`SyncStrategy`] instead
-/// and get this trait for free.
-///
-/// A strategy is asked only for reasons the orchestrator does not settle itself (always-retry
-/// reasons get the controlled backoff first), and whatever it answers, the orchestrator still
-/// refuses unsafe retries of non-idempotent requests and caps the delay to the deadline.
-/// Extending best effort ("call super", reference 002):
-///
-/// ```
-/// use std::sync::Arc;
-/// use std::time::Duration;
-/// use rebound::{
-///     reasons, BestEffort, Decision, DecisionContext, Orchestrator, ReasonKind, Request,
-///     RequestType, RetryAction, SyncStrategy,
-/// };
-///
-/// /// Best effort, except that a locked document is not waited for.
-/// #[derive(Debug, Default)]
-/// struct NoWaitOnLock(BestEffort);
-///
-/// impl SyncStrategy for NoWaitOnLock {
-///     fn name(&self) -> &str {
-///         "no-wait-on-lock"
-///     }
-///     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
-///         match context.reason().kind() {
-///             ReasonKind::KvLocked => RetryAction::NoRetry,
-///             _ => self.0.answer(request, context),
-///         }
-///     }
-/// }
-///
-/// let orchestrator = Orchestrator::new(Arc::new(NoWaitOnLock::default()));
-/// let mut request = Request::new(1, RequestType::Get, Duration::from_secs(2)).unwrap();
-/// let decision =
-///     futures::executor::block_on(orchestrator.maybe_retry(&mut request, &reasons::KV_LOCKED));
-/// assert!(matches!(decision, Decision::Fail(_)));
-/// ```
-pub trait RetryStrategy: Send + Sync + Debug {
+/// What a strategy is besides its answer: its name, whether it counts how requests ended, and
+/// whether it hedges. Every strategy implements it, and one of [`SyncStrategy`] (answers at
+/// once, the common case) or [`RetryStrategy`] (may need waiting for), so that a capability
+/// is declared once whichever way a strategy answers.
+pub trait Strategy: Send + Sync + Debug {
     /// A stable name, used in logs, metrics and the safety guard's exemption list.
     fn name(&self) -> &str;
-
-    /// The action for `request`, whose failure `context` describes (its reason, error-map
-    /// spec, server pushback and the decision's moment).
-    fn retry_after<'a>(
-        &'a self,
-        request: &'a Request,
-        context: &'a DecisionContext<'a>,
-    ) -> StrategyFuture<'a>;
-
-    /// This strategy as a [`SyncStrategy`] when it always answers at once (every
-    /// `SyncStrategy` is): the orchestrator then asks it directly, without a future. `None`,
-    /// the default, for a strategy whose answer may need waiting for.
-    fn as_sync(&self) -> Option<&dyn SyncStrategy> {
-        None
-    }
 
     /// Whether it keeps count of how requests ended ([`record_outcome`](Self::record_outcome)):
     /// `false`, the default, lets a caller skip reporting.
@@ -105,33 +52,75 @@ pub trait RetryStrategy: Send + Sync + Debug {
     }
 }
 
-/// A strategy that answers at once.
-pub trait SyncStrategy: Send + Sync + Debug {
-    /// A stable name, used in logs, metrics and the safety guard's exemption list.
-    fn name(&self) -> &str;
+/// Decides whether and how a request is retried, with an answer that may need waiting for.
+///
+/// Reference 001 gives `retryAfter` a future so that a strategy may do I/O without blocking
+/// the caller; a [`StrategyFuture`] known at once keeps the common, synchronous case free of
+/// allocation. Strategies whose answer is always immediate implement [`SyncStrategy`] instead
+/// and get this trait for free.
+///
+/// A strategy is asked only for reasons the orchestrator does not settle itself (always-retry
+/// reasons get the controlled backoff first), and whatever it answers, the orchestrator still
+/// refuses unsafe retries of non-idempotent requests and caps the delay to the deadline.
+/// Extending best effort ("call super", reference 002):
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use rebound::{
+///     reasons, BestEffort, Decision, DecisionContext, Orchestrator, ReasonKind, Request,
+///     RequestType, RetryAction, Strategy, SyncStrategy,
+/// };
+///
+/// /// Best effort, except that a locked document is not waited for.
+/// #[derive(Debug, Default)]
+/// struct NoWaitOnLock(BestEffort);
+///
+/// impl Strategy for NoWaitOnLock {
+///     fn name(&self) -> &str {
+///         "no-wait-on-lock"
+///     }
+/// }
+///
+/// impl SyncStrategy for NoWaitOnLock {
+///     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+///         match context.reason().kind() {
+///             ReasonKind::KvLocked => RetryAction::NoRetry,
+///             _ => self.0.answer(request, context),
+///         }
+///     }
+/// }
+///
+/// let orchestrator = Orchestrator::new(Arc::new(NoWaitOnLock::default()));
+/// let mut request = Request::new(1, RequestType::Get, Duration::from_secs(2)).unwrap();
+/// let decision =
+///     futures::executor::block_on(orchestrator.maybe_retry(&mut request, &reasons::KV_LOCKED));
+/// assert!(matches!(decision, Decision::Fail(_)));
+/// ```
+pub trait RetryStrategy: Strategy {
+    /// The action for `request`, whose failure `context` describes (its reason, error-map
+    /// spec, server pushback and the decision's moment).
+    fn retry_after<'a>(
+        &'a self,
+        request: &'a Request,
+        context: &'a DecisionContext<'a>,
+    ) -> StrategyFuture<'a>;
 
-    /// The action for `request`, whose failure `context` describes.
-    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction;
-
-    /// As [`RetryStrategy::counts_outcomes`].
-    fn counts_outcomes(&self) -> bool {
-        false
-    }
-
-    /// As [`RetryStrategy::record_outcome`].
-    fn record_outcome(&self, _request: &Request, _outcome: Outcome) {}
-
-    /// As [`RetryStrategy::hedging`].
-    fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
+    /// This strategy as a [`SyncStrategy`] when it always answers at once (every
+    /// `SyncStrategy` is): the orchestrator then asks it directly, without a future. `None`,
+    /// the default, for a strategy whose answer may need waiting for.
+    fn as_sync(&self) -> Option<&dyn SyncStrategy> {
         None
     }
 }
 
-impl<T: SyncStrategy> RetryStrategy for T {
-    fn name(&self) -> &str {
-        SyncStrategy::name(self)
-    }
+/// A strategy that answers at once.
+pub trait SyncStrategy: Strategy {
+    /// The action for `request`, whose failure `context` describes.
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction;
+}
 
+impl<T: SyncStrategy> RetryStrategy for T {
     fn retry_after<'a>(
         &'a self,
         request: &'a Request,
@@ -142,18 +131,6 @@ impl<T: SyncStrategy> RetryStrategy for T {
 
     fn as_sync(&self) -> Option<&dyn SyncStrategy> {
         Some(self)
-    }
-
-    fn counts_outcomes(&self) -> bool {
-        SyncStrategy::counts_outcomes(self)
-    }
-
-    fn record_outcome(&self, request: &Request, outcome: Outcome) {
-        SyncStrategy::record_outcome(self, request, outcome);
-    }
-
-    fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
-        SyncStrategy::hedging(self)
     }
 }
 

@@ -21,7 +21,7 @@ use crate::context::DecisionContext;
 use crate::hedge::HedgingPolicy;
 use crate::log_rate_limit::LogRateLimit;
 use crate::request::Request;
-use crate::strategy::SyncStrategy;
+use crate::strategy::{Strategy, SyncStrategy};
 
 /// Lines of stderr one policy may write to the host's log each second (a Python traceback
 /// is about eight); the rest are left out and counted in the next line.
@@ -237,23 +237,25 @@ impl WasmStrategy {
     }
 }
 
-impl SyncStrategy for WasmStrategy {
+impl Strategy for WasmStrategy {
     fn name(&self) -> &str {
         self.recipe.component.name()
-    }
-
-    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
-        self.answer_by(
-            request,
-            context,
-            Due::Within(self.recipe.config.limits.deadline()),
-        )
     }
 
     fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
         self.hedging
             .clone()
             .map(|hedging| hedging as Arc<dyn HedgingPolicy>)
+    }
+}
+
+impl SyncStrategy for WasmStrategy {
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        self.answer_by(
+            request,
+            context,
+            Due::Within(self.recipe.config.limits.deadline()),
+        )
     }
 }
 

@@ -56,10 +56,13 @@ pub(crate) fn error_map_path(name: &str) -> std::path::PathBuf {
 #[derive(Debug, Default)]
 pub(crate) struct SeesSpec(pub Mutex<Vec<Option<RetrySpec>>>);
 
-impl SyncStrategy for SeesSpec {
+impl rebound::Strategy for SeesSpec {
     fn name(&self) -> &str {
         "sees-spec"
     }
+}
+
+impl SyncStrategy for SeesSpec {
     fn answer(&self, _: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let spec = context.error_map_spec().copied();
         self.0.lock().unwrap_or_else(|p| p.into_inner()).push(spec);
@@ -134,10 +137,13 @@ pub(crate) fn paused_runtime() -> tokio::runtime::Runtime {
 #[derive(Debug)]
 pub(crate) struct AlwaysRetry(pub Duration);
 
-impl SyncStrategy for AlwaysRetry {
+impl rebound::Strategy for AlwaysRetry {
     fn name(&self) -> &str {
         "always"
     }
+}
+
+impl SyncStrategy for AlwaysRetry {
     fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
         RetryAction::after(self.0)
     }

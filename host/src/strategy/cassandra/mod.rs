@@ -16,7 +16,7 @@ use crate::context::DecisionContext;
 use crate::reason::{ReadTimeout, ReasonKind, RetryReason, Stage, Unavailable, WriteTimeout};
 use crate::request::Request;
 
-use super::SyncStrategy;
+use super::{Strategy, SyncStrategy};
 
 /// A driver retry policy: each method returns a verdict as a [`RetryAction`]
 /// (`now_on(Same|Next, consistency)`, `Rethrow` or `Ignore`). `retry_count` is the number of
@@ -131,11 +131,13 @@ pub fn route(reason: &RetryReason, idempotent: bool) -> Route {
     }
 }
 
-impl<P: CassandraPolicy> SyncStrategy for Cassandra<P> {
+impl<P: CassandraPolicy> Strategy for Cassandra<P> {
     fn name(&self) -> &str {
         self.policy.name()
     }
+}
 
+impl<P: CassandraPolicy> SyncStrategy for Cassandra<P> {
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let reason = context.reason();
         if let Route::Fixed(action) = route(reason, request.is_idempotent()) {
