@@ -1041,7 +1041,7 @@ budget = "clients"
     );
 }
 
-/// `docs/decisions.md` "Guest retry budgets", on the real server: a policy inventing a
+/// `docs/decisions.md` "Guest token buckets", on the real server: a policy inventing a
 /// million bucket names holds 64 buckets, its refused calls are counted in its status, the
 /// server's resident memory grows by less than 16 MiB (the buckets themselves are bounded by
 /// 64 × 64-byte names), and a second policy using the bucket name the first one drained keeps

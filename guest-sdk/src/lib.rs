@@ -30,7 +30,8 @@
 //! client context and error-map spec a test call sees — so policy logic is tested without wasm.
 //!
 //! Policies keep no state between calls: the host pools and discards instances and swaps
-//! versions while serving. Use [`host::retry_budget`] for state that must last.
+//! versions while serving. Use [`host::retry_budget`], a host-kept token bucket, for state that
+//! must last.
 
 #![deny(missing_docs)]
 // No function over 80 lines (clippy.toml): the test command denies the warning.

@@ -154,7 +154,7 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    /// `docs/decisions.md` "Guest retry budgets": the first use of a bucket fixes its rate and
+    /// `docs/decisions.md` "Guest token buckets": the first use of a bucket fixes its rate and
     /// size; a later call naming other values neither refills nor resizes it.
     #[test]
     fn a_bucket_keeps_the_parameters_of_its_first_use() {
@@ -168,7 +168,7 @@ mod tests {
         );
     }
 
-    /// `docs/decisions.md` "Guest retry budgets": names are capped in length and number; a
+    /// `docs/decisions.md` "Guest token buckets": names are capped in length and number; a
     /// refused call gets no token and is counted, and the buckets already made still work.
     #[test]
     fn names_are_capped_in_length_and_number() {

@@ -81,7 +81,7 @@ fn honor_error_map_spec_follows_the_spec_in(guest: &str) {
     );
 }
 
-/// `docs/decisions.md` "Guest retry budgets": the budget lets `burst` retries through, then
+/// `docs/decisions.md` "Guest token buckets": the bucket lets `burst` retries through, then
 /// refuses, because the host keeps the bucket between calls; a second policy naming the same
 /// bucket has its own, untouched by the first one's retries.
 #[test]
