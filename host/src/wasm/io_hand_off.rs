@@ -13,14 +13,13 @@ pub(super) const HAND_OFF_TICKS: u64 = 2;
 
 /// On the call's thread, inside a multi-threaded tokio runtime: wakes one of its idle workers.
 /// A task spawned from this worker would wait in its own queue, so the empty task is spawned
-/// from one of the runtime's blocking threads, whose spawns wake an idle worker.
+/// from one of the runtime's blocking threads (inside the runtime too), whose spawns wake an
+/// idle worker.
 pub(super) fn hand_off_io() {
     let Ok(handle) = Handle::try_current() else {
         return;
     };
-    if handle.runtime_flavor() != RuntimeFlavor::MultiThread {
-        return;
+    if handle.runtime_flavor() == RuntimeFlavor::MultiThread {
+        drop(handle.spawn_blocking(|| drop(tokio::spawn(async {}))));
     }
-    let waker = handle.clone();
-    drop(handle.spawn_blocking(move || drop(waker.spawn(async {}))));
 }
