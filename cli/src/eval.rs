@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use rebound::registry::RegistryConfig;
+use rebound::config::RegistryConfig;
 
 use crate::json_decider::{builtin_registry, FileAccess, JsonDecider};
 use crate::replay::replay;

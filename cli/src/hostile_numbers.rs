@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use proptest::prelude::*;
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use serde_json::{json, Map, Value};
 
 use crate::json_decider::{FileAccess, JsonDecider};

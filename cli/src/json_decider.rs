@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use rebound::classify::{classify, Classification};
+use rebound::config::{Builtin, BuiltinPolicy, RegistryConfig};
 use rebound::errormap::ErrorMap;
-use rebound::registry::{Builtin, BuiltinPolicy, PolicyRegistry, RegistryConfig};
+use rebound::registry::PolicyRegistry;
 use rebound::wasm::{PolicyPre, WasmStrategy, WasmStrategyConfig};
 use rebound::DecideError;
 use rebound::{DecisionContext, DecisionId, RetryStrategy};

@@ -1,5 +1,5 @@
 //! `rebound push POLICY.wasm REF` and `rebound pull REF`: a policy component to and from an
-//! OCI registry (the CNCF OCI Wasm artifact layout, `rebound::registry::oci`). `push` prints
+//! OCI registry (the CNCF OCI Wasm artifact layout, `rebound::distribution`). `push` prints
 //! the digest to pin in the configuration, and with `--precompile` also pushes the component
 //! compiled for the hosts' engine; `pull` writes the component and checks its digest.
 
@@ -7,9 +7,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use rebound::registry::{
-    oci, ComponentSigner, PolicyRegistry, RegistryConfig, RegistryCredentials,
-};
+use rebound::config::RegistryConfig;
+use rebound::distribution::{self, ComponentSigner, RegistryCredentials};
+use rebound::registry::PolicyRegistry;
 use rebound::wasm::CompiledArtifact;
 
 /// Options of `rebound push`.
@@ -79,13 +79,13 @@ pub fn push(args: &PushArgs, out: &mut impl Write) -> anyhow::Result<()> {
         None
     };
     let credentials = credentials()?;
-    let pushed = oci::push(&bytes, &args.reference, compiled.as_ref(), &credentials)?;
+    let pushed = distribution::push(&bytes, &args.reference, compiled.as_ref(), &credentials)?;
     writeln!(out, "pushed {} ({} bytes)", args.reference, bytes.len())?;
     writeln!(out, "  manifest  {}", pushed.manifest_url)?;
     writeln!(out, "  digest    {}", pushed.manifest_digest)?;
     writeln!(out, "  sha256    {}", pushed.sha256)?;
     if let Some(signer) = &signer {
-        let signature = oci::sign(
+        let signature = distribution::sign(
             &args.reference,
             &pushed.manifest_digest,
             signer,
@@ -135,8 +135,8 @@ fn precompile(args: &PushArgs, bytes: &[u8]) -> anyhow::Result<CompiledArtifact>
 
 /// Runs `rebound pull`.
 pub fn pull(args: &PullArgs, out: &mut impl Write) -> anyhow::Result<()> {
-    let limit = rebound::registry::EngineConfig::DEFAULT_MAX_COMPONENT_BYTES;
-    let bytes = oci::pull(&args.reference, &credentials()?, limit)?;
+    let limit = rebound::config::EngineConfig::DEFAULT_MAX_COMPONENT_BYTES;
+    let bytes = distribution::pull(&args.reference, &credentials()?, limit)?;
     let output = match &args.output {
         Some(path) => path.clone(),
         None => {

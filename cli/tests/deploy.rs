@@ -64,7 +64,7 @@ fn the_kubernetes_sidecar_agrees_with_the_image_and_the_server() {
     let scratch = tempfile::tempdir().unwrap();
     let path = scratch.path().join("rebound.toml");
     std::fs::write(&path, configuration).unwrap();
-    let loaded = rebound::registry::RegistryConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let loaded = rebound::config::RegistryConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert!(loaded.watch.enabled, "the ConfigMap is watched");
 
     let pod = &manifest(&documents, "Deployment")["spec"]["template"]["spec"];

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use rebound::wasm::{CacheStats, CodeOrigin, WasmRuntime};
 use rebound::{reasons, Decision, Request, RequestType};
 use support::{guest, rebound, success_stdout};

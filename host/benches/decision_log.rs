@@ -10,7 +10,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use rebound::{reasons, Decision, DecisionContext, Request, RequestType};
 
 #[path = "support/measure.rs"]

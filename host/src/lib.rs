@@ -110,9 +110,11 @@
 //!   only ever for idempotent requests.
 //! - [`executor`]: the retry loop for tokio; [`layer`]: the tower layer (features `executor`
 //!   and `tower`, on by default).
-//! - `wasm`: sandboxed WebAssembly strategies; `registry`: named policies with hot reload
-//!   (features `wasm` and `registry`, both on by default); `registry::oci`: policies pushed to
-//!   and pulled from OCI registries (feature `oci`, off by default: it brings an HTTP client).
+//! - `wasm`: sandboxed WebAssembly strategies (feature `wasm`); `config`: a registry's
+//!   configuration file, parsed and checked; `registry`: named policies with hot reload
+//!   (feature `registry`; both features on by default); `distribution`: policies pushed to and
+//!   pulled from OCI registries, signed and verified (feature `oci`, off by default: it brings
+//!   an HTTP client).
 //!
 //! Every public item has one path.
 
@@ -125,6 +127,8 @@ pub mod backoff;
 pub mod breaker;
 mod cassandra_types;
 pub mod classify;
+#[cfg(feature = "registry")]
+pub mod config;
 mod context;
 mod controls;
 mod decide_error;
@@ -135,6 +139,8 @@ mod decision_id;
 pub mod decision_json;
 #[cfg(feature = "registry")]
 pub mod decision_log;
+#[cfg(feature = "oci")]
+pub mod distribution;
 pub mod errormap;
 #[cfg(feature = "executor")]
 pub mod executor;
@@ -142,9 +148,13 @@ mod field_error;
 pub mod grid;
 pub mod grpc;
 pub mod hedge;
+#[cfg(all(feature = "wasm", feature = "registry"))]
+mod isolation;
 #[cfg(feature = "tower")]
 pub mod layer;
 mod log_rate_limit;
+#[cfg(feature = "registry")]
+mod mutex;
 mod orchestrator;
 #[cfg(feature = "otlp")]
 pub mod otlp;

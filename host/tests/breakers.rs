@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rebound::breaker::{BreakerConfig, BreakerOpen, BreakerState, NodeBreakers};
+use rebound::config::RegistryConfig;
 use rebound::executor::{ExecuteError, Executor, Failure};
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::registry::PolicyRegistry;
 use rebound::{
     reasons, CancelReason, Decider, DecisionContext, NodeChoice, Orchestrator, Request,
     RequestType, RetryAction, RetryError, RetryReason, SyncStrategy,
@@ -291,7 +292,7 @@ breaker = "nodes"
 builtin = "best-effort"
 "#;
 
-fn parse(text: &str) -> Result<RegistryConfig, rebound::registry::ConfigError> {
+fn parse(text: &str) -> Result<RegistryConfig, rebound::config::ConfigError> {
     RegistryConfig::parse(text, Path::new("rebound.toml"), Path::new("."))
 }
 

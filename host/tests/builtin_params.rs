@@ -13,8 +13,8 @@ use rebound::backoff::ExponentialBackoff;
 use rebound::cassandra::{
     AbortKind, Cassandra, ConsistencyDowngradingRetryPolicy, ConsistencyLevel, DefaultRetryPolicy,
 };
+use rebound::config::{Builtin, BuiltinPolicy, ConfigError, PolicySource, RegistryConfig};
 use rebound::grid::every_reason;
-use rebound::registry::{Builtin, BuiltinPolicy, ConfigError, PolicySource, RegistryConfig};
 use rebound::{
     reasons, BestEffort, CancelReason, Decision, DecisionContext, FailFast,
     FastFailOnTerminalError, NodeChoice, Orchestrator, ReadTimeout, Request, RequestType,

@@ -9,7 +9,8 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::FutureExt;
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use rebound::{reasons, DecisionContext, DecisionId, Request, RequestType};
 
 fn unix_ms() -> u64 {

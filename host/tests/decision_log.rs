@@ -12,8 +12,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rebound::config::RegistryConfig;
 use rebound::decision_log::{DecisionLog, DecisionLogConfig};
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::registry::PolicyRegistry;
 use rebound::{reasons, DecisionContext, FailFast, Request, RequestType};
 use registry_support::{request, Workspace};
 use serde_json::Value;

@@ -382,7 +382,8 @@ async fn a_final_failure_is_not_retried() {
 /// unknown name is an error before anything is retried.
 #[tokio::test(start_paused = true)]
 async fn a_registry_decides_with_the_policy_the_request_names() {
-    use rebound::registry::{PolicyRegistry, RegistryConfig};
+    use rebound::config::RegistryConfig;
+    use rebound::registry::PolicyRegistry;
     let config = RegistryConfig::parse(
         "default_policy = \"best\"\n\
          [policies.best]\nbuiltin = \"best-effort\"\n\

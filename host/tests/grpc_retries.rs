@@ -8,8 +8,8 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
+use rebound::config::{Builtin, BuiltinPolicy};
 use rebound::grpc::GrpcCode;
-use rebound::registry::{Builtin, BuiltinPolicy};
 use rebound::{
     reasons, Decision, DecisionContext, Orchestrator, Pushback, Request, RequestType, RetryReason,
 };

@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
+use rebound::config::RegistryConfig;
 use rebound::executor::{Attempt, ExecuteError, Executor, Failure};
 use rebound::grpc::{GrpcCode, ServiceConfig, DEFAULT_MAX_ATTEMPTS_LIMIT};
 use rebound::hedge::ConstantSpeculativeExecution;
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::registry::PolicyRegistry;
 use rebound::throttle::{FailureCosts, ScopedThrottle, ThrottleConfig, ThrottleKind};
 use rebound::{
     Decider, GrpcRetry, NodeChoice, Orchestrator, Pushback, Request, RequestType, RetryReason,

@@ -359,7 +359,7 @@ fn a_config_map_volume_update_reloads_the_configuration_and_the_component() {
     for file in ["rebound.toml", "policy.wasm"] {
         symlink(format!("..data/{file}"), volume.join(file)).unwrap();
     }
-    let config = rebound::registry::RegistryConfig::load(&volume.join("rebound.toml")).unwrap();
+    let config = rebound::config::RegistryConfig::load(&volume.join("rebound.toml")).unwrap();
     let registry = Arc::new(
         PolicyRegistry::with_runtime(config, registry_support::runtime().clone()).unwrap(),
     );

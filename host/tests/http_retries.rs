@@ -7,7 +7,7 @@ use crate::common;
 
 use std::time::{Duration, SystemTime};
 
-use rebound::registry::{Builtin, BuiltinPolicy};
+use rebound::config::{Builtin, BuiltinPolicy};
 use rebound::{
     reasons, Decision, DecisionContext, HttpMethod, Orchestrator, Pushback, Request, RequestType,
     RetryReason,

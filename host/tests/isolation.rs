@@ -11,7 +11,8 @@ use crate::registry_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use rebound::{
     reasons, CancelReason, Decision, DecisionContext, PolicyFailure, PolicyFailureKind,
     RequestType, RetryError,

@@ -28,9 +28,10 @@ use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::metrics::v1::{metric::Data, Metric};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
+use rebound::config::RegistryConfig;
 use rebound::executor::{Executor, ExecutorListener, Failure};
 use rebound::otlp::{OtlpConfig, OtlpExport, OtlpProtocol};
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::registry::PolicyRegistry;
 use rebound::{reasons, Outcome, Request, RequestType, RetryError, RetryReason};
 use tracing_subscriber::layer::SubscriberExt;
 

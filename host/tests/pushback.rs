@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use common::request;
-use rebound::registry::{Builtin, BuiltinPolicy};
+use rebound::config::{Builtin, BuiltinPolicy};
 use rebound::{
     reasons, BestEffort, Decision, DecisionContext, FailFast, Orchestrator, Pushback, RequestType,
     RetryAction, RetryStrategy,

@@ -697,7 +697,7 @@ fn a_policy_that_fails_to_load_at_start_answers_its_fail_safe_until_reloaded() {
     assert!(refused.to_string().contains("policy `p`"), "{refused}");
 
     ws.config(&text.replace("policy.wasm", "missing.wasm"));
-    let missing = rebound::registry::RegistryConfig::load(&ws.path("rebound.toml")).unwrap_err();
+    let missing = rebound::config::RegistryConfig::load(&ws.path("rebound.toml")).unwrap_err();
     assert!(
         missing
             .to_string()
@@ -854,11 +854,11 @@ fn status_reports_version_hash_load_time_decisions_and_failures() {
 #[test]
 fn the_example_configuration_loads_every_policy() {
     let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/rebound.toml");
-    let config = rebound::registry::RegistryConfig::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    let config = rebound::config::RegistryConfig::load(&file).unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap();
     // Keep the test's cache out of the source tree; a policy that does not load is an error.
-    let config = rebound::registry::RegistryConfig {
-        cache_dir: Some(rebound::registry::CacheDir::Configured(
+    let config = rebound::config::RegistryConfig {
+        cache_dir: Some(rebound::config::CacheDir::Configured(
             dir.path().join("cache"),
         )),
         strict_start: true,
@@ -954,6 +954,6 @@ fn the_cache_evicts_the_entries_used_least_recently() {
     ws.config(
         "default_policy = \"p\"\ncache_max_mb = 0\n[policies.p]\ncomponent = \"policy.wasm\"\n",
     );
-    let e = rebound::registry::RegistryConfig::load(&ws.path("rebound.toml")).unwrap_err();
+    let e = rebound::config::RegistryConfig::load(&ws.path("rebound.toml")).unwrap_err();
     assert_eq!(e.field, "cache_max_mb", "{e}");
 }

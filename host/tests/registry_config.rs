@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use rebound::registry::{Builtin, BuiltinPolicy, ConfigError};
-use rebound::registry::{PolicySource, RegistryConfig};
+use rebound::config::{Builtin, BuiltinPolicy, ConfigError};
+use rebound::config::{PolicySource, RegistryConfig};
 use rebound::wasm::{FailSafe, TickerPriority};
 use rebound::{RequestType, Service};
 
@@ -275,7 +275,7 @@ fn a_configuration_file_is_named_in_its_errors() {
 /// resolved against the configuration's directory.
 #[test]
 fn the_cache_is_the_users_unless_configured() {
-    use rebound::registry::CacheDir;
+    use rebound::config::CacheDir;
     use rebound::wasm::ArtifactCache;
     let dir = dir();
     let minimal = "default_policy = \"p\"\n[policies.p]\nbuiltin = \"best-effort\"\n";

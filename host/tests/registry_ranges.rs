@@ -3,7 +3,7 @@
 //! where the setting is written (or its table's), and the field. The page and the code cannot
 //! disagree, and a setting added without a range has no row for a reader to find.
 
-use rebound::registry::RegistryConfig;
+use rebound::config::RegistryConfig;
 
 /// The rows of the table: the setting's dotted path, its least value (`None`: above 0) and its
 /// largest.

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use rebound::{reasons, HttpMethod, Request, RequestType};
 
 const CONFIG: &str = r#"

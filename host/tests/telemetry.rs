@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use rebound::config::RegistryConfig;
 use rebound::executor::{Executor, Failure};
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::registry::PolicyRegistry;
 use rebound::{reasons, DecisionContext, Request, RequestType};
 
 const CONFIG: &str = r#"

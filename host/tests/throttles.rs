@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rebound::config::RegistryConfig;
 use rebound::executor::{ExecuteError, Executor, Failure};
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::registry::PolicyRegistry;
 use rebound::throttle::{FailureCosts, ScopedThrottle, ThrottleConfig, ThrottleKind};
 use rebound::{
     reasons, CancelReason, Decision, DecisionContext, NodeChoice, Orchestrator, Outcome, Request,
@@ -173,7 +174,7 @@ params = { max_attempts = 10, initial_ms = 1, max_ms = 1, multiplier = 1 }
 throttle = "backend"
 "#;
 
-fn parse(text: &str) -> Result<RegistryConfig, rebound::registry::ConfigError> {
+fn parse(text: &str) -> Result<RegistryConfig, rebound::config::ConfigError> {
     RegistryConfig::parse(text, Path::new("rebound.toml"), Path::new("."))
 }
 

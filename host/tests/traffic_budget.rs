@@ -328,7 +328,8 @@ mod registry {
     use std::path::Path;
     use std::time::{Duration, Instant};
 
-    use rebound::registry::{PolicyRegistry, RegistryConfig};
+    use rebound::config::RegistryConfig;
+    use rebound::registry::PolicyRegistry;
     use rebound::{
         reasons, CancelReason, Decision, DecisionContext, Outcome, Request, RequestType, RetryError,
     };

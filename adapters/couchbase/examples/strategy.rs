@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use couchbase_core::retry::{RetryReason, RetryStrategy};
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use rebound_couchbase::ReboundRetryStrategy;
 
 const CONFIG: &str = r#"

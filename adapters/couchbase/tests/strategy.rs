@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use couchbase_core::retry::{RetryReason as SdkReason, RetryStrategy};
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use rebound::ReasonKind;
 use rebound_couchbase::reasons::to_rebound;
 use rebound_couchbase::ReboundRetryStrategy;

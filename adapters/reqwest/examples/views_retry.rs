@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use rebound::Service;
 use rebound_reqwest::ReboundMiddleware;
 use wiremock::matchers::path;

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use rebound_scylla::ReboundRetryPolicy;
 use scylla::client::execution_profile::ExecutionProfile;
 use scylla::errors::{DbError, RequestAttemptError, WriteType};

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use rebound_scylla::{AdapterError, ReboundRetryPolicy};
 use scylla::errors::{DbError, RequestAttemptError};
 use scylla::policies::retry::RetryDecision;

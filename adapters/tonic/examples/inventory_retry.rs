@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use http::uri::PathAndQuery;
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use rebound_tonic::ReboundLayer;
 use support::{start, Answer, Raw, Script};
 use tonic::Code;

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::uri::PathAndQuery;
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 use rebound_tonic::ReboundLayer;
 use support::{start, Answer, Raw, Running, Script};
 use tonic::{Code, Status};

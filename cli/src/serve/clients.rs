@@ -58,7 +58,7 @@ impl ClientTokens {
 
     fn parse(text: &str, path: &Path) -> anyhow::Result<Self> {
         let at = |offset: usize| {
-            let (line, column) = rebound::registry::line_column(text, offset);
+            let (line, column) = rebound::config::line_column(text, offset);
             format!("{}:{line}:{column}", path.display())
         };
         let raw: RawFile = toml::from_str(text).map_err(|e| {

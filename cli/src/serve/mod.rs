@@ -26,8 +26,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use anyhow::Context;
+use rebound::config::{IsolationConfig, RegistryConfig};
 use rebound::otlp::OtlpExport;
-use rebound::registry::{IsolationConfig, PolicyRegistry, RegistryConfig};
+use rebound::registry::PolicyRegistry;
 use rebound::wasm::TickerPriority;
 
 use crate::json_decider::{FileAccess, JsonDecider};

@@ -3,8 +3,8 @@
 //! `OTEL_EXPORTER_OTLP_ENDPOINT`, or its per-signal form, turns the export on with the
 //! defaults); `OTEL_SDK_DISABLED=true` turns it off.
 
+use rebound::config::RegistryConfig;
 use rebound::otlp::OtlpConfig;
-use rebound::registry::RegistryConfig;
 
 /// The variables whose presence turns the export on without a `[telemetry]` table.
 const ENDPOINT_VARIABLES: [&str; 3] = [

@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use rebound::registry::RegistryConfig;
+use rebound::config::RegistryConfig;
 use serde_json::{json, Value};
 
 use self::results::Run;

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rebound::registry::line_column;
+use rebound::config::line_column;
 use rebound::{HttpMethod, RequestType};
 use serde::Deserialize;
 

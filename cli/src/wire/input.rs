@@ -8,9 +8,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rebound::cassandra::ConsistencyLevel;
 use rebound::classify::Response;
+use rebound::config::{Builtin, BuiltinPolicy};
 use rebound::errormap::RetrySpec;
 use rebound::grpc::split_full_method;
-use rebound::registry::{Builtin, BuiltinPolicy};
 use rebound::HttpMethod;
 use rebound::Pushback;
 use rebound::{Request, RequestType, RetryReason, Service};

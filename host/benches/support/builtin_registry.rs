@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 
 /// A registry whose only policy, `bench`, is the built-in `builtin`.
 pub(crate) fn builtin_registry(builtin: &str) -> Arc<PolicyRegistry> {

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use super::config::BudgetScope;
+use crate::config::BudgetScope;
 use crate::controls::PerClient;
 use crate::request::Request;
 use crate::traffic_budget::{BudgetConfig, TrafficBudget};

@@ -4,14 +4,14 @@
 //! exists only with the `wasm` feature: a registry of built-ins carries none of it.
 
 use super::compile_ahead::CompileAhead;
-use super::config::{CacheDir, RegistryConfig};
+use crate::config::{CacheDir, RegistryConfig};
 use super::error::RegistryError;
-use super::isolation::Isolation;
+use crate::isolation::Isolation;
 use crate::wasm::{ArtifactCache, WasmRuntime};
 
 /// How a registry reaches OCI registries (feature `oci`).
 #[cfg(feature = "oci")]
-pub(crate) type Credentials = super::oci_credentials::RegistryCredentials;
+pub(crate) type Credentials = crate::distribution::RegistryCredentials;
 /// Without the `oci` feature there is no registry to reach.
 #[cfg(not(feature = "oci"))]
 #[derive(Debug, Default)]
@@ -46,7 +46,8 @@ impl Components {
         let isolation = (config.engine.isolation)
             .filter(|isolation| isolation.threads > 0)
             .map(Isolation::new)
-            .transpose()?;
+            .transpose()
+            .map_err(RegistryError::Engine)?;
         Ok(Components {
             cache: cache.map(|cache| cache.with_max_bytes(config.cache_max_bytes)),
             runtime,

@@ -1,7 +1,7 @@
 //! Why a registry operation was refused ([`RegistryError`]), and why a policy version could not
 //! be built ([`BuildError`]).
 
-use super::config::ConfigError;
+use crate::config::ConfigError;
 use crate::decide_error::DecideError;
 #[cfg(feature = "wasm")]
 use crate::wasm::{CacheError, LoadError};
@@ -90,7 +90,7 @@ pub enum BuildError {
         /// The policy.
         policy: String,
         /// Why.
-        error: super::oci::OciError,
+        error: crate::distribution::OciError,
     },
     /// The policy names an OCI component, and this build has no OCI client.
     #[error("policy `{policy}`: `component = {{ oci = … }}` needs the `oci` feature of rebound, which this build lacks")]

@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use arc_swap::{ArcSwap, ArcSwapOption};
 use serde::Serialize;
 
-use super::config::PolicyDefinition;
-use super::mutex::lock;
 use super::shadow::Shadow;
 use super::status::{PolicyStatus, VersionStatus};
 use super::version::PolicyVersion;
+use crate::config::PolicyDefinition;
+use crate::mutex::lock;
 use crate::rules::Guard;
 use crate::wasm::PolicyStats;
 #[cfg(feature = "wasm")]

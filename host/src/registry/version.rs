@@ -8,10 +8,10 @@ use std::time::{Duration, SystemTime};
 
 use metrics::SharedString;
 
-use super::builtin::BuiltinPolicy;
-use super::config::{PolicyDefinition, PolicySource};
 use super::error::BuildError;
 use super::stand_in::StandIn;
+use crate::config::BuiltinPolicy;
+use crate::config::{PolicyDefinition, PolicySource};
 use crate::decision_log::LoggedVersion;
 use crate::rules::Guard;
 use crate::strategy::RetryStrategy;
@@ -54,6 +54,22 @@ impl LoggedVersion for PolicyVersion {
         PolicyVersion::name(self)
     }
     fn version(&self) -> &str {
+        PolicyVersion::version(self)
+    }
+}
+
+#[cfg(feature = "wasm")]
+impl crate::isolation::IsolatedVersion for PolicyVersion {
+    fn strategy(&self) -> &dyn RetryStrategy {
+        PolicyVersion::strategy(self)
+    }
+    fn component(&self) -> Option<&Arc<WasmStrategy>> {
+        self.wasm.as_ref()
+    }
+    fn policy(&self) -> &str {
+        PolicyVersion::name(self)
+    }
+    fn label(&self) -> &str {
         PolicyVersion::version(self)
     }
 }
@@ -127,11 +143,6 @@ impl PolicyVersion {
     #[cfg(feature = "wasm")]
     pub fn wasm(&self) -> Option<&WasmStrategy> {
         self.wasm.as_deref()
-    }
-    /// The sandboxed strategy, shared, for components.
-    #[cfg(feature = "wasm")]
-    pub(crate) fn wasm_shared(&self) -> Option<&Arc<WasmStrategy>> {
-        self.wasm.as_ref()
     }
     /// Decisions this version was resolved for.
     pub fn decisions(&self) -> u64 {

@@ -7,6 +7,7 @@
 //! sandbox's own verdict.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+#[cfg(feature = "registry")]
 use std::time::Duration;
 
 /// One call's CPU account, written by the call's thread and read by its caller.
@@ -33,7 +34,7 @@ impl CallWatch {
 
     /// The CPU time the call's thread has spent since the call started, read from any thread;
     /// `None` before it started or where it cannot be read.
-    #[cfg_attr(not(feature = "registry"), allow(dead_code))]
+    #[cfg(feature = "registry")]
     pub(crate) fn cpu_spent(&self) -> Option<Duration> {
         if !self.started.load(Ordering::Acquire) {
             return None;

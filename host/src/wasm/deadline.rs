@@ -39,7 +39,9 @@ pub(crate) enum Due<'a> {
     /// starts).
     Within(Duration),
     /// At this moment: the deadline passes at the first tick at or after it. The call's
-    /// caller, on another thread, watches its CPU time through `watch`.
+    /// caller, on another thread, watches its CPU time through `watch`. Only the
+    /// registry's isolation calls this way; the variant stays in every build with the engine,
+    /// as the lifetime of `Due` is its.
     #[cfg_attr(not(feature = "registry"), allow(dead_code))]
     At {
         /// When the call is due.

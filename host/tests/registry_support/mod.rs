@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rebound::registry::{Decided, PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::{Decided, PolicyRegistry};
 use rebound::{Request, RequestType, RetryReason};
 use sha2::{Digest, Sha256};
 

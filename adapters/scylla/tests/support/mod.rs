@@ -4,7 +4,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use rebound::registry::{PolicyRegistry, RegistryConfig};
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
 
 #[path = "../../../test_support.rs"]
 mod test_support;

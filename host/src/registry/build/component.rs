@@ -12,9 +12,9 @@ use sha2::{Digest, Sha256};
 
 use super::BuildContext;
 use crate::cassandra_types::ConsistencyLevel;
+use crate::config::{ConfigError, PolicyDefinition, PolicySource};
 use crate::context::DecisionContext;
 use crate::reason::{reasons, ReadTimeout, RetryReason};
-use crate::registry::config::{ConfigError, PolicyDefinition, PolicySource};
 use crate::registry::error::BuildError;
 use crate::registry::version::{guard, PolicyVersion};
 use crate::request::{Request, RequestType};
@@ -172,7 +172,7 @@ fn check_params(
 }
 
 /// The local file holding policy `name`'s OCI component `reference`: pulled into the artifact
-/// cache's directory, or read from there (registry/oci.rs).
+/// cache's directory, or read from there (`crate::distribution`).
 pub(crate) fn fetch_oci(
     name: &str,
     reference: &str,
@@ -189,7 +189,7 @@ pub(crate) fn fetch_oci(
                 policy: name.to_owned(),
             })?;
         let pin: Option<String> = definition.pinned_sha256.map(hex::encode);
-        let store = crate::registry::oci_store::OciStore::new(cache.dir());
+        let store = crate::distribution::OciStore::new(cache.dir());
         let limit = ctx.components.max_component_bytes;
         let fetched = match &definition.trusted_keys {
             Some(keys) => store.resolve_trusted(
@@ -206,7 +206,7 @@ pub(crate) fn fetch_oci(
                     &ctx.components.credentials,
                     limit,
                 )
-                .map(|path| crate::registry::oci_store::Fetched {
+                .map(|path| crate::distribution::Fetched {
                     path,
                     signed_layers: None,
                 }),
@@ -217,7 +217,7 @@ pub(crate) fn fetch_oci(
         })?;
         if let Some(precompiled) = definition.precompiled_sha256 {
             let pin = hex::encode(precompiled);
-            crate::registry::oci_store::install_precompiled(
+            crate::distribution::install_precompiled(
                 name,
                 cache,
                 &fetched,

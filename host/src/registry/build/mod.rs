@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
+use crate::config::{PolicyDefinition, PolicySource};
 #[cfg(feature = "wasm")]
 use crate::registry::components::Components;
-use crate::registry::config::{PolicyDefinition, PolicySource};
 use crate::registry::error::BuildError;
 use crate::registry::version::PolicyVersion;
 

@@ -8,10 +8,10 @@ use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
+use crate::config::PolicySource;
+use crate::mutex::lock;
 use crate::registry::build::{fetch_oci, read};
-use crate::registry::config::PolicySource;
 use crate::registry::error::RegistryError;
-use crate::registry::mutex::lock;
 use crate::registry::shadow::{Shadow, ShadowStatus};
 use crate::registry::slot::{ReloadOutcome, Slot};
 

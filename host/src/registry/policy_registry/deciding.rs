@@ -19,11 +19,11 @@ use crate::decision_log::{
     DecidedBy, DecisionLog, DecisionLogStats, Entry, LoggedVersion, ShadowAnswers,
 };
 use crate::hedge::{ConstantSpeculativeExecution, Hedging};
+#[cfg(feature = "wasm")]
+use crate::isolation::Isolated;
+use crate::mutex::lock;
 use crate::reason::RetryReason;
 use crate::registry::error::RegistryError;
-#[cfg(feature = "wasm")]
-use crate::registry::isolation::Isolated;
-use crate::registry::mutex::lock;
 use crate::registry::shadow::{Shadow, Shadowed};
 use crate::registry::table::Table;
 use crate::registry::version::PolicyVersion;

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::registry::config::{PolicySource, RegistryConfig};
+use crate::config::{PolicySource, RegistryConfig};
+use crate::mutex::lock;
 #[cfg(not(feature = "wasm"))]
 use crate::registry::error::BuildError;
 use crate::registry::error::RegistryError;
-use crate::registry::mutex::lock;
 use crate::registry::shadow::{Shadow, ShadowStatus};
 use crate::registry::slot::{ReloadOutcome, Slot};
 use crate::registry::status::{

@@ -13,10 +13,10 @@ use arc_swap::ArcSwap;
 use super::build::BuildContext;
 #[cfg(feature = "wasm")]
 use super::components::{Components, Credentials};
-use super::config::RegistryConfig;
 use super::error::RegistryError;
 use super::reload_path::ReloadPath;
 use super::table::{build_table, Failed, Table};
+use crate::config::RegistryConfig;
 #[cfg(feature = "wasm")]
 use crate::wasm::{ArtifactCache, EngineSettings, SandboxLimits, TickerPriority, WasmRuntime};
 
@@ -132,7 +132,7 @@ impl PolicyRegistry {
     pub fn with_credentials(
         config: RegistryConfig,
         runtime: WasmRuntime,
-        credentials: super::oci_credentials::RegistryCredentials,
+        credentials: crate::distribution::RegistryCredentials,
     ) -> Result<Self, RegistryError> {
         let components = Components::new(&config, runtime, credentials)?;
         Self::build(config, components)

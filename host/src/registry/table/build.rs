@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use super::{controls_in, Table};
 use crate::breaker::NodeBreakers;
+use crate::config::RegistryConfig;
 use crate::controls::{BudgetControl, Controls, PerClient};
 use crate::decide_error::DecideError;
 use crate::decision_log::DecisionLog;
 use crate::hedge::HedgingPolicy;
 use crate::registry::build::BuildContext;
 use crate::registry::client_budgets::ClientBudgets;
-use crate::registry::config::RegistryConfig;
 use crate::registry::error::RegistryError;
 use crate::registry::kept::{keep_or_make, Named};
 use crate::registry::slot::Slot;

@@ -7,14 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::client_budgets::ClientBudgets;
-use super::config::RegistryConfig;
 use super::error::RegistryError;
 use super::kept::Named;
-use super::route::Route;
 use super::slot::Slot;
 use super::status::PolicyStatus;
 use super::version::PolicyVersion;
 use crate::breaker::NodeBreakers;
+use crate::config::RegistryConfig;
+use crate::config::Route;
 use crate::controls::Controls;
 use crate::decide_error::DecideError;
 use crate::decision_log::DecisionLog;

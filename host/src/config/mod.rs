@@ -1,20 +1,29 @@
-//! The registry's configuration file: named policies (a built-in strategy or a component
-//! file, with parameters, sandbox limits, fail-safe and guard exemption), the default policy,
-//! profiles in the sense of reference 003 "Using multiple policies", and routes from a service
-//! or a request type to a policy. Every error names the file, the line and column, the field,
-//! and what was expected.
+//! Why a separate module: a registry configuration is read and checked long before anything
+//! decides with it — by `rebound check` and `rebound serve --check`, by an editor, at every hot
+//! reload — and a file refused here must never reach the running registry. This module turns a
+//! TOML file into the model the registry runs and nothing else: named policies (a built-in
+//! strategy or a component, with parameters, sandbox limits, fail-safe and guard exemption),
+//! the default policy, profiles in the sense of reference 003 "Using multiple policies", routes
+//! from a service, a request type or a gRPC method to a policy, and the engine, isolation,
+//! budget, throttle, breaker, hedging and telemetry settings. Every error names the file, the
+//! line and column, the field, and what was expected.
 //!
 //! `raw` is the file as written (the TOML schema), this module the model the registry runs,
-//! and `validate` the step between them, one function per section.
+//! `validate` the step between them (one function per section), [`Builtin`] the built-in
+//! strategies a policy may name and their parameters, and [`Route`] what a route matches.
 
 mod breakers;
+mod builtin;
 mod errors;
 mod policies;
 mod raw;
+mod route;
 mod throttles;
 mod validate;
 
 pub use breakers::BreakerDefinition;
+pub use builtin::{Builtin, BuiltinPolicy, MAX_ATTEMPTS_LIMIT};
+pub use route::Route;
 pub use throttles::ThrottleDefinition;
 
 use crate::hedge::ConstantSpeculativeExecution;
@@ -24,8 +33,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::builtin::BuiltinPolicy;
-use super::route::Route;
 use crate::decision_log::DecisionLogConfig;
 use crate::request::{RequestType, Service};
 use crate::traffic_budget::BudgetConfig;
@@ -214,7 +221,7 @@ pub struct PolicyDefinition {
     /// `oci`): checked before it loads and at every reload; `None` for components from files
     /// and built-ins, and when the configuration has no `[trust]` table.
     #[cfg(feature = "oci")]
-    pub trusted_keys: Option<std::sync::Arc<[crate::registry::TrustedKey]>>,
+    pub trusted_keys: Option<std::sync::Arc<[crate::distribution::TrustedKey]>>,
     /// Copies of its idempotent requests sent while they are in flight
     /// (`speculative_execution`), instead of its strategy's own hedging (docs/hedging.md).
     pub speculative_execution: Option<ConstantSpeculativeExecution>,

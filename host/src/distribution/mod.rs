@@ -1,10 +1,15 @@
-//! Components kept in an OCI registry, the way Spin, wasmCloud and Kubewarden ship them
-//! (the CNCF OCI Wasm artifact layout: one `application/wasm` layer). `push` and `pull` speak
-//! the distribution protocol through `oci-client`, with the credential given for the registry
-//! (`oci_credentials.rs`); every pull is bounded (`oci/pull.rs`). `push` can add the
-//! component's compiled artifact for one engine configuration as a second layer (`rebound push
-//! --precompile`), and `sign` pushes a signature of a pushed artifact in cosign's format
-//! (`oci_signature.rs`). What a registry loads from them is kept on disk by `oci_store.rs`.
+//! Why a module of its own: a policy that a team ships the way Spin, wasmCloud and Kubewarden
+//! ship components — pushed to an OCI registry, signed, pulled by every host that runs it —
+//! crosses a trust boundary that a file on disk does not, and everything about that crossing
+//! lives here, apart from the registry that only asks for a verified file. Components use the
+//! CNCF OCI Wasm artifact layout (one `application/wasm` layer). [`push`] and [`pull`] speak the
+//! distribution protocol through `oci-client` with the credential given for the registry
+//! ([`RegistryCredentials`]); every pull is bounded in bytes and time (`pull`). [`push`] can add
+//! the component's compiled artifact for one engine configuration as a second layer (`rebound
+//! push --precompile`), and [`sign`] pushes a signature of a pushed artifact in cosign's format
+//! ([`ComponentSigner`]), which a registry configured with [`TrustedKey`]s checks before a
+//! component loads. What a registry fetched is kept on disk, keyed by digest (`store`).
+//! Feature `oci`.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -15,12 +20,20 @@ use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use oci_client::{Client, Reference};
 use sha2::{Digest, Sha256};
 
-use super::oci_credentials::RegistryCredentials;
-use super::oci_signature::{self as signature, ComponentSigner};
 use crate::wasm::CompiledArtifact;
 
-pub(in crate::registry) mod pull;
+mod credentials;
+mod pull;
+mod signature;
+mod store;
+
+pub use credentials::{
+    Credential, CredentialsError, RegistryCredentials, PASSWORD_VARIABLE, REGISTRY_VARIABLE,
+    TOKEN_VARIABLE, USERNAME_VARIABLE,
+};
 pub use pull::{pull, COMPILED_SIZE_FACTOR, MAX_SIGNATURES, MAX_SIGNATURE_BYTES};
+pub use signature::{ComponentSigner, TrustedKey};
+pub(crate) use store::{install_precompiled, Fetched, OciStore};
 
 /// The layer media type of a Wasm component (CNCF OCI Wasm artifact).
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
@@ -147,7 +160,7 @@ pub struct Pushed {
 
 /// The error of `action` on `reference` that the client reported as `error`: a refusal of
 /// access names the registry and the credential.
-pub(super) fn registry_error(
+fn registry_error(
     action: &'static str,
     reference: &str,
     image: &Reference,
@@ -180,7 +193,7 @@ pub(super) fn registry_error(
     }
 }
 
-pub(super) fn parse(reference: &str) -> Result<Reference, OciError> {
+fn parse(reference: &str) -> Result<Reference, OciError> {
     reference.parse().map_err(|e| OciError::Reference {
         reference: reference.to_owned(),
         message: format!("{e}"),
@@ -189,7 +202,7 @@ pub(super) fn parse(reference: &str) -> Result<Reference, OciError> {
 
 /// A client speaking plain HTTP to loopback registries (a local registry, tests) and HTTPS to
 /// every other.
-pub(super) fn client(reference: &Reference) -> Client {
+fn client(reference: &Reference) -> Client {
     let registry = reference.resolve_registry().to_owned();
     let loopback = ["localhost", "127.0.0.1", "[::1]"]
         .iter()
@@ -207,7 +220,7 @@ pub(super) fn client(reference: &Reference) -> Client {
 
 /// Runs `future` to completion on a runtime of its own, on a thread of its own, so it can be
 /// called from synchronous code and from inside another runtime alike.
-pub(super) fn block_on<T: Send>(future: impl Future<Output = T> + Send) -> T {
+fn block_on<T: Send>(future: impl Future<Output = T> + Send) -> T {
     // rustls needs a process-wide crypto provider; installing it twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     std::thread::scope(|scope| {
@@ -275,7 +288,7 @@ pub fn push(
 }
 
 /// Signs the artifact of `reference`'s repository whose manifest digest is `digest` with
-/// `signer`: pushes its signature as cosign does (`oci_signature.rs`), replacing any signature
+/// `signer`: pushes its signature as cosign does (`signature`), replacing any signature
 /// pushed before for that digest. Returns the signature's reference.
 pub fn sign(
     reference: &str,
@@ -339,7 +352,7 @@ fn push_manifest(
 }
 
 /// The component layer of `manifest`.
-pub(super) fn wasm_layer<'m>(
+fn wasm_layer<'m>(
     reference: &str,
     manifest: &'m OciImageManifest,
 ) -> Result<&'m OciDescriptor, OciError> {
@@ -355,7 +368,7 @@ pub(super) fn wasm_layer<'m>(
 }
 
 /// Checks that `bytes` have the sha256 `expected` (hex).
-pub(super) fn check(reference: &str, bytes: &[u8], expected: &str) -> Result<(), OciError> {
+fn check(reference: &str, bytes: &[u8], expected: &str) -> Result<(), OciError> {
     let found = hex::encode(Sha256::digest(bytes));
     if found != expected {
         return Err(OciError::DigestMismatch {

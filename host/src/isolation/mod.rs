@@ -1,12 +1,19 @@
-//! Components' calls kept from the threads deciding with built-in policies and serving
-//! requests when they misbehave (`[engine] isolation`): a trusted version (`trust`) is called
-//! on the deciding thread; a distrusted one on threads of their own, with a bounded number of
-//! calls per policy version at once and a bounded share of the threads' time for its calls, a
-//! caller past either waiting (in a tokio runtime, holding no thread) at most the call's
-//! deadline before its fail-safe answers as `overloaded`; the call itself given what is left of
-//! that deadline and ended by the sandbox (with its grace for a preempted thread), and, in a
-//! tokio runtime, answered for by the host as soon as it is past due having spent CPU
-//! (spinning, its thread perhaps waiting for a core), or if even the grace passes.
+//! Why a module of its own: a policy is code the host did not write, and one that spins or
+//! blocks must not take the threads that decide with built-in policies and serve requests.
+//! Isolation is that guarantee, kept apart from the registry (which only hands it a version to
+//! call) and from the engine (which enforces a call's own deadline, fuel and memory, and rings
+//! the alarms this module's callers wait on: `wasm::deadline`, `wasm::alarm`,
+//! `wasm::call_watch`, which every call of the engine needs, isolated or not).
+//!
+//! `[engine] isolation`: a trusted version ([`trust`]) is called on the deciding thread; a
+//! distrusted one on threads of their own, with a bounded number of calls per policy version
+//! at once ([`call_room`]) and a bounded share of the threads' time for its calls
+//! ([`time_share`]), a caller past either waiting (in a tokio runtime, holding no thread) at
+//! most the call's deadline before its fail-safe answers as `overloaded`; the call itself given
+//! what is left of that deadline and ended by the sandbox (with its grace for a preempted
+//! thread), and, in a tokio runtime, answered for by the host as soon as it is past due having
+//! spent CPU (spinning, its thread perhaps waiting for a core), or if even the grace passes
+//! ([`answer_wait`]).
 
 use std::future::Future;
 use std::pin::pin;
@@ -14,22 +21,26 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use super::answer_wait::{wait_for_answer, Waited};
-use super::call_room::{CallRoom, CallRooms};
-use super::config::IsolationConfig;
-use super::error::RegistryError;
-use super::time_share::TimeShare;
-use super::trust::Trust;
-use super::version::PolicyVersion;
+mod answer_wait;
+mod call_room;
+mod time_share;
+mod trust;
+
+use answer_wait::{wait_for_answer, Waited};
+use call_room::{CallRoom, CallRooms};
+use time_share::TimeShare;
+use trust::Trust;
+
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
+use crate::config::IsolationConfig;
 use crate::context::{DecisionContext, FailureNote};
 use crate::request::Request;
 use crate::strategy::{RetryStrategy, Strategy, StrategyFuture, SyncStrategy};
-use crate::wasm::{CallWatch, Due, WasmRuntime, WasmStrategy};
+use crate::wasm::{CallWatch, Due, EngineError, WasmRuntime, WasmStrategy};
 
 /// The threads components' calls run on, how many calls of one version may run at once, and
 /// how much of the threads' time one version's calls may take.
-pub(super) struct Isolation {
+pub(crate) struct Isolation {
     threads: rayon::ThreadPool,
     per_policy: usize,
     busy_per_second_ms: u64,
@@ -37,17 +48,14 @@ pub(super) struct Isolation {
 }
 
 impl Isolation {
-    pub(super) fn new(config: IsolationConfig) -> Result<Self, RegistryError> {
+    pub(crate) fn new(config: IsolationConfig) -> Result<Self, EngineError> {
         let nice = config.nice.clamp(0, 19);
         let threads = rayon::ThreadPoolBuilder::new()
             .num_threads(config.threads.max(1))
             .thread_name(|i| format!("rebound-policy-{i}"))
             .start_handler(move |_| lower_priority(nice))
             .build()
-            .map_err(|e| {
-                let message = format!("cannot start the policy threads: {e}");
-                RegistryError::Engine(crate::wasm::EngineError::new(message))
-            })?;
+            .map_err(|e| EngineError::new(format!("cannot start the policy threads: {e}")))?;
         Ok(Isolation {
             threads,
             per_policy: config.per_policy.max(1),
@@ -75,13 +83,27 @@ fn lower_priority(nice: i32) {
 #[cfg(not(target_os = "linux"))]
 fn lower_priority(_nice: i32) {}
 
-/// A component version's strategy, called on the isolation's threads.
-pub(super) struct Isolated<'a> {
-    pub isolation: &'a Isolation,
-    pub version: &'a Arc<PolicyVersion>,
+/// What the isolation calls: a policy version, with its strategy, its component when it is
+/// one, and the names a log line gives it. A version's calls share one room, kept while the
+/// version lives.
+pub(crate) trait IsolatedVersion: std::fmt::Debug + Send + Sync + 'static {
+    /// The version's strategy (called directly when it is not a component).
+    fn strategy(&self) -> &dyn RetryStrategy;
+    /// The version's component, when it is one.
+    fn component(&self) -> Option<&Arc<WasmStrategy>>;
+    /// The policy's name.
+    fn policy(&self) -> &str;
+    /// The version's label.
+    fn label(&self) -> &str;
 }
 
-impl std::fmt::Debug for Isolated<'_> {
+/// A component version's strategy, called on the isolation's threads.
+pub(crate) struct Isolated<'a, V> {
+    pub(crate) isolation: &'a Isolation,
+    pub(crate) version: &'a Arc<V>,
+}
+
+impl<V: IsolatedVersion> std::fmt::Debug for Isolated<'_, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Isolated")
             .field("version", self.version)
@@ -89,19 +111,19 @@ impl std::fmt::Debug for Isolated<'_> {
     }
 }
 
-impl Strategy for Isolated<'_> {
+impl<V: IsolatedVersion> Strategy for Isolated<'_, V> {
     fn name(&self) -> &str {
         self.version.strategy().name()
     }
 }
 
-impl RetryStrategy for Isolated<'_> {
+impl<V: IsolatedVersion> RetryStrategy for Isolated<'_, V> {
     fn retry_after<'a>(
         &'a self,
         request: &'a Request,
         context: &'a DecisionContext<'a>,
     ) -> StrategyFuture<'a> {
-        let Some(wasm) = self.version.wasm_shared() else {
+        let Some(wasm) = self.version.component() else {
             return self.version.strategy().retry_after(request, context);
         };
         let room = self.isolation.rooms.of(self.version, || CallRoom {
@@ -164,7 +186,7 @@ impl RetryStrategy for Isolated<'_> {
 /// What a call on the policy threads sends back: its answer and the failure it noted.
 type Answer = (RetryAction, Option<PolicyFailure>);
 
-impl Isolated<'_> {
+impl<V: IsolatedVersion> Isolated<'_, V> {
     /// A place on the policy threads for a call asked at `asked` and due at `due`: its turn in
     /// the version's share of the threads' time, then one of its places, each at once or, in a
     /// tokio runtime, when free before the answer is due (a caller waiting costs no thread).
@@ -296,7 +318,7 @@ fn answer_of(waited: Waited<Answer>, deadline_ms: u64) -> Result<Answer, PolicyF
     }
 }
 
-impl Isolated<'_> {
+impl<V: IsolatedVersion> Isolated<'_, V> {
     /// The answer of `wasm`, this version's component, called on the deciding thread if the
     /// version is trusted and one of its places here is free; a call that overran makes it
     /// distrusted.
@@ -322,7 +344,7 @@ impl Isolated<'_> {
                 share.charge(ended - now, ended);
             }
             let cooldown = room.trust.distrust(ended);
-            tracing::warn!(policy = self.version.name(), version = self.version.version(),
+            tracing::warn!(policy = self.version.policy(), version = self.version.label(),
                 deadline_ms = wasm.config().limits.deadline_ms, cooldown_s = cooldown.as_secs(),
                 "a call ran past its deadline or out of fuel: this version's calls run on the isolation threads, under their limits, for the cooldown");
         }

@@ -10,10 +10,10 @@ use toml::Spanned;
 use super::breakers;
 use super::errors::Errors;
 use super::raw::{RawBudget, RawCacheDir, RawConfig, RawPolicy, RawRoute};
+use super::route::Route;
 use super::throttles;
 use super::{BudgetScope, CacheDir, ConfigError, PolicyDefinition, RegistryConfig};
 use crate::decision_log::DecisionLogConfig;
-use crate::registry::route::Route;
 use crate::request::{RequestType, Service};
 use crate::traffic_budget::BudgetConfig;
 use crate::wasm::DEFAULT_CACHE_MAX_BYTES;
@@ -314,7 +314,7 @@ fn trust(
     }
     let keys = (raw.get_ref().keys.iter().enumerate())
         .map(|(i, key)| {
-            crate::registry::TrustedKey::from_pem_file(&base.join(key.get_ref()))
+            crate::distribution::TrustedKey::from_pem_file(&base.join(key.get_ref()))
                 .map_err(|e| errors.at(key.span(), format!("trust.keys[{i}]"), e.to_string()))
         })
         .collect::<Result<std::sync::Arc<[_]>, _>>()?;

@@ -6,10 +6,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use super::mutex::lock;
 use super::time_share::TimeShare;
 use super::trust::Trust;
-use super::version::PolicyVersion;
+use crate::mutex::lock;
 
 /// What one version may take of the isolation's threads.
 pub(super) struct CallRoom {
@@ -32,17 +31,17 @@ pub(super) struct CallRooms {
     rooms: Mutex<HashMap<usize, Held>>,
 }
 
-/// A room and the version it is for.
-type Held = (Weak<PolicyVersion>, Arc<CallRoom>);
+/// A room and the version it is for (held only to keep its allocation).
+type Held = (Weak<dyn Send + Sync>, Arc<CallRoom>);
 
 impl CallRooms {
     /// The room of `version`, made with `make` by its first call.
-    pub(super) fn of(
+    pub(super) fn of<V: Send + Sync + 'static>(
         &self,
-        version: &Arc<PolicyVersion>,
+        version: &Arc<V>,
         make: impl FnOnce() -> CallRoom,
     ) -> Arc<CallRoom> {
-        let key = Arc::as_ptr(version) as usize;
+        let key = Arc::as_ptr(version) as *const () as usize;
         let mut rooms = lock(&self.rooms);
         if let Some((_, room)) = rooms.get(&key) {
             // The key's allocation is alive (the caller holds it) and held by the entry's weak
@@ -51,7 +50,9 @@ impl CallRooms {
         }
         rooms.retain(|_, (owner, _)| owner.strong_count() > 0);
         let room = Arc::new(make());
-        rooms.insert(key, (Arc::downgrade(version), Arc::clone(&room)));
+        let weak: Weak<V> = Arc::downgrade(version);
+        let owner: Weak<dyn Send + Sync> = weak;
+        rooms.insert(key, (owner, Arc::clone(&room)));
         room
     }
 
@@ -64,25 +65,11 @@ impl CallRooms {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
-    use crate::registry::config::RegistryConfig;
-    use crate::registry::error::BuildError;
 
-    fn version() -> Arc<PolicyVersion> {
-        let config = RegistryConfig::parse(
-            "default_policy = \"p\"\n[policies.p]\nbuiltin = \"best-effort\"\n",
-            Path::new("rebound.toml"),
-            Path::new("."),
-        )
-        .unwrap();
-        let error = BuildError::Read {
-            policy: "p".to_owned(),
-            path: "p.wasm".to_owned(),
-            error: std::io::ErrorKind::NotFound.into(),
-        };
-        Arc::new(PolicyVersion::stand_in("p", &config.policies["p"], &error))
+    /// A version: any allocation the registry keeps alive while the version serves.
+    fn version() -> Arc<String> {
+        Arc::new("p".to_owned())
     }
 
     fn new_room() -> CallRoom {

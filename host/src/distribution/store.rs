@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::oci::pull::{
+use super::credentials::RegistryCredentials;
+use super::pull::{
     pull, pull_pinned, pull_within, verify_signature, PullError, COMPILED_SIZE_FACTOR,
 };
-use super::oci::{block_on, check, client, parse, registry_error, wasm_layer, OciError};
-use super::oci_credentials::RegistryCredentials;
-use super::oci_signature::TrustedKey;
+use super::signature::TrustedKey;
+use super::{block_on, check, client, parse, registry_error, wasm_layer, OciError};
 use crate::wasm::ArtifactCache;
 
 /// Makes the compiled artifact `sha256:{pin}` of `reference`'s repository (pushed by `rebound

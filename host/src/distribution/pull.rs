@@ -15,9 +15,9 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use sha2::{Digest, Sha256};
 
+use super::credentials::RegistryCredentials;
+use super::signature::{self as signature, TrustedKey};
 use super::{block_on, check, client, parse, registry_error, wasm_layer, OciError};
-use crate::registry::oci_credentials::RegistryCredentials;
-use crate::registry::oci_signature::{self as signature, TrustedKey};
 
 /// The largest signature payload read: a simple-signing payload is a few hundred bytes.
 pub const MAX_SIGNATURE_BYTES: u64 = 64 << 10;
@@ -31,7 +31,7 @@ pub const COMPILED_SIZE_FACTOR: u64 = 8;
 
 /// Why a bounded pull failed.
 #[derive(Debug)]
-pub(in crate::registry) enum PullError {
+pub(super) enum PullError {
     /// The registry refused, failed or sent bytes that are not the blob's.
     Registry(OciDistributionError),
     /// The blob is larger than the limit: `size` when the manifest or the answer said it.
@@ -63,7 +63,7 @@ where
 /// `layer` of `image`'s repository, at most `limit` bytes: its size in the manifest
 /// (`declared`) is checked before the download, the answer's length as it starts, and the
 /// bytes as they arrive; the client checks them against the layer's digest at the end.
-pub(in crate::registry) async fn pull_within(
+pub(super) async fn pull_within(
     client: &Client,
     image: &Reference,
     layer: impl AsLayerDescriptor,
@@ -132,7 +132,7 @@ pub fn pull(
 
 /// Pulls the blob `sha256:{pin}` of `reference`'s repository, whatever its tag names now, at
 /// most `limit` bytes; `what` names it in errors.
-pub(in crate::registry) fn pull_pinned(
+pub(super) fn pull_pinned(
     reference: &str,
     pin: &str,
     credentials: &RegistryCredentials,
@@ -156,7 +156,7 @@ pub(in crate::registry) fn pull_pinned(
 /// The key among `keys` that signed the artifact of `image`'s repository whose manifest
 /// digest is `digest`, or why none did: at most [`MAX_SIGNATURES`] signatures are read, each
 /// payload at most [`MAX_SIGNATURE_BYTES`].
-pub(in crate::registry) async fn verify_signature(
+pub(super) async fn verify_signature(
     client: &Client,
     image: &Reference,
     digest: &str,

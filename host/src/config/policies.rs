@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use toml::Spanned;
 
+use super::builtin::{Builtin, BuiltinPolicy};
 use super::errors::Errors;
 use super::raw::{
     param_text, parse_sha256, valid_oci_reference, RawComponent, RawPinnedComponent, RawPolicy,
 };
 use super::{ConfigError, PolicyDefinition, PolicySource};
-use crate::registry::builtin::{Builtin, BuiltinPolicy};
 
 /// The `[policies]` tables.
 pub(super) fn policies(

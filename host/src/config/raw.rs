@@ -8,10 +8,10 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::breakers::RawBreaker;
+use super::builtin::Builtin;
 use super::throttles::RawThrottle;
 use super::{EngineConfig, WatchConfig};
 use crate::decision_log::DecisionLogConfig;
-use crate::registry::builtin::Builtin;
 use crate::request::{RequestType, Service};
 use crate::traffic_budget::BudgetConfig;
 use crate::wasm::{FailSafe, QuarantineConfig, SandboxLimits, WasiConfig};
