@@ -296,7 +296,7 @@ impl JsonDecider {
             Chosen::Own(strategy, policy) => Some((strategy, policy)),
             Chosen::Registry(named) => {
                 if let Some(name) = named {
-                    request = request.policy(name);
+                    request = request.with_policy(name);
                 }
                 None
             }

@@ -181,14 +181,14 @@ fn main() {
     // GET answered 503, a sent idempotent gRPC call answered UNAVAILABLE.
     let mut http_get = Request::new(3, RequestType::Http, Duration::from_secs(3600))
         .unwrap()
-        .method(HttpMethod::Get)
-        .authority("api.example.com")
-        .route("/v1/items");
+        .with_method(HttpMethod::Get)
+        .with_authority("api.example.com")
+        .with_route("/v1/items");
     http_get.mark_dispatched("10.0.0.2:443");
     let mut grpc_call = Request::new(4, RequestType::Grpc, Duration::from_secs(3600))
         .unwrap()
-        .route("/shop.Inventory/Get")
-        .idempotent(true);
+        .with_route("/shop.Inventory/Get")
+        .with_idempotent(true);
     grpc_call.mark_dispatched("10.0.0.3:443");
     let service_config = serde_json::json!({"methodConfig": [{
         "name": [{"service": "shop.Inventory"}],

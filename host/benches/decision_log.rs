@@ -53,7 +53,7 @@ fn main() {
     );
     let template = Request::new(1, RequestType::Get, Duration::from_secs(10))
         .unwrap()
-        .context("tenant", "search-team");
+        .with_client_context("tenant", "search-team");
     let (rounds, iters) = (31, 20_000);
     let times = measure_interleaved(
         rounds,

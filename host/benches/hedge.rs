@@ -42,8 +42,8 @@ fn main() {
     let hedging = Hedging::new(rebound::Strategy::hedging(&hedging_builtin).expect("it hedges"));
     let mut call = Request::new(4, RequestType::Grpc, Duration::from_secs(3600))
         .unwrap()
-        .route("/shop.Inventory/Get")
-        .idempotent(true);
+        .with_route("/shop.Inventory/Get")
+        .with_idempotent(true);
     call.mark_dispatched("10.0.0.3:443");
     let unavailable = RetryReason::GrpcStatus(GrpcCode::Unavailable);
     let now = Instant::now();

@@ -66,7 +66,7 @@ fn main() {
         get: Request::new(1, RequestType::Get, hour).unwrap(),
         cql: Request::new(1, RequestType::Cql, hour)
             .unwrap()
-            .idempotent(true),
+            .with_idempotent(true),
         locked: reasons::KV_LOCKED,
         read_timeout: ReadTimeout {
             consistency: ConsistencyLevel::Quorum,

@@ -74,7 +74,7 @@ fn main() {
                 // Started on the runtime's paused clock, which the retry delay advances.
                 let request = Request::new(1, RequestType::Get, Duration::from_secs(10))
                     .unwrap()
-                    .started_at(tokio::time::Instant::now().into_std());
+                    .with_start(tokio::time::Instant::now().into_std());
                 executor
                     .run(request, |attempt| async move {
                         match attempt.number() {

@@ -154,7 +154,7 @@ fn flooded(orchestrator: &Orchestrator, template: &Request) {
         )
         .unwrap(),
     );
-    let unrelated = template.clone().authority("api.example");
+    let unrelated = template.clone().with_authority("api.example");
     let sample = |count: usize| {
         let mut took: Vec<Duration> = (0..count)
             .map(|_| {
@@ -175,7 +175,9 @@ fn flooded(orchestrator: &Orchestrator, template: &Request) {
         std::thread::spawn(move || {
             let mut named = 0_u64;
             while !stop.load(Ordering::Relaxed) {
-                let request = template.clone().authority(format!("junk-{named}.example"));
+                let request = template
+                    .clone()
+                    .with_authority(format!("junk-{named}.example"));
                 let now = Instant::now();
                 throttle
                     .for_request(&request, now)

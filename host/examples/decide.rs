@@ -78,8 +78,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let cassandra = Orchestrator::new(Arc::new(Cassandra::new(ConsistencyDowngradingRetryPolicy)));
     let mut read = Request::new(4, RequestType::Cql, Duration::from_secs(2))?
-        .idempotent(true)
-        .consistency(ConsistencyLevel::Quorum);
+        .with_idempotent(true)
+        .with_consistency(ConsistencyLevel::Quorum);
     let reason = Unavailable {
         consistency: ConsistencyLevel::Quorum,
         required: 2,
@@ -107,7 +107,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (who, robot) in [("human", false), ("robot", true)] {
         let mut req = Request::new(5, RequestType::Get, Duration::from_secs(2))?;
         if robot {
-            req = req.context("isRobotRequest", "true");
+            req = req.with_client_context("isRobotRequest", "true");
         }
         let now = at(&req, 5);
         let decision = decide(&robots, &mut req, &reasons::KV_LOCKED, now);
@@ -117,7 +117,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     let runaway = load("adversary")?;
-    let mut req = Request::new(6, RequestType::Get, Duration::from_secs(2))?.context("spin", "");
+    let mut req =
+        Request::new(6, RequestType::Get, Duration::from_secs(2))?.with_client_context("spin", "");
     let now = at(&req, 5);
     let decision = decide(&runaway, &mut req, &reasons::KV_LOCKED, now);
     show("adversary: policy loops forever", &decision);

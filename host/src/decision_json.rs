@@ -50,7 +50,7 @@ pub fn input(request: &Request, context: &DecisionContext<'_>, now: Instant) -> 
     fields.insert("type".into(), request.request_type().name().into());
     fields.insert("idempotent".into(), request.is_idempotent().into());
     fields.insert("readonly".into(), request.is_readonly().into());
-    if let Some(method) = request.http_method() {
+    if let Some(method) = request.method() {
         fields.insert("method".into(), json!(method));
     }
     fields.insert("retry_attempts".into(), request.retry_attempts().into());
@@ -65,16 +65,16 @@ pub fn input(request: &Request, context: &DecisionContext<'_>, now: Instant) -> 
     if !request.client_context().is_empty() {
         fields.insert("client_context".into(), json!(request.client_context()));
     }
-    if let Some(level) = request.consistency_level() {
+    if let Some(level) = request.consistency() {
         fields.insert("consistency".into(), json!(level));
     }
-    if let Some(profile) = request.profile_name() {
+    if let Some(profile) = request.profile() {
         fields.insert("profile".into(), profile.into());
     }
-    if let Some(authority) = request.authority_name() {
+    if let Some(authority) = request.authority() {
         fields.insert("authority".into(), authority.into());
     }
-    if let Some(route) = request.route_name() {
+    if let Some(route) = request.route() {
         fields.insert("route".into(), route.into());
     }
     if request.retries_since_pushback() != request.retry_attempts() {
@@ -82,7 +82,7 @@ pub fn input(request: &Request, context: &DecisionContext<'_>, now: Instant) -> 
         fields.insert("retries_since_pushback".into(), since.into());
     }
     let mut out = Map::new();
-    if let Some(policy) = request.policy_name() {
+    if let Some(policy) = request.policy() {
         out.insert("policy".into(), policy.into());
     }
     out.insert("request".into(), Value::Object(fields));

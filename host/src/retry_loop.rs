@@ -149,7 +149,7 @@ impl RetryLoop {
         NextAttempt {
             number: self.request.retry_attempts(),
             node: self.node,
-            consistency: self.request.consistency_level(),
+            consistency: self.request.consistency(),
         }
     }
 

@@ -152,7 +152,7 @@ macro_rules! __wit_conversions {
                 elapsed_ms: u64::try_from(r.elapsed_at(now).as_millis()).unwrap_or(u64::MAX),
                 timeout_ms: u64::try_from(r.timeout().as_millis()).unwrap_or(u64::MAX),
                 dispatched: r.was_dispatched(),
-                consistency: r.consistency_level().map(consistency_to_wit),
+                consistency: r.consistency().map(consistency_to_wit),
             }
         }
 
@@ -169,11 +169,11 @@ macro_rules! __wit_conversions {
                 Err(_) => unreachable!("timeout is at least 1 ms"),
             };
             req = req
-                .readonly(r.readonly)
-                .idempotent(r.idempotent)
+                .with_readonly(r.readonly)
+                .with_idempotent(r.idempotent)
                 .with_retry_attempts(r.retry_attempts);
             if let Some(level) = r.consistency {
-                req = req.consistency(consistency_to_host(level));
+                req = req.with_consistency(consistency_to_host(level));
             }
             if r.dispatched {
                 req.mark_dispatched("");

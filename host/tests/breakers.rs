@@ -58,7 +58,7 @@ fn breakers() -> Arc<NodeBreakers> {
 fn request(request_type: RequestType, timeout: Duration) -> Request {
     Request::new(1, request_type, timeout)
         .unwrap()
-        .started_at(tokio::time::Instant::now().into_std())
+        .with_start(tokio::time::Instant::now().into_std())
 }
 
 /// The breaker's whole cycle through the executor, with Couchbase core-io's defaults: a node
@@ -303,7 +303,7 @@ fn parse(text: &str) -> Result<RegistryConfig, rebound::config::ConfigError> {
 fn a_policy_s_breakers_come_from_the_registry() {
     let registry = PolicyRegistry::new(parse(CONFIG).unwrap()).unwrap();
     let kv = Request::new(1, RequestType::Get, Duration::from_secs(1)).unwrap();
-    let other = kv.clone().policy("other");
+    let other = kv.clone().with_policy("other");
     assert!(Decider::breakers(&registry, &other).is_none());
     let breakers = Decider::breakers(&registry, &kv).expect("kv names `nodes`");
     assert_eq!(breakers.made_with().0.volume_threshold, 4);

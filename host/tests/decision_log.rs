@@ -52,19 +52,22 @@ fn lines(path: &std::path::Path) -> Vec<Value> {
 fn every_path(registry: &PolicyRegistry, ws: &Workspace) -> Vec<String> {
     let mut ids = vec![
         decide(registry, request(RequestType::Get)),
-        decide(registry, request(RequestType::Get).policy("strict")),
+        decide(registry, request(RequestType::Get).with_policy("strict")),
         {
             let context = DecisionContext::new(&reasons::KV_LOCKED);
             let mut own = request(RequestType::Get);
             futures::executor::block_on(registry.decide_using(&mut own, &context, &FailFast))
         },
-        decide(registry, request(RequestType::Get).policy("wasm")),
+        decide(registry, request(RequestType::Get).with_policy("wasm")),
     ];
     ws.install("candidate.wasm", "fail_fast");
     registry
         .shadow("wasm", &ws.path("candidate.wasm"), 1.0)
         .unwrap();
-    ids.push(decide(registry, request(RequestType::Get).policy("wasm")));
+    ids.push(decide(
+        registry,
+        request(RequestType::Get).with_policy("wasm"),
+    ));
     ids.iter().map(|d| d.decision_id.to_string()).collect()
 }
 
@@ -126,7 +129,7 @@ fn isolated_component_decisions_are_logged() {
         .build()
         .unwrap();
     let context = DecisionContext::new(&reasons::KV_LOCKED);
-    let mut req = request(RequestType::Get).policy("wasm");
+    let mut req = request(RequestType::Get).with_policy("wasm");
     let decided = rt.block_on(registry.decide(&mut req, &context)).unwrap();
     drop(registry);
     let logged = lines(&ws.path("decisions.log"));
@@ -157,14 +160,17 @@ fn masking_removes_the_listed_keys() {
         "[decision_log]\nfile = \"decisions.log\"\n\
          mask = [\"client_context.user\", \"request.last_dispatched_to\"]\n",
     );
-    let with_context = |r: Request| r.context("user", "alice").context("team", "search");
+    let with_context = |r: Request| {
+        r.with_client_context("user", "alice")
+            .with_client_context("team", "search")
+    };
     let mut dispatched = with_context(request(RequestType::Get));
     dispatched.mark_dispatched("10.0.0.7:11210");
     let _ = decide(&registry, dispatched);
     // A cancel: its answer carries the error context with the client context.
     let _ = decide(
         &registry,
-        with_context(request(RequestType::Get)).policy("strict"),
+        with_context(request(RequestType::Get)).with_policy("strict"),
     );
     drop(registry);
     let logged = lines(&ws.path("decisions.log"));

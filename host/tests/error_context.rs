@@ -16,7 +16,8 @@ use rebound::{Unavailable, WriteTimeout};
 #[test]
 fn error_context_json_fields() {
     let orchestrator = Orchestrator::new(Arc::new(FailFast));
-    let mut req = request(RequestType::Get, 2500, Instant::now()).context("isRobotRequest", "yes");
+    let mut req = request(RequestType::Get, 2500, Instant::now())
+        .with_client_context("isRobotRequest", "yes");
     req.mark_dispatched("10.0.0.1:11210");
     let _ = decide_at(
         &Orchestrator::default(),
@@ -96,8 +97,8 @@ fn cassandra_verdicts_through_the_orchestrator() {
     let orchestrator =
         Orchestrator::new(Arc::new(Cassandra::new(ConsistencyDowngradingRetryPolicy)));
     let mut read = request(RequestType::Cql, 2500, Instant::now())
-        .idempotent(true)
-        .consistency(ConsistencyLevel::Quorum);
+        .with_idempotent(true)
+        .with_consistency(ConsistencyLevel::Quorum);
     let unavailable = Unavailable {
         consistency: ConsistencyLevel::Quorum,
         required: 2,
@@ -108,13 +109,13 @@ fn cassandra_verdicts_through_the_orchestrator() {
         Decision::Retry(plan) => assert_eq!(plan.consistency, Some(ConsistencyLevel::One)),
         other => panic!("{other:?}"),
     }
-    assert_eq!(read.consistency_level(), Some(ConsistencyLevel::One));
+    assert_eq!(read.consistency(), Some(ConsistencyLevel::One));
     assert_eq!(
         common::fail_name(&decide_at(&orchestrator, &mut read, &unavailable, 1)),
         "rethrow"
     );
 
-    let mut write = request(RequestType::Cql, 2500, Instant::now()).idempotent(true);
+    let mut write = request(RequestType::Cql, 2500, Instant::now()).with_idempotent(true);
     let timeout = WriteTimeout {
         consistency: ConsistencyLevel::Quorum,
         write_type: WriteType::Simple,

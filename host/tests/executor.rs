@@ -72,7 +72,7 @@ impl SyncStrategy for Answer {
 fn request(ty: RequestType, timeout_ms: u64) -> Request {
     Request::new(1, ty, Duration::from_millis(timeout_ms))
         .unwrap()
-        .started_at(Instant::now().into_std())
+        .with_start(Instant::now().into_std())
 }
 
 fn fixed(strategy: Arc<Fixed>) -> Executor {
@@ -300,8 +300,8 @@ async fn the_next_attempt_is_told_the_node_and_consistency_the_policy_chose() {
         consistency: Some(ConsistencyLevel::One),
     })));
     let request = request(RequestType::Cql, 2500)
-        .idempotent(true)
-        .consistency(ConsistencyLevel::Quorum);
+        .with_idempotent(true)
+        .with_consistency(ConsistencyLevel::Quorum);
     let attempts = executor
         .run(request, |attempt| async move {
             if attempt.number() == 0 {
@@ -414,13 +414,13 @@ async fn a_registry_decides_with_the_policy_the_request_names() {
     };
     let (calls, result) = calls_with(request(RequestType::Get, 2500)).await;
     assert_eq!((calls, result.is_ok()), (3, true), "best-effort by default");
-    let (calls, result) = calls_with(request(RequestType::Get, 2500).policy("ff")).await;
+    let (calls, result) = calls_with(request(RequestType::Get, 2500).with_policy("ff")).await;
     assert_eq!(calls, 1, "fail-fast by name");
     assert_eq!(
         result.unwrap_err().retry_error().unwrap().name(),
         "RequestCanceled"
     );
-    let (_, result) = calls_with(request(RequestType::Get, 2500).policy("nope")).await;
+    let (_, result) = calls_with(request(RequestType::Get, 2500).with_policy("nope")).await;
     let error = result.unwrap_err();
     assert!(matches!(error, ExecuteError::Decide(_)), "{error:?}");
     assert!(

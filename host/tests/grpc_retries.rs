@@ -38,9 +38,9 @@ fn orchestrator(attempts: u32) -> Orchestrator {
 fn call(start: Instant) -> Request {
     let mut request = Request::new_at(1, RequestType::Grpc, Duration::from_secs(60), start)
         .unwrap()
-        .route(METHOD)
-        .authority("inventory.internal:443")
-        .idempotent(true);
+        .with_route(METHOD)
+        .with_authority("inventory.internal:443")
+        .with_idempotent(true);
     request.mark_dispatched("inventory-1");
     request
 }
@@ -157,11 +157,11 @@ fn only_listed_statuses_are_retried() {
         let retried = delay(&decide(&orchestrator, &mut request, &reason, None)).is_some();
         assert_eq!(retried, code == GrpcCode::Unavailable, "{code}");
     }
-    let mut other = call(Instant::now()).route("/shop.Orders/Get");
+    let mut other = call(Instant::now()).with_route("/shop.Orders/Get");
     assert!(delay(&decide(&orchestrator, &mut other, &unavailable(), None)).is_none());
     let mut not_sent = Request::new(2, RequestType::Grpc, Duration::from_secs(60))
         .unwrap()
-        .route(METHOD);
+        .with_route(METHOD);
     let refused_connection = reasons::SOCKET_NOT_AVAILABLE;
     assert!(delay(&decide(
         &orchestrator,
@@ -245,12 +245,12 @@ fn a_call_not_declared_idempotent_is_retried_only_if_never_sent() {
     for orchestrator in [&always, &grpc] {
         let mut sent = Request::new(3, RequestType::Grpc, Duration::from_secs(60))
             .unwrap()
-            .route(METHOD);
+            .with_route(METHOD);
         sent.mark_dispatched("inventory-1");
         assert!(delay(&decide(orchestrator, &mut sent, &unavailable(), None)).is_none());
         let mut never_sent = Request::new(4, RequestType::Grpc, Duration::from_secs(60))
             .unwrap()
-            .route(METHOD);
+            .with_route(METHOD);
         let reason = reasons::SOCKET_NOT_AVAILABLE;
         assert!(delay(&decide(orchestrator, &mut never_sent, &reason, None)).is_some());
     }
@@ -273,7 +273,7 @@ fn throttling_per_server_name_engages_and_releases() {
     }});
     let policy = BuiltinPolicy::new(Builtin::Grpc, params.as_object().unwrap()).unwrap();
     let orchestrator = Orchestrator::new(policy.strategy());
-    let to = |server: &str| call(Instant::now()).authority(server.to_owned());
+    let to = |server: &str| call(Instant::now()).with_authority(server.to_owned());
     let mut first = to("inventory:443");
     assert!(delay(&decide(&orchestrator, &mut first, &unavailable(), None)).is_some());
     assert!(delay(&decide(&orchestrator, &mut first, &unavailable(), None)).is_none());

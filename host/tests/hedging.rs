@@ -44,10 +44,10 @@ fn grpc(max_attempts: u32, delay: &str) -> Orchestrator {
 fn call(timeout: Duration) -> Request {
     Request::new(1, RequestType::Grpc, timeout)
         .unwrap()
-        .route(METHOD)
-        .authority("inventory:443")
-        .idempotent(true)
-        .started_at(tokio::time::Instant::now().into_std())
+        .with_route(METHOD)
+        .with_authority("inventory:443")
+        .with_idempotent(true)
+        .with_start(tokio::time::Instant::now().into_std())
 }
 
 /// When each copy was sent, in ms since the request started, with its copy number.
@@ -247,7 +247,7 @@ async fn speculative_executions_go_to_the_next_node() {
     let nodes = Arc::new(Mutex::new(Vec::new()));
     let request = Request::new(1, RequestType::Get, Duration::from_secs(1))
         .unwrap()
-        .started_at(tokio::time::Instant::now().into_std());
+        .with_start(tokio::time::Instant::now().into_std());
     let value = executor
         .run(request, |attempt| {
             nodes.lock().unwrap().push((attempt.copy(), attempt.node()));
@@ -329,12 +329,12 @@ fn a_non_idempotent_request_never_gets_a_second_copy() {
         let reason = reasons[reason_at].clone();
         let request = Request::new(1, request_type, Duration::from_millis(300))
             .unwrap()
-            .idempotent(false);
+            .with_idempotent(false);
         let policy = ConstantSpeculativeExecution::new(Duration::ZERO, 5).unwrap();
         let executor = Executor::new(Orchestrator::default().with_hedging(Arc::new(policy)));
         let copies = Arc::new(Mutex::new(Vec::new()));
         runtime.block_on(async {
-            let request = request.started_at(tokio::time::Instant::now().into_std());
+            let request = request.with_start(tokio::time::Instant::now().into_std());
             let _: Result<(), _> = executor
                 .run(request, |attempt| {
                     copies.lock().unwrap().push(attempt.copy());
@@ -372,8 +372,8 @@ params.service_config = '''
     let registry = PolicyRegistry::new(config).unwrap();
     let request = Request::new(1, RequestType::Grpc, Duration::from_secs(1))
         .unwrap()
-        .route(METHOD)
-        .idempotent(true);
+        .with_route(METHOD)
+        .with_idempotent(true);
     let hedging = Decider::hedging(&registry, &request, Instant::now()).expect("it hedges");
     assert_eq!(hedging.policy().name(), "grpc");
 }
@@ -392,8 +392,8 @@ fn the_documented_example_hedges() {
     let registry = PolicyRegistry::new(config).unwrap();
     let request = Request::new(1, RequestType::Grpc, Duration::from_secs(1))
         .unwrap()
-        .route(METHOD)
-        .idempotent(true);
+        .with_route(METHOD)
+        .with_idempotent(true);
     assert!(Decider::hedging(&registry, &request, Instant::now()).is_some());
 }
 
@@ -513,8 +513,8 @@ async fn a_webassembly_policy_hedges_through_the_executor() {
 async fn a_webassembly_policy_hedges_no_write_and_reads_the_request_in_flight() {
     let executor = Executor::new(hedge_echo(10, 5));
     for request in [
-        call(Duration::from_millis(500)).idempotent(false),
-        call(Duration::from_millis(500)).context("hedge", "no"),
+        call(Duration::from_millis(500)).with_idempotent(false),
+        call(Duration::from_millis(500)).with_client_context("hedge", "no"),
     ] {
         let copies = Arc::new(Mutex::new(0));
         let outcome = executor

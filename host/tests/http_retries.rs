@@ -17,9 +17,9 @@ use serde_json::json;
 fn http(method: HttpMethod) -> Request {
     Request::new(1, RequestType::Http, Duration::from_secs(30))
         .unwrap()
-        .method(method)
-        .authority("api.example.com")
-        .route("/v1/items")
+        .with_method(method)
+        .with_authority("api.example.com")
+        .with_route("/v1/items")
 }
 
 fn sent(method: HttpMethod) -> Request {
@@ -68,8 +68,8 @@ fn idempotency_follows_the_method_unless_declared() {
     }
     let no_method = Request::new(1, RequestType::Http, Duration::from_secs(1)).unwrap();
     assert!(!no_method.is_idempotent());
-    assert!(http(Post).idempotent(true).is_idempotent());
-    assert!(!http(Get).idempotent(false).is_idempotent());
+    assert!(http(Post).with_idempotent(true).is_idempotent());
+    assert!(!http(Get).with_idempotent(false).is_idempotent());
 }
 
 /// The `http` built-in retries 408, 429, 500, 502, 503 and 504 by default and no other
@@ -226,10 +226,10 @@ fn the_guard_holds_over_the_whole_grid() {
                     for reason in &reasons {
                         let mut request = Request::new(1, ty, Duration::from_secs(30)).unwrap();
                         if let Some(method) = method {
-                            request = request.method(method);
+                            request = request.with_method(method);
                         }
                         if let Some(idempotent) = declared {
-                            request = request.idempotent(idempotent);
+                            request = request.with_idempotent(idempotent);
                         }
                         if was_sent {
                             request.mark_dispatched("node-1");

@@ -68,9 +68,9 @@ async fn decide_spin(registry: &PolicyRegistry) -> (Decision, Duration) {
 
 /// Asks the spinning policy, to spin or not: its decision and how long it took.
 async fn decide_spinner(registry: &PolicyRegistry, spin: bool) -> (Decision, Duration) {
-    let mut request = request(RequestType::Get).policy("spinner");
+    let mut request = request(RequestType::Get).with_policy("spinner");
     if spin {
-        request = request.context("spin", "yes");
+        request = request.with_client_context("spin", "yes");
     }
     let started = Instant::now();
     let decided = registry
@@ -218,7 +218,7 @@ fn outside_tokio_the_sandbox_deadline_ends_the_call() {
     );
     assert!(took < Duration::from_secs(2), "{took:?}");
     // A healthy call of the same policy is answered as usual.
-    let mut request = request(RequestType::Get).policy("spinner");
+    let mut request = request(RequestType::Get).with_policy("spinner");
     let decided = futures::executor::block_on(
         registry.decide(&mut request, &DecisionContext::new(&reasons::KV_LOCKED)),
     )

@@ -47,7 +47,7 @@ fn the_executor_logs_inside_request_and_attempt_spans() {
             let executor = Executor::new(Orchestrator::default());
             let request = Request::new(7, RequestType::Get, Duration::from_secs(1))
                 .unwrap()
-                .started_at(tokio::time::Instant::now().into_std());
+                .with_start(tokio::time::Instant::now().into_std());
             let value = executor
                 .run(request, |attempt| async move {
                     tracing::info!("calling the server");

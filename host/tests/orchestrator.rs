@@ -107,7 +107,7 @@ fn the_reasons_recorded_are_the_distinct_ones_data_included() {
         })
     };
     let orchestrator = Orchestrator::new(Arc::new(RetryEverything));
-    let mut req = request(RequestType::Cql, 60_000, Instant::now()).idempotent(true);
+    let mut req = request(RequestType::Cql, 60_000, Instant::now()).with_idempotent(true);
     let failures = [
         read_timeout(1),
         reasons::KV_LOCKED,

@@ -39,7 +39,7 @@ impl Decider for Recording {
 fn get(timeout_ms: u64) -> Request {
     Request::new(1, RequestType::Get, Duration::from_millis(timeout_ms))
         .unwrap()
-        .started_at(tokio::time::Instant::now().into_std())
+        .with_start(tokio::time::Instant::now().into_std())
 }
 
 /// Fails with a connection refused (retried by best effort) until attempt `succeeds_at`.
@@ -154,7 +154,7 @@ impl Classifier<Call, Answer> for Describe {
     fn request(&self, call: &Call) -> Request {
         Request::new(1, call.0, Duration::from_millis(call.1))
             .unwrap()
-            .started_at(tokio::time::Instant::now().into_std())
+            .with_start(tokio::time::Instant::now().into_std())
     }
     fn failure(&self, error: Answer) -> Failure<Answer> {
         Failure::reason(error, reasons::SOCKET_NOT_AVAILABLE)
@@ -300,7 +300,7 @@ async fn a_listener_hears_retries_give_ups_and_successes_after_retries() {
     let numbered = |id: u64, timeout_ms: u64| {
         Request::new(id, RequestType::Get, Duration::from_millis(timeout_ms))
             .unwrap()
-            .started_at(tokio::time::Instant::now().into_std())
+            .with_start(tokio::time::Instant::now().into_std())
     };
     run(&executor, numbered(1, 1000), Some(0)).await;
     run(&executor, numbered(2, 1000), Some(2)).await;

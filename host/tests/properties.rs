@@ -65,7 +65,7 @@ proptest! {
     ) {
         let orchestrator = Orchestrator::new(Arc::new(Scripted(action)));
         let mut req = common::request(RequestType::Upsert, timeout, Instant::now())
-            .idempotent(idempotent).with_retry_attempts(attempts);
+            .with_idempotent(idempotent).with_retry_attempts(attempts);
         req.mark_dispatched("n1");
         let decision = common::decide_at(&orchestrator, &mut req, &reason, elapsed);
         if matches!(decision, Decision::Retry(_)) {

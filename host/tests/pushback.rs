@@ -129,7 +129,7 @@ async fn the_executor_hands_a_failures_pushback_to_the_policy() {
     let search = || {
         rebound::Request::new(1, RequestType::Search, Duration::from_secs(10))
             .unwrap()
-            .started_at(tokio::time::Instant::now().into_std())
+            .with_start(tokio::time::Instant::now().into_std())
     };
     let mut started = Vec::new();
     let hits = executor

@@ -64,13 +64,13 @@ fn reference_003_each_request_uses_its_profiles_policy_or_the_default() {
     assert_eq!(
         decided_by(
             &registry,
-            request(RequestType::Upsert).profile("custom-retries")
+            request(RequestType::Upsert).with_profile("custom-retries")
         ),
         "strict"
     );
     // "The slow profile inherits the default profile's" policy.
     assert_eq!(
-        decided_by(&registry, request(RequestType::Upsert).profile("slow")),
+        decided_by(&registry, request(RequestType::Upsert).with_profile("slow")),
         "standard"
     );
 }
@@ -82,14 +82,14 @@ fn routes_by_request_type_then_service_apply_below_a_dedicated_profile() {
     assert_eq!(decided_by(&registry, request(RequestType::Query)), "strict");
     // A profile without a dedicated policy leaves the routes in force.
     assert_eq!(
-        decided_by(&registry, request(RequestType::Get).profile("slow")),
+        decided_by(&registry, request(RequestType::Get).with_profile("slow")),
         "robots"
     );
     // A dedicated profile policy is more specific than the routes.
     assert_eq!(
         decided_by(
             &registry,
-            request(RequestType::Get).profile("custom-retries")
+            request(RequestType::Get).with_profile("custom-retries")
         ),
         "strict"
     );
@@ -102,8 +102,8 @@ fn reference_002_a_per_request_policy_overrides_the_global_one() {
         decided_by(
             &registry,
             request(RequestType::Get)
-                .profile("custom-retries")
-                .policy("standard")
+                .with_profile("custom-retries")
+                .with_policy("standard")
         ),
         "standard"
     );
@@ -119,12 +119,12 @@ fn reference_002_a_per_request_policy_overrides_the_global_one() {
 #[test]
 fn unknown_policy_and_profile_names_are_errors_listing_the_known_ones() {
     let (_ws, registry) = routed();
-    let mut req = request(RequestType::Get).policy("nope");
+    let mut req = request(RequestType::Get).with_policy("nope");
     let e =
         futures::executor::block_on(registry.maybe_retry(&mut req, &reasons::UNKNOWN)).unwrap_err();
     assert!(matches!(e, rebound::DecideError::UnknownPolicy { .. }));
     assert!(e.to_string().contains("robots, standard, strict"), "{e}");
-    let mut req = request(RequestType::Get).profile("fast");
+    let mut req = request(RequestType::Get).with_profile("fast");
     let e =
         futures::executor::block_on(registry.maybe_retry(&mut req, &reasons::UNKNOWN)).unwrap_err();
     assert!(e.to_string().contains("no profile named `fast`"), "{e}");
@@ -552,7 +552,7 @@ fn a_cache_entry_of_another_component_or_writable_by_others_is_refused() {
     assert_eq!(active.origin().unwrap(), CodeOrigin::Compiled);
     assert_eq!(second.status().cache.unwrap().discarded, 1);
     // Best effort, not the robots policy: a robot's idempotent get is retried.
-    let robot = request(RequestType::Get).context("isRobotRequest", "yes");
+    let robot = request(RequestType::Get).with_client_context("isRobotRequest", "yes");
     assert!(is_retry(
         &decide(&second, robot, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT).decision
     ));
@@ -620,7 +620,7 @@ fn serves_and_swaps_with_its_current_rebuild(released: WitVersion) {
     let ws = Workspace::new();
     let old = registry_support::released(released, "no_retry_for_robots");
     let registry = single(&ws, &old, "");
-    let robot = || request(RequestType::Get).context("isRobotRequest", "yes");
+    let robot = || request(RequestType::Get).with_client_context("isRobotRequest", "yes");
     let reason = reasons::KV_LOCKED;
     let wit_version =
         |registry: &PolicyRegistry| registry.policy_status("p").unwrap().active.wit_version;
@@ -718,7 +718,7 @@ fn a_policy_that_fails_to_load_at_start_answers_its_fail_safe_until_reloaded() {
     );
     match decide(
         &registry,
-        request(RequestType::Get).policy("p"),
+        request(RequestType::Get).with_policy("p"),
         &reasons::KV_LOCKED,
     )
     .decision
@@ -746,7 +746,7 @@ fn a_policy_that_fails_to_load_at_start_answers_its_fail_safe_until_reloaded() {
     assert!(is_retry(
         &decide(
             &registry,
-            request(RequestType::Get).policy("p"),
+            request(RequestType::Get).with_policy("p"),
             &reasons::KV_LOCKED
         )
         .decision
@@ -825,7 +825,7 @@ fn status_reports_version_hash_load_time_decisions_and_failures() {
         "adversary",
         "fail_safe = \"best_effort\"\nquarantine = { after_failures = 2, cooldown_ms = 60000 }\n",
     );
-    let panicking = || request(RequestType::Get).context("panic", "boom");
+    let panicking = || request(RequestType::Get).with_client_context("panic", "boom");
     for _ in 0..3 {
         let _ = decide(
             &registry,
@@ -897,7 +897,7 @@ fn the_example_configuration_loads_every_policy() {
     assert_eq!(
         decided_by(
             &registry,
-            request(RequestType::Get).profile("custom-retries")
+            request(RequestType::Get).with_profile("custom-retries")
         ),
         "robots"
     );

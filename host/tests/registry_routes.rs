@@ -67,16 +67,16 @@ fn registry() -> PolicyRegistry {
 fn http(authority: &str, path: &str) -> Request {
     Request::new(1, RequestType::Http, Duration::from_secs(10))
         .unwrap()
-        .method(HttpMethod::Get)
-        .authority(authority)
-        .route(path)
+        .with_method(HttpMethod::Get)
+        .with_authority(authority)
+        .with_route(path)
 }
 
 fn grpc(authority: &str, method: &str) -> Request {
     Request::new(2, RequestType::Grpc, Duration::from_secs(10))
         .unwrap()
-        .authority(authority)
-        .route(method)
+        .with_authority(authority)
+        .with_route(method)
 }
 
 /// The policy that decides for `request`.
@@ -108,12 +108,12 @@ fn the_first_matching_route_decides() {
         (grpc("other:443", "/pay.Payments/Charge"), "any-grpc"),
     ];
     for (request, expected) in cases {
-        let described = format!("{:?} {:?}", request.authority_name(), request.route_name());
+        let described = format!("{:?} {:?}", request.authority(), request.route());
         assert_eq!(policy(&registry, request), expected, "{described}");
     }
     // A request's own policy name and its profile come first; a Couchbase request is never
     // matched by a route.
-    let named = http("api.example.com", "/v1/orders/17").policy(Arc::<str>::from("fallback"));
+    let named = http("api.example.com", "/v1/orders/17").with_policy(Arc::<str>::from("fallback"));
     assert_eq!(policy(&registry, named), "fallback");
     let get = Request::new(3, RequestType::Get, Duration::from_secs(1)).unwrap();
     assert_eq!(policy(&registry, get), "fallback");

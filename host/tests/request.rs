@@ -54,13 +54,15 @@ fn kv_idempotent_list() {
 #[test]
 fn http_services_idempotency() {
     assert!(!req(RequestType::Query).is_idempotent());
-    assert!(req(RequestType::Query).readonly(true).is_idempotent());
+    assert!(req(RequestType::Query).with_readonly(true).is_idempotent());
     assert!(!req(RequestType::Analytics).is_idempotent());
-    assert!(req(RequestType::Analytics).readonly(true).is_idempotent());
+    assert!(req(RequestType::Analytics)
+        .with_readonly(true)
+        .is_idempotent());
     assert!(req(RequestType::Search).is_idempotent());
     assert!(req(RequestType::View).is_idempotent());
     assert!(
-        !req(RequestType::Upsert).readonly(true).is_idempotent(),
+        !req(RequestType::Upsert).with_readonly(true).is_idempotent(),
         "readonly does not apply to KV"
     );
 }
@@ -69,9 +71,9 @@ fn http_services_idempotency() {
 #[test]
 fn management_get_is_idempotent() {
     for ty in [RequestType::ClusterManager, RequestType::Management] {
-        assert!(req(ty).method(HttpMethod::Get).is_idempotent());
+        assert!(req(ty).with_method(HttpMethod::Get).is_idempotent());
         for m in [HttpMethod::Post, HttpMethod::Put, HttpMethod::Delete] {
-            assert!(!req(ty).method(m).is_idempotent(), "{ty} {m:?}");
+            assert!(!req(ty).with_method(m).is_idempotent(), "{ty} {m:?}");
         }
         assert!(!req(ty).is_idempotent(), "no method: not known to be a GET");
     }
@@ -82,7 +84,7 @@ fn management_get_is_idempotent() {
 #[test]
 fn cql_idempotence_is_declared() {
     assert!(!req(RequestType::Cql).is_idempotent());
-    assert!(req(RequestType::Cql).idempotent(true).is_idempotent());
+    assert!(req(RequestType::Cql).with_idempotent(true).is_idempotent());
 }
 
 /// A zero timeout is rejected with a typed error.
@@ -116,8 +118,8 @@ fn huge_timeout_does_not_panic() {
 #[test]
 fn a_client_context_belongs_to_its_request() {
     let plain = req(RequestType::Get);
-    let tenant = req(RequestType::Get).context("tenant", "blue");
-    let copy = tenant.clone().context("tenant", "green");
+    let tenant = req(RequestType::Get).with_client_context("tenant", "blue");
+    let copy = tenant.clone().with_client_context("tenant", "green");
     let later = req(RequestType::Get);
     assert!(plain.client_context().is_empty());
     assert!(later.client_context().is_empty());

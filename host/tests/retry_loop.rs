@@ -23,9 +23,9 @@ fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
 fn cql_read(start: Instant) -> Request {
     Request::new(1, RequestType::Cql, Duration::from_secs(2))
         .unwrap()
-        .idempotent(true)
-        .consistency(CL::Quorum)
-        .started_at(start)
+        .with_idempotent(true)
+        .with_consistency(CL::Quorum)
+        .with_start(start)
 }
 
 /// Reference 003 `ConsistencyDowngradingRetryPolicy`: a QUORUM read that timed out with 2 of 3
@@ -70,7 +70,7 @@ fn each_failure_is_decided_with_its_own_context() {
     let start = Instant::now();
     let request = Request::new(1, RequestType::Get, Duration::from_secs(2))
         .unwrap()
-        .started_at(start);
+        .with_start(start);
     let mut retry = RetryLoop::new(request);
     let unknown = Response::Kv {
         opcode: KvOpcode::of(RequestType::Get).unwrap(),
@@ -96,7 +96,7 @@ fn deadlines_end_the_loop_with_timeouts() {
     let orchestrator = Orchestrator::new(Arc::new(common::SeesSpec::default()));
     let request = Request::new(1, RequestType::Get, Duration::from_millis(1))
         .unwrap()
-        .started_at(start);
+        .with_start(start);
     let mut retry = RetryLoop::new(request);
     let step = block_on(retry.failed(
         &orchestrator,
@@ -112,7 +112,7 @@ fn deadlines_end_the_loop_with_timeouts() {
 
     let request = Request::new(2, RequestType::Upsert, Duration::from_millis(5))
         .unwrap()
-        .started_at(start);
+        .with_start(start);
     let mut retry = RetryLoop::new(request);
     retry.dispatched("node-1:11210");
     let error = retry.deadline_reached(start + Duration::from_millis(5));
@@ -131,7 +131,7 @@ fn unretried_and_ignored_failures_end_the_loop() {
     let get = || {
         Request::new(1, RequestType::Get, Duration::from_secs(2))
             .unwrap()
-            .started_at(start)
+            .with_start(start)
     };
     let not_found = Response::Kv {
         opcode: KvOpcode::of(RequestType::Get).unwrap(),

@@ -163,7 +163,7 @@ fn unavailable(consistency: CL, required: u32, alive: u32) -> RetryReason {
 fn check_rows(strategy: &dyn SyncStrategy, rows: &[(RetryReason, bool, u32, RetryAction)]) {
     for (reason, idempotent, retries, want) in rows {
         let req = request(RequestType::Cql, 2500, Instant::now())
-            .idempotent(*idempotent)
+            .with_idempotent(*idempotent)
             .with_retry_attempts(*retries);
         assert_eq!(
             &strategy.answer(&req, &DecisionContext::new(reason)),

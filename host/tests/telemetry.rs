@@ -42,7 +42,7 @@ fn metric_names_and_labels_are_stable() {
         let get = || Request::new(1, RequestType::Get, Duration::from_secs(10)).unwrap();
         let _ = decide(&mut get(), &reasons::KV_LOCKED);
         let _ = decide(&mut get(), &reasons::KV_LOCKED);
-        let _ = decide(&mut get().policy("strict"), &reasons::KV_LOCKED);
+        let _ = decide(&mut get().with_policy("strict"), &reasons::KV_LOCKED);
         let mut upsert = Request::new(2, RequestType::Upsert, Duration::from_secs(10)).unwrap();
         upsert.mark_dispatched("node");
         let _ = decide(&mut upsert, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT);
@@ -52,7 +52,7 @@ fn metric_names_and_labels_are_stable() {
             let started = || {
                 Request::new(3, RequestType::Get, Duration::from_millis(100))
                     .unwrap()
-                    .started_at(tokio::time::Instant::now().into_std())
+                    .with_start(tokio::time::Instant::now().into_std())
             };
             let _ = executor
                 .run(started(), |attempt| async move {
@@ -226,9 +226,9 @@ fn hedges_per_request_and_throttled_retries_are_recorded() {
             let call = || {
                 Request::new(1, RequestType::Grpc, Duration::from_secs(5))
                     .unwrap()
-                    .route("/shop.Inventory/Get")
-                    .idempotent(true)
-                    .started_at(tokio::time::Instant::now().into_std())
+                    .with_route("/shop.Inventory/Get")
+                    .with_idempotent(true)
+                    .with_start(tokio::time::Instant::now().into_std())
             };
             hedged
                 .run(call(), |attempt| async move {

@@ -68,7 +68,7 @@ async fn a_failing_server_engages_the_throttle_and_successes_release_it() {
         let calls = Arc::clone(&calls);
         let request = Request::new(1, RequestType::Get, Duration::from_secs(10))
             .unwrap()
-            .started_at(tokio::time::Instant::now().into_std());
+            .with_start(tokio::time::Instant::now().into_std());
         let executor = &executor;
         async move {
             calls.store(0, Ordering::Relaxed);
@@ -188,7 +188,7 @@ fn a_throttle_per_authority_refuses_only_the_failing_server() {
         let mut request = Request::new(1, RequestType::Get, Duration::from_secs(10))
             .unwrap()
             .with_retry_attempts(1)
-            .authority(authority);
+            .with_authority(authority);
         let reason = RetryReason::HttpStatus(503);
         let context = DecisionContext::new(&reason);
         let decision = futures::executor::block_on(registry.decide(&mut request, &context))
@@ -215,7 +215,7 @@ fn a_throttle_per_authority_refuses_only_the_failing_server() {
     );
     let request = Request::new(1, RequestType::Get, Duration::from_secs(10))
         .unwrap()
-        .authority("a");
+        .with_authority("a");
     // From 0 tokens, four successes fill the count again.
     for _ in 0..4 {
         registry.report(&request, Outcome::Succeeded { attempts: 1 }, Instant::now());

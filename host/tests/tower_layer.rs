@@ -33,7 +33,7 @@ impl Classifier<Call, Error> for Describe {
     fn request(&self, call: &Call) -> Request {
         Request::new(1, call.ty, Duration::from_millis(500))
             .unwrap()
-            .started_at(Instant::now().into_std())
+            .with_start(Instant::now().into_std())
     }
     fn failure(&self, error: Error) -> Failure<Error> {
         match error {

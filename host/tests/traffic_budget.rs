@@ -364,7 +364,7 @@ builtin = "best-effort"
         let mut request = Request::new(1, RequestType::Get, Duration::from_secs(10))
             .unwrap()
             .with_retry_attempts(retries)
-            .policy(policy);
+            .with_policy(policy);
         let context = DecisionContext::new(&reasons::KV_TEMPORARY_FAILURE);
         futures::executor::block_on(registry.decide(&mut request, &context))
             .unwrap()
@@ -456,7 +456,7 @@ builtin = "best-effort"
                 .unwrap()
                 .with_retry_attempts(retries);
             if let Some(client) = client {
-                request = request.context("client", client);
+                request = request.with_client_context("client", client);
             }
             let context = DecisionContext::new(&reasons::KV_TEMPORARY_FAILURE);
             let decision = futures::executor::block_on(registry.decide(&mut request, &context))
@@ -467,7 +467,7 @@ builtin = "best-effort"
         let succeeded = |client: &str| {
             let request = Request::new(1, RequestType::Get, Duration::from_secs(10))
                 .unwrap()
-                .context("client", client);
+                .with_client_context("client", client);
             registry.report(&request, Outcome::Succeeded { attempts: 1 }, Instant::now());
         };
         // Each client's 20 requests that succeeded pay for two retries (10 %).

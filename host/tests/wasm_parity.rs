@@ -42,11 +42,11 @@ fn assert_parity(
                     let make = || {
                         let mut r = Request::new(9, ty, Duration::from_millis(timeout))
                             .unwrap()
-                            .idempotent(idempotent)
+                            .with_idempotent(idempotent)
                             .with_retry_attempts(attempts)
-                            .started_at(start);
+                            .with_start(start);
                         if robot {
-                            r = r.context("isRobotRequest", "yes");
+                            r = r.with_client_context("isRobotRequest", "yes");
                         }
                         r.mark_dispatched("node-1");
                         r

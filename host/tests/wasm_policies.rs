@@ -136,7 +136,7 @@ fn retry_budget_is_host_kept_and_per_policy_in(guest: &str) {
 /// A request that starts an hour from now: the real clock is before its start, so only the
 /// decision moment the caller gives can make time pass for it.
 fn get_in_an_hour() -> Request {
-    get(0).started_at(Instant::now() + Duration::from_secs(3600))
+    get(0).with_start(Instant::now() + Duration::from_secs(3600))
 }
 
 /// `Orchestrator::maybe_retry_at` decides at the caller's moment (replays, simulations): a
@@ -186,7 +186,7 @@ fn reads_the_decision_moment(spec_guest: &str, budget_guest: &str) {
     let budgeted = Orchestrator::new(wasm_support::strategy(budget_guest, config));
     let start = get_in_an_hour().start();
     let at = |elapsed_ms| {
-        let mut request = get(0).started_at(start);
+        let mut request = get(0).with_start(start);
         common::decide_at(&budgeted, &mut request, &reasons::KV_LOCKED, elapsed_ms)
     };
     assert!(matches!(at(0), Decision::Retry(_)), "the burst of one");
@@ -342,11 +342,11 @@ fn a_policy_is_not_asked_about_requests_its_version_cannot_describe() {
         let strategy = wasm_support::strategy(&guest, WasmStrategyConfig::default());
         let http = Request::new(1, RequestType::Http, Duration::from_secs(10))
             .unwrap()
-            .method(HttpMethod::Get);
+            .with_method(HttpMethod::Get);
         let grpc = Request::new(2, RequestType::Grpc, Duration::from_secs(10))
             .unwrap()
-            .route("/shop.Inventory/Get")
-            .idempotent(true);
+            .with_route("/shop.Inventory/Get")
+            .with_idempotent(true);
         for (request, reason) in [
             (&http, reasons::SOCKET_NOT_AVAILABLE),
             (&http, RetryReason::HttpStatus(503)),
@@ -401,16 +401,16 @@ fn echoes_the_facts_of_http_and_grpc_requests(echo: &WasmStrategy) {
     use rebound::{HttpMethod, RetryReason};
     let post = Request::new(1, RequestType::Http, Duration::from_secs(10))
         .unwrap()
-        .method(HttpMethod::Post)
-        .authority("shop.example:8080")
-        .route("/orders/{id}")
+        .with_method(HttpMethod::Post)
+        .with_authority("shop.example:8080")
+        .with_route("/orders/{id}")
         .with_retry_attempts(3)
         .with_retries_since_pushback(1);
     let call = Request::new(2, RequestType::Grpc, Duration::from_secs(10))
         .unwrap()
-        .authority("inventory")
-        .route("/shop.Inventory/Get")
-        .idempotent(true)
+        .with_authority("inventory")
+        .with_route("/shop.Inventory/Get")
+        .with_idempotent(true)
         .with_retry_attempts(2);
     let cases = [
         (
@@ -437,10 +437,12 @@ fn echoes_the_facts_of_http_and_grpc_requests(echo: &WasmStrategy) {
         consistency: None,
     };
     for (request, reason, line) in cases {
-        let request = request.clone().context("expect", line);
+        let request = request.clone().with_client_context("expect", line);
         let context = DecisionContext::new(&reason);
         assert_eq!(echo.answer(&request, &context), retry, "{line}");
-        let other = request.clone().context("expect", format!("{line} "));
+        let other = request
+            .clone()
+            .with_client_context("expect", format!("{line} "));
         assert_eq!(
             echo.answer(&other, &context),
             RetryAction::Rethrow,
@@ -465,11 +467,11 @@ fn the_guard_holds_for_http_and_grpc_requests_whatever_a_policy_answers() {
     ));
     let post = Request::new(1, RequestType::Http, Duration::from_secs(10))
         .unwrap()
-        .method(HttpMethod::Post)
-        .route("/orders");
+        .with_method(HttpMethod::Post)
+        .with_route("/orders");
     let call = Request::new(2, RequestType::Grpc, Duration::from_secs(10))
         .unwrap()
-        .route("/shop.Orders/Create");
+        .with_route("/shop.Orders/Create");
     let cases = [
         (
             post,
@@ -492,7 +494,7 @@ fn the_guard_holds_for_http_and_grpc_requests_whatever_a_policy_answers() {
     ];
     for (request, answered, answered_line, unsent, unsent_line) in cases {
         assert!(!request.is_idempotent());
-        let mut sent = request.clone().context("expect", answered_line);
+        let mut sent = request.clone().with_client_context("expect", answered_line);
         sent.mark_dispatched("node");
         let context = DecisionContext::new(&answered);
         let decision = futures::executor::block_on(orchestrator.decide(&mut sent, &context));
@@ -501,7 +503,7 @@ fn the_guard_holds_for_http_and_grpc_requests_whatever_a_policy_answers() {
             "{answered_line}: {decision:?}"
         );
 
-        let mut never_sent = request.context("expect", unsent_line);
+        let mut never_sent = request.with_client_context("expect", unsent_line);
         let context = DecisionContext::new(&unsent);
         let decision = futures::executor::block_on(orchestrator.decide(&mut never_sent, &context));
         assert!(
@@ -521,11 +523,11 @@ fn a_current_policy_decides_http_and_grpc_requests_as_it_is_written_to() {
     let native = BestEffort::<ExponentialBackoff>::default();
     let get = Request::new(1, RequestType::Http, Duration::from_secs(10))
         .unwrap()
-        .method(HttpMethod::Get);
+        .with_method(HttpMethod::Get);
     let call = Request::new(2, RequestType::Grpc, Duration::from_secs(10))
         .unwrap()
-        .route("/shop.Inventory/Get")
-        .idempotent(true);
+        .with_route("/shop.Inventory/Get")
+        .with_idempotent(true);
     for (request, reason) in [
         (&get, reasons::SOCKET_NOT_AVAILABLE),
         (&get, RetryReason::HttpStatus(503)),

@@ -35,7 +35,7 @@ fn adversary(limits: SandboxLimits) -> std::sync::Arc<WasmStrategy> {
 fn asking(key: &str, value: &str) -> Request {
     Request::new(1, RequestType::Get, Duration::from_secs(5))
         .unwrap()
-        .context(key, value)
+        .with_client_context(key, value)
 }
 
 fn plain() -> Request {
@@ -188,7 +188,7 @@ fn trap_and_invalid_answer() {
 #[test]
 fn fail_safe_no_retry_cancels_saying_the_policy_failed() {
     let orchestrator = Orchestrator::new(adversary(SandboxLimits::default()));
-    let mut request = asking("trap", "").started_at(Instant::now());
+    let mut request = asking("trap", "").with_start(Instant::now());
     match common::decide_at(&orchestrator, &mut request, &reasons::KV_LOCKED, 1) {
         Decision::Fail(RetryError::RequestCanceled {
             reason: CancelReason::PolicyFailed(failure, reason),

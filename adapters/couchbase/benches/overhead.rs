@@ -32,7 +32,7 @@ fn main() {
                 // (its type, idempotence and retries so far) and the reason.
                 let mut request = Request::new(1, RequestType::Get, Duration::from_secs(86_400))
                     .unwrap()
-                    .idempotent(true)
+                    .with_idempotent(true)
                     .with_retry_attempts(2);
                 let context = DecisionContext::new(&reasons::KV_LOCKED);
                 let decided = registry.decide(&mut request, &context).now_or_never();

@@ -74,10 +74,10 @@ impl ReboundRetryStrategy {
         let request_type = self.request_type.unwrap_or_else(|| request_type_of(reason));
         let mut request = Request::new(id, request_type, NO_DEADLINE)
             .expect("a non-zero timeout")
-            .idempotent(is_idempotent)
+            .with_idempotent(is_idempotent)
             .with_retry_attempts(retry_attempts);
         if let Some(policy) = &self.policy {
-            request = request.policy(Arc::clone(policy));
+            request = request.with_policy(Arc::clone(policy));
         }
         let reason = to_rebound(reason);
         if reason.stage() == rebound::Stage::InFlight {

@@ -95,7 +95,7 @@ async fn by_hand(
     let mut extensions = Extensions::new();
     let mut request = Request::new(id, RequestType::View, Duration::from_secs(75))
         .unwrap()
-        .method(HttpMethod::Get);
+        .with_method(HttpMethod::Get);
     let sent = client.get(URL).build().unwrap();
     loop {
         let attempt = sent.try_clone().unwrap();
@@ -165,7 +165,7 @@ fn main() {
             &mut || {
                 let mut request = Request::new(1, RequestType::View, Duration::from_secs(75))
                     .unwrap()
-                    .method(HttpMethod::Get);
+                    .with_method(HttpMethod::Get);
                 request.mark_dispatched(URL);
                 let context = DecisionContext::new(&reason);
                 let decided = registry.decide(&mut request, &context).now_or_never();

@@ -119,26 +119,26 @@ impl ReboundMiddleware {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let mut request = Request::new(id, request_type, self.timeout).expect("a non-zero timeout");
         if let Some(method) = http_method(req.method()) {
-            request = request.method(method);
+            request = request.with_method(method);
         }
         if service == Service::Http {
             let url = req.url();
             if let Some(host) = url.host_str() {
                 request = match url.port() {
-                    Some(port) => request.authority(format!("{host}:{port}")),
-                    None => request.authority(host),
+                    Some(port) => request.with_authority(format!("{host}:{port}")),
+                    None => request.with_authority(host),
                 };
             }
             request = match extensions.get::<Route>() {
-                Some(Route(route)) => request.route(Arc::clone(route)),
-                None => request.route(url.path()),
+                Some(Route(route)) => request.with_route(Arc::clone(route)),
+                None => request.with_route(url.path()),
             };
         }
         if let Some(Idempotent(idempotent)) = extensions.get::<Idempotent>() {
-            request = request.idempotent(*idempotent);
+            request = request.with_idempotent(*idempotent);
         }
         if let Some(policy) = &self.policy {
-            request = request.policy(Arc::clone(policy));
+            request = request.with_policy(Arc::clone(policy));
         }
         Ok(request)
     }

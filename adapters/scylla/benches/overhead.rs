@@ -45,8 +45,8 @@ fn main() {
                 // idempotence and consistency.
                 let mut request = Request::new(1, RequestType::Cql, Duration::from_secs(30))
                     .unwrap()
-                    .idempotent(true)
-                    .consistency(rebound::cassandra::ConsistencyLevel::Quorum);
+                    .with_idempotent(true)
+                    .with_consistency(rebound::cassandra::ConsistencyLevel::Quorum);
                 let context = DecisionContext::new(&reason);
                 let decided = registry.decide(&mut request, &context).now_or_never();
                 let _ = black_box(decided.unwrap().unwrap());

@@ -150,13 +150,13 @@ impl Shared {
         let id = next_id();
         let mut request = Request::new_at(id, RequestType::Cql, self.request_timeout, start)
             .expect("a non-zero timeout")
-            .idempotent(idempotent)
-            .consistency(consistency);
+            .with_idempotent(idempotent)
+            .with_consistency(consistency);
         if let Some(policy) = &self.policy {
-            request = request.policy(Arc::clone(policy));
+            request = request.with_policy(Arc::clone(policy));
         }
         if let Some(profile) = &self.profile {
-            request = request.profile(Arc::clone(profile));
+            request = request.with_profile(Arc::clone(profile));
         }
         request.mark_sent();
         request
@@ -204,13 +204,13 @@ impl ReboundRetrySession {
         let decided = match &mut self.request {
             Some(request) => {
                 if request.is_idempotent() != is_idempotent
-                    || request.consistency_level() != Some(consistency)
+                    || request.consistency() != Some(consistency)
                 {
                     // The driver ran this attempt otherwise than the last decision left it.
                     *request = request
                         .clone()
-                        .idempotent(is_idempotent)
-                        .consistency(consistency);
+                        .with_idempotent(is_idempotent)
+                        .with_consistency(consistency);
                 }
                 self.shared
                     .registry

@@ -93,9 +93,9 @@ async fn by_hand(mut inner: Answers, registry: &PolicyRegistry, id: u64) -> http
     let bytes = body.collect().await.expect("the body").to_bytes();
     let mut request = Request::new(id, RequestType::Grpc, Duration::from_secs(30))
         .unwrap()
-        .route(METHOD)
-        .authority("inventory:50051")
-        .idempotent(true);
+        .with_route(METHOD)
+        .with_authority("inventory:50051")
+        .with_idempotent(true);
     let mut attempt = 0u32;
     loop {
         let Ok(response) = inner.call(attempt_of(&parts, &bytes, attempt)).await;
@@ -189,8 +189,8 @@ fn main() {
             &mut || {
                 let mut request = Request::new(1, RequestType::Grpc, Duration::from_secs(30))
                     .unwrap()
-                    .route(METHOD)
-                    .idempotent(true);
+                    .with_route(METHOD)
+                    .with_idempotent(true);
                 request.mark_dispatched("inventory:50051");
                 let context = DecisionContext::new(&reason);
                 let decided = runtime.block_on(registry.decide(&mut request, &context));
@@ -212,9 +212,9 @@ fn main() {
                     Instant::now(),
                 )
                 .unwrap()
-                .route(METHOD)
-                .authority("inventory:50051")
-                .idempotent(true);
+                .with_route(METHOD)
+                .with_authority("inventory:50051")
+                .with_idempotent(true);
                 request.mark_dispatched("inventory:50051".to_owned());
                 drop(black_box(request));
             },

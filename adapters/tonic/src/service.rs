@@ -84,11 +84,11 @@ fn describe(shared: &Shared, parts: &http::request::Parts, start: Instant) -> De
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let mut request = Request::new_at(id, RequestType::Grpc, deadline, start)
         .expect("a deadline above zero")
-        .route(path)
-        .idempotent(shared.is_idempotent(path));
+        .with_route(path)
+        .with_idempotent(shared.is_idempotent(path));
     let authority: Option<Arc<str>> = parts.uri.authority().map(|a| Arc::from(a.as_str()));
     if let Some(authority) = &authority {
-        request = request.authority(Arc::clone(authority));
+        request = request.with_authority(Arc::clone(authority));
     }
     Described { request, authority }
 }

@@ -422,15 +422,15 @@ pub async fn run(
             Duration::from_millis(timeout_ms),
             sim.at(arrival.t_us),
         )?
-        .readonly(entry.readonly);
+        .with_readonly(entry.readonly);
         if let Some(method) = entry.method {
-            request = request.method(method);
+            request = request.with_method(method);
         }
         if let Some(route) = &entry.route {
-            request = request.route(route.as_str());
+            request = request.with_route(route.as_str());
         }
         if let Some(idempotent) = entry.idempotent {
-            request = request.idempotent(idempotent);
+            request = request.with_idempotent(idempotent);
         }
         sim.live.push(Live {
             retry: RetryLoop::new(request),

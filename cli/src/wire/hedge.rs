@@ -97,7 +97,7 @@ impl HedgeInput {
                 registry
                     .active(name)
                     .map_err(|e| InputError::new("policy", e.to_string()))?;
-                request.policy(name.clone())
+                request.with_policy(name.clone())
             }
             None => request,
         };

@@ -264,28 +264,28 @@ impl DecideInput {
         let mut request =
             Request::new_at(spec.id.unwrap_or(default_id), request_type, timeout, start)
                 .map_err(|e| InputError::new("request.timeout_ms", e.to_string()))?
-                .readonly(spec.readonly)
+                .with_readonly(spec.readonly)
                 .with_retry_attempts(spec.retry_attempts);
         if let Some(method) = spec.method {
-            request = request.method(method);
+            request = request.with_method(method);
         }
         if let Some(idempotent) = spec.idempotent {
-            request = request.idempotent(idempotent);
+            request = request.with_idempotent(idempotent);
         }
         for (key, value) in &spec.client_context {
-            request = request.context(key.clone(), value.clone());
+            request = request.with_client_context(key.clone(), value.clone());
         }
         if let Some(level) = spec.consistency {
-            request = request.consistency(level);
+            request = request.with_consistency(level);
         }
         if let Some(profile) = &spec.profile {
-            request = request.profile(profile.as_str());
+            request = request.with_profile(profile.as_str());
         }
         if let Some(authority) = &spec.authority {
-            request = request.authority(authority.as_str());
+            request = request.with_authority(authority.as_str());
         }
         if let Some(caller) = &spec.caller {
-            request = request.caller(caller.as_str());
+            request = request.with_caller(caller.as_str());
         }
         if let Some(route) = &spec.route {
             if request_type == RequestType::Grpc && split_full_method(route).is_none() {
@@ -294,7 +294,7 @@ impl DecideInput {
                     format!("`{route}` is not a gRPC method: expected /package.Service/Method"),
                 ));
             }
-            request = request.route(route.as_str());
+            request = request.with_route(route.as_str());
         }
         if let Some(since) = spec.retries_since_pushback {
             if since > spec.retry_attempts {

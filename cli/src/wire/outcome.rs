@@ -119,7 +119,7 @@ impl OutcomeInput {
         };
         let request = input.request(now, 0)?;
         Ok(match &self.policy {
-            Some(name) => request.policy(name.clone()),
+            Some(name) => request.with_policy(name.clone()),
             None => request,
         })
     }

@@ -33,7 +33,7 @@ impl Route {
             return false;
         }
         if let Some(wanted) = &self.authority {
-            let Some(authority) = request.authority_name() else {
+            let Some(authority) = request.authority() else {
                 return false;
             };
             let host = authority
@@ -44,7 +44,7 @@ impl Route {
             }
         }
         if self.grpc_service.is_some() {
-            let called = request.route_name().and_then(split_full_method);
+            let called = request.route().and_then(split_full_method);
             let Some((called_service, called_method)) = called.filter(|_| service == Service::Grpc)
             else {
                 return false;
@@ -59,7 +59,7 @@ impl Route {
             }
         }
         if let Some(wanted) = &self.path {
-            let Some(route) = request.route_name().filter(|_| service == Service::Http) else {
+            let Some(route) = request.route().filter(|_| service == Service::Http) else {
                 return false;
             };
             let matched = match wanted.strip_suffix('*') {

@@ -32,7 +32,7 @@ impl GrpcHedging {
             return None;
         }
         request
-            .route_name()
+            .route()
             .and_then(|method| self.config.hedging_policy(method))
     }
 }
@@ -102,9 +102,9 @@ mod tests {
     fn call_of(method: &str) -> Request {
         Request::new(1, RequestType::Grpc, Duration::from_secs(5))
             .unwrap()
-            .route(method)
-            .authority("inventory:443")
-            .idempotent(true)
+            .with_route(method)
+            .with_authority("inventory:443")
+            .with_idempotent(true)
     }
 
     fn call() -> Request {
@@ -156,8 +156,8 @@ mod tests {
         );
         let http = Request::new(1, RequestType::Http, Duration::from_secs(5))
             .unwrap()
-            .method(HttpMethod::Get)
-            .route("/shop.Inventory/Get");
+            .with_method(HttpMethod::Get)
+            .with_route("/shop.Inventory/Get");
         assert_eq!(
             h.next_copy(&http, &flight(Asked::AfterCopy, 1, 0)),
             HedgeAction::Wait

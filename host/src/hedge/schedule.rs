@@ -273,6 +273,6 @@ mod tests {
             CopyEnd::End,
             "stopped, and nothing out"
         );
-        assert!(HedgeSchedule::start(&hedging, &get().idempotent(false), now).is_none());
+        assert!(HedgeSchedule::start(&hedging, &get().with_idempotent(false), now).is_none());
     }
 }

@@ -116,7 +116,7 @@ impl Request {
 
     /// Marks a query or analytics request read-only, which makes it idempotent.
     #[inline]
-    pub fn readonly(mut self, readonly: bool) -> Self {
+    pub fn with_readonly(mut self, readonly: bool) -> Self {
         self.readonly = readonly;
         self.idempotent = self.request_type.is_idempotent(readonly, self.method);
         self
@@ -124,7 +124,7 @@ impl Request {
 
     /// Sets the HTTP method of a cluster-manager or management request (GET is idempotent).
     #[inline]
-    pub fn method(mut self, method: HttpMethod) -> Self {
+    pub fn with_method(mut self, method: HttpMethod) -> Self {
         self.method = Some(method);
         self.idempotent = self.request_type.is_idempotent(self.readonly, Some(method));
         self
@@ -132,41 +132,41 @@ impl Request {
 
     /// Declares idempotency explicitly (e.g. a CQL statement marked idempotent).
     #[inline]
-    pub fn idempotent(mut self, idempotent: bool) -> Self {
+    pub fn with_idempotent(mut self, idempotent: bool) -> Self {
         self.idempotent = idempotent;
         self
     }
 
     /// Sets when the request started (for replays and virtual clocks).
     #[inline]
-    pub fn started_at(mut self, start: Instant) -> Self {
+    pub fn with_start(mut self, start: Instant) -> Self {
         self.start = start;
         self
     }
 
     /// Adds an entry to the client context (reference 001 "Accessible Context").
-    pub fn context(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+    pub fn with_client_context(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         Arc::make_mut(self.client_context.get_or_insert_default()).insert(key.into(), value.into());
         self
     }
 
     /// Sets the consistency level (CQL).
     #[inline]
-    pub fn consistency(mut self, level: ConsistencyLevel) -> Self {
+    pub fn with_consistency(mut self, level: ConsistencyLevel) -> Self {
         self.consistency = Some(level);
         self
     }
 
     /// Names the registry policy that decides for this request, overriding its profile and
     /// routes (reference 002: a per-request strategy overrides the global one).
-    pub fn policy(mut self, name: impl Into<Arc<str>>) -> Self {
+    pub fn with_policy(mut self, name: impl Into<Arc<str>>) -> Self {
         self.policy = Some(name.into());
         self
     }
 
     /// Declares the request's profile (reference 003 "Using multiple policies": the profile's
     /// dedicated policy decides, or the default one if it has none).
-    pub fn profile(mut self, name: impl Into<Arc<str>>) -> Self {
+    pub fn with_profile(mut self, name: impl Into<Arc<str>>) -> Self {
         self.profile = Some(name.into());
         self
     }
@@ -189,7 +189,7 @@ impl Request {
 
     /// Sets the authority the request goes to: an HTTP request's host (and port), a gRPC
     /// call's server name.
-    pub fn authority(mut self, authority: impl Into<Arc<str>>) -> Self {
+    pub fn with_authority(mut self, authority: impl Into<Arc<str>>) -> Self {
         self.authority = Some(authority.into());
         self
     }
@@ -199,14 +199,14 @@ impl Request {
     /// request carries (a throttle per authority, node or client-context value) is kept per
     /// caller too, so that one caller's failures never throttle another's scope. Only a layer
     /// that authenticated the caller should set it.
-    pub fn caller(mut self, name: impl Into<Arc<str>>) -> Self {
+    pub fn with_caller(mut self, name: impl Into<Arc<str>>) -> Self {
         self.caller = Some(name.into());
         self
     }
 
     /// Sets the route: an HTTP request's path or route name, a gRPC call's full method name
     /// (`/package.Service/Method`).
-    pub fn route(mut self, route: impl Into<Arc<str>>) -> Self {
+    pub fn with_route(mut self, route: impl Into<Arc<str>>) -> Self {
         self.route = Some(route.into());
         self
     }
@@ -283,7 +283,7 @@ impl Request {
     }
     /// The HTTP method of a cluster-manager or management request, if set.
     #[inline]
-    pub fn http_method(&self) -> Option<HttpMethod> {
+    pub fn method(&self) -> Option<HttpMethod> {
         self.method
     }
     /// Whether the request was ever written to the network.
@@ -293,7 +293,7 @@ impl Request {
     }
     /// The consistency level (CQL), if any.
     #[inline]
-    pub fn consistency_level(&self) -> Option<ConsistencyLevel> {
+    pub fn consistency(&self) -> Option<ConsistencyLevel> {
         self.consistency
     }
     /// The state.
@@ -306,24 +306,24 @@ impl Request {
         self.state != RequestState::Pending
     }
     /// The registry policy named for this request, if any.
-    pub fn policy_name(&self) -> Option<&str> {
+    pub fn policy(&self) -> Option<&str> {
         self.policy.as_deref()
     }
     /// The request's profile, if any.
-    pub fn profile_name(&self) -> Option<&str> {
+    pub fn profile(&self) -> Option<&str> {
         self.profile.as_deref()
     }
     /// The authority (an HTTP host, a gRPC server name), if set.
-    pub fn authority_name(&self) -> Option<&str> {
+    pub fn authority(&self) -> Option<&str> {
         self.authority.as_deref()
     }
     /// The authenticated caller it is decided for, if one was named
     /// ([`caller`](Self::caller)).
-    pub fn caller_name(&self) -> Option<&str> {
+    pub fn caller(&self) -> Option<&str> {
         self.caller.as_deref()
     }
     /// The route (an HTTP path or route name, a gRPC call's full method name), if set.
-    pub fn route_name(&self) -> Option<&str> {
+    pub fn route(&self) -> Option<&str> {
         self.route.as_deref()
     }
     /// The authority, shared (a WebAssembly call holds it without copying).

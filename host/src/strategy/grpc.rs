@@ -97,10 +97,7 @@ impl SyncStrategy for GrpcRetry {
         if request.service() != Service::Grpc {
             return RetryAction::NoRetry;
         }
-        let Some(policy) = request
-            .route_name()
-            .and_then(|m| self.config.retry_policy(m))
-        else {
+        let Some(policy) = request.route().and_then(|m| self.config.retry_policy(m)) else {
             return RetryAction::NoRetry;
         };
         let retryable = match context.reason() {

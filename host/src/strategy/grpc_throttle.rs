@@ -86,7 +86,7 @@ mod tests {
             std::time::Duration::from_secs(1),
         )
         .unwrap()
-        .authority(server)
+        .with_authority(server)
     }
 
     /// gRFC A6 "Throttling Retry Attempts and Hedged RPCs" with its example (`maxTokens` 10,
@@ -138,11 +138,11 @@ mod tests {
     #[test]
     fn a_caller_s_failures_do_not_throttle_another_caller() {
         let t = throttle(10, 0.1);
-        let attacker = call("a:443").caller("attacker");
+        let attacker = call("a:443").with_caller("attacker");
         for _ in 0..10 {
             t.failed(&attacker);
         }
         assert!(t.failed(&attacker));
-        assert!(!t.failed(&call("a:443").caller("victim")));
+        assert!(!t.failed(&call("a:443").with_caller("victim")));
     }
 }

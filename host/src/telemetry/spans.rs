@@ -40,12 +40,12 @@ pub fn attempt_span(request: &Request, attempt: u32) -> Span {
     match request.service() {
         Service::Grpc => {
             span.record("rpc.system", "grpc");
-            if let Some(method) = request.route_name() {
+            if let Some(method) = request.route() {
                 span.record("rpc.method", method);
             }
         }
         Service::Http => {
-            if let Some(method) = request.http_method() {
+            if let Some(method) = request.method() {
                 span.record("http.request.method", method.name());
             }
         }
@@ -114,10 +114,10 @@ mod tests {
     fn an_attempt_span_carries_the_semantic_attributes_of_its_protocol() {
         let http = Request::new(1, RequestType::Http, Duration::from_secs(1))
             .unwrap()
-            .method(HttpMethod::Put);
+            .with_method(HttpMethod::Put);
         let grpc = Request::new(2, RequestType::Grpc, Duration::from_secs(1))
             .unwrap()
-            .route("/shop.Inventory/Get");
+            .with_route("/shop.Inventory/Get");
         let kv = Request::new(3, RequestType::Get, Duration::from_secs(1)).unwrap();
         let text = closed_spans(|| {
             let span = attempt_span(&http, 0);

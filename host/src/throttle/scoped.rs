@@ -69,7 +69,7 @@ impl ThrottleScope {
         match self {
             ThrottleScope::Policy => None,
             ThrottleScope::Node => request.last_dispatched_to(),
-            ThrottleScope::Authority => request.authority_name(),
+            ThrottleScope::Authority => request.authority(),
             ThrottleScope::ClientContext(key) => {
                 request.client_context().get(key).map(String::as_str)
             }
@@ -110,7 +110,7 @@ impl ScopedThrottle {
 
     /// The throttle `request` counts in at `now`.
     pub fn for_request(&self, request: &Request, now: Instant) -> Arc<RetryThrottle> {
-        let caller = request.caller_name().unwrap_or_default();
+        let caller = request.caller().unwrap_or_default();
         self.for_value(caller, self.scope.of(request), now)
     }
 
@@ -211,14 +211,14 @@ mod tests {
         let throttles = scoped("client_context.tenant", 64);
         let now = Instant::now();
         for n in 0..1_100 {
-            let r = request().context("tenant", format!("junk{n}"));
+            let r = request().with_client_context("tenant", format!("junk{n}"));
             for _ in 0..2 {
                 throttles
                     .for_request(&r, now)
                     .failed_at(FailureClass::Other, now);
             }
         }
-        let fresh = request().context("tenant", "real");
+        let fresh = request().with_client_context("tenant", "real");
         assert!(throttles.for_request(&fresh, now).allows_retry_at(now));
         assert!(
             throttles.for_request(&request(), now).allows_retry_at(now),
@@ -236,8 +236,12 @@ mod tests {
     fn one_caller_cannot_throttle_another_s_scope() {
         let throttles = scoped("authority", 16);
         let now = Instant::now();
-        let attacker = request().authority("victim.example").caller("attacker");
-        let victim = request().authority("victim.example").caller("victim");
+        let attacker = request()
+            .with_authority("victim.example")
+            .with_caller("attacker");
+        let victim = request()
+            .with_authority("victim.example")
+            .with_caller("victim");
         for _ in 0..6 {
             throttles
                 .for_request(&attacker, now)

@@ -30,7 +30,7 @@ pub(crate) struct RouteFacts {
 impl RouteFacts {
     /// Holds `request`'s facts (a request that has none clears them without a clone).
     pub(crate) fn hold(&mut self, request: &crate::request::Request) {
-        self.method = request.http_method();
+        self.method = request.method();
         self.retries_since_pushback = request.retries_since_pushback();
         hold_name(&mut self.authority, request.shared_authority());
         hold_name(&mut self.route, request.shared_route());

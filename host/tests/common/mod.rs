@@ -15,7 +15,7 @@ use rebound::{
 pub(crate) fn request(ty: RequestType, timeout_ms: u64, start: Instant) -> Request {
     Request::new(1, ty, Duration::from_millis(timeout_ms))
         .expect("valid timeout")
-        .started_at(start)
+        .with_start(start)
 }
 
 /// Runs the orchestrator at `start + elapsed_ms`.

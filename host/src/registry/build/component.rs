@@ -288,10 +288,13 @@ fn smoke(name: &str, strategy: &WasmStrategy) -> Result<(), BuildError> {
         ),
         (request(RequestType::Upsert), reasons::KV_TEMPORARY_FAILURE),
         (
-            request(RequestType::Query).readonly(true),
+            request(RequestType::Query).with_readonly(true),
             reasons::QUERY_INDEX_NOT_FOUND,
         ),
-        (request(RequestType::Cql).idempotent(true), read_timeout),
+        (
+            request(RequestType::Cql).with_idempotent(true),
+            read_timeout,
+        ),
     ];
     for (request, reason) in &inputs {
         if let Err(failure) = strategy.try_answer(request, &DecisionContext::new(reason)) {

@@ -144,7 +144,7 @@ impl Table {
     /// policy, else the first `[[routes]]` entry it matches (HTTP requests and gRPC calls),
     /// else the route of its request type, else of its service, else the default.
     pub(super) fn resolve(&self, request: &Request) -> Result<&Arc<Slot>, DecideError> {
-        if let Some(name) = request.policy_name() {
+        if let Some(name) = request.policy() {
             return self
                 .slots
                 .get(name)
@@ -153,7 +153,7 @@ impl Table {
                     known: self.known_policies(),
                 });
         }
-        if let Some(profile) = request.profile_name() {
+        if let Some(profile) = request.profile() {
             match self.profiles.get(profile) {
                 Some(Some(slot)) => return Ok(slot),
                 Some(None) => {}
