@@ -309,26 +309,22 @@ impl JsonDecider {
         // (exported over OTLP when `serve` is configured to).
         let span = rebound::telemetry::attempt_span(&request, request.retry_attempts());
         rebound::telemetry::record_failure(&span, Some(&reason));
-        let decided = match &own {
-            Some((strategy, _)) => {
-                self.registry
-                    .decide_using(&mut request, &context, &**strategy)
-                    .instrument(span)
-                    .await
-            }
-            None => self
-                .registry
-                .decide(&mut request, &context)
-                .instrument(span)
-                .await
-                .map_err(|e| {
-                    let field = match e {
-                        DecideError::UnknownProfile { .. } => "request.profile",
-                        _ => "policy",
-                    };
-                    InputError::new(field, e.to_string())
-                })?,
+        let context = match &own {
+            Some((strategy, _)) => context.with_strategy(&**strategy),
+            None => context,
         };
+        let decided = self
+            .registry
+            .decide(&mut request, &context)
+            .instrument(span)
+            .await
+            .map_err(|e| {
+                let field = match e {
+                    DecideError::UnknownProfile { .. } => "request.profile",
+                    _ => "policy",
+                };
+                InputError::new(field, e.to_string())
+            })?;
         let json =
             rebound::decision_json::decision(&decided.decision, &reason, request.retry_attempts());
         let json = output::with_ids(json, decided.decision_id, request.id());

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rebound::config::RegistryConfig;
 use rebound::registry::PolicyRegistry;
 use rebound::wasm::{CacheStats, CodeOrigin, WasmRuntime};
-use rebound::{reasons, Decision, Request, RequestType};
+use rebound::{reasons, Decision, DecisionContext, Request, RequestType};
 use support::{guest, rebound, success_stdout};
 
 const REGISTRY: &str = "/usr/bin/docker-registry";
@@ -632,7 +632,7 @@ fn a_precompiled_component_loads_without_compiling_where_the_engine_matches() {
 /// The decision `policies` make on a KV_LOCKED failure of a get.
 fn decide_with(policies: &PolicyRegistry) -> Decision {
     let mut request = Request::new(1, RequestType::Get, Duration::from_secs(2)).unwrap();
-    block_on(policies.maybe_retry(&mut request, &reasons::KV_LOCKED))
+    block_on(policies.decide(&mut request, &DecisionContext::new(&reasons::KV_LOCKED)))
         .unwrap()
         .decision
 }

@@ -74,7 +74,7 @@ fn decide(template: &Request, ask: impl FnOnce(&mut Request) -> Option<Decision>
 /// A decision for KV_LOCKED taken as a synchronous caller takes it.
 fn kv_locked(orchestrator: &Orchestrator, template: &Request) {
     decide(template, |request| {
-        (orchestrator.maybe_retry(request, &reasons::KV_LOCKED))
+        (orchestrator.decide(request, &DecisionContext::new(&reasons::KV_LOCKED)))
             .into_ready()
             .ok()
     });
@@ -152,16 +152,19 @@ fn main() {
     // The native decision again, with the moment fixed by the caller (no clock read).
     let mut native_at_start = || {
         decide(&template, |request| {
-            (native.maybe_retry_at(request, &reasons::KV_LOCKED, template.start()))
-                .into_ready()
-                .ok()
+            (native.decide(
+                request,
+                &DecisionContext::new(&reasons::KV_LOCKED).at(template.start()),
+            ))
+            .into_ready()
+            .ok()
         })
     };
     // The native decision again, taken by polling the future once instead.
     let mut native_polled = || {
         decide(&template, |request| {
             native
-                .maybe_retry(request, &reasons::KV_LOCKED)
+                .decide(request, &DecisionContext::new(&reasons::KV_LOCKED))
                 .now_or_never()
         })
     };
@@ -172,9 +175,12 @@ fn main() {
     upsert.mark_dispatched("10.0.0.1:11210");
     let mut native_cancel = || {
         decide(&upsert, |request| {
-            (native.maybe_retry(request, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT))
-                .into_ready()
-                .ok()
+            (native.decide(
+                request,
+                &DecisionContext::new(&reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
+            ))
+            .into_ready()
+            .ok()
         })
     };
     // The HTTP and gRPC built-ins against best effort, on the same request and failure: a sent
@@ -202,7 +208,7 @@ fn main() {
     let unavailable = RetryReason::GrpcStatus(GrpcCode::Unavailable);
     let on = |orchestrator: &Orchestrator, template: &Request, reason: &RetryReason| {
         decide(template, |request| {
-            (orchestrator.maybe_retry(request, reason))
+            (orchestrator.decide(request, &DecisionContext::new(reason)))
                 .into_ready()
                 .ok()
         })

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use rebound::grpc::{GrpcCode, ServiceConfig};
 use rebound::hedge::{HedgeSchedule, Hedging};
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
-use rebound::{GrpcRetry, Orchestrator, Request, RequestType, RetryReason};
+use rebound::{DecisionContext, GrpcRetry, Orchestrator, Request, RequestType, RetryReason};
 use serde_json::json;
 
 #[path = "support/measure.rs"]
@@ -54,7 +54,8 @@ fn main() {
         &mut [
             &mut || {
                 let mut request = call.clone();
-                let decided = retrying.maybe_retry_at(&mut request, &unavailable, now);
+                let decided =
+                    retrying.decide(&mut request, &DecisionContext::new(&unavailable).at(now));
                 black_box(decided.into_ready().is_ok());
             },
             &mut || {
@@ -108,7 +109,8 @@ fn webassembly(call: &Request, reason: &RetryReason, now: Instant) {
         &mut [
             &mut || {
                 let mut request = call.clone();
-                let decided = orchestrator.maybe_retry_at(&mut request, reason, now);
+                let decided =
+                    orchestrator.decide(&mut request, &DecisionContext::new(reason).at(now));
                 black_box(decided.into_ready().is_ok());
             },
             &mut || {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use rebound::config::RegistryConfig;
 use rebound::registry::PolicyRegistry;
-use rebound::{reasons, Request, RequestType};
+use rebound::{reasons, DecisionContext, Request, RequestType};
 
 /// The configuration's default debounce time (printed with the results).
 const DEBOUNCE: Duration = Duration::from_millis(20);
@@ -56,7 +56,10 @@ fn sha256_hex(bytes: &[u8]) -> String {
 fn decide_hash(registry: &PolicyRegistry) -> String {
     let mut request = Request::new(1, RequestType::Get, Duration::from_secs(3600)).unwrap();
     let decided = registry
-        .maybe_retry(&mut request, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT)
+        .decide(
+            &mut request,
+            &DecisionContext::new(&reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
+        )
         .now_or_never()
         .expect("synchronous policy")
         .expect("known policy");
@@ -193,7 +196,9 @@ fn latencies(
             while !stop.load(Ordering::Relaxed) {
                 let mut request = template.clone();
                 let start = Instant::now();
-                let decided = registry.maybe_retry(&mut request, &reason).now_or_never();
+                let decided = registry
+                    .decide(&mut request, &DecisionContext::new(&reason))
+                    .now_or_never();
                 samples.push(start.elapsed());
                 std::hint::black_box(decided);
             }

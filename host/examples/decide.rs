@@ -14,7 +14,9 @@ use rebound::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
 use rebound::classify::{classify, KvOpcode, Response};
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::Unavailable;
-use rebound::{reasons, Decision, Orchestrator, Request, RequestType, RetryReason};
+use rebound::{
+    reasons, Decision, DecisionContext, Orchestrator, Request, RequestType, RetryReason,
+};
 
 fn show(what: &str, decision: &Decision) {
     let text = match decision {
@@ -40,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let orchestrator = Orchestrator::default();
     let at = |req: &Request, ms| req.start() + Duration::from_millis(ms);
     let decide = |o: &Orchestrator, req: &mut Request, reason: &RetryReason, now| {
-        futures::executor::block_on(o.maybe_retry_at(req, reason, now))
+        futures::executor::block_on(o.decide(req, &DecisionContext::new(reason).at(now)))
     };
 
     let mut get = Request::new(1, RequestType::Get, Duration::from_millis(2500))?;

@@ -1,6 +1,7 @@
 //! What one decision is about besides the request's own facts: the failure's reason, the
-//! error-map retry spec its classification attached, the server's pushback, and the
-//! decision's moment; the retry budget it draws from and the throttle it counts in; and where
+//! error-map retry spec its classification attached, the server's pushback, the decision's
+//! moment, and the strategy the caller chose for the request, if it chose one; the retry
+//! budget it draws from and the throttle it counts in; and where
 //! a sandboxed policy that fails leaves its account of the failure. A context is built for
 //! every failure and dropped with its decision, so nothing of one failure can reach the
 //! decision for the next.
@@ -12,6 +13,7 @@ use crate::action::PolicyFailure;
 use crate::errormap::RetrySpec;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
+use crate::strategy::RetryStrategy;
 use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
 
@@ -25,13 +27,14 @@ use crate::traffic_budget::TrafficBudget;
 /// assert_eq!(context.reason(), &reasons::KV_LOCKED);
 /// assert!(context.error_map_spec().is_none());
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 #[must_use]
 pub struct DecisionContext<'r> {
     reason: &'r RetryReason,
     error_map_spec: Option<RetrySpec>,
     pushback: Option<Pushback>,
     at: Option<Instant>,
+    strategy: Option<&'r dyn RetryStrategy>,
     failure_note: Option<&'r FailureNote>,
     budget: Option<&'r TrafficBudget>,
     throttle: Option<&'r ScopedThrottle>,
@@ -71,6 +74,7 @@ impl<'r> DecisionContext<'r> {
             error_map_spec: None,
             pushback: None,
             at: None,
+            strategy: None,
             failure_note: None,
             budget: None,
             throttle: None,
@@ -95,6 +99,21 @@ impl<'r> DecisionContext<'r> {
     pub const fn at(mut self, now: Instant) -> Self {
         self.at = Some(now);
         self
+    }
+
+    /// Decides the request with `strategy` instead of the orchestrator's default or the
+    /// registry's policy for it (reference 002 "Customizing the RetryStrategy": a per-request
+    /// strategy overrides the global one). The safety guard and the orchestrator's controls
+    /// apply to it as to the default; a registry logs the decision by the strategy's name, with
+    /// no version.
+    pub const fn with_strategy(mut self, strategy: &'r dyn RetryStrategy) -> Self {
+        self.strategy = Some(strategy);
+        self
+    }
+
+    /// The strategy the caller chose for the request, if it chose one.
+    pub const fn strategy(&self) -> Option<&'r dyn RetryStrategy> {
+        self.strategy
     }
 
     /// Draws the retry, if one is decided, from `budget`: a request's first failure deposits

@@ -117,12 +117,12 @@ impl<'a, T> ReadyOrBoxed<'a, T> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use rebound::{reasons, Decision, Orchestrator, Request, RequestType};
+    /// use rebound::{reasons, Decision, DecisionContext, Orchestrator, Request, RequestType};
     ///
     /// let orchestrator = Orchestrator::default();
     /// let mut request = Request::new(1, RequestType::Get, Duration::from_secs(2)).unwrap();
     /// let decision = orchestrator
-    ///     .maybe_retry(&mut request, &reasons::KV_LOCKED)
+    ///     .decide(&mut request, &DecisionContext::new(&reasons::KV_LOCKED))
     ///     .into_ready()
     ///     .expect("the default strategy answers at once");
     /// assert!(matches!(decision, Decision::Retry(_)));

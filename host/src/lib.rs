@@ -12,9 +12,9 @@
 //!
 //! 1. A response is turned into a [`RetryReason`] by [`classify::classify`] (or the caller
 //!    knows the reason, e.g. the socket closed while the request was in flight).
-//! 2. [`Orchestrator::maybe_retry`] decides: always-retry reasons get the controlled backoff
-//!    without asking the strategy; otherwise the request's strategy (or the default,
-//!    [`BestEffort`]) answers; the safety guard refuses unsafe retries of non-idempotent
+//! 2. [`Orchestrator::decide`] decides, given the failure's [`DecisionContext`]: always-retry
+//!    reasons get the controlled backoff without asking the strategy; otherwise the strategy
+//!    chosen for the request (or the default, [`BestEffort`]) answers; the safety guard refuses unsafe retries of non-idempotent
 //!    requests; the delay is capped to the deadline.
 //! 3. The caller acts on the [`Decision`]: sleep and dispatch again, or end the request with
 //!    the [`RetryError`] it carries, whose [`ErrorContext`] serialises to the fields of the
@@ -25,7 +25,7 @@
 //! ```
 //! use std::time::Duration;
 //! use rebound::classify::{classify, KvOpcode, Response};
-//! use rebound::{Decision, Orchestrator, Request, RequestType};
+//! use rebound::{Decision, DecisionContext, Orchestrator, Request, RequestType};
 //!
 //! # futures::executor::block_on(async {
 //! let orchestrator = Orchestrator::default(); // BestEffort strategy
@@ -35,14 +35,14 @@
 //! // The server answered TMPFAIL (0x86): retryable even for a non-idempotent upsert.
 //! let answer = classify(Response::Kv { opcode: KvOpcode::of(RequestType::Upsert).unwrap(), status: 0x86 }, None);
 //! let reason = answer.reason().expect("TMPFAIL is on the retry list");
-//! match orchestrator.maybe_retry(&mut request, reason).await {
+//! match orchestrator.decide(&mut request, &DecisionContext::new(reason)).await {
 //!     Decision::Retry(plan) => assert_eq!(plan.delay, Duration::from_millis(1)),
 //!     other => panic!("expected a retry, got {other:?}"),
 //! }
 //!
 //! // The socket then closed while the upsert was in flight: never retried, it may have applied.
 //! let reason = rebound::reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
-//! match orchestrator.maybe_retry(&mut request, &reason).await {
+//! match orchestrator.decide(&mut request, &DecisionContext::new(&reason)).await {
 //!     Decision::Fail(error) => {
 //!         assert_eq!(error.name(), "RequestCanceled");
 //!         println!("{error}"); // request canceled: NO_MORE_RETRIES (...) {"requestId":1,...}

@@ -14,7 +14,6 @@ use crate::context::DecisionContext;
 use crate::controls::{BudgetControl, Controls};
 use crate::decision::Deciding;
 use crate::hedge::{Hedging, HedgingPolicy};
-use crate::reason::RetryReason;
 use crate::request::Request;
 use crate::rules;
 pub(crate) use crate::rules::Guard;
@@ -123,53 +122,23 @@ impl Orchestrator {
         self
     }
 
-    /// Decides what happens to `request`, which failed for `reason`, reading the clock once
-    /// the strategy has answered. A strategy that answers at once is asked by this call (see
-    /// [`Deciding`]).
-    pub fn maybe_retry<'a>(
-        &'a self,
-        request: &'a mut Request,
-        reason: &'a RetryReason,
-    ) -> Deciding<'a> {
-        self.decide(request, &DecisionContext::new(reason))
-    }
-
-    /// As [`maybe_retry`](Self::maybe_retry), at the given moment `now` (for replays and
-    /// virtual clocks).
-    pub fn maybe_retry_at<'a>(
-        &'a self,
-        request: &'a mut Request,
-        reason: &'a RetryReason,
-        now: Instant,
-    ) -> Deciding<'a> {
-        self.decide(request, &DecisionContext::new(reason).at(now))
-    }
-
-    /// Decides what happens to `request`, whose failure `context` describes, with the default
-    /// strategy.
+    /// Decides what happens to `request`, whose failure `context` describes, with the strategy
+    /// the context names for the request (reference 002: a per-request strategy overrides the
+    /// global one) or else the default one. The clock is read once the strategy has answered,
+    /// unless the context fixes the moment ([`DecisionContext::at`]). A strategy that answers
+    /// at once is asked by this call (see [`Deciding`]).
     pub fn decide<'a>(
         &'a self,
         request: &'a mut Request,
         context: &DecisionContext<'a>,
     ) -> Deciding<'a> {
-        self.decide_using(request, context, &*self.default_strategy)
-    }
-
-    /// Decides with `strategy` instead of the default one: a strategy chosen for this request
-    /// (reference 002 "Customizing the RetryStrategy": a per-request strategy overrides the
-    /// global one). The orchestrator's guard exemptions and budget apply as to the default.
-    pub fn decide_using<'a>(
-        &'a self,
-        request: &'a mut Request,
-        context: &DecisionContext<'a>,
-        strategy: &'a dyn RetryStrategy,
-    ) -> Deciding<'a> {
+        let strategy = context.strategy().unwrap_or(&*self.default_strategy);
         let guard = self.guard_for(strategy);
         if self.controls.is_empty() {
-            return rules::decide(request, context, strategy, guard);
+            return rules::apply(request, context, strategy, guard);
         }
         let context = (self.controls).charge(context, self.controls.common_budget());
-        rules::decide(request, &context, strategy, guard)
+        rules::apply(request, &context, strategy, guard)
     }
 
     /// Whether `strategy` is exempt from the safety guard. No name is hashed when no

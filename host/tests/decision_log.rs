@@ -56,7 +56,10 @@ fn every_path(registry: &PolicyRegistry, ws: &Workspace) -> Vec<String> {
         {
             let context = DecisionContext::new(&reasons::KV_LOCKED);
             let mut own = request(RequestType::Get);
-            futures::executor::block_on(registry.decide_using(&mut own, &context, &FailFast))
+            futures::executor::block_on(
+                registry.decide(&mut own, &context.with_strategy(&FailFast)),
+            )
+            .unwrap()
         },
         decide(registry, request(RequestType::Get).with_policy("wasm")),
     ];

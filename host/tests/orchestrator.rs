@@ -320,8 +320,9 @@ fn per_request_strategy_overrides_default() {
     let orchestrator = Orchestrator::default();
     let mut req = request(RequestType::Get, 2500, Instant::now());
     let context = DecisionContext::new(&reasons::KV_LOCKED).at(req.start());
-    let decision =
-        futures::executor::block_on(orchestrator.decide_using(&mut req, &context, &FailFast));
+    let decision = futures::executor::block_on(
+        orchestrator.decide(&mut req, &context.with_strategy(&FailFast)),
+    );
     assert_eq!(fail_name(&decision), "RequestCanceled");
 }
 
@@ -364,15 +365,15 @@ fn asynchronous_strategies_are_awaited() {
 fn a_decision_is_made_by_the_call_unless_its_strategy_must_be_awaited() {
     let orchestrator = Orchestrator::default();
     let mut req = request(RequestType::Get, 2500, Instant::now());
-    drop(orchestrator.maybe_retry(&mut req, &reasons::KV_LOCKED));
+    drop(orchestrator.decide(&mut req, &DecisionContext::new(&reasons::KV_LOCKED)));
     assert_eq!(req.retry_attempts(), 1, "best effort answered at the call");
 
     let mut req = request(RequestType::Get, 2500, Instant::now());
     let context = DecisionContext::new(&reasons::KV_LOCKED);
-    drop(orchestrator.decide_using(&mut req, &context, &Later));
+    drop(orchestrator.decide(&mut req, &context.with_strategy(&Later)));
     assert_eq!(req.retry_attempts(), 0, "never polled, never asked");
     let decision =
-        futures::executor::block_on(orchestrator.decide_using(&mut req, &context, &Later));
+        futures::executor::block_on(orchestrator.decide(&mut req, &context.with_strategy(&Later)));
     assert_eq!(retry_delay_ms(&decision), 7);
     assert_eq!(req.retry_attempts(), 1);
 }
@@ -384,7 +385,7 @@ fn into_ready_takes_a_decision_made_by_the_call_and_hands_back_one_to_await() {
     let orchestrator = Orchestrator::default();
     let mut req = request(RequestType::Get, 2500, Instant::now());
     let decision = orchestrator
-        .maybe_retry(&mut req, &reasons::KV_LOCKED)
+        .decide(&mut req, &DecisionContext::new(&reasons::KV_LOCKED))
         .into_ready()
         .expect("best effort answers at once");
     assert_eq!(
@@ -396,7 +397,7 @@ fn into_ready_takes_a_decision_made_by_the_call_and_hands_back_one_to_await() {
     let mut req = request(RequestType::Get, 2500, Instant::now());
     let context = DecisionContext::new(&reasons::KV_LOCKED);
     let deciding = match orchestrator
-        .decide_using(&mut req, &context, &Later)
+        .decide(&mut req, &context.with_strategy(&Later))
         .into_ready()
     {
         Ok(decision) => panic!("an awaited strategy decided at the call: {decision:?}"),

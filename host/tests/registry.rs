@@ -111,7 +111,9 @@ fn reference_002_a_per_request_policy_overrides_the_global_one() {
     // "Customizing the RetryStrategy"); no registry version is involved.
     let mut req = request(RequestType::Get);
     let context = DecisionContext::new(&reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT);
-    let decided = futures::executor::block_on(registry.decide_using(&mut req, &context, &FailFast));
+    let decided =
+        futures::executor::block_on(registry.decide(&mut req, &context.with_strategy(&FailFast)))
+            .unwrap();
     assert!(decided.version.is_none());
     assert!(matches!(decided.decision, Decision::Fail(_)));
 }
@@ -120,13 +122,17 @@ fn reference_002_a_per_request_policy_overrides_the_global_one() {
 fn unknown_policy_and_profile_names_are_errors_listing_the_known_ones() {
     let (_ws, registry) = routed();
     let mut req = request(RequestType::Get).with_policy("nope");
-    let e =
-        futures::executor::block_on(registry.maybe_retry(&mut req, &reasons::UNKNOWN)).unwrap_err();
+    let e = futures::executor::block_on(
+        registry.decide(&mut req, &DecisionContext::new(&reasons::UNKNOWN)),
+    )
+    .unwrap_err();
     assert!(matches!(e, rebound::DecideError::UnknownPolicy { .. }));
     assert!(e.to_string().contains("robots, standard, strict"), "{e}");
     let mut req = request(RequestType::Get).with_profile("fast");
-    let e =
-        futures::executor::block_on(registry.maybe_retry(&mut req, &reasons::UNKNOWN)).unwrap_err();
+    let e = futures::executor::block_on(
+        registry.decide(&mut req, &DecisionContext::new(&reasons::UNKNOWN)),
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("no profile named `fast`"), "{e}");
 }
 
@@ -342,7 +348,9 @@ fn shadow_disagreements_are_counted_exactly_and_the_candidate_never_decides() {
     for (ty, reason, _) in &grid {
         let decided = decide(&registry, request(*ty), reason);
         assert_eq!(decided.version.unwrap().hash(), guest_hash("best_effort"));
-        let alone = futures::executor::block_on(native.maybe_retry(&mut request(*ty), reason));
+        let alone = futures::executor::block_on(
+            native.decide(&mut request(*ty), &DecisionContext::new(reason)),
+        );
         assert_eq!(
             outcome(&decided.decision),
             outcome(&alone),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use rebound::config::RegistryConfig;
 use rebound::registry::PolicyRegistry;
-use rebound::{reasons, HttpMethod, Request, RequestType};
+use rebound::{reasons, DecisionContext, HttpMethod, Request, RequestType};
 
 const CONFIG: &str = r#"
 default_policy = "fallback"
@@ -81,8 +81,10 @@ fn grpc(authority: &str, method: &str) -> Request {
 
 /// The policy that decides for `request`.
 fn policy(registry: &PolicyRegistry, mut request: Request) -> String {
-    let decided =
-        futures::executor::block_on(registry.maybe_retry(&mut request, &reasons::UNKNOWN)).unwrap();
+    let decided = futures::executor::block_on(
+        registry.decide(&mut request, &DecisionContext::new(&reasons::UNKNOWN)),
+    )
+    .unwrap();
     decided
         .version
         .expect("a registry policy")

@@ -139,9 +139,10 @@ fn a_throttle_never_lets_an_unsafe_retry_go() {
     let orchestrator = Orchestrator::new(Arc::new(Always)).with_throttle(Arc::clone(&throttle));
     let mut request = Request::new(1, RequestType::Upsert, Duration::from_secs(10)).unwrap();
     request.mark_dispatched("node-1:11210");
-    let decision = futures::executor::block_on(
-        orchestrator.maybe_retry(&mut request, &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
-    );
+    let decision = futures::executor::block_on(orchestrator.decide(
+        &mut request,
+        &DecisionContext::new(&reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT),
+    ));
     assert!(
         matches!(
             decision,

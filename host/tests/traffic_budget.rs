@@ -539,7 +539,9 @@ mod guard {
     use std::time::Duration;
 
     use futures::FutureExt;
-    use rebound::{reasons, CancelReason, Decision, Request, RequestType, RetryError};
+    use rebound::{
+        reasons, CancelReason, Decision, DecisionContext, Request, RequestType, RetryError,
+    };
 
     /// Reference 001 "Retry Orchestration" (a non-idempotent request is retried only for a
     /// reason that allows it), with a budget: the upsert's retry after a socket closed in
@@ -552,7 +554,9 @@ mod guard {
         let reason = &reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
 
         let mut upsert = Request::new(1, RequestType::Upsert, Duration::from_secs(10)).unwrap();
-        let decision = orchestrator.maybe_retry(&mut upsert, reason).now_or_never();
+        let decision = orchestrator
+            .decide(&mut upsert, &DecisionContext::new(reason))
+            .now_or_never();
         assert!(
             matches!(
                 decision,
@@ -567,7 +571,9 @@ mod guard {
         assert_eq!((stats.deposits, stats.withdrawals), (1, 0));
 
         let mut get = Request::new(2, RequestType::Get, Duration::from_secs(10)).unwrap();
-        let decision = orchestrator.maybe_retry(&mut get, reason).now_or_never();
+        let decision = orchestrator
+            .decide(&mut get, &DecisionContext::new(reason))
+            .now_or_never();
         assert!(matches!(decision, Some(Decision::Retry(_))), "{decision:?}");
         let stats = b.stats_at(get.start());
         assert_eq!((stats.deposits, stats.withdrawals), (2, 1));

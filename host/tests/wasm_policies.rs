@@ -139,7 +139,7 @@ fn get_in_an_hour() -> Request {
     get(0).with_start(Instant::now() + Duration::from_secs(3600))
 }
 
-/// `Orchestrator::maybe_retry_at` decides at the caller's moment (replays, simulations): a
+/// `Orchestrator::decide` with a context fixed `at` a moment decides at the caller's moment (replays, simulations): a
 /// policy's `elapsed-ms` and its retry budget follow that moment, not the real clock.
 #[test]
 fn a_policy_reads_the_decision_moment_the_caller_gives() {

@@ -78,7 +78,7 @@ fn inputs() -> [(Request, RetryReason); 2] {
 fn decide(orchestrator: &Orchestrator, (template, reason): &(Request, RetryReason)) -> Decision {
     let mut request = template.clone();
     orchestrator
-        .maybe_retry(&mut request, reason)
+        .decide(&mut request, &DecisionContext::new(reason))
         .into_ready()
         .expect("synchronous strategy")
 }

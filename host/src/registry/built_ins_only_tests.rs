@@ -5,10 +5,11 @@
 
 use std::path::Path;
 
-use super::{PolicyRegistry, RegistryConfig};
+use super::PolicyRegistry;
+use crate::config::RegistryConfig;
 use crate::reason::reasons;
 use crate::request::{Request, RequestType};
-use crate::Decision;
+use crate::{Decision, DecisionContext};
 
 /// docs/registry.md "The configuration file": a component needs the `wasm` feature; the
 /// refusal says where and what to turn on.
@@ -51,8 +52,10 @@ policy = "http"
     let config = RegistryConfig::parse(text, Path::new("rebound.toml"), Path::new(".")).unwrap();
     let registry = PolicyRegistry::new(config).unwrap();
     let mut get = Request::new(1, RequestType::Get, std::time::Duration::from_secs(2)).unwrap();
-    let decided =
-        futures::executor::block_on(registry.maybe_retry(&mut get, &reasons::KV_LOCKED)).unwrap();
+    let decided = futures::executor::block_on(
+        registry.decide(&mut get, &DecisionContext::new(&reasons::KV_LOCKED)),
+    )
+    .unwrap();
     assert!(
         matches!(decided.decision, Decision::Retry(_)),
         "{decided:?}"

@@ -31,9 +31,10 @@ pub enum Guard {
     Exempt,
 }
 
-/// Decides with `strategy` under `guard`, at the context's moment or, if it fixes none, when
-/// the strategy has answered: at once when no waiting is needed (see [`Deciding`]).
-pub(crate) fn decide<'a>(
+/// Applies the rules to `strategy`'s answer under `guard`, at the context's moment or, if it
+/// fixes none, when the strategy has answered: at once when no waiting is needed (see
+/// [`Deciding`]).
+pub(crate) fn apply<'a>(
     request: &'a mut Request,
     context: &DecisionContext<'a>,
     strategy: &'a dyn RetryStrategy,

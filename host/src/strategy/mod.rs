@@ -93,8 +93,8 @@ pub trait Strategy: Send + Sync + Debug {
 ///
 /// let orchestrator = Orchestrator::new(Arc::new(NoWaitOnLock::default()));
 /// let mut request = Request::new(1, RequestType::Get, Duration::from_secs(2)).unwrap();
-/// let decision =
-///     futures::executor::block_on(orchestrator.maybe_retry(&mut request, &reasons::KV_LOCKED));
+/// let context = DecisionContext::new(&reasons::KV_LOCKED);
+/// let decision = futures::executor::block_on(orchestrator.decide(&mut request, &context));
 /// assert!(matches!(decision, Decision::Fail(_)));
 /// ```
 pub trait RetryStrategy: Strategy {

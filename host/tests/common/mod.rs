@@ -26,7 +26,7 @@ pub(crate) fn decide_at(
     elapsed_ms: u64,
 ) -> Decision {
     let now = request.start() + Duration::from_millis(elapsed_ms);
-    futures::executor::block_on(orchestrator.maybe_retry_at(request, reason, now))
+    futures::executor::block_on(orchestrator.decide(request, &DecisionContext::new(reason).at(now)))
 }
 
 /// The delay of a retry decision, panicking with the decision otherwise.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rebound::config::RegistryConfig;
 use rebound::registry::{Decided, PolicyRegistry};
-use rebound::{Request, RequestType, RetryReason};
+use rebound::{DecisionContext, Request, RequestType, RetryReason};
 use sha2::{Digest, Sha256};
 
 pub(crate) use crate::wasm_support::{guest, released, released_versions, runtime};
@@ -79,7 +79,7 @@ pub(crate) fn decide(
     mut request: Request,
     reason: &RetryReason,
 ) -> Decided {
-    futures::executor::block_on(registry.maybe_retry(&mut request, reason))
+    futures::executor::block_on(registry.decide(&mut request, &DecisionContext::new(reason)))
         .unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -1,5 +1,5 @@
 //! Deciding: the request's policy resolved once from the published table, without a lock,
-//! and the active version's strategy handed to the rules once (`rules::decide`), on the
+//! and the active version's strategy handed to the rules once (`rules::apply`), on the
 //! isolation's threads for a component when the engine has them, beside a shadow trial if one
 //! runs; the decision logged and counted. Outcome reports reach the budget and throttle of the
 //! policy that decides for the request.
@@ -22,7 +22,6 @@ use crate::hedge::{ConstantSpeculativeExecution, Hedging};
 #[cfg(feature = "wasm")]
 use crate::isolation::Isolated;
 use crate::mutex::lock;
-use crate::reason::RetryReason;
 use crate::registry::error::RegistryError;
 use crate::registry::shadow::{Shadow, Shadowed};
 use crate::registry::table::Table;
@@ -42,8 +41,8 @@ use super::PolicyRegistry;
 pub struct Decided {
     /// The orchestrator's decision.
     pub decision: Decision,
-    /// The version that decided; `None` for a strategy given to
-    /// [`decide_using`](PolicyRegistry::decide_using).
+    /// The version that decided; `None` for a strategy the caller chose for the request
+    /// ([`DecisionContext::with_strategy`]).
     pub version: Option<Arc<PolicyVersion>>,
     /// This decision's unique, time-ordered ID. The decisions of one request's retries share
     /// the request's id ([`Request::id`]), its trail.
@@ -62,36 +61,22 @@ enum Target<'s> {
 }
 
 impl PolicyRegistry {
-    /// Decides for `request`, which failed for `reason`, with the policy the request resolves
-    /// to. The active version is read without a lock and held until the decision is made, so
-    /// a swap during the call does not affect it.
-    pub async fn maybe_retry(
-        &self,
-        request: &mut Request,
-        reason: &RetryReason,
-    ) -> Result<Decided, DecideError> {
-        self.decide(request, &DecisionContext::new(reason)).await
-    }
-
-    /// As [`maybe_retry`](Self::maybe_retry), at the given moment `now` (virtual clocks,
-    /// replays, tokio's paused time).
-    pub async fn maybe_retry_at(
-        &self,
-        request: &mut Request,
-        reason: &RetryReason,
-        now: Instant,
-    ) -> Result<Decided, DecideError> {
-        self.decide(request, &DecisionContext::new(reason).at(now))
-            .await
-    }
-
-    /// Decides for `request`, whose failure `context` describes, with the policy the request
-    /// resolves to (see [`maybe_retry`](Self::maybe_retry)).
+    /// Decides for `request`, whose failure `context` describes, with the strategy the context
+    /// names for the request (reference 002: a per-request strategy overrides the global one;
+    /// `Decided::version` is then `None`) or else the policy the request resolves to by name,
+    /// profile or route. The active version is read without a lock and held until the
+    /// decision is made, so a swap during the call does not affect it.
     pub async fn decide(
         &self,
         request: &mut Request,
         context: &DecisionContext<'_>,
     ) -> Result<Decided, DecideError> {
+        if let Some(strategy) = context.strategy() {
+            let log = sampled_log(&self.table.load());
+            return Ok(self
+                .decide_for(request, context, log, Target::Own(strategy))
+                .await);
+        }
         // What deciding needs from the published table, read without a lock; the table is
         // not held across the policy's call.
         let (log, target) = {
@@ -107,21 +92,6 @@ impl PolicyRegistry {
             (sampled_log(&table), target)
         };
         Ok(self.decide_for(request, context, log, target).await)
-    }
-
-    /// Decides for `request` with `strategy` instead of a configured policy (reference 002
-    /// "Customizing the RetryStrategy": a per-request strategy overrides the global one), under
-    /// the safety guard, logged in the decision log by the strategy's name. `Decided::version`
-    /// is `None`.
-    pub async fn decide_using(
-        &self,
-        request: &mut Request,
-        context: &DecisionContext<'_>,
-        strategy: &dyn RetryStrategy,
-    ) -> Decided {
-        let log = sampled_log(&self.table.load());
-        self.decide_for(request, context, log, Target::Own(strategy))
-            .await
     }
 
     /// The decision of `target` for `request`, logged in `log` if given.
@@ -140,7 +110,7 @@ impl PolicyRegistry {
             .map(|_| Box::new((request.clone(), context.now(), OnceLock::new())));
         let (decision, version) = match target {
             Target::Own(strategy) => {
-                let decision = rules::decide(request, context, strategy, Guard::Enforced).await;
+                let decision = rules::apply(request, context, strategy, Guard::Enforced).await;
                 let labels = || [SharedString::from(strategy.name().to_owned()), "".into()];
                 telemetry::record_decision(labels, &decision, context.reason());
                 (decision, Err(strategy.name()))
@@ -225,7 +195,7 @@ impl PolicyRegistry {
                     shadow,
                     answers,
                 };
-                rules::decide(request, context, &strategy, version.guard()).await
+                rules::apply(request, context, &strategy, version.guard()).await
             }
         };
         telemetry::record_decision(|| version.metric_labels(), &decision, context.reason());
@@ -245,9 +215,9 @@ impl PolicyRegistry {
             (self.components.isolation.as_ref()).filter(|_| version.wasm().is_some())
         {
             let strategy = Isolated { isolation, version };
-            return rules::decide(request, context, &strategy, version.guard()).await;
+            return rules::apply(request, context, &strategy, version.guard()).await;
         }
-        rules::decide(request, context, version.strategy(), version.guard()).await
+        rules::apply(request, context, version.strategy(), version.guard()).await
     }
 
     /// Installs `log` as the decision log (an application's own sink, see
