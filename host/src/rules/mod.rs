@@ -142,7 +142,7 @@ fn conclude(
         return refuse(request, refusal, name, now);
     }
     pay::for_ending(request, context, now);
-    end(request, context, action, note, name)
+    end(request, context, action, note, (name, now))
 }
 
 /// Why the safety guard refuses a retry of `request`, if it does: its reason is never retried,
@@ -162,16 +162,16 @@ fn guard_refusal(
     }
 }
 
-/// The decision for an answer that is not a retry, once paid: the request ends with its error
-/// context, or (`Ignore`) completes with an empty result.
+/// The decision for an answer that is not a retry, once paid, by the strategy `name` at `now`:
+/// the request ends with its error context, or (`Ignore`) completes with an empty result.
 fn end(
     request: &mut Request,
     context: &DecisionContext<'_>,
     action: RetryAction,
     note: FailureNote,
-    name: &str,
+    (name, now): (&str, Instant),
 ) -> Decision {
-    let (reason, now) = (context.reason(), context.now());
+    let reason = context.reason();
     match action {
         RetryAction::RetryAfter { .. } | RetryAction::NoRetry => {
             tracing::info!(request_id = request.id(), request_type = %request.request_type(),
