@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::breaker::NodeBreakers;
-use crate::context::DecisionContext;
 use crate::hedge::{Hedging, HedgingPolicy};
 use crate::request::Request;
 use crate::request_outcome::Outcome;
+use crate::strategy::DecisionContext;
 use crate::strategy::RetryStrategy;
 use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;

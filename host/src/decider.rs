@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::breaker::NodeBreakers;
-use crate::context::DecisionContext;
 use crate::decide_error::DecideError;
 use crate::decision::Decision;
 use crate::hedge::Hedging;
 use crate::orchestrator::Orchestrator;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
+use crate::strategy::DecisionContext;
 
 /// Decides what happens to a failed request: [`Orchestrator`] (its default strategy) or
 /// `PolicyRegistry` (the request's policy by name, profile or route).

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::action::{PolicyFailure, RetryAction};
-use crate::context::DecisionContext;
 use crate::decision::{Decision, DelaySource};
 use crate::outcome::{CancelReason, RetryError};
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
+use crate::strategy::DecisionContext;
 
 /// Milliseconds with microsecond precision.
 fn millis(duration: Duration) -> f64 {

@@ -129,7 +129,6 @@ mod cassandra_types;
 pub mod classify;
 #[cfg(feature = "registry")]
 pub mod config;
-mod context;
 mod controls;
 mod decide_error;
 mod decider;
@@ -184,7 +183,6 @@ pub mod wasm;
 mod wit_convert;
 
 pub use action::{NodeChoice, PolicyFailure, PolicyFailureKind, RetryAction, TerminalError};
-pub use context::{DecisionContext, FailureNote};
 pub use decide_error::DecideError;
 pub use decider::Decider;
 pub use decision::{Deciding, Decision, DelaySource, ReadyOrBoxed, RetryPlan};
@@ -204,8 +202,8 @@ pub use request_outcome::Outcome;
 pub use retry_loop::{Cause, Ending, NextAttempt, RetryLoop, Step};
 pub use rules::Guard;
 pub use strategy::{
-    BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, GrpcRetry, HttpRetry,
-    RetryStrategy, Strategy, StrategyFuture, SyncStrategy,
+    BestEffort, DecisionContext, ExponentialRetry, FailFast, FailureNote, FastFailOnTerminalError,
+    GrpcRetry, HttpRetry, RetryStrategy, Strategy, StrategyFuture, SyncStrategy,
 };
 pub use token_buckets::{
     Acquired, BucketRefusal, TokenBuckets, MAX_BUCKETS_PER_POLICY, MAX_BUCKET_NAME_BYTES,

@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::breaker::NodeBreakers;
-use crate::context::DecisionContext;
 use crate::controls::{BudgetControl, Controls};
 use crate::decision::Deciding;
 use crate::hedge::{Hedging, HedgingPolicy};
 use crate::request::Request;
 use crate::rules;
 pub(crate) use crate::rules::Guard;
+use crate::strategy::DecisionContext;
 use crate::strategy::{BestEffort, RetryStrategy};
 use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use crate::action::NodeChoice;
 use crate::cassandra_types::ConsistencyLevel;
 use crate::classify::Classification;
-use crate::context::DecisionContext;
 use crate::decide_error::DecideError;
 use crate::decider::Decider;
 use crate::decision::Decision;
@@ -18,6 +17,7 @@ use crate::outcome::{ErrorContext, RetryError};
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
+use crate::strategy::DecisionContext;
 
 /// Why an attempt failed, as the orchestrator needs it.
 #[derive(Debug, Clone, PartialEq)]

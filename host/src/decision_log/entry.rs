@@ -9,7 +9,6 @@ use std::time::{Instant, SystemTime};
 use serde_json::{Map, Value};
 
 use crate::action::RetryAction;
-use crate::context::DecisionContext;
 use crate::decision::Decision;
 use crate::decision_id::DecisionId;
 use crate::decision_json;
@@ -17,6 +16,7 @@ use crate::errormap::RetrySpec;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
+use crate::strategy::DecisionContext;
 
 /// What a log line says of the policy version that decided: its name and version. The
 /// registry's `PolicyVersion` is one; the log needs nothing else of it.

@@ -33,8 +33,8 @@ use trust::Trust;
 
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
 use crate::config::IsolationConfig;
-use crate::context::{DecisionContext, FailureNote};
 use crate::request::Request;
+use crate::strategy::{DecisionContext, FailureNote};
 use crate::strategy::{RetryStrategy, Strategy, StrategyFuture, SyncStrategy};
 use crate::wasm::{CallWatch, Due, EngineError, WasmRuntime, WasmStrategy};
 

@@ -9,10 +9,10 @@ use serde::Serialize;
 
 use super::version::PolicyVersion;
 use crate::action::RetryAction;
-use crate::context::DecisionContext;
 use crate::decision_log::{LoggedVersion, ShadowAnswers};
 use crate::reason::RetryReason;
 use crate::request::Request;
+use crate::strategy::DecisionContext;
 use crate::strategy::{RetryStrategy, Strategy, StrategyFuture};
 
 /// A candidate version running in the shadow of a policy's active version.

@@ -3,8 +3,8 @@
 //! succeeds.
 
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
-use crate::context::DecisionContext;
 use crate::request::Request;
+use crate::strategy::DecisionContext;
 use crate::strategy::{Strategy, SyncStrategy};
 use crate::wasm::FailSafe;
 

@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 use crate::action::{NodeChoice, PolicyFailure, RetryAction};
 use crate::backoff::controlled_backoff;
 use crate::cassandra_types::ConsistencyLevel;
-use crate::context::{DecisionContext, FailureNote};
 use crate::decision::{Deciding, Decision, DelaySource, RetryPlan};
 use crate::outcome::{CancelReason, ErrorContext, RetryError};
 use crate::pushback::Pushback;
 use crate::request::Request;
 use crate::strategy::RetryStrategy;
+use crate::strategy::{DecisionContext, FailureNote};
 
 mod pay;
 

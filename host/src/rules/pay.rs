@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::context::DecisionContext;
 use crate::outcome::CancelReason;
 use crate::request::Request;
+use crate::strategy::DecisionContext;
 use crate::throttle::{FailureClass, RetryThrottle};
 
 /// What a retry asks of the controls.

@@ -3,10 +3,10 @@
 
 use crate::action::RetryAction;
 use crate::backoff::{BackoffCalculator, ExponentialBackoff};
-use crate::context::DecisionContext;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
+use crate::strategy::DecisionContext;
 
 use super::{Strategy, SyncStrategy};
 

@@ -5,10 +5,10 @@
 
 use crate::action::{NodeChoice, RetryAction};
 use crate::backoff::{BackoffCalculator, ExponentialBackoff};
-use crate::context::DecisionContext;
 use crate::pushback::Pushback;
 use crate::reason::ReasonKind;
 use crate::request::Request;
+use crate::strategy::DecisionContext;
 
 use super::{Strategy, SyncStrategy};
 

@@ -2,8 +2,8 @@
 //! it only for the host's own commands; users should extend best effort instead.
 
 use crate::action::RetryAction;
-use crate::context::DecisionContext;
 use crate::request::Request;
+use crate::strategy::DecisionContext;
 
 use super::{Strategy, SyncStrategy};
 

@@ -3,9 +3,9 @@
 
 use crate::action::{RetryAction, TerminalError};
 use crate::backoff::{BackoffCalculator, ExponentialBackoff};
-use crate::context::DecisionContext;
 use crate::reason::{ReasonKind, RetryReason};
 use crate::request::Request;
+use crate::strategy::DecisionContext;
 
 use super::{BestEffort, Strategy, SyncStrategy};
 

@@ -14,13 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::action::{NodeChoice, RetryAction};
-use crate::context::DecisionContext;
 use crate::grpc::{GrpcCode, ServiceConfig};
 use crate::hedge::{GrpcHedging, HedgingPolicy};
 use crate::pushback::Pushback;
 use crate::reason::{ReasonKind, RetryReason, Stage};
 use crate::request::{Request, Service};
 use crate::request_outcome::Outcome;
+use crate::strategy::DecisionContext;
 use crate::throttle::ScopedThrottle;
 
 use super::grpc_throttle::Throttle;

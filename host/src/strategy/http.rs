@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use crate::action::{NodeChoice, RetryAction};
 use crate::classify::DEFAULT_HTTP_RETRY_STATUSES;
-use crate::context::DecisionContext;
 use crate::pushback::Pushback;
 use crate::reason::{RetryReason, Stage};
 use crate::request::{Request, Service};
+use crate::strategy::DecisionContext;
 
 use super::{Strategy, SyncStrategy};
 

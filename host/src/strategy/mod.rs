@@ -3,6 +3,7 @@
 
 mod best_effort;
 pub(crate) mod cassandra;
+mod context;
 mod exponential;
 mod fail_fast;
 mod fast_fail_terminal;
@@ -11,6 +12,7 @@ mod grpc_throttle;
 mod http;
 
 pub use best_effort::BestEffort;
+pub use context::{DecisionContext, FailureNote};
 pub use exponential::ExponentialRetry;
 pub use fail_fast::FailFast;
 pub use fast_fail_terminal::FastFailOnTerminalError;
@@ -21,7 +23,6 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use crate::action::RetryAction;
-use crate::context::DecisionContext;
 use crate::decision::ReadyOrBoxed;
 use crate::hedge::HedgingPolicy;
 use crate::request::Request;

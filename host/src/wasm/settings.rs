@@ -10,9 +10,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::action::{PolicyFailure, RetryAction};
-use crate::context::DecisionContext;
 use crate::request::Request;
 use crate::strategy::BestEffort;
+use crate::strategy::DecisionContext;
 
 /// The most bytes the compiled-artifact cache's entries take together unless configured
 /// (`cache_max_mb`): 2 GiB.

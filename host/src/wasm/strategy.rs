@@ -17,7 +17,7 @@ use super::policy_label::PolicyLabel;
 use super::pool::InstancePool;
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
 use crate::token_buckets::TokenBuckets;
-use crate::context::DecisionContext;
+use crate::strategy::DecisionContext;
 use crate::hedge::HedgingPolicy;
 use crate::log_rate_limit::LogRateLimit;
 use crate::request::Request;

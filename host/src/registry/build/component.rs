@@ -13,11 +13,11 @@ use sha2::{Digest, Sha256};
 use super::BuildContext;
 use crate::cassandra_types::ConsistencyLevel;
 use crate::config::{ConfigError, PolicyDefinition, PolicySource};
-use crate::context::DecisionContext;
 use crate::reason::{reasons, ReadTimeout, RetryReason};
 use crate::registry::error::BuildError;
 use crate::registry::version::{guard, PolicyVersion};
 use crate::request::{Request, RequestType};
+use crate::strategy::DecisionContext;
 use crate::strategy::RetryStrategy;
 use crate::wasm::{
     read_metadata, LoadError, PolicyMetadata, PolicyPre, WasmStrategy, WasmStrategyConfig,

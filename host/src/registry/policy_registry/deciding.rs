@@ -10,7 +10,6 @@ use std::time::{Instant, SystemTime};
 use metrics::SharedString;
 
 use crate::breaker::NodeBreakers;
-use crate::context::DecisionContext;
 use crate::controls::Controls;
 use crate::decide_error::DecideError;
 use crate::decision::Decision;
@@ -29,6 +28,7 @@ use crate::registry::version::PolicyVersion;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
 use crate::rules::{self, Guard};
+use crate::strategy::DecisionContext;
 use crate::strategy::RetryStrategy;
 use crate::telemetry;
 use crate::traffic_budget::TrafficBudget;

@@ -12,9 +12,9 @@ use std::fmt::Debug;
 
 use crate::action::{NodeChoice, RetryAction};
 use crate::cassandra_types::{AbortKind, ServerErrorKind};
-use crate::context::DecisionContext;
 use crate::reason::{ReadTimeout, ReasonKind, RetryReason, Stage, Unavailable, WriteTimeout};
 use crate::request::Request;
+use crate::strategy::DecisionContext;
 
 use super::{Strategy, SyncStrategy};
 

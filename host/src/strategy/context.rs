@@ -9,11 +9,11 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use super::RetryStrategy;
 use crate::action::PolicyFailure;
 use crate::errormap::RetrySpec;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
-use crate::strategy::RetryStrategy;
 use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
 
