@@ -326,6 +326,38 @@ fn per_request_strategy_overrides_default() {
     assert_eq!(fail_name(&decision), "RequestCanceled");
 }
 
+/// Reference 001 "Retry Orchestration" (the safety guard) and reference 002: a strategy chosen
+/// for one request is under the orchestrator's guard as its default is. A dispatched upsert
+/// whose socket closed in flight is refused; a get is retried by the same strategy.
+#[test]
+fn reference_001_a_strategy_chosen_for_the_request_cannot_retry_an_unsafe_upsert() {
+    let orchestrator = Orchestrator::default();
+    let eager = common::AlwaysRetry(Duration::from_millis(1));
+    let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
+    let mut upsert = request(RequestType::Upsert, 2500, Instant::now());
+    upsert.mark_dispatched("10.0.0.1:11210");
+    let context = DecisionContext::new(&reason).at(upsert.start());
+    let decision = futures::executor::block_on(
+        orchestrator.decide(&mut upsert, &context.with_strategy(&eager)),
+    );
+    assert!(
+        matches!(
+            decision,
+            Decision::Fail(RetryError::RequestCanceled {
+                reason: CancelReason::UnsafeRetryRefused(_),
+                ..
+            })
+        ),
+        "{decision:?}"
+    );
+    let mut get = request(RequestType::Get, 2500, Instant::now());
+    get.mark_dispatched("10.0.0.1:11210");
+    let context = DecisionContext::new(&reason).at(get.start());
+    let decision =
+        futures::executor::block_on(orchestrator.decide(&mut get, &context.with_strategy(&eager)));
+    assert!(matches!(decision, Decision::Retry(_)), "{decision:?}");
+}
+
 /// Answers a 7 ms retry from another thread, later.
 #[derive(Debug)]
 struct Later;

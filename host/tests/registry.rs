@@ -118,6 +118,41 @@ fn reference_002_a_per_request_policy_overrides_the_global_one() {
     assert!(matches!(decided.decision, Decision::Fail(_)));
 }
 
+/// Reference 001 "Retry Orchestration" (the safety guard) and reference 002: a strategy the
+/// caller chooses for one request is still under the guard. A dispatched upsert whose socket
+/// closed in flight may have been applied, so its retry is refused however eagerly the chosen
+/// strategy asks for one.
+#[test]
+fn reference_001_a_strategy_chosen_for_the_request_cannot_retry_an_unsafe_upsert() {
+    let (_ws, registry) = routed();
+    let eager = crate::common::AlwaysRetry(std::time::Duration::from_millis(1));
+    let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
+    let context = DecisionContext::new(&reason).with_strategy(&eager);
+    let mut upsert = request(RequestType::Upsert);
+    upsert.mark_dispatched("10.0.0.1:11210");
+    let decided = futures::executor::block_on(registry.decide(&mut upsert, &context)).unwrap();
+    assert!(
+        matches!(
+            decided.decision,
+            Decision::Fail(rebound::RetryError::RequestCanceled {
+                reason: rebound::CancelReason::UnsafeRetryRefused(_),
+                ..
+            })
+        ),
+        "{:?}",
+        decided.decision
+    );
+    // The same strategy retries a get: the refusal is the guard's, not the strategy's.
+    let mut get = request(RequestType::Get);
+    get.mark_dispatched("10.0.0.1:11210");
+    let decided = futures::executor::block_on(registry.decide(&mut get, &context)).unwrap();
+    assert!(
+        matches!(decided.decision, Decision::Retry(_)),
+        "{:?}",
+        decided.decision
+    );
+}
+
 #[test]
 fn unknown_policy_and_profile_names_are_errors_listing_the_known_ones() {
     let (_ws, registry) = routed();
