@@ -1,10 +1,9 @@
 //! What one decision is about besides the request's own facts: the failure's reason, the
 //! error-map retry spec its classification attached, the server's pushback, the decision's
 //! moment, and the strategy the caller chose for the request, if it chose one; the retry
-//! budget it draws from and the throttle it counts in; and where
-//! a sandboxed policy that fails leaves its account of the failure. A context is built for
-//! every failure and dropped with its decision, so nothing of one failure can reach the
-//! decision for the next.
+//! budget it draws from and the throttle it counts in; and where a sandboxed policy that fails
+//! leaves its account of the failure. A context is built for every failure and dropped with
+//! its decision, so nothing of one failure can reach the decision for the next.
 
 use std::sync::OnceLock;
 use std::time::Instant;
