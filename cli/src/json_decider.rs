@@ -372,7 +372,7 @@ impl JsonDecider {
             checked.push((request, outcome));
         }
         for (request, outcome) in &checked {
-            self.registry.report(request, *outcome, now);
+            (self.registry.controls(request)).report(request, *outcome, now);
             rebound::telemetry::record_retries(*outcome, None);
         }
         Ok(serde_json::json!({ "recorded": checked.len() }))

@@ -18,6 +18,56 @@ use crate::strategy::RetryStrategy;
 use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
 
+/// What acts on one request besides the decisions on its failures: the breakers that admit its
+/// attempts, the hedging that sends copies of it, and the budget, throttle and strategy its end
+/// is reported to. A retry loop asks its [`Decider`](crate::Decider) once per request
+/// ([`Decider::controls`](crate::Decider::controls)) and keeps the answer for the request's
+/// life, so a control added to a policy reaches every loop without a new question. Empty by
+/// default: no breakers, no hedging, and a report that counts nowhere.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyControls {
+    controls: Option<Arc<Controls>>,
+    strategy: Option<Arc<dyn RetryStrategy>>,
+}
+
+impl PolicyControls {
+    /// The controls of a request decided by `strategy` under `controls` (none: no control).
+    pub(crate) fn new(controls: Option<Arc<Controls>>, strategy: Arc<dyn RetryStrategy>) -> Self {
+        PolicyControls {
+            controls,
+            strategy: Some(strategy),
+        }
+    }
+
+    /// The controls themselves; no control when there are none.
+    fn controls(&self) -> &Controls {
+        static NO_CONTROLS: Controls = Controls::none();
+        self.controls.as_deref().unwrap_or(&NO_CONTROLS)
+    }
+
+    /// The circuit breakers the request's attempts are admitted by and counted in, if any.
+    pub fn breakers(&self) -> Option<&Arc<NodeBreakers>> {
+        self.controls().breakers()
+    }
+
+    /// How `request` is hedged at `now`, if its policy hedges: the policy's hedging (its
+    /// `speculative_execution`, else its strategy's own), with the budget and throttle that pay
+    /// for its copies.
+    pub fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
+        let strategy = self.strategy.as_deref()?;
+        self.controls().hedging(strategy, request, now)
+    }
+
+    /// `request` ended as `outcome` at `now` (every request, whether it failed or not), so
+    /// that retry budgets and throttles follow the traffic: recorded in the budget and the
+    /// throttle, and told to the strategy if it counts outcomes.
+    pub fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
+        if let Some(strategy) = self.strategy.as_deref() {
+            self.controls().report(strategy, request, outcome, now);
+        }
+    }
+}
+
 /// The controls of one policy (or of an orchestrator's default strategy). Empty by default.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Controls {
@@ -73,7 +123,6 @@ impl BudgetControl {
 
 impl Controls {
     /// No control at all.
-    #[cfg(feature = "registry")]
     pub(crate) const fn none() -> Self {
         Controls {
             budget: None,

@@ -183,6 +183,7 @@ pub mod wasm;
 mod wit_convert;
 
 pub use action::{NodeChoice, PolicyFailure, PolicyFailureKind, RetryAction, TerminalError};
+pub use controls::PolicyControls;
 pub use decide_error::DecideError;
 pub use decider::Decider;
 pub use decision::{Deciding, Decision, DelaySource, ReadyOrBoxed, RetryPlan};

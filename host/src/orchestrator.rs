@@ -7,12 +7,13 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::breaker::NodeBreakers;
-use crate::controls::{BudgetControl, Controls};
-use crate::decision::Deciding;
-use crate::hedge::{Hedging, HedgingPolicy};
+use crate::controls::{BudgetControl, Controls, PolicyControls};
+use crate::decide_error::DecideError;
+use crate::decider::Decider;
+use crate::decision::{Deciding, Decision};
+use crate::hedge::HedgingPolicy;
 use crate::request::Request;
 use crate::rules;
 pub(crate) use crate::rules::Guard;
@@ -26,7 +27,7 @@ use crate::traffic_budget::TrafficBudget;
 pub struct Orchestrator {
     default_strategy: Arc<dyn RetryStrategy>,
     guard_exempt: HashSet<String>,
-    controls: Controls,
+    controls: Arc<Controls>,
 }
 
 impl Default for Orchestrator {
@@ -44,54 +45,39 @@ impl Orchestrator {
         Orchestrator {
             default_strategy,
             guard_exempt: HashSet::new(),
-            controls: Controls::default(),
+            controls: Arc::default(),
         }
     }
 
     /// Draws every retry it decides from `budget` (unless a decision's context names its
     /// own): see [`DecisionContext::with_budget`]. Report requests' ends
-    /// ([`Decider::report`](crate::Decider::report); the executor does) so that requests which
+    /// ([`PolicyControls::report`]; the executor does) so that requests which
     /// never fail count too.
-    pub fn with_budget(mut self, budget: Arc<TrafficBudget>) -> Self {
-        self.controls = self.controls.with_budget(BudgetControl::common(budget));
-        self
+    pub fn with_budget(self, budget: Arc<TrafficBudget>) -> Self {
+        self.with_control(|controls| controls.with_budget(BudgetControl::common(budget)))
     }
 
     /// Counts every failure it decides in `throttle` and lets a retry go only when the
     /// throttle allows one (unless a decision's context names its own): see
     /// [`DecisionContext::with_throttle`]. Report requests' ends
-    /// ([`Decider::report`](crate::Decider::report); the executor does) so that successes
+    /// ([`PolicyControls::report`]; the executor does) so that successes
     /// count.
-    pub fn with_throttle(mut self, throttle: Arc<ScopedThrottle>) -> Self {
-        self.controls = self.controls.with_throttle(throttle);
-        self
+    pub fn with_throttle(self, throttle: Arc<ScopedThrottle>) -> Self {
+        self.with_control(|controls| controls.with_throttle(throttle))
     }
 
     /// Admits attempts through `breakers` and counts their outcomes there: an executor asks the
     /// node's breaker before each attempt (`Attempt::admit`) and counts how it
     /// ended.
-    pub fn with_breakers(mut self, breakers: Arc<NodeBreakers>) -> Self {
-        self.controls = self.controls.with_breakers(breakers);
-        self
-    }
-
-    /// The circuit breakers attempts are admitted by, if any.
-    pub fn breakers(&self) -> Option<&Arc<NodeBreakers>> {
-        self.controls.breakers()
+    pub fn with_breakers(self, breakers: Arc<NodeBreakers>) -> Self {
+        self.with_control(|controls| controls.with_breakers(breakers))
     }
 
     /// Sends copies of its requests while they are in flight as `policy` says (instead of its
     /// strategy's own hedging, if it has one), paid from its budget and throttle; only
     /// idempotent requests are ever hedged (see [`hedge`](crate::hedge)).
-    pub fn with_hedging(mut self, policy: Arc<dyn HedgingPolicy>) -> Self {
-        self.controls = self.controls.with_hedging(policy);
-        self
-    }
-
-    /// How `request` is hedged at `now`: the orchestrator's hedging policy, else its
-    /// strategy's, with its budget and `request`'s throttle; `None` when neither hedges.
-    pub fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
-        (self.controls).hedging(&*self.default_strategy, request, now)
+    pub fn with_hedging(self, policy: Arc<dyn HedgingPolicy>) -> Self {
+        self.with_control(|controls| controls.with_hedging(policy))
     }
 
     /// The throttle failures are counted in, if any.
@@ -99,14 +85,11 @@ impl Orchestrator {
         self.controls.throttle().map(|throttle| &**throttle)
     }
 
-    /// Its strategy.
-    pub(crate) fn strategy(&self) -> &dyn RetryStrategy {
-        &*self.default_strategy
-    }
-
-    /// Its controls.
-    pub(crate) fn controls(&self) -> &Controls {
-        &self.controls
+    /// These controls, changed by `change`.
+    fn with_control(mut self, change: impl FnOnce(Controls) -> Controls) -> Self {
+        let controls = Arc::make_mut(&mut self.controls);
+        *controls = change(std::mem::take(controls));
+        self
     }
 
     /// The budget retries are drawn from, if any.
@@ -149,5 +132,21 @@ impl Orchestrator {
         } else {
             Guard::Enforced
         }
+    }
+}
+
+impl Decider for Orchestrator {
+    async fn decide(
+        &self,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+    ) -> Result<Decision, DecideError> {
+        Ok(Orchestrator::decide(self, request, context).await)
+    }
+
+    /// Its controls, for every request (the hedging and report of its default strategy).
+    fn controls(&self, _request: &Request) -> PolicyControls {
+        let controls = (!self.controls.is_empty()).then(|| Arc::clone(&self.controls));
+        PolicyControls::new(controls, Arc::clone(&self.default_strategy))
     }
 }

@@ -12,8 +12,8 @@ use rebound::config::RegistryConfig;
 use rebound::executor::{ExecuteError, Executor, Failure};
 use rebound::registry::PolicyRegistry;
 use rebound::{
-    reasons, CancelReason, Decider, DecisionContext, NodeChoice, Orchestrator, Request,
-    RequestType, RetryAction, RetryError, RetryReason, SyncStrategy,
+    reasons, CancelReason, DecisionContext, NodeChoice, Orchestrator, Request, RequestType,
+    RetryAction, RetryError, RetryReason, SyncStrategy,
 };
 
 /// Retries every failure after 10 ms, on the node `node` says.
@@ -304,8 +304,12 @@ fn a_policy_s_breakers_come_from_the_registry() {
     let registry = PolicyRegistry::new(parse(CONFIG).unwrap()).unwrap();
     let kv = Request::new(1, RequestType::Get, Duration::from_secs(1)).unwrap();
     let other = kv.clone().with_policy("other");
-    assert!(Decider::breakers(&registry, &other).is_none());
-    let breakers = Decider::breakers(&registry, &kv).expect("kv names `nodes`");
+    assert!(registry.controls(&other).breakers().cloned().is_none());
+    let breakers = registry
+        .controls(&kv)
+        .breakers()
+        .cloned()
+        .expect("kv names `nodes`");
     assert_eq!(breakers.made_with().0.volume_threshold, 4);
     let now = std::time::Instant::now();
     for _ in 0..4 {
@@ -313,7 +317,7 @@ fn a_policy_s_breakers_come_from_the_registry() {
         breakers.record_at("a:11210", admission, true, now);
     }
     registry.apply(parse(CONFIG).unwrap()).unwrap();
-    let kept = Decider::breakers(&registry, &kv).unwrap();
+    let kept = registry.controls(&kv).breakers().cloned().unwrap();
     assert_eq!(
         kept.state("a:11210"),
         Some(BreakerState::Open),
@@ -367,7 +371,10 @@ fn the_documented_example_is_the_defaults() {
         super::common::toml_block_after(include_str!("../../docs/breakers.md"), "## Configuration");
     let config =
         parse(&format!("default_policy = \"kv\"\n{block}")).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(config.policy_breakers["kv"], "kv-nodes");
+    assert_eq!(
+        config.policy_controls["kv"].breaker.as_deref(),
+        Some("kv-nodes")
+    );
     let nodes = config.breakers["kv-nodes"];
     assert_eq!(nodes.config, BreakerConfig::default());
     assert_eq!(nodes.max_nodes, NodeBreakers::DEFAULT_MAX_NODES);

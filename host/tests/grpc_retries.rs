@@ -283,12 +283,8 @@ fn throttling_per_server_name_engages_and_releases() {
     assert!(delay(&decide(&orchestrator, &mut elsewhere, &unavailable(), None)).is_some());
     for _ in 0..3 {
         let done = to("inventory:443");
-        Decider::report(
-            &orchestrator,
-            &done,
-            Outcome::Succeeded { attempts: 1 },
-            Instant::now(),
-        );
+        let succeeded = Outcome::Succeeded { attempts: 1 };
+        (orchestrator.controls(&done)).report(&done, succeeded, Instant::now());
     }
     let mut after = to("inventory:443");
     assert!(delay(&decide(&orchestrator, &mut after, &unavailable(), None)).is_some());

@@ -15,9 +15,7 @@ use rebound::grpc::{GrpcCode, ServiceConfig, DEFAULT_MAX_ATTEMPTS_LIMIT};
 use rebound::hedge::ConstantSpeculativeExecution;
 use rebound::registry::PolicyRegistry;
 use rebound::throttle::{FailureCosts, ScopedThrottle, ThrottleConfig, ThrottleKind};
-use rebound::{
-    Decider, GrpcRetry, NodeChoice, Orchestrator, Pushback, Request, RequestType, RetryReason,
-};
+use rebound::{GrpcRetry, NodeChoice, Orchestrator, Pushback, Request, RequestType, RetryReason};
 use serde_json::json;
 
 const METHOD: &str = "/shop.Inventory/Get";
@@ -374,7 +372,10 @@ params.service_config = '''
         .unwrap()
         .with_route(METHOD)
         .with_idempotent(true);
-    let hedging = Decider::hedging(&registry, &request, Instant::now()).expect("it hedges");
+    let hedging = registry
+        .controls(&request)
+        .hedging(&request, Instant::now())
+        .expect("it hedges");
     assert_eq!(hedging.policy().name(), "grpc");
 }
 
@@ -394,7 +395,10 @@ fn the_documented_example_hedges() {
         .unwrap()
         .with_route(METHOD)
         .with_idempotent(true);
-    assert!(Decider::hedging(&registry, &request, Instant::now()).is_some());
+    assert!(registry
+        .controls(&request)
+        .hedging(&request, Instant::now())
+        .is_some());
 }
 
 /// Issue rule "a hedging policy for a non-idempotent route is a configuration warning and never
@@ -417,7 +421,10 @@ params.service_config = '{"methodConfig": [{"name": [{}], "hedgingPolicy": {"max
             RegistryConfig::parse(config, Path::new("rebound.toml"), Path::new(".")).unwrap();
         let registry = PolicyRegistry::new(config).unwrap();
         let upsert = Request::new(1, RequestType::Upsert, Duration::from_secs(1)).unwrap();
-        assert!(Decider::hedging(&registry, &upsert, Instant::now()).is_some());
+        assert!(registry
+            .controls(&upsert)
+            .hedging(&upsert, Instant::now())
+            .is_some());
         assert!(!rebound::hedge::Hedging::may_hedge(&upsert), "never hedged");
     });
     assert!(
@@ -444,7 +451,10 @@ fn a_policy_s_speculative_execution_hedges_through_the_registry() {
     )
     .unwrap();
     let get = Request::new(1, RequestType::Get, Duration::from_secs(1)).unwrap();
-    let hedging = Decider::hedging(&registry, &get, Instant::now()).expect("it hedges");
+    let hedging = registry
+        .controls(&get)
+        .hedging(&get, Instant::now())
+        .expect("it hedges");
     assert_eq!(hedging.policy().name(), "speculative-execution");
     let e = parse(config(
         "speculative_execution = { delay_ms = 20, max_executions = 9 }",

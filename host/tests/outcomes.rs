@@ -1,39 +1,69 @@
 //! Outcomes reach the host. The executor and the tower layer, which
 //! runs on it, report every request's end — success after N attempts, give-up, timeout —
-//! to what decides, and a budget counts the requests that never failed. On tokio's paused
+//! to the controls of what decides (a strategy that counts outcomes, a budget), and a budget
+//! counts the requests that never failed. On tokio's paused
 //! clock, so no test sleeps for real.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rebound::executor::{ExecuteError, Executor, Failure};
 use rebound::layer::{Classifier, RetryLayer};
 use rebound::{
-    reasons, BudgetConfig, DecideError, Decider, Decision, DecisionContext, FailFast, Orchestrator,
-    Outcome, Request, RequestType, TrafficBudget,
+    reasons, BestEffort, BudgetConfig, DecisionContext, FailFast, Orchestrator, Outcome, Request,
+    RequestType, RetryAction, Strategy, SyncStrategy, TrafficBudget,
 };
 use tower::{Layer, ServiceExt};
 
-/// An orchestrator that records the outcomes reported to it (and passes them on).
-#[derive(Default)]
-struct Recording {
-    orchestrator: Orchestrator,
+/// A strategy that counts outcomes (as gRFC A6's throttling does) and keeps those reported to
+/// it; it answers as `inner` does.
+#[derive(Debug)]
+struct Recording<S> {
+    inner: S,
     outcomes: Mutex<Vec<Outcome>>,
 }
 
-impl Decider for Recording {
-    async fn decide(
-        &self,
-        request: &mut Request,
-        context: &DecisionContext<'_>,
-    ) -> Result<Decision, DecideError> {
-        Ok(self.orchestrator.decide(request, context).await)
+impl<S> Recording<S> {
+    fn new(inner: S) -> Arc<Self> {
+        Arc::new(Recording {
+            inner,
+            outcomes: Mutex::default(),
+        })
     }
 
-    fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
-        self.outcomes.lock().unwrap().push(outcome);
-        Decider::report(&self.orchestrator, request, outcome, now);
+    fn outcomes(&self) -> Vec<Outcome> {
+        self.outcomes.lock().unwrap().clone()
     }
+}
+
+impl<S: SyncStrategy> Strategy for Recording<S> {
+    fn name(&self) -> &str {
+        "recording"
+    }
+
+    fn counts_outcomes(&self) -> bool {
+        true
+    }
+
+    fn record_outcome(&self, _: &Request, outcome: Outcome) {
+        self.outcomes.lock().unwrap().push(outcome);
+    }
+}
+
+impl<S: SyncStrategy> SyncStrategy for Recording<S> {
+    fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
+        self.inner.answer(request, context)
+    }
+}
+
+/// An executor the tower layer can clone, deciding with `strategy`.
+fn layer_executor(strategy: &Arc<Recording<BestEffort>>) -> Executor<Arc<Orchestrator>> {
+    Executor::new(Arc::new(Orchestrator::new(strategy.clone())))
+}
+
+/// A best-effort strategy that keeps the outcomes reported to it.
+fn best_effort() -> Arc<Recording<BestEffort>> {
+    Recording::new(BestEffort::default())
 }
 
 fn get(timeout_ms: u64) -> Request {
@@ -43,7 +73,7 @@ fn get(timeout_ms: u64) -> Request {
 }
 
 /// Fails with a connection refused (retried by best effort) until attempt `succeeds_at`.
-async fn run(executor: &Executor<Arc<Recording>>, request: Request, succeeds_at: Option<u32>) {
+async fn run(executor: &Executor<Orchestrator>, request: Request, succeeds_at: Option<u32>) {
     let _ = executor
         .run(request, |attempt| async move {
             match succeeds_at {
@@ -56,18 +86,15 @@ async fn run(executor: &Executor<Arc<Recording>>, request: Request, succeeds_at:
 
 #[tokio::test(start_paused = true)]
 async fn the_executor_reports_every_end() {
-    let recording = Arc::new(Recording::default());
-    let executor = Executor::new(Arc::clone(&recording));
+    let recording = best_effort();
+    let executor = Executor::new(Orchestrator::new(recording.clone()));
     // Success at once, success after two retries, a timeout (never succeeds).
     run(&executor, get(1000), Some(0)).await;
     run(&executor, get(1000), Some(2)).await;
     run(&executor, get(100), None).await;
     // A give-up: fail fast answers no retry.
-    let fail_fast = Arc::new(Recording {
-        orchestrator: Orchestrator::new(Arc::new(FailFast)),
-        ..Recording::default()
-    });
-    let result = Executor::new(Arc::clone(&fail_fast))
+    let fail_fast = Recording::new(FailFast);
+    let result = Executor::new(Orchestrator::new(fail_fast.clone()))
         .run(get(1000), |_| async {
             Err::<(), _>(Failure::reason("locked", reasons::KV_LOCKED))
         })
@@ -77,7 +104,7 @@ async fn the_executor_reports_every_end() {
         "{result:?}"
     );
 
-    let outcomes = recording.outcomes.lock().unwrap().clone();
+    let outcomes = recording.outcomes();
     assert_eq!(outcomes[0], Outcome::Succeeded { attempts: 1 });
     assert_eq!(outcomes[1], Outcome::Succeeded { attempts: 3 });
     assert!(
@@ -85,10 +112,7 @@ async fn the_executor_reports_every_end() {
         "{outcomes:?}"
     );
     assert_eq!(outcomes.len(), 3);
-    assert_eq!(
-        *fail_fast.outcomes.lock().unwrap(),
-        [Outcome::Failed { attempts: 1 }]
-    );
+    assert_eq!(fail_fast.outcomes(), [Outcome::Failed { attempts: 1 }]);
 }
 
 /// An orchestrator with a budget counts requests that
@@ -104,11 +128,7 @@ async fn a_budget_counts_each_request_once_and_pays_for_retries() {
         })
         .unwrap(),
     );
-    let recording = Arc::new(Recording {
-        orchestrator: Orchestrator::default().with_budget(Arc::clone(&budget)),
-        ..Recording::default()
-    });
-    let executor = Executor::new(Arc::clone(&recording));
+    let executor = Executor::new(Orchestrator::default().with_budget(Arc::clone(&budget)));
     for _ in 0..4 {
         run(&executor, get(1000), Some(0)).await;
     }
@@ -208,9 +228,9 @@ fn answering(
 /// handed over, and the caller gets the 504 back; an idempotent one is.
 #[tokio::test(start_paused = true)]
 async fn the_layer_retries_a_classified_response_and_reports_every_end() {
-    let recording = Arc::new(Recording::default());
-    let layer = RetryLayer::new(Executor::new(Arc::clone(&recording)), Describe)
-        .classify_responses(classify_status);
+    let recording = best_effort();
+    let layer =
+        RetryLayer::new(layer_executor(&recording), Describe).classify_responses(classify_status);
     let send = |status, failing, call| {
         let (service, calls) = answering(status, failing);
         let result = layer.layer(service).oneshot(call);
@@ -237,7 +257,7 @@ async fn the_layer_retries_a_classified_response_and_reports_every_end() {
 
     // Without a response classifier, a 503 is an answer like any other.
     let (service, calls) = answering(503, u32::MAX);
-    let plain = RetryLayer::new(Executor::new(Arc::clone(&recording)), Describe);
+    let plain = RetryLayer::new(layer_executor(&recording), Describe);
     let answer = plain
         .layer(service)
         .oneshot(Call(RequestType::Get, 1000))
@@ -245,7 +265,7 @@ async fn the_layer_retries_a_classified_response_and_reports_every_end() {
         .unwrap();
     assert_eq!((answer, *calls.lock().unwrap()), (Answer::Status(503), 1));
 
-    let outcomes = recording.outcomes.lock().unwrap().clone();
+    let outcomes = recording.outcomes();
     assert_eq!(outcomes[0], Outcome::Succeeded { attempts: 3 });
     assert_eq!(outcomes[1], Outcome::Failed { attempts: 1 });
     assert_eq!(outcomes[2], Outcome::Succeeded { attempts: 2 });
@@ -296,7 +316,7 @@ impl rebound::executor::ExecutorListener for Heard {
 #[tokio::test(start_paused = true)]
 async fn a_listener_hears_retries_give_ups_and_successes_after_retries() {
     let heard = Arc::new(Heard::default());
-    let executor = Executor::new(Arc::new(Recording::default())).with_listener(heard.clone());
+    let executor = Executor::new(Orchestrator::new(best_effort())).with_listener(heard.clone());
     let numbered = |id: u64, timeout_ms: u64| {
         Request::new(id, RequestType::Get, Duration::from_millis(timeout_ms))
             .unwrap()

@@ -703,16 +703,13 @@ fn serves_and_swaps_with_its_current_rebuild(released: WitVersion) {
 /// swapped back it stops.
 #[test]
 fn a_hot_swap_to_a_hedging_component_hedges_and_back_stops() {
-    use rebound::Decider;
     let ws = Workspace::new();
     let registry = single(&ws, "best_effort", "");
     let hedges = |registry: &PolicyRegistry| {
-        Decider::hedging(
-            registry,
-            &request(RequestType::Get),
-            std::time::Instant::now(),
-        )
-        .is_some()
+        let get = request(RequestType::Get);
+        (registry.controls(&get))
+            .hedging(&get, std::time::Instant::now())
+            .is_some()
     };
     assert!(!hedges(&registry));
     for (guest, hedging) in [("hedge_echo", true), ("best_effort", false)] {

@@ -219,7 +219,11 @@ fn a_throttle_per_authority_refuses_only_the_failing_server() {
         .with_authority("a");
     // From 0 tokens, four successes fill the count again.
     for _ in 0..4 {
-        registry.report(&request, Outcome::Succeeded { attempts: 1 }, Instant::now());
+        (registry.controls(&request)).report(
+            &request,
+            Outcome::Succeeded { attempts: 1 },
+            Instant::now(),
+        );
     }
     assert!(decide("a"), "successes released it");
     let status = registry.status();

@@ -468,7 +468,11 @@ builtin = "best-effort"
             let request = Request::new(1, RequestType::Get, Duration::from_secs(10))
                 .unwrap()
                 .with_client_context("client", client);
-            registry.report(&request, Outcome::Succeeded { attempts: 1 }, Instant::now());
+            (registry.controls(&request)).report(
+                &request,
+                Outcome::Succeeded { attempts: 1 },
+                Instant::now(),
+            );
         };
         // Each client's 20 requests that succeeded pay for two retries (10 %).
         for _ in 0..20 {
@@ -524,7 +528,10 @@ builtin = "best-effort"
             Path::new("."),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(config.policy_budgets["kv"], "storm");
+        assert_eq!(
+            config.policy_controls["kv"].budget.as_deref(),
+            Some("storm")
+        );
         assert_eq!(config.budgets["storm"], rebound::BudgetConfig::default());
     }
 }

@@ -105,7 +105,7 @@ async fn by_hand(mut inner: Answers, registry: &PolicyRegistry, id: u64) -> http
             let outcome = Outcome::Succeeded {
                 attempts: attempt + 1,
             };
-            registry.report(&request, outcome, Instant::now());
+            (registry.controls(&request)).report(&request, outcome, Instant::now());
             return response;
         }
         let reason = RetryReason::GrpcStatus(GrpcCode::Unavailable);

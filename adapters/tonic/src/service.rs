@@ -15,8 +15,8 @@ use http::header::HeaderValue;
 use rebound::breaker::{Admission, BreakerOpen, NodeBreakers};
 use rebound::hedge::{HedgeSchedule, Hedging};
 use rebound::{
-    reasons, telemetry, Decision, DecisionContext, Outcome, Pushback, Request, RequestType,
-    RetryReason,
+    reasons, telemetry, Decision, DecisionContext, Outcome, PolicyControls, Pushback, Request,
+    RequestType, RetryReason,
 };
 use tonic::body::Body as TonicBody;
 use tower_service::Service;
@@ -107,38 +107,46 @@ impl Described {
     }
 }
 
-/// What a call's attempts are sent under: its policy's hedging, and its policy's breakers with
-/// the call's node.
+/// What a call's attempts are sent under: its policy's controls (asked once), its hedging,
+/// and its breakers with the call's node.
 struct CallControls {
+    policy: PolicyControls,
     hedging: Option<Hedging>,
     breakers: Option<(Arc<NodeBreakers>, Arc<str>)>,
 }
 
 impl CallControls {
     /// The controls of the call `parts` describe, describing it (into `described`) only when
-    /// its policy may hedge it or some policy has breakers. The node is the authority it goes
-    /// to, or `CHANNEL_NODE` when its URI carries none (tonic adds the channel's origin below
-    /// the layer; one layer usually serves one channel).
+    /// some policy has controls. The node is the authority it goes to, or `CHANNEL_NODE` when
+    /// its URI carries none (tonic adds the channel's origin below the layer; one layer
+    /// usually serves one channel).
     fn of(
         shared: &Shared,
         parts: &http::request::Parts,
         start: Instant,
         described: &mut Option<Described>,
     ) -> Self {
-        let hedging = if shared.registry.hedges() && shared.is_idempotent(parts.uri.path()) {
-            let call = described.insert(describe(shared, parts, start));
-            shared.registry.hedging(&call.request, start)
-        } else {
-            None
-        };
-        let breakers = if shared.registry.has_breakers() {
-            let call = described.get_or_insert_with(|| describe(shared, parts, start));
+        if !shared.registry.has_controls() {
+            return CallControls {
+                policy: PolicyControls::default(),
+                hedging: None,
+                breakers: None,
+            };
+        }
+        let call = described.insert(describe(shared, parts, start));
+        let policy = shared.registry.controls(&call.request);
+        let hedging = (shared.is_idempotent(parts.uri.path()))
+            .then(|| policy.hedging(&call.request, start))
+            .flatten();
+        let breakers = policy.breakers().map(|breakers| {
             let node = (call.authority.clone()).unwrap_or_else(|| Arc::from(CHANNEL_NODE));
-            (shared.registry.breakers(&call.request)).map(|breakers| (breakers, node))
-        } else {
-            None
-        };
-        CallControls { hedging, breakers }
+            (Arc::clone(breakers), node)
+        });
+        CallControls {
+            policy,
+            hedging,
+            breakers,
+        }
     }
 }
 
@@ -215,23 +223,21 @@ where
                 failed
             }
             Sent::Answered(response) => {
-                // Reported only where a budget or the policy counts outcomes (else a report
-                // is a no-op, and its clock read a cost).
+                // Reported only for a described call: one whose policy may have controls, or
+                // that failed before (else a report is a no-op, and its clock read a cost).
                 let outcome = Outcome::Succeeded {
                     attempts: attempt + 1,
                 };
-                if shared.registry.counts_outcomes() {
-                    let call = described.get_or_insert_with(|| describe(&shared, &parts, start));
-                    shared
-                        .registry
-                        .report(&call.request, outcome, Instant::now());
+                if let Some(call) = &described {
+                    (controls.policy).report(&call.request, outcome, Instant::now());
                 }
                 telemetry::record_retries(outcome, Some(slept));
                 return Ok(response);
             }
         };
         let request = &mut described.as_mut().expect("described on a failure").request;
-        let Some(delay) = decide(&shared, request, failed.reason(), attempt, slept).await else {
+        let asked = (failed.reason(), attempt, slept);
+        let Some(delay) = decide(&shared, &controls.policy, request, asked).await else {
             return match failed {
                 Failed::Answered(_, _, response) => Ok(response),
                 Failed::Transport(_, error) => Err(error),
@@ -312,14 +318,14 @@ impl AttemptOf<'_> {
     }
 }
 
-/// Asks the registry about `request`'s failed attempt `attempt` (its reason and pushback):
-/// the delay before the next attempt, or `None` when the call ends (reported, counted).
+/// Asks the registry about `request`'s failed attempt `attempt` (its reason and pushback),
+/// after `slept` between attempts: the delay before the next attempt, or `None` when the call
+/// ends (reported to its policy's controls, counted).
 async fn decide(
     shared: &Shared,
+    policy: &PolicyControls,
     request: &mut Request,
-    (reason, pushback): (&RetryReason, Option<Pushback>),
-    attempt: u32,
-    slept: Duration,
+    ((reason, pushback), attempt, slept): ((&RetryReason, Option<Pushback>), u32, Duration),
 ) -> Option<Duration> {
     let reason = reason.clone();
     let context = DecisionContext::new(&reason).with_pushback(pushback);
@@ -344,9 +350,7 @@ async fn decide(
     if let Err(error) = &ended {
         tracing::warn!(%error, "no policy decides for the call: not retried");
     }
-    if shared.registry.counts_outcomes() {
-        shared.registry.report(request, outcome, Instant::now());
-    }
+    policy.report(request, outcome, Instant::now());
     telemetry::record_retries(outcome, Some(slept));
     None
 }

@@ -13,14 +13,15 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rebound::breaker::{self, Admission, NodeBreakers};
+use rebound::breaker::{self, Admission};
 use rebound::classify::KvOpcode;
 use rebound::hedge::{CopyEnd, HedgeSchedule};
 use rebound::registry::PolicyRegistry;
-use rebound::{reasons, Cause, Ending, NodeChoice, Outcome, Request, RetryLoop, Step};
+use rebound::{
+    reasons, Cause, Ending, NodeChoice, Outcome, PolicyControls, Request, RetryLoop, Step,
+};
 
 use super::arrivals::Arrival;
 use super::fate::{refused_before_dispatch, AttemptEnd, Draws, Effects, Target};
@@ -79,8 +80,9 @@ struct Simulation<'a> {
     run: Run,
     /// Each node's attempts in the last second, for the load model.
     loads: Vec<NodeLoad>,
-    /// The policy's circuit breakers, if it has them.
-    breakers: Option<Arc<NodeBreakers>>,
+    /// The policy's controls (its breakers, hedging, budget and throttle), asked once: every
+    /// request is decided by the one policy of the registry.
+    controls: PolicyControls,
 }
 
 impl Simulation<'_> {
@@ -141,7 +143,7 @@ impl Simulation<'_> {
         self.dispatch(i, t, 0);
         let now = self.at(t);
         let live = &mut self.live[i];
-        let hedging = self.registry.hedging(live.retry.request(), now);
+        let hedging = self.controls.hedging(live.retry.request(), now);
         live.schedule =
             hedging.and_then(|hedging| HedgeSchedule::start(&hedging, live.retry.request(), now));
         self.arm_hedge(i);
@@ -229,7 +231,7 @@ impl Simulation<'_> {
     /// How the policy's breakers admit an attempt to `node` at `t`, and the node and admission
     /// to count its end against when admitted.
     fn admit(&self, node: u32, t: u64) -> (Admission, Option<(String, Admission)>) {
-        let Some(breakers) = &self.breakers else {
+        let Some(breakers) = self.controls.breakers() else {
             return (Admission::Admitted, None);
         };
         let name = format!("node-{node}");
@@ -279,8 +281,7 @@ impl Simulation<'_> {
     fn report(&self, i: usize, t: u64, ended: fn(u32) -> Outcome) {
         let live = &self.live[i];
         let attempts = u32::try_from(live.attempts).unwrap_or(u32::MAX);
-        self.registry
-            .report(live.retry.request(), ended(attempts), self.at(t));
+        (self.controls).report(live.retry.request(), ended(attempts), self.at(t));
     }
 
     /// Records how request `i` ended at `t`: `None` for a success, else the error's name.
@@ -310,7 +311,7 @@ impl Simulation<'_> {
         };
         let outcome = in_flight.end.take().expect("a copy in flight");
         if let (Some(breakers), Some((node, admission))) =
-            (&self.breakers, in_flight.admitted.take())
+            (self.controls.breakers(), in_flight.admitted.take())
         {
             let failed = match &outcome {
                 AttemptEnd::Success => Some(false),
@@ -409,7 +410,7 @@ pub async fn run(
             bucket_latencies_us: Vec::new(),
         },
         loads: vec![NodeLoad::default(); scenario.cluster.nodes as usize],
-        breakers: None,
+        controls: PolicyControls::default(),
     };
     for (i, arrival) in arrivals.iter().enumerate() {
         let entry = &scenario.workload.mix[arrival.mix];
@@ -448,8 +449,10 @@ pub async fn run(
         sim.bucket(arrival.t_us).arrivals += 1;
         sim.schedule(arrival.t_us, i, Event::Dispatch);
     }
-    // Every request is decided by the one policy of `registry`: its breakers are the run's.
-    sim.breakers = (sim.live.first()).and_then(|live| registry.breakers(live.retry.request()));
+    // Every request is decided by the one policy of `registry`: its controls are the run's.
+    if let Some(live) = sim.live.first() {
+        sim.controls = registry.controls(live.retry.request());
+    }
     while let Some(Reverse((t, _, i, event))) = sim.queue.pop() {
         match event {
             Event::Dispatch => sim.start_attempt(i, t),

@@ -47,9 +47,7 @@ fn only(config: &RegistryConfig, name: &str) -> RegistryConfig {
     one.services.clear();
     one.request_types.clear();
     one.routes.clear();
-    one.policy_budgets.retain(|policy, _| policy == name);
-    one.policy_throttles.retain(|policy, _| policy == name);
-    one.policy_breakers.retain(|policy, _| policy == name);
+    one.policy_controls.retain(|policy, _| policy == name);
     one.watch.enabled = false;
     one.strict_start = true;
     one

@@ -107,7 +107,7 @@ impl HedgeInput {
         if !Hedging::may_hedge(&request) {
             return Ok(none("the request is not idempotent: it is never hedged"));
         }
-        let Some(hedging) = registry.hedging(&request, now) else {
+        let Some(hedging) = registry.controls(&request).hedging(&request, now) else {
             return Ok(none("its policy does not hedge"));
         };
         let policy = hedging.policy();

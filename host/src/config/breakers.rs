@@ -1,6 +1,6 @@
 //! The `[breakers.NAME]` tables: per-node circuit breakers with Couchbase core-io's parameters
 //! (every one optional, its default core-io's) and the most nodes they keep. Policies name them
-//! with `breaker` (`validate::policy_references`).
+//! with `breaker` (`controls::ControlTables`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;

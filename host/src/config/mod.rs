@@ -13,7 +13,9 @@
 //! strategies a policy may name and their parameters, and [`Route`] what a route matches.
 
 mod breakers;
+mod budgets;
 mod builtin;
+mod controls;
 mod errors;
 mod policies;
 mod raw;
@@ -23,6 +25,7 @@ mod validate;
 
 pub use breakers::BreakerDefinition;
 pub use builtin::{Builtin, BuiltinPolicy, MAX_ATTEMPTS_LIMIT};
+pub use controls::ControlNames;
 pub use route::Route;
 pub use throttles::ThrottleDefinition;
 
@@ -290,17 +293,13 @@ pub struct RegistryConfig {
     pub budgets: BTreeMap<String, BudgetConfig>,
     /// The budgets kept per client (`[budgets.NAME] per`), by budget name.
     pub budget_scopes: BTreeMap<String, BudgetScope>,
-    /// The budget each policy draws its retries from (`[policies.NAME] budget`), by policy.
-    pub policy_budgets: BTreeMap<String, String>,
     /// Retry throttles that look at failures, by name (`[throttles.NAME]`).
     pub throttles: BTreeMap<String, ThrottleDefinition>,
-    /// The throttle each policy counts its failures in (`[policies.NAME] throttle`), by policy.
-    pub policy_throttles: BTreeMap<String, String>,
     /// Per-node circuit breakers, by name (`[breakers.NAME]`).
     pub breakers: BTreeMap<String, BreakerDefinition>,
-    /// The breakers each policy's attempts are admitted by (`[policies.NAME] breaker`), by
-    /// policy.
-    pub policy_breakers: BTreeMap<String, String>,
+    /// The named controls each policy uses (`[policies.NAME] budget`, `throttle`, `breaker`),
+    /// by policy; a policy that names none is not in it.
+    pub policy_controls: BTreeMap<String, ControlNames>,
     /// The decision log (`[decision_log]`), its file's path resolved; `None`: no log.
     pub decision_log: Option<DecisionLogConfig>,
     /// The OTLP export of spans and metrics (`[telemetry]`), which the application (or

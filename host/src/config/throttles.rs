@@ -1,6 +1,6 @@
 //! The `[throttles.NAME]` tables: a retry throttle that looks at failures (`kind = "tokens"`,
 //! gRFC A6's `retryThrottling`, or `kind = "adaptive"`), what a failure of each class costs,
-//! and what it is kept per. Policies name them with `throttle` (`validate::policy_references`).
+//! and what it is kept per. Policies name them with `throttle` (`controls::ControlTables`).
 
 use std::collections::BTreeMap;
 

@@ -7,15 +7,13 @@ use std::path::Path;
 
 use toml::Spanned;
 
-use super::breakers;
+use super::controls::ControlTables;
 use super::errors::Errors;
-use super::raw::{RawBudget, RawCacheDir, RawConfig, RawPolicy, RawRoute};
+use super::raw::{RawCacheDir, RawConfig, RawPolicy, RawRoute};
 use super::route::Route;
-use super::throttles;
-use super::{BudgetScope, CacheDir, ConfigError, PolicyDefinition, RegistryConfig};
+use super::{CacheDir, ConfigError, PolicyDefinition, RegistryConfig};
 use crate::decision_log::DecisionLogConfig;
 use crate::request::{RequestType, Service};
-use crate::traffic_budget::BudgetConfig;
 use crate::wasm::DEFAULT_CACHE_MAX_BYTES;
 
 /// The largest `cache_max_mb`: 1 TiB.
@@ -82,11 +80,9 @@ pub(super) fn validate(
         strict_start: raw.strict_start,
         budgets: controls.budgets,
         budget_scopes: controls.budget_scopes,
-        policy_budgets: controls.policy_budgets,
         throttles: controls.throttles,
-        policy_throttles: controls.policy_throttles,
         breakers: controls.breakers,
-        policy_breakers: controls.policy_breakers,
+        policy_controls: controls.policy_controls,
         decision_log,
         #[cfg(feature = "otlp")]
         telemetry,
@@ -117,58 +113,6 @@ fn cache_max_bytes(
     }
 }
 
-/// The named controls (`[budgets]`, `[throttles]`, `[breakers]`) and which of them each
-/// policy names.
-struct ControlTables {
-    budgets: BTreeMap<String, BudgetConfig>,
-    budget_scopes: BTreeMap<String, BudgetScope>,
-    policy_budgets: BTreeMap<String, String>,
-    throttles: BTreeMap<String, super::ThrottleDefinition>,
-    policy_throttles: BTreeMap<String, String>,
-    breakers: BTreeMap<String, super::BreakerDefinition>,
-    policy_breakers: BTreeMap<String, String>,
-}
-
-impl ControlTables {
-    /// The tables of `raw`, each policy's reference to one checked against them.
-    fn validate(raw: &RawConfig, errors: &Errors<'_>) -> Result<Self, ConfigError> {
-        let policies = &raw.policies;
-        let (budgets, budget_scopes) = budgets(&raw.budgets, errors)?;
-        let policy_budgets = policy_references(
-            policies,
-            ("budget", "budgets"),
-            |policy| policy.budget.as_ref(),
-            &budgets,
-            errors,
-        )?;
-        let throttles = throttles::throttles(&raw.throttles, errors)?;
-        let policy_throttles = policy_references(
-            policies,
-            ("throttle", "throttles"),
-            |policy| policy.throttle.as_ref(),
-            &throttles,
-            errors,
-        )?;
-        let breakers = breakers::breakers(&raw.breakers, errors)?;
-        let policy_breakers = policy_references(
-            policies,
-            ("breaker", "breakers"),
-            |policy| policy.breaker.as_ref(),
-            &breakers,
-            errors,
-        )?;
-        Ok(ControlTables {
-            budgets,
-            budget_scopes,
-            policy_budgets,
-            throttles,
-            policy_throttles,
-            breakers,
-            policy_breakers,
-        })
-    }
-}
-
 /// The configured policy names, for the fields that name one.
 struct PolicyNames<'a> {
     policies: &'a BTreeMap<String, Spanned<RawPolicy>>,
@@ -191,106 +135,6 @@ impl PolicyNames<'_> {
             ),
         ))
     }
-}
-
-/// The `[budgets]` tables.
-#[allow(clippy::type_complexity)]
-fn budgets(
-    raw: &BTreeMap<String, Spanned<RawBudget>>,
-    errors: &Errors<'_>,
-) -> Result<
-    (
-        BTreeMap<String, BudgetConfig>,
-        BTreeMap<String, BudgetScope>,
-    ),
-    ConfigError,
-> {
-    let mut budgets = BTreeMap::new();
-    let mut scopes = BTreeMap::new();
-    for (name, budget) in raw {
-        let at = |field: &str, message: String| {
-            errors.at(budget.span(), format!("budgets.{name}.{field}"), message)
-        };
-        let config = budget.get_ref().config();
-        config.validate().map_err(|e| at(&e.field, e.message))?;
-        budgets.insert(name.clone(), config);
-        let raw = budget.get_ref();
-        match &raw.per {
-            Some(per) => {
-                let key = per
-                    .strip_prefix("client_context.")
-                    .filter(|key| !key.is_empty())
-                    .ok_or_else(|| {
-                        at(
-                            "per",
-                            format!("`{per}`: expected `client_context.KEY`, the client-context entry naming the client"),
-                        )
-                    })?;
-                let max_clients = raw.max_clients.unwrap_or(BudgetScope::DEFAULT_MAX_CLIENTS);
-                if !(1..=BudgetScope::MOST_CLIENTS).contains(&max_clients) {
-                    return Err(at(
-                        "max_clients",
-                        format!(
-                            "{max_clients} is out of range; expected 1 to {}",
-                            BudgetScope::MOST_CLIENTS
-                        ),
-                    ));
-                }
-                scopes.insert(
-                    name.clone(),
-                    BudgetScope {
-                        key: key.to_owned(),
-                        max_clients,
-                    },
-                );
-            }
-            None if raw.max_clients.is_some() => {
-                return Err(at(
-                    "max_clients",
-                    "applies to a budget kept per client; add `per = \"client_context.KEY\"`"
-                        .into(),
-                ))
-            }
-            None => {}
-        }
-    }
-    Ok((budgets, scopes))
-}
-
-/// What a policy's `field` names (`budget`, `throttle`, `breaker`): one of the `[SECTION]`
-/// tables (`budgets`, `throttles`, `breakers`), by policy; a table no policy uses is a warning.
-pub(super) fn policy_references<T>(
-    policies: &BTreeMap<String, Spanned<RawPolicy>>,
-    (field, section): (&str, &str),
-    named: impl Fn(&RawPolicy) -> Option<&Spanned<String>>,
-    tables: &BTreeMap<String, T>,
-    errors: &Errors<'_>,
-) -> Result<BTreeMap<String, String>, ConfigError> {
-    let mut references = BTreeMap::new();
-    for (name, spanned) in policies {
-        let Some(table) = named(spanned.get_ref()) else {
-            continue;
-        };
-        if !tables.contains_key(table.get_ref()) {
-            return Err(errors.at(
-                table.span(),
-                format!("policies.{name}.{field}"),
-                format!(
-                    "no {field} named `{}`; expected one of the [{section}] tables: {}",
-                    table.get_ref(),
-                    tables.keys().cloned().collect::<Vec<_>>().join(", ")
-                ),
-            ));
-        }
-        references.insert(name.clone(), table.get_ref().clone());
-    }
-    for name in tables.keys() {
-        if !references.values().any(|used| used == name) {
-            tracing::warn!(table = %format!("{section}.{name}"), file = %errors.file.display(),
-                "{field} is not used by any policy (attach it with `{field} = \"{name}\"` in a [policies] table)");
-        }
-    }
-    Ok(references)
 }
 
 /// The `[trust]` table: its keys, read from their files (resolved against `base`), are the

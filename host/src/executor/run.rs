@@ -16,7 +16,7 @@ use super::failure::Failure;
 use super::hedged::Copies;
 use super::listener::ExecutorListener;
 use super::settle::settle;
-use crate::breaker::NodeBreakers;
+use crate::controls::PolicyControls;
 use crate::decider::Decider;
 use crate::hedge::{HedgeSchedule, Hedging};
 use crate::orchestrator::Orchestrator;
@@ -158,7 +158,7 @@ impl<D: Decider> Executor<D> {
 struct RequestRun<'x, D> {
     executor: &'x Executor<D>,
     deadline: Instant,
-    breakers: Option<Arc<NodeBreakers>>,
+    controls: PolicyControls,
     hedging: Option<Hedging>,
     tally: RequestTally,
 }
@@ -169,14 +169,14 @@ impl<'x, D: Decider> RequestRun<'x, D> {
         let deadline = Instant::from_std(request.start())
             .checked_add(request.timeout())
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365 * 30));
-        let decider = &executor.decider;
+        let controls = executor.decider.controls(request);
         RequestRun {
             executor,
             deadline,
-            breakers: decider.breakers(request),
             hedging: Hedging::may_hedge(request)
-                .then(|| decider.hedging(request, Instant::now().into_std()))
+                .then(|| controls.hedging(request, Instant::now().into_std()))
                 .flatten(),
+            controls,
             tally: RequestTally::default(),
         }
     }
@@ -200,7 +200,7 @@ impl<'x, D: Decider> RequestRun<'x, D> {
             let copies = Copies {
                 next,
                 deadline: self.deadline,
-                breakers: self.breakers.as_ref(),
+                breakers: self.controls.breakers(),
                 span,
             };
             let (call, hedges) = copies.run(schedule, retry, operation).await;
@@ -213,11 +213,16 @@ impl<'x, D: Decider> RequestRun<'x, D> {
             next.node,
             next.consistency,
             self.deadline,
-            self.breakers.clone(),
+            self.controls.breakers().cloned(),
         );
         let call = operation(attempt.clone()).instrument(span.clone());
         let call = tokio::time::timeout_at(self.deadline, call).await;
-        settle(retry, self.breakers.as_ref(), call.as_ref().ok(), &attempt);
+        settle(
+            retry,
+            self.controls.breakers(),
+            call.as_ref().ok(),
+            &attempt,
+        );
         call
     }
 
@@ -309,7 +314,7 @@ impl<'x, D: Decider> RequestRun<'x, D> {
     /// to the listener: a give-up, or a success that needed retries.
     fn report(&self, retry: &RetryLoop, outcome: Outcome, error: Option<&RetryError>) {
         let executor = self.executor;
-        (executor.decider).report(retry.request(), outcome, Instant::now().into_std());
+        (self.controls).report(retry.request(), outcome, Instant::now().into_std());
         let throttled = matches!(
             error,
             Some(RetryError::RequestCanceled {

@@ -5,19 +5,19 @@
 //! policy that decides for the request.
 
 use std::sync::{Arc, OnceLock};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use metrics::SharedString;
 
-use crate::breaker::NodeBreakers;
-use crate::controls::Controls;
+use crate::controls::{Controls, PolicyControls};
 use crate::decide_error::DecideError;
+use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::decision_id::DecisionId;
 use crate::decision_log::{
     DecidedBy, DecisionLog, DecisionLogStats, Entry, LoggedVersion, ShadowAnswers,
 };
-use crate::hedge::{ConstantSpeculativeExecution, Hedging};
+use crate::hedge::ConstantSpeculativeExecution;
 #[cfg(feature = "wasm")]
 use crate::isolation::Isolated;
 use crate::mutex::lock;
@@ -26,7 +26,6 @@ use crate::registry::shadow::{Shadow, Shadowed};
 use crate::registry::table::Table;
 use crate::registry::version::PolicyVersion;
 use crate::request::Request;
-use crate::request_outcome::Outcome;
 use crate::rules::{self, Guard};
 use crate::strategy::DecisionContext;
 use crate::strategy::RetryStrategy;
@@ -251,26 +250,20 @@ impl PolicyRegistry {
             .map(|log| log.stats())
     }
 
-    /// Whether [`report`](Self::report) counts anything: some retry budget or throttle is
-    /// configured, or some policy counts how requests ended (the `grpc` built-in's
-    /// throttling). A caller that builds a request only to report it may skip both when not.
-    pub fn counts_outcomes(&self) -> bool {
-        self.table.load().counts_outcomes
+    /// Whether some request's controls can act ([`Decider::controls`]): some policy has a
+    /// retry budget, a throttle, breakers or hedging, or counts how requests ended (the `grpc`
+    /// built-in's throttling). A caller that builds a request only to ask for its controls
+    /// may skip both when none can.
+    pub fn has_controls(&self) -> bool {
+        (self.table.load().has_controls).load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Whether some policy hedges: a caller that describes a request only to ask
-    /// [`hedging`](Self::hedging) may skip both when none does.
-    pub fn hedges(&self) -> bool {
-        self.table
-            .load()
-            .hedges
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// How `request` is hedged at `now`: by its policy's strategy, if it hedges (the `grpc`
-    /// built-in with a `hedgingPolicy`), paid from the policy's budget and throttle.
-    pub fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
-        self.table.load().hedging_for(request, now)
+    /// The controls of the policy that decides for `request` now (its active version's
+    /// strategy, its budget, throttle, breakers and hedging), for a retry loop to ask once per
+    /// request ([`Decider::controls`]). The request is resolved only when some policy has
+    /// controls (lock-free: the published table).
+    pub fn controls(&self, request: &Request) -> PolicyControls {
+        self.table.load().controls_for(request)
     }
 
     /// Policy `name`'s `speculative_execution`, as the configuration running now says (for a
@@ -282,34 +275,6 @@ impl PolicyRegistry {
         let table = self.table.load();
         Ok(table.slot(name)?.definition.speculative_execution)
     }
-
-    /// The circuit breakers admitting `request`'s attempts: those its policy names
-    /// (`breaker`), if any.
-    pub fn breakers(&self, request: &Request) -> Option<Arc<NodeBreakers>> {
-        self.table.load().breakers_for(request)
-    }
-
-    /// Whether some policy has breakers: a caller that describes a request only to ask
-    /// [`breakers`](Self::breakers) may skip both when none has.
-    pub fn has_breakers(&self) -> bool {
-        self.table.load().has_breakers()
-    }
-
-    /// `request` ended as `outcome` at `now`: recorded in the retry budget and throttle of the
-    /// policy that decides for it, if it has them (lock-free: the published table and atomic
-    /// adds), and
-    /// told to that policy if it counts outcomes.
-    pub fn report(&self, request: &Request, outcome: Outcome, now: Instant) {
-        let table = self.table.load();
-        if !table.counts_outcomes {
-            return;
-        }
-        let Ok(slot) = table.resolve(request) else {
-            return;
-        };
-        let version = slot.active.load();
-        (table.controls(&slot.name)).report(version.strategy(), request, outcome, now);
-    }
 }
 
 /// The decision log of `table`, when it samples the decision being made.
@@ -319,4 +284,20 @@ fn sampled_log(table: &Table) -> Option<Arc<DecisionLog>> {
         .as_ref()
         .filter(|log| log.sampled())
         .cloned()
+}
+
+impl Decider for PolicyRegistry {
+    async fn decide(
+        &self,
+        request: &mut Request,
+        context: &DecisionContext<'_>,
+    ) -> Result<Decision, DecideError> {
+        Ok(PolicyRegistry::decide(self, request, context)
+            .await?
+            .decision)
+    }
+
+    fn controls(&self, request: &Request) -> PolicyControls {
+        PolicyRegistry::controls(self, request)
+    }
 }

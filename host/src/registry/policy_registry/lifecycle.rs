@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::config::{PolicySource, RegistryConfig};
+use crate::config::{ControlNames, PolicySource, RegistryConfig};
 use crate::mutex::lock;
 #[cfg(not(feature = "wasm"))]
 use crate::registry::error::BuildError;
@@ -215,29 +215,20 @@ impl PolicyRegistry {
                 .budgets
                 .keys()
                 .map(|name| {
-                    let users = (table.config.policy_budgets.iter())
-                        .filter(|(_, budget)| *budget == name)
-                        .map(|(policy, _)| policy.clone())
-                        .collect();
+                    let users = policies_naming(&table.config, |names| &names.budget, name);
                     let clients = table.client_budgets.get(name).map(|c| &**c);
                     BudgetStatus::of(&table.budgets[name], clients, users)
                 })
                 .collect(),
             throttles: (table.config.throttles.keys())
                 .map(|name| {
-                    let users = (table.config.policy_throttles.iter())
-                        .filter(|(_, throttle)| *throttle == name)
-                        .map(|(policy, _)| policy.clone())
-                        .collect();
+                    let users = policies_naming(&table.config, |names| &names.throttle, name);
                     ThrottleStatus::of(name, &table.throttles[name], users)
                 })
                 .collect(),
             breakers: (table.config.breakers.keys())
                 .map(|name| {
-                    let users = (table.config.policy_breakers.iter())
-                        .filter(|(_, breakers)| *breakers == name)
-                        .map(|(policy, _)| policy.clone())
-                        .collect();
+                    let users = policies_naming(&table.config, |names| &names.breaker, name);
                     BreakerStatus::of(name, &table.breakers[name], users)
                 })
                 .collect(),
@@ -249,4 +240,16 @@ impl PolicyRegistry {
         let table = self.table.load();
         Ok(table.policy_status(table.slot(name)?))
     }
+}
+
+/// The policies whose control `field` names `table`, for the status of that table.
+fn policies_naming(
+    config: &RegistryConfig,
+    field: fn(&ControlNames) -> &Option<String>,
+    table: &str,
+) -> Vec<String> {
+    (config.policy_controls.iter())
+        .filter(|(_, names)| field(names).as_deref() == Some(table))
+        .map(|(policy, _)| policy.clone())
+        .collect()
 }

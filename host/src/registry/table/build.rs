@@ -66,15 +66,14 @@ pub(in crate::registry) fn build_table(
             )
         })
     };
-    let counts_outcomes = some_slot(Controls::counts_outcomes);
     let hedges = some_slot(Controls::hedges);
     if hedges {
         warn_of_unhedged_routes(&config, &slots, &controls);
     }
+    let has_controls = hedges || some_slot(Controls::counts_outcomes) || !controls.is_empty();
     let by_name = |name: &String| Arc::clone(&slots[name]);
     Ok(Table {
-        counts_outcomes,
-        hedges: Arc::new(AtomicBool::new(hedges)),
+        has_controls: Arc::new(AtomicBool::new(has_controls)),
         default: by_name(&config.default_policy),
         profiles: (config.profiles.iter())
             .map(|(p, policy)| (p.clone(), policy.as_ref().map(by_name)))
@@ -88,7 +87,6 @@ pub(in crate::registry) fn build_table(
         routes: (config.routes.iter())
             .map(|route| (route.clone(), by_name(&route.policy)))
             .collect(),
-        has_breakers: controls.values().any(|c| c.breakers().is_some()),
         controls,
         slots,
         config,
@@ -166,16 +164,21 @@ fn policy_controls(
     let mut controls = HashMap::new();
     for (policy, definition) in &config.policies {
         let mut these = Controls::default();
-        if let Some(budget) = config.policy_budgets.get(policy) {
+        let names = config
+            .policy_controls
+            .get(policy)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(budget) = &names.budget {
             let clients = (named.client_budgets.get(budget).cloned())
                 .map(|clients| clients as Arc<dyn PerClient>);
             let common = Arc::clone(&named.budgets[budget]);
             these = these.with_budget(BudgetControl::per_client(common, clients));
         }
-        if let Some(throttle) = config.policy_throttles.get(policy) {
+        if let Some(throttle) = &names.throttle {
             these = these.with_throttle(Arc::clone(&named.throttles[throttle]));
         }
-        if let Some(breakers) = config.policy_breakers.get(policy) {
+        if let Some(breakers) = &names.breaker {
             these = these.with_breakers(Arc::clone(&named.breakers[breakers]));
         }
         if let Some(speculative) = definition.speculative_execution {

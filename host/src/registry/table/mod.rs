@@ -15,10 +15,9 @@ use super::version::PolicyVersion;
 use crate::breaker::NodeBreakers;
 use crate::config::RegistryConfig;
 use crate::config::Route;
-use crate::controls::Controls;
+use crate::controls::{Controls, PolicyControls};
 use crate::decide_error::DecideError;
 use crate::decision_log::DecisionLog;
-use crate::hedge::Hedging;
 use crate::request::{Request, RequestType, Service};
 use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
@@ -41,14 +40,11 @@ pub(super) struct Table {
     /// The retry budgets by name, kept across configurations while their parameters stay:
     /// for a budget kept per client, the common one.
     pub budgets: Named<TrafficBudget>,
-    /// Whether an outcome report counts anywhere: a budget, a throttle, or a policy that
-    /// counts outcomes.
-    /// Worked out when the table is built: only built-ins count outcomes, and a built-in
-    /// changes only with the configuration (a reload swaps components).
-    pub counts_outcomes: bool,
-    /// Whether some policy hedges: worked out when the table is built, and set when a version
-    /// that hedges is installed while it serves ([`Table::installing`]).
-    pub hedges: Arc<AtomicBool>,
+    /// Whether some request's controls can act: some policy has a control, counts outcomes
+    /// or hedges. Worked out when the table is built (only built-ins count outcomes, and a
+    /// built-in changes only with the configuration), and set when a version that hedges is
+    /// installed while it serves ([`Table::installing`]).
+    pub has_controls: Arc<AtomicBool>,
     /// The budgets kept per client, by name, kept across configurations the same way.
     pub client_budgets: Named<ClientBudgets>,
     /// The retry throttles by name, kept across configurations while their parameters stay.
@@ -58,8 +54,6 @@ pub(super) struct Table {
     pub breakers: Named<NodeBreakers>,
     /// The controls of each policy that has some, by policy name.
     controls: HashMap<String, Arc<Controls>>,
-    /// Whether some policy has breakers.
-    has_breakers: bool,
     /// The decision log, kept across configurations while its table stays the same.
     pub decision_log: Option<Arc<DecisionLog>>,
 }
@@ -84,7 +78,8 @@ impl Table {
     /// The status of `slot`'s policy, with the budget it draws from.
     pub(super) fn policy_status(&self, slot: &Slot) -> PolicyStatus {
         PolicyStatus {
-            budget: self.config.policy_budgets.get(&slot.name).cloned(),
+            budget: (self.config.policy_controls.get(&slot.name))
+                .and_then(|names| names.budget.clone()),
             ..slot.status()
         }
     }
@@ -97,47 +92,25 @@ impl Table {
         self.controls.get(name)
     }
 
-    /// The controls of policy `name` (none when it has none).
-    pub(super) fn controls(&self, name: &str) -> &Controls {
-        controls_in(&self.controls, name)
-    }
-
-    /// How `request` is hedged at `now`, if its policy hedges (its `speculative_execution`,
-    /// else its strategy's own hedging): with the policy's budget and throttle.
-    pub(super) fn hedging_for(
-        &self,
-        request: &Request,
-        now: std::time::Instant,
-    ) -> Option<Hedging> {
-        if !self.hedges.load(Ordering::Relaxed) {
-            return None;
+    /// The controls of the policy deciding for `request` now: none, without resolving the
+    /// request, when no policy has any.
+    pub(super) fn controls_for(&self, request: &Request) -> PolicyControls {
+        if !self.has_controls.load(Ordering::Relaxed) {
+            return PolicyControls::default();
         }
-        let slot = self.resolve(request).ok()?;
-        let version = slot.active.load();
-        self.controls(&slot.name)
-            .hedging(version.strategy(), request, now)
+        let Ok(slot) = self.resolve(request) else {
+            return PolicyControls::default();
+        };
+        let controls = self.controls_of(&slot.name).cloned();
+        PolicyControls::new(controls, Arc::clone(&slot.active.load().strategy))
     }
 
-    /// The circuit breakers admitting `request`'s attempts, if its policy has them.
     /// `version` is about to be installed in one of the table's slots (a reload, a rollback, a
-    /// promotion): if it hedges, the table now asks its slots how requests are hedged.
+    /// promotion): if it hedges, the table now asks its slots for requests' controls.
     pub(super) fn installing(&self, version: &PolicyVersion) {
         if version.strategy().hedging().is_some() {
-            self.hedges.store(true, Ordering::Relaxed);
+            self.has_controls.store(true, Ordering::Relaxed);
         }
-    }
-
-    /// Whether some policy has breakers.
-    pub(super) fn has_breakers(&self) -> bool {
-        self.has_breakers
-    }
-
-    pub(super) fn breakers_for(&self, request: &Request) -> Option<Arc<NodeBreakers>> {
-        if !self.has_breakers {
-            return None;
-        }
-        let slot = self.resolve(request).ok()?;
-        self.controls_of(&slot.name)?.breakers().cloned()
     }
 
     /// The policy deciding for `request`: its own policy name, else its profile's dedicated
