@@ -9,8 +9,8 @@ use crate::decision::Decision;
 use crate::request::Request;
 use crate::strategy::DecisionContext;
 
-/// Decides what happens to a failed request: [`Orchestrator`](crate::Orchestrator) (its default strategy) or
-/// `PolicyRegistry` (the request's policy by name, profile or route).
+/// Decides what happens to a failed request: [`Orchestrator`](crate::Orchestrator) (its
+/// default strategy) or `PolicyRegistry` (the request's policy by name, profile or route).
 pub trait Decider: Send + Sync {
     /// The decision for `request`, whose failure `context` describes. A retry loop fixes the
     /// context's moment (tokio's clock in the executor, so that paused time in tests moves

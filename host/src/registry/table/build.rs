@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::{controls_in, Table};
 use crate::breaker::NodeBreakers;
-use crate::config::RegistryConfig;
+use crate::config::{ControlNames, RegistryConfig};
 use crate::controls::{BudgetControl, Controls, PerClient};
 use crate::decide_error::DecideError;
 use crate::decision_log::DecisionLog;
@@ -162,13 +162,10 @@ fn policy_controls(
     named: &NamedControls,
 ) -> HashMap<String, Arc<Controls>> {
     let mut controls = HashMap::new();
+    let names_none = ControlNames::default();
     for (policy, definition) in &config.policies {
         let mut these = Controls::default();
-        let names = config
-            .policy_controls
-            .get(policy)
-            .cloned()
-            .unwrap_or_default();
+        let names = config.policy_controls.get(policy).unwrap_or(&names_none);
         if let Some(budget) = &names.budget {
             let clients = (named.client_budgets.get(budget).cloned())
                 .map(|clients| clients as Arc<dyn PerClient>);
