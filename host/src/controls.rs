@@ -7,7 +7,7 @@
 //! never a parallel field threaded through each of them.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::breaker::NodeBreakers;
 use crate::hedge::{Hedging, HedgingPolicy};
@@ -19,15 +19,17 @@ use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
 
 /// What acts on one request besides the decisions on its failures: the breakers that admit its
-/// attempts, the hedging that sends copies of it, and the budget, throttle and strategy its end
-/// is reported to. A retry loop asks its [`Decider`](crate::Decider) once per request
+/// attempts, the hedging that sends copies of it, the timeout that cuts each attempt, and the
+/// budget, throttle and strategy its end is reported to. A retry loop asks its [`Decider`](crate::Decider) once per request
 /// ([`Decider::controls`](crate::Decider::controls)) and keeps the answer for the request's
 /// life, so a control added to a policy reaches every loop without a new question. Empty by
-/// default: no breakers, no hedging, and a report that counts nowhere.
+/// default: no breakers, no hedging, no attempt timeout, and a report that counts nowhere.
 #[derive(Debug, Clone, Default)]
 pub struct PolicyControls {
     controls: Option<Arc<Controls>>,
     strategy: Option<Arc<dyn RetryStrategy>>,
+    /// The attempt timeout of the route the request matched, over its policy's.
+    route_attempt_timeout: Option<Duration>,
 }
 
 impl PolicyControls {
@@ -36,7 +38,16 @@ impl PolicyControls {
         PolicyControls {
             controls,
             strategy: Some(strategy),
+            route_attempt_timeout: None,
         }
+    }
+
+    /// These controls, cutting each attempt after `timeout` (a route's `attempt_timeout_ms`)
+    /// whatever the policy says.
+    #[cfg(feature = "registry")]
+    pub(crate) fn with_route_attempt_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.route_attempt_timeout = timeout;
+        self
     }
 
     /// The controls themselves; no control when there are none.
@@ -58,6 +69,17 @@ impl PolicyControls {
         self.controls().hedging(strategy, request, now)
     }
 
+    /// How long each attempt of `request` may run before it is cut and decided as an
+    /// `ATTEMPT_TIMEOUT` failure, if it is cut at all: the route's `attempt_timeout_ms`, else
+    /// the policy's, else its strategy's own (the `grpc` built-in's `perAttemptRecvTimeout`, the
+    /// `http` and `exponential` built-ins' `attempt_timeout_ms`). The request's deadline still
+    /// ends it: a retry loop cuts an attempt at whichever comes first.
+    pub fn attempt_timeout(&self, request: &Request) -> Option<Duration> {
+        (self.route_attempt_timeout)
+            .or(self.controls().attempt_timeout)
+            .or_else(|| self.strategy.as_deref()?.attempt_timeout(request))
+    }
+
     /// `request` ended as `outcome` at `now` (every request, whether it failed or not), so
     /// that retry budgets and throttles follow the traffic: recorded in the budget and the
     /// throttle, and told to the strategy if it counts outcomes.
@@ -75,6 +97,7 @@ pub(crate) struct Controls {
     throttle: Option<Arc<ScopedThrottle>>,
     breakers: Option<Arc<NodeBreakers>>,
     hedging: Option<Arc<dyn HedgingPolicy>>,
+    attempt_timeout: Option<Duration>,
 }
 
 /// Where a policy's retries are drawn from: one budget, or one per client with the common one
@@ -129,6 +152,7 @@ impl Controls {
             throttle: None,
             breakers: None,
             hedging: None,
+            attempt_timeout: None,
         }
     }
 
@@ -156,12 +180,19 @@ impl Controls {
         self
     }
 
+    /// These controls, cutting each attempt after `timeout` whatever the strategy says.
+    pub(crate) fn with_attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = Some(timeout);
+        self
+    }
+
     /// Whether no control is set.
     pub(crate) fn is_empty(&self) -> bool {
         self.budget.is_none()
             && self.throttle.is_none()
             && self.breakers.is_none()
             && self.hedging.is_none()
+            && self.attempt_timeout.is_none()
     }
 
     /// The budget every request draws from when it names no client, if any.
@@ -221,6 +252,13 @@ impl Controls {
                 .with_budget(self.budget_for(request))
                 .with_throttle(self.throttle.as_ref().map(|t| t.for_request(request, now))),
         )
+    }
+
+    /// Whether attempts of requests decided by `strategy` under these controls may be cut by
+    /// an attempt timeout.
+    #[cfg(feature = "registry")]
+    pub(crate) fn times_attempts(&self, strategy: &dyn RetryStrategy) -> bool {
+        self.attempt_timeout.is_some() || strategy.times_attempts()
     }
 
     /// Whether an outcome report counts anywhere: a budget, a throttle, or `strategy`.

@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::breaker::NodeBreakers;
 use crate::controls::{BudgetControl, Controls, PolicyControls};
@@ -78,6 +79,13 @@ impl Orchestrator {
     /// idempotent requests are ever hedged (see [`hedge`](crate::hedge)).
     pub fn with_hedging(self, policy: Arc<dyn HedgingPolicy>) -> Self {
         self.with_control(|controls| controls.with_hedging(policy))
+    }
+
+    /// Cuts each attempt after `timeout` (instead of its strategy's own attempt timeout, if
+    /// it has one): an executor drops an attempt still running then and decides it as an
+    /// `ATTEMPT_TIMEOUT` failure; the request's deadline still ends the request.
+    pub fn with_attempt_timeout(self, timeout: Duration) -> Self {
+        self.with_control(|controls| controls.with_attempt_timeout(timeout))
     }
 
     /// The throttle failures are counted in, if any.

@@ -162,10 +162,20 @@ impl RetryError {
     /// (reference 002 "The Ubiquitous TimeoutException").
     pub fn timeout(request: &Request, total: Duration) -> RetryError {
         let context = Box::new(ErrorContext::new(request, Some("TIMEOUT".into()), total));
-        if request.is_idempotent() || !request.was_dispatched() {
-            RetryError::UnambiguousTimeout { context }
-        } else {
+        RetryError::timeout_in(Self::timeout_is_ambiguous(request), context)
+    }
+
+    /// Whether a timeout of `request` is ambiguous: it was dispatched and is not idempotent.
+    pub(crate) fn timeout_is_ambiguous(request: &Request) -> bool {
+        !request.is_idempotent() && request.was_dispatched()
+    }
+
+    /// A timeout with `context`, ambiguous or not.
+    pub(crate) fn timeout_in(ambiguous: bool, context: Box<ErrorContext>) -> RetryError {
+        if ambiguous {
             RetryError::AmbiguousTimeout { context }
+        } else {
+            RetryError::UnambiguousTimeout { context }
         }
     }
 }

@@ -178,6 +178,9 @@ reason_kinds! {
     /// A gRPC call ended with a status other than OK; its data is the code. The call was sent,
     /// so one not declared idempotent is not retried.
     GrpcStatus = "GRPC_STATUS" [] (false, false, Response);
+    /// The attempt ran past its attempt timeout and was cut (dropped); the request's own deadline
+    /// had not passed. If it was written, the server may or may not have applied it.
+    AttemptTimeout = "ATTEMPT_TIMEOUT" [] (false, false, InFlight);
     /// A reason this host does not know, by its name (a newer client's): never retried.
     Other = "OTHER" [] (false, false, Unknown);
 }
@@ -451,5 +454,6 @@ pub mod reasons {
         COLLECTION_NOT_FOUND = CollectionNotFound;
         BOOTSTRAPPING = Bootstrapping;
         UNPREPARED = Unprepared;
+        ATTEMPT_TIMEOUT = AttemptTimeout;
     }
 }

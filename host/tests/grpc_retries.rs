@@ -289,3 +289,61 @@ fn throttling_per_server_name_engages_and_releases() {
     let mut after = to("inventory:443");
     assert!(delay(&decide(&orchestrator, &mut after, &unavailable(), None)).is_some());
 }
+
+/// docs/http-and-grpc.md "Attempt timeouts": an attempt cut by the policy's
+/// `perAttemptRecvTimeout` is retried under the policy whatever its codes list (gRPC clients
+/// retry it so); one cut by another attempt timeout counts as DEADLINE_EXCEEDED, retried only
+/// when that code is listed; a call not declared idempotent is still never sent again.
+#[test]
+fn attempts_cut_by_their_timeout_are_retried_as_grpc_clients_retry_them() {
+    let with = |codes: serde_json::Value, per_attempt: Option<&str>| {
+        let mut policy = json!({
+            "maxAttempts": 3,
+            "initialBackoff": "0.1s",
+            "maxBackoff": "1s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": codes
+        });
+        if let Some(timeout) = per_attempt {
+            policy["perAttemptRecvTimeout"] = json!(timeout);
+        }
+        let params = json!({"service_config": {"methodConfig": [{
+            "name": [{"service": "shop.Inventory"}],
+            "retryPolicy": policy
+        }]}});
+        let policy = BuiltinPolicy::new(Builtin::Grpc, params.as_object().unwrap()).unwrap();
+        Orchestrator::new(policy.strategy())
+    };
+    let retried = |orchestrator: &Orchestrator, idempotent: bool| {
+        let mut request = call(Instant::now()).with_idempotent(idempotent);
+        delay(&decide(
+            orchestrator,
+            &mut request,
+            &reasons::ATTEMPT_TIMEOUT,
+            None,
+        ))
+        .is_some()
+    };
+    let per_attempt = with(json!([]), Some("0.2s"));
+    assert!(
+        retried(&per_attempt, true),
+        "perAttemptRecvTimeout, no codes"
+    );
+    assert!(!retried(&per_attempt, false), "not declared idempotent");
+    assert!(retried(&with(json!(["DEADLINE_EXCEEDED"]), None), true));
+    assert!(!retried(&with(json!(["UNAVAILABLE"]), None), true));
+    let strategy = with(json!([]), Some("0.2s"));
+    let request = call(Instant::now());
+    let controls = rebound::Decider::controls(&strategy, &request);
+    assert_eq!(
+        controls.attempt_timeout(&request),
+        Some(Duration::from_millis(200)),
+        "the executor cuts the call's attempts after perAttemptRecvTimeout"
+    );
+    let other = call(Instant::now()).with_route("/shop.Orders/Place");
+    assert_eq!(
+        controls.attempt_timeout(&other),
+        None,
+        "a method it does not name"
+    );
+}

@@ -217,6 +217,11 @@ fn every_wit_reason_case_documents_the_table_s_flags() {
         comment.clear();
         cases += 1;
     }
-    // Every kind of the table has its case (Other stands for the names a version lacks).
-    assert_eq!(cases, ReasonKind::ALL.len());
+    // Every kind of the table the newest version has a case for has it (Other stands for the
+    // names a version lacks, which the host never retries for its policies).
+    let newest = *rebound::wasm::WitVersion::ALL.last().unwrap();
+    let with_case = (ReasonKind::ALL.iter())
+        .filter(|kind| newest.has_case_for(**kind))
+        .count();
+    assert_eq!(cases, with_case);
 }

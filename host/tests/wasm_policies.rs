@@ -372,6 +372,31 @@ fn a_policy_is_not_asked_about_requests_its_version_cannot_describe() {
     }
 }
 
+/// `wit/policy.wit` `retry-reason.other`: a reason a policy's version has no case for (here
+/// `ATTEMPT_TIMEOUT`, newer than every released version) reaches it by its name and is never
+/// retried, whatever it answers; the policy is still asked. `best_effort` retries any failure
+/// of an idempotent request.
+#[test]
+fn a_reason_a_policy_s_version_lacks_is_asked_about_and_never_retried() {
+    let mut guests = vec!["best_effort".to_owned()];
+    guests.extend(
+        (wasm_support::released_versions().into_iter())
+            .map(|version| wasm_support::released(version, "best_effort")),
+    );
+    for guest in guests {
+        let strategy = wasm_support::strategy(&guest, WasmStrategyConfig::default());
+        let cut = DecisionContext::new(&reasons::ATTEMPT_TIMEOUT);
+        assert_eq!(
+            strategy.answer(&get(0), &cut),
+            RetryAction::NoRetry,
+            "{guest}"
+        );
+        assert_eq!(strategy.stats().decisions, 1, "{guest}: asked");
+        let locked = DecisionContext::new(&reasons::KV_LOCKED);
+        assert!(strategy.answer(&get(0), &locked).is_retry(), "{guest}");
+    }
+}
+
 /// `wit/policy.wit` since 0.4.0: a policy of the current version, or built for 0.4.0, is asked
 /// about plain HTTP requests and gRPC calls, and reads each fact the caller gave — service and
 /// request type `http` or `grpc`, `failure.method`, `failure.authority`, `failure.route`,

@@ -43,15 +43,16 @@ pub enum Builtin {
     CassandraDowngradingConsistency,
     /// [`ExponentialRetry`](crate::ExponentialRetry), declared like gRPC's `retryPolicy`:
     /// `max_attempts`, `initial_ms`, `max_ms`, `multiplier` (all four required), `jitter`,
-    /// `retry_on`, `never_on` (reason names) and `node` (`same` or `next`).
+    /// `retry_on`, `never_on` (reason names), `node` (`same` or `next`) and
+    /// `attempt_timeout_ms` (none).
     Exponential,
     /// [`GrpcRetry`](crate::GrpcRetry): gRFC A6's retry policy, from `service_config` (a gRPC
     /// service config, as a JSON object or its text; required) and `max_attempts_limit` (the
     /// client's cap on `maxAttempts`, 5 by default, at most [`MAX_ATTEMPTS_LIMIT`]).
     Grpc,
     /// [`HttpRetry`](crate::HttpRetry): RFC 9110's idempotent retries, with `max_attempts` (3),
-    /// `initial_ms` (100), `max_ms` (5000), `multiplier` (2) and `statuses` (408, 429, 500,
-    /// 502, 503, 504).
+    /// `initial_ms` (100), `max_ms` (5000), `multiplier` (2), `statuses` (408, 429, 500,
+    /// 502, 503, 504) and `attempt_timeout_ms` (none).
     Http,
 }
 
@@ -186,6 +187,11 @@ struct ExponentialParams {
     never_on: Vec<String>,
     #[serde(default)]
     node: NodeChoice,
+    #[serde(
+        default,
+        deserialize_with = "crate::ranges::within_if_set::<_, _, 1, 86_400_000>"
+    )]
+    attempt_timeout_ms: Option<u64>,
 }
 
 /// The `http` built-in's parameters.
@@ -211,6 +217,11 @@ struct HttpParams {
     multiplier: f64,
     #[serde(default = "http_statuses")]
     statuses: Vec<u16>,
+    #[serde(
+        default,
+        deserialize_with = "crate::ranges::within_if_set::<_, _, 1, 86_400_000>"
+    )]
+    attempt_timeout_ms: Option<u64>,
 }
 
 fn http_max_attempts() -> u32 {
@@ -287,10 +298,14 @@ fn http_policy(params: &Map<String, Value>) -> Result<HttpRetry, FieldError> {
             format!("{bad} is not an error status; expected statuses from 400 to 599"),
         ));
     }
-    Ok(HttpRetry::default()
+    let strategy = HttpRetry::default()
         .max_attempts(p.max_attempts)
         .backoff(backoff.min(), backoff.max(), backoff.factor())
-        .statuses(p.statuses))
+        .statuses(p.statuses);
+    Ok(match p.attempt_timeout_ms {
+        Some(ms) => strategy.attempt_timeout(Duration::from_millis(ms)),
+        None => strategy,
+    })
 }
 
 /// Reads `params` as `T`; a refused value names its parameter.
@@ -409,12 +424,14 @@ impl BuiltinPolicy {
                         format!("{} is in both retry_on and never_on", both.name()),
                     ));
                 }
-                BuiltinPolicy::Exponential(
-                    ExponentialRetry::new(p.max_attempts, backoff)
-                        .retry_on(retry_on)
-                        .never_on(never_on)
-                        .on_node(p.node),
-                )
+                let strategy = ExponentialRetry::new(p.max_attempts, backoff)
+                    .retry_on(retry_on)
+                    .never_on(never_on)
+                    .on_node(p.node);
+                BuiltinPolicy::Exponential(match p.attempt_timeout_ms {
+                    Some(ms) => strategy.attempt_timeout(Duration::from_millis(ms)),
+                    None => strategy,
+                })
             }
             Builtin::Grpc => BuiltinPolicy::Grpc(grpc_policy(params)?),
             Builtin::Http => BuiltinPolicy::Http(http_policy(params)?),

@@ -228,6 +228,9 @@ pub struct PolicyDefinition {
     /// Copies of its idempotent requests sent while they are in flight
     /// (`speculative_execution`), instead of its strategy's own hedging (docs/hedging.md).
     pub speculative_execution: Option<ConstantSpeculativeExecution>,
+    /// How long each attempt may run before it is cut and decided as an `ATTEMPT_TIMEOUT`
+    /// failure (`attempt_timeout_ms`), over the strategy's own.
+    pub attempt_timeout: Option<std::time::Duration>,
 }
 
 /// A place in a configuration file.

@@ -49,6 +49,7 @@ fn policy(
         .filter(|_| !matches!(source, PolicySource::Builtin(_)));
     Ok(PolicyDefinition {
         speculative_execution: speculative_execution(raw, errors, &field)?,
+        attempt_timeout: raw.attempt_timeout_ms.map(Duration::from_millis),
         source,
         params: param_texts(params, errors, &field)?,
         limits: raw.limits,

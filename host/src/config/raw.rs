@@ -98,6 +98,11 @@ pub(super) struct RawRoute {
     #[serde(default)]
     pub(super) path: Option<String>,
     pub(super) policy: Spanned<String>,
+    #[serde(
+        default,
+        deserialize_with = "crate::ranges::within_if_set::<_, _, 1, 86_400_000>"
+    )]
+    pub(super) attempt_timeout_ms: Option<u64>,
 }
 
 /// A `[budgets.NAME]` table: the budget's parameters, and whether it is kept per client.
@@ -179,6 +184,11 @@ pub(super) struct RawPolicy {
     pub(super) breaker: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) speculative_execution: Option<Spanned<RawSpeculative>>,
+    #[serde(
+        default,
+        deserialize_with = "crate::ranges::within_if_set::<_, _, 1, 86_400_000>"
+    )]
+    pub(super) attempt_timeout_ms: Option<u64>,
 }
 
 /// `speculative_execution = { delay_ms, max_executions }` as written.

@@ -3,6 +3,8 @@
 //! matches decides (file order), after a request's own policy name and its profile, before the
 //! `[request_types]` and `[services]` tables.
 
+use std::time::Duration;
+
 use crate::grpc::split_full_method;
 use crate::request::{Request, Service};
 
@@ -21,6 +23,9 @@ pub struct Route {
     pub path: Option<String>,
     /// The policy that decides for the requests it matches.
     pub policy: String,
+    /// How long each attempt of the requests it matches may run (`attempt_timeout_ms`), over
+    /// the policy's own.
+    pub attempt_timeout: Option<Duration>,
 }
 
 impl Route {

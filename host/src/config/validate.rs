@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use toml::Spanned;
 
@@ -297,6 +298,7 @@ fn request_route(
         grpc_method: route.grpc_method.clone(),
         path: route.path.clone(),
         policy: names.known(&route.policy, field("policy"))?,
+        attempt_timeout: route.attempt_timeout_ms.map(Duration::from_millis),
     })
 }
 

@@ -18,6 +18,7 @@ pub struct Attempt {
     node: NodeChoice,
     consistency: Option<ConsistencyLevel>,
     deadline: Instant,
+    cut_at: Instant,
     breakers: Option<Arc<NodeBreakers>>,
     nodes: Arc<Mutex<AttemptNodes>>,
 }
@@ -40,12 +41,14 @@ pub(crate) struct Admitted {
 }
 
 impl Attempt {
+    /// Attempt `number`'s copy `copy`, cut at `cut_at` (its attempt timeout, at the latest
+    /// the request's `deadline`).
     pub(crate) fn new(
         number: u32,
         copy: u32,
         node: NodeChoice,
         consistency: Option<ConsistencyLevel>,
-        deadline: Instant,
+        (deadline, cut_at): (Instant, Instant),
         breakers: Option<Arc<NodeBreakers>>,
     ) -> Self {
         Attempt {
@@ -54,6 +57,7 @@ impl Attempt {
             node,
             consistency,
             deadline,
+            cut_at,
             breakers,
             nodes: Arc::default(),
         }
@@ -85,6 +89,14 @@ impl Attempt {
     /// The request's deadline; the executor drops the call when it passes.
     pub fn deadline(&self) -> Instant {
         self.deadline
+    }
+
+    /// When the executor drops this call: its attempt timeout (the policy's or its route's
+    /// `attempt_timeout_ms`) counted from when it started, or the request's deadline if that
+    /// comes first or there is none. A driver that takes a per-request timeout can be given
+    /// the time left until then.
+    pub fn cut_at(&self) -> Instant {
+        self.cut_at
     }
 
     /// The time left until the deadline.

@@ -1,7 +1,8 @@
 //! One attempt of a hedged request: its copies run side by side, each a call of the operation
 //! told its copy number, sent when the [`HedgeSchedule`] says; the first success wins and the
 //! copies still running are dropped (cancelled); a fatal failure, or the last copy's failure
-//! with none due, is the attempt's failure; the deadline bounds them all.
+//! with none due, is the attempt's failure; the attempt timeout (at the latest the deadline)
+//! bounds them all.
 
 use std::future::{poll_fn, Future};
 use std::ops::ControlFlow;
@@ -25,6 +26,9 @@ use crate::telemetry::{self, HedgeEvent};
 pub(super) struct Copies<'a> {
     pub next: &'a NextAttempt,
     pub deadline: Instant,
+    /// When the attempt (every copy of it) is cut: its attempt timeout, at the latest the
+    /// deadline.
+    pub cut_at: Instant,
     pub breakers: Option<&'a Arc<NodeBreakers>>,
     pub span: &'a Span,
 }
@@ -45,7 +49,7 @@ impl Copies<'_> {
             copy,
             node,
             self.next.consistency,
-            self.deadline,
+            (self.deadline, self.cut_at),
             self.breakers.cloned(),
         )
     }
@@ -72,7 +76,7 @@ impl Copies<'_> {
         )];
         let copies = async {
             let mut last_failure = None;
-            let mut timer = Box::pin(tokio::time::sleep_until(self.deadline));
+            let mut timer = Box::pin(tokio::time::sleep_until(self.cut_at));
             loop {
                 let due = schedule.next_due();
                 if running.is_empty() && due.is_none() {
@@ -120,7 +124,7 @@ impl Copies<'_> {
                 }
             }
         };
-        let ended = tokio::time::timeout_at(self.deadline, copies).await;
+        let ended = tokio::time::timeout_at(self.cut_at, copies).await;
         for attempt in &attempts {
             settle_dropped(retry, attempt);
         }

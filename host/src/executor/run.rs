@@ -6,7 +6,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::error::Elapsed;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -21,9 +20,10 @@ use crate::decider::Decider;
 use crate::hedge::{HedgeSchedule, Hedging};
 use crate::orchestrator::Orchestrator;
 use crate::outcome::{CancelReason, RetryError};
+use crate::reason::reasons;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
-use crate::retry_loop::{Ending, NextAttempt, RetryLoop, Step};
+use crate::retry_loop::{Cause, Ending, NextAttempt, RetryLoop, Step};
 use crate::telemetry::{self, RequestTally};
 
 /// Runs operations under retry handling (see the [module docs](super)).
@@ -141,8 +141,9 @@ impl<D: Decider> Executor<D> {
                     run.report(&retry, Outcome::Succeeded { attempts }, None);
                     return Ok(value);
                 }
-                Ok(Err(failure)) => failure,
-                Err(_deadline) => {
+                Ok(Err(failure)) => Failed::from(failure),
+                Err(Cut::AttemptTimeout) => Failed::attempt_timeout(),
+                Err(Cut::Deadline) => {
                     let error = retry.deadline_reached(Instant::now().into_std());
                     run.report(&retry, Outcome::TimedOut { attempts }, Some(&error));
                     return Err(ExecuteError::Ended { error, last: None });
@@ -153,13 +154,55 @@ impl<D: Decider> Executor<D> {
     }
 }
 
-/// One request's run: what its attempts are sent under (the deadline, its policy's breakers
-/// and hedging, asked once), and what it tallied.
+/// What cut an attempt short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// The request's deadline: the request ends.
+    Deadline,
+    /// The attempt timeout, before the deadline: a failure decided like any other.
+    AttemptTimeout,
+}
+
+/// A failed attempt as the loop decides it: the operation's failure, or an attempt the attempt
+/// timeout cut, which has no error of the operation's.
+struct Failed<E> {
+    error: Option<E>,
+    cause: Cause,
+    dispatched_to: Option<String>,
+    pushback: Option<crate::pushback::Pushback>,
+}
+
+impl<E> From<Failure<E>> for Failed<E> {
+    fn from(failure: Failure<E>) -> Self {
+        Failed {
+            error: Some(failure.error),
+            cause: failure.cause,
+            dispatched_to: failure.dispatched_to,
+            pushback: failure.pushback,
+        }
+    }
+}
+
+impl<E> Failed<E> {
+    /// An attempt cut by its timeout (where it was written, its call said on its `Attempt`).
+    fn attempt_timeout() -> Self {
+        Failed {
+            error: None,
+            cause: Cause::Reason(reasons::ATTEMPT_TIMEOUT),
+            dispatched_to: None,
+            pushback: None,
+        }
+    }
+}
+
+/// One request's run: what its attempts are sent under (the deadline, its policy's breakers,
+/// hedging and attempt timeout, asked once), and what it tallied.
 struct RequestRun<'x, D> {
     executor: &'x Executor<D>,
     deadline: Instant,
     controls: PolicyControls,
     hedging: Option<Hedging>,
+    attempt_timeout: Option<Duration>,
     tally: RequestTally,
 }
 
@@ -173,6 +216,7 @@ impl<'x, D: Decider> RequestRun<'x, D> {
         RequestRun {
             executor,
             deadline,
+            attempt_timeout: controls.attempt_timeout(request),
             hedging: Hedging::may_hedge(request)
                 .then(|| controls.hedging(request, Instant::now().into_std()))
                 .flatten(),
@@ -181,49 +225,61 @@ impl<'x, D: Decider> RequestRun<'x, D> {
         }
     }
 
+    /// When an attempt started now is cut, and by what: its attempt timeout, or the request's
+    /// deadline when that comes first (an attempt timeout never extends the request).
+    fn cut_at(&self) -> (Instant, Cut) {
+        let timed = (self.attempt_timeout).and_then(|timeout| Instant::now().checked_add(timeout));
+        match timed {
+            Some(at) if at < self.deadline => (at, Cut::AttemptTimeout),
+            _ => (self.deadline, Cut::Deadline),
+        }
+    }
+
     /// Makes attempt `next`: its copies when the policy hedges the request, else one call,
-    /// dropped at the deadline.
+    /// dropped when its attempt timeout or the deadline passes.
     async fn call<T, E, F, Fut>(
         &mut self,
         next: &NextAttempt,
         retry: &mut RetryLoop,
         operation: &mut F,
         span: &tracing::Span,
-    ) -> Result<Result<T, Failure<E>>, Elapsed>
+    ) -> Result<Result<T, Failure<E>>, Cut>
     where
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, Failure<E>>>,
     {
+        let (cut_at, cut) = self.cut_at();
         let schedule = (self.hedging.as_ref())
             .and_then(|h| HedgeSchedule::start(h, retry.request(), Instant::now().into_std()));
         if let Some(schedule) = schedule {
             let copies = Copies {
                 next,
                 deadline: self.deadline,
+                cut_at,
                 breakers: self.controls.breakers(),
                 span,
             };
             let (call, hedges) = copies.run(schedule, retry, operation).await;
             self.tally.hedges += hedges;
-            return call;
+            return call.map_err(|_| cut);
         }
         let attempt = Attempt::new(
             next.number,
             0,
             next.node,
             next.consistency,
-            self.deadline,
+            (self.deadline, cut_at),
             self.controls.breakers().cloned(),
         );
         let call = operation(attempt.clone()).instrument(span.clone());
-        let call = tokio::time::timeout_at(self.deadline, call).await;
+        let call = tokio::time::timeout_at(cut_at, call).await;
         settle(
             retry,
             self.controls.breakers(),
             call.as_ref().ok(),
             &attempt,
         );
-        call
+        call.map_err(|_| cut)
     }
 
     /// Asks the decider about `failure`, the end of attempt `attempts`: the attempt to make
@@ -231,11 +287,11 @@ impl<'x, D: Decider> RequestRun<'x, D> {
     async fn decide<E: Debug>(
         &mut self,
         retry: &mut RetryLoop,
-        failure: Failure<E>,
+        failure: Failed<E>,
         attempts: u32,
         span: tracing::Span,
     ) -> Result<NextAttempt, ExecuteError<E>> {
-        let Failure {
+        let Failed {
             error,
             cause,
             dispatched_to,
@@ -271,43 +327,50 @@ impl<'x, D: Decider> RequestRun<'x, D> {
         Err(self.end(retry, ending, error, attempts).await)
     }
 
-    /// The request ends as `ending` after attempt `attempts` failed with `error`: at the
-    /// deadline when the decision capped a delay to it, reported, handed back.
+    /// The request ends as `ending` after attempt `attempts` failed with `error` (none: the
+    /// attempt timeout cut it): at the deadline when the decision capped a delay to it,
+    /// reported, handed back.
     async fn end<E: Debug>(
         &mut self,
         retry: &RetryLoop,
         ending: Ending,
-        error: E,
+        error: Option<E>,
         attempts: u32,
     ) -> ExecuteError<E> {
         let failed = Outcome::Failed { attempts };
-        match ending {
-            Ending::Ended { error: end, after } => {
-                if !after.is_zero() {
-                    self.tally.retry_delay += after;
-                    tokio::time::sleep(after).await;
-                }
-                let outcome = if end.is_timeout() {
-                    Outcome::TimedOut { attempts }
-                } else {
-                    failed
-                };
-                self.report(retry, outcome, Some(&end));
-                ExecuteError::Ended {
-                    error: end,
-                    last: Some(error),
-                }
-            }
+        let (end, after, last) = match (ending, error) {
+            (Ending::Ended { error: end, after }, last) => (end, after, last),
             // Ignored: the caller gets an error (with an empty result), not a value.
-            Ending::Ignored(context) => {
+            (Ending::Ignored(context), Some(error)) => {
                 self.report(retry, failed, None);
-                ExecuteError::Ignored { error, context }
+                return ExecuteError::Ignored { error, context };
             }
-            Ending::NotRetried(context) => {
+            (Ending::NotRetried(context), Some(error)) => {
                 self.report(retry, failed, None);
-                ExecuteError::NotRetried { error, context }
+                return ExecuteError::NotRetried { error, context };
             }
+            // A cut attempt that is ignored or not retried has no result and no error of the
+            // operation's to hand back: the request times out.
+            (Ending::Ignored(context) | Ending::NotRetried(context), None) => {
+                let total = Duration::from_micros(context.timings.total_micros);
+                (
+                    RetryError::timeout(retry.request(), total),
+                    Duration::ZERO,
+                    None,
+                )
+            }
+        };
+        if !after.is_zero() {
+            self.tally.retry_delay += after;
+            tokio::time::sleep(after).await;
         }
+        let outcome = if end.is_timeout() {
+            Outcome::TimedOut { attempts }
+        } else {
+            failed
+        };
+        self.report(retry, outcome, Some(&end));
+        ExecuteError::Ended { error: end, last }
     }
 
     /// Reports the request's end to the decider (retry budgets follow the whole traffic), and

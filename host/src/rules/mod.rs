@@ -14,6 +14,7 @@ use crate::cassandra_types::ConsistencyLevel;
 use crate::decision::{Deciding, Decision, DelaySource, RetryPlan};
 use crate::outcome::{CancelReason, ErrorContext, RetryError};
 use crate::pushback::Pushback;
+use crate::reason::ReasonKind;
 use crate::request::Request;
 use crate::strategy::RetryStrategy;
 use crate::strategy::{DecisionContext, FailureNote};
@@ -302,8 +303,16 @@ fn refuse(request: &mut Request, refusal: CancelReason, strategy: &str, now: Ins
     cancel(request, now, refusal)
 }
 
-/// Ends `request` as canceled for `reason`.
+/// Ends `request` as canceled for `reason`; or, when the failure is an attempt cut by its
+/// timeout, as a timeout (reference 002 "The Ubiquitous TimeoutException": ambiguous if it was
+/// dispatched and is not idempotent), its context saying why it was not retried.
 fn cancel(request: &mut Request, now: Instant, reason: CancelReason) -> Decision {
+    if reason.retry_reason().kind() == ReasonKind::AttemptTimeout {
+        let ambiguous = RetryError::timeout_is_ambiguous(request);
+        return fail(request, now, reason.text(), |context| {
+            RetryError::timeout_in(ambiguous, context)
+        });
+    }
     fail(request, now, reason.text(), |context| {
         RetryError::RequestCanceled { reason, context }
     })

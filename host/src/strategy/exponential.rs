@@ -3,6 +3,8 @@
 //! node a retry goes to. The orchestrator's rules (always-retry reasons, never-retried reasons,
 //! the safety guard for non-idempotent requests, the deadline cap) still apply around it.
 
+use std::time::Duration;
+
 use crate::action::{NodeChoice, RetryAction};
 use crate::backoff::{BackoffCalculator, ExponentialBackoff};
 use crate::pushback::Pushback;
@@ -25,6 +27,7 @@ pub struct ExponentialRetry {
     retry_on: Vec<ReasonKind>,
     never_on: Vec<ReasonKind>,
     node: NodeChoice,
+    attempt_timeout: Option<Duration>,
 }
 
 impl ExponentialRetry {
@@ -37,6 +40,7 @@ impl ExponentialRetry {
             retry_on: Vec::new(),
             never_on: Vec::new(),
             node: NodeChoice::Same,
+            attempt_timeout: None,
         }
     }
 
@@ -58,6 +62,13 @@ impl ExponentialRetry {
         self
     }
 
+    /// Cuts each attempt after `timeout` (an `ATTEMPT_TIMEOUT` failure, decided like any
+    /// other); the request's deadline still ends it.
+    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = Some(timeout);
+        self
+    }
+
     /// Whether this strategy retries a failure of `kind` at all.
     pub fn accepts(&self, kind: ReasonKind) -> bool {
         !self.never_on.contains(&kind)
@@ -68,6 +79,14 @@ impl ExponentialRetry {
 impl Strategy for ExponentialRetry {
     fn name(&self) -> &str {
         "exponential"
+    }
+
+    fn times_attempts(&self) -> bool {
+        self.attempt_timeout.is_some()
+    }
+
+    fn attempt_timeout(&self, _request: &Request) -> Option<Duration> {
+        self.attempt_timeout
     }
 }
 

@@ -6,7 +6,9 @@
 //! the last pushback), or after exactly the server's pushback. A pushback that says stop ends
 //! retries. A failure before the call was sent is retried under the same policy (as A6 does
 //! for a load-balancing pick that failed transiently); a connection lost while the call was in
-//! flight counts as UNAVAILABLE, as gRPC clients report it. Anything that is not a gRPC call, a
+//! flight counts as UNAVAILABLE, as gRPC clients report it. An attempt cut by the policy's
+//! `perAttemptRecvTimeout` is retried under it, whatever its codes list (as gRPC clients do); one
+//! cut by another attempt timeout counts as DEADLINE_EXCEEDED. Anything that is not a gRPC call, a
 //! status the policy does not list, or a call not declared idempotent that was sent, is not
 //! retried.
 
@@ -84,6 +86,16 @@ impl Strategy for GrpcRetry {
         self.hedging.clone()
     }
 
+    fn times_attempts(&self) -> bool {
+        self.config.times_attempts()
+    }
+
+    /// The `perAttemptRecvTimeout` of the call's retry policy.
+    fn attempt_timeout(&self, request: &Request) -> Option<Duration> {
+        let method = request.route()?;
+        self.config.retry_policy(method)?.per_attempt_recv_timeout
+    }
+
     /// A6: every successful call gives `tokenRatio` back to its server name's count.
     fn record_outcome(&self, request: &Request, outcome: Outcome) {
         if let (Some(throttle), Outcome::Succeeded { .. }) = (&self.throttle, outcome) {
@@ -107,6 +119,13 @@ impl SyncStrategy for GrpcRetry {
             other if other.kind() == ReasonKind::SocketClosedWhileInFlight => policy
                 .retryable_status_codes
                 .contains(&GrpcCode::Unavailable),
+            // An attempt cut by the policy's `perAttemptRecvTimeout` is retried under it
+            // whatever the codes list, as gRPC clients do; one cut by another attempt timeout
+            // is what a gRPC client reports as DEADLINE_EXCEEDED.
+            other if other.kind() == ReasonKind::AttemptTimeout => {
+                policy.per_attempt_recv_timeout.is_some()
+                    || (policy.retryable_status_codes).contains(&GrpcCode::DeadlineExceeded)
+            }
             // A failure before the call was sent (no connection, the endpoint not writable) is
             // handled by the policy as A6 handles a load-balancing pick that failed
             // transiently: counted as an attempt and backed off. Nothing else is retried.

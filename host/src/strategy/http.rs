@@ -26,6 +26,7 @@ pub struct HttpRetry {
     max: Duration,
     multiplier: f64,
     statuses: Vec<u16>,
+    attempt_timeout: Option<Duration>,
 }
 
 impl Default for HttpRetry {
@@ -37,6 +38,7 @@ impl Default for HttpRetry {
             max: Duration::from_secs(5),
             multiplier: 2.0,
             statuses: HttpRetry::DEFAULT_STATUSES.to_vec(),
+            attempt_timeout: None,
         }
     }
 }
@@ -63,6 +65,14 @@ impl HttpRetry {
     /// The statuses retried.
     pub fn statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
         self.statuses = statuses.into_iter().collect();
+        self
+    }
+
+    /// Cuts each attempt after `timeout` (an `ATTEMPT_TIMEOUT` failure: retried like a
+    /// connection lost in flight, so only an idempotent request); the request's deadline still
+    /// ends it.
+    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = Some(timeout);
         self
     }
 
@@ -96,6 +106,14 @@ impl HttpRetry {
 impl Strategy for HttpRetry {
     fn name(&self) -> &str {
         "http"
+    }
+
+    fn times_attempts(&self) -> bool {
+        self.attempt_timeout.is_some()
+    }
+
+    fn attempt_timeout(&self, _request: &Request) -> Option<Duration> {
+        self.attempt_timeout
     }
 }
 

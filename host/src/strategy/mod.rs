@@ -21,6 +21,7 @@ pub use http::HttpRetry;
 
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::action::RetryAction;
 use crate::decision::ReadyOrBoxed;
@@ -49,6 +50,19 @@ pub trait Strategy: Send + Sync + Debug {
     /// The policy that sends copies of its requests while they are in flight, if it hedges
     /// (the `grpc` built-in with a `hedgingPolicy`). None by default.
     fn hedging(&self) -> Option<Arc<dyn HedgingPolicy>> {
+        None
+    }
+
+    /// Whether it cuts some requests' attempts ([`attempt_timeout`](Self::attempt_timeout)):
+    /// `false`, the default, lets a caller skip asking.
+    fn times_attempts(&self) -> bool {
+        false
+    }
+
+    /// How long an attempt of `request` may run before it is cut, if this strategy cuts it
+    /// (the `grpc` built-in: its method config's `perAttemptRecvTimeout`). None by default; a
+    /// policy's or a route's `attempt_timeout_ms` takes precedence.
+    fn attempt_timeout(&self, _request: &Request) -> Option<Duration> {
         None
     }
 }

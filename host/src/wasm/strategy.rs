@@ -183,6 +183,11 @@ impl WasmStrategy {
             }
         })?;
         if let RetryAction::RetryAfter { delay, .. } = action {
+            if !(self.recipe.component.wit_version()).has_case_for(reason.kind()) {
+                // Told as `other(name)`: never retried, as the policy's WIT says.
+                self.pool.put(instance);
+                return Ok(RetryAction::NoRetry);
+            }
             let max = Duration::from_millis(self.recipe.config.limits.max_delay_ms);
             if delay > max {
                 return Err(PolicyFailure::new(

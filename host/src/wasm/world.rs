@@ -14,7 +14,7 @@ use super::wasi;
 use crate::action::{NodeChoice, RetryAction};
 use crate::hedge::{Asked, HedgeAction, InFlight};
 use crate::pushback::Pushback;
-use crate::reason::RetryReason;
+use crate::reason::{ReasonKind, RetryReason};
 use crate::request::{Request, Service};
 
 /// A released version of the WIT package `rebound:policy`. The host keeps one set of bindings
@@ -81,6 +81,19 @@ impl WitVersion {
     pub const fn describes(self, service: Service) -> bool {
         matches!(self, WitVersion::V0_4_0 | WitVersion::V0_5_0)
             || !matches!(service, Service::Http | Service::Grpc)
+    }
+
+    /// Whether this version's `retry-reason` has a case for `kind`. A reason it has none for
+    /// reaches its policies as `other(name)`, which its WIT promises is never retried: the
+    /// host holds it so, whatever the policy answers.
+    pub const fn has_case_for(self, kind: ReasonKind) -> bool {
+        match kind {
+            ReasonKind::HttpStatus | ReasonKind::GrpcStatus => {
+                matches!(self, WitVersion::V0_4_0 | WitVersion::V0_5_0)
+            }
+            ReasonKind::AttemptTimeout => false,
+            _ => true,
+        }
     }
 
     /// The version with this number, if this host loads it.

@@ -104,11 +104,20 @@ pub(super) fn retry_policy(
                 format!("expected a number greater than 0, found `{multiplier}`"),
             )
         })?;
+    let per_attempt_recv_timeout = (policy.get("perAttemptRecvTimeout"))
+        .map(|value| duration(value, &format!("{at}.perAttemptRecvTimeout"), false))
+        .transpose()?;
     let codes_at = format!("{at}.retryableStatusCodes");
+    // grpc-java: the codes may be empty only when attempts time out (they are then retried).
     let codes = field("retryableStatusCodes")?
         .as_array()
-        .filter(|codes| !codes.is_empty())
-        .ok_or_else(|| error(&codes_at, "expected a non-empty array of status codes"))?;
+        .filter(|codes| !codes.is_empty() || per_attempt_recv_timeout.is_some())
+        .ok_or_else(|| {
+            error(
+                &codes_at,
+                "expected a non-empty array of status codes (empty only with perAttemptRecvTimeout)",
+            )
+        })?;
     let retryable_status_codes = codes
         .iter()
         .enumerate()
@@ -122,6 +131,7 @@ pub(super) fn retry_policy(
         max_backoff,
         backoff_multiplier,
         retryable_status_codes,
+        per_attempt_recv_timeout,
         nominal_nanos: nominal_table(
             initial_backoff,
             max_backoff,

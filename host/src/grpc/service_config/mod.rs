@@ -40,8 +40,12 @@ pub struct RetryPolicy {
     pub max_backoff: Duration,
     /// How the nominal delay grows from one retry to the next.
     pub backoff_multiplier: f64,
-    /// The statuses retried.
+    /// The statuses retried (empty only with a `per_attempt_recv_timeout`, as grpc-java's
+    /// `ManagedChannelServiceConfig` allows: the policy then retries attempt timeouts only).
     pub retryable_status_codes: Vec<GrpcCode>,
+    /// `perAttemptRecvTimeout`: how long an attempt may wait for its response before it is
+    /// cut and retried under this policy, whatever `retryable_status_codes` lists.
+    pub per_attempt_recv_timeout: Option<Duration>,
     /// The nominal delay of the first retries counted from the last pushback (at most
     /// [`NOMINAL_TABLE_LEN`]), in nanoseconds, worked out once:
     /// `min(initialBackoff × backoffMultiplier^n, maxBackoff)`.
@@ -236,6 +240,13 @@ impl ServiceConfig {
             MethodPolicy::Hedging(policy) => Some(policy),
             MethodPolicy::Retry(_) => None,
         }
+    }
+
+    /// Whether some method config's retry policy has a `perAttemptRecvTimeout`.
+    pub fn times_attempts(&self) -> bool {
+        (self.policies.iter()).any(|policy| {
+            matches!(policy, Some(MethodPolicy::Retry(retry)) if retry.per_attempt_recv_timeout.is_some())
+        })
     }
 
     /// Whether some method config has a hedging policy.

@@ -235,3 +235,38 @@ fn hedging_policies_are_read_and_validated() {
     assert_eq!(e.field, "methodConfig[0].hedgingPolicy");
     assert!(e.message.contains("only one of"), "{e}");
 }
+
+/// grpc-java's `ManagedChannelServiceConfig`: `perAttemptRecvTimeout` is a proto3 duration
+/// (here above 0), and `retryableStatusCodes` may be empty only beside it; it must still be
+/// there.
+#[test]
+fn per_attempt_recv_timeout_is_a_positive_duration_and_allows_empty_codes() {
+    let mut p = policy();
+    p["perAttemptRecvTimeout"] = json!("0.25s");
+    p["retryableStatusCodes"] = json!([]);
+    let config = ServiceConfig::parse(&with_policy(p), 5).unwrap();
+    let read = config.retry_policy("/pkg.Svc/Get").unwrap();
+    assert_eq!(
+        read.per_attempt_recv_timeout,
+        Some(Duration::from_millis(250))
+    );
+    assert!(read.retryable_status_codes.is_empty());
+    assert!(config.times_attempts());
+    for bad in [json!("0s"), json!("-1s"), json!(250), json!("1m")] {
+        let mut p = policy();
+        p["perAttemptRecvTimeout"] = bad.clone();
+        let e = refused(with_policy(p));
+        assert_eq!(
+            e.field, "methodConfig[0].retryPolicy.perAttemptRecvTimeout",
+            "{bad}"
+        );
+    }
+    let mut p = policy();
+    p.as_object_mut().unwrap().remove("retryableStatusCodes");
+    p["perAttemptRecvTimeout"] = json!("1s");
+    assert!(refused(with_policy(p))
+        .field
+        .ends_with("retryableStatusCodes"));
+    let config = ServiceConfig::parse(&with_policy(policy()), 5).unwrap();
+    assert!(!config.times_attempts());
+}

@@ -70,7 +70,14 @@ pub(in crate::registry) fn build_table(
     if hedges {
         warn_of_unhedged_routes(&config, &slots, &controls);
     }
-    let has_controls = hedges || some_slot(Controls::counts_outcomes) || !controls.is_empty();
+    let has_controls = hedges
+        || some_slot(Controls::counts_outcomes)
+        || some_slot(Controls::times_attempts)
+        || config
+            .routes
+            .iter()
+            .any(|route| route.attempt_timeout.is_some())
+        || !controls.is_empty();
     let by_name = |name: &String| Arc::clone(&slots[name]);
     Ok(Table {
         has_controls: Arc::new(AtomicBool::new(has_controls)),
@@ -156,7 +163,7 @@ impl NamedControls {
 }
 
 /// The controls of each policy that has some: the budget, throttle and breakers it names, and
-/// its `speculative_execution`. Adding a control is one line here.
+/// its `speculative_execution` and `attempt_timeout_ms`. Adding a control is one line here.
 fn policy_controls(
     config: &RegistryConfig,
     named: &NamedControls,
@@ -180,6 +187,9 @@ fn policy_controls(
         }
         if let Some(speculative) = definition.speculative_execution {
             these = these.with_hedging(Arc::new(speculative) as Arc<dyn HedgingPolicy>);
+        }
+        if let Some(timeout) = definition.attempt_timeout {
+            these = these.with_attempt_timeout(timeout);
         }
         if !these.is_empty() {
             controls.insert(policy.clone(), Arc::new(these));

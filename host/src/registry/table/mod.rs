@@ -98,11 +98,12 @@ impl Table {
         if !self.has_controls.load(Ordering::Relaxed) {
             return PolicyControls::default();
         }
-        let Ok(slot) = self.resolve(request) else {
+        let Ok((slot, route)) = self.resolve_with_route(request) else {
             return PolicyControls::default();
         };
         let controls = self.controls_of(&slot.name).cloned();
         PolicyControls::new(controls, Arc::clone(&slot.active.load().strategy))
+            .with_route_attempt_timeout(route.and_then(|route| route.attempt_timeout))
     }
 
     /// `version` is about to be installed in one of the table's slots (a reload, a rollback, a
@@ -117,18 +118,27 @@ impl Table {
     /// policy, else the first `[[routes]]` entry it matches (HTTP requests and gRPC calls),
     /// else the route of its request type, else of its service, else the default.
     pub(super) fn resolve(&self, request: &Request) -> Result<&Arc<Slot>, DecideError> {
+        self.resolve_with_route(request).map(|(slot, _)| slot)
+    }
+
+    /// [`resolve`](Self::resolve), with the `[[routes]]` entry that chose the policy, if one did.
+    fn resolve_with_route(
+        &self,
+        request: &Request,
+    ) -> Result<(&Arc<Slot>, Option<&Route>), DecideError> {
         if let Some(name) = request.policy() {
-            return self
+            let slot = self
                 .slots
                 .get(name)
                 .ok_or_else(|| DecideError::UnknownPolicy {
                     name: name.to_owned(),
                     known: self.known_policies(),
-                });
+                })?;
+            return Ok((slot, None));
         }
         if let Some(profile) = request.profile() {
             match self.profiles.get(profile) {
-                Some(Some(slot)) => return Ok(slot),
+                Some(Some(slot)) => return Ok((slot, None)),
                 Some(None) => {}
                 None => {
                     return Err(DecideError::UnknownProfile {
@@ -139,15 +149,14 @@ impl Table {
             }
         }
         if !self.routes.is_empty() && matches!(request.service(), Service::Http | Service::Grpc) {
-            if let Some((_, slot)) = self.routes.iter().find(|(r, _)| r.matches(request)) {
-                return Ok(slot);
+            if let Some((route, slot)) = self.routes.iter().find(|(r, _)| r.matches(request)) {
+                return Ok((slot, Some(route)));
             }
         }
-        Ok(self
-            .request_types
-            .get(&request.request_type())
+        let slot = (self.request_types.get(&request.request_type()))
             .or_else(|| self.services.get(&request.service()))
-            .unwrap_or(&self.default))
+            .unwrap_or(&self.default);
+        Ok((slot, None))
     }
 }
 
