@@ -181,3 +181,45 @@ async fn the_layer_hedges_idempotent_calls_only() {
         "one call: an upsert is not hedged"
     );
 }
+
+/// docs/executor.md "Timing": the layer cuts an inner call still running at its attempt
+/// timeout; an idempotent request is sent again and answers inside its deadline, a
+/// non-idempotent one (handed to the service, so dispatched) is never sent twice and ends as
+/// an ambiguous timeout (reference 002).
+#[tokio::test(start_paused = true)]
+async fn the_layer_cuts_a_stalled_call_at_its_attempt_timeout() {
+    for (ty, expected_calls) in [(RequestType::Get, 2), (RequestType::Upsert, 1)] {
+        let orchestrator = Orchestrator::default().with_attempt_timeout(Duration::from_millis(100));
+        let layer = RetryLayer::new(Executor::new(Arc::new(orchestrator)), Describe);
+        let calls = Arc::new(AtomicU32::new(0));
+        let counted = Arc::clone(&calls);
+        let service = ServiceBuilder::new()
+            .layer(layer)
+            .service(service_fn(move |_call: Call| {
+                let n = counted.fetch_add(1, Ordering::Relaxed);
+                async move {
+                    if n == 0 {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok::<_, Error>("answer")
+                }
+            }));
+        let start = Instant::now();
+        let answer = service.oneshot(Call { ty }).await;
+        assert_eq!(calls.load(Ordering::Relaxed), expected_calls, "{ty}");
+        match answer {
+            Ok(answer) => {
+                assert_eq!(answer, "answer");
+                assert!(
+                    start.elapsed() < Duration::from_millis(500),
+                    "inside the deadline"
+                );
+            }
+            Err(error) => {
+                assert_eq!(ty, RequestType::Upsert);
+                assert_eq!(start.elapsed(), Duration::from_millis(100));
+                assert_eq!(error.retry_error().unwrap().name(), "AmbiguousTimeout");
+            }
+        }
+    }
+}

@@ -34,7 +34,7 @@
 mod classify;
 mod middleware;
 
-pub use middleware::{Idempotent, NotAnHttpService, ReboundMiddleware, Route};
+pub use middleware::{AttemptTimedOut, Idempotent, NotAnHttpService, ReboundMiddleware, Route};
 
 /// The library this adapter was built with: its registry and the request's vocabulary,
 /// without adding a dependency (and its default features) of one's own.

@@ -49,6 +49,16 @@ pub struct ReboundMiddleware {
     retry_statuses: Arc<[u16]>,
 }
 
+/// An attempt the middleware cut because it had not answered within its attempt timeout (the
+/// policy's or its route's `attempt_timeout_ms`, docs/executor.md "Timing"): handed back,
+/// inside [`reqwest_middleware::Error::Middleware`], when the cut attempt is not retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("rebound-reqwest: the attempt had not answered after {after:?} (its attempt timeout) and was cut")]
+pub struct AttemptTimedOut {
+    /// How long the attempt ran.
+    pub after: Duration,
+}
+
 /// A service refused where an HTTP service was expected (`kv`, `cql`, `grpc`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("rebound-reqwest: `{}` is not an HTTP service; expected query, analytics, search, views, management or http", .0.name())]
@@ -237,6 +247,9 @@ fn triage(
         Ok(response) => response,
         Err(error) => {
             let reason = match &error {
+                reqwest_middleware::Error::Middleware(e) if e.is::<AttemptTimedOut>() => {
+                    reasons::ATTEMPT_TIMEOUT
+                }
                 // Nothing was written: any request may go again.
                 reqwest_middleware::Error::Reqwest(e) if e.is_connect() => {
                     reasons::SOCKET_NOT_AVAILABLE
@@ -268,6 +281,17 @@ fn triage(
         pushback,
         Answer::AsSent(Ok(response)),
     ))
+}
+
+/// The error of an attempt of `request` (sent as `req`) cut after `after`: it may have been
+/// written, so the request counts as dispatched.
+fn cut(
+    request: &mut Request,
+    req: &reqwest::Request,
+    after: Duration,
+) -> reqwest_middleware::Error {
+    request.mark_dispatched(req.url().as_str());
+    reqwest_middleware::Error::middleware(AttemptTimedOut { after })
 }
 
 /// Reads the body of an answer classified by it (query, analytics, views 404 and 500), then
@@ -311,8 +335,8 @@ fn retried(
 
 /// The trait's `async fn` as `async_trait` makes it, but with the arguments used where they were
 /// captured: `async_trait` moves them into variables of the body, so the future held the
-/// request twice. This future is boxed and moved for every request: 832 bytes (2 224 before;
-/// docs/performance.md "Adapters").
+/// request twice. This future is boxed and moved for every request, so it is kept small
+/// (docs/performance.md "Adapters").
 impl Middleware for ReboundMiddleware {
     fn handle<'a, 'b, 'c, 'f>(
         &'a self,
@@ -331,12 +355,24 @@ impl Middleware for ReboundMiddleware {
                 .or(self.service)
                 .unwrap_or(Service::Http);
             let mut request = self.request(service, &req, extensions)?;
+            let attempt_timeout = self.registry.controls(&request).attempt_timeout(&request);
             loop {
                 // A body that cannot be copied (a stream) cannot be sent again: sent once.
                 let Some(attempt) = req.try_clone() else {
                     return next.run(req, extensions).await;
                 };
-                let attempted = next.clone().run(attempt, extensions).await;
+                let sent = next.clone().run(attempt, extensions);
+                let attempted = match attempt_timeout {
+                    None => sent.await,
+                    // Boxed: only requests whose policy cuts attempts pay for the timer.
+                    Some(after) => {
+                        let after = after.min(request.remaining_at(std::time::Instant::now()));
+                        match Box::pin(tokio::time::timeout(after, sent)).await {
+                            Ok(attempted) => attempted,
+                            Err(_) => Err(cut(&mut request, &req, after)),
+                        }
+                    }
+                };
                 // In blocks, so that what one step needs is not kept in the future beside what
                 // the next step needs.
                 let (reason, pushback, answer) = {

@@ -113,6 +113,8 @@ struct CallControls {
     policy: PolicyControls,
     hedging: Option<Hedging>,
     breakers: Option<(Arc<NodeBreakers>, Arc<str>)>,
+    /// How long each attempt may wait for its answer before it is cut.
+    attempt_timeout: Option<Duration>,
 }
 
 impl CallControls {
@@ -131,6 +133,7 @@ impl CallControls {
                 policy: PolicyControls::default(),
                 hedging: None,
                 breakers: None,
+                attempt_timeout: None,
             };
         }
         let call = described.insert(describe(shared, parts, start));
@@ -143,6 +146,7 @@ impl CallControls {
             (Arc::clone(breakers), node)
         });
         CallControls {
+            attempt_timeout: policy.attempt_timeout(&call.request),
             policy,
             hedging,
             breakers,
@@ -287,35 +291,56 @@ impl AttemptOf<'_> {
         }
         let admission = (controls.breakers.as_ref())
             .map(|(breakers, node)| (breakers, node, breakers.admit_at(node, Instant::now())));
-        let sent = match (&controls.hedging, described, &admission) {
-            (_, _, Some((_, node, Admission::Refused))) => {
-                let open = BreakerOpen {
-                    node: node.to_string(),
-                };
-                let reason = reasons::CIRCUIT_BREAKER_OPEN;
-                Sent::Failed(Failed::Transport(reason, Box::new(open)), false)
-            }
-            (Some(hedging), Some(call), _) => {
-                match HedgeSchedule::start(hedging, &call.request, Instant::now()) {
-                    Some(schedule) => {
-                        let copies = Copies {
-                            parts: &parts,
-                            bytes: self.bytes,
-                            previous: self.attempt,
-                            has_deadline,
-                        };
-                        copies.run(inner.clone(), schedule, &call.request).await
-                    }
-                    None => send(inner, parts, self.bytes.clone()).await,
+        let sending = async {
+            match (&controls.hedging, described, &admission) {
+                (_, _, Some((_, node, Admission::Refused))) => {
+                    let open = BreakerOpen {
+                        node: node.to_string(),
+                    };
+                    let reason = reasons::CIRCUIT_BREAKER_OPEN;
+                    Sent::Failed(Failed::Transport(reason, Box::new(open)), false)
                 }
+                (Some(hedging), Some(call), _) => {
+                    match HedgeSchedule::start(hedging, &call.request, Instant::now()) {
+                        Some(schedule) => {
+                            let copies = Copies {
+                                parts: &parts,
+                                bytes: self.bytes,
+                                previous: self.attempt,
+                                has_deadline,
+                            };
+                            copies.run(inner.clone(), schedule, &call.request).await
+                        }
+                        None => send(inner, parts, self.bytes.clone()).await,
+                    }
+                }
+                _ => send(inner, parts, self.bytes.clone()).await,
             }
-            _ => send(inner, parts, self.bytes.clone()).await,
+        };
+        let cut_after = (controls.attempt_timeout.zip(described))
+            .map(|(timeout, call)| timeout.min(call.request.remaining_at(Instant::now())));
+        let sent = match cut_after {
+            None => sending.await,
+            // Boxed: only calls whose policy cuts attempts pay for the timer.
+            Some(after) => (Box::pin(tokio::time::timeout(after, sending)).await)
+                .unwrap_or_else(|_| cut(after)),
         };
         if let Some((breakers, node, admission)) = admission {
             settle(breakers, node, admission, &sent);
         }
         sent
     }
+}
+
+/// An attempt cut after `after` by its attempt timeout: it may have reached the server; if it
+/// is not retried the caller gets DEADLINE_EXCEEDED, as a gRPC client reports an attempt that
+/// ran out of time.
+fn cut<B>(after: Duration) -> Sent<B> {
+    let status = tonic::Status::deadline_exceeded(format!(
+        "rebound: the attempt had not answered after {after:?} (its attempt timeout) and was cut"
+    ));
+    let error: BoxError = Box::new(status);
+    Sent::Failed(Failed::Transport(reasons::ATTEMPT_TIMEOUT, error), true)
 }
 
 /// Asks the registry about `request`'s failed attempt `attempt` (its reason and pushback),

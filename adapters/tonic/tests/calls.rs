@@ -390,3 +390,30 @@ async fn a_breaker_opens_on_a_failing_channel_and_a_canary_closes_it() {
     let status = registry.status();
     assert_eq!(status.breakers[0].opened, 1, "{status:?}");
 }
+
+/// docs/http-and-grpc.md "Attempt timeouts", gRPC's `perAttemptRecvTimeout` (its codes left
+/// empty, as grpc-java allows): an attempt that hangs is cut after 1 s and sent again with
+/// `grpc-previous-rpc-attempts: 1`, answering long before the call's deadline; a method not
+/// declared idempotent that hangs is cut and never sent twice, and the caller gets
+/// DEADLINE_EXCEEDED. The hanging server would never answer.
+#[tokio::test]
+async fn a_hanging_attempt_is_cut_by_its_per_attempt_timeout_and_retried_if_idempotent() {
+    let running = start(Script::new([Answer::Hang, Answer::Ok, Answer::Hang])).await;
+    let registry = registry_with("builtin = \"grpc\"\nparams.service_config = '''{\"methodConfig\": [{\"name\": [{\"service\": \"shop.Inventory\"}], \"retryPolicy\": {\"maxAttempts\": 3, \"initialBackoff\": \"0.01s\", \"maxBackoff\": \"0.05s\", \"backoffMultiplier\": 2, \"retryableStatusCodes\": [], \"perAttemptRecvTimeout\": \"1s\"}}]}'''\n");
+    let layer = ReboundLayer::new(registry).idempotent(["/shop.Inventory/Get"]);
+    let mut client = client(&running, layer);
+    let start = Instant::now();
+    let deadline = Some(Duration::from_secs(60));
+    let answer = unary(&mut client, "/shop.Inventory/Get", deadline).await;
+    assert_eq!(answer.unwrap(), b"order-17");
+    assert!(
+        start.elapsed() >= Duration::from_secs(1),
+        "one attempt was cut"
+    );
+    let seen = running.script.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(previous_attempts(&seen[1].1).as_deref(), Some("1"));
+    let answer = unary(&mut client, "/shop.Inventory/Reserve", deadline).await;
+    assert_eq!(answer.unwrap_err().code(), Code::DeadlineExceeded);
+    assert_eq!(running.script.seen().len(), 3, "sent once");
+}

@@ -1,0 +1,89 @@
+//! Attempt timeouts through the middleware (docs/executor.md "Timing", docs/adapters.md)
+//! against a real HTTP server the test starts: one that stalls its first answer and answers
+//! the next at once. Timeouts leave a slow machine room: an attempt is cut after 1 s, the
+//! stalled answer would take a minute.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rebound::config::RegistryConfig;
+use rebound::registry::PolicyRegistry;
+use rebound_reqwest::{AttemptTimedOut, ReboundMiddleware};
+use reqwest_middleware::ClientWithMiddleware;
+use wiremock::matchers::path;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// A client whose policy is the `http` built-in cutting each attempt after 1 s.
+fn client() -> ClientWithMiddleware {
+    let config = RegistryConfig::parse(
+        "default_policy = \"web\"\ncache_dir = false\n[watch]\nenabled = false\n\
+         [policies.web]\nbuiltin = \"http\"\n\
+         params = { attempt_timeout_ms = 1000, initial_ms = 1, max_ms = 1 }\n",
+        "rebound.toml".as_ref(),
+        ".".as_ref(),
+    )
+    .unwrap();
+    let registry = Arc::new(PolicyRegistry::new(config).unwrap());
+    reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(ReboundMiddleware::new(registry))
+        .build()
+}
+
+/// A server whose first answer to `/item` stalls a minute and whose later ones are at once.
+async fn stalling_once() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(path("/item"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(60)))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/item"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("item"))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// An idempotent GET whose first attempt stalls is cut after its attempt timeout and sent
+/// again: it answers inside its deadline (75 s by default), long before the stalled answer.
+#[tokio::test]
+async fn a_stalled_get_is_cut_and_answered_by_its_retry() {
+    let server = stalling_once().await;
+    let start = Instant::now();
+    let response = client()
+        .get(format!("{}/item", server.uri()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.text().await.unwrap(), "item");
+    assert!(
+        start.elapsed() >= Duration::from_secs(1),
+        "one attempt was cut"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "not the stalled answer"
+    );
+    assert!(server.received_requests().await.unwrap().len() >= 2);
+}
+
+/// Reference 001 (unsafe retries) and docs/http-and-grpc.md: a POST that stalls may have been
+/// applied, so once cut it is never sent again; the caller gets `AttemptTimedOut`.
+#[tokio::test]
+async fn a_stalled_post_is_never_sent_twice() {
+    let server = stalling_once().await;
+    let error = client()
+        .post(format!("{}/item", server.uri()))
+        .body("order")
+        .send()
+        .await
+        .unwrap_err();
+    let reqwest_middleware::Error::Middleware(error) = error else {
+        panic!("{error:?}");
+    };
+    let cut = error
+        .downcast_ref::<AttemptTimedOut>()
+        .expect("an attempt timeout");
+    assert_eq!(cut.after, Duration::from_secs(1));
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
