@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use rebound::classify::{classify, Classification};
 use rebound::config::{Builtin, BuiltinPolicy, RegistryConfig};
@@ -13,7 +13,7 @@ use rebound::errormap::ErrorMap;
 use rebound::registry::PolicyRegistry;
 use rebound::wasm::{PolicyPre, WasmStrategy, WasmStrategyConfig};
 use rebound::DecideError;
-use rebound::{DecisionContext, DecisionId, RetryStrategy};
+use rebound::{Decision, DecisionContext, DecisionId, Request, RetryStrategy};
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -327,6 +327,10 @@ impl JsonDecider {
             })?;
         let json =
             rebound::decision_json::decision(&decided.decision, &reason, request.retry_attempts());
+        let own_strategy = own.as_ref().map(|(strategy, _)| strategy);
+        let next_timeout =
+            self.next_attempt_timeout(own_strategy, &request, &decided.decision, now);
+        let json = output::with_attempt_timeout(json, next_timeout);
         let json = output::with_ids(json, decided.decision_id, request.id());
         let policy = match &decided.version {
             Some(version) => Some((version.name().to_owned(), version.version().to_owned())),
@@ -337,6 +341,26 @@ impl JsonDecider {
             None => json,
         };
         Ok(Answer { json, policy })
+    }
+
+    /// How long the attempt a retry `decision` plans may run, if the request's controls cut
+    /// attempts (its route's, its policy's or its strategy's attempt timeout; `own`'s strategy's
+    /// when the request names its own policy): at most the time left once the delay is waited.
+    fn next_attempt_timeout(
+        &self,
+        own: Option<&Arc<dyn RetryStrategy>>,
+        request: &Request,
+        decision: &Decision,
+        now: Instant,
+    ) -> Option<Duration> {
+        let Decision::Retry(plan) = decision else {
+            return None;
+        };
+        let timeout = match own {
+            Some(strategy) => strategy.attempt_timeout(request),
+            None => self.registry.controls(request).attempt_timeout(request),
+        }?;
+        Some(timeout.min(request.remaining_at(now).saturating_sub(plan.delay)))
     }
 
     /// Records the outcome reports in `text` (one object or an array): each request's end

@@ -965,3 +965,36 @@ fn http_and_grpc_decisions_are_logged_and_replayed() {
         .iter()
         .all(|line| line["candidate"]["answer"]["decision"] == "cancel"));
 }
+
+/// docs/decision-json.md `attempt_timeout_ms` and docs/executor.md "Timing": a retry of a
+/// request whose policy cuts attempts says how long the next attempt may run (the time left
+/// after the delay when that is less); an attempt cut by its timeout (`ATTEMPT_TIMEOUT`) is
+/// retried for a GET and, for a dispatched POST, ends the request as an ambiguous timeout
+/// (reference 002); a policy that cuts nothing adds no field.
+#[test]
+fn attempt_timeouts_reach_the_answer() {
+    let http =
+        r#"{"name": "http", "params": {"attempt_timeout_ms": 300, "initial_ms": 1, "max_ms": 1}}"#;
+    let lines = [
+        format!(r#"{{"policy": {http}, "request": {{"type": "http", "method": "GET", "timeout_ms": 10000, "dispatched": true}}, "reason": "ATTEMPT_TIMEOUT"}}"#),
+        format!(r#"{{"policy": {http}, "request": {{"type": "http", "method": "GET", "timeout_ms": 10000, "elapsed_ms": 9900}}, "reason": "SOCKET_NOT_AVAILABLE"}}"#),
+        format!(r#"{{"policy": {http}, "request": {{"type": "http", "method": "POST", "timeout_ms": 10000, "dispatched": true}}, "reason": "ATTEMPT_TIMEOUT"}}"#),
+        r#"{"policy": {"name": "http"}, "request": {"type": "http", "method": "GET"}, "reason": "SOCKET_NOT_AVAILABLE"}"#.to_owned(),
+    ];
+    let (ok, answers) = eval(&[], &lines.join("\n"));
+    assert!(ok, "{answers:?}");
+    assert_eq!(answers[0]["decision"], "retry", "{}", answers[0]);
+    assert_eq!(answers[0]["reason"], "ATTEMPT_TIMEOUT");
+    assert_eq!(answers[0]["attempt_timeout_ms"].as_f64(), Some(300.0));
+    assert_eq!(answers[1]["decision"], "retry", "{}", answers[1]);
+    let left = answers[1]["attempt_timeout_ms"].as_f64().unwrap();
+    assert!(left < 100.0, "capped by the time left: {}", answers[1]);
+    assert_eq!(answers[2]["decision"], "cancel", "{}", answers[2]);
+    assert_eq!(answers[2]["error"], "AmbiguousTimeout", "{}", answers[2]);
+    assert_eq!(answers[3]["decision"], "retry", "{}", answers[3]);
+    assert!(
+        answers[3].get("attempt_timeout_ms").is_none(),
+        "{}",
+        answers[3]
+    );
+}

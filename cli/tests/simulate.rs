@@ -86,7 +86,10 @@ fn assert_accounted(report: &Value) {
         ];
         let total: u64 = ended.iter().map(|f| count(run, f)).sum();
         assert_eq!(total, requests, "{}", run["policy"]);
-        for field in ended.iter().chain(&["attempts", "cluster_attempts"]) {
+        for field in ended
+            .iter()
+            .chain(&["attempts", "cluster_attempts", "abandoned_attempts"])
+        {
             let over_time: u64 = run["timeline"]
                 .as_array()
                 .unwrap()
@@ -340,6 +343,42 @@ fn a_retry_storm_outlives_its_trigger_under_best_effort_alone() {
         timeline[30]["latency_p99_ms"].as_f64().unwrap() > 1000.0,
         "the storm's p99, 15 s after the trigger"
     );
+}
+
+/// docs/simulate.md "Attempt timeouts": a node ten times slower for 5 s, among three near
+/// capacity. Without an attempt timeout nothing is abandoned and the trigger passes. Cutting
+/// attempts after 20 ms sends each slow one again while its node still serves it (abandoned
+/// attempts, wasted work): the load keeps the nodes past capacity after the trigger ends and
+/// goodput stays collapsed. Drawing those retries from a budget ends the storm.
+#[test]
+fn a_storm_driven_by_attempt_timeouts_outlives_its_trigger_unless_budgeted() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = simulate(
+        &scenario("attempt-timeouts"),
+        &dir.path().join("chart.svg"),
+        &[],
+    );
+    assert_accounted(&report);
+    let after = |name: &str| {
+        policy(&report, name)["goodput_after_faults_per_s"]
+            .as_f64()
+            .unwrap()
+    };
+    let rate = 600.0;
+    assert!(after("standard") > rate * 0.95, "{}", after("standard"));
+    assert!(after("impatient") < rate * 0.3, "{}", after("impatient"));
+    assert!(
+        after("impatient-budgeted") > rate * 0.7,
+        "{}",
+        after("impatient-budgeted")
+    );
+    let abandoned = |name: &str| count(policy(&report, name), "abandoned_attempts");
+    assert_eq!(abandoned("standard"), 0);
+    assert!(
+        abandoned("impatient") > count(&report, "requests"),
+        "{report}"
+    );
+    assert!(abandoned("impatient-budgeted") < abandoned("impatient") / 4);
 }
 
 /// docs/simulate.md "Hedged requests": a node 50 times slower for 20 s; hedging a get after

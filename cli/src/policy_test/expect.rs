@@ -14,6 +14,7 @@ pub const DECISION_FIELDS: &[&str] = &[
     "source",
     "reason",
     "retry_attempts",
+    "attempt_timeout_ms",
     "error",
     "cancel_reason",
     "policy_failure",

@@ -4,8 +4,9 @@
 //! the host's classifier) and handed to the request's [`RetryLoop`] — the same loop the
 //! executor drives in production — which the policy decides through the registry at that
 //! virtual moment; a retry is dispatched after the delay it asks, to the node it names. A
-//! node with a capacity slows and fails attempts as its last second's load grows past it; a
-//! policy's breakers admit each attempt; a policy that hedges sends copies of an attempt as
+//! node with a capacity slows and fails attempts as its last second's load grows past it; an
+//! attempt the policy's attempt timeout (or the deadline) cuts is abandoned by the client while
+//! its node still serves it (wasted work); a policy's breakers admit each attempt; a policy that hedges sends copies of an attempt as
 //! the host's hedge schedule says. Nothing sleeps. Every draw comes from generators seeded by
 //! the scenario's seed — the workload's from the seed, an attempt's (or copy's) from the seed,
 //! the request and the attempts started for it — so a run is the same for the same seed, and
@@ -42,6 +43,9 @@ struct Live {
     /// The attempt's round: a retry starts a new one, and the events of an earlier round are
     /// stale.
     round: u32,
+    /// When the attempt of this round started, in microseconds: its attempt timeout counts
+    /// from then, for every copy.
+    round_start_us: u64,
     /// The copies of the attempt in flight: one, unless the policy hedges.
     copies: Vec<CopyInFlight>,
     /// The attempt's hedge schedule, if the policy hedges the request.
@@ -138,6 +142,7 @@ impl Simulation<'_> {
     fn start_attempt(&mut self, i: usize, t: u64) {
         let live = &mut self.live[i];
         live.round += 1;
+        live.round_start_us = t;
         live.copies.clear();
         live.hedge_at = None;
         self.dispatch(i, t, 0);
@@ -206,19 +211,23 @@ impl Simulation<'_> {
         };
         let effects = Effects::of(self.active(t), &target, self.scenario.seed);
         let (admission, admitted) = self.admit(node, t);
-        let (end, outcome) =
+        let (end, outcome, served) =
             match refused_before_dispatch(admission.allows(), &effects, draws.latency_us) {
-                Some((after, outcome)) => (t + after, outcome),
-                None => self.serve(i, t, &target, effects),
+                Some((after, outcome)) => (t + after, outcome, false),
+                None => {
+                    let (end, outcome) = self.serve(i, t, &target, effects);
+                    (end, outcome, true)
+                }
             };
         self.run.attempts += 1;
         self.bucket(t).attempts += 1;
+        let (end, outcome, cut) = self.cut(i, end, outcome);
+        if served && cut {
+            // The client stops waiting; the node serves it all the same.
+            self.run.abandoned += 1;
+            self.bucket(t).abandoned += 1;
+        }
         let live = &mut self.live[i];
-        let (end, outcome) = if end >= live.deadline_us {
-            (live.deadline_us, AttemptEnd::Deadline)
-        } else {
-            (end, outcome)
-        };
         let copy = live.copies.len();
         live.copies.push(CopyInFlight {
             end: Some(outcome),
@@ -226,6 +235,26 @@ impl Simulation<'_> {
         });
         let round = live.round;
         self.schedule(end, i, Event::End(round, copy));
+    }
+
+    /// Request `i`'s copy that would end at `end` as `outcome`, as the client sees it: cut by
+    /// the attempt timeout (counted from the round's start) or the deadline, whichever comes
+    /// first and before `end`; with whether it was cut.
+    fn cut(&self, i: usize, end: u64, outcome: AttemptEnd) -> (u64, AttemptEnd, bool) {
+        let live = &self.live[i];
+        let timeout = self.controls.attempt_timeout(live.retry.request());
+        let timed = timeout.map(|timeout| {
+            let us = u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX);
+            live.round_start_us.saturating_add(us)
+        });
+        match timed {
+            Some(at) if at < live.deadline_us && at < end => {
+                (at, AttemptEnd::Failed(reasons::ATTEMPT_TIMEOUT), true)
+            }
+            _ if end > live.deadline_us => (live.deadline_us, AttemptEnd::Deadline, true),
+            _ if end == live.deadline_us => (end, AttemptEnd::Deadline, false),
+            _ => (end, outcome, false),
+        }
     }
 
     /// How the policy's breakers admit an attempt to `node` at `t`, and the node and admission
@@ -405,6 +434,7 @@ pub async fn run(
             latencies_us: Vec::new(),
             attempts: 0,
             cluster_attempts: 0,
+            abandoned: 0,
             errors: BTreeMap::new(),
             buckets: Vec::new(),
             bucket_latencies_us: Vec::new(),
@@ -441,6 +471,7 @@ pub async fn run(
             node_offset: 0,
             attempts: 0,
             round: 0,
+            round_start_us: arrival.t_us,
             copies: Vec::new(),
             schedule: None,
             hedge_at: None,

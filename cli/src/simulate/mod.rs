@@ -102,6 +102,7 @@ fn run_json(run: &Run, scenario: &Scenario) -> Value {
         "attempts": run.attempts,
         "attempts_per_request": run.attempts as f64 / run.requests.max(1) as f64,
         "cluster_attempts": run.cluster_attempts,
+        "abandoned_attempts": run.abandoned,
         "load_amplification": load,
         "peak_load_amplification": peak,
         "goodput_after_faults_per_s": goodput_after_faults(run, scenario),
@@ -111,6 +112,7 @@ fn run_json(run: &Run, scenario: &Scenario) -> Value {
             "arrivals": b.arrivals,
             "attempts": b.attempts,
             "cluster_attempts": b.cluster_attempts,
+            "abandoned_attempts": b.abandoned,
             "succeeded": b.ended.succeeded,
             "cancelled": b.ended.cancelled,
             "ambiguous_timeouts": b.ended.ambiguous_timeouts,
@@ -124,11 +126,11 @@ fn write_table(out: &mut impl Write, runs: &[Run], scenario: &Scenario) -> std::
     let ms = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.1}"));
     writeln!(
         out,
-        "| policy | succeeded | cancelled | ambiguous timeouts | unambiguous timeouts | p50 ms | p99 ms | attempts/request | load × (peak) | goodput/s after the faults |"
+        "| policy | succeeded | cancelled | ambiguous timeouts | unambiguous timeouts | p50 ms | p99 ms | attempts/request | load × (peak) | abandoned | goodput/s after the faults |"
     )?;
     writeln!(
         out,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     )?;
     for run in runs {
         let o = &run.outcomes;
@@ -137,7 +139,7 @@ fn write_table(out: &mut impl Write, runs: &[Run], scenario: &Scenario) -> std::
             goodput_after_faults(run, scenario).map_or_else(|| "-".into(), |g| format!("{g:.0}"));
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {load:.2} ({peak:.2}) | {after} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {load:.2} ({peak:.2}) | {} | {after} |",
             run.policy,
             o.succeeded,
             o.cancelled,
@@ -146,6 +148,7 @@ fn write_table(out: &mut impl Write, runs: &[Run], scenario: &Scenario) -> std::
             ms(percentile_ms(&run.latencies_us, 0.50)),
             ms(percentile_ms(&run.latencies_us, 0.99)),
             run.attempts as f64 / run.requests.max(1) as f64,
+            run.abandoned,
         )?;
     }
     Ok(())

@@ -39,6 +39,9 @@ pub struct Bucket {
     pub attempts: u64,
     /// Attempts that reached a node.
     pub cluster_attempts: u64,
+    /// Attempts the client stopped waiting for (cut by their attempt timeout or the deadline)
+    /// while their node served them: wasted work.
+    pub abandoned: u64,
     /// Requests that ended, by outcome.
     pub ended: Outcomes,
 }
@@ -58,6 +61,8 @@ pub struct Run {
     pub attempts: u64,
     /// Attempts that reached a node.
     pub cluster_attempts: u64,
+    /// Attempts the client abandoned while their node served them.
+    pub abandoned: u64,
     /// The errors requests ended with, by name.
     pub errors: BTreeMap<String, u64>,
     /// The timeline, one bucket per `bucket_s`.

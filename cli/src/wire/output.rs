@@ -74,6 +74,15 @@ pub fn with_ids(mut out: Value, decision_id: DecisionId, request_id: u64) -> Val
     out
 }
 
+/// Adds how long the planned attempt may run before the caller cuts it (`attempt_timeout_ms`,
+/// µs precision), when the request's controls cut attempts.
+pub fn with_attempt_timeout(mut out: Value, timeout: Option<std::time::Duration>) -> Value {
+    if let Some(timeout) = timeout {
+        out["attempt_timeout_ms"] = json!((timeout.as_micros() as f64) / 1000.0);
+    }
+    out
+}
+
 /// Adds who decided: the policy and its version.
 pub fn with_policy(mut out: Value, policy: &str, version: &str) -> Value {
     out["policy"] = policy.into();

@@ -183,11 +183,6 @@ impl WasmStrategy {
             }
         })?;
         if let RetryAction::RetryAfter { delay, .. } = action {
-            if !(self.recipe.component.wit_version()).has_case_for(reason.kind()) {
-                // Told as `other(name)`: never retried, as the policy's WIT says.
-                self.pool.put(instance);
-                return Ok(RetryAction::NoRetry);
-            }
             let max = Duration::from_millis(self.recipe.config.limits.max_delay_ms);
             if delay > max {
                 return Err(PolicyFailure::new(
@@ -198,6 +193,11 @@ impl WasmStrategy {
         }
         self.pool.put(instance);
         Ok(action)
+    }
+
+    /// Whether its `rebound:policy` version's `retry-reason` has a case for `reason`.
+    fn has_case_for(&self, reason: &crate::reason::RetryReason) -> bool {
+        (self.recipe.component.wit_version()).has_case_for(reason.kind())
     }
 
     /// Whether its `rebound:policy` version has words for `request`. A request it has none
@@ -287,6 +287,11 @@ impl WasmStrategy {
             return self.fail_safe(failure, request, context);
         }
         match self.try_decide_by(request, context, due) {
+            // Told as `other(name)`: never retried, as the policy's WIT says.
+            Ok(RetryAction::RetryAfter { .. }) if !self.has_case_for(reason) => {
+                self.health.on_success();
+                RetryAction::NoRetry
+            }
             Ok(action) => {
                 self.health.on_success();
                 action
