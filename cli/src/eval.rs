@@ -12,7 +12,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use rebound::config::RegistryConfig;
 
-use crate::json_decider::{builtin_registry, FileAccess, JsonDecider};
+use crate::builtin_registry::builtin_registry;
+use crate::json_decider::{FileAccess, JsonDecider};
 use crate::replay::replay;
 use crate::wire::hedge::HedgeInput;
 use crate::wire::outcome::OutcomeInput;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use rebound::classify::{classify, Classification};
-use rebound::config::{Builtin, BuiltinPolicy, RegistryConfig};
+use rebound::config::{Builtin, BuiltinPolicy};
 use rebound::errormap::ErrorMap;
 use rebound::registry::PolicyRegistry;
 use rebound::wasm::{PolicyPre, WasmStrategy, WasmStrategyConfig};
@@ -27,30 +27,6 @@ enum Chosen {
     Own(Arc<dyn RetryStrategy>, (String, String)),
     /// The registry: by the configured policy named, else by the request's route.
     Registry(Option<String>),
-}
-
-/// The built-in strategies as a registry configuration: what `eval` decides with when no
-/// configuration file is given.
-const BUILTINS: &str = r#"
-default_policy = "best-effort"
-[watch]
-enabled = false
-[policies.best-effort]
-builtin = "best-effort"
-[policies.fail-fast]
-builtin = "fail-fast"
-[policies.fast-fail-on-terminal-error]
-builtin = "fast-fail-on-terminal-error"
-[policies.cassandra-default]
-builtin = "cassandra-default"
-[policies.cassandra-downgrading-consistency]
-builtin = "cassandra-downgrading-consistency"
-"#;
-
-/// The registry of the built-in strategies, named as in registry configurations.
-pub fn builtin_registry() -> anyhow::Result<PolicyRegistry> {
-    let config = RegistryConfig::parse(BUILTINS, Path::new("<built-in>"), Path::new("."))?;
-    Ok(PolicyRegistry::new(config)?)
 }
 
 type ComponentKey = (PathBuf, BTreeMap<String, String>);

@@ -27,6 +27,7 @@
 mod bench;
 mod build;
 mod build_stamp;
+mod builtin_registry;
 mod check;
 mod classify;
 mod doctor;

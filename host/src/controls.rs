@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::breaker::NodeBreakers;
-use crate::hedge::{Hedging, HedgingPolicy};
+use crate::hedge::{ConstantSpeculativeExecution, Hedging, HedgingPolicy, MAX_COPIES};
 use crate::request::Request;
 use crate::request_outcome::Outcome;
 use crate::strategy::DecisionContext;
@@ -66,7 +66,21 @@ impl PolicyControls {
     /// for its copies.
     pub fn hedging(&self, request: &Request, now: Instant) -> Option<Hedging> {
         let strategy = self.strategy.as_deref()?;
+        if let Some(timeout) = self.hedged_attempt_timeout(request) {
+            let every = ConstantSpeculativeExecution::new(timeout, MAX_COPIES)
+                .expect("MAX_COPIES is within the copies allowed");
+            return Some(self.controls().paid(Arc::new(every), request, now));
+        }
         self.controls().hedging(strategy, request, now)
+    }
+
+    /// The attempt timeout of `request` when its policy hedges on it
+    /// (`hedge_on_attempt_timeout`) and the request may be hedged: a copy goes each time it
+    /// passes, the attempt still running.
+    fn hedged_attempt_timeout(&self, request: &Request) -> Option<Duration> {
+        (self.controls().hedge_on_attempt_timeout && Hedging::may_hedge(request))
+            .then(|| self.configured_attempt_timeout(request))
+            .flatten()
     }
 
     /// How long each attempt of `request` may run before it is cut and decided as an
@@ -74,7 +88,18 @@ impl PolicyControls {
     /// the policy's, else its strategy's own (the `grpc` built-in's `perAttemptRecvTimeout`, the
     /// `http` and `exponential` built-ins' `attempt_timeout_ms`). The request's deadline still
     /// ends it: a retry loop cuts an attempt at whichever comes first.
+    ///
+    /// None when the policy hedges on attempt timeouts and `request` may be hedged: its attempt
+    /// is not cut then, a copy is sent beside it ([`hedging`](Self::hedging)).
     pub fn attempt_timeout(&self, request: &Request) -> Option<Duration> {
+        if self.hedged_attempt_timeout(request).is_some() {
+            return None;
+        }
+        self.configured_attempt_timeout(request)
+    }
+
+    /// The attempt timeout the route, the policy or the strategy gives `request`.
+    fn configured_attempt_timeout(&self, request: &Request) -> Option<Duration> {
         (self.route_attempt_timeout)
             .or(self.controls().attempt_timeout)
             .or_else(|| self.strategy.as_deref()?.attempt_timeout(request))
@@ -98,6 +123,7 @@ pub(crate) struct Controls {
     breakers: Option<Arc<NodeBreakers>>,
     hedging: Option<Arc<dyn HedgingPolicy>>,
     attempt_timeout: Option<Duration>,
+    hedge_on_attempt_timeout: bool,
 }
 
 /// Where a policy's retries are drawn from: one budget, or one per client with the common one
@@ -153,6 +179,7 @@ impl Controls {
             breakers: None,
             hedging: None,
             attempt_timeout: None,
+            hedge_on_attempt_timeout: false,
         }
     }
 
@@ -186,6 +213,14 @@ impl Controls {
         self
     }
 
+    /// These controls, sending a copy of a request that may be hedged each time its attempt
+    /// timeout passes instead of cutting the attempt (Envoy's `hedge_on_per_try_timeout`).
+    #[cfg(feature = "registry")]
+    pub(crate) fn with_hedge_on_attempt_timeout(mut self) -> Self {
+        self.hedge_on_attempt_timeout = true;
+        self
+    }
+
     /// Whether no control is set.
     pub(crate) fn is_empty(&self) -> bool {
         self.budget.is_none()
@@ -193,6 +228,7 @@ impl Controls {
             && self.breakers.is_none()
             && self.hedging.is_none()
             && self.attempt_timeout.is_none()
+            && !self.hedge_on_attempt_timeout
     }
 
     /// The budget every request draws from when it names no client, if any.
@@ -235,7 +271,7 @@ impl Controls {
     /// Whether requests decided by `strategy` under these controls are hedged.
     #[cfg(feature = "registry")]
     pub(crate) fn hedges(&self, strategy: &dyn RetryStrategy) -> bool {
-        self.hedging.is_some() || strategy.hedging().is_some()
+        self.hedging.is_some() || self.hedge_on_attempt_timeout || strategy.hedging().is_some()
     }
 
     /// How `request` is hedged at `now`, paid from its budget and throttle; `None` when neither
@@ -247,11 +283,14 @@ impl Controls {
         now: Instant,
     ) -> Option<Hedging> {
         let policy = self.hedging_policy(strategy)?;
-        Some(
-            Hedging::new(policy)
-                .with_budget(self.budget_for(request))
-                .with_throttle(self.throttle.as_ref().map(|t| t.for_request(request, now))),
-        )
+        Some(self.paid(policy, request, now))
+    }
+
+    /// `request`'s hedging by `policy` at `now`, paid from its budget and throttle.
+    fn paid(&self, policy: Arc<dyn HedgingPolicy>, request: &Request, now: Instant) -> Hedging {
+        Hedging::new(policy)
+            .with_budget(self.budget_for(request))
+            .with_throttle(self.throttle.as_ref().map(|t| t.for_request(request, now)))
     }
 
     /// Whether attempts of requests decided by `strategy` under these controls may be cut by

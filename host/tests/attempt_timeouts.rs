@@ -454,3 +454,81 @@ fn no_attempt_timeout_hedging_or_answer_sends_a_non_idempotent_request_twice() {
         }
     });
 }
+
+/// Envoy's `hedge_on_per_try_timeout` as `hedge_on_attempt_timeout` (docs/hedging.md): an
+/// idempotent request's attempt that outlives its timeout is not cut; a copy goes beside it
+/// (to the next node, paid like any hedge) and the first answer wins. A non-idempotent request
+/// is never copied: its attempt is cut as without the setting, and never sent twice.
+#[tokio::test(start_paused = true)]
+async fn a_policy_hedging_on_attempt_timeouts_sends_a_copy_beside_the_slow_attempt() {
+    let config = RegistryConfig::parse(
+        "default_policy = \"p\"\ncache_dir = false\n[watch]\nenabled = false\n\
+         [policies.p]\nbuiltin = \"best-effort\"\nattempt_timeout_ms = 100\n\
+         hedge_on_attempt_timeout = true\n",
+        Path::new("inline.toml"),
+        Path::new("."),
+    )
+    .unwrap();
+    let executor = Executor::new(Arc::new(PolicyRegistry::new(config).unwrap()));
+    for (ty, expected) in [(RequestType::Get, Some(1)), (RequestType::Upsert, None)] {
+        let start = Instant::now();
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&sent);
+        let result = executor
+            .run(request(ty, 1000), move |attempt| {
+                seen.lock().unwrap().push((
+                    attempt.number(),
+                    attempt.copy(),
+                    attempt.node(),
+                    start.elapsed(),
+                ));
+                async move {
+                    attempt.dispatched("node-1:11210");
+                    if attempt.copy() == 0 && attempt.number() == 0 {
+                        // Answers, but only after two attempt timeouts.
+                        tokio::time::sleep(MS(250)).await;
+                    }
+                    Ok::<_, Failure<()>>(attempt.copy())
+                }
+            })
+            .await;
+        let sent = sent.lock().unwrap().clone();
+        match expected {
+            Some(copy) => {
+                assert_eq!(result.unwrap(), copy, "{ty}: the copy answered first");
+                assert_eq!(
+                    sent,
+                    [
+                        (0, 0, NodeChoice::Same, MS(0)),
+                        (0, 1, NodeChoice::Next, MS(100))
+                    ]
+                );
+                assert_eq!(start.elapsed(), MS(100));
+            }
+            None => {
+                let error = result.unwrap_err();
+                assert_eq!(error.retry_error().unwrap().name(), "AmbiguousTimeout");
+                assert_eq!(sent, [(0, 0, NodeChoice::Same, MS(0))], "{ty}: one call");
+                assert_eq!(start.elapsed(), MS(100), "{ty}: cut at its attempt timeout");
+            }
+        }
+    }
+}
+
+/// docs/registry.md: a policy hedges one way; `hedge_on_attempt_timeout` beside a
+/// `speculative_execution` is refused naming the field.
+#[test]
+fn hedging_on_attempt_timeouts_beside_speculative_execution_is_refused() {
+    let error = RegistryConfig::parse(
+        "default_policy = \"p\"\n[policies.p]\nbuiltin = \"best-effort\"\nattempt_timeout_ms = 100\nspeculative_execution = { delay_ms = 10, max_executions = 2 }\nhedge_on_attempt_timeout = true\n",
+        Path::new("rebound.toml"),
+        Path::new("."),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("rebound.toml:6"), "{error}");
+    assert!(
+        error.contains("policies.p.hedge_on_attempt_timeout"),
+        "{error}"
+    );
+}

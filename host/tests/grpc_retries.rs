@@ -347,3 +347,37 @@ fn attempts_cut_by_their_timeout_are_retried_as_grpc_clients_retry_them() {
         "a method it does not name"
     );
 }
+
+/// docs/http-and-grpc.md "Attempt timeouts": a `perAttemptRecvTimeout` not shorter than its
+/// method config's `timeout` can never fire; it is accepted and warned of (the registry logs
+/// the warning with the file, line and field), one shorter is not.
+#[test]
+fn an_attempt_timeout_that_can_never_fire_is_warned_of() {
+    let config = |per_attempt: &str| {
+        json!({"service_config": {"methodConfig": [{
+            "name": [{"service": "shop.Inventory"}],
+            "timeout": "1s",
+            "retryPolicy": {
+                "maxAttempts": 3,
+                "initialBackoff": "0.1s",
+                "maxBackoff": "1s",
+                "backoffMultiplier": 2,
+                "retryableStatusCodes": ["UNAVAILABLE"],
+                "perAttemptRecvTimeout": per_attempt
+            }
+        }]}})
+    };
+    let warnings = |per_attempt: &str| {
+        let params = config(per_attempt);
+        let policy = BuiltinPolicy::new(Builtin::Grpc, params.as_object().unwrap()).unwrap();
+        policy.warnings()
+    };
+    let never = warnings("1s");
+    assert_eq!(never.len(), 1);
+    assert_eq!(
+        never[0].field,
+        "service_config.methodConfig[0].retryPolicy.perAttemptRecvTimeout"
+    );
+    assert!(never[0].message.contains("never fire"), "{}", never[0]);
+    assert!(warnings("0.5s").is_empty());
+}

@@ -919,6 +919,8 @@ fn the_example_configuration_loads_every_policy() {
             "cassandra",
             "guarded",
             "hedged",
+            "impatient",
+            "impatient-budgeted",
             "proportional",
             "robots",
             "standard",

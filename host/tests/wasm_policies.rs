@@ -372,12 +372,13 @@ fn a_policy_is_not_asked_about_requests_its_version_cannot_describe() {
     }
 }
 
-/// `wit/policy.wit` `retry-reason.other`: a reason a policy's version has no case for (here
-/// `ATTEMPT_TIMEOUT`, newer than every released version) reaches it by its name and is never
-/// retried, whatever it answers; the policy is still asked. `best_effort` retries any failure
-/// of an idempotent request.
+/// docs/wit-versions.md: a reason a policy's version has no case for (here `ATTEMPT_TIMEOUT`,
+/// newer than every released version) reaches it by its name (`other`), and its answer
+/// decides under the host's rules: `best_effort` retries an idempotent get, and the guard
+/// refuses the retry of a non-idempotent write that was dispatched (reference 001), which then
+/// ends as an ambiguous timeout (reference 002).
 #[test]
-fn a_reason_a_policy_s_version_lacks_is_asked_about_and_never_retried() {
+fn a_reason_a_policy_s_version_lacks_reaches_it_by_name_under_the_host_s_rules() {
     let mut guests = vec!["best_effort".to_owned()];
     guests.extend(
         (wasm_support::released_versions().into_iter())
@@ -386,14 +387,15 @@ fn a_reason_a_policy_s_version_lacks_is_asked_about_and_never_retried() {
     for guest in guests {
         let strategy = wasm_support::strategy(&guest, WasmStrategyConfig::default());
         let cut = DecisionContext::new(&reasons::ATTEMPT_TIMEOUT);
-        assert_eq!(
-            strategy.answer(&get(0), &cut),
-            RetryAction::NoRetry,
-            "{guest}"
-        );
-        assert_eq!(strategy.stats().decisions, 1, "{guest}: asked");
-        let locked = DecisionContext::new(&reasons::KV_LOCKED);
-        assert!(strategy.answer(&get(0), &locked).is_retry(), "{guest}");
+        assert!(strategy.answer(&get(0), &cut).is_retry(), "{guest}");
+        let orchestrator = rebound::Orchestrator::new(strategy);
+        let mut write = Request::new(2, RequestType::Upsert, Duration::from_secs(10)).unwrap();
+        write.mark_dispatched("node-1");
+        let decision = common::decide_at(&orchestrator, &mut write, &reasons::ATTEMPT_TIMEOUT, 0);
+        let rebound::Decision::Fail(error) = decision else {
+            panic!("{guest}: {decision:?}");
+        };
+        assert_eq!(error.name(), "AmbiguousTimeout", "{guest}");
     }
 }
 

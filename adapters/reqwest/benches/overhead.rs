@@ -4,7 +4,7 @@
 //! over the registry (what a caller calling the registry directly writes), and the decision
 //! itself; the same through a middleware that serves the service (the request names none); and
 //! what any middleware costs in `reqwest-middleware`'s chain (one that only calls the
-//! next). The answers come from a last middleware in the chain, not a network, and the runtime's
+//! next); and the middleware whose policy cuts attempts after 1 s (never reached). The answers come from a last middleware in the chain, not a network, and the runtime's
 //! clock is paused (tokio's auto-advance) so that neither a socket nor the planned 1 ms wait is
 //! what is measured. Run: `env -u RUST_BACKTRACE cargo bench -p rebound-reqwest --bench overhead`.
 
@@ -25,7 +25,7 @@ use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next};
 mod builtin_registry;
 #[path = "../../../host/benches/support/measure.rs"]
 mod measure;
-use builtin_registry::builtin_registry;
+use builtin_registry::{builtin_registry, builtin_registry_with};
 use measure::measure_interleaved;
 
 const URL: &str = "http://127.0.0.1:8092/default/_design/beers/_view/by_name";
@@ -152,6 +152,14 @@ fn main() {
         )
         .with(Service503Then200)
         .build();
+    // The same middleware whose policy cuts attempts after 1 s (never reached).
+    let armed = ClientBuilder::new(reqwest::Client::new())
+        .with(ReboundMiddleware::new(builtin_registry_with(
+            "best-effort",
+            "attempt_timeout_ms = 1000",
+        )))
+        .with(Service503Then200)
+        .build();
     let passing = ClientBuilder::new(reqwest::Client::new())
         .with(PassThrough)
         .with(Service503Then200)
@@ -194,6 +202,17 @@ fn main() {
             },
             &mut || answered_200(&runtime, &plain),
             &mut || answered_200(&runtime, &passing),
+            &mut || {
+                let response = runtime.block_on(async {
+                    armed
+                        .get(URL)
+                        .with_extension(Service::Views)
+                        .send()
+                        .await
+                        .unwrap()
+                });
+                assert_eq!(black_box(response).status(), 200);
+            },
         ],
     );
     let ns = |d: Duration| d.as_secs_f64() * 1e9;
@@ -229,5 +248,12 @@ fn main() {
         "| a send answered 200, then one through a middleware that only calls the next: the difference | {:.0} | {:.2} |",
         layered - alone,
         (layered - alone) / decision
+    );
+    let armed = ns(times[6]);
+    println!(
+        "| through the middleware, its policy cutting attempts after 1 s (never reached): what that adds, and its share of what the middleware adds | {:.0} | {:.2} ({:.0} %) |",
+        armed - middleware,
+        (armed - middleware) / decision,
+        (armed - middleware) / (middleware - by_hand) * 100.0
     );
 }

@@ -2,7 +2,9 @@
 //! UNAVAILABLE then OK — its body kept, the status read, decided, waited for and sent again —
 //! through the layer, beside an empty tower layer doing the same buffering and the same one
 //! retry without deciding, the same loop written by hand over the registry, and the decision
-//! itself; and a call answered OK at once through each layer. The answers come from a service without a network (Trailers-Only answers), and the
+//! itself; a call answered OK at once through each layer; both through the layer whose policy
+//! cuts attempts after 1 s (never reached), beside the floor of that: one tokio timer armed
+//! around an answer. The answers come from a service without a network (Trailers-Only answers), and the
 //! runtime's clock is paused (tokio's auto-advance) so that neither a socket nor the planned
 //! wait is what is measured. Run: `env -u RUST_BACKTRACE cargo bench -p rebound-tonic --bench
 //! overhead`.
@@ -29,7 +31,7 @@ use tower_service::Service;
 mod builtin_registry;
 #[path = "../../../host/benches/support/measure.rs"]
 mod measure;
-use builtin_registry::builtin_registry;
+use builtin_registry::{builtin_registry, builtin_registry_with};
 use measure::measure_interleaved;
 
 const METHOD: &str = "/shop.Inventory/Get";
@@ -175,6 +177,11 @@ fn main() {
     let layer = ReboundLayer::new(Arc::clone(&registry)).idempotent([METHOD]);
     let mut layered = tower_layer::Layer::layer(&layer, Answers { always_ok: false });
     let mut layered_ok = tower_layer::Layer::layer(&layer, Answers { always_ok: true });
+    // The same layer whose policy cuts attempts after 1 s (never reached).
+    let armed = builtin_registry_with("best-effort", "attempt_timeout_ms = 1000");
+    let armed = ReboundLayer::new(armed).idempotent([METHOD]);
+    let mut layered_armed = tower_layer::Layer::layer(&armed, Answers { always_ok: false });
+    let mut layered_armed_ok = tower_layer::Layer::layer(&armed, Answers { always_ok: true });
     let mut buffering = Buffering(Answers { always_ok: false });
     let mut buffering_ok = Buffering(Answers { always_ok: true });
     let ids = AtomicU64::new(1);
@@ -218,6 +225,22 @@ fn main() {
                 request.mark_dispatched("inventory:50051".to_owned());
                 drop(black_box(request));
             },
+            &mut || ok(runtime.block_on(through(&mut layered_armed))),
+            &mut || ok(runtime.block_on(through(&mut layered_armed_ok))),
+            // The floor of any attempt timeout: a tokio timer armed around an attempt that
+            // answers at once, boxed as the layer boxes it, beside the attempt alone.
+            &mut || {
+                ok(runtime
+                    .block_on(Answers { always_ok: true }.call(call()))
+                    .unwrap())
+            },
+            &mut || {
+                let timed = runtime.block_on(async {
+                    let answered = Answers { always_ok: true }.call(call());
+                    Box::pin(tokio::time::timeout(Duration::from_secs(1), answered)).await
+                });
+                ok(timed.unwrap().unwrap());
+            },
         ],
     );
     let ns = |d: Duration| d.as_secs_f64() * 1e9;
@@ -258,5 +281,23 @@ fn main() {
         "| a call answered OK at once: the empty layer, the layer, the difference | {empty_ok:.0}, {layer_ok:.0}, {:.0} | {:.2} |",
         layer_ok - empty_ok,
         (layer_ok - empty_ok) / decision
+    );
+    let (armed, armed_ok) = (ns(times[7]), ns(times[8]));
+    println!(
+        "| through the layer, its policy cutting attempts after 1 s (never reached): what that adds, and its share of what the layer adds over the empty layer | {:.0} | {:.2} ({:.0} %) |",
+        armed - layer,
+        (armed - layer) / decision,
+        (armed - layer) / (layer - empty) * 100.0
+    );
+    println!(
+        "| the same for a call answered OK at once (the call is then described and its policy's controls asked) | {:.0} | {:.2} |",
+        armed_ok - layer_ok,
+        (armed_ok - layer_ok) / decision
+    );
+    let (bare, timed) = (ns(times[9]), ns(times[10]));
+    println!(
+        "| the floor: a tokio timer armed around one answer, boxed, over the answer alone | {:.0} | {:.2} |",
+        timed - bare,
+        (timed - bare) / decision
     );
 }

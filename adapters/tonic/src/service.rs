@@ -321,15 +321,27 @@ impl AttemptOf<'_> {
             .map(|(timeout, call)| timeout.min(call.request.remaining_at(Instant::now())));
         let sent = match cut_after {
             None => sending.await,
-            // Boxed: only calls whose policy cuts attempts pay for the timer.
-            Some(after) => (Box::pin(tokio::time::timeout(after, sending)).await)
-                .unwrap_or_else(|_| cut(after)),
+            Some(after) => cut_at_timeout(sending, after).await,
         };
         if let Some((breakers, node, admission)) = admission {
             settle(breakers, node, admission, &sent);
         }
         sent
     }
+}
+
+/// `sending`'s end, or the attempt cut if `after` passes first. Only the timer is boxed (only
+/// calls whose policy cuts attempts pay for it); the attempt is not moved.
+async fn cut_at_timeout<B>(sending: impl Future<Output = Sent<B>>, after: Duration) -> Sent<B> {
+    let mut sending = std::pin::pin!(sending);
+    let mut timer = Box::pin(tokio::time::sleep(after));
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(sent) = sending.as_mut().poll(cx) {
+            return Poll::Ready(sent);
+        }
+        timer.as_mut().poll(cx).map(|()| cut(after))
+    })
+    .await
 }
 
 /// An attempt cut after `after` by its attempt timeout: it may have reached the server; if it

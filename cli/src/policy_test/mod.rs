@@ -15,7 +15,8 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-use crate::json_decider::{builtin_registry, FileAccess, JsonDecider};
+use crate::builtin_registry::builtin_registry;
+use crate::json_decider::{FileAccess, JsonDecider};
 use crate::wire::input::DecideInput;
 use case::Case;
 use report::{Outcome, Report};

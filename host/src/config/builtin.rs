@@ -13,7 +13,6 @@ use sha2::{Digest, Sha256};
 use crate::action::NodeChoice;
 use crate::backoff::{ExponentialBackoff, ExponentialBackoffConfig};
 use crate::field_error::FieldError;
-use crate::grpc::{ServiceConfig, DEFAULT_MAX_ATTEMPTS_LIMIT};
 use crate::reason::ReasonKind;
 use crate::strategy::cassandra::{
     Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
@@ -22,6 +21,11 @@ use crate::strategy::{
     BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, GrpcRetry, HttpRetry,
 };
 use crate::RetryStrategy;
+
+use super::params::{backoff, read};
+use super::protocol_builtins::{grpc_policy, http_policy};
+
+pub use super::protocol_builtins::MAX_ATTEMPTS_LIMIT;
 
 /// A built-in native strategy a policy may name instead of a component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -88,15 +92,6 @@ impl Builtin {
         Builtin::ALL.into_iter().find(|b| b.name() == name)
     }
 }
-
-/// The largest `max_attempts_limit` the `grpc` built-in takes: a client may raise gRFC A6's
-/// cap of 5, not without bound, since a decision request may name the built-in with its
-/// parameters.
-pub const MAX_ATTEMPTS_LIMIT: u32 = 100;
-
-/// The largest backoff factor (`factor`, `multiplier`) a built-in takes: past it the second
-/// delay is the maximum already.
-const MAX_FACTOR: f64 = 1000.0;
 
 /// A built-in with its validated parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,160 +189,6 @@ struct ExponentialParams {
     attempt_timeout_ms: Option<u64>,
 }
 
-/// The `http` built-in's parameters.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HttpParams {
-    #[serde(
-        default = "http_max_attempts",
-        deserialize_with = "crate::ranges::within::<_, _, 1, 100>"
-    )]
-    max_attempts: u32,
-    #[serde(
-        default = "http_initial_ms",
-        deserialize_with = "crate::ranges::within::<_, _, 1, 86_400_000>"
-    )]
-    initial_ms: u64,
-    #[serde(
-        default = "http_max_ms",
-        deserialize_with = "crate::ranges::within::<_, _, 1, 86_400_000>"
-    )]
-    max_ms: u64,
-    #[serde(default = "http_multiplier")]
-    multiplier: f64,
-    #[serde(default = "http_statuses")]
-    statuses: Vec<u16>,
-    #[serde(
-        default,
-        deserialize_with = "crate::ranges::within_if_set::<_, _, 1, 86_400_000>"
-    )]
-    attempt_timeout_ms: Option<u64>,
-}
-
-fn http_max_attempts() -> u32 {
-    3
-}
-fn http_initial_ms() -> u64 {
-    100
-}
-fn http_max_ms() -> u64 {
-    5000
-}
-fn http_multiplier() -> f64 {
-    2.0
-}
-fn http_statuses() -> Vec<u16> {
-    HttpRetry::DEFAULT_STATUSES.to_vec()
-}
-
-/// The `grpc` built-in: its service config (an object, or its JSON text) and the client's cap.
-fn grpc_policy(params: &Map<String, Value>) -> Result<GrpcRetry, FieldError> {
-    if let Some(unknown) = params
-        .keys()
-        .find(|k| !["service_config", "max_attempts_limit"].contains(&k.as_str()))
-    {
-        return Err(FieldError::new(
-            unknown.as_str(),
-            "unknown parameter; expected service_config or max_attempts_limit",
-        ));
-    }
-    let limit = match params.get("max_attempts_limit") {
-        None => DEFAULT_MAX_ATTEMPTS_LIMIT,
-        Some(value) => value
-            .as_u64()
-            .filter(|n| (2..=u64::from(MAX_ATTEMPTS_LIMIT)).contains(n))
-            .and_then(|n| u32::try_from(n).ok())
-            .ok_or_else(|| {
-                FieldError::new(
-                    "max_attempts_limit",
-                    format!("expected an integer from 2 to {MAX_ATTEMPTS_LIMIT}, found `{value}`"),
-                )
-            })?,
-    };
-    let config = match params.get("service_config") {
-        None => {
-            return Err(FieldError::new(
-                "service_config",
-                "required: a gRPC service config ({\"methodConfig\": [...]})",
-            ))
-        }
-        Some(Value::String(text)) => serde_json::from_str(text)
-            .map_err(|e| FieldError::new("service_config", format!("not JSON: {e}")))?,
-        Some(value) => value.clone(),
-    };
-    let config = ServiceConfig::parse(&config, limit).map_err(|e| e.within("service_config"))?;
-    Ok(GrpcRetry::new(config))
-}
-
-/// The `http` built-in from its parameters.
-fn http_policy(params: &Map<String, Value>) -> Result<HttpRetry, FieldError> {
-    let p: HttpParams = read(params)?;
-    if p.max_attempts < 1 {
-        return Err(FieldError::new(
-            "max_attempts",
-            "expected at least 1 (the first attempt counts)",
-        ));
-    }
-    let backoff = backoff(
-        (p.initial_ms, p.max_ms, p.multiplier, 0.0),
-        ["initial_ms", "max_ms", "multiplier", "jitter"],
-    )?;
-    if let Some(bad) = p.statuses.iter().find(|s| !(400..=599).contains(*s)) {
-        return Err(FieldError::new(
-            "statuses",
-            format!("{bad} is not an error status; expected statuses from 400 to 599"),
-        ));
-    }
-    let strategy = HttpRetry::default()
-        .max_attempts(p.max_attempts)
-        .backoff(backoff.min(), backoff.max(), backoff.factor())
-        .statuses(p.statuses);
-    Ok(match p.attempt_timeout_ms {
-        Some(ms) => strategy.attempt_timeout(Duration::from_millis(ms)),
-        None => strategy,
-    })
-}
-
-/// Reads `params` as `T`; a refused value names its parameter.
-fn read<T: for<'de> Deserialize<'de>>(params: &Map<String, Value>) -> Result<T, FieldError> {
-    serde_path_to_error::deserialize(Value::Object(params.clone())).map_err(|e| {
-        let param = e.path().to_string();
-        let param = if param == "." { String::new() } else { param };
-        FieldError::new(param, e.into_inner().to_string())
-    })
-}
-
-/// The backoff from these parameters; a refused value names its parameter in `names` (the
-/// minimum, maximum, factor and jitter, as this built-in calls them).
-fn backoff(
-    (min_ms, max_ms, factor, jitter): (u64, u64, f64, f64),
-    names: [&str; 4],
-) -> Result<ExponentialBackoff, FieldError> {
-    use crate::backoff::BackoffConfigError as E;
-    let [min_name, max_name, factor_name, jitter_name] = names;
-    if factor > MAX_FACTOR {
-        return Err(FieldError::new(
-            factor_name,
-            format!("{factor} is out of range; expected a number from 1 to {MAX_FACTOR}"),
-        ));
-    }
-    ExponentialBackoff::new(
-        Duration::from_millis(min_ms),
-        Duration::from_millis(max_ms),
-        factor,
-    )
-    .and_then(|b| b.with_jitter(jitter))
-    .map_err(|error| {
-        let (param, expected) = match &error {
-            E::ZeroMin => (min_name, "at least 1 (ms)".to_owned()),
-            E::MaxBelowMin { .. } => (max_name, format!("at least {min_name} ({min_ms})")),
-            E::BadFactor(_) => (factor_name, format!("a number from 1 to {MAX_FACTOR}")),
-            E::BadJitter(_) => (jitter_name, "a fraction from 0 to 1".to_owned()),
-        };
-        FieldError::new(param, format!("{error}; expected {expected}"))
-    })
-}
-
 /// The reason kinds named in `names`, checked against the reason table.
 fn reasons(names: &[String], param: &str) -> Result<Vec<ReasonKind>, FieldError> {
     names
@@ -436,6 +277,22 @@ impl BuiltinPolicy {
             Builtin::Grpc => BuiltinPolicy::Grpc(grpc_policy(params)?),
             Builtin::Http => BuiltinPolicy::Http(http_policy(params)?),
         })
+    }
+
+    /// What in its parameters is accepted but cannot act, each as the parameter's path and why:
+    /// a `grpc` built-in's `perAttemptRecvTimeout` not shorter than its method's `timeout`.
+    pub fn warnings(&self) -> Vec<FieldError> {
+        match self {
+            BuiltinPolicy::Grpc(grpc) => (grpc.config().never_firing_attempt_timeouts().iter())
+                .map(|path| {
+                    FieldError::new(
+                        format!("service_config.{path}"),
+                        "not shorter than the method config's timeout (the call's deadline): it can never fire",
+                    )
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// Which built-in this is.

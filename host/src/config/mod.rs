@@ -17,7 +17,9 @@ mod budgets;
 mod builtin;
 mod controls;
 mod errors;
+mod params;
 mod policies;
+mod protocol_builtins;
 mod raw;
 mod route;
 mod throttles;
@@ -231,6 +233,9 @@ pub struct PolicyDefinition {
     /// How long each attempt may run before it is cut and decided as an `ATTEMPT_TIMEOUT`
     /// failure (`attempt_timeout_ms`), over the strategy's own.
     pub attempt_timeout: Option<std::time::Duration>,
+    /// Whether a copy of an idempotent request is sent each time its attempt timeout passes,
+    /// the attempt still running (`hedge_on_attempt_timeout`), instead of cutting it.
+    pub hedge_on_attempt_timeout: bool,
 }
 
 /// A place in a configuration file.

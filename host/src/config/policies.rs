@@ -3,6 +3,7 @@
 //! parameters, each error naming where the value is written and what was expected. Apart from
 //! the other sections because a policy is the one table whose shape depends on its kind.
 
+use crate::field_error::FieldError;
 use crate::hedge::ConstantSpeculativeExecution;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -50,6 +51,7 @@ fn policy(
     Ok(PolicyDefinition {
         speculative_execution: speculative_execution(raw, errors, &field)?,
         attempt_timeout: raw.attempt_timeout_ms.map(Duration::from_millis),
+        hedge_on_attempt_timeout: hedge_on_attempt_timeout(raw, errors, &field)?,
         source,
         params: param_texts(params, errors, &field)?,
         limits: raw.limits,
@@ -150,6 +152,27 @@ fn param_texts(
     Ok(texts)
 }
 
+/// A policy's `hedge_on_attempt_timeout`: refused beside a `speculative_execution`, which
+/// hedges on a timer of its own.
+fn hedge_on_attempt_timeout(
+    raw: &RawPolicy,
+    errors: &Errors<'_>,
+    field: &str,
+) -> Result<bool, ConfigError> {
+    let Some(written) = &raw.hedge_on_attempt_timeout else {
+        return Ok(false);
+    };
+    let hedges = *written.get_ref();
+    if hedges && raw.speculative_execution.is_some() {
+        return Err(errors.at(
+            written.span(),
+            format!("{field}.hedge_on_attempt_timeout"),
+            "a policy hedges one way: speculative_execution (copies on a timer) or hedge_on_attempt_timeout (a copy when the attempt timeout passes), not both",
+        ));
+    }
+    Ok(hedges)
+}
+
 /// A policy's `speculative_execution`, if written.
 fn speculative_execution(
     raw: &RawPolicy,
@@ -244,13 +267,18 @@ fn builtin_policy(
             .map_err(|e| errors.at(value.span(), format!("{field}.params.{key}"), e.to_string()))?;
         json.insert(key.clone(), value);
     }
-    BuiltinPolicy::new(builtin, &json).map_err(|e| {
-        // Where the refused parameter is written, or the whole table.
+    // Where a parameter a message is about is written, or the whole table.
+    let at = |e: FieldError| {
         let (span, field) = match params.get_ref().get(&e.field) {
             Some(value) => (value.span(), format!("{field}.params.{}", e.field)),
             None if e.field.is_empty() => (params.span(), format!("{field}.params")),
             None => (params.span(), format!("{field}.params.{}", e.field)),
         };
         errors.at(span, field, e.message)
-    })
+    };
+    let policy = BuiltinPolicy::new(builtin, &json).map_err(at)?;
+    for warning in policy.warnings() {
+        tracing::warn!("{}", at(warning));
+    }
+    Ok(policy)
 }

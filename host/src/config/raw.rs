@@ -189,6 +189,8 @@ pub(super) struct RawPolicy {
         deserialize_with = "crate::ranges::within_if_set::<_, _, 1, 86_400_000>"
     )]
     pub(super) attempt_timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub(super) hedge_on_attempt_timeout: Option<Spanned<bool>>,
 }
 
 /// `speculative_execution = { delay_ms, max_executions }` as written.

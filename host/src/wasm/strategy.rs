@@ -195,11 +195,6 @@ impl WasmStrategy {
         Ok(action)
     }
 
-    /// Whether its `rebound:policy` version's `retry-reason` has a case for `reason`.
-    fn has_case_for(&self, reason: &crate::reason::RetryReason) -> bool {
-        (self.recipe.component.wit_version()).has_case_for(reason.kind())
-    }
-
     /// Whether its `rebound:policy` version has words for `request`. A request it has none
     /// for is not put to it, and not retried by it (a policy written for other requests says
     /// nothing about these); the first such request a second is logged.
@@ -287,11 +282,6 @@ impl WasmStrategy {
             return self.fail_safe(failure, request, context);
         }
         match self.try_decide_by(request, context, due) {
-            // Told as `other(name)`: never retried, as the policy's WIT says.
-            Ok(RetryAction::RetryAfter { .. }) if !self.has_case_for(reason) => {
-                self.health.on_success();
-                RetryAction::NoRetry
-            }
             Ok(action) => {
                 self.health.on_success();
                 action

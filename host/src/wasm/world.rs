@@ -84,8 +84,8 @@ impl WitVersion {
     }
 
     /// Whether this version's `retry-reason` has a case for `kind`. A reason it has none for
-    /// reaches its policies as `other(name)`, which its WIT promises is never retried: the
-    /// host holds it so, whatever the policy answers.
+    /// reaches its policies by its name, as `other(name)`; what they answer decides, under the
+    /// host's rules.
     pub const fn has_case_for(self, kind: ReasonKind) -> bool {
         match kind {
             ReasonKind::HttpStatus | ReasonKind::GrpcStatus => {

@@ -162,6 +162,9 @@ pub struct ServiceConfig {
     /// Every name with the index of its method config's policy, the most specific first.
     names: Vec<(MethodName, usize)>,
     throttling: Option<RetryThrottling>,
+    /// The `perAttemptRecvTimeout`s not shorter than their method config's `timeout`: they can
+    /// never fire, each by its field's path.
+    never_firing: Vec<String>,
 }
 
 impl ServiceConfig {
@@ -171,6 +174,7 @@ impl ServiceConfig {
         let root = object(config, "")?;
         let mut policies = Vec::new();
         let mut seen: Vec<(MethodName, usize)> = Vec::new();
+        let mut never_firing = Vec::new();
         if let Some(list) = root.get("methodConfig") {
             let list = list
                 .as_array()
@@ -195,11 +199,14 @@ impl ServiceConfig {
                             "only one of retryPolicy or hedgingPolicy may be set",
                         ))
                     }
-                    (Some(policy), None) => Some(MethodPolicy::Retry(retry_policy(
-                        policy,
-                        &format!("{at}.retryPolicy"),
-                        max_attempts_limit,
-                    )?)),
+                    (Some(policy), None) => {
+                        let policy =
+                            retry_policy(policy, &format!("{at}.retryPolicy"), max_attempts_limit)?;
+                        if never_fires(&policy, entry) {
+                            never_firing.push(format!("{at}.retryPolicy.perAttemptRecvTimeout"));
+                        }
+                        Some(MethodPolicy::Retry(policy))
+                    }
                     (None, Some(policy)) => Some(MethodPolicy::Hedging(hedging_policy(
                         policy,
                         &format!("{at}.hedgingPolicy"),
@@ -219,6 +226,7 @@ impl ServiceConfig {
             policies,
             names: seen,
             throttling,
+            never_firing,
         })
     }
 
@@ -240,6 +248,12 @@ impl ServiceConfig {
             MethodPolicy::Hedging(policy) => Some(policy),
             MethodPolicy::Retry(_) => None,
         }
+    }
+
+    /// The paths of the `perAttemptRecvTimeout`s that can never fire: not shorter than their
+    /// method config's `timeout`, the call's deadline.
+    pub fn never_firing_attempt_timeouts(&self) -> &[String] {
+        &self.never_firing
     }
 
     /// Whether some method config's retry policy has a `perAttemptRecvTimeout`.
@@ -268,6 +282,13 @@ impl ServiceConfig {
     pub fn throttling(&self) -> Option<RetryThrottling> {
         self.throttling
     }
+}
+
+/// Whether `policy`'s `perAttemptRecvTimeout` is not shorter than the `timeout` of its method
+/// config `entry` (a `timeout` that is not a duration is not read here, as before).
+fn never_fires(policy: &RetryPolicy, entry: &serde_json::Map<String, Value>) -> bool {
+    let deadline = (entry.get("timeout")).and_then(|t| super::proto_json::duration(t, false).ok());
+    matches!((policy.per_attempt_recv_timeout, deadline), (Some(attempt), Some(deadline)) if attempt >= deadline)
 }
 
 /// `/package.Service/Method` as its service and method; `None` if it is not of that form.

@@ -163,7 +163,8 @@ impl NamedControls {
 }
 
 /// The controls of each policy that has some: the budget, throttle and breakers it names, and
-/// its `speculative_execution` and `attempt_timeout_ms`. Adding a control is one line here.
+/// its `speculative_execution`, `attempt_timeout_ms` and `hedge_on_attempt_timeout`. Adding a
+/// control is one line here.
 fn policy_controls(
     config: &RegistryConfig,
     named: &NamedControls,
@@ -190,6 +191,9 @@ fn policy_controls(
         }
         if let Some(timeout) = definition.attempt_timeout {
             these = these.with_attempt_timeout(timeout);
+        }
+        if definition.hedge_on_attempt_timeout {
+            these = these.with_hedge_on_attempt_timeout();
         }
         if !these.is_empty() {
             controls.insert(policy.clone(), Arc::new(these));
