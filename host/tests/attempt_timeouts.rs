@@ -20,6 +20,8 @@ use rebound::{
 };
 use tokio::time::Instant;
 
+use crate::common::{self, Answer};
+
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
 /// Retries any failure after 10 ms, recording the reasons it was asked about.
@@ -40,22 +42,6 @@ impl SyncStrategy for Recording {
             node: NodeChoice::Same,
             consistency: None,
         }
-    }
-}
-
-/// Answers one fixed action.
-#[derive(Debug)]
-struct Answer(RetryAction);
-
-impl rebound::Strategy for Answer {
-    fn name(&self) -> &str {
-        "answer"
-    }
-}
-
-impl SyncStrategy for Answer {
-    fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
-        self.0
     }
 }
 
@@ -395,11 +381,7 @@ fn any_behaviour() -> impl proptest::strategy::Strategy<Value = Behaviour> {
 #[test]
 fn no_attempt_timeout_hedging_or_answer_sends_a_non_idempotent_request_twice() {
     use proptest::prelude::*;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let runtime = common::paused_runtime();
     proptest!(ProptestConfig::with_cases(128), |(
         timeout_ms in 1u64..200,
         hedge in proptest::option::of((0u64..60, 2u32..=5)),

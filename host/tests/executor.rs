@@ -1,7 +1,7 @@
 //! The retry executor on tokio's paused clock, so every wait is exact and
 //! no test sleeps for real. Each test names the rule it checks.
 
-use crate::common;
+use crate::common::{self, Answer};
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -49,22 +49,6 @@ impl SyncStrategy for Fixed {
             node: self.node,
             consistency: self.consistency,
         }
-    }
-}
-
-/// Answers one fixed action.
-#[derive(Debug)]
-struct Answer(RetryAction);
-
-impl rebound::Strategy for Answer {
-    fn name(&self) -> &str {
-        "answer"
-    }
-}
-
-impl SyncStrategy for Answer {
-    fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
-        self.0
     }
 }
 

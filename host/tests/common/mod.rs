@@ -153,3 +153,19 @@ impl SyncStrategy for AlwaysRetry {
 pub(crate) fn always_retry(ms: u64) -> Orchestrator {
     Orchestrator::new(std::sync::Arc::new(AlwaysRetry(Duration::from_millis(ms))))
 }
+
+/// A strategy named `answer` that answers one fixed action whatever the request.
+#[derive(Debug)]
+pub(crate) struct Answer(pub RetryAction);
+
+impl rebound::Strategy for Answer {
+    fn name(&self) -> &str {
+        "answer"
+    }
+}
+
+impl SyncStrategy for Answer {
+    fn answer(&self, _: &Request, _: &DecisionContext<'_>) -> RetryAction {
+        self.0
+    }
+}
