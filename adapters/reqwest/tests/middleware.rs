@@ -334,6 +334,10 @@ async fn each_decision_runs_in_the_span_of_the_attempt_it_decides_for() {
         .respond_with(ResponseTemplate::new(200))
         .mount(&server)
         .await;
+    // The other tests of this binary, on other threads, reach the attempt span's callsite with
+    // no subscriber; one that registered it while this subscriber was being set would leave it
+    // disabled. Its interest is worked out again now that every dispatcher is known.
+    tracing::callsite::rebuild_interest_cache();
     let response = client(http_registry())
         .get(format!("{}/items", server.uri()))
         .send()
