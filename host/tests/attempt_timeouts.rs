@@ -45,6 +45,12 @@ impl SyncStrategy for Recording {
     }
 }
 
+/// An executor whose strategy retries every failure after 10 ms and whose attempts are cut
+/// after `ms`.
+fn cutting_after(ms: u64) -> Executor {
+    Executor::new(Orchestrator::new(Arc::new(Recording::default())).with_attempt_timeout(MS(ms)))
+}
+
 /// A request started now on tokio's (paused) clock.
 fn request(ty: RequestType, timeout_ms: u64) -> Request {
     Request::new(1, ty, MS(timeout_ms))
@@ -109,9 +115,7 @@ async fn a_stalled_attempt_is_cut_at_its_timeout_and_retried() {
 /// deadline to cut the attempt, and the request ends as a timeout at its deadline exactly.
 #[tokio::test(start_paused = true)]
 async fn an_attempt_timeout_never_extends_the_deadline() {
-    let executor = Executor::new(
-        Orchestrator::new(Arc::new(Recording::default())).with_attempt_timeout(MS(500)),
-    );
+    let executor = cutting_after(500);
     let start = Instant::now();
     let (calls, operation) = stalling(u32::MAX, false);
     let error = executor
@@ -129,9 +133,7 @@ async fn an_attempt_timeout_never_extends_the_deadline() {
 /// ends it: attempts at 0, 110, 220 ms; the third is cut by the deadline at 300 ms.
 #[tokio::test(start_paused = true)]
 async fn attempts_that_keep_stalling_are_retried_until_the_deadline() {
-    let executor = Executor::new(
-        Orchestrator::new(Arc::new(Recording::default())).with_attempt_timeout(MS(100)),
-    );
+    let executor = cutting_after(100);
     let start = Instant::now();
     let (calls, operation) = stalling(u32::MAX, true);
     let error = executor
@@ -151,9 +153,7 @@ async fn attempts_that_keep_stalling_are_retried_until_the_deadline() {
 /// may have been applied), unambiguous when it was not.
 #[tokio::test(start_paused = true)]
 async fn a_cut_non_idempotent_attempt_is_never_sent_again_and_ends_as_a_timeout() {
-    let executor = Executor::new(
-        Orchestrator::new(Arc::new(Recording::default())).with_attempt_timeout(MS(100)),
-    );
+    let executor = cutting_after(100);
     for (dispatched, expected) in [(true, "AmbiguousTimeout"), (false, "UnambiguousTimeout")] {
         let start = Instant::now();
         let (calls, operation) = stalling(1, dispatched);
@@ -198,9 +198,7 @@ async fn a_cut_attempt_the_policy_does_not_retry_ends_as_a_timeout() {
 /// request's deadline.
 #[tokio::test(start_paused = true)]
 async fn an_attempt_is_told_when_it_is_cut() {
-    let executor = Executor::new(
-        Orchestrator::new(Arc::new(Recording::default())).with_attempt_timeout(MS(100)),
-    );
+    let executor = cutting_after(100);
     let start = Instant::now();
     let cuts = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&cuts);
