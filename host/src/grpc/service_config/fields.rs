@@ -16,6 +16,31 @@ fn duration(value: &Value, path: &str, zero: bool) -> Result<Duration, FieldErro
     proto_json::duration(value, zero).map_err(|e| error(path, e.0))
 }
 
+/// The proto3 JSON `uint32` at `path`, at least `least`.
+fn uint32(value: &Value, path: &str, least: u32) -> Result<u32, FieldError> {
+    match proto_json::uint32(value) {
+        Err(e) => Err(error(path, e.0)),
+        Ok(n) if n < least => Err(error(
+            path,
+            format!("expected an integer of at least {least}, found `{value}`"),
+        )),
+        Ok(n) => Ok(n),
+    }
+}
+
+/// The proto3 JSON float at `path`, finite and greater than 0.
+fn positive_float(value: &Value, path: &str) -> Result<f64, FieldError> {
+    let n = proto_json::float(value).map_err(|e| error(path, e.0))?;
+    if n > 0.0 && n.is_finite() {
+        Ok(n)
+    } else {
+        Err(error(
+            path,
+            format!("expected a number greater than 0, found `{value}`"),
+        ))
+    }
+}
+
 pub(super) fn object<'a>(
     value: &'a Value,
     path: &str,
@@ -94,16 +119,10 @@ pub(super) fn retry_policy(
         false,
     )?;
     let max_backoff = duration(field("maxBackoff")?, &format!("{at}.maxBackoff"), false)?;
-    let multiplier = field("backoffMultiplier")?;
-    let backoff_multiplier = multiplier
-        .as_f64()
-        .filter(|m| *m > 0.0 && m.is_finite())
-        .ok_or_else(|| {
-            error(
-                format!("{at}.backoffMultiplier"),
-                format!("expected a number greater than 0, found `{multiplier}`"),
-            )
-        })?;
+    let backoff_multiplier = positive_float(
+        field("backoffMultiplier")?,
+        &format!("{at}.backoffMultiplier"),
+    )?;
     let per_attempt_recv_timeout = (policy.get("perAttemptRecvTimeout"))
         .map(|value| duration(value, &format!("{at}.perAttemptRecvTimeout"), false))
         .transpose()?;
@@ -151,15 +170,8 @@ pub(super) fn max_attempts(
     let value = policy
         .get("maxAttempts")
         .ok_or_else(|| error(format!("{at}.maxAttempts"), "required"))?;
-    let n = value.as_u64().filter(|n| *n > 1).ok_or_else(|| {
-        error(
-            format!("{at}.maxAttempts"),
-            format!("expected an integer greater than 1, found `{value}`"),
-        )
-    })?;
-    Ok(u32::try_from(n)
-        .unwrap_or(u32::MAX)
-        .min(max_attempts_limit.max(2)))
+    let n = uint32(value, &format!("{at}.maxAttempts"), 2)?;
+    Ok(n.min(max_attempts_limit.max(2)))
 }
 
 /// gRFC A6 "Validation of hedgingPolicy".
@@ -200,31 +212,21 @@ pub(super) fn throttling(value: &Value) -> Result<RetryThrottling, FieldError> {
     let tokens = throttling
         .get("maxTokens")
         .ok_or_else(|| error("retryThrottling.maxTokens", "required"))?;
-    let max_tokens = tokens
-        .as_u64()
-        .filter(|n| (1..=1000).contains(n))
-        .ok_or_else(|| {
-            error(
-                "retryThrottling.maxTokens",
-                format!("expected an integer from 1 to 1000, found `{tokens}`"),
-            )
-        })?;
+    let max_tokens = uint32(tokens, "retryThrottling.maxTokens", 1)?;
+    if max_tokens > 1000 {
+        return Err(error(
+            "retryThrottling.maxTokens",
+            format!("expected an integer from 1 to 1000, found `{tokens}`"),
+        ));
+    }
     let ratio = throttling
         .get("tokenRatio")
         .ok_or_else(|| error("retryThrottling.tokenRatio", "required"))?;
-    let token_ratio = ratio
-        .as_f64()
-        .filter(|r| *r > 0.0 && r.is_finite())
-        .ok_or_else(|| {
-            error(
-                "retryThrottling.tokenRatio",
-                format!("expected a number greater than 0, found `{ratio}`"),
-            )
-        })?;
+    let token_ratio = positive_float(ratio, "retryThrottling.tokenRatio")?;
     // Decimal places beyond three are ignored (0.5466 is 0.546). A success never gives back
     // more than the count holds, so a larger ratio is `maxTokens`: nothing is sized or summed
     // from a number past it.
-    let token_ratio = (token_ratio.min(max_tokens as f64) * 1000.0).trunc() / 1000.0;
+    let token_ratio = (token_ratio.min(f64::from(max_tokens)) * 1000.0).trunc() / 1000.0;
     if token_ratio == 0.0 {
         return Err(error(
             "retryThrottling.tokenRatio",
@@ -232,7 +234,7 @@ pub(super) fn throttling(value: &Value) -> Result<RetryThrottling, FieldError> {
         ));
     }
     Ok(RetryThrottling {
-        max_tokens: max_tokens as u32,
+        max_tokens,
         token_ratio,
     })
 }

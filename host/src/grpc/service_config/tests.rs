@@ -39,14 +39,30 @@ fn the_proposal_s_example_is_read() {
 }
 
 /// gRFC A6 "Validation of retryPolicy" rule 1: `maxAttempts` is required, an integer
-/// greater than 1; values above the client's cap (5) are the cap, not an error.
+/// greater than 1; values above the client's cap (5) are the cap, not an error. It is a
+/// `uint32`, read as proto3 JSON reads one: `3.0`, `"3"` and `"3e0"` are 3; a fraction, a
+/// boolean, a string that is not a number, or a number past `uint32` is refused.
 #[test]
 fn max_attempts_above_five_is_five_and_below_two_is_refused() {
     let mut p = policy();
     p["maxAttempts"] = json!(9);
     let config = ServiceConfig::parse(&with_policy(p.clone()), 5).unwrap();
     assert_eq!(config.retry_policy("/pkg.Svc/M").unwrap().max_attempts, 5);
-    for bad in [json!(1), json!(0), json!(2.5), json!("3")] {
+    for three in [json!(3.0), json!("3"), json!("3e0")] {
+        p["maxAttempts"] = three.clone();
+        let config = ServiceConfig::parse(&with_policy(p.clone()), 5).unwrap();
+        let policy = config.retry_policy("/pkg.Svc/M").unwrap();
+        assert_eq!(policy.max_attempts, 3, "{three}");
+    }
+    for bad in [
+        json!(1),
+        json!(0),
+        json!(2.5),
+        json!(true),
+        json!(" 3"),
+        json!("three"),
+        json!(4294967296u64),
+    ] {
         p["maxAttempts"] = bad;
         let e = refused(with_policy(p.clone()));
         assert_eq!(e.field, "methodConfig[0].retryPolicy.maxAttempts", "{e}");
@@ -85,15 +101,33 @@ fn backoffs_are_positive_proto3_durations() {
             "{bad}: {e}"
         );
     }
+    // Past proto3's `Duration` range (conformance `DurationJsonInputTooLarge`).
+    let mut p = policy();
+    p["initialBackoff"] = json!("315576000001s");
+    let e = refused(with_policy(p));
+    assert_eq!(e.field, "methodConfig[0].retryPolicy.initialBackoff");
+    assert!(e.message.contains("proto3 Duration range"), "{e}");
 }
 
-/// Rules 3 and 4: the multiplier is a number greater than zero; the codes a non-empty
-/// array of valid codes, each error at its index.
+/// Rules 3 and 4: the multiplier is a number greater than zero (a proto3 JSON float: a number
+/// or a string holding one); the codes a non-empty array of valid codes, each error at its
+/// index.
 #[test]
 fn multiplier_and_codes_are_validated() {
+    for bad in [json!(0), json!(-2), json!("fast"), json!(true)] {
+        let mut p = policy();
+        p["backoffMultiplier"] = bad.clone();
+        let e = refused(with_policy(p));
+        assert!(e.field.ends_with("backoffMultiplier"), "{bad}: {e}");
+    }
     let mut p = policy();
-    p["backoffMultiplier"] = json!(0);
-    assert!(refused(with_policy(p)).field.ends_with("backoffMultiplier"));
+    p["backoffMultiplier"] = json!("1.5");
+    let config = ServiceConfig::parse(&with_policy(p), 5).unwrap();
+    let multiplier = config
+        .retry_policy("/pkg.Svc/M")
+        .unwrap()
+        .backoff_multiplier;
+    assert_eq!(multiplier, 1.5);
     let mut p = policy();
     p["retryableStatusCodes"] = json!([]);
     assert!(refused(with_policy(p))
@@ -170,9 +204,24 @@ fn throttling_is_validated_and_its_ratio_cut_to_three_places() {
             "retryThrottling.tokenRatio",
         ),
         (json!({"maxTokens": 10}), "retryThrottling.tokenRatio"),
+        (
+            json!({"maxTokens": "ten", "tokenRatio": 0.1}),
+            "retryThrottling.maxTokens",
+        ),
+        (
+            json!({"maxTokens": 10, "tokenRatio": true}),
+            "retryThrottling.tokenRatio",
+        ),
     ] {
         assert_eq!(refused(json!({"retryThrottling": bad})).field, path);
     }
+    // proto3 JSON: a uint32 and a float may be written as strings holding a number.
+    let config = json!({"retryThrottling": {"maxTokens": "10", "tokenRatio": "0.5"}});
+    let throttling = ServiceConfig::parse(&config, 5)
+        .unwrap()
+        .throttling()
+        .unwrap();
+    assert_eq!((throttling.max_tokens, throttling.token_ratio), (10, 0.5));
 }
 
 fn with_hedging(policy: Value) -> Value {
