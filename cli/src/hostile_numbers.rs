@@ -226,6 +226,7 @@ fn policy() -> BoxedStrategy<Value> {
                 ("max_ms", json!(100), n()),
                 ("multiplier", json!(2), n()),
                 ("statuses", json!([503]), proptest::collection::vec(n(), 0..4).prop_map(Value::from).boxed()),
+                ("retry_after_max_ms", json!(20_000), n()),
             ])
         ),
         4 => service_config().prop_flat_map(|config| {

@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use rebound::classify::{classify, Classification};
+use rebound::classify::Classification;
 use rebound::config::{Builtin, BuiltinPolicy};
 use rebound::errormap::ErrorMap;
 use rebound::registry::PolicyRegistry;
@@ -156,7 +156,7 @@ impl JsonDecider {
                     Some(path) => Some(self.error_map(path)?),
                     None => None,
                 };
-                match classify(response, map.as_deref()) {
+                match input.classify(response, map.as_deref()) {
                     Classification::Retry { reason, retry_spec } => (reason, retry_spec),
                     settled => {
                         return Ok(Prepared::Settled(
@@ -195,7 +195,7 @@ impl JsonDecider {
         let strategy = self.component(path, params)?;
         let context = DecisionContext::new(&reason)
             .with_error_map_spec(spec)
-            .with_pushback(input.pushback(SystemTime::now())?)
+            .with_pushback(input.pushback()?)
             .at(now);
         Ok(rebound::decision_json::action(
             &strategy.try_answer(&request, &context),
@@ -267,7 +267,7 @@ impl JsonDecider {
                 spec,
             } => (request, reason, spec),
         };
-        let pushback = input.pushback(SystemTime::now())?;
+        let pushback = input.pushback()?;
         let own = match self.own_policy(input.policy)? {
             Chosen::Own(strategy, policy) => Some((strategy, policy)),
             Chosen::Registry(named) => {
@@ -396,7 +396,9 @@ impl JsonDecider {
             Some(path) => Some(self.error_map(path)?),
             None => None,
         };
-        Ok(output::classification(&classify(response, map.as_deref())))
+        Ok(output::classification(
+            &input.classify(response, map.as_deref()),
+        ))
     }
 
     /// The error map at `requested`, parsed once and kept (at most [`ERROR_MAPS_KEPT`]) until

@@ -357,6 +357,11 @@ params.service_config = '{"methodConfig": [{"name": [{"service": "shop.Inventory
         format!(r#"{{{call}, "hedge": {{"copies": 4}}}}"#),
         format!(r#"{{{unsafe_call}, "hedge": {{"copies": 1}}}}"#),
         format!(r#"{{{call}, "hedge": {{"copies": 1, "pushback": "later"}}}}"#),
+        format!(r#"{{{call}, "hedge": {{"copies": 1, "pushback": ["100", "100"]}}}}"#),
+        format!(
+            r#"{{{call}, "hedge": {{"asked": "after_failure", "copies": 2, "failures": [{{"grpc_status": "UNAVAILABLE"}}], "pushback": "300"}}}}"#
+        ),
+        format!(r#"{{{call}, "hedge": {{"copies": 1, "pushback": true}}}}"#),
     ];
     let (_, answers) = eval(&["--config", config.to_str().unwrap()], &lines.join("\n"));
     let next = |i: usize| {
@@ -378,16 +383,25 @@ params.service_config = '{"methodConfig": [{"name": [{"service": "shop.Inventory
         .as_str()
         .unwrap()
         .contains("not idempotent"));
+    // gRFC A6 "Pushback": a text that is not a number says do not retry, so no copy goes; a
+    // header sent twice says the same; one that is not text nor a number is refused.
+    assert_eq!(next(7), "none", "{}", answers[7]);
+    assert!(answers[7]["hedge"]["why"]
+        .as_str()
+        .unwrap()
+        .contains("stop"));
+    assert_eq!(next(8), "none", "{}", answers[8]);
+    assert_eq!(answers[9]["hedge"]["after_ms"], 300, "{}", answers[9]);
     assert_eq!(
-        answers[7]["error"]["field"], "hedge.pushback",
+        answers[10]["error"]["field"], "hedge.pushback",
         "{}",
-        answers[7]
+        answers[10]
     );
 }
 
-/// A decision request carries the server's pushback, as a response's
-/// `retry_after` (HTTP Retry-After) or `pushback_ms` (gRPC); best effort waits at least that
-/// long, and an unreadable or negative one stops the retries.
+/// A decision request carries the server's pushback, as a response's `retry_after` (HTTP
+/// Retry-After), `pushback_ms` (gRPC, parsed) or `pushback` (gRPC's header as received); best
+/// effort waits at least that long, and an unreadable or negative one stops the retries.
 #[test]
 fn the_server_s_pushback_is_honoured() {
     let lines = [
@@ -396,6 +410,12 @@ fn the_server_s_pushback_is_honoured() {
         r#"{"reason": "KV_LOCKED", "pushback_ms": 40}"#,
         r#"{"reason": "KV_LOCKED", "pushback_ms": -1}"#,
         r#"{"request": {"type": "search"}, "pushback_ms": 1, "response": {"status": 429, "retry_after": "1"}}"#,
+        r#"{"reason": "KV_LOCKED", "pushback": "40"}"#,
+        r#"{"reason": "KV_LOCKED", "pushback": ""}"#,
+        r#"{"reason": "KV_LOCKED", "pushback": ["40", "40"]}"#,
+        r#"{"reason": "KV_LOCKED", "pushback": "-1"}"#,
+        r#"{"reason": "KV_LOCKED", "pushback": "forty"}"#,
+        r#"{"reason": "KV_LOCKED", "pushback": "40", "pushback_ms": 40}"#,
     ];
     let (ok, answers) = eval(&[], &lines.join("\n"));
     assert!(!ok, "the last line gives the pushback twice");
@@ -422,6 +442,22 @@ fn the_server_s_pushback_is_honoured() {
         answers[4]["error"]["field"], "pushback_ms",
         "{}",
         answers[4]
+    );
+    // gRPC's header as received (gRFC A6 "Pushback"): a count is waited; empty, repeated,
+    // negative or not a number says do not retry.
+    assert_eq!(
+        answers[5]["delay_ms"].as_f64(),
+        Some(40.0),
+        "{}",
+        answers[5]
+    );
+    for stopped in &answers[6..=9] {
+        assert_eq!(stopped["decision"], "cancel", "{stopped}");
+    }
+    assert_eq!(
+        answers[10]["error"]["field"], "pushback_ms",
+        "{}",
+        answers[10]
     );
 }
 
@@ -911,6 +947,33 @@ fn http_and_grpc_responses_are_classified() {
         .as_str()
         .unwrap()
         .contains("UNAVAILABLE"));
+}
+
+/// docs/decisions.md "An HTTP-date `Retry-After` in a decision request": a line's `now` is the
+/// moment its HTTP-date `retry_after` is read at, so a date a minute after it asks for a
+/// minute whenever the line is decided; a 413 with a `retry_after` is a failure the `http`
+/// built-in retries (urllib3's rule); a `now` that is not RFC 3339 is refused, naming it.
+#[test]
+fn an_http_date_retry_after_is_read_at_the_line_s_now() {
+    let get = json!({"type": "http", "method": "GET", "dispatched": true, "timeout_ms": 600_000});
+    let input = [
+        json!({"policy": "http", "request": get, "now": "2026-11-28T12:00:00Z",
+               "response": {"status": 503, "retry_after": "Sat, 28 Nov 2026 12:01:00 GMT"}}),
+        json!({"policy": "http", "request": get, "now": "2026-11-28T12:00:00Z",
+               "response": {"status": 413, "retry_after": "Sat, 28 Nov 2026 12:00:30 GMT"}}),
+        json!({"policy": "http", "request": get, "response": {"status": 413}}),
+        json!({"policy": "http", "request": get, "now": "yesterday",
+               "response": {"status": 503, "retry_after": "1"}}),
+    ]
+    .map(|line| line.to_string())
+    .join("\n");
+    let (success, answers) = eval(&[], &input);
+    assert!(!success);
+    assert_eq!(answers[0]["delay_ms"], 60_000.0, "{}", answers[0]);
+    assert_eq!(answers[1]["decision"], "retry", "{}", answers[1]);
+    assert_eq!(answers[1]["delay_ms"], 30_000.0, "{}", answers[1]);
+    assert_eq!(answers[2]["decision"], "not_retried", "{}", answers[2]);
+    assert_eq!(answers[3]["error"]["field"], "now", "{}", answers[3]);
 }
 
 /// docs/http-and-grpc.md: the decision log keeps what the policy was told of HTTP requests

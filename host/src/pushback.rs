@@ -36,6 +36,25 @@ impl Pushback {
         }
     }
 
+    /// gRPC's `grpc-retry-pushback-ms` as received, every value it was sent with (gRFC A6
+    /// "Pushback": "an ASCII encoded signed 32-bit integer"; "negative or unparseable" means do
+    /// not retry): none when it was not sent; one value that reads as a signed 32-bit integer
+    /// (around which an HTTP field's spaces are ignored) is a delay when not negative. Anything
+    /// else says do not retry: a negative value, an empty one, one that is not a number or
+    /// does not fit in 32 bits, and a header sent more than once (grpc-go does not retry a
+    /// call whose pushback has several values).
+    pub fn from_grpc_header<'a>(values: impl IntoIterator<Item = &'a str>) -> Option<Pushback> {
+        let mut values = values.into_iter();
+        let first = values.next()?;
+        if values.next().is_some() {
+            return Some(Pushback::Stop);
+        }
+        Some(match first.trim().parse::<i32>() {
+            Ok(millis) => Pushback::from_millis(millis.into()),
+            Err(_) => Pushback::Stop,
+        })
+    }
+
     /// gRPC's pushback in milliseconds: negative means do not retry.
     pub fn from_millis(millis: i64) -> Pushback {
         match u64::try_from(millis) {

@@ -157,6 +157,107 @@ fn retry_after_is_waited_and_an_unreadable_one_ends_retries() {
     .is_none());
 }
 
+/// urllib3's `Retry.is_retry` with `respect_retry_after_header` (docs/decisions.md "A
+/// `Retry-After` on a status outside the table"): a 413, 429 or 503 whose `Retry-After` can be
+/// read is retried though the table lacks it, no sooner than asked; without the header, with
+/// one that cannot be read, or for another status it is not; a POST that was sent still never
+/// is. The classification makes such an answer a failure to decide about whatever its table.
+#[test]
+fn a_retry_after_status_outside_the_table_is_retried_as_urllib3_does() {
+    use rebound::classify::{classify_http_answer, DEFAULT_HTTP_RETRY_STATUSES};
+    let only_500 = builtin(json!({"statuses": [500]}));
+    let now = SystemTime::now();
+    let after = Some(Pushback::from_retry_after("1", now));
+    let unreadable = Some(Pushback::from_retry_after("soon", now));
+    for status in [413, 429, 503] {
+        let reason = RetryReason::HttpStatus(status);
+        let waited = decide(&only_500, &mut sent(HttpMethod::Get), &reason, after);
+        assert_eq!(waited, Some(Duration::from_secs(1)), "{status}");
+        for pushback in [None, unreadable] {
+            let get = &mut sent(HttpMethod::Get);
+            assert_eq!(decide(&only_500, get, &reason, pushback), None, "{status}");
+        }
+        let post = &mut sent(HttpMethod::Post);
+        assert_eq!(decide(&only_500, post, &reason, after), None, "{status}");
+        let answered = classify_http_answer(status, &[500], true);
+        assert_eq!(answered.reason(), Some(&reason), "{status}");
+        assert_eq!(classify_http_answer(status, &[500], false).reason(), None);
+    }
+    for status in [400, 404, 502, 504] {
+        let reason = RetryReason::HttpStatus(status);
+        let get = &mut sent(HttpMethod::Get);
+        assert_eq!(decide(&only_500, get, &reason, after), None, "{status}");
+        assert_eq!(classify_http_answer(status, &[500], true).reason(), None);
+    }
+    let table = &DEFAULT_HTTP_RETRY_STATUSES;
+    assert_eq!(classify_http_answer(413, table, false).reason(), None);
+    assert!(classify_http_answer(200, table, true).reason().is_none());
+}
+
+/// urllib3's `respect_retry_after_header=False`: the server's pushback is not read: the table
+/// alone says what is retried (a 413 is not), the backoff alone how long to wait (below the
+/// 100 ms ceiling of the first retry, not the 3 s asked), and an unreadable header does not end
+/// retries.
+#[test]
+fn respect_retry_after_off_reads_no_pushback() {
+    let ignoring = builtin(json!({"respect_retry_after": false}));
+    let now = SystemTime::now();
+    let three_seconds = Some(Pushback::from_retry_after("3", now));
+    let reason = RetryReason::HttpStatus(429);
+    let waited = decide(
+        &ignoring,
+        &mut sent(HttpMethod::Get),
+        &reason,
+        three_seconds,
+    );
+    assert!(waited.unwrap() <= Duration::from_millis(100), "{waited:?}");
+    let unreadable = Some(Pushback::from_retry_after("soon", now));
+    assert!(decide(&ignoring, &mut sent(HttpMethod::Get), &reason, unreadable).is_some());
+    let too_large = RetryReason::HttpStatus(413);
+    let get = &mut sent(HttpMethod::Get);
+    assert_eq!(decide(&ignoring, get, &too_large, three_seconds), None);
+    let refused = BuiltinPolicy::new(
+        Builtin::Http,
+        json!({"respect_retry_after": "yes"}).as_object().unwrap(),
+    )
+    .unwrap_err();
+    assert_eq!(refused.field, "respect_retry_after");
+}
+
+/// urllib3's `retry_after_max` (6 hours by default) and the AWS SDKs' standard mode (a server's
+/// delay capped at the 20 s maximum backoff, smithy-rs `v2_0_retry_after_capped_at_max_backoff`):
+/// a `Retry-After` longer than the cap is waited for as long as the cap, then retried
+/// (docs/decisions.md "The longest server delay waited for"). A cap of 0 is refused.
+#[test]
+fn a_server_delay_past_the_cap_is_waited_for_as_long_as_the_cap() {
+    let now = SystemTime::now();
+    let reason = RetryReason::HttpStatus(503);
+    let aws = builtin(json!({"retry_after_max_ms": 20_000}));
+    let thirty = Some(Pushback::from_retry_after("30", now));
+    let waited = decide(&aws, &mut sent(HttpMethod::Get), &reason, thirty);
+    assert_eq!(waited, Some(Duration::from_secs(20)));
+    let ten = Some(Pushback::from_retry_after("10", now));
+    let waited = decide(&aws, &mut sent(HttpMethod::Get), &reason, ten);
+    assert_eq!(waited, Some(Duration::from_secs(10)));
+    let default = builtin(json!({}));
+    let day = Duration::from_secs(24 * 60 * 60);
+    let mut long = Request::new(1, RequestType::Http, 2 * day)
+        .unwrap()
+        .with_method(HttpMethod::Get);
+    long.mark_dispatched("api-1");
+    let a_day = Some(Pushback::from_retry_after("86400", now));
+    let waited = decide(&default, &mut long, &reason, a_day);
+    assert_eq!(waited, Some(Duration::from_secs(6 * 60 * 60)));
+    for bad in [json!(0), json!(86_400_001), json!(-1)] {
+        let refused = BuiltinPolicy::new(
+            Builtin::Http,
+            json!({"retry_after_max_ms": bad}).as_object().unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(refused.field, "retry_after_max_ms", "{bad}");
+    }
+}
+
 /// The backoff: retry n+1 waits `random(0, min(initial × multiplier^n, max))` (full jitter);
 /// `max_attempts` counts the first attempt.
 #[test]

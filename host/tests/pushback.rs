@@ -54,6 +54,37 @@ fn retry_after_reads_seconds_and_http_dates_and_refuses_the_rest() {
     assert_eq!(Pushback::from_millis(-1), Pushback::Stop);
 }
 
+/// gRFC A6 "Pushback": `grpc-retry-pushback-ms` is "an ASCII encoded signed 32-bit
+/// integer"; "if the value for pushback is negative or unparseble, then it will be seen as the
+/// server asking the client not to retry at all". Read as received: absent is no pushback; one
+/// value in 32 bits is a delay when not negative; a negative, empty, non-numeric or too large
+/// value says stop, and so does a header sent twice (grpc-go: "specified multiple values ...;
+/// not retrying").
+#[test]
+fn grpc_pushback_text_is_read_as_a6_and_grpc_s_clients_read_it() {
+    let none: [&str; 0] = [];
+    assert_eq!(Pushback::from_grpc_header(none), None);
+    let cases: [(&[&str], Pushback); 10] = [
+        (&["200"], Pushback::After(Duration::from_millis(200))),
+        (&["0"], Pushback::After(Duration::ZERO)),
+        (&[" 150 "], Pushback::After(Duration::from_millis(150))),
+        (
+            &["2147483647"],
+            Pushback::After(Duration::from_millis(2_147_483_647)),
+        ),
+        (&["-1"], Pushback::Stop),
+        (&[""], Pushback::Stop),
+        (&["soon"], Pushback::Stop),
+        (&["1.5"], Pushback::Stop),
+        (&["2147483648"], Pushback::Stop),
+        (&["200", "300"], Pushback::Stop),
+    ];
+    for (values, expected) in cases {
+        let read = Pushback::from_grpc_header(values.iter().copied());
+        assert_eq!(read, Some(expected), "{values:?}");
+    }
+}
+
 fn ask(strategy: &dyn RetryStrategy, pushback: Option<Pushback>) -> RetryAction {
     let request = request(RequestType::Get, 10_000, Instant::now());
     let context =

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::Extensions;
-use rebound::classify::{classify_http, Classification, DEFAULT_HTTP_RETRY_STATUSES};
+use rebound::classify::{classify_http_answer, Classification, DEFAULT_HTTP_RETRY_STATUSES};
 use rebound::registry::PolicyRegistry;
 use rebound::{
     reasons, telemetry, Decision, DecisionContext, HttpMethod, Pushback, Request, RequestType,
@@ -87,7 +87,9 @@ impl ReboundMiddleware {
     }
 
     /// The statuses of a plain HTTP request's answer that are failures to decide about (the
-    /// others are handed back as they came). Default: 408, 429, 500, 502, 503, 504.
+    /// others are handed back as they came). Default: 408, 429, 500, 502, 503, 504. A 413, 429
+    /// or 503 that carries a `Retry-After` is one whatever the table
+    /// ([`classify_http_answer`](rebound::classify::classify_http_answer)).
     pub fn retry_statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
         self.retry_statuses = statuses.into_iter().collect();
         self
@@ -273,7 +275,11 @@ fn triage(
         return Triage::ReadBody(response, pushback);
     }
     let classification = match service {
-        Service::Http => Some(classify_http(status.as_u16(), retry_statuses)),
+        Service::Http => Some(classify_http_answer(
+            status.as_u16(),
+            retry_statuses,
+            pushback.is_some(),
+        )),
         _ => classify::answer(service, status.as_u16(), ""),
     };
     Triage::Told(retried(

@@ -297,6 +297,40 @@ async fn a_request_naming_no_service_is_decided_as_a_plain_http_request() {
     assert_eq!(server.received_requests().await.unwrap().len(), 6);
 }
 
+/// RFC 9110 §15.5.14 and urllib3's `respect_retry_after_header` (docs/decisions.md "A
+/// `Retry-After` on a status outside the table"): a 413 is in no status table, but one that
+/// carries `Retry-After: 1` says the condition is temporary: the GET is retried a second later
+/// and its 200 handed back; a 413 without the header comes back at once.
+#[tokio::test]
+async fn a_413_with_retry_after_is_retried_when_the_server_says() {
+    let server = MockServer::start().await;
+    once_then(
+        &server,
+        "/upload",
+        ResponseTemplate::new(413).insert_header("Retry-After", "1"),
+        ResponseTemplate::new(200),
+    )
+    .await;
+    Mock::given(path("/too-large"))
+        .respond_with(ResponseTemplate::new(413))
+        .mount(&server)
+        .await;
+    let client = client(http_registry());
+    let started = Instant::now();
+    let response = (client.get(format!("{}/upload", server.uri())))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    let response = (client.get(format!("{}/too-large", server.uri())))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+}
+
 /// RFC 9110 §10.2.3: a plain HTTP request's 503 with `Retry-After: 1` is retried no sooner
 /// than a second later; the middleware's status table replaces the default (a 502 it does not
 /// list comes back at once); one naming a service that is not HTTP is refused, naming it.

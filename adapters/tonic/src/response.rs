@@ -35,15 +35,11 @@ pub(crate) fn trailers_only_status(headers: &HeaderMap) -> Option<GrpcCode> {
     )
 }
 
-/// gRFC A6 "Pushback": `grpc-retry-pushback-ms`, a signed 32-bit count of milliseconds; a
-/// negative or unreadable one says do not retry.
+/// gRFC A6 "Pushback": `grpc-retry-pushback-ms`, every value it was sent with, read by
+/// [`Pushback::from_grpc_header`] (a value that is not ASCII is unreadable).
 pub(crate) fn pushback(headers: &HeaderMap) -> Option<Pushback> {
-    let value = headers.get(GRPC_RETRY_PUSHBACK_MS)?;
-    let millis = value
-        .to_str()
-        .ok()
-        .and_then(|v| v.trim().parse::<i32>().ok());
-    Some(millis.map_or(Pushback::Stop, |ms| Pushback::from_millis(ms.into())))
+    let values = headers.get_all(GRPC_RETRY_PUSHBACK_MS).iter();
+    Pushback::from_grpc_header(values.map(|value| value.to_str().unwrap_or("")))
 }
 
 /// A `grpc-timeout` value (gRPC over HTTP/2: at most 8 digits and a unit, H M S m u n).
@@ -94,7 +90,7 @@ mod tests {
     }
 
     /// gRFC A6 "Pushback": a non-negative count is a delay; a negative or unreadable one
-    /// stops retries.
+    /// stops retries, as does a header sent twice (grpc-go).
     #[test]
     fn pushback_is_read_as_a6_says() {
         let mut headers = HeaderMap::new();
@@ -107,6 +103,9 @@ mod tests {
         headers.insert("grpc-retry-pushback-ms", "-1".parse().unwrap());
         assert_eq!(pushback(&headers), Some(Pushback::Stop));
         headers.insert("grpc-retry-pushback-ms", "soon".parse().unwrap());
+        assert_eq!(pushback(&headers), Some(Pushback::Stop));
+        headers.insert("grpc-retry-pushback-ms", "200".parse().unwrap());
+        headers.append("grpc-retry-pushback-ms", "300".parse().unwrap());
         assert_eq!(pushback(&headers), Some(Pushback::Stop));
     }
 }

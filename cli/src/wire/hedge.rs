@@ -11,7 +11,7 @@ use rebound::{NodeChoice, Pushback, RetryReason};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::input::{parse_reason, DecideInput, InputError, RequestSpec};
+use super::input::{parse_reason, DecideInput, InputError, PushbackText, RequestSpec};
 
 /// Why the policy is asked, as written.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
@@ -22,12 +22,16 @@ enum AskedSpec {
     AfterFailure,
 }
 
-/// The last failure's pushback: milliseconds, or `"stop"`.
+/// The last failure's pushback: milliseconds, or gRPC's header as received (its text, or its
+/// texts when it came more than once: `"stop"`, like any text that is not a number, says stop).
 #[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "milliseconds, or the grpc-retry-pushback-ms header's text or list of texts"
+)]
 enum PushbackSpec {
     Ms(u64),
-    Word(String),
+    Text(PushbackText),
 }
 
 /// The request in flight, as written.
@@ -163,13 +167,7 @@ impl FlightSpec {
         let pushback = match &self.pushback {
             None => None,
             Some(PushbackSpec::Ms(ms)) => Some(Pushback::After(Duration::from_millis(*ms))),
-            Some(PushbackSpec::Word(word)) if word == "stop" => Some(Pushback::Stop),
-            Some(PushbackSpec::Word(word)) => {
-                return Err(InputError::new(
-                    "hedge.pushback",
-                    format!("`{word}`: expected milliseconds or \"stop\""),
-                ))
-            }
+            Some(PushbackSpec::Text(text)) => text.read(),
         };
         if self.copies == 0 {
             return Err(InputError::new(

@@ -7,8 +7,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use rebound::cassandra::ConsistencyLevel;
-use rebound::classify::Response;
+use rebound::classify::{
+    classify, classify_http_answer, Classification, Response, DEFAULT_HTTP_RETRY_STATUSES,
+};
 use rebound::config::{Builtin, BuiltinPolicy};
+use rebound::errormap::ErrorMap;
 use rebound::errormap::RetrySpec;
 use rebound::grpc::split_full_method;
 use rebound::HttpMethod;
@@ -170,10 +173,43 @@ pub struct DecideInput {
     /// gRPC-style pushback: retry no sooner than this many ms; negative: do not retry.
     #[serde(default)]
     pub pushback_ms: Option<i64>,
+    /// gRPC's `grpc-retry-pushback-ms` as received, read as gRFC A6 says.
+    #[serde(default)]
+    pub pushback: Option<PushbackText>,
     /// The error-map retry spec of a failure given as a `reason` (as the decision log
     /// writes a classified failure).
     #[serde(default)]
     pub error_map_spec: Option<RetrySpec>,
+    /// The moment an HTTP-date `Retry-After` is read at (RFC 3339); the clock's when absent.
+    #[serde(default)]
+    pub now: Option<String>,
+}
+
+/// gRPC's `grpc-retry-pushback-ms` header as a server sent it: its text, or every text when it
+/// was sent more than once.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "the grpc-retry-pushback-ms header's text (\"200\"), or the list of its texts when it came more than once"
+)]
+pub enum PushbackText {
+    /// The header, sent once.
+    One(String),
+    /// Every value of the header, as received.
+    Many(Vec<String>),
+}
+
+impl PushbackText {
+    /// The pushback it says, as gRFC A6 and gRPC's clients read it
+    /// ([`Pushback::from_grpc_header`]); none for an empty list.
+    pub fn read(&self) -> Option<Pushback> {
+        match self {
+            PushbackText::One(text) => Pushback::from_grpc_header([text.as_str()]),
+            PushbackText::Many(texts) => {
+                Pushback::from_grpc_header(texts.iter().map(String::as_str))
+            }
+        }
+    }
 }
 
 /// Why the request failed.
@@ -319,21 +355,51 @@ impl DecideInput {
 
     /// Why a request of `request_type` failed: exactly one of `reason` and `response` (a KV
     /// response's opcode defaults to the request type's).
-    /// The server's pushback at `now`: `pushback_ms`, or the response's `retry_after` (an
-    /// HTTP `Retry-After` value: seconds or an HTTP-date; unreadable means do not retry).
-    pub fn pushback(&self, now: SystemTime) -> Result<Option<Pushback>, InputError> {
+    /// The moment the line is decided at, for an HTTP-date `Retry-After`: its `now` (RFC 3339,
+    /// e.g. `2026-11-28T12:00:00Z`), else the clock's.
+    fn now(&self) -> Result<SystemTime, InputError> {
+        match &self.now {
+            None => Ok(SystemTime::now()),
+            Some(text) => humantime::parse_rfc3339_weak(text).map_err(|e| {
+                InputError::new(
+                    "now",
+                    format!("`{text}` is not an RFC 3339 time (2026-11-28T12:00:00Z): {e}"),
+                )
+            }),
+        }
+    }
+
+    /// `response` (this line's) classified as the host classifies it: a plain HTTP answer by
+    /// the default table and by whether it carried a `Retry-After` (`classify_http_answer`),
+    /// any other by its service's rules, a KV status unknown to them by `map`.
+    pub fn classify(&self, response: Response<'_>, map: Option<&ErrorMap>) -> Classification {
+        match response {
+            Response::Http { status } => {
+                let retry_after = (self.response.as_ref()).is_some_and(|r| r.retry_after.is_some());
+                classify_http_answer(status, &DEFAULT_HTTP_RETRY_STATUSES, retry_after)
+            }
+            other => classify(other, map),
+        }
+    }
+
+    /// The server's pushback: `pushback_ms`, `pushback` (gRPC's header as received), or the
+    /// response's `retry_after` (an HTTP `Retry-After` value: seconds, or an HTTP-date read at
+    /// the line's `now`); unreadable means do not retry.
+    pub fn pushback(&self) -> Result<Option<Pushback>, InputError> {
+        let now = self.now()?;
         let retry_after = self
             .response
             .as_ref()
             .and_then(|r| r.retry_after.as_deref());
-        match (self.pushback_ms, retry_after) {
-            (Some(_), Some(_)) => Err(InputError::new(
-                "pushback_ms",
-                "give the server's pushback once: `pushback_ms` or `response.retry_after`",
+        match (self.pushback_ms, &self.pushback, retry_after) {
+            (Some(millis), None, None) => Ok(Some(Pushback::from_millis(millis))),
+            (None, Some(text), None) => Ok(text.read()),
+            (None, None, Some(value)) => Ok(Some(Pushback::from_retry_after(value, now))),
+            (None, None, None) => Ok(None),
+            (Some(_), _, _) | (_, Some(_), _) => Err(InputError::new(
+                if self.pushback_ms.is_some() { "pushback_ms" } else { "pushback" },
+                "give the server's pushback once: `pushback_ms`, `pushback` or `response.retry_after`",
             )),
-            (Some(millis), None) => Ok(Some(Pushback::from_millis(millis))),
-            (None, Some(value)) => Ok(Some(Pushback::from_retry_after(value, now))),
-            (None, None) => Ok(None),
         }
     }
 

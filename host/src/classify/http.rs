@@ -72,9 +72,24 @@ pub const DEFAULT_HTTP_RETRY_STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504]
 /// [`DEFAULT_HTTP_RETRY_STATUSES`]) an `HTTP_STATUS` failure to decide about; any other not
 /// retried.
 pub fn classify_http(status: u16, retryable: &[u16]) -> Classification {
+    classify_http_answer(status, retryable, false)
+}
+
+/// The statuses whose `Retry-After` makes them a failure to decide about whatever the table:
+/// 413 (RFC 9110 §15.5.14: a `Retry-After` says the condition is temporary), 429 (RFC 6585
+/// §4) and 503 (RFC 9110 §15.6.4), as urllib3's `Retry.RETRY_AFTER_STATUS_CODES`.
+pub const RETRY_AFTER_STATUSES: [u16; 3] = [413, 429, 503];
+
+/// A plain HTTP service's answer, as [`classify_http`], when the answer carried a
+/// `Retry-After` or not (`retry_after`): a status of [`RETRY_AFTER_STATUSES`] that carried one
+/// is an `HTTP_STATUS` failure even outside `retryable`, so the policy decides whether the
+/// server's word is waited for (the `http` built-in's `respect_retry_after`).
+pub fn classify_http_answer(status: u16, retryable: &[u16], retry_after: bool) -> Classification {
     match status {
         0..=399 => Classification::Success,
-        s if retryable.contains(&s) => Classification::retry(RetryReason::HttpStatus(s)),
+        s if retryable.contains(&s) || (retry_after && RETRY_AFTER_STATUSES.contains(&s)) => {
+            Classification::retry(RetryReason::HttpStatus(s))
+        }
         s => Classification::fail(s.into(), None, FailureKind::NotRetryable),
     }
 }

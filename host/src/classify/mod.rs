@@ -8,8 +8,8 @@ mod http;
 mod kv;
 
 pub use http::{
-    classify_analytics, classify_http, classify_query, classify_search, classify_views,
-    DEFAULT_HTTP_RETRY_STATUSES,
+    classify_analytics, classify_http, classify_http_answer, classify_query, classify_search,
+    classify_views, DEFAULT_HTTP_RETRY_STATUSES, RETRY_AFTER_STATUSES,
 };
 pub use kv::{classify_kv, known_status_name, KvOpcode};
 

@@ -56,7 +56,8 @@ pub enum Builtin {
     Grpc,
     /// [`HttpRetry`](crate::HttpRetry): RFC 9110's idempotent retries, with `max_attempts` (3),
     /// `initial_ms` (100), `max_ms` (5000), `multiplier` (2), `statuses` (408, 429, 500,
-    /// 502, 503, 504) and `attempt_timeout_ms` (none).
+    /// 502, 503, 504), `attempt_timeout_ms` (none), `respect_retry_after` (true) and
+    /// `retry_after_max_ms` (21 600 000).
     Http,
 }
 

@@ -46,6 +46,13 @@ struct HttpParams {
         deserialize_with = "crate::ranges::within_if_set::<_, _, 1, 86_400_000>"
     )]
     attempt_timeout_ms: Option<u64>,
+    #[serde(default = "http_respect_retry_after")]
+    respect_retry_after: bool,
+    #[serde(
+        default = "http_retry_after_max_ms",
+        deserialize_with = "crate::ranges::within::<_, _, 1, 86_400_000>"
+    )]
+    retry_after_max_ms: u64,
 }
 
 fn http_max_attempts() -> u32 {
@@ -62,6 +69,12 @@ fn http_multiplier() -> f64 {
 }
 fn http_statuses() -> Vec<u16> {
     HttpRetry::DEFAULT_STATUSES.to_vec()
+}
+fn http_respect_retry_after() -> bool {
+    true
+}
+fn http_retry_after_max_ms() -> u64 {
+    HttpRetry::DEFAULT_RETRY_AFTER_MAX.as_millis() as u64
 }
 
 /// The `grpc` built-in: its service config (an object, or its JSON text) and the client's cap.
@@ -125,7 +138,9 @@ pub(super) fn http_policy(params: &Map<String, Value>) -> Result<HttpRetry, Fiel
     let strategy = HttpRetry::default()
         .max_attempts(p.max_attempts)
         .backoff(backoff.min(), backoff.max(), backoff.factor())
-        .statuses(p.statuses);
+        .statuses(p.statuses)
+        .respect_retry_after(p.respect_retry_after)
+        .retry_after_max(Duration::from_millis(p.retry_after_max_ms));
     Ok(match p.attempt_timeout_ms {
         Some(ms) => strategy.attempt_timeout(Duration::from_millis(ms)),
         None => strategy,

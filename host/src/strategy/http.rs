@@ -4,13 +4,16 @@
 //! in the table (408, 429, 500, 502, 503, 504 by default); any other request only after a
 //! failure before it was sent. The delay is an exponential backoff with full jitter
 //! (`random(0, min(initial × multiplier^n, max))` before retry `n + 1`), and never shorter
-//! than the server's `Retry-After` (§10.2.3); a `Retry-After` that cannot be read ends
-//! retries. At most `max_attempts` attempts, the first included.
+//! than the server's `Retry-After` (§10.2.3), itself capped (urllib3's `retry_after_max`); a
+//! `Retry-After` that cannot be read ends retries. A 413, 429 or 503 whose `Retry-After` can
+//! be read is retried even outside the table, as urllib3's `respect_retry_after_header` does;
+//! with that turned off, the server's pushback is not read at all. At most `max_attempts`
+//! attempts, the first included.
 
 use std::time::Duration;
 
 use crate::action::{NodeChoice, RetryAction};
-use crate::classify::DEFAULT_HTTP_RETRY_STATUSES;
+use crate::classify::{DEFAULT_HTTP_RETRY_STATUSES, RETRY_AFTER_STATUSES};
 use crate::pushback::Pushback;
 use crate::reason::{RetryReason, Stage};
 use crate::request::{Request, Service};
@@ -27,10 +30,13 @@ pub struct HttpRetry {
     multiplier: f64,
     statuses: Vec<u16>,
     attempt_timeout: Option<Duration>,
+    respect_retry_after: bool,
+    retry_after_max: Duration,
 }
 
 impl Default for HttpRetry {
-    /// Three attempts, 100 ms doubling up to 5 s, the default status table.
+    /// Three attempts, 100 ms doubling up to 5 s, the default status table, `Retry-After`
+    /// respected up to 6 hours.
     fn default() -> Self {
         HttpRetry {
             max_attempts: 3,
@@ -39,6 +45,8 @@ impl Default for HttpRetry {
             multiplier: 2.0,
             statuses: HttpRetry::DEFAULT_STATUSES.to_vec(),
             attempt_timeout: None,
+            respect_retry_after: true,
+            retry_after_max: HttpRetry::DEFAULT_RETRY_AFTER_MAX,
         }
     }
 }
@@ -46,6 +54,10 @@ impl Default for HttpRetry {
 impl HttpRetry {
     /// The statuses retried by default ([`DEFAULT_HTTP_RETRY_STATUSES`]).
     pub const DEFAULT_STATUSES: [u16; 6] = DEFAULT_HTTP_RETRY_STATUSES;
+
+    /// The longest server delay waited for by default: urllib3's `DEFAULT_RETRY_AFTER_MAX`,
+    /// 6 hours.
+    pub const DEFAULT_RETRY_AFTER_MAX: Duration = Duration::from_secs(6 * 60 * 60);
 
     /// At most `max_attempts` attempts (the first included).
     pub fn max_attempts(mut self, max_attempts: u32) -> Self {
@@ -76,6 +88,32 @@ impl HttpRetry {
         self
     }
 
+    /// Whether the server's pushback is read (urllib3's `respect_retry_after_header`, on by
+    /// default): a 413, 429 or 503 whose `Retry-After` can be read is then retried even outside
+    /// the statuses, no sooner than it asks, and one that cannot be read ends retries. Off, the
+    /// backoff alone sets the delay and the statuses alone what is retried.
+    pub fn respect_retry_after(mut self, respect: bool) -> Self {
+        self.respect_retry_after = respect;
+        self
+    }
+
+    /// The longest server delay waited for: a `Retry-After` asking for more is waited for this
+    /// long (urllib3's `retry_after_max`; the AWS SDKs' standard mode caps it at their maximum
+    /// backoff, 20 s).
+    pub fn retry_after_max(mut self, max: Duration) -> Self {
+        self.retry_after_max = max;
+        self
+    }
+
+    /// The server's pushback as this strategy reads it: none when it does not respect it, and
+    /// a delay no longer than its cap.
+    fn pushback(&self, pushback: Option<Pushback>) -> Option<Pushback> {
+        match pushback.filter(|_| self.respect_retry_after)? {
+            Pushback::After(delay) => Some(Pushback::After(delay.min(self.retry_after_max))),
+            other => Some(other),
+        }
+    }
+
     /// The ceiling of retry `retries + 1`'s delay: `min(initial × multiplier^retries, max)`.
     pub fn ceiling(&self, retries: u32) -> Duration {
         Duration::from_nanos(self.ceiling_nanos(retries) as u64)
@@ -94,10 +132,15 @@ impl HttpRetry {
         }
     }
 
-    /// Whether a failure for `reason` is one this strategy retries at all, idempotency aside.
-    fn retries(&self, reason: &RetryReason) -> bool {
+    /// Whether a failure for `reason`, with the server's `pushback` as this strategy reads it,
+    /// is one this strategy retries at all, idempotency aside.
+    fn retries(&self, reason: &RetryReason, pushback: Option<Pushback>) -> bool {
         match reason {
-            RetryReason::HttpStatus(status) => self.statuses.contains(status),
+            RetryReason::HttpStatus(status) => {
+                self.statuses.contains(status)
+                    || (RETRY_AFTER_STATUSES.contains(status)
+                        && matches!(pushback, Some(Pushback::After(_))))
+            }
             other => matches!(other.stage(), Stage::PreDispatch | Stage::InFlight),
         }
     }
@@ -120,10 +163,11 @@ impl Strategy for HttpRetry {
 impl SyncStrategy for HttpRetry {
     fn answer(&self, request: &Request, context: &DecisionContext<'_>) -> RetryAction {
         let reason = context.reason();
+        let pushback = self.pushback(context.pushback());
         let attempts = request.retry_attempts().saturating_add(1);
         if request.service() != Service::Http
             || !request.may_be_sent_again(reason)
-            || !self.retries(reason)
+            || !self.retries(reason, pushback)
             || attempts >= self.max_attempts
         {
             return RetryAction::NoRetry;
@@ -134,6 +178,6 @@ impl SyncStrategy for HttpRetry {
             node: NodeChoice::Same,
             consistency: None,
         };
-        Pushback::honour(context.pushback(), action)
+        Pushback::honour(pushback, action)
     }
 }
