@@ -399,6 +399,41 @@ params.service_config = '{"methodConfig": [{"name": [{"service": "shop.Inventory
     );
 }
 
+/// docs/decisions.md "Who pays for a hedge", through `eval`: the service config's
+/// `retryThrottling` (4 tokens, threshold 2) is asked before a copy and counts each copy's
+/// non-fatal failure, as gRFC A6 "Throttling Retry Attempts and Hedged RPCs" says: the first
+/// failure leaves 3 and the copy goes; the second leaves 2 and no copy goes, nor does a timed
+/// one after it.
+#[test]
+fn a_hedging_question_asks_the_throttle() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rebound.toml");
+    std::fs::write(
+        &config,
+        r#"default_policy = "inventory"
+[watch]
+enabled = false
+[policies.inventory]
+builtin = "grpc"
+params.service_config = '{"methodConfig": [{"name": [{"service": "shop.Inventory"}], "hedgingPolicy": {"maxAttempts": 4, "hedgingDelay": "0.1s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}], "retryThrottling": {"maxTokens": 4, "tokenRatio": 1}}'
+"#,
+    )
+    .unwrap();
+    let call = r#""request": {"type": "grpc", "route": "/shop.Inventory/Get", "authority": "inventory:443", "idempotent": true}"#;
+    let failed = format!(
+        r#"{{{call}, "hedge": {{"asked": "after_failure", "copies": 1, "failures": [{{"grpc_status": "UNAVAILABLE"}}]}}}}"#
+    );
+    let timed = format!(r#"{{{call}, "hedge": {{"copies": 1}}}}"#);
+    let lines = [failed.clone(), failed, timed];
+    let (_, answers) = eval(&["--config", config.to_str().unwrap()], &lines.join("\n"));
+    assert_eq!(answers[0]["hedge"]["next"], "send", "{}", answers[0]);
+    for refused in &answers[1..] {
+        assert_eq!(refused["hedge"]["next"], "none", "{refused}");
+        let why = refused["hedge"]["why"].as_str().unwrap();
+        assert!(why.contains("throttle"), "{why}");
+    }
+}
+
 /// A decision request carries the server's pushback, as a response's `retry_after` (HTTP
 /// Retry-After), `pushback_ms` (gRPC, parsed) or `pushback` (gRPC's header as received); best
 /// effort waits at least that long, and an unreadable or negative one stops the retries.

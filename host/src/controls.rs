@@ -286,11 +286,16 @@ impl Controls {
         Some(self.paid(policy, request, now))
     }
 
-    /// `request`'s hedging by `policy` at `now`, paid from its budget and throttle.
+    /// `request`'s hedging by `policy` at `now`, paid from its budget and throttle: the
+    /// policy's named throttle, else the one the hedging policy brings (gRFC A6's
+    /// `retryThrottling`).
     fn paid(&self, policy: Arc<dyn HedgingPolicy>, request: &Request, now: Instant) -> Hedging {
+        let throttle = (self.throttle.as_deref())
+            .or_else(|| policy.throttle())
+            .map(|t| t.for_request(request, now));
         Hedging::new(policy)
             .with_budget(self.budget_for(request))
-            .with_throttle(self.throttle.as_ref().map(|t| t.for_request(request, now)))
+            .with_throttle(throttle)
     }
 
     /// Whether attempts of requests decided by `strategy` under these controls may be cut by

@@ -306,7 +306,49 @@ async fn a_throttle_at_its_threshold_sends_no_copy() {
     assert_eq!(sent.get(), [(0, 0)]);
 }
 
-/// Issue rule "only idempotent requests are ever hedged", over the grid of reasons and every
+/// gRFC A6 "Throttling Retry Attempts and Hedged RPCs": with the service config's own
+/// `retryThrottling` (4 tokens, threshold 2), each copy that fails with a non-fatal status takes
+/// a token, and a copy after the first goes only while the count is above the threshold: the
+/// first call's copies fail at once (4, then 3), the third copy finds the count at 2 and is not
+/// sent, and the call's last failure takes one more; the next call's first copy hangs and no
+/// hedge follows it (docs/decisions.md "Who pays for a hedge").
+#[tokio::test(start_paused = true)]
+async fn the_service_config_s_own_throttling_gates_hedged_copies() {
+    let config = json!({
+        "methodConfig": [{
+            "name": [{"service": "shop.Inventory"}],
+            "hedgingPolicy": {
+                "maxAttempts": 4,
+                "hedgingDelay": "0.1s",
+                "nonFatalStatusCodes": ["UNAVAILABLE"]
+            }
+        }],
+        "retryThrottling": {"maxTokens": 4, "tokenRatio": 1}
+    });
+    let config = ServiceConfig::parse(&config, DEFAULT_MAX_ATTEMPTS_LIMIT).unwrap();
+    let executor = Executor::new(Orchestrator::new(Arc::new(GrpcRetry::new(config))));
+    let sent = Sent::default();
+    let start = tokio::time::Instant::now();
+    let failed: Result<(), _> = executor
+        .run(call(Duration::from_secs(1)), |attempt| {
+            sent.record(&attempt, start);
+            async move { Err(status(GrpcCode::Unavailable)) }
+        })
+        .await;
+    assert!(failed.is_err());
+    assert_eq!(sent.get(), [(0, 0), (1, 0)]);
+    let sent = Sent::default();
+    let start = tokio::time::Instant::now();
+    let _: Result<(), _> = executor
+        .run(call(Duration::from_secs(1)), |attempt| {
+            sent.record(&attempt, start);
+            async move { std::future::pending::<Result<(), Failure<&str>>>().await }
+        })
+        .await;
+    assert_eq!(sent.get(), [(0, 0)]);
+}
+
+/// docs/decisions.md "Which requests are hedged", over the grid of reasons and every
 /// request type: a request that is not idempotent never gets a second copy, whatever its
 /// failures and however eagerly the policy hedges.
 #[test]
@@ -401,8 +443,9 @@ fn the_documented_example_hedges() {
         .is_some());
 }
 
-/// Issue rule "a hedging policy for a non-idempotent route is a configuration warning and never
-/// hedges": a request type whose requests are not idempotent unless declared, routed to a
+/// docs/decisions.md "Which requests are hedged" and docs/hedging.md "The host's rules": a
+/// hedging policy for a route of requests that are not idempotent is a configuration warning and
+/// never hedges them: a request type whose requests are not idempotent unless declared, routed to a
 /// policy that hedges, is logged at WARN; such a request is never hedged.
 #[test]
 fn a_hedging_policy_routed_non_idempotent_requests_is_a_warning() {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use rebound::hedge::{Asked, HedgeAction, Hedging, InFlight, MAX_COPIES};
 use rebound::registry::PolicyRegistry;
+use rebound::throttle::FailureClass;
 use rebound::{NodeChoice, Pushback, RetryReason};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -119,6 +120,11 @@ impl HedgeInput {
             if policy.is_fatal(&request, last) {
                 return Ok(none("the failure is fatal: the other copies are cancelled"));
             }
+            // A copy's failure that does not end the request counts in the throttle as it
+            // happens (gRFC A6 "Throttling Retry Attempts and Hedged RPCs").
+            if let Some(throttle) = hedging.throttle() {
+                throttle.failed_at(FailureClass::of(last, pushback), now);
+            }
         }
         if pushback == Some(Pushback::Stop) {
             return Ok(none("the pushback says stop: no more copies"));
@@ -137,6 +143,11 @@ impl HedgeInput {
         };
         Ok(match policy.next_copy(&request, &in_flight) {
             HedgeAction::Wait => json!({ "hedge": { "next": "wait" } }),
+            // A6: a hedged copy goes only while the throttle is above its threshold; the budget
+            // pays for it as for a retry.
+            HedgeAction::SendAfter { .. } if !hedging.pay_for_copy(now) => {
+                none("the throttle or the retry budget refuses another copy")
+            }
             HedgeAction::SendAfter { after, node } => json!({ "hedge": {
                 "next": "send",
                 "after_ms": after.as_millis() as u64,

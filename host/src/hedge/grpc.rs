@@ -14,17 +14,30 @@ use crate::grpc::{GrpcCode, HedgingPolicyConfig, ServiceConfig};
 use crate::pushback::Pushback;
 use crate::reason::{ReasonKind, RetryReason, Stage};
 use crate::request::{Request, Service};
+use crate::throttle::ScopedThrottle;
 
 /// Hedges gRPC calls as their service config's `hedgingPolicy` says (gRFC A6).
 #[derive(Debug, Clone)]
 pub struct GrpcHedging {
     config: Arc<ServiceConfig>,
+    /// The config's `retryThrottling` counts, shared with the built-in's retries.
+    throttle: Option<Arc<ScopedThrottle>>,
 }
 
 impl GrpcHedging {
-    /// Hedges by `config`.
+    /// Hedges by `config`, with no throttle of its own.
     pub fn new(config: Arc<ServiceConfig>) -> Self {
-        GrpcHedging { config }
+        GrpcHedging {
+            config,
+            throttle: None,
+        }
+    }
+
+    /// This hedging, its copies asked of and counted in `throttle` (A6 "Throttling Retry
+    /// Attempts and Hedged RPCs": the counts the config's retries share).
+    pub(crate) fn with_throttle(mut self, throttle: Option<Arc<ScopedThrottle>>) -> Self {
+        self.throttle = throttle;
+        self
     }
 
     fn policy(&self, request: &Request) -> Option<&HedgingPolicyConfig> {
@@ -74,6 +87,10 @@ impl HedgingPolicy for GrpcHedging {
                 .contains(&GrpcCode::Unavailable),
             other => other.stage() != Stage::PreDispatch,
         }
+    }
+
+    fn throttle(&self) -> Option<&ScopedThrottle> {
+        self.throttle.as_deref()
     }
 }
 

@@ -32,7 +32,7 @@ use crate::action::NodeChoice;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
-use crate::throttle::RetryThrottle;
+use crate::throttle::{RetryThrottle, ScopedThrottle};
 use crate::traffic_budget::TrafficBudget;
 
 /// The most copies of one request, the first included (gRFC A6 "Limits on Retries and Hedges":
@@ -110,6 +110,14 @@ pub trait HedgingPolicy: Debug + Send + Sync {
     /// Whether a copy's failure for `reason` ends the request at once, cancelling the other
     /// copies (gRPC: a status not among `nonFatalStatusCodes`).
     fn is_fatal(&self, request: &Request, reason: &RetryReason) -> bool;
+
+    /// The throttle the policy brings itself (the `grpc` built-in's `retryThrottling`, kept per
+    /// server name), if any: asked before every copy after the first and told of the copies'
+    /// failures that do not end the request, as gRFC A6 "Throttling Retry Attempts and Hedged
+    /// RPCs" says, unless the request's policy names a throttle of its own. None by default.
+    fn throttle(&self) -> Option<&ScopedThrottle> {
+        None
+    }
 }
 
 /// A hedging policy with what the host pays its copies from: the request's retry budget and
@@ -156,8 +164,9 @@ impl Hedging {
     }
 
     /// Whether the host pays for one more copy at `now`: the throttle allows a retry and the
-    /// budget grants one (withdrawn here).
-    pub(crate) fn pay_for_copy(&self, now: Instant) -> bool {
+    /// budget grants one (withdrawn here). Every path that sends copies asks this before each
+    /// copy after the first.
+    pub fn pay_for_copy(&self, now: Instant) -> bool {
         if let Some(throttle) = &self.throttle {
             if !throttle.allows_retry_at(now) {
                 return false;
@@ -170,7 +179,7 @@ impl Hedging {
     }
 
     /// The throttle copies' failures count in, if any.
-    pub(crate) fn throttle(&self) -> Option<&RetryThrottle> {
+    pub fn throttle(&self) -> Option<&RetryThrottle> {
         self.throttle.as_deref()
     }
 }

@@ -52,8 +52,11 @@ impl GrpcRetry {
     pub fn new(config: ServiceConfig) -> Self {
         let throttle = config.throttling().map(|t| Arc::new(Throttle::new(t)));
         let config = Arc::new(config);
-        let hedging = (config.hedges())
-            .then(|| Arc::new(GrpcHedging::new(Arc::clone(&config))) as Arc<dyn HedgingPolicy>);
+        let hedging = config.hedges().then(|| {
+            let hedging = GrpcHedging::new(Arc::clone(&config))
+                .with_throttle(throttle.as_deref().map(Throttle::shared));
+            Arc::new(hedging) as Arc<dyn HedgingPolicy>
+        });
         GrpcRetry {
             config,
             throttle,
@@ -69,6 +72,20 @@ impl GrpcRetry {
     /// Its service config.
     pub fn config(&self) -> &ServiceConfig {
         &self.config
+    }
+
+    /// A6 "Throttling Retry Attempts and Hedged RPCs": the failure that ends a hedged call
+    /// counts when its status is non-fatal or its pushback says stop (the copies that failed
+    /// before it were counted as they failed).
+    fn count_hedged_failure(&self, request: &Request, context: &DecisionContext<'_>) {
+        let (Some(throttle), Some(hedging)) = (&self.throttle, &self.hedging) else {
+            return;
+        };
+        let hedged = (request.route()).is_some_and(|m| self.config.hedging_policy(m).is_some());
+        let stopped = matches!(context.pushback(), Some(Pushback::Stop));
+        if hedged && (stopped || !hedging.is_fatal(request, context.reason())) {
+            throttle.failed(request);
+        }
     }
 }
 
@@ -110,6 +127,7 @@ impl SyncStrategy for GrpcRetry {
             return RetryAction::NoRetry;
         }
         let Some(policy) = request.route().and_then(|m| self.config.retry_policy(m)) else {
+            self.count_hedged_failure(request, context);
             return RetryAction::NoRetry;
         };
         let retryable = match context.reason() {

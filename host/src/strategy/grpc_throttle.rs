@@ -3,6 +3,7 @@
 //! (the request's authority). The built-in says which failures count (A6: the retryable
 //! statuses and a pushback that says stop); each takes one token.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::grpc::RetryThrottling;
@@ -15,9 +16,10 @@ use crate::throttle::{
 /// forgotten.
 const MAX_THROTTLED_SERVERS: usize = 1024;
 
-/// The token counts of one service config's `retryThrottling`.
+/// The token counts of one service config's `retryThrottling`, shared by its retries and its
+/// hedged copies.
 #[derive(Debug)]
-pub(crate) struct Throttle(ScopedThrottle);
+pub(crate) struct Throttle(Arc<ScopedThrottle>);
 
 impl Throttle {
     /// Counts as `config` says (validated with its service config).
@@ -31,10 +33,10 @@ impl Throttle {
         };
         let now = Instant::now();
         let scope = ThrottleScope::Authority;
-        Throttle(
+        Throttle(Arc::new(
             ScopedThrottle::new(config, scope, MAX_THROTTLED_SERVERS, now)
                 .expect("retryThrottling is validated with its service config"),
-        )
+        ))
     }
 
     /// A failed attempt of `request` (to its authority, for its caller): one token taken.
@@ -55,6 +57,11 @@ impl Throttle {
     /// The throttle, kept per authority.
     pub(crate) fn scoped(&self) -> &ScopedThrottle {
         &self.0
+    }
+
+    /// The throttle, for the hedged copies that count in it too.
+    pub(crate) fn shared(&self) -> Arc<ScopedThrottle> {
+        Arc::clone(&self.0)
     }
 
     /// `server`'s count now, in tokens.
