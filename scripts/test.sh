@@ -12,8 +12,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A one-off CI build gains nothing from incremental state (hundreds of MB); local runs keep it.
+# CI's disk is also the scarcest thing it has: its binaries carry no debug info (a test
+# binary's line tables and the standard library's debug info are about a quarter of it; a
+# panic still names its file and line), and the gates below build into a directory of their own
+# that is removed once they pass (their check-mode metadata and the build without wasm serve
+# nothing after them). Local runs share one target directory, so a second run starts warm.
+gates_dir=target
 if [ -n "${CI:-}" ]; then
   export CARGO_INCREMENTAL=0
+  export CARGO_PROFILE_DEV_STRIP=debuginfo
+  gates_dir=target/gates
 fi
 
 # Each step says when it began, so a slow step shows in the log.
@@ -41,29 +49,33 @@ step "structure: no source file over 500 lines, no import cycle between a crate'
 python3 scripts/check-structure.py host/src cli/src adapters/*/src guest-sdk/src examples/memcached/src
 
 step "clippy, warnings denied (every target of the workspace; no function over 80 lines)"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked --target-dir "$gates_dir" -- -D warnings
 
 step "each feature of the library alone, and none"
 for features in "" executor tower wasm registry oci otlp; do
   echo "rebound --no-default-features --features '$features'"
-  cargo clippy -p rebound --no-default-features --features "$features" --locked -- -D warnings
+  cargo clippy -p rebound --no-default-features --features "$features" --locked \
+    --target-dir "$gates_dir" -- -D warnings
 done
 # The workspace's targets build the guest SDK with `hedging` (its tests ask for it, so the
 # guide's hedging example runs with the other tests): here it is checked without.
 echo "rebound-guest without hedging"
-cargo clippy -p rebound-guest --locked -- -D warnings
+cargo clippy -p rebound-guest --locked --target-dir "$gates_dir" -- -D warnings
 
 step "loom models of the retry budget's atomics (every interleaving of two threads)"
 # A target directory of its own: the cfg changes every artifact's hash.
 RUSTFLAGS="--cfg loom -D warnings" cargo test -p rebound --no-default-features --lib --release \
   --locked --target-dir target/loom loom_models
+[ -z "${CI:-}" ] || rm -rf target/loom
 
 step "the registry without wasm: built-ins decide, a component is refused naming the feature"
 # Its own build: in the workspace's, another member turns `wasm` on.
-cargo test -p rebound --no-default-features --features registry --lib --locked
+cargo test -p rebound --no-default-features --features registry --lib --locked \
+  --target-dir "$gates_dir"
 
 step "API docs, warnings denied"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked --target-dir "$gates_dir"
+[ "$gates_dir" = target ] || rm -rf "$gates_dir"
 
 step "tests compiled (the rebound binary with them)"
 cargo test --workspace --locked --no-run

@@ -4,6 +4,8 @@
 #[path = "../../test_support.rs"]
 mod test_support;
 
+mod attempt_timeouts;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,6 +4,7 @@
 //! driver's hard-coded rules or "do not retry"; a downgrade reaches the driver as a
 //! consistency; the deadline ends retries.
 
+mod driver_retry_policy_tests;
 mod support;
 
 use std::sync::atomic::{AtomicBool, Ordering};

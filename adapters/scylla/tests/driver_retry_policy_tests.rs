@@ -4,7 +4,7 @@
 //! idempotence and consistency levels, the same expected decisions, in the same order within a
 //! session (reference 003 "Retries": DefaultRetryPolicy and ConsistencyDowngradingRetryPolicy).
 
-mod support;
+use crate::support;
 
 use bytes::Bytes;
 use rebound_scylla::{ReboundRetryPolicy, ReboundRetrySession};
