@@ -307,7 +307,7 @@ fn staged(output: &Path) -> PathBuf {
 fn tools_of(plan: &Plan, steps: &[project::Step]) -> anyhow::Result<Vec<PathBuf>> {
     let mut missing: Vec<String> = steps
         .iter()
-        .filter(|step| find(&step.program).is_none())
+        .filter(|step| find(&step.program, &plan.dir).is_none())
         .map(|step| format!("  {} was not found: {}", step.program, step.install))
         .collect();
     if !missing.is_empty() {
@@ -315,13 +315,13 @@ fn tools_of(plan: &Plan, steps: &[project::Step]) -> anyhow::Result<Vec<PathBuf>
         bail!(
             "cannot build {} (looked {}; `rebound doctor` lists every language's tools):\n{}",
             plan.name,
-            crate::tools::looked(),
+            crate::tools::looked(&plan.dir),
             missing.join("\n")
         );
     }
     Ok(steps
         .iter()
-        .filter_map(|step| find(&step.program))
+        .filter_map(|step| find(&step.program, &plan.dir))
         .collect())
 }
 
@@ -346,10 +346,11 @@ fn write_generated(plan: &Plan) -> anyhow::Result<()> {
 /// Runs `step` in the plan's directory; a failed step's half-written output (`staged`) is
 /// removed and its output shown.
 fn run_step(step: &project::Step, plan: &Plan, staged: &Path) -> anyhow::Result<()> {
-    let mut command = Command::new(find(&step.program).expect("checked before the first step"));
+    let program = find(&step.program, &plan.dir).expect("checked before the first step");
+    let mut command = Command::new(program);
     command
         .args(&step.args)
-        .env("PATH", crate::tools::child_path())
+        .env("PATH", crate::tools::child_path(&plan.dir))
         .envs(step.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&plan.dir)
         .stdin(Stdio::null());

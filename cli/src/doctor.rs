@@ -1,5 +1,6 @@
 //! `rebound doctor`: for each policy language, whether `rebound build` would find every tool it
-//! runs, where, at which version, and how to get a missing one.
+//! runs, where, at which version, and how to get a missing one. It looks as `rebound build` run
+//! in the current directory would: that project's `node_modules/.bin` first.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -43,11 +44,11 @@ impl Needs {
 }
 
 /// The first line a tool prints for `--version` (or `version`, Go's and Zig's spelling).
-fn version_of(path: &Path) -> Option<String> {
+fn version_of(path: &Path, project: &Path) -> Option<String> {
     ["--version", "version"].into_iter().find_map(|arg| {
         let output = Command::new(path)
             .arg(arg)
-            .env("PATH", tools::child_path())
+            .env("PATH", tools::child_path(project))
             .stdin(Stdio::null())
             .output()
             .ok()?;
@@ -65,8 +66,8 @@ fn version_of(path: &Path) -> Option<String> {
     })
 }
 
-/// What `language` (on `engine`) needs, looked up.
-fn needs(language: Language, engine: Engine) -> Needs {
+/// What `language` (on `engine`) needs, looked up for the project in `project`.
+fn needs(language: Language, engine: Engine, project: &Path) -> Needs {
     let mut name = language
         .to_possible_value()
         .expect("named")
@@ -98,9 +99,9 @@ fn needs(language: Language, engine: Engine) -> Needs {
         if tools.iter().any(|tool| tool.program == step.program) {
             continue;
         }
-        let found = tools::find(&step.program);
+        let found = tools::find(&step.program, project);
         tools.push(Tool {
-            version: found.as_deref().and_then(version_of),
+            version: (found.as_deref()).and_then(|path| version_of(path, project)),
             program: step.program,
             found,
             install: step.install,
@@ -119,14 +120,14 @@ fn needs(language: Language, engine: Engine) -> Needs {
 
 /// Every language, JavaScript on both engines (TypeScript on the default one: its compiler
 /// comes first, then JavaScript's tools).
-fn every_language() -> Vec<Needs> {
+fn every_language(project: &Path) -> Vec<Needs> {
     let mut all = Vec::new();
     for language in Language::value_variants() {
         if *language == Language::Javascript {
-            all.push(needs(*language, Engine::Quickjs));
-            all.push(needs(*language, Engine::Spidermonkey));
+            all.push(needs(*language, Engine::Quickjs, project));
+            all.push(needs(*language, Engine::Spidermonkey, project));
         } else {
-            all.push(needs(*language, Engine::default()));
+            all.push(needs(*language, Engine::default(), project));
         }
     }
     all
@@ -134,7 +135,8 @@ fn every_language() -> Vec<Needs> {
 
 /// Runs `rebound doctor`.
 pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
-    let all = every_language();
+    let project = std::env::current_dir().unwrap_or_default();
+    let all = every_language(&project);
     if args.json {
         let languages: Vec<Value> = all
             .iter()
@@ -156,11 +158,15 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         writeln!(
             out,
             "{}",
-            json!({"looked": tools::looked(), "languages": languages})
+            json!({"looked": tools::looked(&project), "languages": languages})
         )?;
         return Ok(());
     }
-    writeln!(out, "rebound doctor (tools looked for {})", tools::looked())?;
+    writeln!(
+        out,
+        "rebound doctor (tools looked for {})",
+        tools::looked(&project)
+    )?;
     for needs in &all {
         let state = if needs.ready() { "ready" } else { "MISSING" };
         write!(out, "  {:<26} {state}", needs.name)?;

@@ -98,8 +98,8 @@ fn project(args: &Args) -> anyhow::Result<Project> {
         Language::Javascript => Project {
             files: vec![("policy.js".into(), standalone(JAVASCRIPT_TEMPLATE))],
             tools: match args.engine {
-                Engine::Quickjs => "componentize-qjs (`npm install componentize-qjs`, then `npx componentize-qjs`).",
-                Engine::Spidermonkey => "componentize-js (`npm install @bytecodealliance/componentize-js`, then `npx componentize-js`). Its 12 MB components take seconds to compile when a host loads them; set `cache_dir` in the host's configuration.",
+                Engine::Quickjs => "componentize-qjs (`npm install componentize-qjs` in the project; `rebound build` runs it from node_modules/.bin).",
+                Engine::Spidermonkey => "componentize-js (`npm install @bytecodealliance/componentize-js` in the project; `rebound build` runs it from node_modules/.bin). Its 12 MB components take seconds to compile when a host loads them; set `cache_dir` in the host's configuration.",
             },
         },
         Language::Typescript => Project {
@@ -108,8 +108,8 @@ fn project(args: &Args) -> anyhow::Result<Project> {
                 ("tsconfig.json".into(), TSCONFIG.to_owned()),
             ],
             tools: match args.engine {
-                Engine::Quickjs => "TypeScript's compiler and componentize-qjs (`npm install typescript@7 componentize-qjs`, then `npx tsc`, `npx componentize-qjs`). `rebound build` writes the declarations of `wit/` into `gen/rebound-policy.d.ts`, which `tsconfig.json` gives your editor.",
-                Engine::Spidermonkey => "TypeScript's compiler and componentize-js (`npm install typescript@7 @bytecodealliance/componentize-js`, then `npx tsc`, `npx componentize-js`). `rebound build` writes the declarations of `wit/` into `gen/rebound-policy.d.ts`, which `tsconfig.json` gives your editor. Its 12 MB components take seconds to compile when a host loads them; set `cache_dir` in the host's configuration.",
+                Engine::Quickjs => "TypeScript's compiler and componentize-qjs (`npm install typescript@7 componentize-qjs` in the project; `rebound build` runs them from node_modules/.bin). `rebound build` writes the declarations of `wit/` into `gen/rebound-policy.d.ts`, which `tsconfig.json` gives your editor.",
+                Engine::Spidermonkey => "TypeScript's compiler and componentize-js (`npm install typescript@7 @bytecodealliance/componentize-js` in the project; `rebound build` runs them from node_modules/.bin). `rebound build` writes the declarations of `wit/` into `gen/rebound-policy.d.ts`, which `tsconfig.json` gives your editor. Its 12 MB components take seconds to compile when a host loads them; set `cache_dir` in the host's configuration.",
             },
         },
         Language::C => Project {
@@ -186,8 +186,9 @@ fn project_tests(name: &str) -> String {
 fn gitignore(name: &str) -> String {
     format!(
         "# What `rebound build` makes: the component and intermediate modules, the component while\n\
-         # being built, the generated bindings, Cargo's output, what the last build was made from.\n/*.wasm\n/.{name}.wasm.building\n\
-         /gen/\n/target/\n__pycache__/\n/.rebound-build.json\n"
+         # being built, the generated bindings, Cargo's output, what the last build was made from;\n\
+         # and the tools `npm install` puts in the project.\n/*.wasm\n/.{name}.wasm.building\n\
+         /gen/\n/target/\n__pycache__/\n/.rebound-build.json\n/node_modules/\n"
     )
 }
 

@@ -1,7 +1,9 @@
-//! Where `rebound build` and `rebound doctor` find a language's tools: on PATH, then in the
-//! directory the project's installer fills — `$REBOUND_TOOLS` when set, else the `.tools/bin`
-//! of the Rebound checkout this binary was built from (`scripts/polyglot-toolchain.sh` and
-//! `scripts/guest-toolchain.sh` link every tool there), when it exists.
+//! Where `rebound build` and `rebound doctor` find a language's tools: first in the project's
+//! own `node_modules/.bin` (where `npm install` puts the tools a JavaScript or TypeScript
+//! project pins, as `npx` finds them), then on PATH, then in the directory the project's
+//! installer fills — `$REBOUND_TOOLS` when set, else the `.tools/bin` of the Rebound checkout
+//! this binary was built from (`scripts/polyglot-toolchain.sh` and `scripts/guest-toolchain.sh`
+//! link every tool there), when it exists.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -17,38 +19,48 @@ pub fn installed_dir() -> Option<PathBuf> {
         .then(|| checkout.canonicalize().unwrap_or(checkout))
 }
 
-/// The directories searched, in order: PATH's, then the installer's.
-fn search_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).collect())
-        .unwrap_or_default();
+/// Where a project's own npm tools are.
+fn project_bin(project: &Path) -> PathBuf {
+    project.join("node_modules/.bin")
+}
+
+/// The directories searched for `project`'s tools, in order: its `node_modules/.bin`, PATH's,
+/// then the installer's.
+fn search_dirs(project: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![project_bin(project)];
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
     dirs.extend(installed_dir());
     dirs
 }
 
-/// `program` on PATH or in the installer's directory (or as given, when it is a path).
-pub fn find(program: &str) -> Option<PathBuf> {
+/// `program` for the project in `project` (or as given, when it is a path).
+pub fn find(program: &str, project: &Path) -> Option<PathBuf> {
     if program.contains('/') {
         return Path::new(program).is_file().then(|| program.into());
     }
-    search_dirs()
+    search_dirs(project)
         .into_iter()
         .map(|dir| dir.join(program))
         .find(|path| path.is_file())
 }
 
-/// PATH with the installer's directory after it, for the tools' own children (a tool that
-/// runs another finds it where `rebound` did).
-pub fn child_path() -> OsString {
-    std::env::join_paths(search_dirs()).unwrap_or_default()
+/// The directories [`find`] searches, as a PATH for the tools' own children (a tool that runs
+/// another finds it where `rebound` did).
+pub fn child_path(project: &Path) -> OsString {
+    std::env::join_paths(search_dirs(project)).unwrap_or_default()
 }
 
-/// Where [`find`] looked, for a message: "on PATH and in DIR", or "on PATH".
-pub fn looked() -> String {
+/// Where [`find`] looked for `project`'s tools, for a message.
+pub fn looked(project: &Path) -> String {
+    let local = project_bin(project);
     match installed_dir() {
-        Some(dir) => format!("on PATH and in {}", dir.display()),
-        None => "on PATH (set REBOUND_TOOLS to the directory a Rebound checkout's \
-                 scripts/polyglot-toolchain.sh filled)"
-            .to_owned(),
+        Some(dir) => format!("in {}, on PATH and in {}", local.display(), dir.display()),
+        None => format!(
+            "in {} and on PATH (set REBOUND_TOOLS to the directory a Rebound checkout's \
+             scripts/polyglot-toolchain.sh filled)",
+            local.display()
+        ),
     }
 }

@@ -566,6 +566,56 @@ fn tools_are_found_where_the_installer_put_them() {
     }
 }
 
+/// docs/authoring.md: a JavaScript or TypeScript project's own tools, which `npm install` puts
+/// in its `node_modules/.bin`, are found there first (as `npx` finds them) with nothing on PATH
+/// or in the installer's directory; `rebound doctor` run in the project finds them too; the
+/// generated `.gitignore` keeps `node_modules/` out of version control.
+#[test]
+fn a_project_s_own_npm_tools_are_found_and_kept_out_of_git() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("project");
+    success_stdout(rebound().args(["new", "typescript", "my-ts-policy", dir.to_str().unwrap()]));
+    let ignored = std::fs::read_to_string(dir.join(".gitignore")).unwrap();
+    assert!(
+        ignored.lines().any(|line| line == "/node_modules/"),
+        "{ignored}"
+    );
+    let bin = dir.join("node_modules/.bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["tsc", "componentize-qjs"] {
+        let script = bin.join(tool);
+        let said = format!("#!/bin/sh\necho \"the project's own {tool} ran\" >&2\nexit 3\n");
+        std::fs::write(&script, said).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let output = rebound()
+        .arg("build")
+        .current_dir(&dir)
+        .env("PATH", "/usr/bin:/bin")
+        .env("REBOUND_TOOLS", "/nonexistent")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("the project's own tsc ran"), "{stderr}");
+    let report = success_stdout(
+        rebound()
+            .args(["doctor", "--json"])
+            .current_dir(&dir)
+            .env("PATH", "/usr/bin:/bin")
+            .env("REBOUND_TOOLS", "/nonexistent"),
+    );
+    let report: serde_json::Value = serde_json::from_slice(&report).unwrap();
+    let typescript = (report["languages"].as_array().unwrap().iter())
+        .find(|language| language["language"] == "typescript (quickjs)")
+        .unwrap();
+    for tool in typescript["tools"].as_array().unwrap() {
+        let found = tool["found"].as_str().unwrap_or("");
+        assert!(found.starts_with(bin.to_str().unwrap()), "{tool}");
+    }
+}
+
 /// `rebound build` writes the project's metadata (policy.toml's name,
 /// version, description and parameter schema) into the component; `inspect` reads it back, and
 /// a host's configuration whose `params` do not match the schema is refused at load as a

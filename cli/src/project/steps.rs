@@ -162,7 +162,7 @@ fn typescript(args: &Args<'_>, engine: Engine) -> Vec<Step> {
             &args.source,
             &args.gen_file(TS_DECLARATIONS),
         ],
-        "TypeScript's compiler: `npm install typescript@7`, then `npx tsc`",
+        "TypeScript's compiler: `npm install typescript@7` in the project (`rebound build` runs its node_modules/.bin/tsc)",
     )];
     steps.extend(javascript(engine, &compiled, &args.wit, &args.output));
     steps
@@ -317,7 +317,7 @@ fn javascript(engine: Engine, source: &str, wit: &str, output: &str) -> Vec<Step
                 "-o",
                 output,
             ],
-            "`npm install -g componentize-qjs`",
+            "`npm install componentize-qjs` in the project (`rebound build` runs its node_modules/.bin/componentize-qjs)",
         )],
         // No WASI feature: the component imports nothing but rebound:policy.
         Engine::Spidermonkey => vec![step(
@@ -337,7 +337,7 @@ fn javascript(engine: Engine, source: &str, wit: &str, output: &str) -> Vec<Step
                 "-o",
                 output,
             ],
-            "`npm install -g @bytecodealliance/componentize-js`",
+            "`npm install @bytecodealliance/componentize-js` in the project (`rebound build` runs its node_modules/.bin/componentize-js)",
         )],
     }
 }
