@@ -744,6 +744,8 @@ fn a_policy_that_fails_to_load_at_start_answers_its_fail_safe_until_reloaded() {
             .contains("policies.p.component: no component file at"),
         "{missing}"
     );
+    // What makes one: an author who has not built the project yet is told how.
+    assert!(missing.to_string().contains("`rebound build`"), "{missing}");
 
     ws.config(text);
     let registry = PolicyRegistry::with_runtime(ws.load_config(), runtime().clone()).unwrap();

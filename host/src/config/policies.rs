@@ -228,7 +228,7 @@ fn component_source(
                     component.span(),
                     format!("{field}.component"),
                     format!(
-                        "no component file at {} (relative paths are resolved against {})",
+                        "no component file at {} (relative paths are resolved against {}); `rebound build` in a policy project makes its component",
                         file.display(),
                         policy_dir.display()
                     ),
