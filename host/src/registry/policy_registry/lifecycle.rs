@@ -117,11 +117,7 @@ impl PolicyRegistry {
     pub fn apply(&self, mut config: RegistryConfig) -> Result<(), RegistryError> {
         let _writer = lock(&self.writer);
         let old = self.table.load_full();
-        // Isolation the file leaves unset keeps what the host started with (`serve` sets it).
-        if config.engine.isolation.is_none() {
-            config.engine.isolation = old.config.engine.isolation;
-        }
-        if config.cache_dir != old.config.cache_dir || config.engine != old.config.engine {
+        if needs_restart(&mut config, &old.config) {
             tracing::warn!("cache_dir or [engine] changed: they take effect after a restart");
         }
         match build_table(&self.build_context(), config, Some(&old), Failed::Refuse) {
@@ -252,4 +248,51 @@ fn policies_naming(
         .filter(|(_, names)| field(names).as_deref() == Some(table))
         .map(|(policy, _)| policy.clone())
         .collect()
+}
+
+/// Whether `config` changes what only a restart applies (`cache_dir`, `[engine]`) from `old`,
+/// the running configuration. The engine settings `config` leaves unset keep what the host
+/// started with first: `rebound serve` sets isolation and the ticker's priority itself when the
+/// file does not, and a reload of the same file changes neither.
+fn needs_restart(config: &mut RegistryConfig, old: &RegistryConfig) -> bool {
+    let engine = &mut config.engine;
+    if engine.isolation.is_none() {
+        engine.isolation = old.engine.isolation;
+    }
+    if engine.ticker_priority.is_none() {
+        engine.ticker_priority = old.engine.ticker_priority;
+    }
+    config.cache_dir != old.cache_dir || config.engine != old.engine
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::IsolationConfig;
+    use crate::wasm::TickerPriority;
+
+    fn config(engine: &str) -> RegistryConfig {
+        let text =
+            format!("default_policy = \"p\"\n{engine}\n[policies.p]\nbuiltin = \"best-effort\"\n");
+        RegistryConfig::parse(&text, "rebound.toml".as_ref(), ".".as_ref()).unwrap()
+    }
+
+    /// docs/serve.md: a server that set isolation and the ticker's priority itself, reloading
+    /// the file it started from, has nothing to restart for; a file that changes the engine
+    /// (or names another priority) has.
+    #[test]
+    fn a_reload_of_the_same_file_needs_no_restart() {
+        let mut running = config("");
+        running.engine.isolation = Some(IsolationConfig::default());
+        running.engine.ticker_priority = Some(TickerPriority::Realtime);
+        assert!(!needs_restart(&mut config(""), &running));
+        assert!(needs_restart(
+            &mut config("[engine]\noptimization = \"speed\""),
+            &running
+        ));
+        assert!(needs_restart(
+            &mut config("[engine]\nticker_priority = \"normal\""),
+            &running
+        ));
+    }
 }
