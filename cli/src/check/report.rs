@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use rebound::wasm::{PolicyPre, WasmStrategyConfig, WitVersion, HOST_PACKAGE};
-use rebound::RetryAction;
+use rebound::{PolicyFailureKind, RetryAction};
 use serde_json::{json, Value};
 
 use super::grid::Input;
@@ -114,6 +114,15 @@ impl Report {
         self.checked.as_ref().map_or(0, |c| c.violations.len())
     }
 
+    /// Calls of the first pass stopped at their deadline.
+    fn timed_out(checked: &Checked) -> usize {
+        (checked.first.iter())
+            .filter(|answer| {
+                matches!(&answer.result, Err(failure) if failure.kind == PolicyFailureKind::Timeout)
+            })
+            .count()
+    }
+
     /// Answers of the first pass by kind.
     fn answer_counts(checked: &Checked) -> BTreeMap<&'static str, usize> {
         let mut counts = BTreeMap::new();
@@ -180,6 +189,7 @@ impl Report {
             out["stopped_after_failures"] = json!(Self::stopped_after(checked));
             out["answers"] = json!(Self::answer_counts(checked));
             out["slowest_call_us"] = (Self::slowest(checked).as_micros() as u64).into();
+            out["timed_out"] = Self::timed_out(checked).into();
             out["rules"] = Rule::ALL
                 .iter()
                 .map(|rule| {
@@ -278,6 +288,14 @@ impl Report {
         )?;
         for rule in Rule::ALL {
             write_rule(out, rule, checked)?;
+        }
+        let timed_out = Self::timed_out(checked);
+        if timed_out > 0 {
+            writeln!(
+                out,
+                "  hint       {timed_out} calls ran past their {} ms deadline (`wasm trap: interrupt`): on a busy machine a call preempted near its deadline is stopped; `--deadline-ms` gives each call more room",
+                self.deadline_ms
+            )?;
         }
         let verdict = if self.violations() == 0 {
             "PASS"
