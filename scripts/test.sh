@@ -3,7 +3,8 @@
 # While it works, the servers the end-to-end tests start (memcached, an OCI registry, podman)
 # and the guest toolchains are installed in the background, idempotently. First the gates a
 # reader relies on: formatting, the structure (file sizes, import cycles), clippy with warnings
-# denied (functions of at most 80 lines among them), the docs without warnings, the
+# denied (functions of at most 80 lines among them), the docs without warnings (also as docs.rs
+# builds them, with every feature marked), the
 # library built with each of its features alone and with none, the loom models, and the
 # registry's tests in a build without wasm. Then it compiles the tests,
 # builds every guest from source with the `rebound` binary just compiled (`rebound build`), and
@@ -73,8 +74,20 @@ step "the registry without wasm: built-ins decide, a component is refused naming
 cargo test -p rebound --no-default-features --features registry --lib --locked \
   --target-dir "$gates_dir"
 
-step "API docs, warnings denied"
+step "API docs, warnings denied: with the default features, and as docs.rs builds them"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked --target-dir "$gates_dir"
+# docs.rs builds every feature with a nightly compiler and marks each item a feature gates
+# (`doc_cfg`); RUSTC_BOOTSTRAP lets this compiler do the same, so the marks are checked here. A
+# directory of its own: build scripts that probe for a nightly compiler must not see it in the
+# other builds.
+docs_dir="$gates_dir/docsrs"
+RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo doc --workspace --no-deps --lib \
+  --all-features --locked --target-dir "$docs_dir"
+marks_missing() { echo "test.sh: $1 shows no feature marks (doc_cfg)" >&2; exit 1; }
+grep -q 'Available on crate feature `registry` only' "$docs_dir/doc/rebound/index.html" ||
+  marks_missing "rebound's API index"
+grep -q 'Available on <strong>crate feature <code>hedging' \
+  "$docs_dir/doc/rebound_guest/trait.Policy.html" || marks_missing "rebound_guest::Policy"
 [ "$gates_dir" = target ] || rm -rf "$gates_dir"
 
 step "tests compiled (the rebound binary with them)"

@@ -33,6 +33,9 @@
 //! versions while serving. Use [`host::retry_budget`], a host-kept token bucket, for state that
 //! must last.
 
+// docs.rs builds with every feature and `--cfg docsrs` (Cargo.toml): each item a feature gates
+// is marked with it there.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 // No function over 80 lines (clippy.toml): the test command denies the warning.
 #![warn(clippy::too_many_lines)]

@@ -119,6 +119,9 @@
 //! Every public item has one path.
 
 #![deny(missing_docs)]
+// docs.rs builds with every feature and `--cfg docsrs` (Cargo.toml): each item a feature gates
+// is marked with it there.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // No function over 80 lines (clippy.toml): the test command denies the warning.
 #![warn(clippy::too_many_lines)]
 
