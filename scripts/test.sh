@@ -74,6 +74,17 @@ step "the registry without wasm: built-ins decide, a component is refused naming
 cargo test -p rebound --no-default-features --features registry --lib --locked \
   --target-dir "$gates_dir"
 
+step "the Rust the workspace claims to need (rust-version, CONTRIBUTING.md)"
+msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
+running=$(rustc --version | cut -d' ' -f2)
+if [ "$running" = "$msrv" ] || [ "${running%.*}" = "$msrv" ]; then
+  echo "rustc $running is the MSRV ($msrv): every step above and below checks it"
+elif rustup toolchain list 2>/dev/null | grep -q "^$msrv"; then
+  cargo "+$msrv" check --workspace --all-targets --locked --target-dir "$gates_dir/msrv"
+else
+  echo "test.sh: rustc $running is newer than the MSRV $msrv, and no $msrv toolchain is installed: the MSRV is not checked here (rustup toolchain install $msrv)"
+fi
+
 step "API docs, warnings denied: with the default features, and as docs.rs builds them"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --locked --target-dir "$gates_dir"
 # docs.rs builds every feature with a nightly compiler and marks each item a feature gates
