@@ -7,7 +7,7 @@
 #
 # Usage: scripts/edit-to-answer.sh [debug|release] [LANGUAGE...]
 #   debug (default) or release: which build of the `rebound` binary runs (cargo builds it).
-#   LANGUAGE: rust python quickjs spidermonkey c cpp go zig (default: all).
+#   LANGUAGE: rust python quickjs spidermonkey typescript c cpp go zig (default: all).
 # Needs the toolchains scripts/build-guests.sh installs; `rebound build` finds them there.
 # Figures: docs/performance.md "Edit to answer".
 set -euo pipefail
@@ -21,7 +21,7 @@ case "$profile" in
   *) echo "edit-to-answer.sh: the first argument is debug or release, not $profile" >&2; exit 2 ;;
 esac
 languages=("$@")
-[ ${#languages[@]} -gt 0 ] || languages=(rust python quickjs spidermonkey c cpp go zig)
+[ ${#languages[@]} -gt 0 ] || languages=(rust python quickjs spidermonkey typescript c cpp go zig)
 # A Rust project shares the tree's guest target directory: std is built once, as it is for an
 # author after a first build.
 export CARGO_TARGET_DIR="$root/build/guest-target"
@@ -35,6 +35,7 @@ edit_of() {
     python) echo "python|policy.py|dict(params).get(\"max_attempts\", \"3\")|dict(params).get(\"max_attempts\", \"1\")" ;;
     quickjs) echo "javascript|policy.js|let maxAttempts = 3;|let maxAttempts = 1;" ;;
     spidermonkey) echo "javascript --engine spidermonkey|policy.js|let maxAttempts = 3;|let maxAttempts = 1;" ;;
+    typescript) echo "typescript|policy.ts|let maxAttempts = 3;|let maxAttempts = 1;" ;;
     c | cpp) echo "$1|policy.$1|static uint32_t max_attempts = 3;|static uint32_t max_attempts = 1;" ;;
     go) echo "go|policy.go|var maxAttempts uint32 = 3|var maxAttempts uint32 = 1" ;;
     zig) echo "zig|policy.zig|var max_attempts: u32 = 3;|var max_attempts: u32 = 1;" ;;

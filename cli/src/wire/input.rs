@@ -353,8 +353,6 @@ impl DecideInput {
         Ok(request)
     }
 
-    /// Why a request of `request_type` failed: exactly one of `reason` and `response` (a KV
-    /// response's opcode defaults to the request type's).
     /// The moment the line is decided at, for an HTTP-date `Retry-After`: its `now` (RFC 3339,
     /// e.g. `2026-11-28T12:00:00Z`), else the clock's.
     fn now(&self) -> Result<SystemTime, InputError> {
@@ -403,6 +401,8 @@ impl DecideInput {
         }
     }
 
+    /// Why a request of `request_type` failed: exactly one of `reason` and `response` (a KV
+    /// response's opcode defaults to the request type's).
     pub fn failure(&self, request_type: RequestType) -> Result<Failure<'_>, InputError> {
         match (&self.reason, &self.response) {
             (Some(reason), None) => parse_reason(reason).map(Failure::Reason),
