@@ -318,6 +318,19 @@ fn a_throttle_sequence_is_decided_line_by_line() {
     );
 }
 
+/// A registry configuration, in a directory of its own, whose default policy is the `grpc`
+/// built-in with `service_config`.
+fn grpc_config(service_config: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rebound.toml");
+    let text = format!(
+        "default_policy = \"inventory\"\n[watch]\nenabled = false\n[policies.inventory]\n\
+         builtin = \"grpc\"\nparams.service_config = '{service_config}'\n"
+    );
+    std::fs::write(&config, text).unwrap();
+    (dir, config)
+}
+
 /// docs/decision-json.md "Hedging": a hedging question is a line with a `hedge` (a request in
 /// flight), answered with when the next copy goes. gRFC A6's example (`maxAttempts` 4,
 /// `hedgingDelay` 0.5 s): 200 ms after the first copy the next is due in 300 ms; a non-fatal
@@ -325,19 +338,9 @@ fn a_throttle_sequence_is_decided_line_by_line() {
 /// pushback, `maxAttempts` copies and a call not declared idempotent send none.
 #[test]
 fn a_hedging_question_is_answered_line_by_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("rebound.toml");
-    std::fs::write(
-        &config,
-        r#"default_policy = "inventory"
-[watch]
-enabled = false
-[policies.inventory]
-builtin = "grpc"
-params.service_config = '{"methodConfig": [{"name": [{"service": "shop.Inventory"}], "hedgingPolicy": {"maxAttempts": 4, "hedgingDelay": "0.5s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}'
-"#,
-    )
-    .unwrap();
+    let (_dir, config) = grpc_config(
+        r#"{"methodConfig": [{"name": [{"service": "shop.Inventory"}], "hedgingPolicy": {"maxAttempts": 4, "hedgingDelay": "0.5s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}"#,
+    );
     let call = r#""request": {"type": "grpc", "route": "/shop.Inventory/Get", "idempotent": true}"#;
     let unsafe_call = r#""request": {"type": "grpc", "route": "/shop.Inventory/Get"}"#;
     let lines = [
@@ -406,19 +409,9 @@ params.service_config = '{"methodConfig": [{"name": [{"service": "shop.Inventory
 /// one after it.
 #[test]
 fn a_hedging_question_asks_the_throttle() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("rebound.toml");
-    std::fs::write(
-        &config,
-        r#"default_policy = "inventory"
-[watch]
-enabled = false
-[policies.inventory]
-builtin = "grpc"
-params.service_config = '{"methodConfig": [{"name": [{"service": "shop.Inventory"}], "hedgingPolicy": {"maxAttempts": 4, "hedgingDelay": "0.1s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}], "retryThrottling": {"maxTokens": 4, "tokenRatio": 1}}'
-"#,
-    )
-    .unwrap();
+    let (_dir, config) = grpc_config(
+        r#"{"methodConfig": [{"name": [{"service": "shop.Inventory"}], "hedgingPolicy": {"maxAttempts": 4, "hedgingDelay": "0.1s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}], "retryThrottling": {"maxTokens": 4, "tokenRatio": 1}}"#,
+    );
     let call = r#""request": {"type": "grpc", "route": "/shop.Inventory/Get", "authority": "inventory:443", "idempotent": true}"#;
     let failed = format!(
         r#"{{{call}, "hedge": {{"asked": "after_failure", "copies": 1, "failures": [{{"grpc_status": "UNAVAILABLE"}}]}}}}"#

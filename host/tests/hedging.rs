@@ -273,6 +273,19 @@ async fn speculative_executions_go_to_the_next_node() {
     );
 }
 
+/// The copies `executor` sends of a call none of whose copies answers within its 1 s deadline.
+async fn copies_of_a_hanging_call(executor: &Executor) -> Vec<(u32, u128)> {
+    let sent = Sent::default();
+    let start = tokio::time::Instant::now();
+    let _: Result<(), _> = executor
+        .run(call(Duration::from_secs(1)), |attempt| {
+            sent.record(&attempt, start);
+            async move { std::future::pending::<Result<(), Failure<&str>>>().await }
+        })
+        .await;
+    sent.get()
+}
+
 /// docs/decisions.md "Who pays for a hedge": a copy after the first goes only while the throttle
 /// allows a retry (A6: "hedged RPCs will only be sent if `token_count` is greater than the
 /// threshold"); a throttle at its threshold sends none.
@@ -295,15 +308,7 @@ async fn a_throttle_at_its_threshold_sends_no_copy() {
         .for_value("", None, Instant::now())
         .failed_at(rebound::throttle::FailureClass::Other, Instant::now());
     let executor = Executor::new(grpc(4, "0.1s").with_throttle(Arc::new(throttle)));
-    let sent = Sent::default();
-    let start = tokio::time::Instant::now();
-    let _: Result<(), _> = executor
-        .run(call(Duration::from_secs(1)), |attempt| {
-            sent.record(&attempt, start);
-            async move { std::future::pending::<Result<(), Failure<&str>>>().await }
-        })
-        .await;
-    assert_eq!(sent.get(), [(0, 0)]);
+    assert_eq!(copies_of_a_hanging_call(&executor).await, [(0, 0)]);
 }
 
 /// gRFC A6 "Throttling Retry Attempts and Hedged RPCs": with the service config's own
@@ -337,15 +342,7 @@ async fn the_service_config_s_own_throttling_gates_hedged_copies() {
         .await;
     assert!(failed.is_err());
     assert_eq!(sent.get(), [(0, 0), (1, 0)]);
-    let sent = Sent::default();
-    let start = tokio::time::Instant::now();
-    let _: Result<(), _> = executor
-        .run(call(Duration::from_secs(1)), |attempt| {
-            sent.record(&attempt, start);
-            async move { std::future::pending::<Result<(), Failure<&str>>>().await }
-        })
-        .await;
-    assert_eq!(sent.get(), [(0, 0)]);
+    assert_eq!(copies_of_a_hanging_call(&executor).await, [(0, 0)]);
 }
 
 /// docs/decisions.md "Which requests are hedged", over the grid of reasons and every

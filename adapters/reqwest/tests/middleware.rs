@@ -5,6 +5,7 @@
 mod test_support;
 
 mod attempt_timeouts;
+mod registries;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use rebound::config::RegistryConfig;
 use rebound::registry::PolicyRegistry;
 use rebound::Service;
 use rebound_reqwest::{Idempotent, ReboundMiddleware};
+use registries::http_registry;
 use reqwest_middleware::ClientWithMiddleware;
 use test_support::WatchedPolicy;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -244,18 +246,6 @@ async fn a_written_post_that_is_not_idempotent_is_never_sent_again() {
         .unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
-}
-
-/// A registry deciding with the `http` built-in (docs/http-and-grpc.md).
-fn http_registry() -> Arc<PolicyRegistry> {
-    let config = RegistryConfig::parse(
-        "default_policy = \"web\"\ncache_dir = false\n[watch]\nenabled = false\n\
-         [policies.web]\nbuiltin = \"http\"\nparams = { initial_ms = 1, max_ms = 5 }\n",
-        "rebound.toml".as_ref(),
-        ".".as_ref(),
-    )
-    .unwrap();
-    Arc::new(PolicyRegistry::new(config).unwrap())
 }
 
 /// A request that names no Couchbase service is a plain HTTP request (docs/http-and-grpc.md):

@@ -2,26 +2,16 @@
 //! callsite's interest once for every thread, so a test on another thread that reached the
 //! span's callsite while this test's subscriber was being set could leave it disabled here.
 
+mod registries;
+
 use std::sync::Arc;
 
-use rebound::config::RegistryConfig;
 use rebound::registry::PolicyRegistry;
 use rebound_reqwest::ReboundMiddleware;
+use registries::http_registry;
 use reqwest_middleware::ClientWithMiddleware;
 use wiremock::matchers::path;
 use wiremock::{Mock, MockServer, ResponseTemplate};
-
-/// A registry deciding plain HTTP requests with the `http` built-in, backing off 1 to 5 ms.
-fn http_registry() -> Arc<PolicyRegistry> {
-    let config = RegistryConfig::parse(
-        "default_policy = \"web\"\ncache_dir = false\n[watch]\nenabled = false\n\
-         [policies.web]\nbuiltin = \"http\"\nparams = { initial_ms = 1, max_ms = 5 }\n",
-        "rebound.toml".as_ref(),
-        ".".as_ref(),
-    )
-    .unwrap();
-    Arc::new(PolicyRegistry::new(config).unwrap())
-}
 
 /// A client with the middleware.
 fn client(registry: Arc<PolicyRegistry>) -> ClientWithMiddleware {
