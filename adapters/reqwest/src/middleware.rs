@@ -47,6 +47,8 @@ pub struct ReboundMiddleware {
     service: Option<Service>,
     /// A plain HTTP request's statuses retried (the others are handed back).
     retry_statuses: Arc<[u16]>,
+    /// The header each attempt carries its number in, if any.
+    attempt_count_header: Option<http::HeaderName>,
 }
 
 /// An attempt the middleware cut because it had not answered within its attempt timeout (the
@@ -83,7 +85,26 @@ impl ReboundMiddleware {
             timeout: Self::DEFAULT_TIMEOUT,
             service: None,
             retry_statuses: DEFAULT_HTTP_RETRY_STATUSES.into(),
+            attempt_count_header: None,
         }
+    }
+
+    /// Each attempt carries its number, the first 1, in the header `name` (Envoy's
+    /// `x-envoy-attempt-count`), so a server or a proxy can tell a retry from a first attempt
+    /// and the layers behind it need not retry again. Off by default.
+    pub fn attempt_count_header(mut self, name: http::HeaderName) -> Self {
+        self.attempt_count_header = Some(name);
+        self
+    }
+
+    /// `req` with its attempt number in the attempt-count header, when the middleware sends one.
+    fn counted(&self, mut req: reqwest::Request, request: &Request) -> reqwest::Request {
+        if let Some(name) = &self.attempt_count_header {
+            let number = request.retry_attempts().saturating_add(1);
+            req.headers_mut()
+                .insert(name.clone(), http::HeaderValue::from(number));
+        }
+        req
     }
 
     /// The statuses of a plain HTTP request's answer that are failures to decide about (the
@@ -365,9 +386,11 @@ impl Middleware for ReboundMiddleware {
             loop {
                 // A body that cannot be copied (a stream) cannot be sent again: sent once.
                 let Some(attempt) = req.try_clone() else {
-                    return next.run(req, extensions).await;
+                    return next.run(self.counted(req, &request), extensions).await;
                 };
-                let sent = next.clone().run(attempt, extensions);
+                let sent = next
+                    .clone()
+                    .run(self.counted(attempt, &request), extensions);
                 let attempted = match attempt_timeout {
                     None => sent.await,
                     // Boxed: only requests whose policy cuts attempts pay for the timer.

@@ -289,6 +289,40 @@ async fn a_request_naming_no_service_is_decided_as_a_plain_http_request() {
     assert_eq!(server.received_requests().await.unwrap().len(), 6);
 }
 
+/// docs/adapters.md "reqwest": with `attempt_count_header`, each attempt carries its number
+/// (Envoy's `x-envoy-attempt-count`: the first 1, its retry 2), so the server can tell a retry;
+/// without it, no attempt carries the header.
+#[tokio::test]
+async fn each_attempt_carries_its_number_when_asked() {
+    let server = MockServer::start().await;
+    once_then(
+        &server,
+        "/counted",
+        ResponseTemplate::new(503),
+        ResponseTemplate::new(200),
+    )
+    .await;
+    let header = reqwest::header::HeaderName::from_static("x-attempt-count");
+    let counting = ReboundMiddleware::new(http_registry()).attempt_count_header(header.clone());
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(counting)
+        .build();
+    let url = format!("{}/counted", server.uri());
+    assert_eq!(client.get(&url).send().await.unwrap().status(), 200);
+    let plain = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(ReboundMiddleware::new(http_registry()))
+        .build();
+    assert_eq!(plain.get(&url).send().await.unwrap().status(), 200);
+    let seen: Vec<Option<String>> = (server.received_requests().await.unwrap().iter())
+        .map(|r| {
+            r.headers
+                .get(&header)
+                .map(|v| v.to_str().unwrap().to_owned())
+        })
+        .collect();
+    assert_eq!(seen, [Some("1".into()), Some("2".into()), None]);
+}
+
 /// RFC 9110 §15.5.14 and urllib3's `respect_retry_after_header` (docs/decisions.md "A
 /// `Retry-After` on a status outside the table"): a 413 is in no status table, but one that
 /// carries `Retry-After: 1` says the condition is temporary: the GET is retried a second later
