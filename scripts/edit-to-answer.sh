@@ -31,7 +31,8 @@ now_ms() { date +%s%3N; }
 # language -> "new arguments|source|from|to"
 edit_of() {
   case "$1" in
-    rust) echo "rust|src/lib.rs|params.parse_or(\"max_attempts\", 3)|params.parse_or(\"max_attempts\", 1)" ;;
+    # This checkout's guest SDK: the crate registry's is `rebound new`'s default.
+    rust) echo "rust --sdk $root/guest-sdk|src/lib.rs|params.parse_or(\"max_attempts\", 3)|params.parse_or(\"max_attempts\", 1)" ;;
     python) echo "python|policy.py|dict(params).get(\"max_attempts\", \"3\")|dict(params).get(\"max_attempts\", \"1\")" ;;
     quickjs) echo "javascript|policy.js|let maxAttempts = 3;|let maxAttempts = 1;" ;;
     spidermonkey) echo "javascript --engine spidermonkey|policy.js|let maxAttempts = 3;|let maxAttempts = 1;" ;;
