@@ -197,37 +197,6 @@ fn a_policy_that_fails_is_reported_with_the_kind_of_failure() {
     );
 }
 
-/// docs/cli.md `rebound check`: calls stopped at their deadline are counted (`timed_out`), and
-/// the report in words says that `--deadline-ms` gives them room, as a call preempted near its
-/// deadline on a busy machine is stopped too: a policy that spins is stopped at the 10 ms
-/// default on every input that asks it to.
-#[test]
-fn calls_stopped_at_their_deadline_are_counted_with_a_hint() {
-    let (report, ok) = check(&[
-        &path("adversary"),
-        "--context",
-        "spin=1",
-        "--max-failures",
-        "2",
-    ]);
-    assert!(!ok);
-    assert!(report["timed_out"].as_u64().unwrap() >= 1, "{report}");
-    let output = rebound()
-        .args([
-            "check",
-            &path("adversary"),
-            "--context",
-            "spin=1",
-            "--max-failures",
-            "2",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert!(text.contains("ran past their 10 ms deadline"), "{text}");
-    assert!(text.contains("`--deadline-ms`"), "{text}");
-}
-
 #[test]
 fn nondeterministic_answers_and_delays_past_the_timeout_are_reported() {
     // `count`: the answer depends on how many calls the instance answered before.

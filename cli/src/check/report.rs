@@ -342,3 +342,47 @@ fn write_rule(out: &mut impl Write, rule: Rule, checked: &Checked) -> std::io::R
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use rebound::{PolicyFailure, RetryAction};
+
+    use super::*;
+
+    /// docs/cli.md `rebound check`: a call stopped at its deadline is counted (`timed_out`), and
+    /// the report in words says that `--deadline-ms` gives calls room (a call preempted near
+    /// its deadline on a busy machine is stopped too); a call that failed otherwise is not
+    /// counted.
+    #[test]
+    fn calls_stopped_at_their_deadline_are_counted_with_a_hint() {
+        let inputs: Vec<Input> = (super::super::grid::inputs(&[BTreeMap::new()]).into_iter())
+            .take(3)
+            .collect();
+        let failed = |kind| Answer {
+            result: Err(PolicyFailure::new(kind, "stopped")),
+            took: Duration::from_millis(10),
+        };
+        let answered = Answer {
+            result: Ok(RetryAction::NoRetry),
+            took: Duration::ZERO,
+        };
+        let first = vec![
+            failed(PolicyFailureKind::Timeout),
+            failed(PolicyFailureKind::FuelExhausted),
+            answered,
+        ];
+        let mut report = Report::new(Path::new("p.wasm"), &WasmStrategyConfig::default());
+        report.checked(inputs, 3, first.clone(), &first);
+        assert_eq!(report.to_json()["timed_out"], 1);
+        let mut text = Vec::new();
+        report.write_text(&mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("1 calls ran past their 10 ms deadline"),
+            "{text}"
+        );
+        assert!(text.contains("`--deadline-ms`"), "{text}");
+    }
+}
