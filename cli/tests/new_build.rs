@@ -493,8 +493,9 @@ fn bad_input_is_named() {
     );
     let error = fail(&["build", "proj"], Some("/nonexistent"));
     assert!(
-        error.contains("looked on PATH and in /nonexistent; `rebound doctor` lists")
-            && error.contains("wit-bindgen was not found: `cargo install wit-bindgen-cli@0.63.0`")
+        error.contains(
+            "looked in proj/node_modules/.bin, on PATH and in /nonexistent; `rebound doctor` lists"
+        ) && error.contains("wit-bindgen was not found: `cargo install wit-bindgen-cli@0.63.0`")
             && error.contains("clang-14 was not found")
             && error.contains("wasm-tools was not found"),
         "{error}"
