@@ -13,9 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A one-off CI build gains nothing from incremental state (hundreds of MB); local runs keep it.
-# CI's disk is also the scarcest thing it has: its binaries carry no debug info (a test
-# binary's line tables and the standard library's debug info are about a quarter of it; a
-# panic still names its file and line), and the gates below build into a directory of their own
+# CI's disk is also the scarcest thing it has: its binaries carry no debug info (a panic still
+# names its file and line), and the gates below build into a directory of their own
 # that is removed once they pass (their check-mode metadata and the build without wasm serve
 # nothing after them). Local runs share one target directory, so a second run starts warm.
 gates_dir=target
