@@ -280,6 +280,7 @@ impl JsonDecider {
         let context = DecisionContext::new(&reason)
             .with_error_map_spec(spec)
             .with_pushback(pushback)
+            .with_progress(input.progress.unwrap_or_default())
             .at(now);
         // The span of the failed attempt this decision is for, which the registry fills in
         // (exported over OTLP when `serve` is configured to).

@@ -335,7 +335,7 @@ fn grpc_config(service_config: &str) -> (tempfile::TempDir, PathBuf) {
 /// flight), answered with when the next copy goes. gRFC A6's example (`maxAttempts` 4,
 /// `hedgingDelay` 0.5 s): 200 ms after the first copy the next is due in 300 ms; a non-fatal
 /// UNAVAILABLE sends it at once; a pushback of 300 ms sends it then; a fatal status, a stop
-/// pushback, `maxAttempts` copies and a call not declared idempotent send none.
+/// pushback, `maxAttempts` copies, a committed call and a call not declared idempotent send none.
 #[test]
 fn a_hedging_question_is_answered_line_by_line() {
     let (_dir, config) = grpc_config(
@@ -365,6 +365,7 @@ fn a_hedging_question_is_answered_line_by_line() {
             r#"{{{call}, "hedge": {{"asked": "after_failure", "copies": 2, "failures": [{{"grpc_status": "UNAVAILABLE"}}], "pushback": "300"}}}}"#
         ),
         format!(r#"{{{call}, "hedge": {{"copies": 1, "pushback": true}}}}"#),
+        format!(r#"{{{call}, "hedge": {{"copies": 1, "committed": true}}}}"#),
     ];
     let (_, answers) = eval(&["--config", config.to_str().unwrap()], &lines.join("\n"));
     let next = |i: usize| {
@@ -400,6 +401,12 @@ fn a_hedging_question_is_answered_line_by_line() {
         "{}",
         answers[10]
     );
+    // gRFC A6 "When Retries are Valid": a committed call starts no copy.
+    assert_eq!(next(11), "none", "{}", answers[11]);
+    assert!(answers[11]["hedge"]["why"]
+        .as_str()
+        .unwrap()
+        .contains("committed"));
 }
 
 /// docs/decisions.md "Who pays for a hedge", through `eval`: the service config's
@@ -425,6 +432,68 @@ fn a_hedging_question_asks_the_throttle() {
         let why = refused["hedge"]["why"].as_str().unwrap();
         assert!(why.contains("throttle"), "{why}");
     }
+}
+
+/// docs/decision-json.md "How far the attempt got", with gRFC A6 "Transparent Retries" and "When
+/// Retries are Valid": with no retry policy, a call that never left the client is retried
+/// transparently (not counted, not declared idempotent) and so is a first refusal, at once; a
+/// second refusal is the policy's (none: not retried); a dropped or committed call ends; an
+/// unknown progress is refused naming the field.
+#[test]
+fn how_far_the_attempt_got_is_decided_as_a6_says() {
+    let (dir, config) =
+        grpc_config(r#"{"methodConfig": [{"name": [{"service": "shop.Inventory"}]}]}"#);
+    let log = dir.path().join("decisions.log");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[decision_log]\nfile = \"decisions.log\"\n");
+    std::fs::write(&config, text).unwrap();
+    let call = r#""request": {"type": "grpc", "route": "/shop.Inventory/Get"}"#;
+    let refused_once = r#""request": {"type": "grpc", "route": "/shop.Inventory/Get", "transparent_retries": 1, "refused_retried": true}"#;
+    let line = |request: &str, progress: &str| {
+        format!(
+            r#"{{{request}, "reason": {{"grpc_status": "UNAVAILABLE"}}, "progress": "{progress}"}}"#
+        )
+    };
+    let lines = [
+        line(call, "not_sent"),
+        line(call, "refused"),
+        line(refused_once, "refused"),
+        line(call, "dropped"),
+        line(call, "committed"),
+        line(call, "sent"),
+    ];
+    let (ok, answers) = eval(&["--config", config.to_str().unwrap()], &lines.join("\n"));
+    assert!(!ok, "the last line's progress is unknown");
+    for retried in &answers[..2] {
+        assert_eq!(retried["decision"], "retry", "{retried}");
+        assert_eq!(retried["source"], "transparent", "{retried}");
+        assert_eq!(retried["retry_attempts"], 0, "{retried}");
+    }
+    assert_eq!(
+        answers[0]["delay_ms"].as_f64(),
+        Some(1.0),
+        "the controlled backoff's first"
+    );
+    assert_eq!(answers[1]["delay_ms"].as_f64(), Some(0.0), "at once");
+    let ended = ["NO_MORE_RETRIES", "DROPPED", "COMMITTED"];
+    for (answer, cancel) in answers[2..5].iter().zip(ended) {
+        assert_eq!(answer["cancel_reason"], cancel, "{answer}");
+    }
+    assert_eq!(answers[5]["error"]["field"], "progress", "{}", answers[5]);
+    // The decision log keeps how far each attempt got, and a replay decides them alike.
+    let logged: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(logged.len(), 5);
+    assert_eq!(logged[2]["input"]["progress"], "refused");
+    assert_eq!(logged[2]["input"]["request"]["transparent_retries"], 1);
+    assert_eq!(logged[2]["input"]["request"]["refused_retried"], true);
+    let (config, log) = (config.to_str().unwrap(), log.to_str().unwrap());
+    let args = ["--config", config, "--replay", log, "--policy", "inventory"];
+    let (ok, disagreements) = eval(&args, "");
+    assert!(ok && disagreements.is_empty(), "{disagreements:?}");
 }
 
 /// A decision request carries the server's pushback, as a response's `retry_after` (HTTP

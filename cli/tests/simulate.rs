@@ -187,6 +187,24 @@ fn every_example_scenario_runs_and_shows_its_fault() {
         count(throttled, "attempts") > count(none, "attempts"),
         "retries before it throttles"
     );
+
+    // gRFC A6 "Transparent Retries": a refused stream never reached the server's application,
+    // so every policy sends it again once, calls not declared idempotent included; a second
+    // refusal is the policy's, which may not send such a call again. The server serves each
+    // call that succeeds exactly once and never a refused one.
+    let report = run("refused-streams");
+    let requests = count(&report, "requests");
+    for name in ["inventory", "no-retry"] {
+        let run = policy(&report, name);
+        let (succeeded, cancelled) = (count(run, "succeeded"), count(run, "cancelled"));
+        assert_eq!(succeeded + cancelled, requests, "{name}");
+        assert!(
+            cancelled > 0 && succeeded * 100 > requests * 95,
+            "{name}: {run}"
+        );
+        assert_eq!(count(run, "cluster_attempts"), succeeded, "{name}");
+        assert!(count(run, "attempts") > requests + cancelled, "{name}");
+    }
 }
 
 #[test]

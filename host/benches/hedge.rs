@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 use rebound::grpc::{GrpcCode, ServiceConfig};
 use rebound::hedge::{HedgeSchedule, Hedging};
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
-use rebound::{DecisionContext, GrpcRetry, Orchestrator, Request, RequestType, RetryReason};
+use rebound::{
+    DecisionContext, GrpcRetry, Orchestrator, Progress, Request, RequestType, RetryReason,
+};
 use serde_json::json;
 
 #[path = "support/measure.rs"]
@@ -66,7 +68,7 @@ fn main() {
             &mut || {
                 let request = call.clone();
                 let mut schedule = HedgeSchedule::start(&hedging, &request, now).unwrap();
-                black_box(schedule.failed(&request, &unavailable, None, now));
+                black_box(schedule.failed(&request, &unavailable, None, Progress::Processed, now));
             },
         ],
     );

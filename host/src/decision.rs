@@ -20,6 +20,9 @@ pub enum DelaySource {
     ControlledBackoff,
     /// The strategy.
     Strategy,
+    /// A transparent retry of an attempt the server's application never saw (gRFC A6): the
+    /// strategy was not asked and the retry is not counted.
+    Transparent,
 }
 
 /// A retry to dispatch.

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 use crate::action::{PolicyFailure, RetryAction};
 use crate::decision::{Decision, DelaySource};
 use crate::outcome::{CancelReason, RetryError};
+use crate::progress::Progress;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
@@ -42,7 +43,8 @@ pub fn reason(reason: &RetryReason) -> Value {
 
 /// The decision request for `request`, whose failure `context` describes, decided at `now`: the
 /// request's facts (its `elapsed_ms` counted to `now`, in whole milliseconds), the reason, the
-/// error-map spec and the server's pushback (`pushback_ms`, -1 for "do not retry"). The policy
+/// error-map spec, the server's pushback (`pushback_ms`, -1 for "do not retry") and how far the
+/// attempt got (`progress`, when not `processed`). The policy
 /// is named only when the request names one itself; `rebound eval` decides it again as given.
 pub fn input(request: &Request, context: &DecisionContext<'_>, now: Instant) -> Value {
     let mut fields = Map::new();
@@ -81,6 +83,11 @@ pub fn input(request: &Request, context: &DecisionContext<'_>, now: Instant) -> 
         let since = request.retries_since_pushback();
         fields.insert("retries_since_pushback".into(), since.into());
     }
+    if request.transparent_retries() > 0 {
+        let retries = request.transparent_retries();
+        fields.insert("transparent_retries".into(), retries.into());
+        fields.insert("refused_retried".into(), request.refused_retried().into());
+    }
     let mut out = Map::new();
     if let Some(policy) = request.policy() {
         out.insert("policy".into(), policy.into());
@@ -98,6 +105,9 @@ pub fn input(request: &Request, context: &DecisionContext<'_>, now: Instant) -> 
             out.insert("pushback_ms".into(), (-1).into());
         }
         None => {}
+    }
+    if context.progress() != Progress::Processed {
+        out.insert("progress".into(), context.progress().name().into());
     }
     Value::Object(out)
 }
@@ -134,6 +144,7 @@ pub fn decision(decision: &Decision, reason: &RetryReason, attempts: u32) -> Val
             "source": match plan.source {
                 DelaySource::ControlledBackoff => "controlled_backoff",
                 DelaySource::Strategy => "strategy",
+                DelaySource::Transparent => "transparent",
             },
             "reason": reason.name(),
             "retry_attempts": plan.attempt,

@@ -161,6 +161,7 @@ mod orchestrator;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 mod outcome;
+mod progress;
 mod pushback;
 mod ranges;
 mod reason;
@@ -196,6 +197,7 @@ pub use field_error::FieldError;
 pub use log_rate_limit::LogRateLimit;
 pub use orchestrator::Orchestrator;
 pub use outcome::{CancelReason, ErrorContext, RetryError, ServiceContext, Timings};
+pub use progress::Progress;
 pub use pushback::Pushback;
 pub use reason::{
     reasons, ReadTimeout, ReasonError, ReasonKind, RetryReason, SimpleReason, Stage, Unavailable,

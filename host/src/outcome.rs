@@ -30,6 +30,12 @@ pub enum CancelReason {
     /// The retry was decided, but the policy's retry throttle refused it: too many recent
     /// failures.
     RetryThrottled(RetryReason),
+    /// The call was committed before it failed (gRFC A6 "When Retries are Valid": response
+    /// headers or a message arrived): never retried, whatever the strategy would answer.
+    Committed(RetryReason),
+    /// The load balancer dropped the call (gRFC A6 "Transparent Retries": a `DROP` pick fails
+    /// at once, without any retries).
+    Dropped(RetryReason),
 }
 
 impl CancelReason {
@@ -51,7 +57,9 @@ impl CancelReason {
             | CancelReason::NeverRetried(r)
             | CancelReason::PolicyFailed(_, r)
             | CancelReason::RetryBudgetExhausted(r)
-            | CancelReason::RetryThrottled(r) => r,
+            | CancelReason::RetryThrottled(r)
+            | CancelReason::Committed(r)
+            | CancelReason::Dropped(r) => r,
         }
     }
 }
@@ -66,6 +74,8 @@ impl CancelReason {
             CancelReason::PolicyFailed(..) => "POLICY_FAILED",
             CancelReason::RetryBudgetExhausted(_) => "RETRY_BUDGET_EXHAUSTED",
             CancelReason::RetryThrottled(_) => "RETRY_THROTTLED",
+            CancelReason::Committed(_) => "COMMITTED",
+            CancelReason::Dropped(_) => "DROPPED",
         }
     }
 }

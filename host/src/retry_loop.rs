@@ -14,6 +14,7 @@ use crate::decide_error::DecideError;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::outcome::{ErrorContext, RetryError};
+use crate::progress::Progress;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
@@ -179,15 +180,16 @@ impl RetryLoop {
         error
     }
 
-    /// The attempt failed for `cause` at `now`, the server pushing back as `pushback` says:
-    /// `decider` decides with a context built for this failure alone (its reason, the
-    /// pushback and, for a classified response, its error-map spec), and the loop says what
-    /// comes next.
+    /// The attempt failed for `cause` at `now`, the server pushing back as `pushback` says,
+    /// having got as far as `progress` says: `decider` decides with a context built for this
+    /// failure alone (its reason, the pushback, the progress and, for a classified response,
+    /// its error-map spec), and the loop says what comes next.
     pub async fn failed<D: Decider>(
         &mut self,
         decider: &D,
         cause: Cause,
         pushback: Option<Pushback>,
+        progress: Progress,
         now: Instant,
     ) -> Result<Step, DecideError> {
         let retried = match cause {
@@ -204,6 +206,7 @@ impl RetryLoop {
         let context = DecisionContext::new(&reason)
             .with_error_map_spec(spec)
             .with_pushback(pushback)
+            .with_progress(progress)
             .at(now);
         let decision = decider.decide(&mut self.request, &context).await?;
         Ok(match decision {

@@ -451,3 +451,48 @@ async fn an_error_map_spec_is_given_only_to_the_failure_it_classified() {
     assert!(seen[0].is_some(), "the classified failure carries its spec");
     assert_eq!(seen[1], None, "KV_LOCKED was handed a stale spec: {seen:?}");
 }
+
+/// gRFC A6 "Transparent Retries" and "When Retries are Valid" through the executor, whose
+/// policy never retries: an attempt the server refused is sent again at once, one that never
+/// left the client after the controlled backoff's 1 ms, neither counted as a retry; an
+/// attempt that failed once committed is never sent again, whatever the policy.
+#[tokio::test(start_paused = true)]
+async fn how_far_an_attempt_got_decides_before_the_policy() {
+    use rebound::Progress;
+    let executor = Executor::new(Orchestrator::new(Arc::new(rebound::FailFast)));
+    for (progress, expected_calls) in [
+        (Progress::Refused, 2),
+        (Progress::NotSent, 2),
+        (Progress::Committed, 1),
+    ] {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&calls);
+        let start = Instant::now();
+        let result = executor
+            .run(request(RequestType::Upsert, 1000), move |attempt| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    seen.lock()
+                        .unwrap()
+                        .push((attempt.number(), start.elapsed()));
+                    if seen.lock().unwrap().len() == 1 {
+                        let failure = Failure::reason("failed", reasons::SOCKET_NOT_AVAILABLE);
+                        Err(failure.with_progress(progress))
+                    } else {
+                        Ok(7)
+                    }
+                }
+            })
+            .await;
+        let calls = calls.lock().unwrap().clone();
+        assert_eq!(calls.len(), expected_calls, "{progress}: {calls:?}");
+        if progress == Progress::Committed {
+            let error = result.unwrap_err();
+            assert!(error.to_string().contains("COMMITTED"), "{error}");
+            continue;
+        }
+        assert_eq!(result.unwrap(), 7);
+        let waited = if progress == Progress::Refused { 0 } else { 1 };
+        assert_eq!(calls[1], (0, Duration::from_millis(waited)), "{progress}");
+    }
+}

@@ -12,8 +12,8 @@ use rebound::cassandra::{Cassandra, ConsistencyDowngradingRetryPolicy};
 use rebound::classify::{classify, KvOpcode, Response};
 use rebound::ReadTimeout;
 use rebound::{
-    reasons, Cause, DecisionContext, Ending, NodeChoice, Orchestrator, Request, RequestType,
-    RetryAction, RetryLoop, Step, SyncStrategy,
+    reasons, Cause, DecisionContext, Ending, NodeChoice, Orchestrator, Progress, Request,
+    RequestType, RetryAction, RetryLoop, Step, SyncStrategy,
 };
 
 fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
@@ -48,7 +48,13 @@ fn the_next_attempt_carries_the_consistency_the_policy_chose() {
         received: 2,
         data_present: false,
     };
-    let step = block_on(retry.failed(&orchestrator, Cause::Reason(timeout.into()), None, start));
+    let step = block_on(retry.failed(
+        &orchestrator,
+        Cause::Reason(timeout.into()),
+        None,
+        Progress::Processed,
+        start,
+    ));
     let Ok(Step::Retry { delay, attempt }) = step else {
         panic!("{step:?}")
     };
@@ -77,10 +83,12 @@ fn each_failure_is_decided_with_its_own_context() {
         status: 0x7ff0,
     };
     let classified = Cause::Classified(Box::new(classify(unknown, Some(&map))));
-    let first = block_on(retry.failed(&orchestrator, classified, None, start)).unwrap();
+    let first = block_on(retry.failed(&orchestrator, classified, None, Progress::Processed, start))
+        .unwrap();
     assert!(matches!(first, Step::Retry { .. }), "{first:?}");
     let locked = Cause::Reason(reasons::KV_LOCKED);
-    let second = block_on(retry.failed(&orchestrator, locked, None, start)).unwrap();
+    let second =
+        block_on(retry.failed(&orchestrator, locked, None, Progress::Processed, start)).unwrap();
     assert!(matches!(second, Step::Retry { .. }), "{second:?}");
     let seen = strategy.0.lock().unwrap().clone();
     assert!(seen[0].is_some(), "the classified failure carries its spec");
@@ -102,6 +110,7 @@ fn deadlines_end_the_loop_with_timeouts() {
         &orchestrator,
         Cause::Reason(reasons::KV_LOCKED),
         None,
+        Progress::Processed,
         start,
     ));
     let Ok(Step::End(Ending::Ended { error, after })) = step else {
@@ -141,7 +150,13 @@ fn unretried_and_ignored_failures_end_the_loop() {
         Cause::Classified(Box::new(classify(not_found, None))),
         Cause::Final,
     ] {
-        let step = block_on(RetryLoop::new(get()).failed(&orchestrator, cause, None, start));
+        let step = block_on(RetryLoop::new(get()).failed(
+            &orchestrator,
+            cause,
+            None,
+            Progress::Processed,
+            start,
+        ));
         assert!(
             matches!(step, Ok(Step::End(Ending::NotRetried(_)))),
             "{step:?}"
@@ -167,6 +182,7 @@ fn unretried_and_ignored_failures_end_the_loop() {
         &orchestrator,
         Cause::Reason(reasons::KV_LOCKED),
         None,
+        Progress::Processed,
         start,
     ));
     let Ok(Step::End(Ending::Ignored(context))) = step else {

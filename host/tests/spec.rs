@@ -37,6 +37,7 @@ mod telemetry;
 mod throttles;
 mod tower_layer;
 mod traffic_budget;
+mod transparent_retries;
 mod wasm_loading;
 mod wasm_parity;
 mod wasm_policies;

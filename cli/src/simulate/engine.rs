@@ -13,55 +13,24 @@
 //! the same request meets the same first-attempt fate under every policy.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 use rebound::breaker::{self, Admission};
 use rebound::classify::KvOpcode;
+use rebound::grpc::GrpcCode;
 use rebound::hedge::{CopyEnd, HedgeSchedule};
 use rebound::registry::PolicyRegistry;
 use rebound::{
-    reasons, Cause, Ending, NodeChoice, Outcome, PolicyControls, Request, RetryLoop, Step,
+    reasons, Cause, Ending, NodeChoice, Outcome, PolicyControls, Progress, RetryReason, Step,
 };
 
 use super::arrivals::Arrival;
 use super::fate::{refused_before_dispatch, AttemptEnd, Draws, Effects, Target};
+use super::live::{CopyInFlight, Live};
 use super::load::{overload, overloaded, NodeLoad};
-use super::results::{Bucket, Outcomes, Run};
+use super::results::{Bucket, Run};
 use super::scenario::{Fault, Scenario};
-use crate::wire::input::default_timeout_ms;
-
-/// A request being simulated.
-struct Live {
-    retry: RetryLoop,
-    key: u64,
-    start_us: u64,
-    deadline_us: u64,
-    /// Added to the key's node when the policy asks for the next node.
-    node_offset: u32,
-    attempts: u64,
-    /// The attempt's round: a retry starts a new one, and the events of an earlier round are
-    /// stale.
-    round: u32,
-    /// When the attempt of this round started, in microseconds: its attempt timeout counts
-    /// from then, for every copy.
-    round_start_us: u64,
-    /// The copies of the attempt in flight: one, unless the policy hedges.
-    copies: Vec<CopyInFlight>,
-    /// The attempt's hedge schedule, if the policy hedges the request.
-    schedule: Option<HedgeSchedule>,
-    /// When the next copy is due, in microseconds: a hedge event at another moment is stale.
-    hedge_at: Option<u64>,
-    /// The request has ended: the events still queued for it are stale.
-    finished: bool,
-}
-
-/// One copy of an attempt in flight.
-struct CopyInFlight {
-    end: Option<AttemptEnd>,
-    /// Its node and how its breaker admitted it, if the policy has breakers.
-    admitted: Option<(String, Admission)>,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
@@ -346,12 +315,13 @@ impl Simulation<'_> {
                 AttemptEnd::Success => Some(false),
                 AttemptEnd::Deadline => Some(true),
                 AttemptEnd::Failed(reason) => breaker::failure_counts(reason, None),
+                AttemptEnd::Refused => breaker::failure_counts(&refused_reason(), None),
             };
             if let Some(failed) = failed {
                 breakers.record_at(&node, admission, failed, self.at(t));
             }
         }
-        let reason = match outcome {
+        let (reason, progress) = match outcome {
             AttemptEnd::Success => {
                 self.live[i].retry.succeeded();
                 self.report(i, t, |attempts| Outcome::Succeeded { attempts });
@@ -365,20 +335,22 @@ impl Simulation<'_> {
                 self.finish(i, t, Some(error.name()));
                 return Ok(());
             }
-            AttemptEnd::Failed(reason) => reason,
+            AttemptEnd::Failed(reason) => (reason, Progress::Processed),
+            AttemptEnd::Refused => (refused_reason(), Progress::Refused),
         };
         let now = self.at(t);
         let live = &mut self.live[i];
         if let Some(schedule) = live.schedule.as_mut() {
             // A hedged attempt: the other copies, or one due, may still answer.
-            if schedule.failed(live.retry.request(), &reason, None, now) == CopyEnd::Wait {
+            if schedule.failed(live.retry.request(), &reason, None, progress, now) == CopyEnd::Wait
+            {
                 self.arm_hedge(i);
                 return Ok(());
             }
         }
         let step = self.live[i]
             .retry
-            .failed(self.registry, Cause::Reason(reason), None, now)
+            .failed(self.registry, Cause::Reason(reason), None, progress, now)
             .await?;
         match step {
             Step::Retry { delay, attempt } => {
@@ -412,6 +384,11 @@ impl Simulation<'_> {
     }
 }
 
+/// The reason of an attempt its node's transport refused: gRPC's UNAVAILABLE.
+fn refused_reason() -> RetryReason {
+    RetryReason::GrpcStatus(GrpcCode::Unavailable)
+}
+
 /// Runs `arrivals` through `registry` (whose default policy is `policy`).
 pub async fn run(
     scenario: &Scenario,
@@ -427,56 +404,13 @@ pub async fn run(
         queue: BinaryHeap::new(),
         sequence: 0,
         live: Vec::with_capacity(arrivals.len()),
-        run: Run {
-            policy: policy.to_owned(),
-            requests: arrivals.len() as u64,
-            outcomes: Outcomes::default(),
-            latencies_us: Vec::new(),
-            attempts: 0,
-            cluster_attempts: 0,
-            abandoned: 0,
-            errors: BTreeMap::new(),
-            buckets: Vec::new(),
-            bucket_latencies_us: Vec::new(),
-        },
+        run: Run::new(policy, arrivals.len() as u64),
         loads: vec![NodeLoad::default(); scenario.cluster.nodes as usize],
         controls: PolicyControls::default(),
     };
     for (i, arrival) in arrivals.iter().enumerate() {
-        let entry = &scenario.workload.mix[arrival.mix];
-        let timeout_ms = entry
-            .timeout_ms
-            .unwrap_or_else(|| default_timeout_ms(entry.request_type.service()));
-        let mut request = Request::new_at(
-            i as u64 + 1,
-            entry.request_type,
-            Duration::from_millis(timeout_ms),
-            sim.at(arrival.t_us),
-        )?
-        .with_readonly(entry.readonly);
-        if let Some(method) = entry.method {
-            request = request.with_method(method);
-        }
-        if let Some(route) = &entry.route {
-            request = request.with_route(route.as_str());
-        }
-        if let Some(idempotent) = entry.idempotent {
-            request = request.with_idempotent(idempotent);
-        }
-        sim.live.push(Live {
-            retry: RetryLoop::new(request),
-            key: arrival.key,
-            start_us: arrival.t_us,
-            deadline_us: arrival.t_us + timeout_ms * 1000,
-            node_offset: 0,
-            attempts: 0,
-            round: 0,
-            round_start_us: arrival.t_us,
-            copies: Vec::new(),
-            schedule: None,
-            hedge_at: None,
-            finished: false,
-        });
+        let live = Live::of(scenario, arrival, i as u64 + 1, sim.at(arrival.t_us))?;
+        sim.live.push(live);
         sim.bucket(arrival.t_us).arrivals += 1;
         sim.schedule(arrival.t_us, i, Event::Dispatch);
     }

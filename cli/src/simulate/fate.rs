@@ -17,6 +17,9 @@ use super::scenario::Fault;
 pub(super) enum AttemptEnd {
     Success,
     Failed(RetryReason),
+    /// Its node's transport refused it before its application saw it (UNAVAILABLE, progress
+    /// `refused`).
+    Refused,
     /// The deadline came first.
     Deadline,
 }
@@ -65,6 +68,8 @@ pub(super) struct Effects {
     pub node_down: bool,
     /// Its socket closes while it is in flight.
     pub closed: bool,
+    /// Its node's transport refuses it.
+    pub refused: bool,
     /// The KV status its node answers, if a fault sets one.
     pub status: Option<u16>,
     /// The failure its node answers a request that is not KV with, if a fault sets one.
@@ -112,6 +117,12 @@ impl Effects {
                 Fault::Tmpfail { rate, .. } if kv && draws.tmpfail_roll < rate => {
                     effects.status = effects.status.or(Some(0x86));
                 }
+                // REBALANCE's draw, which only KV attempts use.
+                Fault::RefusedStreams { rate, .. }
+                    if target.service == Service::Grpc && draws.rebalance_roll < rate =>
+                {
+                    effects.refused = true;
+                }
                 // TMPFAIL's draw, which only KV attempts use: the other streams stay as they
                 // are.
                 Fault::Unavailable { rate, .. } if !kv && draws.tmpfail_roll < rate => {
@@ -144,7 +155,7 @@ impl Effects {
 }
 
 /// How an attempt ends before its node serves it, if it does: refused by an open breaker, at
-/// authentication, or because its node is down; with how long that takes, in microseconds.
+/// authentication, because its node is down, or by its node's transport; with how long that takes, in microseconds.
 pub(super) fn refused_before_dispatch(
     admitted: bool,
     effects: &Effects,
@@ -162,6 +173,9 @@ pub(super) fn refused_before_dispatch(
     }
     if effects.node_down {
         return Some((100, AttemptEnd::Failed(reasons::SOCKET_NOT_AVAILABLE)));
+    }
+    if effects.refused {
+        return Some((latency_us, AttemptEnd::Refused));
     }
     None
 }

@@ -7,6 +7,7 @@ mod arrivals;
 mod chart;
 mod engine;
 mod fate;
+mod live;
 mod load;
 mod results;
 mod scenario;

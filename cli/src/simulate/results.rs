@@ -73,6 +73,22 @@ pub struct Run {
 }
 
 impl Run {
+    /// A run of `policy` over `requests` requests, nothing measured yet.
+    pub(super) fn new(policy: &str, requests: u64) -> Self {
+        Run {
+            policy: policy.to_owned(),
+            requests,
+            outcomes: Outcomes::default(),
+            latencies_us: Vec::new(),
+            attempts: 0,
+            cluster_attempts: 0,
+            abandoned: 0,
+            errors: BTreeMap::new(),
+            buckets: Vec::new(),
+            bucket_latencies_us: Vec::new(),
+        }
+    }
+
     /// The 99th percentile latency, in milliseconds, of the requests that succeeded in each
     /// bucket (`None` where none did).
     pub fn bucket_p99_ms(&self) -> Vec<Option<f64>> {

@@ -208,6 +208,17 @@ pub enum Fault {
         /// End (exclusive).
         until_s: f64,
     },
+    /// This share of gRPC attempts is refused by its node's transport before its application
+    /// sees it (HTTP/2 `REFUSED_STREAM`: UNAVAILABLE, progress `refused`), costing the node
+    /// nothing; gRFC A6 sends such an attempt again once, transparently.
+    RefusedStreams {
+        /// Share of attempts, 0 to 1.
+        rate: f64,
+        /// Start (seconds from the start of the run).
+        from_s: f64,
+        /// End (exclusive).
+        until_s: f64,
+    },
     /// The credentials are wrong: connections fail authentication and no attempt is
     /// dispatched (AUTHENTICATION_ERROR).
     AuthFailure {
@@ -229,6 +240,7 @@ impl Fault {
             Fault::SocketClose { .. } => "socket_close",
             Fault::Locked { .. } => "locked",
             Fault::Unavailable { .. } => "unavailable",
+            Fault::RefusedStreams { .. } => "refused_streams",
             Fault::AuthFailure { .. } => "auth_failure",
         }
     }
@@ -255,6 +267,9 @@ impl Fault {
                 from_s, until_s, ..
             }
             | Fault::Unavailable {
+                from_s, until_s, ..
+            }
+            | Fault::RefusedStreams {
                 from_s, until_s, ..
             }
             | Fault::AuthFailure { from_s, until_s } => (from_s, until_s),
@@ -388,6 +403,7 @@ impl Fault {
             | Fault::Tmpfail { rate, .. }
             | Fault::SocketClose { rate, .. }
             | Fault::Unavailable { rate, .. }
+            | Fault::RefusedStreams { rate, .. }
                 if !(0.0..=1.0).contains(rate) =>
             {
                 Err(("rate", format!("expected 0 to 1, got {rate}")))

@@ -1,6 +1,6 @@
 //! A hedging question as JSON (`rebound eval` lines with a `hedge`): a request in flight — the
 //! copies sent and still out, the time since the first and the last, the failures answered so
-//! far and the last pushback — and the answer: when the next copy goes and where, or why none
+//! far, the last pushback and whether the call is committed — and the answer: when the next copy goes and where, or why none
 //! does (docs/decision-json.md "Hedging").
 
 use std::time::{Duration, Instant};
@@ -53,6 +53,9 @@ struct FlightSpec {
     failures: Vec<Value>,
     #[serde(default)]
     pushback: Option<PushbackSpec>,
+    /// Whether a copy has had response headers or a message: the call is committed.
+    #[serde(default)]
+    committed: bool,
 }
 
 fn one() -> u32 {
@@ -111,6 +114,10 @@ impl HedgeInput {
         let none = |why: &str| json!({ "hedge": { "next": "none", "why": why } });
         if !Hedging::may_hedge(&request) {
             return Ok(none("the request is not idempotent: it is never hedged"));
+        }
+        if flight.committed {
+            // gRFC A6 "When Retries are Valid": a committed call starts no other attempt.
+            return Ok(none("the call is committed: no copy starts"));
         }
         let Some(hedging) = registry.controls(&request).hedging(&request, now) else {
             return Ok(none("its policy does not hedge"));

@@ -15,7 +15,7 @@ use rebound::errormap::ErrorMap;
 use rebound::errormap::RetrySpec;
 use rebound::grpc::split_full_method;
 use rebound::HttpMethod;
-use rebound::Pushback;
+use rebound::{Progress, Pushback};
 use rebound::{Request, RequestType, RetryReason, Service};
 use serde::Deserialize;
 use serde_json::Value;
@@ -138,6 +138,8 @@ pub struct RequestSpec {
     authority: Option<String>,
     route: Option<String>,
     retries_since_pushback: Option<u32>,
+    transparent_retries: u32,
+    refused_retried: bool,
     /// The authenticated client, never read from the JSON.
     #[serde(skip)]
     caller: Option<String>,
@@ -147,6 +149,40 @@ impl RequestSpec {
     /// Sets the client-context entry `key` to `value`, replacing what the request said.
     pub fn set_context(&mut self, key: &str, value: &str) {
         self.client_context.insert(key.to_owned(), value.to_owned());
+    }
+
+    /// `request` with what happened to it before this failure: the retries since the last
+    /// pushback, the transparent retries, where it was written and whether it completed.
+    fn with_history(&self, mut request: Request) -> Result<Request, InputError> {
+        if let Some(since) = self.retries_since_pushback {
+            if since > self.retry_attempts {
+                return Err(InputError::new(
+                    "request.retries_since_pushback",
+                    format!(
+                        "{since} is more than the retries made ({})",
+                        self.retry_attempts
+                    ),
+                ));
+            }
+            request = request.with_retries_since_pushback(since);
+        }
+        if self.transparent_retries > 0 || self.refused_retried {
+            if self.refused_retried && self.transparent_retries == 0 {
+                return Err(InputError::new(
+                    "request.refused_retried",
+                    "a refused attempt retried is a transparent retry: `transparent_retries` is at least 1",
+                ));
+            }
+            request =
+                request.with_transparent_retries(self.transparent_retries, self.refused_retried);
+        }
+        if self.dispatched || self.last_dispatched_to.is_some() {
+            request.mark_dispatched(self.last_dispatched_to.clone().unwrap_or_default());
+        }
+        if self.completed {
+            request.complete();
+        }
+        Ok(request)
     }
 
     /// Names the authenticated client the request is decided for
@@ -183,6 +219,9 @@ pub struct DecideInput {
     /// The moment an HTTP-date `Retry-After` is read at (RFC 3339); the clock's when absent.
     #[serde(default)]
     pub now: Option<String>,
+    /// How far the failed attempt got (gRFC A6): `processed` when absent.
+    #[serde(default)]
+    pub progress: Option<Progress>,
 }
 
 /// gRPC's `grpc-retry-pushback-ms` header as a server sent it: its text, or every text when it
@@ -332,25 +371,7 @@ impl DecideInput {
             }
             request = request.with_route(route.as_str());
         }
-        if let Some(since) = spec.retries_since_pushback {
-            if since > spec.retry_attempts {
-                return Err(InputError::new(
-                    "request.retries_since_pushback",
-                    format!(
-                        "{since} is more than the retries made ({})",
-                        spec.retry_attempts
-                    ),
-                ));
-            }
-            request = request.with_retries_since_pushback(since);
-        }
-        if spec.dispatched || spec.last_dispatched_to.is_some() {
-            request.mark_dispatched(spec.last_dispatched_to.clone().unwrap_or_default());
-        }
-        if spec.completed {
-            request.complete();
-        }
-        Ok(request)
+        spec.with_history(request)
     }
 
     /// The moment the line is decided at, for an HTTP-date `Retry-After`: its `now` (RFC 3339,

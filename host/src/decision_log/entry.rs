@@ -13,6 +13,7 @@ use crate::decision::Decision;
 use crate::decision_id::DecisionId;
 use crate::decision_json;
 use crate::errormap::RetrySpec;
+use crate::progress::Progress;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
@@ -55,6 +56,8 @@ pub(crate) struct Entry {
     pub spec: Option<RetrySpec>,
     /// The server's pushback.
     pub pushback: Option<Pushback>,
+    /// How far the failed attempt got.
+    pub progress: Progress,
     /// The orchestrator's decision.
     pub decision: Decision,
     /// Retries made once decided (the answer's `retry_attempts`).
@@ -79,7 +82,8 @@ impl Entry {
     pub(crate) fn line(&self, mask: &[String]) -> Vec<u8> {
         let context = DecisionContext::new(&self.reason)
             .with_error_map_spec(self.spec)
-            .with_pushback(self.pushback);
+            .with_pushback(self.pushback)
+            .with_progress(self.progress);
         let mut line = Map::new();
         let timestamp = humantime::format_rfc3339_millis(self.time).to_string();
         line.insert("timestamp".into(), timestamp.into());

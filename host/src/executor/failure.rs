@@ -3,6 +3,7 @@
 use crate::breaker::BreakerOpen;
 use crate::classify::{classify, Response};
 use crate::errormap::ErrorMap;
+use crate::progress::Progress;
 use crate::pushback::Pushback;
 use crate::reason::{reasons, RetryReason};
 use crate::retry_loop::Cause;
@@ -20,6 +21,9 @@ pub struct Failure<E> {
     /// What the server said about retrying (an HTTP `Retry-After`, a gRPC-style pushback):
     /// the built-in policies never retry sooner, and not at all when it says stop.
     pub pushback: Option<Pushback>,
+    /// How far the attempt got (gRFC A6): an attempt the server's application never saw is
+    /// retried transparently, a committed one never. [`Progress::Processed`] unless said.
+    pub progress: Progress,
 }
 
 impl<E> Failure<E> {
@@ -30,6 +34,7 @@ impl<E> Failure<E> {
             cause: Cause::Reason(reason),
             dispatched_to: None,
             pushback: None,
+            progress: Progress::Processed,
         }
     }
 
@@ -41,6 +46,7 @@ impl<E> Failure<E> {
             cause: Cause::Classified(Box::new(classify(response, error_map))),
             dispatched_to: None,
             pushback: None,
+            progress: Progress::Processed,
         }
     }
 
@@ -51,6 +57,7 @@ impl<E> Failure<E> {
             cause: Cause::Final,
             dispatched_to: None,
             pushback: None,
+            progress: Progress::Processed,
         }
     }
 
@@ -58,6 +65,12 @@ impl<E> Failure<E> {
     /// 429's or 503's `Retry-After`).
     pub fn with_pushback(mut self, pushback: Pushback) -> Self {
         self.pushback = Some(pushback);
+        self
+    }
+
+    /// The attempt got as far as `progress` says before it failed.
+    pub fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = progress;
         self
     }
 

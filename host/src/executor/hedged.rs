@@ -149,7 +149,13 @@ impl Copies<'_> {
             Err(failure) => match failure.cause.reason() {
                 Some(reason) => {
                     let now = Instant::now().into_std();
-                    schedule.failed(retry.request(), reason, failure.pushback, now)
+                    schedule.failed(
+                        retry.request(),
+                        reason,
+                        failure.pushback,
+                        failure.progress,
+                        now,
+                    )
                 }
                 // Final, or an answer that is not retried: it ends the request.
                 None => CopyEnd::End,

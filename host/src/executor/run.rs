@@ -170,6 +170,7 @@ struct Failed<E> {
     cause: Cause,
     dispatched_to: Option<String>,
     pushback: Option<crate::pushback::Pushback>,
+    progress: crate::progress::Progress,
 }
 
 impl<E> From<Failure<E>> for Failed<E> {
@@ -179,6 +180,7 @@ impl<E> From<Failure<E>> for Failed<E> {
             cause: failure.cause,
             dispatched_to: failure.dispatched_to,
             pushback: failure.pushback,
+            progress: failure.progress,
         }
     }
 }
@@ -191,6 +193,7 @@ impl<E> Failed<E> {
             cause: Cause::Reason(reasons::ATTEMPT_TIMEOUT),
             dispatched_to: None,
             pushback: None,
+            progress: crate::progress::Progress::Processed,
         }
     }
 }
@@ -296,6 +299,7 @@ impl<'x, D: Decider> RequestRun<'x, D> {
             cause,
             dispatched_to,
             pushback,
+            progress,
         } = failure;
         if let Some(to) = dispatched_to {
             retry.dispatched(to);
@@ -305,7 +309,7 @@ impl<'x, D: Decider> RequestRun<'x, D> {
         // The listener hears why a retry was decided.
         let listener = self.executor.listener.as_ref();
         let reason = listener.and(cause.reason().cloned());
-        let decided = retry.failed(&self.executor.decider, cause, pushback, now);
+        let decided = retry.failed(&self.executor.decider, cause, pushback, progress, now);
         let step = match decided.instrument(span).await {
             Ok(step) => step,
             Err(decide_error) => {

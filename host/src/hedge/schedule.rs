@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use super::{Asked, HedgeAction, Hedging, InFlight, MAX_COPIES};
 use crate::action::NodeChoice;
+use crate::progress::Progress;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
@@ -100,16 +101,20 @@ impl HedgeSchedule {
         self.next = None;
     }
 
-    /// A copy failed at `now` for `reason`, the server pushing back as `pushback` says.
+    /// A copy failed at `now` for `reason`, the server pushing back as `pushback` says, having
+    /// got as far as `progress` says: a committed or dropped copy ends the request (gRFC A6: a
+    /// committed call starts no copy, a dropped one fails at once).
     pub fn failed(
         &mut self,
         request: &Request,
         reason: &RetryReason,
         pushback: Option<Pushback>,
+        progress: Progress,
         now: Instant,
     ) -> CopyEnd {
         self.outstanding = self.outstanding.saturating_sub(1);
-        if self.hedging.policy().is_fatal(request, reason) {
+        let ends = matches!(progress, Progress::Committed | Progress::Dropped);
+        if ends || self.hedging.policy().is_fatal(request, reason) {
             self.next = None;
             return CopyEnd::End;
         }
@@ -126,8 +131,10 @@ impl HedgeSchedule {
             return CopyEnd::End;
         }
         // Another copy will answer: this failure counts in the throttle now, as gRPC counts
-        // every failed RPC; the request's last failure is counted when it is decided.
-        if let Some(throttle) = self.hedging.throttle() {
+        // every failed RPC; the request's last failure is counted when it is decided. A copy the
+        // server's application never saw is not a failure a throttle counts (A6).
+        let unseen = matches!(progress, Progress::NotSent | Progress::Refused);
+        if let Some(throttle) = self.hedging.throttle().filter(|_| !unseen) {
             throttle.failed_at(FailureClass::of(reason, pushback), now);
         }
         CopyEnd::Wait
@@ -250,7 +257,13 @@ mod tests {
         assert_eq!(sent, 1, "the budget's floor: one retry a second");
         assert_eq!(schedule.next_due(), None);
         assert_eq!(
-            schedule.failed(&get(), &RetryReason::HttpStatus(503), None, now),
+            schedule.failed(
+                &get(),
+                &RetryReason::HttpStatus(503),
+                None,
+                Progress::Processed,
+                now
+            ),
             CopyEnd::Wait,
             "copies still out"
         );
@@ -263,16 +276,44 @@ mod tests {
         let now = Instant::now();
         let mut schedule = HedgeSchedule::start(&hedging, &get(), now).unwrap();
         assert_eq!(
-            schedule.failed(&get(), &RetryReason::HttpStatus(400), None, now),
+            schedule.failed(
+                &get(),
+                &RetryReason::HttpStatus(400),
+                None,
+                Progress::Processed,
+                now
+            ),
             CopyEnd::End
         );
         let mut schedule = HedgeSchedule::start(&hedging, &get(), now).unwrap();
         let stop = Some(Pushback::Stop);
         assert_eq!(
-            schedule.failed(&get(), &RetryReason::HttpStatus(503), stop, now),
+            schedule.failed(
+                &get(),
+                &RetryReason::HttpStatus(503),
+                stop,
+                Progress::Processed,
+                now
+            ),
             CopyEnd::End,
             "stopped, and nothing out"
         );
         assert!(HedgeSchedule::start(&hedging, &get().with_idempotent(false), now).is_none());
+    }
+
+    /// gRFC A6 "When Retries are Valid": once a copy is committed no other starts; "Transparent
+    /// Retries": a dropped call fails at once. Either ends the request while copies are out.
+    #[test]
+    fn a_committed_or_dropped_copy_ends_the_request() {
+        let hedging = Hedging::new(Arc::new(Eager));
+        let now = Instant::now();
+        for progress in [Progress::Committed, Progress::Dropped] {
+            let mut schedule = HedgeSchedule::start(&hedging, &get(), now).unwrap();
+            while schedule.send_due(&get(), now).is_some() {}
+            let unavailable = RetryReason::HttpStatus(503);
+            let end = schedule.failed(&get(), &unavailable, None, progress, now);
+            assert_eq!(end, CopyEnd::End, "{progress}");
+            assert_eq!(schedule.next_due(), None);
+        }
     }
 }

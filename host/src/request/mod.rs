@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use smallvec::SmallVec;
 
 use crate::cassandra_types::ConsistencyLevel;
+use crate::progress::Progress;
 use crate::reason::RetryReason;
 
 mod kind;
@@ -63,6 +64,10 @@ pub struct Request {
     caller: Option<Arc<str>>,
     /// Retries made when the last one the server's pushback timed was recorded.
     pushback_base: u32,
+    /// Transparent retries made (gRFC A6): never counted in `retry_attempts`.
+    transparent_retries: u32,
+    /// Whether the one transparent retry of a refused attempt was made.
+    refused_retried: bool,
 }
 
 impl Request {
@@ -111,6 +116,8 @@ impl Request {
             route: None,
             caller: None,
             pushback_base: 0,
+            transparent_retries: 0,
+            refused_retried: false,
         })
     }
 
@@ -184,6 +191,14 @@ impl Request {
     /// At most the retries made.
     pub fn with_retries_since_pushback(mut self, retries: u32) -> Self {
         self.pushback_base = self.retry_attempts - retries.min(self.retry_attempts);
+        self
+    }
+
+    /// Sets the transparent retries already made, and whether one of them retried a refused
+    /// attempt (for replaying a request mid-life; gRFC A6 "Transparent Retries").
+    pub fn with_transparent_retries(mut self, retries: u32, refused_retried: bool) -> Self {
+        self.transparent_retries = retries;
+        self.refused_retried = refused_retried;
         self
     }
 
@@ -341,6 +356,17 @@ impl Request {
         self.retry_attempts.saturating_sub(self.pushback_base)
     }
 
+    /// Transparent retries made (gRFC A6: attempts that never reached the server's
+    /// application, sent again without counting as retries).
+    pub fn transparent_retries(&self) -> u32 {
+        self.transparent_retries
+    }
+
+    /// Whether a refused attempt was retried transparently already (A6 allows it once).
+    pub fn refused_retried(&self) -> bool {
+        self.refused_retried
+    }
+
     /// Whether the request may be sent again after a failure for `reason`, as far as its
     /// effects go ([`Service::may_send_again`]).
     pub fn may_be_sent_again(&self, reason: &RetryReason) -> bool {
@@ -370,6 +396,12 @@ impl Request {
     /// Changes the consistency level for the next attempt (consistency downgrade).
     pub(crate) fn set_consistency(&mut self, level: ConsistencyLevel) {
         self.consistency = Some(level);
+    }
+
+    /// Counts one more transparent retry, of an attempt that went as far as `progress` says.
+    pub(crate) fn record_transparent_retry(&mut self, progress: Progress) {
+        self.transparent_retries = self.transparent_retries.saturating_add(1);
+        self.refused_retried |= progress == Progress::Refused;
     }
 
     /// Counts one more retry for `reason` (reference 001 `incrementRetryAttempts`), timed by

@@ -1,6 +1,8 @@
 //! The orchestrator's rules (reference 001 "Retry Orchestration"), applied to one decision
-//! whatever strategy answers it: a request already done is left alone; an always-retry reason
-//! gets the controlled backoff without asking the strategy; otherwise the strategy is asked,
+//! whatever strategy answers it: a request already done is left alone; an attempt the server's
+//! application never saw is retried transparently and a committed or dropped call ends, as gRFC
+//! A6 says (`progress`); an always-retry reason gets the controlled backoff without asking the
+//! strategy; otherwise the strategy is asked,
 //! and its answer passes the safety guard (no unsafe retry of a non-idempotent request, no
 //! retry of a never-retried reason), the retry throttle, the retry budget, and the deadline
 //! cap (reference 001 "Capping the Retry Duration"), then ends the request with its error
@@ -20,6 +22,7 @@ use crate::strategy::RetryStrategy;
 use crate::strategy::{DecisionContext, FailureNote};
 
 mod pay;
+mod progress;
 
 /// Whether the safety guard checks a strategy's retries of non-idempotent requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -89,8 +92,9 @@ pub(crate) async fn ask(
     conclude(request, context, action, note, strategy.name(), guard)
 }
 
-/// What is decided before any strategy is asked: a request already done is left alone;
-/// an always-retry reason gets the controlled backoff when the request may be sent again.
+/// What is decided before any strategy is asked: a request already done is left alone; how far
+/// the attempt got may settle it (`progress`); an always-retry reason gets the controlled
+/// backoff when the request may be sent again.
 fn settle_without_strategy(
     request: &mut Request,
     context: &DecisionContext<'_>,
@@ -99,6 +103,9 @@ fn settle_without_strategy(
     if request.is_done() {
         tracing::debug!(request_id = request.id(), reason = %reason, "request already done; left alone");
         return Some(Decision::AlreadyDone);
+    }
+    if let Some(decision) = progress::settle(request, context) {
+        return Some(decision);
     }
     // An always-retry reason of reference 001 allows a non-idempotent retry; a plain HTTP
     // request or gRPC call that was sent is still not sent again (`may_be_sent_again`).

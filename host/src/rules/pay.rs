@@ -67,6 +67,10 @@ pub(super) fn for_retry(
 
 /// A request deposits in its budget once, at its first failure's decision (one that never
 /// fails is reported by its outcome instead).
+pub(super) fn for_first_failure(request: &Request, context: &DecisionContext<'_>, now: Instant) {
+    deposit_first_failure(request, context, now);
+}
+
 fn deposit_first_failure(request: &Request, context: &DecisionContext<'_>, now: Instant) {
     if let Some(budget) = context.budget().filter(|_| request.retry_attempts() == 0) {
         budget.deposit_at(now);

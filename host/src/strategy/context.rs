@@ -1,7 +1,7 @@
 //! What one decision is about besides the request's own facts: the failure's reason, the
-//! error-map retry spec its classification attached, the server's pushback, the decision's
-//! moment, and the strategy the caller chose for the request, if it chose one; the retry
-//! budget it draws from and the throttle it counts in; and where a sandboxed policy that fails
+//! error-map retry spec its classification attached, the server's pushback, how far the
+//! attempt got, the decision's moment, and the strategy the caller chose for the request, if it
+//! chose one; the retry budget it draws from and the throttle it counts in; and where a sandboxed policy that fails
 //! leaves its account of the failure. A context is built for every failure and dropped with
 //! its decision, so nothing of one failure can reach the decision for the next.
 
@@ -11,6 +11,7 @@ use std::time::Instant;
 use super::RetryStrategy;
 use crate::action::PolicyFailure;
 use crate::errormap::RetrySpec;
+use crate::progress::Progress;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::throttle::ScopedThrottle;
@@ -32,6 +33,7 @@ pub struct DecisionContext<'r> {
     reason: &'r RetryReason,
     error_map_spec: Option<RetrySpec>,
     pushback: Option<Pushback>,
+    progress: Progress,
     at: Option<Instant>,
     strategy: Option<&'r dyn RetryStrategy>,
     failure_note: Option<&'r FailureNote>,
@@ -72,6 +74,7 @@ impl<'r> DecisionContext<'r> {
             reason,
             error_map_spec: None,
             pushback: None,
+            progress: Progress::Processed,
             at: None,
             strategy: None,
             failure_note: None,
@@ -91,6 +94,19 @@ impl<'r> DecisionContext<'r> {
     pub const fn with_pushback(mut self, pushback: Option<Pushback>) -> Self {
         self.pushback = pushback;
         self
+    }
+
+    /// How far the failed attempt got (gRFC A6): one that never reached the server's
+    /// application is retried transparently, one that was committed is never retried, before
+    /// any strategy is asked. [`Progress::Processed`] unless said.
+    pub const fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// How far the failed attempt got.
+    pub const fn progress(&self) -> Progress {
+        self.progress
     }
 
     /// Fixes the decision's moment (replays, virtual clocks, tokio's paused time): the

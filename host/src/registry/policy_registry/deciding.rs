@@ -163,6 +163,7 @@ impl PolicyRegistry {
                 reason: context.reason().clone(),
                 spec: context.error_map_spec().copied(),
                 pushback: context.pushback(),
+                progress: context.progress(),
                 decision: decision.clone(),
                 attempts: request.retry_attempts(),
                 shadow: shadow_answers.into_inner(),
