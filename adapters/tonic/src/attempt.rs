@@ -1,4 +1,4 @@
-//! One attempt of a call, sent and read: whether it left the client, the status of a
+//! One attempt of a call, sent and read: how far it got, the status of a
 //! Trailers-Only answer and the server's pushback, and what its node's breaker counts. Both a
 //! plain attempt (`service`) and each copy of a hedged one (`hedged`) send this way.
 
@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use rebound::breaker::{self, Admission, NodeBreakers};
 use rebound::grpc::GrpcCode;
-use rebound::{reasons, Pushback, RetryReason};
+use rebound::{reasons, Progress, Pushback, RetryReason};
 use tonic::body::Body as TonicBody;
 use tower_service::Service;
 
@@ -15,28 +15,49 @@ use crate::response::{pushback, trailers_only_status};
 /// The errors the layer hands back: the channel's own, or the request body's.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Whether `error` says the call never left the client: its connection could not be made.
-fn never_sent(error: &BoxError) -> bool {
+/// How far a call the transport failed got, read from `error`'s chain: a stream the server
+/// refused (`RST_STREAM` with `REFUSED_STREAM`: it reached the server's transport, not its
+/// application), a request hyper never started on its connection, a connection that could not
+/// be made (a pick that failed transiently: the policy decides), or a call cut in flight. A
+/// GOAWAY is not told apart: h2 reports it alike for streams above and below its last stream
+/// ID once the connection closes, so such a call is decided as one that may have been seen.
+fn transport_failure(error: &BoxError) -> (RetryReason, Progress, bool) {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.as_ref());
     while let Some(error) = source {
+        if let Some(h2) = error.downcast_ref::<h2::Error>() {
+            if h2.is_reset() && h2.is_remote() && h2.reason() == Some(h2::Reason::REFUSED_STREAM) {
+                let unavailable = RetryReason::GrpcStatus(GrpcCode::Unavailable);
+                return (unavailable, Progress::Refused, false);
+            }
+        }
+        if error
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_canceled)
+        {
+            return (reasons::SOCKET_NOT_AVAILABLE, Progress::NotSent, false);
+        }
         if let Some(io) = error.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind as K;
             if matches!(
                 io.kind(),
                 K::ConnectionRefused | K::AddrNotAvailable | K::NotConnected | K::HostUnreachable
             ) {
-                return true;
+                return (reasons::SOCKET_NOT_AVAILABLE, Progress::Processed, false);
             }
         }
         source = error.source();
     }
-    false
+    (
+        reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
+        Progress::Processed,
+        true,
+    )
 }
 
 /// One attempt's failure: why, the server's pushback, and what to hand back if not retried.
 pub(crate) enum Failed<B> {
     Answered(RetryReason, Option<Pushback>, http::Response<B>),
-    Transport(RetryReason, BoxError),
+    Transport(RetryReason, BoxError, Progress),
 }
 
 impl<B> Failed<B> {
@@ -44,7 +65,16 @@ impl<B> Failed<B> {
     pub(crate) fn reason(&self) -> (&RetryReason, Option<Pushback>) {
         match self {
             Failed::Answered(reason, pushback, _) => (reason, *pushback),
-            Failed::Transport(reason, _) => (reason, None),
+            Failed::Transport(reason, ..) => (reason, None),
+        }
+    }
+
+    /// How far it got: a Trailers-Only answer was processed (the server's application sent
+    /// it before any header, so the call is not committed).
+    pub(crate) fn progress(&self) -> Progress {
+        match self {
+            Failed::Answered(..) => Progress::Processed,
+            Failed::Transport(_, _, progress) => *progress,
         }
     }
 }
@@ -73,15 +103,8 @@ where
     match service.call(http::Request::from_parts(parts, body)).await {
         Err(error) => {
             let error: BoxError = error.into();
-            if never_sent(&error) {
-                Sent::Failed(
-                    Failed::Transport(reasons::SOCKET_NOT_AVAILABLE, error),
-                    false,
-                )
-            } else {
-                let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
-                Sent::Failed(Failed::Transport(reason, error), true)
-            }
+            let (reason, progress, reached) = transport_failure(&error);
+            Sent::Failed(Failed::Transport(reason, error, progress), reached)
         }
         Ok(response) => match trailers_only_status(response.headers()) {
             Some(code) if code != GrpcCode::Ok => {

@@ -14,7 +14,7 @@ use std::time::Instant;
 use http::header::HeaderValue;
 use rebound::hedge::{CopyEnd, HedgeSchedule};
 use rebound::telemetry::{record_hedges, HedgeEvent};
-use rebound::{reasons, Request};
+use rebound::{reasons, Progress, Request};
 use tonic::body::Body as TonicBody;
 use tower_service::Service;
 
@@ -63,7 +63,8 @@ impl Copies<'_> {
             if let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await {
                 // The channel could not take it: this copy was not sent.
                 let reason = reasons::SOCKET_NOT_AVAILABLE;
-                return Sent::Failed(Failed::Transport(reason, error.into()), false);
+                let failed = Failed::Transport(reason, error.into(), Progress::Processed);
+                return Sent::Failed(failed, false);
             }
             send(&mut service, parts, bytes).await
         })
@@ -119,7 +120,8 @@ impl Copies<'_> {
                 Some((_, Sent::Failed(failed, sent))) => {
                     reached |= sent;
                     let (reason, pushback) = failed.reason();
-                    if schedule.failed(request, reason, pushback, now) == CopyEnd::End {
+                    let progress = failed.progress();
+                    if schedule.failed(request, reason, pushback, progress, now) == CopyEnd::End {
                         record_hedges(HedgeEvent::Cancelled, running.len() as u64);
                         return Sent::Failed(failed, reached);
                     }

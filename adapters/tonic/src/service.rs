@@ -15,8 +15,8 @@ use http::header::HeaderValue;
 use rebound::breaker::{Admission, BreakerOpen, NodeBreakers};
 use rebound::hedge::{HedgeSchedule, Hedging};
 use rebound::{
-    reasons, telemetry, Decision, DecisionContext, Outcome, PolicyControls, Pushback, Request,
-    RequestType, RetryReason,
+    reasons, telemetry, Decision, DecisionContext, Outcome, PolicyControls, Progress, Pushback,
+    Request, RequestType, RetryReason,
 };
 use tonic::body::Body as TonicBody;
 use tower_service::Service;
@@ -210,10 +210,13 @@ where
                 .await
                 .map_err(Into::into)?;
         }
+        // gRFC A6 "Exposed Retry Metadata": the attempts before this one that counted, so not
+        // the transparent retries.
+        let previous = described.as_ref().map_or(0, |c| c.request.retry_attempts());
         let attempt_of = AttemptOf {
             parts: &parts,
             bytes: &bytes,
-            attempt,
+            previous,
         };
         let sent = attempt_of
             .send(&mut inner, &controls, described.as_ref())
@@ -240,11 +243,11 @@ where
             }
         };
         let request = &mut described.as_mut().expect("described on a failure").request;
-        let asked = (failed.reason(), attempt, slept);
+        let asked = ((failed.reason(), failed.progress()), attempt, slept);
         let Some(delay) = decide(&shared, &controls.policy, request, asked).await else {
             return match failed {
                 Failed::Answered(_, _, response) => Ok(response),
-                Failed::Transport(_, error) => Err(error),
+                Failed::Transport(_, error, _) => Err(error),
             };
         };
         drop(failed);
@@ -254,11 +257,11 @@ where
     }
 }
 
-/// Attempt `attempt` of a call: its parts and message as first sent.
+/// An attempt of a call after `previous` counted ones: its parts and message as first sent.
 struct AttemptOf<'a> {
     parts: &'a http::request::Parts,
     bytes: &'a bytes::Bytes,
-    attempt: u32,
+    previous: u32,
 }
 
 impl AttemptOf<'_> {
@@ -279,8 +282,8 @@ impl AttemptOf<'_> {
     {
         let has_deadline = self.parts.headers.contains_key(GRPC_TIMEOUT);
         let mut parts = self.parts.clone();
-        if self.attempt > 0 {
-            let previous = HeaderValue::from(self.attempt);
+        if self.previous > 0 {
+            let previous = HeaderValue::from(self.previous);
             parts.headers.insert(GRPC_PREVIOUS_RPC_ATTEMPTS, previous);
         }
         if let (true, Some(described)) = (has_deadline, described) {
@@ -298,7 +301,8 @@ impl AttemptOf<'_> {
                         node: node.to_string(),
                     };
                     let reason = reasons::CIRCUIT_BREAKER_OPEN;
-                    Sent::Failed(Failed::Transport(reason, Box::new(open)), false)
+                    let failed = Failed::Transport(reason, Box::new(open), Progress::Processed);
+                    Sent::Failed(failed, false)
                 }
                 (Some(hedging), Some(call), _) => {
                     match HedgeSchedule::start(hedging, &call.request, Instant::now()) {
@@ -306,7 +310,7 @@ impl AttemptOf<'_> {
                             let copies = Copies {
                                 parts: &parts,
                                 bytes: self.bytes,
-                                previous: self.attempt,
+                                previous: self.previous,
                                 has_deadline,
                             };
                             copies.run(inner.clone(), schedule, &call.request).await
@@ -352,20 +356,28 @@ fn cut<B>(after: Duration) -> Sent<B> {
         "rebound: the attempt had not answered after {after:?} (its attempt timeout) and was cut"
     ));
     let error: BoxError = Box::new(status);
-    Sent::Failed(Failed::Transport(reasons::ATTEMPT_TIMEOUT, error), true)
+    let failed = Failed::Transport(reasons::ATTEMPT_TIMEOUT, error, Progress::Processed);
+    Sent::Failed(failed, true)
 }
 
-/// Asks the registry about `request`'s failed attempt `attempt` (its reason and pushback),
-/// after `slept` between attempts: the delay before the next attempt, or `None` when the call
-/// ends (reported to its policy's controls, counted).
+/// What a failed attempt tells the decision: its reason and the server's pushback, and how far
+/// it got.
+type Told<'a> = ((&'a RetryReason, Option<Pushback>), Progress);
+
+/// Asks the registry about `request`'s failed attempt `attempt` (its reason, pushback and
+/// progress), after `slept` between attempts: the delay before the next attempt, or `None` when
+/// the call ends (reported to its policy's controls, counted).
 async fn decide(
     shared: &Shared,
     policy: &PolicyControls,
     request: &mut Request,
-    ((reason, pushback), attempt, slept): ((&RetryReason, Option<Pushback>), u32, Duration),
+    (told, attempt, slept): (Told<'_>, u32, Duration),
 ) -> Option<Duration> {
+    let ((reason, pushback), progress) = told;
     let reason = reason.clone();
-    let context = DecisionContext::new(&reason).with_pushback(pushback);
+    let context = DecisionContext::new(&reason)
+        .with_pushback(pushback)
+        .with_progress(progress);
     // The failed attempt's span (docs/observability.md), which the registry's decision fills
     // in.
     let span = telemetry::attempt_span(request, attempt);

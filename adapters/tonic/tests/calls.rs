@@ -12,7 +12,7 @@ use http::uri::PathAndQuery;
 use rebound::config::RegistryConfig;
 use rebound::registry::PolicyRegistry;
 use rebound_tonic::ReboundLayer;
-use support::{start, Answer, Raw, Running, Script};
+use support::{start, start_refusing, Answer, Raw, Running, Script};
 use tonic::{Code, Status};
 
 /// A registry whose default policy is the `grpc` built-in for `shop.Inventory`: 4 attempts,
@@ -167,6 +167,49 @@ async fn a_call_cut_off_in_flight_is_sent_again_only_if_idempotent() {
     let seen = running.script.seen();
     assert_eq!(seen.len(), 3);
     assert_eq!(previous_attempts(&seen[2].1).as_deref(), Some("1"));
+}
+
+/// gRFC A6 "When Retries are Valid": a call whose response headers arrived is committed, and a
+/// failure after them (UNAVAILABLE in the trailers, no message) is never retried, though the
+/// policy retries UNAVAILABLE and the method is declared idempotent.
+#[tokio::test]
+async fn a_call_that_fails_after_its_headers_is_committed_and_not_retried() {
+    let answers = [Answer::FailAfterHeaders(Code::Unavailable), Answer::Ok];
+    let running = start(Script::new(answers)).await;
+    let layer = ReboundLayer::new(registry()).idempotent(["/shop.Inventory/*"]);
+    let answer = unary(&mut client(&running, layer), "/shop.Inventory/Get", None).await;
+    assert_eq!(answer.unwrap_err().code(), Code::Unavailable);
+    assert_eq!(
+        running.script.seen().len(),
+        1,
+        "a committed call sent again"
+    );
+}
+
+/// gRFC A6 "Transparent Retries": a stream the server's transport refused (`RST_STREAM` with
+/// `REFUSED_STREAM`) never reached its application, so it is sent again once, at once, even for
+/// a call not declared idempotent under a service config with no retry policy; a second refusal
+/// is the policy's to decide (none: the call ends).
+#[tokio::test]
+async fn a_refused_stream_is_sent_again_once_whatever_the_policy() {
+    let no_retry_policy = "builtin = \"grpc\"\nparams.service_config = '''{\"methodConfig\": [{\"name\": [{\"service\": \"shop.Inventory\"}]}]}'''\n";
+    for refusals in [1, 2] {
+        let (address, seen) = start_refusing(refusals, Code::Unavailable).await;
+        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{address}"))
+            .unwrap()
+            .connect_lazy();
+        let layer = ReboundLayer::new(registry_with(no_retry_policy));
+        let channel = tower_layer::Layer::layer(&layer, endpoint);
+        let mut client = tonic::client::Grpc::new(channel);
+        let answer = unary(&mut client, "/shop.Inventory/Reserve", None).await;
+        assert_eq!(
+            answer.unwrap_err().code(),
+            Code::Unavailable,
+            "{refusals} refused"
+        );
+        let seen = seen.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(seen, 2, "{refusals} refused");
+    }
 }
 
 /// A6 "Maximum Number of Retries": the call's deadline applies across all attempts. A call

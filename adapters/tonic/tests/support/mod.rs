@@ -1,6 +1,6 @@
 //! A scripted gRPC server for the tonic layer's tests and example: `shop.Inventory`, every
 //! method answered from a list (OK once it runs out), the calls it saw recorded, behind a TCP
-//! relay whose connections can be cut. Messages are raw bytes (no protobuf needed to show what
+//! relay whose connections can be cut; and a bare HTTP/2 server that refuses streams. Messages are raw bytes (no protobuf needed to show what
 //! travels around them).
 #![allow(dead_code)] // the tests and the example use different parts
 
@@ -9,6 +9,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -63,6 +64,9 @@ pub(crate) enum Answer {
     Fail(Code, Option<&'static str>),
     /// Tell the test the call arrived, then never answer (the test cuts the relay).
     Hang,
+    /// Response headers, then no message and this status in the trailers: the call was
+    /// committed before it failed (gRFC A6 "When Retries are Valid").
+    FailAfterHeaders(Code),
 }
 
 /// The server's script and what it saw: each call's method and headers.
@@ -121,10 +125,59 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Inventory {
                 .unwrap()
                 .pop_front()
                 .unwrap_or(Answer::Ok);
+            if let Answer::FailAfterHeaders(code) = answer {
+                return Ok(headers_then_trailers(code));
+            }
             let handler = Handler(answer, Arc::clone(&script));
             Ok(tonic::server::Grpc::new(Raw).unary(handler, req).await)
         })
     }
+}
+
+/// An answer whose headers go first, then trailers carrying `code` and no message.
+fn headers_then_trailers(code: Code) -> http::Response<tonic::body::Body> {
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("grpc-status", i32::from(code).into());
+    let frames = [Ok::<_, Infallible>(
+        http_body::Frame::<bytes::Bytes>::trailers(trailers),
+    )];
+    let body = http_body_util::StreamBody::new(tokio_stream::iter(frames));
+    http::Response::builder()
+        .header("content-type", "application/grpc")
+        .body(tonic::body::Body::new(body))
+        .unwrap()
+}
+
+/// A bare HTTP/2 server that resets its first `refusals` streams with `REFUSED_STREAM` (they
+/// reach its transport, never an application: gRFC A6 "Transparent Retries") and answers every
+/// later one with `code`, Trailers-Only. Its address, and how many streams it saw.
+pub(crate) async fn start_refusing(refusals: usize, code: Code) -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&seen);
+    tokio::spawn(async move {
+        loop {
+            let (socket, _) = listener.accept().await.unwrap();
+            let seen = Arc::clone(&counted);
+            tokio::spawn(async move {
+                let mut connection = h2::server::handshake(socket).await.unwrap();
+                while let Some(Ok((_, mut respond))) = connection.accept().await {
+                    if seen.fetch_add(1, Ordering::SeqCst) < refusals {
+                        respond.send_reset(h2::Reason::REFUSED_STREAM);
+                        continue;
+                    }
+                    let answer = http::Response::builder()
+                        .header("content-type", "application/grpc")
+                        .header("grpc-status", i32::from(code))
+                        .body(())
+                        .unwrap();
+                    let _ = respond.send_response(answer, true);
+                }
+            });
+        }
+    });
+    (address, seen)
 }
 
 struct Handler(Answer, Arc<Script>);
@@ -150,6 +203,7 @@ impl tonic::server::UnaryService<Vec<u8>> for Handler {
                     script.arrived.notify_one();
                     std::future::pending().await
                 }
+                Answer::FailAfterHeaders(_) => unreachable!("answered without a handler"),
             }
         })
     }
