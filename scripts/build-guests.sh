@@ -9,7 +9,8 @@
 #   typescript  policies/typescript/*.ts (tsc, then QuickJS)     -> typescript_NAME.wasm
 #   c, cpp, zig  policies/{c,cpp,zig}/*.{c,cpp,zig}              -> LANGUAGE_NAME.wasm
 #   go           policies/go/*.go, tests/guests/go/*.go          -> go_NAME.wasm
-#   wat         tests/guests/wat/*.wat (wasm-tools parse)        -> NAME.wasm
+#   wat         tests/guests/wat/*.wat (wasm-tools parse; a core module with a NAME.wit/
+#               world beside it: wasm-tools component embed, new) -> NAME.wasm
 # plus the Extism plugin of tests/guests (a core module, built by cargo: extism_*.wasm).
 #
 # Usage: scripts/build-guests.sh [LANGUAGE | SOURCE]...
@@ -152,7 +153,16 @@ build_job() {
       echo "building $source" >&2
       build "$source" -o "$out/${language}_$name.wasm"
       ;;
-    wat) wasm-tools parse "$source" -o "$out/$name.wasm" ;;
+    wat)
+      if [ -d "${source%.wat}.wit" ]; then
+        # A core module beside its world (NAME.wit/): embedded in it, then made a component.
+        wasm-tools component embed "${source%.wat}.wit" "$source" -o "$out/$name.core.wasm"
+        wasm-tools component new "$out/$name.core.wasm" -o "$out/$name.wasm"
+        rm -f "$out/$name.core.wasm"
+      else
+        wasm-tools parse "$source" -o "$out/$name.wasm"
+      fi
+      ;;
   esac
 }
 

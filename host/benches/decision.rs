@@ -123,6 +123,11 @@ fn main() {
         ),
         ("WASM best-effort, C".into(), wasm("c_best_effort")),
         ("WASM best-effort, Zig".into(), wasm("zig_best_effort")),
+        (
+            "WASM best-effort, a component importing WASI 0.3 (its own engine, called on a fiber)"
+                .into(),
+            wasm("wasi_p3_probe"),
+        ),
     ];
     for path in std::env::var("REBOUND_BENCH_EXTRA")
         .unwrap_or_default()

@@ -104,7 +104,7 @@ pub enum Ending {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use rebound::{reasons, Cause, Orchestrator, Request, RequestType, RetryLoop, Step};
+/// use rebound::{reasons, Cause, Orchestrator, Progress, Request, RequestType, RetryLoop, Step};
 ///
 /// # futures::executor::block_on(async {
 /// let start = Instant::now();
@@ -114,7 +114,8 @@ pub enum Ending {
 ///
 /// // The first attempt found the socket closed before sending: a retry is planned.
 /// let failure = Cause::Reason(reasons::SOCKET_NOT_AVAILABLE);
-/// let step = retry.failed(&Orchestrator::default(), failure, None, start).await?;
+/// let progress = Progress::Processed; // how far the attempt got: the server may have seen it
+/// let step = retry.failed(&Orchestrator::default(), failure, None, progress, start).await?;
 /// let Step::Retry { delay, attempt } = step else { panic!("{step:?}") };
 /// assert_eq!((delay, attempt.number), (Duration::from_millis(1), 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())

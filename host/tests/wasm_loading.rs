@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use rebound::wasm::{LoadError, PolicyPre, WasmStrategy, WasmStrategyConfig, WitVersion};
 use wasm_support::{guest, load, runtime};
 
-/// A component importing interfaces outside `rebound:policy` and the inert WASI 0.2 set (an
-/// HTTP client; WASI of another major version) is refused, listing them.
+/// A component importing interfaces outside `rebound:policy` and the WASI 0.2 and 0.3 sets (an
+/// HTTP client; WASI of a version the host does not know) is refused, listing them.
 #[test]
 fn foreign_imports_are_rejected_with_their_names() {
     let err = load("foreign_imports").unwrap_err();
@@ -18,7 +18,7 @@ fn foreign_imports_are_rejected_with_their_names() {
             imports,
             &[
                 "wasi:http/outgoing-handler@0.2.0".to_owned(),
-                "wasi:filesystem/preopens@0.3.0".to_owned()
+                "wasi:filesystem/preopens@0.4.0".to_owned()
             ]
         ),
         other => panic!("{other}"),

@@ -377,3 +377,65 @@ fn quickjs_exception_is_a_policy_failure() {
     let (kind, _, _) = failure("quickjs_adversary", &[("mode", "throw")], roomy());
     assert_eq!(kind, PolicyFailureKind::Trap);
 }
+
+/// docs/wasi.md "WASI 0.3": a component that imports WASI 0.3 interfaces (built by
+/// `wasm-tools` from `tests/guests/wat/wasi_p3_probe.wat`, an async function taking a stream
+/// among its imports) loads and decides when it calls none of them; a call to one (its
+/// `get-random-u64` on `KV_TEMPORARY_FAILURE`, the async `wait-for` on `KV_SYNC_WRITE_IN_PROGRESS`) ends
+/// the call as a trap counted among the policy's failures, as a call to an unreachable WASI 0.2
+/// function does.
+#[test]
+fn wasi_0_3_imports_load_inertly_and_a_call_is_denied() {
+    let policy = strategy("wasi_p3_probe", &[], roomy(), WasiConfig::default());
+    let unused = policy.answer(&request(), &DecisionContext::new(&reasons::KV_LOCKED));
+    assert!(
+        matches!(unused, RetryAction::RetryAfter { .. }),
+        "best effort retries KV_LOCKED: {unused:?}"
+    );
+    let called = policy.answer(
+        &request(),
+        &DecisionContext::new(&reasons::KV_TEMPORARY_FAILURE),
+    );
+    assert_eq!(called, RetryAction::PolicyFailed(PolicyFailureKind::Trap));
+    let stats = policy.stats();
+    let message = stats.last_failure.unwrap_or_default();
+    assert!(
+        message.contains("wasi:random/random@0.3.0#get-random-u64"),
+        "{message}"
+    );
+    assert_eq!(
+        stats.failures.values().sum::<u64>(),
+        1,
+        "{:?}",
+        stats.failures
+    );
+    // An async function, called from the synchronous `retry-after`, ends the call as a trap
+    // too: the component model lets no synchronous task block on one.
+    let waited = DecisionContext::new(&reasons::KV_SYNC_WRITE_IN_PROGRESS);
+    let called = policy.answer(&request(), &waited);
+    assert_eq!(called, RetryAction::PolicyFailed(PolicyFailureKind::Trap));
+    let stats = policy.stats();
+    let message = stats.last_failure.unwrap_or_default();
+    assert!(message.contains("cannot block"), "{message}");
+    assert_eq!(stats.failures.values().sum::<u64>(), 2);
+    // Such a component runs on an engine of its own; its calls keep the sandbox's deadline.
+    let looping = DecisionContext::new(&reasons::KV_SYNC_WRITE_RE_COMMIT_IN_PROGRESS);
+    let called = policy.answer(&request(), &looping);
+    assert_eq!(
+        called,
+        RetryAction::PolicyFailed(PolicyFailureKind::Timeout)
+    );
+}
+
+/// docs/wasi.md "WASI 0.3": a component importing WASI 0.3's async functions is called on a
+/// fiber, which the host does for the world `retry-policy` only; one that hedges is refused at
+/// load, saying why.
+#[test]
+fn a_hedging_policy_importing_wasi_0_3_async_functions_is_refused_at_load() {
+    let error = wasm_support::load("wasi_p3_hedging").unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("WASI 0.3's async functions") && text.contains("retry-policy"),
+        "{text}"
+    );
+}

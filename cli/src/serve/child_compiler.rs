@@ -43,6 +43,7 @@ impl ChildCompiler {
             .args(["--max-memory-bytes", &settings.max_memory_bytes.to_string()])
             .args(["--optimization", optimization])
             .args(["--instances", &settings.instances.to_string()])
+            .args(settings.concurrency.then_some("--concurrency"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -153,6 +154,9 @@ pub struct CompileArgs {
     optimization: String,
     #[arg(long)]
     instances: u32,
+    /// The engine supports the component model's concurrency (a component importing WASI 0.3).
+    #[arg(long)]
+    concurrency: bool,
 }
 
 /// Reads a component from stdin and writes its artifact for the given engine to stdout.
@@ -164,6 +168,7 @@ pub fn run(args: &CompileArgs) -> anyhow::Result<()> {
             _ => Optimization::None,
         },
         instances: args.instances,
+        concurrency: args.concurrency,
     };
     let mut bytes = Vec::new();
     std::io::stdin().read_to_end(&mut bytes)?;

@@ -115,8 +115,13 @@ pub struct CompiledArtifact {
 
 impl CompiledArtifact {
     /// Compiles `component` for an engine with `settings` (the settings a host's
-    /// configuration gives its engine). The error is wasmtime's explanation.
+    /// configuration gives its engine), with the component model's concurrency if it imports
+    /// WASI 0.3, as a host compiles it. The error is wasmtime's explanation.
     pub fn compile(settings: &EngineSettings, component: &[u8]) -> Result<Self, EngineError> {
+        let settings = match super::wasi::imports_wasi_0_3(component) {
+            true => settings.with_concurrency(),
+            false => *settings,
+        };
         let engine = Engine::new(&settings.config()).map_err(|e| EngineError::of(&e))?;
         let payload = engine
             .precompile_component(component)

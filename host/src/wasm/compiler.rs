@@ -18,6 +18,11 @@ pub struct EngineSettings {
     pub optimization: Optimization,
     /// Component instances the engine's pool holds.
     pub instances: u32,
+    /// Whether the engine supports the component model's concurrency, which a component that
+    /// imports WASI 0.3 needs (docs/wasi.md "WASI 0.3"). Off unless such a component asks: it
+    /// adds to what every call on the engine costs (docs/performance.md "WebAssembly
+    /// decisions").
+    pub concurrency: bool,
 }
 
 impl EngineSettings {
@@ -28,6 +33,15 @@ impl EngineSettings {
             max_memory_bytes,
             optimization,
             instances: instances.max(2),
+            concurrency: false,
+        }
+    }
+
+    /// These settings with the component model's concurrency supported.
+    pub fn with_concurrency(self) -> Self {
+        EngineSettings {
+            concurrency: true,
+            ..self
         }
     }
 
@@ -46,6 +60,7 @@ impl EngineSettings {
             .wasm_component_model(true)
             .consume_fuel(true)
             .epoch_interruption(true)
+            .concurrency_support(self.concurrency)
             .max_wasm_stack(512 << 10)
             .cranelift_opt_level(match self.optimization {
                 Optimization::None => wasmtime::OptLevel::None,

@@ -148,6 +148,9 @@ impl MachineCode {
         cache: Option<&ArtifactCache>,
     ) -> Result<Self, EngineError> {
         let engine = runtime.engine();
+        // The cache holds the machine code of the runtime's main engine only: a component that
+        // imports WASI 0.3 is compiled for the concurrent one, on every load.
+        let cache = cache.filter(|_| !super::wasi::imports_wasi_0_3(bytes));
         if let Some(component) = cache.and_then(|cache| cache.get(engine, sha256)) {
             return Ok(MachineCode {
                 component,
@@ -251,8 +254,8 @@ impl PolicyPre {
         code: MachineCode,
     ) -> Result<Self, LoadError> {
         let policy = name.to_owned();
-        let engine = runtime.engine();
         let MachineCode { component, origin } = code;
+        let engine = component.engine();
         let ty = component.component_type();
 
         let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_owned()).collect();

@@ -93,7 +93,7 @@ impl PolicyInstance {
     ) -> Result<Self, SetupError> {
         let memory_cap = usize::try_from(config.limits.memory_bytes).unwrap_or(usize::MAX);
         let state = CallState::new(label.clone(), Arc::clone(buckets), memory_cap, config.wasi);
-        let mut store = Store::new(pre.runtime().engine(), state);
+        let mut store = Store::new(pre.pre().engine(), state);
         store.limiter(|state| state);
         store.epoch_deadline_callback(|mut store| Ok(store.data_mut().deadline.on_deadline()));
         arm(&mut store, pre.runtime(), &config.limits, Budgets::Setup)?;

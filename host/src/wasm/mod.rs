@@ -51,6 +51,7 @@ engine! {
     mod instance;
     mod io_hand_off;
     mod metadata;
+    mod on_fiber;
     mod policy_label;
     mod pool;
     mod runtime;

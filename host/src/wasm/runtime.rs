@@ -3,7 +3,7 @@
 //! isolated call's answer).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,7 @@ use super::engine_error::EngineError;
 use super::compiler::{ComponentCompiler, EngineSettings};
 use super::settings::{Optimization, PoolConfig, TickerPriority};
 use super::pool::IdleBudget;
+use super::wasi;
 
 /// How many times a call's fuel budget creating and configuring an instance may use.
 pub(super) const SETUP_FUEL_FACTOR: u64 = 100;
@@ -39,6 +40,10 @@ pub struct WasmRuntime {
 
 struct RuntimeInner {
     engine: Engine,
+    /// The engine that supports the component model's concurrency, made when the first
+    /// component that needs it (one importing WASI 0.3) is compiled; its epoch ticks with
+    /// `engine`'s.
+    concurrent: Arc<OnceLock<Engine>>,
     /// When the ticker started, and the epoch (ticks since then) at its last tick: a clock
     /// read without a system call on the deciding path.
     base: Instant,
@@ -108,8 +113,10 @@ impl WasmRuntime {
         let epoch = Arc::new(AtomicU64::new(0));
         let alarms = Arc::new(Alarms::default());
         let (started, ticker_thread) = std::sync::mpsc::sync_channel(1);
+        let concurrent = Arc::new(OnceLock::<Engine>::new());
         let ticker = {
             let engine = engine.clone();
+            let concurrent = Arc::clone(&concurrent);
             let (stop, alarms) = (Arc::clone(&stop), Arc::clone(&alarms));
             let shared = Arc::clone(&epoch);
             std::thread::Builder::new()
@@ -133,6 +140,9 @@ impl WasmRuntime {
                         let due = u64::try_from((now - base).as_nanos() / tick).unwrap_or(u64::MAX);
                         while epoch < due {
                             engine.increment_epoch();
+                            if let Some(concurrent) = concurrent.get() {
+                                concurrent.increment_epoch();
+                            }
                             epoch += 1;
                         }
                         // After the engine's: a deadline reckoned from this value is never early.
@@ -148,6 +158,7 @@ impl WasmRuntime {
         let runtime = WasmRuntime {
             inner: Arc::new(RuntimeInner {
                 engine,
+                concurrent,
                 base,
                 epoch,
                 stop,
@@ -179,9 +190,14 @@ impl WasmRuntime {
             .unwrap_or_else(|p| p.into_inner()) = Some(compiler);
     }
 
-    /// Compiles component `bytes`, with the installed compiler if any. The error is the
-    /// compiler's or wasmtime's explanation.
+    /// Compiles component `bytes`, with the installed compiler if any, for the engine it needs:
+    /// the one that supports the component model's concurrency if it imports WASI 0.3. The
+    /// error is the compiler's or wasmtime's explanation.
     pub(crate) fn compile(&self, bytes: &[u8]) -> Result<Component, EngineError> {
+        let (engine, settings) = match wasi::imports_wasi_0_3(bytes) {
+            true => (self.concurrent_engine()?, self.inner.settings.with_concurrency()),
+            false => (&self.inner.engine, self.inner.settings),
+        };
         let compiler = self
             .inner
             .compiler
@@ -189,13 +205,25 @@ impl WasmRuntime {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let Some(compiler) = compiler else {
-            return Component::new(&self.inner.engine, bytes).map_err(|e| EngineError::of(&e));
+            return Component::new(engine, bytes).map_err(|e| EngineError::of(&e));
         };
-        let artifact = compiler.compile(&self.inner.settings, bytes)?;
+        let artifact = compiler.compile(&settings, bytes)?;
         // SAFETY: a `ComponentCompiler` returns only what `EngineSettings::precompile` made for
         // these settings (its contract); wasmtime checks the format and the engine's settings.
-        unsafe { Component::deserialize(&self.inner.engine, &artifact) }
+        unsafe { Component::deserialize(engine, &artifact) }
             .map_err(|e| EngineError::of(&e).doing("the compiler's artifact does not load"))
+    }
+
+    /// The engine that supports the component model's concurrency, made on first use.
+    fn concurrent_engine(&self) -> Result<&Engine, EngineError> {
+        if let Some(engine) = self.inner.concurrent.get() {
+            return Ok(engine);
+        }
+        let config = self.inner.settings.with_concurrency().config();
+        let engine = Engine::new(&config).map_err(|e| EngineError::of(&e))?;
+        // Another thread may have made one first: either serves, and the ticker ticks the one kept.
+        let _ = self.inner.concurrent.set(engine);
+        Ok(self.inner.concurrent.get().expect("set above"))
     }
 
     /// Asks that the epoch ticker's thread be scheduled as `wanted`, or as the best below it

@@ -9,6 +9,7 @@ use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
 use wasmtime::Store;
 
 use super::bindings::{v0_1, v0_2, v0_3, v0_4, v0_5};
+use super::on_fiber;
 use super::store::CallState;
 use super::wasi;
 use crate::action::{NodeChoice, RetryAction};
@@ -151,6 +152,8 @@ pub(crate) enum WorldPre {
     V0_4(v0_4::RetryPolicyPre<CallState>),
     V0_5(v0_5::RetryPolicyPre<CallState>),
     V0_5Hedging(v0_5::hedging::HedgingPolicyPre<CallState>),
+    /// A 0.5.0 component that imports WASI 0.3's async functions: called on a fiber.
+    V0_5OnFiber(v0_5::on_fiber::RetryPolicyPre<CallState>),
 }
 
 /// The interface a 0.5.0 component that hedges exports.
@@ -201,6 +204,14 @@ impl WorldPre {
             wasi::add_to_linker(&mut linker, component)?;
         }
         let pre: InstancePre<CallState> = linker.instantiate_pre(component)?;
+        if wasi::needs_fiber(component) {
+            if version != WitVersion::V0_5_0 || exports_hedging(component) {
+                wasmtime::bail!(
+                    "it imports WASI 0.3's async functions, which this host links only for a policy built for the world retry-policy of rebound:policy@0.5.0"
+                );
+            }
+            return Ok(WorldPre::V0_5OnFiber(v0_5::on_fiber::RetryPolicyPre::new(pre)?));
+        }
         Ok(match version {
             WitVersion::V0_1_0 => WorldPre::V0_1(v0_1::RetryPolicyPre::new(pre)?),
             WitVersion::V0_2_0 => WorldPre::V0_2(v0_2::RetryPolicyPre::new(pre)?),
@@ -211,6 +222,19 @@ impl WorldPre {
             }
             WitVersion::V0_5_0 => WorldPre::V0_5(v0_5::RetryPolicyPre::new(pre)?),
         })
+    }
+
+    /// The engine the component was compiled for, which its stores must use.
+    pub(crate) fn engine(&self) -> &wasmtime::Engine {
+        match self {
+            WorldPre::V0_1(pre) => pre.engine(),
+            WorldPre::V0_2(pre) => pre.engine(),
+            WorldPre::V0_3(pre) => pre.engine(),
+            WorldPre::V0_4(pre) => pre.engine(),
+            WorldPre::V0_5(pre) => pre.engine(),
+            WorldPre::V0_5Hedging(pre) => pre.engine(),
+            WorldPre::V0_5OnFiber(pre) => pre.engine(),
+        }
     }
 
     /// Whether the component exports `hedging`.
@@ -227,6 +251,9 @@ impl WorldPre {
             WorldPre::V0_4(pre) => World::V0_4(pre.instantiate(store)?),
             WorldPre::V0_5(pre) => World::V0_5(pre.instantiate(store)?),
             WorldPre::V0_5Hedging(pre) => World::V0_5Hedging(pre.instantiate(store)?),
+            WorldPre::V0_5OnFiber(pre) => {
+                World::V0_5OnFiber(on_fiber::drive(pre.instantiate_async(store))?)
+            }
         })
     }
 }
@@ -247,6 +274,7 @@ pub(crate) enum World {
     V0_4(v0_4::RetryPolicy),
     V0_5(v0_5::RetryPolicy),
     V0_5Hedging(v0_5::hedging::HedgingPolicy),
+    V0_5OnFiber(v0_5::on_fiber::RetryPolicy),
 }
 
 impl World {
@@ -275,6 +303,9 @@ impl World {
             World::V0_5Hedging(policy) => policy
                 .rebound_policy_strategy()
                 .call_configure(store, params),
+            World::V0_5OnFiber(policy) => {
+                on_fiber::drive(policy.rebound_policy_strategy().call_configure(store, params))
+            }
         }
     }
 
@@ -329,6 +360,12 @@ impl World {
                 let answer = policy
                     .rebound_policy_strategy()
                     .call_retry_after(&mut *store, &v0_5::reason_to_wit(reason))?;
+                Ok(current_action(&answer, request, reason, store.data()))
+            }
+            World::V0_5OnFiber(policy) => {
+                let reason_wit = v0_5::reason_to_wit(reason);
+                let strategy = policy.rebound_policy_strategy();
+                let answer = on_fiber::drive(strategy.call_retry_after(&mut *store, &reason_wit))?;
                 Ok(current_action(&answer, request, reason, store.data()))
             }
         }

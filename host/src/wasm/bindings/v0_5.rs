@@ -31,3 +31,20 @@ pub(crate) mod hedging {
         },
     });
 }
+
+/// The world `retry-policy` for a component whose imports include WASI 0.3's async functions:
+/// the same types and imports, its exports called on a fiber (wasmtime requires that of a store
+/// whose instance imports a concurrent function, as the host's WASI 0.3 denials are).
+pub(crate) mod on_fiber {
+    wasmtime::component::bindgen!({
+        path: "wit",
+        world: "retry-policy",
+        imports: { default: trappable },
+        exports: { default: async },
+        with: {
+            "rebound:policy/types": super::rebound::policy::types,
+            "rebound:policy/failure": super::rebound::policy::failure,
+            "rebound:policy/host": super::rebound::policy::host,
+        },
+    });
+}

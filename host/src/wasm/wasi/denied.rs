@@ -67,7 +67,8 @@ pub(super) fn add_to_linker<T: WasiView>(
 ) -> wasmtime::Result<()> {
     let engine = component.engine().clone();
     for (import, item) in component.component_type().imports(&engine) {
-        if !DENIED_PACKAGES.iter().any(|p| import.starts_with(p)) {
+        let wasi_0_2 = import.split_once('@').is_some_and(|(_, v)| v.starts_with("0.2."));
+        if !wasi_0_2 || !DENIED_PACKAGES.iter().any(|p| import.starts_with(p)) {
             continue;
         }
         let ComponentItem::ComponentInstance(instance) = item.ty else {

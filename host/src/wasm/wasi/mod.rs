@@ -1,11 +1,12 @@
 //! WASI 0.2 for policies whose language runtime imports it (Python's componentize-py imports
-//! io, clocks, random, cli, filesystem and sockets), granting no capability: no files, no
-//! network, no environment, no real sockets, nothing that blocks. Clocks and randomness are
-//! as configured ([`WasiConfig`]); by default both are deterministic. What each import does
+//! io, clocks, random, cli, filesystem and sockets), and WASI 0.3's imports as denials, granting
+//! no capability: no files, no network, no environment, no real sockets, nothing that blocks.
+//! Clocks and randomness are as configured ([`WasiConfig`]); by default both are deterministic. What each import does
 //! is listed in `docs/wasi.md`.
 
 mod denied;
 mod inert;
+mod p3;
 
 use std::time::Instant;
 
@@ -193,7 +194,8 @@ fn python_frame(line: &str) -> Option<String> {
     })
 }
 
-/// The WASI packages a policy may import (any 0.2 version): the inert and the denied ones.
+/// The WASI packages a policy may import (any 0.2 version, and any 0.3 version, whose
+/// functions are all denials): the inert and the denied ones.
 const GRANTED_PACKAGES: [&str; 6] = [
     "wasi:io/",
     "wasi:clocks/",
@@ -203,12 +205,23 @@ const GRANTED_PACKAGES: [&str; 6] = [
     "wasi:sockets/",
 ];
 
-/// Whether `import` is a WASI 0.2 interface the host defines.
+/// Whether `import` is a WASI 0.2 or 0.3 interface the host defines.
 pub(crate) fn is_granted(import: &str) -> bool {
     GRANTED_PACKAGES.iter().any(|p| import.starts_with(p))
         && import
             .split_once('@')
-            .is_some_and(|(_, v)| v.starts_with("0.2."))
+            .is_some_and(|(_, v)| v.starts_with("0.2.") || p3::is_version(v))
+}
+
+/// Whether component `bytes` import WASI 0.3, and so must be compiled for the engine that
+/// supports the component model's concurrency.
+pub(crate) fn imports_wasi_0_3(bytes: &[u8]) -> bool {
+    p3::imported_by(bytes)
+}
+
+/// Whether `component` must be called on a fiber: it imports WASI 0.3's async functions.
+pub(crate) fn needs_fiber(component: &Component) -> bool {
+    p3::imports_async(component)
 }
 
 /// What a store's data gives the WASI imports: its [`WasiState`] (as wasmtime-wasi's
@@ -224,7 +237,8 @@ pub(crate) fn add_to_linker<T: WasiView>(
     component: &Component,
 ) -> wasmtime::Result<()> {
     inert::Inert::add_to_linker::<T, HasSelf<WasiState>>(linker, T::wasi)?;
-    denied::add_to_linker(linker, component)
+    denied::add_to_linker(linker, component)?;
+    p3::add_to_linker(linker, component)
 }
 
 #[cfg(test)]
