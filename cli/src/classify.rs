@@ -48,6 +48,10 @@ pub struct Args {
     /// A plain HTTP service's status (the default table: 408, 429, 500, 502, 503, 504).
     #[arg(long, value_parser = parse_number::<u16>)]
     http: Option<u16>,
+    /// The `--http` answer carried a `Retry-After`: a 413, 429 or 503 is then a failure to
+    /// decide about whatever the table.
+    #[arg(long, requires = "http")]
+    retry_after: bool,
     /// A gRPC status: its number or its name, in any case (UNAVAILABLE, unavailable, 14).
     #[arg(long, value_parser = parse_grpc_code)]
     grpc: Option<GrpcCode>,
@@ -99,7 +103,10 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             body: &args.body,
         }
     } else if let Some(status) = args.http {
-        Response::Http { status }
+        Response::Http {
+            status,
+            retry_after: args.retry_after,
+        }
     } else if let Some(code) = args.grpc {
         Response::Grpc { code }
     } else {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rebound::classify::Classification;
+use rebound::classify::{classify, Classification};
 use rebound::config::{Builtin, BuiltinPolicy};
 use rebound::errormap::ErrorMap;
 use rebound::registry::PolicyRegistry;
@@ -156,7 +156,7 @@ impl JsonDecider {
                     Some(path) => Some(self.error_map(path)?),
                     None => None,
                 };
-                match input.classify(response, map.as_deref()) {
+                match classify(response, map.as_deref()) {
                     Classification::Retry { reason, retry_spec } => (reason, retry_spec),
                     settled => {
                         return Ok(Prepared::Settled(
@@ -397,9 +397,7 @@ impl JsonDecider {
             Some(path) => Some(self.error_map(path)?),
             None => None,
         };
-        Ok(output::classification(
-            &input.classify(response, map.as_deref()),
-        ))
+        Ok(output::classification(&classify(response, map.as_deref())))
     }
 
     /// The error map at `requested`, parsed once and kept (at most [`ERROR_MAPS_KEPT`]) until

@@ -84,8 +84,8 @@ fn classify_maps_raw_responses_to_reasons() {
 }
 
 /// docs/http-and-grpc.md: a plain HTTP 503 is an `HTTP_STATUS` failure that allows no unsafe
-/// retry, a 404 is not retried, a 204 is a success; a gRPC status by name in any case is a
-/// `GRPC_STATUS` failure, OK a success.
+/// retry, a 404 is not retried, a 204 is a success, a 413 is a failure only with a
+/// `Retry-After`; a gRPC status by name in any case is a `GRPC_STATUS` failure, OK a success.
 #[test]
 fn classify_reads_http_and_grpc_statuses() {
     let unavailable = json(&["classify", "--http", "503", "--json"]);
@@ -99,6 +99,12 @@ fn classify_reads_http_and_grpc_statuses() {
     assert_eq!(grpc["reason"], "GRPC_STATUS");
     let ok = json(&["classify", "--grpc", "0", "--json"]);
     assert_eq!(ok["classification"], "success");
+    // RFC 9110 §15.5.14 and urllib3's `respect_retry_after_header`: a 413 is not in the table,
+    // but one that carries a `Retry-After` is a failure to decide about.
+    let too_large = json(&["classify", "--http", "413", "--json"]);
+    assert_eq!(too_large["classification"], "not_retried");
+    let too_large_for_now = json(&["classify", "--http", "413", "--retry-after", "--json"]);
+    assert_eq!(too_large_for_now["reason"], "HTTP_STATUS");
 }
 
 /// Reference 001 "KV Error Map Handling" and reference 004 "Retry Intervals": an unknown status

@@ -351,3 +351,31 @@ fn the_guard_holds_over_the_whole_grid() {
     }
     assert!(checked > 1000, "{checked}");
 }
+
+/// RFC 9110 §15.5.14, §15.6.4 and RFC 6585 §4 as urllib3 reads them (`RETRY_AFTER_STATUS_CODES`):
+/// `classify` applies the `Retry-After` rule to a plain HTTP answer as `classify_http_answer`
+/// does with the default table, so every path that classifies a `Response` agrees.
+#[test]
+fn classify_reads_an_answer_s_retry_after_as_the_decision_json_does() {
+    use rebound::classify::{
+        classify, classify_http_answer, Response, DEFAULT_HTTP_RETRY_STATUSES,
+    };
+    for status in [200, 404, 413, 429, 500, 503] {
+        for retry_after in [false, true] {
+            let response = Response::Http {
+                status,
+                retry_after,
+            };
+            assert_eq!(
+                classify(response, None),
+                classify_http_answer(status, &DEFAULT_HTTP_RETRY_STATUSES, retry_after),
+                "{status} {retry_after}"
+            );
+        }
+    }
+    let carried = Response::Http {
+        status: 413,
+        retry_after: true,
+    };
+    assert!(classify(carried, None).reason().is_some());
+}

@@ -178,6 +178,7 @@ impl ResponseSpec {
             },
             Service::Http => Response::Http {
                 status: status("HTTP status")?,
+                retry_after: self.retry_after.is_some(),
             },
             Service::Grpc => Response::Grpc {
                 code: self.grpc_code()?,

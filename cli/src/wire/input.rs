@@ -7,11 +7,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use rebound::cassandra::ConsistencyLevel;
-use rebound::classify::{
-    classify, classify_http_answer, Classification, Response, DEFAULT_HTTP_RETRY_STATUSES,
-};
+use rebound::classify::Response;
 use rebound::config::{Builtin, BuiltinPolicy};
-use rebound::errormap::ErrorMap;
 use rebound::errormap::RetrySpec;
 use rebound::grpc::split_full_method;
 use rebound::HttpMethod;
@@ -385,19 +382,6 @@ impl DecideInput {
                     format!("`{text}` is not an RFC 3339 time (2026-11-28T12:00:00Z): {e}"),
                 )
             }),
-        }
-    }
-
-    /// `response` (this line's) classified as the host classifies it: a plain HTTP answer by
-    /// the default table and by whether it carried a `Retry-After` (`classify_http_answer`),
-    /// any other by its service's rules, a KV status unknown to them by `map`.
-    pub fn classify(&self, response: Response<'_>, map: Option<&ErrorMap>) -> Classification {
-        match response {
-            Response::Http { status } => {
-                let retry_after = (self.response.as_ref()).is_some_and(|r| r.retry_after.is_some());
-                classify_http_answer(status, &DEFAULT_HTTP_RETRY_STATUSES, retry_after)
-            }
-            other => classify(other, map),
         }
     }
 

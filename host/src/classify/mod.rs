@@ -53,10 +53,14 @@ pub enum Response<'a> {
         body: &'a str,
     },
     /// A plain HTTP service's answer, classified by the default table
-    /// ([`DEFAULT_HTTP_RETRY_STATUSES`]; [`classify_http`] takes another).
+    /// ([`DEFAULT_HTTP_RETRY_STATUSES`]; [`classify_http_answer`] takes another) and by whether
+    /// it carried a `Retry-After`: a 413, 429 or 503 that did is a failure to decide about
+    /// whatever the table ([`RETRY_AFTER_STATUSES`]).
     Http {
         /// The HTTP status.
         status: u16,
+        /// Whether the answer carried a `Retry-After` header.
+        retry_after: bool,
     },
     /// A gRPC call's status: OK a success, any other a `GRPC_STATUS` failure (which codes are
     /// retried is the policy's to say, as gRFC A6's `retryableStatusCodes`).
@@ -141,7 +145,10 @@ pub fn classify(response: Response<'_>, error_map: Option<&ErrorMap>) -> Classif
         Response::Analytics { code } => classify_analytics(code),
         Response::Search { status } => classify_search(status),
         Response::Views { status, body } => classify_views(status, body),
-        Response::Http { status } => classify_http(status, &DEFAULT_HTTP_RETRY_STATUSES),
+        Response::Http {
+            status,
+            retry_after,
+        } => classify_http_answer(status, &DEFAULT_HTTP_RETRY_STATUSES, retry_after),
         Response::Grpc {
             code: crate::grpc::GrpcCode::Ok,
         } => Classification::Success,
