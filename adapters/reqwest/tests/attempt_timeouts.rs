@@ -3,11 +3,9 @@
 //! the next at once. Timeouts leave a slow machine room: an attempt is cut after 1 s, the
 //! stalled answer would take a minute.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rebound::config::RegistryConfig;
-use rebound::registry::PolicyRegistry;
+use crate::registries::builtin_registry;
 use rebound_reqwest::{AttemptTimedOut, ReboundMiddleware};
 use reqwest_middleware::ClientWithMiddleware;
 use wiremock::matchers::path;
@@ -15,15 +13,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// A client whose policy is the `http` built-in cutting each attempt after 1 s.
 fn client() -> ClientWithMiddleware {
-    let config = RegistryConfig::parse(
-        "default_policy = \"web\"\ncache_dir = false\n[watch]\nenabled = false\n\
-         [policies.web]\nbuiltin = \"http\"\n\
-         params = { attempt_timeout_ms = 1000, initial_ms = 1, max_ms = 1 }\n",
-        "rebound.toml".as_ref(),
-        ".".as_ref(),
-    )
-    .unwrap();
-    let registry = Arc::new(PolicyRegistry::new(config).unwrap());
+    let params = "{ attempt_timeout_ms = 1000, initial_ms = 1, max_ms = 1 }";
+    let registry = builtin_registry("http", params);
     reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
         .with(ReboundMiddleware::new(registry))
         .build()

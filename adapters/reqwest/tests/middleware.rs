@@ -11,11 +11,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rebound::config::RegistryConfig;
 use rebound::registry::PolicyRegistry;
 use rebound::Service;
 use rebound_reqwest::{Idempotent, ReboundMiddleware};
-use registries::http_registry;
+use registries::{builtin_registry, http_registry};
 use reqwest_middleware::ClientWithMiddleware;
 use test_support::WatchedPolicy;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -34,14 +33,7 @@ async fn once_then(server: &MockServer, at: &str, first: ResponseTemplate, then:
 
 /// A registry deciding with the built-in best effort.
 fn registry() -> Arc<PolicyRegistry> {
-    let config = RegistryConfig::parse(
-        "default_policy = \"standard\"\ncache_dir = false\n[watch]\nenabled = false\n\
-         [policies.standard]\nbuiltin = \"best-effort\"\n",
-        "rebound.toml".as_ref(),
-        ".".as_ref(),
-    )
-    .unwrap();
-    Arc::new(PolicyRegistry::new(config).unwrap())
+    builtin_registry("best-effort", "{}")
 }
 
 /// A client with the middleware; redirects are answers to classify (views), not followed.

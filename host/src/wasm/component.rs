@@ -150,14 +150,15 @@ impl MachineCode {
         let engine = runtime.engine();
         // The cache holds the machine code of the runtime's main engine only: a component that
         // imports WASI 0.3 is compiled for the concurrent one, on every load.
-        let cache = cache.filter(|_| !super::wasi::imports_wasi_0_3(bytes));
+        let concurrent = super::wasi::imports_wasi_0_3(bytes);
+        let cache = cache.filter(|_| !concurrent);
         if let Some(component) = cache.and_then(|cache| cache.get(engine, sha256)) {
             return Ok(MachineCode {
                 component,
                 origin: CodeOrigin::Cached,
             });
         }
-        let component = runtime.compile(bytes)?;
+        let component = runtime.compile(bytes, concurrent)?;
         if let Some(cache) = cache {
             cache.put(sha256, &component);
         }

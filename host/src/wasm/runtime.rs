@@ -15,7 +15,6 @@ use super::engine_error::EngineError;
 use super::compiler::{ComponentCompiler, EngineSettings};
 use super::settings::{Optimization, PoolConfig, TickerPriority};
 use super::pool::IdleBudget;
-use super::wasi;
 
 /// How many times a call's fuel budget creating and configuring an instance may use.
 pub(super) const SETUP_FUEL_FACTOR: u64 = 100;
@@ -191,10 +190,11 @@ impl WasmRuntime {
     }
 
     /// Compiles component `bytes`, with the installed compiler if any, for the engine it needs:
-    /// the one that supports the component model's concurrency if it imports WASI 0.3. The
-    /// error is the compiler's or wasmtime's explanation.
-    pub(crate) fn compile(&self, bytes: &[u8]) -> Result<Component, EngineError> {
-        let (engine, settings) = match wasi::imports_wasi_0_3(bytes) {
+    /// the one that supports the component model's concurrency if it is `concurrent` (it imports
+    /// WASI 0.3: `wasi::imports_wasi_0_3`). The error is the compiler's or wasmtime's
+    /// explanation.
+    pub(crate) fn compile(&self, bytes: &[u8], concurrent: bool) -> Result<Component, EngineError> {
+        let (engine, settings) = match concurrent {
             true => (self.concurrent_engine()?, self.inner.settings.with_concurrency()),
             false => (&self.inner.engine, self.inner.settings),
         };
