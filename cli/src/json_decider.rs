@@ -267,7 +267,7 @@ impl JsonDecider {
                 spec,
             } => (request, reason, spec),
         };
-        let pushback = input.pushback()?;
+        let (pushback, attempt_timeout) = (input.pushback()?, input.attempt_timeout()?);
         let own = match self.own_policy(input.policy)? {
             Chosen::Own(strategy, policy) => Some((strategy, policy)),
             Chosen::Registry(named) => {
@@ -281,6 +281,7 @@ impl JsonDecider {
             .with_error_map_spec(spec)
             .with_pushback(pushback)
             .with_progress(input.progress.unwrap_or_default())
+            .with_attempt_timeout(attempt_timeout)
             .at(now);
         // The span of the failed attempt this decision is for, which the registry fills in
         // (exported over OTLP when `serve` is configured to).
@@ -334,7 +335,9 @@ impl JsonDecider {
             return None;
         };
         let timeout = match own {
-            Some(strategy) => strategy.attempt_timeout(request),
+            Some(strategy) => {
+                (request.answered_attempt_timeout()).or_else(|| strategy.attempt_timeout(request))
+            }
             None => self.registry.controls(request).attempt_timeout(request),
         }?;
         Some(timeout.min(request.remaining_at(now).saturating_sub(plan.delay)))

@@ -146,14 +146,14 @@ impl Render<'_> {
                 for field in &record.fields {
                     doc(out, &field.docs, "    ");
                     match self.option_of(&field.ty) {
-                        // An optional field may be left out, or null, when the policy builds one.
+                        // An optional field may be left out, or null, when the policy builds one;
+                        // a 64-bit one may be given as a number, as a field that is not optional.
                         Some(inner) => {
-                            let _ = writeln!(
-                                out,
-                                "    {}?: {} | null;",
-                                camel(&field.name),
-                                self.ty(&inner)
-                            );
+                            let ty = match inner {
+                                Type::U64 | Type::S64 => "bigint | number".into(),
+                                _ => self.ty(&inner),
+                            };
+                            let _ = writeln!(out, "    {}?: {ty} | null;", camel(&field.name));
                         }
                         // A policy may give a 64-bit field as a number; the host gives a bigint.
                         None if matches!(field.ty, Type::U64 | Type::S64) => {

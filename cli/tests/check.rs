@@ -65,8 +65,8 @@ fn a_well_behaved_policy_passes_every_rule() {
     assert!(ok, "{report}");
     assert_eq!(report["passed"], true);
     assert_eq!(report["interface"]["compatible"], true);
-    assert_eq!(report["interface"]["host"], "rebound:policy@0.5.0");
-    assert_eq!(report["interface"]["built_for"], "rebound:policy@0.5.0");
+    assert_eq!(report["interface"]["host"], "rebound:policy@0.6.0");
+    assert_eq!(report["interface"]["built_for"], "rebound:policy@0.6.0");
     let inputs = report["inputs"].as_u64().unwrap();
     let answered: u64 = report["answers"]
         .as_object()
@@ -227,11 +227,11 @@ fn nondeterministic_answers_and_delays_past_the_timeout_are_reported() {
 }
 
 /// docs/wit-versions.md: a component built for an
-/// earlier released version (`rebound:policy@0.1.0` … `@0.4.0`) passes, and the report says
+/// earlier released version (`rebound:policy@0.1.0` … `@0.5.0`) passes, and the report says
 /// which version it was built for and which hosts accept it.
 #[test]
 fn released_components_are_checked_and_their_hosts_named() {
-    for version in ["0.1.0", "0.2.0", "0.3.0", "0.4.0"] {
+    for version in ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0"] {
         let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
             "../tests/fixtures/rebound-policy-{version}/no_retry_for_robots.wasm"
         ));
@@ -247,14 +247,15 @@ fn released_components_are_checked_and_their_hosts_named() {
                 "rebound:policy@0.2.0",
                 "rebound:policy@0.3.0",
                 "rebound:policy@0.4.0",
-                "rebound:policy@0.5.0"
+                "rebound:policy@0.5.0",
+                "rebound:policy@0.6.0"
             ])
         );
         let accepted_by = interface["accepted_by"].as_str().unwrap();
         assert!(
             accepted_by.contains("accepted by this host")
                 && accepted_by.contains("every later host")
-                && accepted_by.contains("rebound:policy@0.5.0 is the newest"),
+                && accepted_by.contains("rebound:policy@0.6.0 is the newest"),
             "{accepted_by}"
         );
         let text = String::from_utf8(success_stdout(rebound().args(["check", &fixture]))).unwrap();
@@ -275,7 +276,7 @@ fn components_that_do_not_load_are_reported_and_fail() {
     let error = report["interface"]["error"].as_str().unwrap();
     assert!(
         error.contains("rebound:policy/strategy@0.9.0")
-            && error.contains("0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0"),
+            && error.contains("0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0"),
         "{error}"
     );
     let (report, ok) = check(&[&path("wrong_world")]);

@@ -266,11 +266,11 @@ fn wit_prints_and_writes_every_released_version() {
         last,
         std::fs::read_to_string(root.join("wit/released/0.3.0/policy.wit")).unwrap()
     );
-    assert!(current.contains("package rebound:policy@0.5.0;"));
+    assert!(current.contains("package rebound:policy@0.6.0;"));
     let listed = String::from_utf8(success_stdout(rebound().args(["wit", "--list"]))).unwrap();
     assert_eq!(
         listed,
-        "rebound:policy@0.1.0\nrebound:policy@0.2.0\nrebound:policy@0.3.0\nrebound:policy@0.4.0\nrebound:policy@0.5.0\n"
+        "rebound:policy@0.1.0\nrebound:policy@0.2.0\nrebound:policy@0.3.0\nrebound:policy@0.4.0\nrebound:policy@0.5.0\nrebound:policy@0.6.0\n"
     );
 
     let dir = tempfile::tempdir().unwrap();
@@ -278,7 +278,7 @@ fn wit_prints_and_writes_every_released_version() {
     let said = success_stdout(rebound().args(["wit", "--out", out.to_str().unwrap()]));
     assert!(String::from_utf8(said)
         .unwrap()
-        .contains("rebound:policy@0.5.0"));
+        .contains("rebound:policy@0.6.0"));
     assert_eq!(
         std::fs::read_to_string(out.join("policy.wit")).unwrap(),
         current
@@ -287,7 +287,7 @@ fn wit_prints_and_writes_every_released_version() {
     let unknown = stderr_of_failure(&["wit", "--version", "0.9.0"]);
     assert!(
         unknown.contains("--version 0.9.0")
-            && unknown.contains("0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0"),
+            && unknown.contains("0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0"),
         "{unknown}"
     );
 }
@@ -336,7 +336,7 @@ fn inspect_reads_a_component_without_compiling_it() {
     ))
     .unwrap();
     assert!(
-        text.contains("interface  rebound:policy@0.5.0: accepted by this host"),
+        text.contains("interface  rebound:policy@0.6.0: accepted by this host"),
         "{text}"
     );
     assert!(text.contains("  version    1.2.0\n"), "{text}");
@@ -392,11 +392,11 @@ fn typescript_declarations_type_check_a_policy() {
         success_stdout(rebound().args(["wit", "--typescript", "--out", types.to_str().unwrap()]));
     assert!(String::from_utf8(said)
         .unwrap()
-        .contains("rebound-policy.d.ts (rebound:policy@0.5.0)"));
+        .contains("rebound-policy.d.ts (rebound:policy@0.6.0)"));
     let declarations = std::fs::read_to_string(types.join("rebound-policy.d.ts")).unwrap();
     for module in ["types", "failure", "host", "strategy"] {
         assert!(
-            declarations.contains(&format!("declare module \"rebound:policy/{module}@0.5.0\"")),
+            declarations.contains(&format!("declare module \"rebound:policy/{module}@0.6.0\"")),
             "{module}"
         );
     }
@@ -405,10 +405,10 @@ fn typescript_declarations_type_check_a_policy() {
         r#"{"compilerOptions": {"strict": true, "noEmit": true, "target": "es2022", "module": "es2022", "moduleResolution": "bundler"}, "include": ["policy.ts", "types/rebound-policy.d.ts"]}"#,
     )
     .unwrap();
-    let policy = r#"import { retryAttempts, route, service } from "rebound:policy/failure@0.5.0";
-import { log } from "rebound:policy/host@0.5.0";
-import type { Strategy } from "rebound:policy/strategy@0.5.0";
-import type { RetryAction } from "rebound:policy/types@0.5.0";
+    let policy = r#"import { retryAttempts, route, service } from "rebound:policy/failure@0.6.0";
+import { log } from "rebound:policy/host@0.6.0";
+import type { Strategy } from "rebound:policy/strategy@0.6.0";
+import type { RetryAction } from "rebound:policy/types@0.6.0";
 
 let maxAttempts = 3;
 

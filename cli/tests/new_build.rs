@@ -155,7 +155,7 @@ fn new_build_test_with(
     );
     let path = tool_path(language, scratch.path());
     build(&dir, &path);
-    assert_eq!(test(&dir, &name), ("5 passed, 0 failed".to_owned(), true));
+    assert_eq!(test(&dir, &name), ("6 passed, 0 failed".to_owned(), true));
     (scratch, dir, path)
 }
 
@@ -426,7 +426,7 @@ fn a_single_source_builds_without_a_project() {
             .arg(tree.join("policies/template.tests.jsonl")),
     );
     let said = String::from_utf8(said).unwrap();
-    assert!(said.ends_with("5 passed, 0 failed\n"), "{said}");
+    assert!(said.ends_with("6 passed, 0 failed\n"), "{said}");
 }
 
 /// Bad input: an unknown language, a bad name, a directory that is not empty, a missing

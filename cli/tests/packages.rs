@@ -321,10 +321,10 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
     }
     assert_eq!(ran.len(), 3, "{runs:?}");
     assert!(ran[0].contains("built "), "{}", ran[0]);
-    assert!(ran[1].contains("5 passed, 0 failed"), "{}", ran[1]);
+    assert!(ran[1].contains("6 passed, 0 failed"), "{}", ran[1]);
     let lock = std::fs::read_to_string(project.join("Cargo.lock")).unwrap();
     assert!(
-        lock.contains("name = \"rebound-guest\"\nversion = \"0.5.0\"\nsource = \"registry+file://"),
+        lock.contains("name = \"rebound-guest\"\nversion = \"0.6.0\"\nsource = \"registry+file://"),
         "rebound-guest not from the registry:\n{lock}"
     );
 }

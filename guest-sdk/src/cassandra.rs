@@ -14,6 +14,7 @@ pub fn retry_now(node: NodeChoice, consistency: Option<ConsistencyLevel>) -> Ret
         delay_ms: 0,
         node,
         consistency,
+        attempt_timeout_ms: None,
     })
 }
 

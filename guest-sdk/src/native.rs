@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::bindings::rebound::policy::host::LogLevel;
 use crate::convert::*;
-use crate::{Request, RequestFacts, RetryAction, RetryReason, RetrySpec};
+use crate::{Progress, Request, RequestFacts, RetryAction, RetryReason, RetrySpec};
 
 thread_local! {
     static CALL: RefCell<testing::Call> = RefCell::new(testing::Call::new());
@@ -40,6 +40,14 @@ pub(crate) fn error_map_spec() -> Option<RetrySpec> {
     CALL.with(|c| c.borrow().spec)
 }
 
+pub(crate) fn progress() -> Progress {
+    CALL.with(|c| c.borrow().progress.unwrap_or(Progress::Processed))
+}
+
+pub(crate) fn attempt_timeout_ms() -> Option<u64> {
+    CALL.with(|c| c.borrow().attempt_timeout_ms)
+}
+
 pub(crate) fn client_context(key: &str) -> Option<String> {
     CALL.with(|c| c.borrow().context.get(key).cloned())
 }
@@ -56,12 +64,15 @@ pub mod testing {
     use super::*;
 
     /// The per-call context a policy can read through [`crate::host`]: client context entries,
-    /// the error-map retry spec and the server's pushback.
+    /// the error-map retry spec, the server's pushback, how far the attempt got and the attempt
+    /// timeout that cut it.
     #[derive(Debug, Clone, Default)]
     pub struct Call {
         pub(super) context: BTreeMap<String, String>,
         pub(super) spec: Option<RetrySpec>,
         pub(super) server_delay_ms: Option<i64>,
+        pub(super) progress: Option<Progress>,
+        pub(super) attempt_timeout_ms: Option<u64>,
     }
 
     impl Call {
@@ -85,6 +96,18 @@ pub mod testing {
         /// Sets the server's pushback in ms (negative: the server asked not to retry).
         pub fn server_delay_ms(mut self, millis: i64) -> Self {
             self.server_delay_ms = Some(millis);
+            self
+        }
+
+        /// Sets how far the failed attempt got (processed unless set).
+        pub fn progress(mut self, progress: Progress) -> Self {
+            self.progress = Some(progress);
+            self
+        }
+
+        /// Sets the attempt timeout that cut the failed attempt, in ms.
+        pub fn attempt_timeout_ms(mut self, millis: u64) -> Self {
+            self.attempt_timeout_ms = Some(millis);
             self
         }
 

@@ -134,7 +134,8 @@ impl PolicyFailure {
 pub enum RetryAction {
     /// Do not retry: the request is cancelled (RequestCanceled).
     NoRetry,
-    /// Retry after `delay` (zero means at once) on `node`, optionally at another consistency.
+    /// Retry after `delay` (zero means at once) on `node`, optionally at another consistency
+    /// and under another attempt timeout.
     RetryAfter {
         /// How long to wait before dispatching again.
         delay: Duration,
@@ -142,6 +143,10 @@ pub enum RetryAction {
         node: NodeChoice,
         /// A new consistency level for the retry (consistency downgrade).
         consistency: Option<ConsistencyLevel>,
+        /// How long the retry's attempt may run before it is cut, over the attempt timeout the
+        /// configuration gives (a route's `attempt_timeout_ms` still wins); none keeps the
+        /// configured one. The request's deadline still ends it.
+        attempt_timeout: Option<Duration>,
     },
     /// Cassandra IGNORE: treat the request as successful with an empty result.
     Ignore,
@@ -161,6 +166,7 @@ impl RetryAction {
             delay,
             node: NodeChoice::Same,
             consistency: None,
+            attempt_timeout: None,
         }
     }
 
@@ -170,6 +176,26 @@ impl RetryAction {
             delay: Duration::ZERO,
             node,
             consistency,
+            attempt_timeout: None,
+        }
+    }
+
+    /// This action, its retry's attempt cut after `timeout` (see
+    /// [`RetryAction::RetryAfter::attempt_timeout`]); an action that is not a retry is unchanged.
+    pub const fn with_attempt_timeout(self, timeout: Duration) -> Self {
+        match self {
+            RetryAction::RetryAfter {
+                delay,
+                node,
+                consistency,
+                ..
+            } => RetryAction::RetryAfter {
+                delay,
+                node,
+                consistency,
+                attempt_timeout: Some(timeout),
+            },
+            other => other,
         }
     }
 

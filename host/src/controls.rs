@@ -83,11 +83,13 @@ impl PolicyControls {
             .flatten()
     }
 
-    /// How long each attempt of `request` may run before it is cut and decided as an
+    /// How long the next attempt of `request` may run before it is cut and decided as an
     /// `ATTEMPT_TIMEOUT` failure, if it is cut at all: the route's `attempt_timeout_ms`, else
-    /// the policy's, else its strategy's own (the `grpc` built-in's `perAttemptRecvTimeout`, the
-    /// `http` and `exponential` built-ins' `attempt_timeout_ms`). The request's deadline still
-    /// ends it: a retry loop cuts an attempt at whichever comes first.
+    /// the one the policy's answer set for this attempt
+    /// ([`Request::answered_attempt_timeout`]), else the policy's `attempt_timeout_ms`, else its
+    /// strategy's own (the `grpc` built-in's `perAttemptRecvTimeout`, the `http` and
+    /// `exponential` built-ins' `attempt_timeout_ms`). The request's deadline still ends it: a
+    /// retry loop cuts an attempt at whichever comes first, and asks before each attempt.
     ///
     /// None when the policy hedges on attempt timeouts and `request` may be hedged: its attempt
     /// is not cut then, a copy is sent beside it ([`hedging`](Self::hedging)).
@@ -98,10 +100,12 @@ impl PolicyControls {
         self.configured_attempt_timeout(request)
     }
 
-    /// The attempt timeout the route, the policy or the strategy gives `request`.
+    /// The attempt timeout the route, the policy's answer, the policy or the strategy gives
+    /// `request`.
     fn configured_attempt_timeout(&self, request: &Request) -> Option<Duration> {
         (self.route_attempt_timeout)
             .or(self.controls().attempt_timeout)
+            .or(request.answered_attempt_timeout())
             .or_else(|| self.strategy.as_deref()?.attempt_timeout(request))
     }
 

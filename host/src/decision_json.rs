@@ -44,8 +44,8 @@ pub fn reason(reason: &RetryReason) -> Value {
 /// The decision request for `request`, whose failure `context` describes, decided at `now`: the
 /// request's facts (its `elapsed_ms` counted to `now`, in whole milliseconds), the reason, the
 /// error-map spec, the server's pushback (`pushback_ms`, -1 for "do not retry") and how far the
-/// attempt got (`progress`, when not `processed`). The policy
-/// is named only when the request names one itself; `rebound eval` decides it again as given.
+/// attempt got (`progress`, when not `processed`) and the attempt timeout that cut it
+/// (`attempt_timeout_ms`). The policy is named only when the request names one itself; `rebound eval` decides it again as given.
 pub fn input(request: &Request, context: &DecisionContext<'_>, now: Instant) -> Value {
     let mut fields = Map::new();
     fields.insert("id".into(), request.id().into());
@@ -108,6 +108,9 @@ pub fn input(request: &Request, context: &DecisionContext<'_>, now: Instant) -> 
     }
     if context.progress() != Progress::Processed {
         out.insert("progress".into(), context.progress().name().into());
+    }
+    if let Some(timeout) = context.attempt_timeout() {
+        out.insert("attempt_timeout_ms".into(), json!(timeout.as_millis()));
     }
     Value::Object(out)
 }
@@ -175,11 +178,13 @@ pub fn action(answer: &Result<RetryAction, PolicyFailure>) -> Value {
             delay,
             node,
             consistency,
+            attempt_timeout,
         }) => json!({
             "decision": "retry",
             "delay_ms": millis(*delay),
             "node": node,
             "consistency": consistency,
+            "attempt_timeout_ms": attempt_timeout.map(millis),
         }),
         Ok(RetryAction::NoRetry) => json!({"decision": "no_retry"}),
         Ok(RetryAction::Ignore) => json!({"decision": "ignore"}),

@@ -125,6 +125,11 @@ impl Orchestrator {
     ) -> Deciding<'a> {
         let strategy = context.strategy().unwrap_or(&*self.default_strategy);
         let guard = self.guard_for(strategy);
+        let told = context.lacks_fired_timeout().then(|| {
+            let fired = Decider::controls(self, request).attempt_timeout(request);
+            context.with_attempt_timeout(fired)
+        });
+        let context = told.as_ref().unwrap_or(context);
         if self.controls.is_empty() {
             return rules::apply(request, context, strategy, guard);
         }

@@ -73,11 +73,13 @@ impl Pushback {
                     delay,
                     node,
                     consistency,
+                    attempt_timeout,
                 },
             ) => RetryAction::RetryAfter {
                 delay: delay.max(at_least),
                 node,
                 consistency,
+                attempt_timeout,
             },
             (Some(Pushback::Stop), action) if action.is_retry() => RetryAction::NoRetry,
             (_, action) => action,

@@ -7,16 +7,30 @@
 /// `$w` of WIT-generated types (the `rebound:policy/types` interface of one released version).
 /// `best_effort = V` names the `retry-action` case that delegates to the built-in best effort,
 /// for the versions that have one (0.2.0 on); `protocols` adds the HTTP and gRPC cases and the
-/// HTTP method, for the versions that have them (0.4.0 on). Not for direct use.
+/// HTTP method, for the versions that have them (0.4.0 on); `attempt_timeouts` adds the
+/// `attempt-timeout` reason, the retry's `attempt-timeout-ms` and the attempt's progress (0.6.0
+/// on). Not for direct use.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __wit_conversions {
     ($w:ident $(, best_effort = $best_effort:ident)?) => {
-        $crate::__wit_conversions!(@all $w, [$($best_effort)?], [], {}, {});
+        $crate::__wit_conversions!(@all $w, [$($best_effort)?], [], [], [], {}, {});
     };
 
     ($w:ident, best_effort = $best_effort:ident, protocols) => {
-        $crate::__wit_conversions!(@all $w, [$best_effort], [Http, Grpc], {
+        $crate::__wit_conversions!(@protocols $w, $best_effort, [], []);
+    };
+
+    ($w:ident, best_effort = $best_effort:ident, protocols, attempt_timeouts) => {
+        $crate::__wit_conversions!(@protocols $w, $best_effort, [AttemptTimeout],
+            [attempt_timeouts]);
+        $crate::__wit_conversions!(@enum progress_to_host, progress_to_wit,
+            $w::Progress, $crate::Progress, [Processed, NotSent, Refused, Dropped, Committed]);
+    };
+
+    (@protocols $w:ident, $best_effort:ident, [$($kind:ident)?], [$($timeouts:ident)?]) => {
+        $crate::__wit_conversions!(@all $w, [$best_effort], [Http, Grpc], [$($kind)?],
+            [$($timeouts)?], {
             $w::RetryReason::HttpStatus(status) => H::HttpStatus(*status),
             $w::RetryReason::GrpcStatus(code) => H::GrpcStatus(
                 $crate::grpc::GrpcCode::from_number(u64::from(*code))
@@ -31,8 +45,8 @@ macro_rules! __wit_conversions {
             [Get, Head, Post, Put, Delete, Connect, Options, Trace, Patch]);
     };
 
-    (@all $w:ident, [$($best_effort:ident)?], [$($protocol:ident),*],
-        { $($reason_to_host:tt)* }, { $($reason_to_wit:tt)* }) => {
+    (@all $w:ident, [$($best_effort:ident)?], [$($protocol:ident),*], [$($kind:ident)?],
+        [$($timeouts:ident)?], { $($reason_to_host:tt)* }, { $($reason_to_wit:tt)* }) => {
         $crate::__wit_conversions!(@enum consistency_to_host, consistency_to_wit,
             $w::ConsistencyLevel, $crate::cassandra::ConsistencyLevel,
             [Any, One, Two, Three, Quorum, All, LocalQuorum, EachQuorum, Serial, LocalSerial, LocalOne]);
@@ -68,7 +82,7 @@ macro_rules! __wit_conversions {
              SearchTooManyRequests, ViewsTemporaryFailure, ViewsNoActivePartition,
              BucketNotAvailable, BucketOpenInProgress, GlobalConfigLoadInProgress,
              CollectionMapRefreshInProgress, AuthenticationError, TlsError, BucketAccessError,
-             ScopeNotFound, CollectionNotFound, Bootstrapping, Unprepared]);
+             ScopeNotFound, CollectionNotFound, Bootstrapping, Unprepared $(, $kind)?]);
 
         #[allow(dead_code)]
         pub(crate) fn terminal_to_host(t: $w::TerminalError) -> $crate::TerminalError {
@@ -111,6 +125,8 @@ macro_rules! __wit_conversions {
                     delay: ::std::time::Duration::from_millis(r.delay_ms),
                     node: node_to_host(r.node),
                     consistency: r.consistency.map(consistency_to_host),
+                    attempt_timeout: $crate::__wit_conversions!(@timeout_to_host r,
+                        [$($timeouts)?]),
                 },
                 $w::RetryAction::Ignore => H::Ignore,
                 $w::RetryAction::Rethrow => H::Rethrow,
@@ -125,11 +141,16 @@ macro_rules! __wit_conversions {
             match a {
                 // A policy failure is host-side only; outward it is a plain no-retry.
                 H::NoRetry | H::PolicyFailed(_) => $w::RetryAction::NoRetry,
-                H::RetryAfter { delay, node, consistency } => $w::RetryAction::Retry($w::Retry {
-                    delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                    node: node_to_wit(*node),
-                    consistency: consistency.map(consistency_to_wit),
-                }),
+                #[allow(unused_variables)]
+                H::RetryAfter { delay, node, consistency, attempt_timeout } => {
+                    $w::RetryAction::Retry($w::Retry {
+                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        node: node_to_wit(*node),
+                        consistency: consistency.map(consistency_to_wit),
+                        $(attempt_timeout_ms: $crate::__wit_conversions!(@timeout_to_wit
+                            attempt_timeout, $timeouts),)?
+                    })
+                }
                 H::Ignore => $w::RetryAction::Ignore,
                 H::Rethrow => $w::RetryAction::Rethrow,
                 H::Fail(t) => $w::RetryAction::Fail(terminal_to_wit(*t)),
@@ -204,6 +225,14 @@ macro_rules! __wit_conversions {
                 max_duration: s.max_duration,
             }
         }
+    };
+
+    (@timeout_to_host $r:ident, []) => { None };
+    (@timeout_to_host $r:ident, [$timeouts:ident]) => {
+        $r.attempt_timeout_ms.map(::std::time::Duration::from_millis)
+    };
+    (@timeout_to_wit $timeout:ident, $timeouts:ident) => {
+        $timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
     };
 
     (@enum $to_host:ident, $to_wit:ident, $wt:ty, $ht:ty, [$($v:ident),* $(,)?]) => {

@@ -41,6 +41,7 @@ impl SyncStrategy for Recording {
             delay: MS(10),
             node: NodeChoice::Same,
             consistency: None,
+            attempt_timeout: None,
         }
     }
 }

@@ -34,6 +34,7 @@ impl SyncStrategy for Always {
             delay: Duration::from_millis(10),
             node: self.node,
             consistency: None,
+            attempt_timeout: None,
         }
     }
 }

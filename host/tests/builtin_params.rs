@@ -212,6 +212,7 @@ fn exponential_follows_its_declaration() {
         delay: Duration::from_millis(ms),
         node: NodeChoice::Next,
         consistency: None,
+        attempt_timeout: None,
     };
     let answers: Vec<RetryAction> = (0..3)
         .map(|n| ask(&*strategy, RequestType::Get, n, &reasons::KV_LOCKED))
@@ -394,7 +395,8 @@ fn configured_parameters_reach_the_builtin() {
         RetryAction::RetryAfter {
             delay: Duration::from_millis(7),
             node: NodeChoice::Next,
-            consistency: None
+            consistency: None,
+            attempt_timeout: None,
         }
     );
 }

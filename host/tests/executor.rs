@@ -48,6 +48,7 @@ impl SyncStrategy for Fixed {
             delay: self.delay,
             node: self.node,
             consistency: self.consistency,
+            attempt_timeout: None,
         }
     }
 }

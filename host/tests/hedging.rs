@@ -509,15 +509,20 @@ fn a_policy_s_speculative_execution_hedges_through_the_registry() {
     assert!(e.to_string().contains("max_executions"), "{e}");
 }
 
-/// `hedge_echo` (the world `hedging-policy` of `rebound:policy@0.5.0`) configured to send a
-/// copy every `delay_ms` to the next node while fewer than `copies` are out.
+/// `hedge_echo` (the world `hedging-policy` of the current `rebound:policy`) configured to send
+/// a copy every `delay_ms` to the next node while fewer than `copies` are out.
 fn hedge_echo(delay_ms: u64, copies: u32) -> Orchestrator {
+    hedge_echo_built("hedge_echo", delay_ms, copies)
+}
+
+/// [`hedge_echo`], the component `guest` (the current one, or a released version's fixture).
+fn hedge_echo_built(guest: &str, delay_ms: u64, copies: u32) -> Orchestrator {
     let params = [
         ("delay_ms".to_owned(), delay_ms.to_string()),
         ("copies".to_owned(), copies.to_string()),
     ];
     let strategy = crate::wasm_support::strategy(
-        "hedge_echo",
+        guest,
         rebound::wasm::WasmStrategyConfig {
             params: params.into(),
             ..Default::default()
@@ -528,10 +533,18 @@ fn hedge_echo(delay_ms: u64, copies: u32) -> Orchestrator {
 
 /// docs/hedging.md "WebAssembly policies": a component exporting `hedging` is asked when each
 /// copy goes and where; the executor sends them as it says (here every 100 ms to the next node,
-/// three at most) and the first answer wins.
+/// three at most) and the first answer wins. The same for one built for 0.5.0, the first
+/// version with `hedging` (docs/wit-versions.md "The rule").
 #[tokio::test(start_paused = true)]
 async fn a_webassembly_policy_hedges_through_the_executor() {
-    let executor = Executor::new(hedge_echo(100, 3));
+    use rebound::wasm::WitVersion;
+    let released = crate::wasm_support::released(WitVersion::V0_5_0, "hedge_echo");
+    for guest in ["hedge_echo", released.as_str()] {
+        hedges_through_the_executor(Executor::new(hedge_echo_built(guest, 100, 3))).await;
+    }
+}
+
+async fn hedges_through_the_executor(executor: Executor<Orchestrator>) {
     let start = tokio::time::Instant::now();
     let sent = Sent::default();
     let nodes = Arc::new(Mutex::new(Vec::new()));

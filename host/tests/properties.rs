@@ -50,6 +50,7 @@ fn any_action() -> impl Strategy<Value = RetryAction> {
                 NodeChoice::Same
             },
             consistency: None,
+            attempt_timeout: None,
         }),
     ]
 }

@@ -7,6 +7,7 @@ mod common;
 mod registry_support;
 mod wasm_support;
 
+mod answered_attempt_timeouts;
 mod attempt_timeouts;
 mod backoff;
 mod breakers;

@@ -32,6 +32,7 @@ impl SyncStrategy for Always {
             delay: Duration::from_millis(10),
             node: NodeChoice::Same,
             consistency: None,
+            attempt_timeout: None,
         }
     }
 }

@@ -36,8 +36,9 @@ fn wrong_world_is_rejected() {
     let err = load("wrong_world").unwrap_err();
     assert!(matches!(err, LoadError::WrongWorld { .. }), "{err}");
     assert!(
-        err.to_string()
-            .contains("rebound:policy/strategy of version 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0"),
+        err.to_string().contains(
+            "rebound:policy/strategy of version 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0"
+        ),
         "{err}"
     );
 }
@@ -54,7 +55,7 @@ fn incompatible_package_version_is_rejected() {
     let text = err.to_string();
     assert!(
         text.contains("strategy@0.9.0")
-            && text.contains("loads rebound:policy 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0"),
+            && text.contains("loads rebound:policy 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0"),
         "{text}"
     );
 }
@@ -127,21 +128,35 @@ fn each_component_loads_as_the_version_it_was_built_for() {
             "rebound:policy/host@0.4.0"
         ]
     );
-    let current = load("no_retry_for_robots").unwrap();
-    assert_eq!(current.wit_version(), WitVersion::V0_5_0);
+    let released = load(&wasm_support::released(
+        WitVersion::V0_5_0,
+        "no_retry_for_robots",
+    ))
+    .unwrap();
+    assert_eq!(released.wit_version(), WitVersion::V0_5_0);
     assert_eq!(
-        current.imports(),
+        released.imports(),
         [
             "rebound:policy/types@0.5.0",
             "rebound:policy/failure@0.5.0",
             "rebound:policy/host@0.5.0"
         ]
     );
-    assert_eq!(WitVersion::CURRENT, WitVersion::V0_5_0);
+    let current = load("no_retry_for_robots").unwrap();
+    assert_eq!(current.wit_version(), WitVersion::V0_6_0);
+    assert_eq!(
+        current.imports(),
+        [
+            "rebound:policy/types@0.6.0",
+            "rebound:policy/failure@0.6.0",
+            "rebound:policy/host@0.6.0"
+        ]
+    );
+    assert_eq!(WitVersion::CURRENT, WitVersion::V0_6_0);
     assert_eq!(WitVersion::CURRENT.package(), rebound::wasm::HOST_PACKAGE);
     assert_eq!(
         WitVersion::ALL.map(WitVersion::number),
-        ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0"],
+        ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0"],
         "oldest first"
     );
     for version in WitVersion::ALL {

@@ -294,6 +294,12 @@ fn released_0_4_0_components_decide_as_their_current_twins() {
     released_components_decide_as_their_current_twins(WitVersion::V0_4_0);
 }
 
+/// The same rule for `rebound:policy@0.5.0` (`tests/fixtures/rebound-policy-0.5.0/`).
+#[test]
+fn released_0_5_0_components_decide_as_their_current_twins() {
+    released_components_decide_as_their_current_twins(WitVersion::V0_5_0);
+}
+
 /// Every released version but the current one has its test above.
 #[test]
 fn every_released_version_is_held_to_its_twins() {
@@ -303,7 +309,8 @@ fn every_released_version_is_held_to_its_twins() {
             WitVersion::V0_1_0,
             WitVersion::V0_2_0,
             WitVersion::V0_3_0,
-            WitVersion::V0_4_0
+            WitVersion::V0_4_0,
+            WitVersion::V0_5_0
         ]
     );
 }

@@ -285,6 +285,10 @@ fn a_policy_reads_the_server_pushback_of_the_failure() {
             wasm_support::released(WitVersion::V0_4_0, "pushback_echo"),
             WitVersion::V0_4_0,
         ),
+        (
+            wasm_support::released(WitVersion::V0_5_0, "pushback_echo"),
+            WitVersion::V0_5_0,
+        ),
     ] {
         assert_eq!(wasm_support::load(&guest).unwrap().wit_version(), version);
         pushback_is_echoed(&wasm_support::strategy(
@@ -299,6 +303,7 @@ fn pushback_is_echoed(echo: &WasmStrategy) {
         delay: Duration::from_millis(millis),
         node: rebound::NodeChoice::Same,
         consistency: None,
+        attempt_timeout: None,
     };
     let cases = [
         (
@@ -414,6 +419,10 @@ fn a_policy_of_0_4_0_on_reads_the_facts_of_http_and_grpc_requests() {
             wasm_support::released(WitVersion::V0_4_0, "request_echo"),
             WitVersion::V0_4_0,
         ),
+        (
+            wasm_support::released(WitVersion::V0_5_0, "request_echo"),
+            WitVersion::V0_5_0,
+        ),
     ] {
         assert_eq!(wasm_support::load(&guest).unwrap().wit_version(), version);
         echoes_the_facts_of_http_and_grpc_requests(&wasm_support::strategy(
@@ -462,6 +471,7 @@ fn echoes_the_facts_of_http_and_grpc_requests(echo: &WasmStrategy) {
         delay: Duration::from_millis(1),
         node: rebound::NodeChoice::Same,
         consistency: None,
+        attempt_timeout: None,
     };
     for (request, reason, line) in cases {
         let request = request.clone().with_client_context("expect", line);

@@ -19,6 +19,7 @@ const OK: RetryAction = RetryAction::RetryAfter {
     delay: Duration::from_millis(7),
     node: NodeChoice::Same,
     consistency: None,
+    attempt_timeout: None,
 };
 
 fn adversary(limits: SandboxLimits) -> std::sync::Arc<WasmStrategy> {

@@ -12,6 +12,7 @@ static void retry_now(action_t *ret, rebound_policy_types_node_choice_t node) {
   ret->val.retry.delay_ms = 0;
   ret->val.retry.node = node;
   ret->val.retry.consistency.is_some = false;
+  ret->val.retry.attempt_timeout_ms.is_some = false;
 }
 
 // Reasons raised before the request was written anywhere: tried again on the next node.

@@ -2,8 +2,9 @@
 // `exports_rebound_policy_strategy_retry_after`, and build it with ./scripts/build-guests.sh
 // (see docs/policy-c.md). `retry_policy.h` is generated from wit/policy.wit by wit-bindgen.
 //
-// This template caps retries at the parameter `max_attempts` (default 3) and otherwise answers
-// the host's best effort, which already refuses unsafe retries of non-idempotent requests.
+// This template caps retries at the parameter `max_attempts` (default 3), gives an attempt cut
+// by its attempt timeout twice as long the next time, and otherwise answers the host's best
+// effort, which already refuses unsafe retries of non-idempotent requests.
 #include <string.h>
 
 #include "retry_policy.h"
@@ -38,9 +39,21 @@ bool exports_rebound_policy_strategy_configure(retry_policy_list_tuple2_string_s
 // rebound_policy_failure_request() reads them all at once).
 void exports_rebound_policy_strategy_retry_after(exports_rebound_policy_strategy_retry_reason_t *reason,
                                                  exports_rebound_policy_strategy_retry_action_t *ret) {
-  if (rebound_policy_failure_retry_attempts() >= max_attempts)
+  uint64_t fired;
+  if (rebound_policy_failure_retry_attempts() >= max_attempts) {
     ret->tag = REBOUND_POLICY_TYPES_RETRY_ACTION_NO_RETRY;
-  else
+  } else if (rebound_policy_failure_attempt_timeout_ms(&fired)) {
+    // An attempt cut by its attempt timeout: the retry best effort makes gets twice as long
+    // (the request's deadline still ends it).
+    rebound_policy_types_request_t request;
+    rebound_policy_failure_request(&request);
+    rebound_policy_host_best_effort(&request, reason, ret);
+    if (ret->tag == REBOUND_POLICY_TYPES_RETRY_ACTION_RETRY) {
+      ret->val.retry.attempt_timeout_ms.is_some = true;
+      ret->val.retry.attempt_timeout_ms.val = 2 * fired;
+    }
+  } else {
     ret->tag = REBOUND_POLICY_TYPES_RETRY_ACTION_BEST_EFFORT;
+  }
   exports_rebound_policy_strategy_retry_reason_free(reason);
 }

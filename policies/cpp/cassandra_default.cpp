@@ -16,7 +16,7 @@ using Reason = types::RetryReason;
 static RetryAction rethrow() { return RetryAction{RetryAction::Rethrow{}}; }
 
 static RetryAction retry_now(NodeChoice node) {
-  return RetryAction{RetryAction::Retry{types::Retry{0, node, std::nullopt}}};
+  return RetryAction{RetryAction::Retry{types::Retry{0, node, std::nullopt, std::nullopt}}};
 }
 
 static bool first_try() { return failure::RetryAttempts() == 0; }

@@ -2,17 +2,22 @@
 // `RetryAfter`, and build it with ./scripts/build-guests.sh (see docs/policy-cpp.md).
 // `retry_policy_cpp.h` is generated from wit/policy.wit by wit-bindgen (C++23).
 //
-// This template caps retries at the parameter `max_attempts` (default 3) and otherwise answers
-// the host's best effort, which already refuses unsafe retries of non-idempotent requests.
+// This template caps retries at the parameter `max_attempts` (default 3), gives an attempt cut
+// by its attempt timeout twice as long the next time, and otherwise answers the host's best
+// effort, which already refuses unsafe retries of non-idempotent requests.
 #include <charconv>
 #include <expected>
+#include <optional>
 #include <string_view>
 #include <tuple>
+#include <utility>
+#include <variant>
 
 #include "retry_policy_cpp.h"
 
 namespace strategy = exports::rebound::policy::strategy;
 namespace failure = rebound::policy::failure;
+namespace host = rebound::policy::host;
 using rebound::policy::types::RetryAction;
 
 static uint32_t max_attempts = 3;
@@ -36,8 +41,16 @@ std::expected<void, wit::string> strategy::Configure(
 // Decides for the failed request, which failed for `reason`. The request's facts are
 // functions of `failure` (failure::RetryAttempts(), failure::Idempotent(), ...;
 // failure::Request() reads them all at once).
-RetryAction strategy::RetryAfter(strategy::RetryReason) {
+RetryAction strategy::RetryAfter(strategy::RetryReason reason) {
   if (failure::RetryAttempts() >= max_attempts) return RetryAction{RetryAction::NoRetry{}};
+  // An attempt cut by its attempt timeout: the retry best effort makes gets twice as long (the
+  // request's deadline still ends it).
+  if (std::optional<uint64_t> fired = failure::AttemptTimeoutMs()) {
+    RetryAction answer = host::BestEffort(failure::Request(), std::move(reason));
+    if (auto *retry = std::get_if<RetryAction::Retry>(&answer.variants))
+      retry->value.attempt_timeout_ms = 2 * *fired;
+    return answer;
+  }
   return RetryAction{RetryAction::BestEffort{}};
 }
 

@@ -13,7 +13,7 @@ import (
 func rethrow() types.RetryAction { return types.MakeRetryActionRethrow() }
 
 func retryNow(node types.NodeChoice) types.RetryAction {
-	return types.MakeRetryActionRetry(types.Retry{DelayMs: 0, Node: node, Consistency: witTypes.None[types.ConsistencyLevel]()})
+	return types.MakeRetryActionRetry(types.Retry{DelayMs: 0, Node: node, Consistency: witTypes.None[types.ConsistencyLevel](), AttemptTimeoutMs: witTypes.None[uint64]()})
 }
 
 func firstTry() bool { return rebound_policy_failure.RetryAttempts() == 0 }

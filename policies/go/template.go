@@ -2,14 +2,16 @@
 // RetryAfter, and build it with ./scripts/build-guests.sh (see docs/policy-go.md). The
 // packages wit_component/rebound_policy_* are generated from wit/policy.wit by wit-bindgen.
 //
-// This template caps retries at the parameter `max_attempts` (default 3) and otherwise answers
-// the host's best effort, which already refuses unsafe retries of non-idempotent requests.
+// This template caps retries at the parameter `max_attempts` (default 3), gives an attempt cut
+// by its attempt timeout twice as long the next time, and otherwise answers the host's best
+// effort, which already refuses unsafe retries of non-idempotent requests.
 package export_rebound_policy_strategy
 
 import (
 	"strconv"
 
 	"wit_component/rebound_policy_failure"
+	"wit_component/rebound_policy_host"
 	"wit_component/rebound_policy_types"
 
 	witTypes "go.bytecodealliance.org/pkg/wit/types"
@@ -39,6 +41,17 @@ func Configure(params []witTypes.Tuple2[string, string]) witTypes.Result[witType
 func RetryAfter(reason rebound_policy_types.RetryReason) rebound_policy_types.RetryAction {
 	if rebound_policy_failure.RetryAttempts() >= maxAttempts {
 		return rebound_policy_types.MakeRetryActionNoRetry()
+	}
+	// An attempt cut by its attempt timeout: the retry best effort makes gets twice as long (the
+	// request's deadline still ends it).
+	if fired := rebound_policy_failure.AttemptTimeoutMs(); fired.IsSome() {
+		answer := rebound_policy_host.BestEffort(rebound_policy_failure.Request(), reason)
+		if answer.Tag() == rebound_policy_types.RetryAction_Retry {
+			retry := answer.Retry()
+			retry.AttemptTimeoutMs = witTypes.Some(2 * fired.Some())
+			return rebound_policy_types.MakeRetryActionRetry(retry)
+		}
+		return answer
 	}
 	return rebound_policy_types.MakeRetryActionBestEffort()
 }

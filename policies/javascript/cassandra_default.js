@@ -2,7 +2,7 @@
 // most one retry, only where success is likely. The JavaScript twin of
 // policies/cassandra-default (Rust). The request's facts are read from `failure` only where a
 // rule needs them.
-import { idempotent, retryAttempts, service } from "rebound:policy/failure@0.5.0";
+import { idempotent, retryAttempts, service } from "rebound:policy/failure@0.6.0";
 
 const RETHROW = { tag: "rethrow" };
 const BEST_EFFORT = { tag: "best-effort" };
@@ -22,7 +22,7 @@ const RETHROWN_ERRORS = new Set([
 ]);
 
 // Numbers and null, not BigInt and undefined: both JavaScript engines accept them (docs/policy-javascript.md).
-const retryNow = (node) => ({ tag: "retry", val: { delayMs: 0, node, consistency: null } });
+const retryNow = (node) => ({ tag: "retry", val: { delayMs: 0, node, consistency: null, attemptTimeoutMs: null } });
 const RETRY_SAME = retryNow("same");
 const RETRY_NEXT = retryNow("next");
 

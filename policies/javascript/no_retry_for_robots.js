@@ -1,7 +1,7 @@
 // RFC 0049 "Accessible Context in the RetryStrategy": a request whose client context holds the
 // key `isRobotRequest` (or the parameter `key`) is never retried; others get the host's best
 // effort. The JavaScript twin of policies/no-retry-for-robots (Rust).
-import { clientContext } from "rebound:policy/failure@0.5.0";
+import { clientContext } from "rebound:policy/failure@0.6.0";
 
 let robotKey = "isRobotRequest";
 

@@ -8,8 +8,8 @@ from wit_world.imports import failure, types as t
 RETHROW = t.RetryAction_Rethrow()
 BEST_EFFORT = t.RetryAction_BestEffort()
 OTHER_PROTOCOLS = frozenset((t.Service.HTTP, t.Service.GRPC))
-RETRY_SAME = t.RetryAction_Retry(t.Retry(delay_ms=0, node=t.NodeChoice.SAME, consistency=None))
-RETRY_NEXT = t.RetryAction_Retry(t.Retry(delay_ms=0, node=t.NodeChoice.NEXT, consistency=None))
+RETRY_SAME = t.RetryAction_Retry(t.Retry(delay_ms=0, node=t.NodeChoice.SAME, consistency=None, attempt_timeout_ms=None))
+RETRY_NEXT = t.RetryAction_Retry(t.Retry(delay_ms=0, node=t.NodeChoice.NEXT, consistency=None, attempt_timeout_ms=None))
 
 # Coordinator errors rethrown whatever the request: never retried, or read/write failures.
 RETHROWN_ERRORS = frozenset((

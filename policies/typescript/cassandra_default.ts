@@ -2,9 +2,9 @@
 // most one retry, only where success is likely. The TypeScript twin of
 // policies/cassandra-default (Rust). The request's facts are read from `failure` only where a
 // rule needs them.
-import { idempotent, retryAttempts, service } from "rebound:policy/failure@0.5.0";
-import type { Strategy } from "rebound:policy/strategy@0.5.0";
-import type { NodeChoice, RetryAction, RetryReason } from "rebound:policy/types@0.5.0";
+import { idempotent, retryAttempts, service } from "rebound:policy/failure@0.6.0";
+import type { Strategy } from "rebound:policy/strategy@0.6.0";
+import type { NodeChoice, RetryAction, RetryReason } from "rebound:policy/types@0.6.0";
 
 const RETHROW: RetryAction = { tag: "rethrow" };
 const BEST_EFFORT: RetryAction = { tag: "best-effort" };
@@ -24,7 +24,7 @@ const RETHROWN_ERRORS = new Set<string>([
 ]);
 
 // Numbers and null, not BigInt and undefined: both JavaScript engines accept them (docs/policy-javascript.md).
-const retryNow = (node: NodeChoice): RetryAction => ({ tag: "retry", val: { delayMs: 0, node, consistency: null } });
+const retryNow = (node: NodeChoice): RetryAction => ({ tag: "retry", val: { delayMs: 0, node, consistency: null, attemptTimeoutMs: null } });
 const RETRY_SAME = retryNow("same");
 const RETRY_NEXT = retryNow("next");
 

@@ -1,8 +1,8 @@
 // RFC 0049 "Accessible Context in the RetryStrategy": a request whose client context holds the
 // key `isRobotRequest` (or the parameter `key`) is never retried; others get the host's best
 // effort. The TypeScript twin of policies/no-retry-for-robots (Rust).
-import { clientContext } from "rebound:policy/failure@0.5.0";
-import type { Strategy } from "rebound:policy/strategy@0.5.0";
+import { clientContext } from "rebound:policy/failure@0.6.0";
+import type { Strategy } from "rebound:policy/strategy@0.6.0";
 
 let robotKey = "isRobotRequest";
 

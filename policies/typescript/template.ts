@@ -1,11 +1,13 @@
 // A starting point for a Rebound policy in TypeScript: copy this file to a new name, change
 // `retryAfter`, and build it with ./scripts/build-guests.sh (see docs/policy-typescript.md).
 //
-// This template caps retries at the parameter `max_attempts` (default 3) and otherwise answers
-// the host's best effort, which already refuses unsafe retries of non-idempotent requests.
-import { retryAttempts } from "rebound:policy/failure@0.5.0";
-import type { Strategy } from "rebound:policy/strategy@0.5.0";
-import type { RetryAction, RetryReason } from "rebound:policy/types@0.5.0";
+// This template caps retries at the parameter `max_attempts` (default 3), gives an attempt cut
+// by its attempt timeout twice as long the next time, and otherwise answers the host's best
+// effort, which already refuses unsafe retries of non-idempotent requests.
+import { attemptTimeoutMs, request, retryAttempts } from "rebound:policy/failure@0.6.0";
+import { bestEffort } from "rebound:policy/host@0.6.0";
+import type { Strategy } from "rebound:policy/strategy@0.6.0";
+import type { RetryAction, RetryReason } from "rebound:policy/types@0.6.0";
 
 let maxAttempts = 3;
 
@@ -21,10 +23,21 @@ export const strategy: Strategy = {
   },
   // Decides for the failed request, which failed for `reason` ({ tag: "kv-locked" },
   // { tag: "read-timeout", val: {...} }, ...). The request's facts are functions imported from
-  // "rebound:policy/failure@0.5.0" (retryAttempts(), idempotent(), ...; request() reads them
+  // "rebound:policy/failure@0.6.0" (retryAttempts(), idempotent(), ...; request() reads them
   // all at once).
-  retryAfter(_reason: RetryReason): RetryAction {
+  retryAfter(reason: RetryReason): RetryAction {
     if (retryAttempts() >= maxAttempts) return { tag: "no-retry" };
+    // An attempt cut by its attempt timeout: the retry best effort makes gets twice as long
+    // (the request's deadline still ends it).
+    const fired = attemptTimeoutMs();
+    if (fired != null) {
+      const answer = bestEffort(request(), reason);
+      if (answer.tag === "retry") {
+        const { node, consistency } = answer.val;
+        const delayMs = Number(answer.val.delayMs);
+        return { tag: "retry", val: { delayMs, node, consistency, attemptTimeoutMs: 2 * Number(fired) } };
+      }
+    }
     return { tag: "best-effort" };
   },
 };

@@ -11,7 +11,7 @@ const rethrow = Action{ .tag = c.REBOUND_POLICY_TYPES_RETRY_ACTION_RETHROW, .val
 fn retryNow(node: u8) Action {
     return .{
         .tag = c.REBOUND_POLICY_TYPES_RETRY_ACTION_RETRY,
-        .val = .{ .retry = .{ .delay_ms = 0, .node = node, .consistency = .{ .is_some = false, .val = 0 } } },
+        .val = .{ .retry = .{ .delay_ms = 0, .node = node, .consistency = .{ .is_some = false, .val = 0 }, .attempt_timeout_ms = .{ .is_some = false, .val = 0 } } },
     };
 }
 

@@ -3,8 +3,9 @@
 //! (see docs/policy-zig.md). The module `bindings` is wit-bindgen's C bindings of
 //! wit/policy.wit, translated to Zig.
 //!
-//! This template caps retries at the parameter `max_attempts` (default 3) and otherwise answers
-//! the host's best effort, which already refuses unsafe retries of non-idempotent requests.
+//! This template caps retries at the parameter `max_attempts` (default 3), gives an attempt cut
+//! by its attempt timeout twice as long the next time, and otherwise answers the host's best
+//! effort, which already refuses unsafe retries of non-idempotent requests.
 const std = @import("std");
 const c = @import("bindings");
 
@@ -34,10 +35,22 @@ export fn exports_rebound_policy_strategy_retry_after(
     reason: *c.exports_rebound_policy_strategy_retry_reason_t,
     ret: *c.exports_rebound_policy_strategy_retry_action_t,
 ) void {
+    defer c.exports_rebound_policy_strategy_retry_reason_free(reason);
     if (c.rebound_policy_failure_retry_attempts() >= max_attempts) {
         ret.tag = c.REBOUND_POLICY_TYPES_RETRY_ACTION_NO_RETRY;
-    } else {
-        ret.tag = c.REBOUND_POLICY_TYPES_RETRY_ACTION_BEST_EFFORT;
+        return;
     }
-    c.exports_rebound_policy_strategy_retry_reason_free(reason);
+    // An attempt cut by its attempt timeout: the retry best effort makes gets twice as long
+    // (the request's deadline still ends it).
+    var fired: u64 = 0;
+    if (c.rebound_policy_failure_attempt_timeout_ms(&fired)) {
+        var request: c.rebound_policy_types_request_t = undefined;
+        c.rebound_policy_failure_request(&request);
+        c.rebound_policy_host_best_effort(&request, reason, ret);
+        if (ret.tag == c.REBOUND_POLICY_TYPES_RETRY_ACTION_RETRY) {
+            ret.val.retry.attempt_timeout_ms = .{ .is_some = true, .val = 2 * fired };
+        }
+        return;
+    }
+    ret.tag = c.REBOUND_POLICY_TYPES_RETRY_ACTION_BEST_EFFORT;
 }

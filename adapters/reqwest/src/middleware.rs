@@ -382,8 +382,10 @@ impl Middleware for ReboundMiddleware {
                 .or(self.service)
                 .unwrap_or(Service::Http);
             let mut request = self.request(service, &req, extensions)?;
-            let attempt_timeout = self.registry.controls(&request).attempt_timeout(&request);
+            let controls = self.registry.controls(&request);
             loop {
+                // Asked before each attempt: a policy's answer may set the next one's.
+                let attempt_timeout = controls.attempt_timeout(&request);
                 // A body that cannot be copied (a stream) cannot be sent again: sent once.
                 let Some(attempt) = req.try_clone() else {
                     return next.run(self.counted(req, &request), extensions).await;

@@ -107,14 +107,13 @@ impl Described {
     }
 }
 
-/// What a call's attempts are sent under: its policy's controls (asked once), its hedging,
-/// and its breakers with the call's node.
+/// What a call's attempts are sent under: its policy's controls (asked once, and before each
+/// attempt for its attempt timeout, which a policy's answer may set), its hedging, and its
+/// breakers with the call's node.
 struct CallControls {
     policy: PolicyControls,
     hedging: Option<Hedging>,
     breakers: Option<(Arc<NodeBreakers>, Arc<str>)>,
-    /// How long each attempt may wait for its answer before it is cut.
-    attempt_timeout: Option<Duration>,
 }
 
 impl CallControls {
@@ -133,7 +132,6 @@ impl CallControls {
                 policy: PolicyControls::default(),
                 hedging: None,
                 breakers: None,
-                attempt_timeout: None,
             };
         }
         let call = described.insert(describe(shared, parts, start));
@@ -146,7 +144,6 @@ impl CallControls {
             (Arc::clone(breakers), node)
         });
         CallControls {
-            attempt_timeout: policy.attempt_timeout(&call.request),
             policy,
             hedging,
             breakers,
@@ -321,8 +318,10 @@ impl AttemptOf<'_> {
                 _ => send(inner, parts, self.bytes.clone()).await,
             }
         };
-        let cut_after = (controls.attempt_timeout.zip(described))
-            .map(|(timeout, call)| timeout.min(call.request.remaining_at(Instant::now())));
+        let cut_after = described.and_then(|call| {
+            let timeout = controls.policy.attempt_timeout(&call.request)?;
+            Some(timeout.min(call.request.remaining_at(Instant::now())))
+        });
         let sent = match cut_after {
             None => sending.await,
             Some(after) => cut_at_timeout(sending, after).await,

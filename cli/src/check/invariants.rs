@@ -93,10 +93,17 @@ pub fn describe(result: &Result<RetryAction, PolicyFailure>) -> String {
             delay,
             node,
             consistency,
+            attempt_timeout,
         }) => {
             let mut text = format!("retry after {} ms on the {node:?} node", delay.as_millis());
             if let Some(level) = consistency {
                 text.push_str(&format!(" at {level:?}"));
+            }
+            if let Some(timeout) = attempt_timeout {
+                text.push_str(&format!(
+                    ", its attempt cut after {} ms",
+                    timeout.as_millis()
+                ));
             }
             text.to_lowercase()
         }
@@ -117,10 +124,12 @@ pub fn to_json(result: &Result<RetryAction, PolicyFailure>) -> Value {
             delay,
             node,
             consistency,
+            attempt_timeout,
         }) => json!({"retry": {
             "delay_ms": delay.as_millis() as u64,
             "node": node,
             "consistency": consistency,
+            "attempt_timeout_ms": attempt_timeout.map(|t| t.as_millis() as u64),
         }}),
         Ok(RetryAction::NoRetry) => json!("no_retry"),
         Ok(RetryAction::Ignore) => json!("ignore"),

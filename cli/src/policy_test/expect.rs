@@ -32,6 +32,7 @@ pub const RAW_FIELDS: &[&str] = &[
     "delay_ms",
     "node",
     "consistency",
+    "attempt_timeout_ms",
     "error",
     "policy_failure",
     "detail",

@@ -219,6 +219,10 @@ pub struct DecideInput {
     /// How far the failed attempt got (gRFC A6): `processed` when absent.
     #[serde(default)]
     pub progress: Option<Progress>,
+    /// The attempt timeout that cut the failed attempt (an `ATTEMPT_TIMEOUT` failure), in ms;
+    /// when absent, the one the request's controls give.
+    #[serde(default)]
+    pub attempt_timeout_ms: Option<u64>,
 }
 
 /// gRPC's `grpc-retry-pushback-ms` header as a server sent it: its text, or every text when it
@@ -403,6 +407,17 @@ impl DecideInput {
                 if self.pushback_ms.is_some() { "pushback_ms" } else { "pushback" },
                 "give the server's pushback once: `pushback_ms`, `pushback` or `response.retry_after`",
             )),
+        }
+    }
+
+    /// The attempt timeout that cut the failed attempt, if given: a positive number of ms.
+    pub fn attempt_timeout(&self) -> Result<Option<std::time::Duration>, InputError> {
+        match self.attempt_timeout_ms {
+            Some(0) => Err(InputError::new(
+                "attempt_timeout_ms",
+                "expected a positive number of milliseconds: an attempt timeout of 0 cuts nothing",
+            )),
+            millis => Ok(millis.map(std::time::Duration::from_millis)),
         }
     }
 

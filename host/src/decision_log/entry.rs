@@ -58,6 +58,8 @@ pub(crate) struct Entry {
     pub pushback: Option<Pushback>,
     /// How far the failed attempt got.
     pub progress: Progress,
+    /// The attempt timeout that cut the failed attempt, if one did.
+    pub attempt_timeout: Option<std::time::Duration>,
     /// The orchestrator's decision.
     pub decision: Decision,
     /// Retries made once decided (the answer's `retry_attempts`).
@@ -83,7 +85,8 @@ impl Entry {
         let context = DecisionContext::new(&self.reason)
             .with_error_map_spec(self.spec)
             .with_pushback(self.pushback)
-            .with_progress(self.progress);
+            .with_progress(self.progress)
+            .with_attempt_timeout(self.attempt_timeout);
         let mut line = Map::new();
         let timestamp = humantime::format_rfc3339_millis(self.time).to_string();
         line.insert("timestamp".into(), timestamp.into());

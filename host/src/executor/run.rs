@@ -198,14 +198,14 @@ impl<E> Failed<E> {
     }
 }
 
-/// One request's run: what its attempts are sent under (the deadline, its policy's breakers,
-/// hedging and attempt timeout, asked once), and what it tallied.
+/// One request's run: what its attempts are sent under (the deadline, its policy's breakers
+/// and hedging, asked once; the attempt timeout, asked of the same controls before each
+/// attempt, since a policy's answer may set it), and what it tallied.
 struct RequestRun<'x, D> {
     executor: &'x Executor<D>,
     deadline: Instant,
     controls: PolicyControls,
     hedging: Option<Hedging>,
-    attempt_timeout: Option<Duration>,
     tally: RequestTally,
 }
 
@@ -219,7 +219,6 @@ impl<'x, D: Decider> RequestRun<'x, D> {
         RequestRun {
             executor,
             deadline,
-            attempt_timeout: controls.attempt_timeout(request),
             hedging: Hedging::may_hedge(request)
                 .then(|| controls.hedging(request, Instant::now().into_std()))
                 .flatten(),
@@ -228,10 +227,12 @@ impl<'x, D: Decider> RequestRun<'x, D> {
         }
     }
 
-    /// When an attempt started now is cut, and by what: its attempt timeout, or the request's
-    /// deadline when that comes first (an attempt timeout never extends the request).
-    fn cut_at(&self) -> (Instant, Cut) {
-        let timed = (self.attempt_timeout).and_then(|timeout| Instant::now().checked_add(timeout));
+    /// When an attempt of `request` started now is cut, and by what: its attempt timeout, or
+    /// the request's deadline when that comes first (an attempt timeout never extends the
+    /// request).
+    fn cut_at(&self, request: &Request) -> (Instant, Cut) {
+        let timeout = self.controls.attempt_timeout(request);
+        let timed = timeout.and_then(|timeout| Instant::now().checked_add(timeout));
         match timed {
             Some(at) if at < self.deadline => (at, Cut::AttemptTimeout),
             _ => (self.deadline, Cut::Deadline),
@@ -251,7 +252,7 @@ impl<'x, D: Decider> RequestRun<'x, D> {
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, Failure<E>>>,
     {
-        let (cut_at, cut) = self.cut_at();
+        let (cut_at, cut) = self.cut_at(retry.request());
         let schedule = (self.hedging.as_ref())
             .and_then(|h| HedgeSchedule::start(h, retry.request(), Instant::now().into_std()));
         if let Some(schedule) = schedule {

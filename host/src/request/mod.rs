@@ -68,6 +68,8 @@ pub struct Request {
     transparent_retries: u32,
     /// Whether the one transparent retry of a refused attempt was made.
     refused_retried: bool,
+    /// The attempt timeout the policy's last answer set for the retry it asked for.
+    answered_attempt_timeout: Option<Duration>,
 }
 
 impl Request {
@@ -118,6 +120,7 @@ impl Request {
             pushback_base: 0,
             transparent_retries: 0,
             refused_retried: false,
+            answered_attempt_timeout: None,
         })
     }
 
@@ -396,6 +399,18 @@ impl Request {
     /// Changes the consistency level for the next attempt (consistency downgrade).
     pub(crate) fn set_consistency(&mut self, level: ConsistencyLevel) {
         self.consistency = Some(level);
+    }
+
+    /// The attempt timeout the policy's answer set for the attempt about to be made
+    /// ([`RetryAction::RetryAfter::attempt_timeout`](crate::RetryAction::RetryAfter)), if it
+    /// set one; a retry it did not answer (the controlled backoff's) has none.
+    pub fn answered_attempt_timeout(&self) -> Option<Duration> {
+        self.answered_attempt_timeout
+    }
+
+    /// Records the attempt timeout the policy's answer set for the retry it asked for.
+    pub(crate) fn set_answered_attempt_timeout(&mut self, timeout: Option<Duration>) {
+        self.answered_attempt_timeout = timeout;
     }
 
     /// Counts one more transparent retry, of an attempt that went as far as `progress` says.

@@ -115,7 +115,7 @@ fn settle_without_strategy(
         return Some(schedule(
             request,
             context,
-            (delay, NodeChoice::Same, None),
+            AskedRetry::after(delay),
             DelaySource::ControlledBackoff,
             "orchestrator",
             now,
@@ -140,11 +140,17 @@ fn conclude(
         delay,
         node,
         consistency,
+        attempt_timeout,
     } = action
     {
         let Some(refusal) = guard_refusal(request, context, guard) else {
-            let plan = (delay, node, consistency);
-            return schedule(request, context, plan, DelaySource::Strategy, name, now);
+            let asked = AskedRetry {
+                delay,
+                node,
+                consistency,
+                attempt_timeout,
+            };
+            return schedule(request, context, asked, DelaySource::Strategy, name, now);
         };
         pay::for_ending(request, context, now);
         return refuse(request, refusal, name, now);
@@ -235,17 +241,43 @@ fn end(
     }
 }
 
-/// Schedules the retry the strategy (or the controlled backoff, by `source`) asked for, once
+/// A retry as the strategy or the controlled backoff asked for it.
+struct AskedRetry {
+    delay: Duration,
+    node: NodeChoice,
+    consistency: Option<ConsistencyLevel>,
+    attempt_timeout: Option<Duration>,
+}
+
+impl AskedRetry {
+    /// On the same node after `delay`, under the configured attempt timeout.
+    const fn after(delay: Duration) -> Self {
+        AskedRetry {
+            delay,
+            node: NodeChoice::Same,
+            consistency: None,
+            attempt_timeout: None,
+        }
+    }
+}
+
+/// Schedules the `retry` the strategy (or the controlled backoff, by `source`) asked for, once
 /// the controls allow and pay for it, or ends the request at its deadline when the delay reaches
 /// it (reference 001 "Capping the Retry Duration").
 fn schedule(
     request: &mut Request,
     context: &DecisionContext<'_>,
-    (delay, node, consistency): (Duration, NodeChoice, Option<ConsistencyLevel>),
+    retry: AskedRetry,
     source: DelaySource,
     strategy: &str,
     now: Instant,
 ) -> Decision {
+    let AskedRetry {
+        delay,
+        node,
+        consistency,
+        attempt_timeout,
+    } = retry;
     let reason = context.reason();
     let remaining = request.remaining_at(now);
     let ask = pay::RetryAsk {
@@ -266,6 +298,7 @@ fn schedule(
     if let Some(level) = consistency {
         request.set_consistency(level);
     }
+    request.set_answered_attempt_timeout(attempt_timeout);
     tracing::debug!(request_id = request.id(), request_type = %request.request_type(),
         reason = %reason, attempt = request.retry_attempts(),
         delay_ms = delay.as_millis() as u64, node = ?node, strategy, "retrying");

@@ -1,12 +1,12 @@
 //! What one decision is about besides the request's own facts: the failure's reason, the
 //! error-map retry spec its classification attached, the server's pushback, how far the
-//! attempt got, the decision's moment, and the strategy the caller chose for the request, if it
+//! attempt got and the attempt timeout that cut it, the decision's moment, and the strategy the caller chose for the request, if it
 //! chose one; the retry budget it draws from and the throttle it counts in; and where a sandboxed policy that fails
 //! leaves its account of the failure. A context is built for every failure and dropped with
 //! its decision, so nothing of one failure can reach the decision for the next.
 
 use std::sync::OnceLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::RetryStrategy;
 use crate::action::PolicyFailure;
@@ -34,6 +34,7 @@ pub struct DecisionContext<'r> {
     error_map_spec: Option<RetrySpec>,
     pushback: Option<Pushback>,
     progress: Progress,
+    attempt_timeout: Option<Duration>,
     at: Option<Instant>,
     strategy: Option<&'r dyn RetryStrategy>,
     failure_note: Option<&'r FailureNote>,
@@ -75,6 +76,7 @@ impl<'r> DecisionContext<'r> {
             error_map_spec: None,
             pushback: None,
             progress: Progress::Processed,
+            attempt_timeout: None,
             at: None,
             strategy: None,
             failure_note: None,
@@ -107,6 +109,27 @@ impl<'r> DecisionContext<'r> {
     /// How far the failed attempt got.
     pub const fn progress(&self) -> Progress {
         self.progress
+    }
+
+    /// The attempt timeout that cut the failed attempt (an `ATTEMPT_TIMEOUT` failure), for a
+    /// caller that cut it with a timeout of its own. Unless said, a retry loop's decider tells
+    /// the one the request's controls gave it
+    /// ([`PolicyControls::attempt_timeout`](crate::PolicyControls::attempt_timeout)).
+    pub const fn with_attempt_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.attempt_timeout = timeout;
+        self
+    }
+
+    /// The attempt timeout that cut the failed attempt, if the caller or the decider said it.
+    pub const fn attempt_timeout(&self) -> Option<Duration> {
+        self.attempt_timeout
+    }
+
+    /// Whether the failure is an attempt cut by a timeout nobody has said yet: the decider
+    /// then asks the request's controls which one it was.
+    pub(crate) fn lacks_fired_timeout(&self) -> bool {
+        self.attempt_timeout.is_none()
+            && self.reason.kind() == crate::reason::ReasonKind::AttemptTimeout
     }
 
     /// Fixes the decision's moment (replays, virtual clocks, tokio's paused time): the

@@ -102,6 +102,7 @@ impl SyncStrategy for ExponentialRetry {
             delay: self.backoff.backoff(retries),
             node: self.node,
             consistency: None,
+            attempt_timeout: None,
         };
         // Never sooner than the server's pushback asks, and not at all if it says stop.
         Pushback::honour(context.pushback(), action)

@@ -178,6 +178,7 @@ impl SyncStrategy for GrpcRetry {
             delay,
             node: NodeChoice::Same,
             consistency: None,
+            attempt_timeout: None,
         }
     }
 }

@@ -177,6 +177,7 @@ impl SyncStrategy for HttpRetry {
             delay: Duration::from_nanos((ceiling * fastrand::f64()) as u64),
             node: NodeChoice::Same,
             consistency: None,
+            attempt_timeout: None,
         };
         Pushback::honour(pushback, action)
     }

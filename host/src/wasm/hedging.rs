@@ -65,6 +65,8 @@ impl WasmHedging {
         state.hold_request(request, Instant::now(), flight.and_then(|f| f.pushback));
         state.error_map_spec = None;
         state.decision_time = None;
+        state.progress = crate::progress::Progress::Processed;
+        state.attempt_timeout = None;
         let answer = call(&instance.policy, &mut instance.store).map_err(classify)?;
         self.pool.put(instance);
         Ok(answer)

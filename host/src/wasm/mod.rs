@@ -60,6 +60,8 @@ engine! {
     mod ticker_priority;
     mod wasi;
     mod world;
+    mod wit_version;
+    mod hedging_calls;
 
     pub use artifact::CompiledArtifact;
     pub use cache::{ArtifactCache, CacheError, CacheStats};
@@ -70,7 +72,7 @@ engine! {
     pub use metadata::{ParamKind, ParamSpec, PolicyMetadata, METADATA_SECTION};
     pub use runtime::WasmRuntime;
     pub use strategy::WasmStrategy;
-    pub use world::WitVersion;
+    pub use wit_version::WitVersion;
 }
 
 engine_for_registry! {

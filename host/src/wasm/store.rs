@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use wasmtime::ResourceLimiter;
 
-use super::bindings::v0_5::wit;
+use super::bindings::v0_6::wit;
 use super::deadline::DeadlineGrace;
 use super::host_trap::HostTrap;
 use super::policy_label::PolicyLabel;
@@ -59,6 +59,10 @@ pub(crate) struct CallState {
     pub error_map_spec: Option<RetrySpec>,
     /// The server's pushback on the failure being decided.
     pub pushback: Option<Pushback>,
+    /// How far the failed attempt got (`failure.progress` of 0.6.0 reads it).
+    pub progress: crate::progress::Progress,
+    /// The attempt timeout that cut the failed attempt (`failure.attempt-timeout-ms`).
+    pub attempt_timeout: Option<std::time::Duration>,
     /// The decision's moment when the caller fixed it (token buckets refill by it).
     pub decision_time: Option<Instant>,
     pub memory_cap: usize,
@@ -85,7 +89,7 @@ impl CallState {
             self.client_context = shared.cloned();
         }
         self.pushback = pushback;
-        self.request = Some(super::bindings::v0_5::request_to_wit(request, now));
+        self.request = Some(super::bindings::v0_6::request_to_wit(request, now));
         self.route.hold(request);
     }
 
@@ -109,6 +113,8 @@ impl CallState {
             client_context: None,
             error_map_spec: None,
             pushback: None,
+            progress: crate::progress::Progress::Processed,
+            attempt_timeout: None,
             decision_time: None,
             memory_cap,
             deadline: DeadlineGrace::default(),

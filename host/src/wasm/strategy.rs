@@ -168,6 +168,8 @@ impl WasmStrategy {
         state.hold_request(request, now, context.pushback());
         state.error_map_spec = context.error_map_spec().copied();
         state.decision_time = context.moment();
+        state.progress = context.progress();
+        state.attempt_timeout = context.attempt_timeout();
         let answer = instance
             .policy
             .retry_after(&mut instance.store, request, reason, now);
@@ -182,13 +184,19 @@ impl WasmStrategy {
                 _ => failure,
             }
         })?;
-        if let RetryAction::RetryAfter { delay, .. } = action {
+        if let RetryAction::RetryAfter {
+            delay,
+            attempt_timeout,
+            ..
+        } = action
+        {
             let max = Duration::from_millis(self.recipe.config.limits.max_delay_ms);
+            let invalid = |why: String| Err(PolicyFailure::new(PolicyFailureKind::InvalidAnswer, why));
             if delay > max {
-                return Err(PolicyFailure::new(
-                    PolicyFailureKind::InvalidAnswer,
-                    format!("delay {delay:?} exceeds the maximum of {max:?}"),
-                ));
+                return invalid(format!("delay {delay:?} exceeds the maximum of {max:?}"));
+            }
+            if attempt_timeout == Some(Duration::ZERO) {
+                return invalid("an attempt timeout of 0 ms would cut the attempt before it is sent".into());
             }
         }
         self.pool.put(instance);
@@ -246,6 +254,11 @@ impl Strategy for WasmStrategy {
         self.hedging
             .clone()
             .map(|hedging| hedging as Arc<dyn HedgingPolicy>)
+    }
+
+    /// A policy of 0.6.0 on may set the attempt timeout of each retry it asks for.
+    fn times_attempts(&self) -> bool {
+        self.recipe.component.wit_version() >= super::world::WitVersion::V0_6_0
     }
 }
 

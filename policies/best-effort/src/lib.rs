@@ -62,6 +62,7 @@ impl Policy for BestEffort {
             delay_ms,
             node: NodeChoice::Same,
             consistency: None,
+            attempt_timeout_ms: None,
         })
     }
 }

@@ -26,6 +26,7 @@ impl Policy for HonorErrorMapSpec {
                 delay_ms,
                 node: NodeChoice::Same,
                 consistency: None,
+                attempt_timeout_ms: None,
             }),
             None => RetryAction::NoRetry,
         }
@@ -65,6 +66,7 @@ mod tests {
                 delay_ms: d,
                 node: NodeChoice::Same,
                 consistency: None,
+                attempt_timeout_ms: None,
             })
         };
         assert_eq!(delays, vec![ms(50), ms(10), ms(20), ms(25)]);

@@ -1,9 +1,10 @@
 //! A starting point for a Rebound policy in Rust (`rebound new rust NAME` copies it; see
-//! docs/writing-a-rust-policy.md). It caps retries at the parameter `max_attempts` (default 3)
-//! and otherwise answers the host's best effort, which already refuses unsafe retries of
-//! non-idempotent requests.
+//! docs/writing-a-rust-policy.md). It caps retries at the parameter `max_attempts` (default 3),
+//! gives an attempt cut by its attempt timeout twice as long the next time, and otherwise
+//! answers the host's best effort, which already refuses unsafe retries of non-idempotent
+//! requests.
 
-use rebound_guest::{export_policy, Params, Policy, Request, RetryAction, RetryReason};
+use rebound_guest::{export_policy, host, Params, Policy, Request, Retry, RetryAction, RetryReason};
 
 /// The policy: how many retries it allows.
 pub struct Template {
@@ -20,9 +21,17 @@ impl Policy for Template {
     }
 
     /// Decides for `request`, which failed for `reason`.
-    fn retry_after(&self, request: &Request, _: &RetryReason) -> RetryAction {
+    fn retry_after(&self, request: &Request, reason: &RetryReason) -> RetryAction {
         if request.retry_attempts() >= self.max_attempts {
             return RetryAction::NoRetry;
+        }
+        // An attempt cut by its timeout: the retry best effort makes gets twice as long (the
+        // request's deadline still ends it).
+        if let Some(fired) = host::attempt_timeout_ms() {
+            if let RetryAction::Retry(retry) = host::best_effort(request, reason) {
+                let attempt_timeout_ms = Some(fired.saturating_mul(2));
+                return RetryAction::Retry(Retry { attempt_timeout_ms, ..retry });
+            }
         }
         RetryAction::BestEffort
     }
@@ -33,7 +42,7 @@ export_policy!(Template);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rebound_guest::testing::request;
+    use rebound_guest::testing::{request, Call};
     use rebound_guest::RequestType;
 
     #[test]
@@ -43,6 +52,21 @@ mod tests {
         let answer = |attempts| policy.retry_after(&request(RequestType::Get, attempts), &reason);
         assert_eq!(answer(2), RetryAction::BestEffort);
         assert_eq!(answer(3), RetryAction::NoRetry);
+    }
+
+    #[test]
+    fn an_attempt_cut_by_its_timeout_gets_twice_as_long_next_time() {
+        let policy = Template::configure(&Params::default()).unwrap();
+        let reason = RetryReason::AttemptTimeout;
+        let get = request(RequestType::Get, 0);
+        let answer = Call::new()
+            .attempt_timeout_ms(200)
+            .run(|| policy.retry_after(&get, &reason));
+        let RetryAction::Retry(retry) = answer else {
+            panic!("{answer:?}");
+        };
+        assert_eq!(retry.attempt_timeout_ms, Some(400));
+        assert_eq!(policy.retry_after(&get, &reason), RetryAction::BestEffort);
     }
 
     #[test]

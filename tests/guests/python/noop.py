@@ -5,7 +5,7 @@ costs: lifting the reason into a Python object and lowering the answer."""
 from wit_world import exports
 from wit_world.imports import types as t
 
-RETRY = t.RetryAction_Retry(t.Retry(delay_ms=1, node=t.NodeChoice.SAME, consistency=None))
+RETRY = t.RetryAction_Retry(t.Retry(delay_ms=1, node=t.NodeChoice.SAME, consistency=None, attempt_timeout_ms=None))
 
 
 class Strategy(exports.Strategy):

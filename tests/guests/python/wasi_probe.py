@@ -78,4 +78,4 @@ class Strategy(exports.Strategy):
                 raise ValueError("a locked document is not for this probe")
             return types.RetryAction_NoRetry()
         delay = observe()
-        return types.RetryAction_Retry(types.Retry(delay_ms=delay, node=types.NodeChoice.SAME, consistency=None))
+        return types.RetryAction_Retry(types.Retry(delay_ms=delay, node=types.NodeChoice.SAME, consistency=None, attempt_timeout_ms=None))

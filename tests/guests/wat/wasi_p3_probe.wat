@@ -14,16 +14,16 @@
   (global $next (mut i32) (i32.const 2048))
   (export "cm32p2_memory" (memory 0))
   ;; configure: `ok` (a zeroed result).
-  (func (export "cm32p2|rebound:policy/strategy@0.5|configure") (param i32 i32) (result i32)
+  (func (export "cm32p2|rebound:policy/strategy@0.6|configure") (param i32 i32) (result i32)
     i32.const 1024
     i32.const 0
     i32.store8
     i32.const 1024)
-  (func (export "cm32p2|rebound:policy/strategy@0.5|configure_post") (param i32))
+  (func (export "cm32p2|rebound:policy/strategy@0.6|configure_post") (param i32))
   ;; retry-after: the reason's case comes first; `kv-temporary-failure` is case 9,
   ;; `kv-sync-write-in-progress` case 10, `kv-sync-write-re-commit-in-progress` case 11. The
   ;; answer is the retry-action case `best-effort` (5).
-  (func (export "cm32p2|rebound:policy/strategy@0.5|retry-after")
+  (func (export "cm32p2|rebound:policy/strategy@0.6|retry-after")
     (param $case i32) (param i32 i32 i32 i32) (result i32)
     (if (i32.eq (local.get $case) (i32.const 9))
       (then (drop (call $random))))
@@ -35,7 +35,7 @@
     i32.const 5
     i32.store8
     i32.const 1024)
-  (func (export "cm32p2|rebound:policy/strategy@0.5|retry-after_post") (param i32))
+  (func (export "cm32p2|rebound:policy/strategy@0.6|retry-after_post") (param i32))
   ;; A bump allocator over the memory above 2048, started again when it runs out.
   (func (export "cm32p2_realloc") (param i32 i32 i32) (param $size i32) (result i32)
     (local $at i32)

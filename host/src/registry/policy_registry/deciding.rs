@@ -64,13 +64,18 @@ impl PolicyRegistry {
     /// names for the request (reference 002: a per-request strategy overrides the global one;
     /// `Decided::version` is then `None`) or else the policy the request resolves to by name,
     /// profile or route. The active version is read without a lock and held until the
-    /// decision is made, so a swap during the call does not affect it.
+    /// decision is made, so a swap during the call does not affect it. An `ATTEMPT_TIMEOUT`
+    /// failure whose context does not say which timeout cut it is told the one the request's
+    /// controls give ([`PolicyRegistry::controls`]).
     pub async fn decide(
         &self,
         request: &mut Request,
         context: &DecisionContext<'_>,
     ) -> Result<Decided, DecideError> {
         if let Some(strategy) = context.strategy() {
+        let told = (context.lacks_fired_timeout())
+            .then(|| context.with_attempt_timeout(self.controls(request).attempt_timeout(request)));
+        let context = told.as_ref().unwrap_or(context);
             let log = sampled_log(&self.table.load());
             return Ok(self
                 .decide_for(request, context, log, Target::Own(strategy))
@@ -165,6 +170,7 @@ impl PolicyRegistry {
                 pushback: context.pushback(),
                 progress: context.progress(),
                 decision: decision.clone(),
+                attempt_timeout: context.attempt_timeout(),
                 attempts: request.retry_attempts(),
                 shadow: shadow_answers.into_inner(),
             });

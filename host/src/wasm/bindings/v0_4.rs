@@ -7,7 +7,7 @@
 //! imports are 0.5.0's.
 
 pub(crate) use super::v0_5::{
-    action_to_wit, from_current, http_method_to_wit, reason_to_host, reason_to_wit,
+    action_to_host, action_to_wit, from_current, http_method_to_wit, reason_to_host, reason_to_wit,
     request_to_host, spec_to_host, spec_to_wit, wit,
 };
 

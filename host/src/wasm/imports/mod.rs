@@ -5,9 +5,9 @@
 //! for every `host`); the current version's are implemented here, the earlier versions' in
 //! `v0_1`, `v0_2` and `v0_3`.
 
-use super::bindings::v0_5::rebound::policy::failure;
-use super::bindings::v0_5::rebound::policy::host;
-use super::bindings::v0_5::{self, wit};
+use super::bindings::v0_6::rebound::policy::failure;
+use super::bindings::v0_6::rebound::policy::host;
+use super::bindings::v0_6::{self, wit};
 use super::host_trap::HostTrap;
 use super::store::CallState;
 
@@ -15,6 +15,7 @@ mod v0_1;
 mod v0_2;
 mod v0_3;
 mod v0_4;
+mod v0_5;
 
 impl wit::Host for CallState {}
 
@@ -133,9 +134,21 @@ macro_rules! protocol_functions {
 pub(crate) use protocol_functions;
 
 impl failure::Host for CallState {
-    failure_functions!(v0_5);
+    failure_functions!(v0_6);
     server_delay_function!();
-    protocol_functions!(v0_5);
+    protocol_functions!(v0_6);
+
+    fn progress(&mut self) -> wasmtime::Result<wit::Progress> {
+        self.failed_request("progress")?;
+        Ok(v0_6::progress_to_wit(self.progress))
+    }
+
+    fn attempt_timeout_ms(&mut self) -> wasmtime::Result<Option<u64>> {
+        self.failed_request("attempt-timeout-ms")?;
+        Ok(self
+            .attempt_timeout
+            .map(|timeout| u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)))
+    }
 }
 
 /// The `host` functions every released version has, for the version whose bindings module is
@@ -234,5 +247,5 @@ macro_rules! shared_host_functions {
 pub(crate) use shared_host_functions;
 
 impl host::Host for CallState {
-    shared_host_functions!(v0_5);
+    shared_host_functions!(v0_6);
 }

@@ -52,6 +52,7 @@ fn retry(delay_ms: u64) -> RetryAction {
         delay_ms,
         node: NodeChoice::Same,
         consistency: None,
+        attempt_timeout_ms: None,
     })
 }
 

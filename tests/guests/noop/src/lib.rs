@@ -17,6 +17,7 @@ impl Guest for Noop {
             delay_ms: 1,
             node: NodeChoice::Same,
             consistency: None,
+            attempt_timeout_ms: None,
         })
     }
 }

@@ -20,6 +20,7 @@ impl Policy for PushbackEcho {
                 delay_ms,
                 node: NodeChoice::Same,
                 consistency: None,
+                attempt_timeout_ms: None,
             }),
             Some(Err(_)) => RetryAction::NoRetry,
             None => RetryAction::Rethrow,

@@ -65,6 +65,7 @@ impl Policy for RequestEcho {
                 delay_ms: 1,
                 node: NodeChoice::Same,
                 consistency: None,
+                attempt_timeout_ms: None,
             })
         } else {
             host::log(host::LogLevel::Warn, &line);
