@@ -6,7 +6,9 @@
 //! policy asked again), measured interleaved in one run and printed as a table with ratios.
 //! Then the same two decisions by a WebAssembly policy (`hedge_echo`, built by
 //! `scripts/build-guests.sh`): its `retry-after` through the orchestrator, and its
-//! `hedging.next-copy` as the schedule starts.
+//! `hedging.next-copy` as the schedule starts. Last, what hedge delays from observed latency
+//! cost: recording an answered attempt's latency, reading a percentile, and the hedge decision
+//! of a quantile speculative execution beside a constant one.
 //! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --bench hedge`.
 
 use std::hint::black_box;
@@ -15,7 +17,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rebound::grpc::{GrpcCode, ServiceConfig};
-use rebound::hedge::{HedgeSchedule, Hedging};
+use rebound::hedge::{
+    ConstantSpeculativeExecution, HedgeSchedule, Hedging, QuantileDelay,
+    QuantileSpeculativeExecution,
+};
+use rebound::latency::LatencySketches;
 use rebound::wasm::{PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
 use rebound::{
     DecisionContext, GrpcRetry, Orchestrator, Progress, Request, RequestType, RetryReason,
@@ -90,7 +96,69 @@ fn main() {
         let t = ns(times[i]);
         println!("| {row} | {t:.0} | {:.2} |", t / retry);
     }
+    latency(now);
     webassembly(&call, &unavailable, now);
+}
+
+/// Recording a latency and reading a percentile (16 authorities in turn, each with a
+/// snapshot), and the first hedge decision of a quantile speculative execution against a
+/// constant one.
+fn latency(now: Instant) {
+    let sketches = Arc::new(LatencySketches::new(1024));
+    let keys: Vec<String> = (0..16).map(|i| format!("10.0.0.{i}:443")).collect();
+    for (i, key) in keys.iter().cycle().take(16 * 4096).enumerate() {
+        sketches.record(key, Duration::from_micros(2_000 + (i as u64 % 997) * 13));
+    }
+    let delay = QuantileDelay::new(95.0, Duration::from_millis(1), Duration::from_millis(500))
+        .expect("valid");
+    let quantile = QuantileSpeculativeExecution::new(delay, 2, Arc::clone(&sketches)).unwrap();
+    let constant = ConstantSpeculativeExecution::new(Duration::from_millis(20), 2).unwrap();
+    let (by_quantile, by_constant) = (
+        Hedging::new(Arc::new(quantile)),
+        Hedging::new(Arc::new(constant)),
+    );
+    let call = Request::new(5, RequestType::Http, Duration::from_secs(3600))
+        .unwrap()
+        .with_method(rebound::HttpMethod::Get)
+        .with_authority(keys[3].as_str());
+    let (mut next_record, mut next_read) = (0usize, 0usize);
+    let latency = Duration::from_micros(2_345);
+    let times = measure_interleaved(
+        31,
+        200_000,
+        &mut [
+            &mut || {
+                next_record = (next_record + 1) % keys.len();
+                sketches.record(black_box(&keys[next_record]), latency);
+            },
+            &mut || {
+                next_read = (next_read + 1) % keys.len();
+                black_box(sketches.quantile(black_box(&keys[next_read]), 95.0));
+            },
+            &mut || {
+                let schedule = HedgeSchedule::start(&by_constant, &call, now);
+                black_box(schedule.map(|s| s.next_due()));
+            },
+            &mut || {
+                let schedule = HedgeSchedule::start(&by_quantile, &call, now);
+                black_box(schedule.map(|s| s.next_due()));
+            },
+        ],
+    );
+    let ns = |d: Duration| d.as_secs_f64() * 1e9;
+    println!();
+    println!("| delays from observed latency (16 authorities) | ns | against the constant hedge decision |");
+    println!("| --- | ---: | ---: |");
+    let constant = ns(times[2]);
+    for (row, i) in [
+        ("record an answered attempt's latency", 0),
+        ("read the 95th percentile", 1),
+        ("hedge decision, constant delay (`delay_ms`)", 2),
+        ("hedge decision, quantile delay (`percentile = 95`)", 3),
+    ] {
+        let t = ns(times[i]);
+        println!("| {row} | {t:.1} | {:.2} |", t / constant);
+    }
 }
 
 /// The retry and hedge decisions of `hedge_echo` for `call` answered `reason`.

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::breaker::NodeBreakers;
-use crate::hedge::{ConstantSpeculativeExecution, Hedging, HedgingPolicy, MAX_COPIES};
+use crate::hedge::{latency_key, ConstantSpeculativeExecution, Hedging, HedgingPolicy, MAX_COPIES};
+use crate::latency::LatencySketches;
 use crate::request::Request;
 use crate::request_outcome::Outcome;
 use crate::strategy::DecisionContext;
@@ -104,9 +105,18 @@ impl PolicyControls {
     /// `request`.
     fn configured_attempt_timeout(&self, request: &Request) -> Option<Duration> {
         (self.route_attempt_timeout)
-            .or(self.controls().attempt_timeout)
             .or(request.answered_attempt_timeout())
+            .or(self.controls().attempt_timeout)
             .or_else(|| self.strategy.as_deref()?.attempt_timeout(request))
+    }
+
+    /// An attempt of `request` was answered (a success or a failure, not an attempt cut short)
+    /// `latency` after it started: recorded under the request's key ([`latency_key`]) when a
+    /// control reads latencies, so that a quantile delay follows what the node shows.
+    pub fn attempt_answered(&self, request: &Request, latency: Duration) {
+        if let (Some(latencies), Some(key)) = (&self.controls().latencies, latency_key(request)) {
+            latencies.record(key, latency);
+        }
     }
 
     /// `request` ended as `outcome` at `now` (every request, whether it failed or not), so
@@ -128,6 +138,8 @@ pub(crate) struct Controls {
     hedging: Option<Arc<dyn HedgingPolicy>>,
     attempt_timeout: Option<Duration>,
     hedge_on_attempt_timeout: bool,
+    /// Where its attempts' latencies are recorded, when a control reads them (a quantile delay).
+    latencies: Option<Arc<LatencySketches>>,
 }
 
 /// Where a policy's retries are drawn from: one budget, or one per client with the common one
@@ -184,7 +196,15 @@ impl Controls {
             hedging: None,
             attempt_timeout: None,
             hedge_on_attempt_timeout: false,
+            latencies: None,
         }
+    }
+
+    /// These controls, recording the latency of each attempt that was answered in `latencies`.
+    #[cfg(feature = "registry")]
+    pub(crate) fn with_latencies(mut self, latencies: Arc<LatencySketches>) -> Self {
+        self.latencies = Some(latencies);
+        self
     }
 
     /// These controls, drawing retries from `budget`.
@@ -233,6 +253,7 @@ impl Controls {
             && self.hedging.is_none()
             && self.attempt_timeout.is_none()
             && !self.hedge_on_attempt_timeout
+            && self.latencies.is_none()
     }
 
     /// The budget every request draws from when it names no client, if any.

@@ -107,7 +107,8 @@
 //!   throttling), kept per policy, node, authority or client.
 //! - [`breaker`]: per-node circuit breakers that refuse an attempt before it is sent.
 //! - [`hedge`]: hedged requests (gRFC A6 `hedgingPolicy`, Cassandra's speculative executions),
-//!   only ever for idempotent requests.
+//!   only ever for idempotent requests; [`latency`]: observed attempt latencies per node or
+//!   authority, for hedges that wait a quantile of them.
 //! - [`executor`]: the retry loop for tokio; [`layer`]: the tower layer (features `executor`
 //!   and `tower`, on by default).
 //! - `wasm`: sandboxed WebAssembly strategies (feature `wasm`); `config`: a registry's
@@ -152,6 +153,7 @@ pub mod grpc;
 pub mod hedge;
 #[cfg(all(feature = "wasm", feature = "registry"))]
 mod isolation;
+pub mod latency;
 #[cfg(feature = "tower")]
 pub mod layer;
 mod log_rate_limit;

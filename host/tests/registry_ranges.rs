@@ -79,10 +79,21 @@ fn config_setting(setting: &str, value: &str) -> (String, usize, String) {
         .collect::<Vec<_>>()
         .as_slice()
     {
-        ["policies", _, "speculative_execution"] => others.push(match *key {
-            "delay_ms" => "max_executions = 2".into(),
-            _ => "delay_ms = 10".into(),
-        }),
+        ["policies", _, "speculative_execution"] => others.extend(
+            match *key {
+                "delay_ms" => vec!["max_executions = 2"],
+                // A quantile delay: the floor at most the ceiling, which is the most allowed.
+                "min_delay_ms" => vec![
+                    "percentile = 95",
+                    "max_delay_ms = 86400000",
+                    "max_executions = 2",
+                ],
+                "max_delay_ms" => vec!["percentile = 95", "max_executions = 2"],
+                _ => vec!["delay_ms = 10"],
+            }
+            .into_iter()
+            .map(String::from),
+        ),
         ["throttles", _] if ["k", "window_ms", "seed"].contains(key) => {
             others.push("kind = \"adaptive\"".into())
         }

@@ -22,6 +22,7 @@ mod hedging;
 mod hot_swap;
 mod http_retries;
 mod isolation;
+mod latency_hedging;
 mod orchestrator;
 mod outcomes;
 mod properties;

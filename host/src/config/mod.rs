@@ -31,7 +31,7 @@ pub use controls::ControlNames;
 pub use route::Route;
 pub use throttles::ThrottleDefinition;
 
-use crate::hedge::ConstantSpeculativeExecution;
+use crate::hedge::{ConstantSpeculativeExecution, QuantileDelay};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -229,13 +229,29 @@ pub struct PolicyDefinition {
     pub trusted_keys: Option<std::sync::Arc<[crate::distribution::TrustedKey]>>,
     /// Copies of its idempotent requests sent while they are in flight
     /// (`speculative_execution`), instead of its strategy's own hedging (docs/hedging.md).
-    pub speculative_execution: Option<ConstantSpeculativeExecution>,
+    pub speculative_execution: Option<SpeculativeExecution>,
     /// How long each attempt may run before it is cut and decided as an `ATTEMPT_TIMEOUT`
     /// failure (`attempt_timeout_ms`), over the strategy's own.
     pub attempt_timeout: Option<std::time::Duration>,
     /// Whether a copy of an idempotent request is sent each time its attempt timeout passes,
     /// the attempt still running (`hedge_on_attempt_timeout`), instead of cutting it.
     pub hedge_on_attempt_timeout: bool,
+}
+
+/// A policy's `speculative_execution`: a copy on the next node after a constant delay, or after
+/// a quantile of the latencies observed for the request's authority or node (docs/hedging.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum SpeculativeExecution {
+    /// `{ delay_ms, max_executions }`.
+    Constant(ConstantSpeculativeExecution),
+    /// `{ percentile, min_delay_ms, max_delay_ms, max_executions }`.
+    Quantile {
+        /// The quantile, its floor and its ceiling.
+        delay: QuantileDelay,
+        /// The most executions, the first included.
+        max_executions: u32,
+    },
 }
 
 /// A place in a configuration file.

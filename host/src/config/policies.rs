@@ -4,7 +4,9 @@
 //! the other sections because a policy is the one table whose shape depends on its kind.
 
 use crate::field_error::FieldError;
-use crate::hedge::ConstantSpeculativeExecution;
+use crate::hedge::{
+    ConstantSpeculativeExecution, QuantileDelay, SpeculativeConfigError, MAX_COPIES,
+};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
@@ -17,7 +19,7 @@ use super::errors::Errors;
 use super::raw::{
     param_text, parse_sha256, valid_oci_reference, RawComponent, RawPinnedComponent, RawPolicy,
 };
-use super::{ConfigError, PolicyDefinition, PolicySource};
+use super::{ConfigError, PolicyDefinition, PolicySource, SpeculativeExecution};
 
 /// The `[policies]` tables.
 pub(super) fn policies(
@@ -173,26 +175,59 @@ fn hedge_on_attempt_timeout(
     Ok(hedges)
 }
 
-/// A policy's `speculative_execution`, if written.
+/// A policy's `speculative_execution`, if written: on a constant timer (`delay_ms`) or after a
+/// latency quantile (`percentile`, `min_delay_ms`, `max_delay_ms`), never both.
 fn speculative_execution(
     raw: &RawPolicy,
     errors: &Errors<'_>,
     field: &str,
-) -> Result<Option<ConstantSpeculativeExecution>, ConfigError> {
+) -> Result<Option<SpeculativeExecution>, ConfigError> {
     let Some(spanned) = &raw.speculative_execution else {
         return Ok(None);
     };
     let written = spanned.get_ref();
-    let delay = Duration::from_millis(written.delay_ms);
-    ConstantSpeculativeExecution::new(delay, written.max_executions)
-        .map(Some)
-        .map_err(|e| {
-            errors.at(
-                spanned.span(),
-                format!("{field}.speculative_execution.max_executions"),
-                e.to_string().replacen("max_executions: ", "", 1),
-            )
-        })
+    let field = format!("{field}.speculative_execution");
+    let refuse =
+        |name: &str, why: String| errors.at(spanned.span(), format!("{field}.{name}"), why);
+    let max = written.max_executions;
+    if !(1..=MAX_COPIES).contains(&max) {
+        let why = SpeculativeConfigError(max).to_string();
+        return Err(refuse(
+            "max_executions",
+            why.replacen("max_executions: ", "", 1),
+        ));
+    }
+    let quantile = (written.min_delay_ms, written.max_delay_ms);
+    match (written.delay_ms, written.percentile, quantile) {
+        (Some(delay_ms), None, (None, None)) => Ok(Some(SpeculativeExecution::Constant(
+            ConstantSpeculativeExecution::new(Duration::from_millis(delay_ms), max)
+                .map_err(|e| refuse("max_executions", e.to_string()))?,
+        ))),
+        (None, Some(percentile), (min, Some(max_delay))) => {
+            let (min, max_delay) = (Duration::from_millis(min.unwrap_or(0)), Duration::from_millis(max_delay));
+            let delay = QuantileDelay::new(percentile, min, max_delay).map_err(|e| {
+                let text = e.to_string();
+                let (name, why) = text.split_once(": ").unwrap_or(("percentile", &text));
+                refuse(name, why.to_owned())
+            })?;
+            Ok(Some(SpeculativeExecution::Quantile {
+                delay,
+                max_executions: max,
+            }))
+        }
+        (None, Some(_), (_, None)) => Err(refuse(
+            "max_delay_ms",
+            "missing: a quantile delay needs its ceiling, also the delay until a node has a quantile".into(),
+        )),
+        (None, None, _) => Err(refuse(
+            "delay_ms",
+            "missing: give `delay_ms` (a constant delay) or `percentile` with `max_delay_ms` (a latency quantile)".into(),
+        )),
+        (Some(_), _, _) => Err(refuse(
+            "delay_ms",
+            "a constant delay takes no `percentile`, `min_delay_ms` or `max_delay_ms`: give one kind of delay".into(),
+        )),
+    }
 }
 
 /// A policy's `component`: a file in the policy directory, or an OCI reference; refused in a

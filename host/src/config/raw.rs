@@ -193,12 +193,28 @@ pub(super) struct RawPolicy {
     pub(super) hedge_on_attempt_timeout: Option<Spanned<bool>>,
 }
 
-/// `speculative_execution = { delay_ms, max_executions }` as written.
+/// `speculative_execution = { delay_ms, max_executions }` or `{ percentile, min_delay_ms,
+/// max_delay_ms, max_executions }` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSpeculative {
-    #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 86_400_000>")]
-    pub(super) delay_ms: u64,
+    #[serde(
+        default,
+        deserialize_with = "crate::ranges::within_if_set::<_, _, 0, 86_400_000>"
+    )]
+    pub(super) delay_ms: Option<u64>,
+    #[serde(default)]
+    pub(super) percentile: Option<f64>,
+    #[serde(
+        default,
+        deserialize_with = "crate::ranges::within_if_set::<_, _, 0, 86_400_000>"
+    )]
+    pub(super) min_delay_ms: Option<u64>,
+    #[serde(
+        default,
+        deserialize_with = "crate::ranges::within_if_set::<_, _, 0, 86_400_000>"
+    )]
+    pub(super) max_delay_ms: Option<u64>,
     pub(super) max_executions: u32,
 }
 

@@ -19,6 +19,8 @@ pub struct Attempt {
     consistency: Option<ConsistencyLevel>,
     deadline: Instant,
     cut_at: Instant,
+    /// When the call started, for the latency of its answer.
+    started: Instant,
     breakers: Option<Arc<NodeBreakers>>,
     nodes: Arc<Mutex<AttemptNodes>>,
 }
@@ -58,9 +60,15 @@ impl Attempt {
             consistency,
             deadline,
             cut_at,
+            started: Instant::now(),
             breakers,
             nodes: Arc::default(),
         }
+    }
+
+    /// How long the call has run, from when it was made.
+    pub(crate) fn running_for(&self) -> std::time::Duration {
+        self.started.elapsed()
     }
 
     /// 0 for the first call, then the retry attempts made so far.

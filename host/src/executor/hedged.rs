@@ -6,7 +6,6 @@
 
 use std::future::{poll_fn, Future};
 use std::ops::ControlFlow;
-use std::sync::Arc;
 use std::task::Poll;
 
 use tokio::time::error::Elapsed;
@@ -17,7 +16,7 @@ use super::attempt::Attempt;
 use super::failure::Failure;
 use super::settle::{settle, settle_dropped};
 use crate::action::NodeChoice;
-use crate::breaker::NodeBreakers;
+use crate::controls::PolicyControls;
 use crate::hedge::{CopyEnd, HedgeSchedule};
 use crate::retry_loop::{NextAttempt, RetryLoop};
 use crate::telemetry::{self, HedgeEvent};
@@ -29,7 +28,7 @@ pub(super) struct Copies<'a> {
     /// When the attempt (every copy of it) is cut: its attempt timeout, at the latest the
     /// deadline.
     pub cut_at: Instant,
-    pub breakers: Option<&'a Arc<NodeBreakers>>,
+    pub controls: &'a PolicyControls,
     pub span: &'a Span,
 }
 
@@ -50,7 +49,7 @@ impl Copies<'_> {
             node,
             self.next.consistency,
             (self.deadline, self.cut_at),
-            self.breakers.cloned(),
+            self.controls.breakers().cloned(),
         )
     }
 
@@ -142,7 +141,7 @@ impl Copies<'_> {
         result: Result<T, Failure<E>>,
         still_running: usize,
     ) -> ControlFlow<Result<T, Failure<E>>, Failure<E>> {
-        settle(retry, self.breakers, Some(&result), attempt);
+        settle(retry, self.controls, Some(&result), attempt);
         let copy = attempt.copy();
         let end = match &result {
             Ok(_) => CopyEnd::End,

@@ -260,7 +260,7 @@ impl<'x, D: Decider> RequestRun<'x, D> {
                 next,
                 deadline: self.deadline,
                 cut_at,
-                breakers: self.controls.breakers(),
+                controls: &self.controls,
                 span,
             };
             let (call, hedges) = copies.run(schedule, retry, operation).await;
@@ -277,12 +277,7 @@ impl<'x, D: Decider> RequestRun<'x, D> {
         );
         let call = operation(attempt.clone()).instrument(span.clone());
         let call = tokio::time::timeout_at(cut_at, call).await;
-        settle(
-            retry,
-            self.controls.breakers(),
-            call.as_ref().ok(),
-            &attempt,
-        );
+        settle(retry, &self.controls, call.as_ref().ok(), &attempt);
         call.map_err(|_| cut)
     }
 

@@ -1,27 +1,28 @@
 //! What the executor does once a call of the operation ended (answered, failed or cut short by
-//! the deadline): the request counts as dispatched if the call said so, and the end is counted
-//! in the breaker of the call's node.
-
-use std::sync::Arc;
+//! the deadline): the request counts as dispatched if the call said so, the end is counted in
+//! the breaker of the call's node, and an answer's latency is told to the request's controls.
 
 use tokio::time::Instant;
 
 use super::attempt::{Admitted, Attempt};
 use super::failure::Failure;
-use crate::breaker::{self, Admission, NodeBreakers};
+use crate::breaker::{self, Admission};
+use crate::controls::PolicyControls;
 use crate::retry_loop::RetryLoop;
 
 /// How a call ended: its result, or `None` when the deadline cut it short.
 pub(super) type CallEnd<'a, T, E> = Option<&'a Result<T, Failure<E>>>;
 
-/// Settles the call `attempt` ended as `end`: the request counts as dispatched to the node it
-/// was written to, and the end is counted in that node's breaker.
+/// Settles the call `attempt` ended as `end`, under the request's `controls`: the request
+/// counts as dispatched to the node it was written to, the end is counted in that node's
+/// breaker, and an answer's latency is recorded.
 pub(super) fn settle<T, E>(
     retry: &mut RetryLoop,
-    breakers: Option<&Arc<NodeBreakers>>,
+    controls: &PolicyControls,
     end: CallEnd<'_, T, E>,
     attempt: &Attempt,
 ) {
+    let breakers = controls.breakers();
     let nodes = attempt.take_nodes();
     let written_to = match end {
         Some(Err(failure)) => failure.dispatched_to.as_deref(),
@@ -48,6 +49,9 @@ pub(super) fn settle<T, E>(
     }
     if let Some(to) = nodes.dispatched_to {
         retry.dispatched(to);
+    }
+    if end.is_some() {
+        controls.attempt_answered(retry.request(), attempt.running_for());
     }
 }
 

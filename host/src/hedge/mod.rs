@@ -17,6 +17,7 @@
 //! methods have no retry policy, so it ends there, as A6 says.
 
 mod grpc;
+mod quantile;
 mod schedule;
 mod speculative;
 
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use grpc::GrpcHedging;
+pub use quantile::{latency_key, QuantileDelay, QuantileDelayError, QuantileSpeculativeExecution};
 pub use schedule::{CopyEnd, HedgeSchedule};
 pub use speculative::{ConstantSpeculativeExecution, SpeculativeConfigError};
 

@@ -133,6 +133,9 @@ pub struct RegistryStatus {
     pub throttles: Vec<ThrottleStatus>,
     /// The per-node circuit breakers, by name.
     pub breakers: Vec<BreakerStatus>,
+    /// The attempt latencies kept for quantile delays: the authorities and nodes with a
+    /// sketch, and how many were evicted to stay within the cap.
+    pub latencies: crate::latency::LatencyStats,
 }
 
 /// One `[breakers.NAME]` table, as status reports it.

@@ -9,6 +9,7 @@ use std::time::SystemTime;
 
 use metrics::SharedString;
 
+use crate::config::SpeculativeExecution;
 use crate::controls::{Controls, PolicyControls};
 use crate::decide_error::DecideError;
 use crate::decider::Decider;
@@ -72,10 +73,10 @@ impl PolicyRegistry {
         request: &mut Request,
         context: &DecisionContext<'_>,
     ) -> Result<Decided, DecideError> {
-        if let Some(strategy) = context.strategy() {
         let told = (context.lacks_fired_timeout())
             .then(|| context.with_attempt_timeout(self.controls(request).attempt_timeout(request)));
         let context = told.as_ref().unwrap_or(context);
+        if let Some(strategy) = context.strategy() {
             let log = sampled_log(&self.table.load());
             return Ok(self
                 .decide_for(request, context, log, Target::Own(strategy))
@@ -169,8 +170,8 @@ impl PolicyRegistry {
                 spec: context.error_map_spec().copied(),
                 pushback: context.pushback(),
                 progress: context.progress(),
-                decision: decision.clone(),
                 attempt_timeout: context.attempt_timeout(),
+                decision: decision.clone(),
                 attempts: request.retry_attempts(),
                 shadow: shadow_answers.into_inner(),
             });
@@ -273,14 +274,19 @@ impl PolicyRegistry {
         self.table.load().controls_for(request)
     }
 
-    /// Policy `name`'s `speculative_execution`, as the configuration running now says (for a
-    /// driver that sends its speculative executions itself, as `rebound-scylla`'s).
+    /// Policy `name`'s `speculative_execution` on a constant timer, as the configuration running
+    /// now says (for a driver that sends its speculative executions itself, as
+    /// `rebound-scylla`'s); none for one after a latency quantile, which such a driver cannot
+    /// follow.
     pub fn speculative_execution(
         &self,
         name: &str,
     ) -> Result<Option<ConstantSpeculativeExecution>, RegistryError> {
         let table = self.table.load();
-        Ok(table.slot(name)?.definition.speculative_execution)
+        Ok(match table.slot(name)?.definition.speculative_execution {
+            Some(SpeculativeExecution::Constant(constant)) => Some(constant),
+            _ => None,
+        })
     }
 }
 

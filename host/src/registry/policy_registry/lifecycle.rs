@@ -204,6 +204,7 @@ impl PolicyRegistry {
             config_reload_failures: self.config_reload_failures.load(Ordering::Relaxed),
             default_policy: table.config.default_policy.clone(),
             policies,
+            latencies: table.latencies.stats(),
             #[cfg(feature = "wasm")]
             cache: self.cache().map(crate::wasm::ArtifactCache::stats),
             budgets: table

@@ -9,11 +9,12 @@ use std::sync::Arc;
 
 use super::{controls_in, Table};
 use crate::breaker::NodeBreakers;
-use crate::config::{ControlNames, RegistryConfig};
+use crate::config::{ControlNames, RegistryConfig, SpeculativeExecution};
 use crate::controls::{BudgetControl, Controls, PerClient};
 use crate::decide_error::DecideError;
 use crate::decision_log::DecisionLog;
-use crate::hedge::HedgingPolicy;
+use crate::hedge::{HedgingPolicy, QuantileSpeculativeExecution};
+use crate::latency::{LatencySketches, DEFAULT_KEYS};
 use crate::registry::build::BuildContext;
 use crate::registry::client_budgets::ClientBudgets;
 use crate::registry::error::RegistryError;
@@ -33,12 +34,14 @@ pub(in crate::registry) enum Failed {
     StandIn,
 }
 
-/// The named budgets, throttles and breakers of a configuration.
+/// The named budgets, throttles and breakers of a configuration, and the latencies its
+/// quantile delays read.
 struct NamedControls {
     budgets: Named<TrafficBudget>,
     client_budgets: Named<ClientBudgets>,
     throttles: Named<ScopedThrottle>,
     breakers: Named<NodeBreakers>,
+    latencies: Arc<LatencySketches>,
 }
 
 /// Builds the state for `config`, keeping the slots (versions, counters, shadows) of
@@ -101,6 +104,7 @@ pub(in crate::registry) fn build_table(
         client_budgets: named.client_budgets,
         throttles: named.throttles,
         breakers: named.breakers,
+        latencies: named.latencies,
         decision_log,
     })
 }
@@ -158,6 +162,11 @@ impl NamedControls {
             client_budgets,
             throttles,
             breakers,
+            // What was learned of the nodes outlives a configuration.
+            latencies: old.map_or_else(
+                || Arc::new(LatencySketches::new(DEFAULT_KEYS)),
+                |table| Arc::clone(&table.latencies),
+            ),
         }
     }
 }
@@ -186,8 +195,26 @@ fn policy_controls(
         if let Some(breakers) = &names.breaker {
             these = these.with_breakers(Arc::clone(&named.breakers[breakers]));
         }
-        if let Some(speculative) = definition.speculative_execution {
-            these = these.with_hedging(Arc::new(speculative) as Arc<dyn HedgingPolicy>);
+        match definition.speculative_execution {
+            Some(SpeculativeExecution::Constant(constant)) => {
+                these = these.with_hedging(Arc::new(constant) as Arc<dyn HedgingPolicy>);
+            }
+            Some(SpeculativeExecution::Quantile {
+                delay,
+                max_executions,
+            }) => {
+                let latencies = Arc::clone(&named.latencies);
+                let hedging = QuantileSpeculativeExecution::new(
+                    delay,
+                    max_executions,
+                    Arc::clone(&latencies),
+                )
+                .expect("validated with the configuration");
+                these = these
+                    .with_hedging(Arc::new(hedging))
+                    .with_latencies(latencies);
+            }
+            None => {}
         }
         if let Some(timeout) = definition.attempt_timeout {
             these = these.with_attempt_timeout(timeout);

@@ -18,6 +18,7 @@ use crate::config::Route;
 use crate::controls::{Controls, PolicyControls};
 use crate::decide_error::DecideError;
 use crate::decision_log::DecisionLog;
+use crate::latency::LatencySketches;
 use crate::request::{Request, RequestType, Service};
 use crate::throttle::ScopedThrottle;
 use crate::traffic_budget::TrafficBudget;
@@ -52,6 +53,9 @@ pub(super) struct Table {
     /// The per-node circuit breakers by name, kept across configurations while their
     /// parameters stay.
     pub breakers: Named<NodeBreakers>,
+    /// The latencies of attempts, per authority or node, for the quantile delays of policies
+    /// that hedge by them; kept across configurations.
+    pub latencies: Arc<LatencySketches>,
     /// The controls of each policy that has some, by policy name.
     controls: HashMap<String, Arc<Controls>>,
     /// The decision log, kept across configurations while its table stays the same.
@@ -107,9 +111,11 @@ impl Table {
     }
 
     /// `version` is about to be installed in one of the table's slots (a reload, a rollback, a
-    /// promotion): if it hedges, the table now asks its slots for requests' controls.
+    /// promotion): if it hedges or cuts attempts, the table now asks its slots for requests'
+    /// controls.
     pub(super) fn installing(&self, version: &PolicyVersion) {
-        if version.strategy().hedging().is_some() {
+        let strategy = version.strategy();
+        if strategy.hedging().is_some() || strategy.times_attempts() {
             self.has_controls.store(true, Ordering::Relaxed);
         }
     }

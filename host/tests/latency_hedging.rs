@@ -1,0 +1,141 @@
+//! Hedge delays from observed latency (docs/hedging.md "Delays from observed latency",
+//! docs/decisions.md "Hedge delays from observed latency"): a policy's `speculative_execution =
+//! { percentile, min_delay_ms, max_delay_ms }` sends a copy once an attempt has run longer than
+//! that percentile of the attempts its authority answered, within the floor and the ceiling;
+//! an authority not seen yet is hedged after the ceiling; bad settings are refused naming the
+//! field. On tokio's paused clock: every latency is exact.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rebound::config::RegistryConfig;
+use rebound::executor::{Executor, Failure};
+use rebound::registry::PolicyRegistry;
+use rebound::{Request, RequestType};
+use tokio::time::Instant;
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+fn config(speculative: &str) -> String {
+    format!(
+        "default_policy = \"reads\"\n[watch]\nenabled = false\n[policies.reads]\nbuiltin = \"best-effort\"\nspeculative_execution = {speculative}\n"
+    )
+}
+
+fn parse(text: &str) -> Result<RegistryConfig, rebound::config::ConfigError> {
+    RegistryConfig::parse(text, Path::new("rebound.toml"), Path::new("."))
+}
+
+/// An idempotent request to `authority`, started now on tokio's (paused) clock.
+fn get(authority: &str) -> Request {
+    Request::new(1, RequestType::Http, MS(5_000))
+        .unwrap()
+        .with_method(rebound::HttpMethod::Get)
+        .with_authority(authority)
+        .with_start(Instant::now().into_std())
+}
+
+/// Runs a request to `authority` whose first copy never answers and whose later copies answer
+/// at once: when each copy was sent, in ms from the start.
+async fn copies_of_a_stalled_request(
+    executor: &Executor<Arc<PolicyRegistry>>,
+    authority: &str,
+) -> Vec<u128> {
+    let start = Instant::now();
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&sent);
+    executor
+        .run(get(authority), move |attempt| {
+            seen.lock().unwrap().push(start.elapsed().as_millis());
+            async move {
+                if attempt.copy() == 0 {
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, Failure<&str>>(())
+            }
+        })
+        .await
+        .unwrap();
+    let sent = sent.lock().unwrap().clone();
+    sent
+}
+
+/// An authority whose attempts answered in 20–29 ms is hedged after its 95th percentile
+/// (within a bucket's 6.25 % above it); one never seen after the ceiling; the status counts
+/// the authorities kept.
+#[tokio::test(start_paused = true)]
+async fn a_copy_goes_after_the_authority_s_observed_percentile() {
+    let speculative =
+        "{ percentile = 95, min_delay_ms = 5, max_delay_ms = 400, max_executions = 2 }";
+    let registry = Arc::new(PolicyRegistry::new(parse(&config(speculative)).unwrap()).unwrap());
+    let executor = Executor::new(Arc::clone(&registry));
+    for i in 0..100u64 {
+        executor
+            .run(get("fast.example"), move |_| async move {
+                tokio::time::sleep(MS(20 + i % 10)).await;
+                Ok::<_, Failure<&str>>(())
+            })
+            .await
+            .unwrap();
+    }
+    let fast = copies_of_a_stalled_request(&executor, "fast.example").await;
+    assert_eq!(fast.len(), 2, "{fast:?}");
+    assert!(
+        (29..=31).contains(&fast[1]),
+        "the copy went at {} ms",
+        fast[1]
+    );
+    let unknown = copies_of_a_stalled_request(&executor, "new.example").await;
+    assert_eq!(unknown, [0, 400]);
+    let latencies = registry.status().latencies;
+    assert_eq!(latencies.keys, 2, "{latencies:?}");
+}
+
+/// Bad settings are refused naming the field: a percentile outside (0, 100), a floor above the
+/// ceiling, a quantile delay without its ceiling, both kinds of delay, neither.
+#[test]
+fn bad_quantile_delays_are_refused_naming_the_field() {
+    for (speculative, field, says) in [
+        (
+            "{ percentile = 100, max_delay_ms = 9, max_executions = 2 }",
+            "percentile",
+            "above 0 and below 100",
+        ),
+        (
+            "{ percentile = 0, max_delay_ms = 9, max_executions = 2 }",
+            "percentile",
+            "above 0 and below 100",
+        ),
+        (
+            "{ percentile = 95, min_delay_ms = 10, max_delay_ms = 9, max_executions = 2 }",
+            "min_delay_ms",
+            "above max_delay_ms",
+        ),
+        (
+            "{ percentile = 95, max_executions = 2 }",
+            "max_delay_ms",
+            "missing",
+        ),
+        (
+            "{ delay_ms = 5, percentile = 95, max_delay_ms = 9, max_executions = 2 }",
+            "delay_ms",
+            "one kind of delay",
+        ),
+        ("{ max_executions = 2 }", "delay_ms", "missing"),
+        (
+            "{ percentile = 95, max_delay_ms = 9, max_executions = 7 }",
+            "max_executions",
+            "expected 1 to 5",
+        ),
+    ] {
+        let error = parse(&config(speculative)).unwrap_err();
+        assert_eq!(
+            error.field,
+            format!("policies.reads.speculative_execution.{field}"),
+            "{speculative}: {error}"
+        );
+        assert!(error.message.contains(says), "{speculative}: {error}");
+        assert_eq!(error.line, 6, "{error}");
+    }
+}
