@@ -114,8 +114,8 @@ impl PolicyControls {
     /// `latency` after it started: recorded under the request's key ([`latency_key`]) when a
     /// control reads latencies, so that a quantile delay follows what the node shows.
     pub fn attempt_answered(&self, request: &Request, latency: Duration) {
-        if let (Some(latencies), Some(key)) = (&self.controls().latencies, latency_key(request)) {
-            latencies.record(key, latency);
+        if let Some(latencies) = &self.controls().latencies {
+            latencies.record(latency_key(request), latency);
         }
     }
 

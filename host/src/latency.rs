@@ -1,4 +1,4 @@
-//! Observed attempt latencies, per node or authority. A hedge that waits a constant delay sends
+//! Observed attempt latencies, per authority. A hedge that waits a constant delay sends
 //! copies to a slow node as eagerly as to a fast one; waiting for a quantile of the latencies a
 //! node actually shows sends a copy only when an attempt is slow *for that node*. Each key keeps
 //! a bounded sketch (`histogram`'s atomic log-linear buckets: recording is one lock-free
@@ -30,7 +30,7 @@ const EVICTION_SAMPLE: usize = 8;
 /// The keys a registry keeps by default.
 pub const DEFAULT_KEYS: usize = 1024;
 
-/// The latencies of attempts per key (a node, else an authority), capped at a number of keys.
+/// The latencies of attempts per key (an authority), capped at a number of keys.
 pub struct LatencySketches {
     keys: papaya::HashMap<Box<str>, KeySketch, foldhash::fast::RandomState>,
     cap: usize,

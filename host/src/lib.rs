@@ -107,7 +107,7 @@
 //!   throttling), kept per policy, node, authority or client.
 //! - [`breaker`]: per-node circuit breakers that refuse an attempt before it is sent.
 //! - [`hedge`]: hedged requests (gRFC A6 `hedgingPolicy`, Cassandra's speculative executions),
-//!   only ever for idempotent requests; [`latency`]: observed attempt latencies per node or
+//!   only ever for idempotent requests; [`latency`]: observed attempt latencies per
 //!   authority, for hedges that wait a quantile of them.
 //! - [`executor`]: the retry loop for tokio; [`layer`]: the tower layer (features `executor`
 //!   and `tower`, on by default).

@@ -390,6 +390,7 @@ impl Middleware for ReboundMiddleware {
                 let Some(attempt) = req.try_clone() else {
                     return next.run(self.counted(req, &request), extensions).await;
                 };
+                let started = std::time::Instant::now();
                 let sent = next
                     .clone()
                     .run(self.counted(attempt, &request), extensions);
@@ -404,6 +405,10 @@ impl Middleware for ReboundMiddleware {
                         }
                     }
                 };
+                if attempted.is_ok() {
+                    // The server answered: how long that took is its latency.
+                    controls.attempt_answered(&request, started.elapsed());
+                }
                 // In blocks, so that what one step needs is not kept in the future beside what
                 // the next step needs.
                 let (reason, pushback, answer) = {

@@ -78,3 +78,31 @@ async fn a_stalled_post_is_never_sent_twice() {
     assert_eq!(cut.after, Duration::from_secs(1));
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }
+
+/// docs/hedging.md "Delays from observed latency": the middleware tells a policy that hedges by
+/// a percentile how long each answered attempt took, under the request's authority, so the
+/// registry keeps a sketch for it (a cut attempt is not counted).
+#[tokio::test]
+async fn answered_attempts_are_recorded_under_their_authority() {
+    let text = "default_policy = \"web\"\ncache_dir = false\n[watch]\nenabled = false\n\
+         [policies.web]\nbuiltin = \"http\"\nparams = { initial_ms = 1, max_ms = 1 }\n\
+         speculative_execution = { percentile = 95, max_delay_ms = 100, max_executions = 2 }\n";
+    let config =
+        rebound::config::RegistryConfig::parse(text, "rebound.toml".as_ref(), ".".as_ref())
+            .unwrap();
+    let registry = std::sync::Arc::new(rebound::registry::PolicyRegistry::new(config).unwrap());
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(ReboundMiddleware::new(std::sync::Arc::clone(&registry)))
+        .build();
+    let server = MockServer::start().await;
+    Mock::given(path("/item"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&server)
+        .await;
+    assert_eq!(registry.status().latencies.keys, 0);
+    for _ in 0..3 {
+        let answer = client.get(format!("{}/item", server.uri())).send().await;
+        assert_eq!(answer.unwrap().status(), 200);
+    }
+    assert_eq!(registry.status().latencies.keys, 1);
+}

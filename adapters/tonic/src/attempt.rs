@@ -87,6 +87,16 @@ pub(crate) enum Sent<B> {
     Failed(Failed<B>, bool),
 }
 
+impl<B> Sent<B> {
+    /// Whether the server answered (OK, or a status): how long that took is its latency.
+    pub(crate) fn answered(&self) -> bool {
+        matches!(
+            self,
+            Sent::Answered(_) | Sent::Failed(Failed::Answered(..), _)
+        )
+    }
+}
+
 /// Sends one attempt of the call with `parts` and `bytes` through `service` (made ready),
 /// and reads how it went: a Trailers-Only answer's status and pushback, or the transport's
 /// error (a connection that could not be made: not sent).

@@ -14,7 +14,7 @@ use std::time::Instant;
 use http::header::HeaderValue;
 use rebound::hedge::{CopyEnd, HedgeSchedule};
 use rebound::telemetry::{record_hedges, HedgeEvent};
-use rebound::{reasons, Progress, Request};
+use rebound::{reasons, PolicyControls, Progress, Request};
 use tonic::body::Body as TonicBody;
 use tower_service::Service;
 
@@ -31,6 +31,8 @@ pub(crate) struct Copies<'a> {
     pub previous: u32,
     /// Whether the caller set a deadline (`grpc-timeout`), which each copy carries shrunk.
     pub has_deadline: bool,
+    /// The call's controls, told the latency of each copy the server answered.
+    pub policy: &'a PolicyControls,
 }
 
 /// A copy's call: made ready, then sent.
@@ -83,7 +85,7 @@ impl Copies<'_> {
         S::Future: Send,
         S::Error: Into<BoxError>,
     {
-        let mut running = vec![(0, self.copy(inner.clone(), 0, request))];
+        let mut running = vec![(0, Instant::now(), self.copy(inner.clone(), 0, request))];
         let mut timer = Box::pin(tokio::time::sleep(std::time::Duration::ZERO));
         let mut reached = false;
         let mut last = None;
@@ -98,8 +100,11 @@ impl Copies<'_> {
             }
             let ended = poll_fn(|cx| {
                 for at in 0..running.len() {
-                    if let Poll::Ready(sent) = running[at].1.as_mut().poll(cx) {
-                        let (copy, _) = running.swap_remove(at);
+                    if let Poll::Ready(sent) = running[at].2.as_mut().poll(cx) {
+                        let (copy, started, _) = running.swap_remove(at);
+                        if sent.answered() {
+                            self.policy.attempt_answered(request, started.elapsed());
+                        }
                         return Poll::Ready(Some((copy, sent)));
                     }
                 }
@@ -134,7 +139,8 @@ impl Copies<'_> {
                 None => {
                     if schedule.send_due(request, now).is_some() {
                         let copy = schedule.copies() - 1;
-                        running.push((copy, self.copy(inner.clone(), copy, request)));
+                        let call = self.copy(inner.clone(), copy, request);
+                        running.push((copy, Instant::now(), call));
                         record_hedges(HedgeEvent::Sent, 1);
                     }
                 }

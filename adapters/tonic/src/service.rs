@@ -309,13 +309,16 @@ impl AttemptOf<'_> {
                                 bytes: self.bytes,
                                 previous: self.previous,
                                 has_deadline,
+                                policy: &controls.policy,
                             };
                             copies.run(inner.clone(), schedule, &call.request).await
                         }
-                        None => send(inner, parts, self.bytes.clone()).await,
+                        None => {
+                            timed(send(inner, parts, self.bytes.clone()), controls, described).await
+                        }
                     }
                 }
-                _ => send(inner, parts, self.bytes.clone()).await,
+                _ => timed(send(inner, parts, self.bytes.clone()), controls, described).await,
             }
         };
         let cut_after = described.and_then(|call| {
@@ -331,6 +334,23 @@ impl AttemptOf<'_> {
         }
         sent
     }
+}
+
+/// `sending`'s end, its latency told to the call's controls when the server answered (a hedged
+/// attempt's copies are told one by one).
+async fn timed<B>(
+    sending: impl Future<Output = Sent<B>>,
+    controls: &CallControls,
+    described: Option<&Described>,
+) -> Sent<B> {
+    let started = Instant::now();
+    let sent = sending.await;
+    if let (true, Some(call)) = (sent.answered(), described) {
+        controls
+            .policy
+            .attempt_answered(&call.request, started.elapsed());
+    }
+    sent
 }
 
 /// `sending`'s end, or the attempt cut if `after` passes first. Only the timer is boxed (only

@@ -460,3 +460,35 @@ async fn a_hanging_attempt_is_cut_by_its_per_attempt_timeout_and_retried_if_idem
     assert_eq!(answer.unwrap_err().code(), Code::DeadlineExceeded);
     assert_eq!(running.script.seen().len(), 3, "sent once");
 }
+
+/// docs/hedging.md "Delays from observed latency" through the layer: a policy hedging at the
+/// 95th percentile of the latencies observed (at least 20 ms, at most 60 s) learns from the
+/// calls the server answered at once, so a call the server never answers is hedged after tens
+/// of milliseconds rather than the ceiling, and its copy answers. The test allows 30 s, half
+/// the ceiling: only a delay taken from the observed latencies fits in it.
+#[tokio::test]
+async fn a_hanging_call_is_hedged_after_the_observed_percentile() {
+    let answered = 40;
+    let script = (0..answered)
+        .map(|_| Answer::Ok)
+        .chain([Answer::Hang, Answer::Ok]);
+    let running = start(Script::new(script)).await;
+    let registry = registry_with(
+        "builtin = \"best-effort\"\nspeculative_execution = { percentile = 95, min_delay_ms = 20, max_delay_ms = 60000, max_executions = 2 }\n",
+    );
+    let layer = ReboundLayer::new(Arc::clone(&registry)).idempotent(["/shop.Inventory/Get"]);
+    let mut client = client(&running, layer);
+    for _ in 0..answered {
+        let answer = unary(&mut client, "/shop.Inventory/Get", None).await;
+        assert_eq!(answer.unwrap(), b"order-17");
+    }
+    assert_eq!(registry.status().latencies.keys, 1);
+    let answer = tokio::time::timeout(
+        Duration::from_secs(30),
+        unary(&mut client, "/shop.Inventory/Get", None),
+    )
+    .await
+    .expect("hedged after the observed percentile, not after the 60 s ceiling");
+    assert_eq!(answer.unwrap(), b"order-17");
+    assert_eq!(running.script.seen().len(), answered + 2);
+}

@@ -239,7 +239,7 @@ pub struct PolicyDefinition {
 }
 
 /// A policy's `speculative_execution`: a copy on the next node after a constant delay, or after
-/// a quantile of the latencies observed for the request's authority or node (docs/hedging.md).
+/// a quantile of the latencies observed for the request's authority (docs/hedging.md).
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum SpeculativeExecution {

@@ -26,7 +26,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use grpc::GrpcHedging;
-pub use quantile::{latency_key, QuantileDelay, QuantileDelayError, QuantileSpeculativeExecution};
+pub use quantile::{
+    latency_key, QuantileDelay, QuantileDelayError, QuantileSpeculativeExecution, NO_AUTHORITY,
+};
 pub use schedule::{CopyEnd, HedgeSchedule};
 pub use speculative::{ConstantSpeculativeExecution, SpeculativeConfigError};
 

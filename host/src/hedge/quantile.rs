@@ -1,9 +1,9 @@
 //! Speculative execution whose delay is a quantile of the latencies observed for the request's
-//! authority or node (`speculative_execution = { percentile, min_delay_ms, max_delay_ms }`):
+//! authority (`speculative_execution = { percentile, min_delay_ms, max_delay_ms }`):
 //! a copy goes once the attempt has run longer than, say, 95 % of that node's recent attempts
 //! (failsafe-go's and Envoy's latency-based hedging), bounded by a floor and a ceiling. Until
-//! the node has been seen answering often enough to have a quantile, the ceiling is the delay:
-//! an unknown node is hedged late rather than early.
+//! the authority has been seen answering often enough to have a quantile, the ceiling is the
+//! delay: an unknown one is hedged late rather than early.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,19 +78,24 @@ impl QuantileDelay {
         self.max_delay
     }
 
-    /// The delay for a request to `key` (none: unknown), from `sketches`.
-    pub fn delay(&self, sketches: &LatencySketches, key: Option<&str>) -> Duration {
-        key.and_then(|key| sketches.quantile(key, self.percentile))
+    /// The delay for a request to `key`, from `sketches`.
+    pub fn delay(&self, sketches: &LatencySketches, key: &str) -> Duration {
+        (sketches.quantile(key, self.percentile))
             .map_or(self.max_delay, |q| q.clamp(self.min_delay, self.max_delay))
     }
 }
 
 /// Which latencies a request's attempts are recorded under and its hedges read: its authority
-/// (an HTTP host or gRPC server name) when the caller gave one, else the node its last attempt
-/// was written to, else none (not recorded; hedged after the ceiling).
-pub fn latency_key(request: &Request) -> Option<&str> {
-    request.authority().or_else(|| request.last_dispatched_to())
+/// (an HTTP host and port, a gRPC server name), or [`NO_AUTHORITY`] for a request that names
+/// none (a Couchbase or Cassandra request, a gRPC call on a channel whose URIs carry no
+/// authority), which all share one sketch. Not the node an attempt was written to: a request's
+/// first hedge is planned before any node is known.
+pub fn latency_key(request: &Request) -> &str {
+    request.authority().unwrap_or(NO_AUTHORITY)
 }
+
+/// The key of the requests that name no authority.
+pub const NO_AUTHORITY: &str = "";
 
 /// Speculative execution after a quantile delay: a new execution on the next node each time
 /// the last one has run for the delay, at most `max_executions`, the first included.
@@ -159,13 +164,13 @@ mod tests {
             sketches.record("slow:1", MS(200 + i % 10));
         }
         let delay = QuantileDelay::new(95.0, MS(5), MS(150)).unwrap();
-        let fast = delay.delay(&sketches, Some("fast:1"));
+        let fast = delay.delay(&sketches, "fast:1");
         assert!(fast >= MS(19) && fast <= MS(21), "{fast:?}");
-        assert_eq!(delay.delay(&sketches, Some("slow:1")), MS(150), "capped");
-        assert_eq!(delay.delay(&sketches, Some("new:1")), MS(150), "unknown");
-        assert_eq!(delay.delay(&sketches, None), MS(150));
+        assert_eq!(delay.delay(&sketches, "slow:1"), MS(150), "capped");
+        assert_eq!(delay.delay(&sketches, "new:1"), MS(150), "unknown");
+        assert_eq!(delay.delay(&sketches, NO_AUTHORITY), MS(150));
         let floor = QuantileDelay::new(50.0, MS(30), MS(150)).unwrap();
-        assert_eq!(floor.delay(&sketches, Some("fast:1")), MS(30));
+        assert_eq!(floor.delay(&sketches, "fast:1"), MS(30));
 
         let policy = QuantileSpeculativeExecution::new(delay, 2, Arc::clone(&sketches)).unwrap();
         let request = Request::new(1, crate::RequestType::Http, MS(1000))

@@ -53,7 +53,7 @@ pub(super) struct Table {
     /// The per-node circuit breakers by name, kept across configurations while their
     /// parameters stay.
     pub breakers: Named<NodeBreakers>,
-    /// The latencies of attempts, per authority or node, for the quantile delays of policies
+    /// The latencies of attempts, per authority, for the quantile delays of policies
     /// that hedge by them; kept across configurations.
     pub latencies: Arc<LatencySketches>,
     /// The controls of each policy that has some, by policy name.
