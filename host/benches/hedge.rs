@@ -157,7 +157,7 @@ fn latency(now: Instant) {
         ("hedge decision, quantile delay (`percentile = 95`)", 3),
     ] {
         let t = ns(times[i]);
-        println!("| {row} | {t:.1} | {:.2} |", t / constant);
+        println!("| {row} | {t:.0} | {:.2} |", t / constant);
     }
 }
 

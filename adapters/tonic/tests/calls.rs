@@ -463,12 +463,12 @@ async fn a_hanging_attempt_is_cut_by_its_per_attempt_timeout_and_retried_if_idem
 
 /// docs/hedging.md "Delays from observed latency" through the layer: a policy hedging at the
 /// 95th percentile of the latencies observed (at least 20 ms, at most 60 s) learns from the
-/// calls the server answered at once, so a call the server never answers is hedged after tens
+/// 70 calls the server answered at once, so a call the server never answers is hedged after tens
 /// of milliseconds rather than the ceiling, and its copy answers. The test allows 30 s, half
 /// the ceiling: only a delay taken from the observed latencies fits in it.
 #[tokio::test]
 async fn a_hanging_call_is_hedged_after_the_observed_percentile() {
-    let answered = 40;
+    let answered = 70;
     let script = (0..answered)
         .map(|_| Answer::Ok)
         .chain([Answer::Hang, Answer::Ok]);
