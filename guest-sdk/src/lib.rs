@@ -179,6 +179,15 @@ pub mod host {
         failure::attempt_timeout_ms()
     }
 
+    /// The `percentile` (in (0, 100)) of the latencies the host observed for the request's
+    /// authority, in whole ms rounded up (since `rebound:policy@0.6.0`), while deciding a hedge
+    /// ([`Policy::next_copy`](crate::Policy)): a copy may go once the attempt is slow for that
+    /// server. `None` outside a hedge decision, when the policy's configuration records no
+    /// latencies (`record_latencies`), or before the authority has 64 answered attempts.
+    pub fn observed_latency_ms(percentile: f64) -> Option<u64> {
+        imp::observed_latency_ms(percentile)
+    }
+
     /// Takes a token from the host-kept token bucket `name`; false when it is empty. The
     /// bucket is this policy's own; its first use fixes `per_second` and `burst`. A policy
     /// has at most 64 buckets with names of at most 64 bytes; past either, false.

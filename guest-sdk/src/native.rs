@@ -48,6 +48,10 @@ pub(crate) fn attempt_timeout_ms() -> Option<u64> {
     CALL.with(|c| c.borrow().attempt_timeout_ms)
 }
 
+pub(crate) fn observed_latency_ms(_percentile: f64) -> Option<u64> {
+    CALL.with(|c| c.borrow().observed_latency_ms)
+}
+
 pub(crate) fn client_context(key: &str) -> Option<String> {
     CALL.with(|c| c.borrow().context.get(key).cloned())
 }
@@ -64,8 +68,8 @@ pub mod testing {
     use super::*;
 
     /// The per-call context a policy can read through [`crate::host`]: client context entries,
-    /// the error-map retry spec, the server's pushback, how far the attempt got and the attempt
-    /// timeout that cut it.
+    /// the error-map retry spec, the server's pushback, how far the attempt got, the attempt
+    /// timeout that cut it, and an observed latency.
     #[derive(Debug, Clone, Default)]
     pub struct Call {
         pub(super) context: BTreeMap<String, String>,
@@ -73,6 +77,7 @@ pub mod testing {
         pub(super) server_delay_ms: Option<i64>,
         pub(super) progress: Option<Progress>,
         pub(super) attempt_timeout_ms: Option<u64>,
+        pub(super) observed_latency_ms: Option<u64>,
     }
 
     impl Call {
@@ -108,6 +113,12 @@ pub mod testing {
         /// Sets the attempt timeout that cut the failed attempt, in ms.
         pub fn attempt_timeout_ms(mut self, millis: u64) -> Self {
             self.attempt_timeout_ms = Some(millis);
+            self
+        }
+
+        /// Sets what `host::observed_latency_ms` answers, whatever the percentile asked.
+        pub fn observed_latency_ms(mut self, millis: u64) -> Self {
+            self.observed_latency_ms = Some(millis);
             self
         }
 
@@ -167,6 +178,32 @@ mod tests {
         assert_eq!(unsent.retries_since_pushback(), 0);
         assert!(unsent.may_be_sent_again(&RetryReason::SocketNotAvailable));
         assert!(!unsent.may_be_sent_again(&RetryReason::HttpStatus(503)));
+    }
+
+    /// `wit/policy.wit` 0.6.0, `failure.attempt-timeout-ms`, `failure.progress` and
+    /// `host.observed-latency-ms`: natively, a test sets what each answers for a call, and
+    /// outside it they answer as for a processed failure no timeout cut, with no latency known.
+    #[test]
+    fn a_test_sets_the_attempt_s_facts_and_an_observed_latency() {
+        use crate::Progress;
+        let (timeout, progress, latency) = Call::new()
+            .attempt_timeout_ms(200)
+            .progress(Progress::Refused)
+            .observed_latency_ms(25)
+            .run(|| {
+                (
+                    host::attempt_timeout_ms(),
+                    host::progress(),
+                    host::observed_latency_ms(95.0),
+                )
+            });
+        assert_eq!(
+            (timeout, progress, latency),
+            (Some(200), Progress::Refused, Some(25))
+        );
+        assert_eq!(host::attempt_timeout_ms(), None);
+        assert_eq!(host::progress(), Progress::Processed);
+        assert_eq!(host::observed_latency_ms(95.0), None);
     }
 
     /// `wit/policy.wit`, `host.best-effort` and `failure.server-delay-ms` (since 0.3.0): natively, as

@@ -321,6 +321,7 @@ impl Controls {
         Hedging::new(policy)
             .with_budget(self.budget_for(request))
             .with_throttle(throttle)
+            .with_latencies(self.latencies.clone())
     }
 
     /// Whether attempts of requests decided by `strategy` under these controls may be cut by

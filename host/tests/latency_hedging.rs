@@ -139,3 +139,37 @@ fn bad_quantile_delays_are_refused_naming_the_field() {
         assert_eq!(error.line, 6, "{error}");
     }
 }
+
+/// `host.observed-latency-ms` (`wit/policy.wit` 0.6.0): a WebAssembly policy deciding a hedge
+/// reads the percentile the host observed for the request's authority when its policy records
+/// latencies (`record_latencies`): `hedge_echo` with `percentile = 95` sends its copy after
+/// that, rounded up to whole milliseconds; without `record_latencies` it reads none and waits
+/// its own `delay_ms`, 4 s.
+#[tokio::test(start_paused = true)]
+async fn a_webassembly_policy_reads_the_observed_percentile_while_deciding_a_hedge() {
+    for record in [true, false] {
+        let ws = crate::registry_support::Workspace::new();
+        ws.install("policy.wasm", "hedge_echo");
+        ws.config(&format!(
+            "default_policy = \"p\"\n[watch]\nenabled = false\n[policies.p]\n\
+             component = \"policy.wasm\"\nrecord_latencies = {record}\n\
+             params = {{ percentile = \"95\", delay_ms = \"4000\", copies = \"2\" }}\n"
+        ));
+        let registry = Arc::new(ws.registry());
+        let executor = Executor::new(Arc::clone(&registry));
+        for i in 0..100u64 {
+            executor
+                .run(get("fast.example"), move |_| async move {
+                    tokio::time::sleep(MS(20 + i % 10)).await;
+                    Ok::<_, Failure<&str>>(())
+                })
+                .await
+                .unwrap();
+        }
+        let sent = copies_of_a_stalled_request(&executor, "fast.example").await;
+        match record {
+            true => assert!((29..=32).contains(&sent[1]), "the copy went at {sent:?}"),
+            false => assert_eq!(sent, [0, 4_000]),
+        }
+    }
+}

@@ -147,6 +147,7 @@ impl HedgeInput {
             since_last: Duration::from_millis(flight.since_last_ms),
             failures: &failures,
             pushback,
+            latencies: hedging.latencies(),
         };
         Ok(match policy.next_copy(&request, &in_flight) {
             HedgeAction::Wait => json!({ "hedge": { "next": "wait" } }),

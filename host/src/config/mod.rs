@@ -236,6 +236,10 @@ pub struct PolicyDefinition {
     /// Whether a copy of an idempotent request is sent each time its attempt timeout passes,
     /// the attempt still running (`hedge_on_attempt_timeout`), instead of cutting it.
     pub hedge_on_attempt_timeout: bool,
+    /// Whether the latencies of its answered attempts are recorded per authority
+    /// (`record_latencies`), for a WebAssembly policy deciding a hedge to read
+    /// (`host.observed-latency-ms`); a percentile `speculative_execution` records them anyway.
+    pub record_latencies: bool,
 }
 
 /// A policy's `speculative_execution`: a copy on the next node after a constant delay, or after

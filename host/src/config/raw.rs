@@ -191,6 +191,8 @@ pub(super) struct RawPolicy {
     pub(super) attempt_timeout_ms: Option<u64>,
     #[serde(default)]
     pub(super) hedge_on_attempt_timeout: Option<Spanned<bool>>,
+    #[serde(default)]
+    pub(super) record_latencies: bool,
 }
 
 /// `speculative_execution = { delay_ms, max_executions }` or `{ percentile, min_delay_ms,

@@ -33,6 +33,7 @@ pub use schedule::{CopyEnd, HedgeSchedule};
 pub use speculative::{ConstantSpeculativeExecution, SpeculativeConfigError};
 
 use crate::action::NodeChoice;
+use crate::latency::LatencySketches;
 use crate::pushback::Pushback;
 use crate::reason::RetryReason;
 use crate::request::Request;
@@ -69,6 +70,9 @@ pub struct InFlight<'a> {
     pub failures: &'a [RetryReason],
     /// The last failure's pushback, if it had one.
     pub pushback: Option<Pushback>,
+    /// The latencies the request's policy records, if it records them (a policy deciding the
+    /// hedge may read a percentile of its authority's).
+    pub latencies: Option<&'a Arc<LatencySketches>>,
 }
 
 impl InFlight<'static> {
@@ -84,6 +88,7 @@ impl InFlight<'static> {
             since_last: Duration::from_millis(since_last_ms),
             failures: &[],
             pushback: None,
+            latencies: None,
         }
     }
 }
@@ -131,6 +136,7 @@ pub struct Hedging {
     policy: Arc<dyn HedgingPolicy>,
     budget: Option<Arc<TrafficBudget>>,
     throttle: Option<Arc<RetryThrottle>>,
+    latencies: Option<Arc<LatencySketches>>,
 }
 
 impl Hedging {
@@ -140,7 +146,20 @@ impl Hedging {
             policy,
             budget: None,
             throttle: None,
+            latencies: None,
         }
+    }
+
+    /// The policy reads a percentile of the latencies in `latencies`, if given (the request's
+    /// policy records them).
+    pub fn with_latencies(mut self, latencies: Option<Arc<LatencySketches>>) -> Self {
+        self.latencies = latencies;
+        self
+    }
+
+    /// The latencies the policy may read, if its request's policy records them.
+    pub fn latencies(&self) -> Option<&Arc<LatencySketches>> {
+        self.latencies.as_ref()
     }
 
     /// Each copy after the first withdraws a retry from `budget`; none goes once it refuses.

@@ -154,6 +154,7 @@ impl HedgeSchedule {
             since_last: now.saturating_duration_since(self.last),
             failures: &self.failures,
             pushback: self.pushback,
+            latencies: self.hedging.latencies(),
         };
         self.next = match self.hedging.policy().next_copy(request, &flight) {
             HedgeAction::Wait => None,

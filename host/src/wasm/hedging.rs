@@ -67,6 +67,7 @@ impl WasmHedging {
         state.decision_time = None;
         state.progress = crate::progress::Progress::Processed;
         state.attempt_timeout = None;
+        state.latencies = flight.and_then(|f| f.latencies).cloned();
         let answer = call(&instance.policy, &mut instance.store).map_err(classify)?;
         self.pool.put(instance);
         Ok(answer)

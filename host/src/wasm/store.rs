@@ -63,6 +63,9 @@ pub(crate) struct CallState {
     pub progress: crate::progress::Progress,
     /// The attempt timeout that cut the failed attempt (`failure.attempt-timeout-ms`).
     pub attempt_timeout: Option<std::time::Duration>,
+    /// The latencies the request's policy records, while a hedge is decided
+    /// (`host.observed-latency-ms`).
+    pub latencies: Option<Arc<crate::latency::LatencySketches>>,
     /// The decision's moment when the caller fixed it (token buckets refill by it).
     pub decision_time: Option<Instant>,
     pub memory_cap: usize,
@@ -115,6 +118,7 @@ impl CallState {
             pushback: None,
             progress: crate::progress::Progress::Processed,
             attempt_timeout: None,
+            latencies: None,
             decision_time: None,
             memory_cap,
             deadline: DeadlineGrace::default(),

@@ -170,6 +170,7 @@ impl WasmStrategy {
         state.decision_time = context.moment();
         state.progress = context.progress();
         state.attempt_timeout = context.attempt_timeout();
+        state.latencies = None;
         let answer = instance
             .policy
             .retry_after(&mut instance.store, request, reason, now);

@@ -222,6 +222,9 @@ fn policy_controls(
         if definition.hedge_on_attempt_timeout {
             these = these.with_hedge_on_attempt_timeout();
         }
+        if definition.record_latencies {
+            these = these.with_latencies(Arc::clone(&named.latencies));
+        }
         if !these.is_empty() {
             controls.insert(policy.clone(), Arc::new(these));
         }

@@ -248,4 +248,17 @@ pub(crate) use shared_host_functions;
 
 impl host::Host for CallState {
     shared_host_functions!(v0_6);
+
+    fn observed_latency_ms(&mut self, percentile: f64) -> wasmtime::Result<Option<u64>> {
+        let Some(latencies) = &self.latencies else {
+            return Ok(None);
+        };
+        let key = self.route.authority.as_deref();
+        let key = key.unwrap_or(crate::hedge::NO_AUTHORITY);
+        Ok(latencies.quantile(key, percentile).map(|latency| {
+            // Whole milliseconds, rounded up: a delay of this many is never shorter.
+            let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+            micros.div_ceil(1000)
+        }))
+    }
 }

@@ -2,8 +2,10 @@
 //! copies of a request in flight (`hedging`, since `rebound:policy@0.5.0`): the next copy goes
 //! `delay_ms` after the last one (default 20), to the next node, while fewer than `copies` are
 //! out (default 3); none for a request whose client context says `hedge=no` (the `failure`
-//! facts answer for the request in flight). A gRPC `INVALID_ARGUMENT` (3) is fatal, every other
-//! failure is not. A failure left when no copy is due is not retried, so a test counts copies
+//! facts answer for the request in flight). With `percentile`, the delay is that percentile of
+//! the latencies the host observed for the request's authority (`host.observed-latency-ms`,
+//! since 0.6.0), `delay_ms` while the host has none. A gRPC `INVALID_ARGUMENT` (3) is fatal,
+//! every other failure is not. A failure left when no copy is due is not retried, so a test counts copies
 //! only.
 
 use rebound_guest::hedging::{Hedge, HedgeAction, InFlight};
@@ -14,6 +16,7 @@ use rebound_guest::{
 struct HedgeEcho {
     delay_ms: u64,
     copies: u32,
+    percentile: Option<f64>,
 }
 
 impl Policy for HedgeEcho {
@@ -24,9 +27,17 @@ impl Policy for HedgeEcho {
                 .parse::<u64>()
                 .map_err(|_| format!("{name}: expected a whole number, got {text:?}")),
         };
+        let percentile = match params.get("percentile") {
+            None => None,
+            Some(text) => Some(
+                text.parse::<f64>()
+                    .map_err(|_| format!("percentile: expected a number, got {text:?}"))?,
+            ),
+        };
         Ok(HedgeEcho {
             delay_ms: number("delay_ms", 20)?,
             copies: u32::try_from(number("copies", 3)?).map_err(|e| e.to_string())?,
+            percentile,
         })
     }
 
@@ -38,8 +49,9 @@ impl Policy for HedgeEcho {
         if host::client_context("hedge").as_deref() == Some("no") || flight.copies >= self.copies {
             return HedgeAction::Wait;
         }
+        let observed = self.percentile.and_then(host::observed_latency_ms);
         HedgeAction::Send(Hedge {
-            delay_ms: self.delay_ms,
+            delay_ms: observed.unwrap_or(self.delay_ms),
             node: NodeChoice::Next,
         })
     }
