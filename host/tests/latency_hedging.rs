@@ -173,3 +173,60 @@ async fn a_webassembly_policy_reads_the_observed_percentile_while_deciding_a_hed
         }
     }
 }
+
+/// The `grpc` built-in's `hedging_delay` (docs/http-and-grpc.md): its `hedgingPolicy` copies go
+/// after the authority's observed percentile instead of the config's `hedgingDelay` (here
+/// 10 s), its other rules kept (`maxAttempts` 2: one copy); a bad one is refused naming the
+/// field.
+#[tokio::test(start_paused = true)]
+async fn the_grpc_built_in_hedges_after_the_observed_percentile() {
+    let policy = |delay: &str| {
+        format!(
+            "default_policy = \"p\"\n[watch]\nenabled = false\n[policies.p]\nbuiltin = \"grpc\"\n\
+             params.hedging_delay = {delay}\n\
+             params.service_config = '''{{\"methodConfig\": [{{\"name\": [{{\"service\": \"shop.Inventory\"}}], \
+             \"hedgingPolicy\": {{\"maxAttempts\": 2, \"hedgingDelay\": \"10s\"}}}}]}}'''\n"
+        )
+    };
+    let good = "{ percentile = 95, min_delay_ms = 5, max_delay_ms = 4000 }";
+    let registry = Arc::new(PolicyRegistry::new(parse(&policy(good)).unwrap()).unwrap());
+    let executor = Executor::new(Arc::clone(&registry));
+    let call = || {
+        Request::new(1, RequestType::Grpc, MS(5_000))
+            .unwrap()
+            .with_route("/shop.Inventory/Get")
+            .with_authority("inventory:443")
+            .with_idempotent(true)
+            .with_start(Instant::now().into_std())
+    };
+    for i in 0..100u64 {
+        executor
+            .run(call(), move |_| async move {
+                tokio::time::sleep(MS(20 + i % 10)).await;
+                Ok::<_, Failure<&str>>(())
+            })
+            .await
+            .unwrap();
+    }
+    let start = Instant::now();
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&sent);
+    executor
+        .run(call(), move |attempt| {
+            seen.lock().unwrap().push(start.elapsed().as_millis());
+            async move {
+                if attempt.copy() == 0 {
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, Failure<&str>>(())
+            }
+        })
+        .await
+        .unwrap();
+    let sent = sent.lock().unwrap().clone();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert!((29..=31).contains(&sent[1]), "the copy went at {sent:?}");
+    let bad = "{ percentile = 100, max_delay_ms = 9 }";
+    let error = parse(&policy(bad)).unwrap_err();
+    assert!(error.field.ends_with("hedging_delay.percentile"), "{error}");
+}

@@ -182,6 +182,14 @@ pub enum PolicySource {
     Oci(String),
 }
 
+impl PolicySource {
+    /// Whether it is the `grpc` built-in hedging after a percentile of observed latencies
+    /// (its `hedging_delay`), which its policy must record.
+    pub(crate) fn hedges_by_observed_latency(&self) -> bool {
+        matches!(self, PolicySource::Builtin(BuiltinPolicy::Grpc(grpc)) if grpc.hedges_by_observed_latency())
+    }
+}
+
 impl fmt::Display for PolicySource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

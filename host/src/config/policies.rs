@@ -54,7 +54,8 @@ fn policy(
         speculative_execution: speculative_execution(raw, errors, &field)?,
         attempt_timeout: raw.attempt_timeout_ms.map(Duration::from_millis),
         hedge_on_attempt_timeout: hedge_on_attempt_timeout(raw, errors, &field)?,
-        record_latencies: raw.record_latencies,
+        // The `grpc` built-in hedging after a percentile reads what its attempts record.
+        record_latencies: raw.record_latencies || source.hedges_by_observed_latency(),
         source,
         params: param_texts(params, errors, &field)?,
         limits: raw.limits,

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::params::{backoff, read};
 use crate::field_error::FieldError;
 use crate::grpc::{ServiceConfig, DEFAULT_MAX_ATTEMPTS_LIMIT};
+use crate::hedge::QuantileDelay;
 use crate::strategy::{GrpcRetry, HttpRetry};
 
 /// The largest `max_attempts_limit` the `grpc` built-in takes: a client may raise gRFC A6's
@@ -81,11 +82,11 @@ fn http_retry_after_max_ms() -> u64 {
 pub(super) fn grpc_policy(params: &Map<String, Value>) -> Result<GrpcRetry, FieldError> {
     if let Some(unknown) = params
         .keys()
-        .find(|k| !["service_config", "max_attempts_limit"].contains(&k.as_str()))
+        .find(|k| !["service_config", "max_attempts_limit", "hedging_delay"].contains(&k.as_str()))
     {
         return Err(FieldError::new(
             unknown.as_str(),
-            "unknown parameter; expected service_config or max_attempts_limit",
+            "unknown parameter; expected service_config, max_attempts_limit or hedging_delay",
         ));
     }
     let limit = match params.get("max_attempts_limit") {
@@ -113,7 +114,40 @@ pub(super) fn grpc_policy(params: &Map<String, Value>) -> Result<GrpcRetry, Fiel
         Some(value) => value.clone(),
     };
     let config = ServiceConfig::parse(&config, limit).map_err(|e| e.within("service_config"))?;
-    Ok(GrpcRetry::new(config))
+    Ok(match params.get("hedging_delay") {
+        None => GrpcRetry::new(config),
+        Some(delay) => GrpcRetry::with_observed_hedging_delay(config, observed_delay(delay)?),
+    })
+}
+
+/// The `grpc` built-in's `hedging_delay`: `{ percentile, min_delay_ms, max_delay_ms }`, as a
+/// `speculative_execution` writes one.
+fn observed_delay(value: &Value) -> Result<QuantileDelay, FieldError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Written {
+        percentile: f64,
+        #[serde(default)]
+        min_delay_ms: u64,
+        max_delay_ms: u64,
+    }
+    let written: Written = serde_json::from_value(value.clone()).map_err(|e| {
+        FieldError::new(
+            "hedging_delay",
+            format!("{e}; expected {{ percentile, min_delay_ms, max_delay_ms }}"),
+        )
+    })?;
+    let (min, max) = (written.min_delay_ms, written.max_delay_ms);
+    QuantileDelay::new(
+        written.percentile,
+        Duration::from_millis(min),
+        Duration::from_millis(max),
+    )
+    .map_err(|e| {
+        let text = e.to_string();
+        let (name, why) = text.split_once(": ").unwrap_or(("percentile", &text));
+        FieldError::new(format!("hedging_delay.{name}"), why)
+    })
 }
 
 /// The `http` built-in from its parameters.

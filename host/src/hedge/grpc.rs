@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use super::{Asked, HedgeAction, HedgingPolicy, InFlight};
+use super::{latency_key, Asked, HedgeAction, HedgingPolicy, InFlight, QuantileDelay};
 use crate::action::NodeChoice;
 use crate::grpc::{GrpcCode, HedgingPolicyConfig, ServiceConfig};
 use crate::pushback::Pushback;
@@ -22,6 +22,8 @@ pub struct GrpcHedging {
     config: Arc<ServiceConfig>,
     /// The config's `retryThrottling` counts, shared with the built-in's retries.
     throttle: Option<Arc<ScopedThrottle>>,
+    /// The delay from observed latency that replaces every `hedgingDelay`, if given.
+    observed: Option<QuantileDelay>,
 }
 
 impl GrpcHedging {
@@ -30,7 +32,15 @@ impl GrpcHedging {
         GrpcHedging {
             config,
             throttle: None,
+            observed: None,
         }
+    }
+
+    /// This hedging, each copy after the authority's observed percentile (`delay`) instead of
+    /// the config's `hedgingDelay`: the ceiling while the policy records no latencies.
+    pub(crate) fn with_observed_delay(mut self, delay: Option<QuantileDelay>) -> Self {
+        self.observed = delay;
+        self
     }
 
     /// This hedging, its copies asked of and counted in `throttle` (A6 "Throttling Retry
@@ -68,7 +78,16 @@ impl HedgingPolicy for GrpcHedging {
             (Asked::AfterFailure, Some(Pushback::Stop)) => return HedgeAction::Wait,
             // A6: a non-fatal status sends the next hedged request at once.
             (Asked::AfterFailure, None) => std::time::Duration::ZERO,
-            (Asked::AfterCopy, _) => policy.hedging_delay.saturating_sub(flight.since_last),
+            (Asked::AfterCopy, _) => {
+                let delay = match (&self.observed, flight.latencies) {
+                    (Some(observed), Some(latencies)) => {
+                        observed.delay(latencies, latency_key(request))
+                    }
+                    (Some(observed), None) => observed.max_delay(),
+                    (None, _) => policy.hedging_delay,
+                };
+                delay.saturating_sub(flight.since_last)
+            }
         };
         HedgeAction::SendAfter {
             after,

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::action::{NodeChoice, RetryAction};
 use crate::grpc::{GrpcCode, ServiceConfig};
-use crate::hedge::{GrpcHedging, HedgingPolicy};
+use crate::hedge::{GrpcHedging, HedgingPolicy, QuantileDelay};
 use crate::pushback::Pushback;
 use crate::reason::{ReasonKind, RetryReason, Stage};
 use crate::request::{Request, Service};
@@ -38,6 +38,8 @@ pub struct GrpcRetry {
     /// Its hedging, if some method config has a `hedgingPolicy`: made once, handed out per
     /// request without allocating.
     hedging: Option<Arc<dyn HedgingPolicy>>,
+    /// The delay from observed latency its hedging waits instead of `hedgingDelay`, if given.
+    observed_hedging_delay: Option<QuantileDelay>,
 }
 
 /// Two are equal when their service configs are (their token counts aside).
@@ -50,18 +52,36 @@ impl PartialEq for GrpcRetry {
 impl GrpcRetry {
     /// Decides by `config`.
     pub fn new(config: ServiceConfig) -> Self {
+        Self::hedging_after(config, None)
+    }
+
+    /// Decides by `config`, its `hedgingPolicy` copies going after `delay`, a percentile of
+    /// the latencies observed for the call's authority, instead of `hedgingDelay` (the
+    /// built-in's `hedging_delay` parameter; docs/hedging.md "Delays from observed latency").
+    pub fn with_observed_hedging_delay(config: ServiceConfig, delay: QuantileDelay) -> Self {
+        Self::hedging_after(config, Some(delay))
+    }
+
+    fn hedging_after(config: ServiceConfig, observed: Option<QuantileDelay>) -> Self {
         let throttle = config.throttling().map(|t| Arc::new(Throttle::new(t)));
         let config = Arc::new(config);
         let hedging = config.hedges().then(|| {
             let hedging = GrpcHedging::new(Arc::clone(&config))
-                .with_throttle(throttle.as_deref().map(Throttle::shared));
+                .with_throttle(throttle.as_deref().map(Throttle::shared))
+                .with_observed_delay(observed);
             Arc::new(hedging) as Arc<dyn HedgingPolicy>
         });
         GrpcRetry {
             config,
             throttle,
             hedging,
+            observed_hedging_delay: observed,
         }
+    }
+
+    /// Whether its hedging waits a percentile of observed latencies: its policy records them.
+    pub fn hedges_by_observed_latency(&self) -> bool {
+        self.observed_hedging_delay.is_some() && self.hedging.is_some()
     }
 
     /// Its token counts, kept per authority, if its service config throttles retries.
