@@ -365,18 +365,17 @@ impl JsonDecider {
             let outcome = report
                 .outcome()
                 .map_err(|e| InputError::new(located(at, &e.field), e.message))?;
-            let request = report
-                .request(now)
+            let request = (report.latency().and(report.request(now)))
                 .map_err(|e| InputError::new(located(at, &e.field), e.message))?;
             if let Some(name) = report.policy() {
                 self.registry
                     .active(name)
                     .map_err(|e| InputError::new(located(at, "policy"), e.to_string()))?;
             }
-            checked.push((request, outcome));
+            checked.push((report, request, outcome));
         }
-        for (request, outcome) in &checked {
-            (self.registry.controls(request)).report(request, *outcome, now);
+        for (report, request, outcome) in &checked {
+            report.report_to(&self.registry.controls(request), request, *outcome, now);
             rebound::telemetry::record_retries(*outcome, None);
         }
         Ok(serde_json::json!({ "recorded": checked.len() }))

@@ -1158,3 +1158,54 @@ fn attempt_timeouts_reach_the_answer() {
         answers[3]
     );
 }
+
+/// docs/decision-json.md "Outcomes" and "Hedging": outcome reports that carry `latency_ms` teach
+/// the registry an authority's latencies, so a later hedging question for a policy hedging at a
+/// percentile is answered with that percentile (within a bucket's 6.25 %), not its ceiling; an
+/// authority nobody reported on gets the ceiling; a negative latency is refused naming it.
+#[test]
+fn reported_latencies_set_a_percentile_hedge_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rebound.toml");
+    std::fs::write(
+        &config,
+        "default_policy = \"reads\"\n[watch]\nenabled = false\n[policies.reads]\nbuiltin = \"best-effort\"\n\
+         speculative_execution = { percentile = 95, max_delay_ms = 4000, max_executions = 2 }\n",
+    )
+    .unwrap();
+    let request = |authority: &str| {
+        format!(r#""request": {{"type": "http", "method": "GET", "authority": "{authority}"}}"#)
+    };
+    let fast = request("fast.example");
+    let mut lines: Vec<String> = (0..100)
+        .map(|i| {
+            format!(
+                r#"{{"outcome": "success", {fast}, "latency_ms": {}}}"#,
+                20 + i % 10
+            )
+        })
+        .collect();
+    lines.push(format!(r#"{{{fast}, "hedge": {{"copies": 1}}}}"#));
+    let new = request("new.example");
+    lines.push(format!(r#"{{{new}, "hedge": {{"copies": 1}}}}"#));
+    lines.push(format!(
+        r#"{{"outcome": "success", {fast}, "latency_ms": -1}}"#
+    ));
+    let (_, answers) = eval(&["--config", config.to_str().unwrap()], &lines.join("\n"));
+    assert_eq!(
+        answers[..100].iter().filter(|a| a["recorded"] == 1).count(),
+        100
+    );
+    let after = |answer: &Value| answer["hedge"]["after_ms"].as_u64();
+    assert!(
+        (29..=31).contains(&after(&answers[100]).unwrap()),
+        "{}",
+        answers[100]
+    );
+    assert_eq!(after(&answers[101]), Some(4000), "{}", answers[101]);
+    assert_eq!(
+        answers[102]["error"]["field"], "latency_ms",
+        "{}",
+        answers[102]
+    );
+}

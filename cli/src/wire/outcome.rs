@@ -2,9 +2,9 @@
 //! bodies, one object or an array of them): how a request ended, so that the retry budgets of
 //! clients in any language follow their whole traffic (docs/decision-json.md "Outcomes").
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use rebound::{Outcome, Request};
+use rebound::{Outcome, PolicyControls, Request};
 use serde::Deserialize;
 
 use super::input::{DecideInput, InputError, RequestSpec};
@@ -29,6 +29,10 @@ pub struct OutcomeInput {
     policy: Option<String>,
     #[serde(default)]
     request: RequestSpec,
+    /// How long its last attempt took to be answered, in ms: recorded for its policy's hedges
+    /// after a percentile of observed latency.
+    #[serde(default)]
+    latency_ms: Option<f64>,
 }
 
 fn first_attempt() -> u32 {
@@ -127,6 +131,37 @@ impl OutcomeInput {
     /// The policy it names, if any.
     pub fn policy(&self) -> Option<&str> {
         self.policy.as_deref()
+    }
+
+    /// How long its last attempt took to be answered, if it says: a finite number of ms, not
+    /// negative.
+    pub fn latency(&self) -> Result<Option<Duration>, InputError> {
+        match self.latency_ms {
+            None => Ok(None),
+            Some(ms) => Duration::try_from_secs_f64(ms / 1000.0)
+                .map(Some)
+                .map_err(|_| {
+                    InputError::new(
+                        "latency_ms",
+                        format!("expected a number of ms, 0 or more, not {ms}"),
+                    )
+                }),
+        }
+    }
+
+    /// Tells `controls`, those of the policy deciding for `request`, how the request ended at
+    /// `now` as `outcome`, and its last attempt's latency if the report gives it.
+    pub fn report_to(
+        &self,
+        controls: &PolicyControls,
+        request: &Request,
+        outcome: Outcome,
+        now: Instant,
+    ) {
+        if let Ok(Some(latency)) = self.latency() {
+            controls.attempt_answered(request, latency);
+        }
+        controls.report(request, outcome, now);
     }
 }
 
