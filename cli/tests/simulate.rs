@@ -483,3 +483,60 @@ until_s = 3
     );
     assert!(count(policy(&report, "http"), "succeeded") > 0, "{report}");
 }
+
+/// docs/hedging.md "Delays from observed latency" in the simulator: a node's answers are
+/// recorded as they come, so a policy hedging at the 95th percentile sends copies of the
+/// slowest gets, while the same ceiling as a constant delay (60 s, past every deadline) never
+/// sends one.
+#[test]
+fn a_percentile_hedge_learns_from_the_simulated_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        r#"
+default_policy = "percentile"
+cache_dir = false
+[watch]
+enabled = false
+[policies.percentile]
+builtin = "best-effort"
+speculative_execution = { percentile = 95, max_delay_ms = 60000, max_executions = 2 }
+[policies.ceiling]
+builtin = "best-effort"
+speculative_execution = { delay_ms = 60000, max_executions = 2 }
+"#,
+    )
+    .unwrap();
+    let path = dir.path().join("percentile.toml");
+    std::fs::write(
+        &path,
+        r#"
+description = "hedging at the observed 95th percentile"
+seed = 7
+duration_s = 10
+[compare]
+config = "rebound.toml"
+policies = ["percentile", "ceiling"]
+[workload]
+rate_per_s = 200
+[[workload.mix]]
+type = "get"
+weight = 1
+[[fault]]
+kind = "slow_node"
+node = 1
+factor = 5
+from_s = 2
+until_s = 8
+"#,
+    )
+    .unwrap();
+    let report = simulate(&path, &dir.path().join("percentile.svg"), &[]);
+    let per_request = |name: &str| {
+        policy(&report, name)["attempts_per_request"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(per_request("ceiling"), 1.0, "{report}");
+    assert!(per_request("percentile") > 1.02, "{report}");
+}

@@ -200,6 +200,7 @@ impl Simulation<'_> {
         let copy = live.copies.len();
         live.copies.push(CopyInFlight {
             end: Some(outcome),
+            sent_us: t,
             admitted,
         });
         let round = live.round;
@@ -298,6 +299,33 @@ impl Simulation<'_> {
         }
     }
 
+    /// Counts the end at `t`, as `outcome`, of a copy of request `i` sent at `sent_us` (and
+    /// admitted to a node as `admitted`, if the policy has breakers): in its node's breaker, and
+    /// its latency when a node answered it.
+    fn count_end(
+        &self,
+        i: usize,
+        outcome: &AttemptEnd,
+        (sent_us, admitted): (u64, Option<(String, Admission)>),
+        t: u64,
+    ) {
+        if outcome.answered() {
+            let latency = Duration::from_micros(t - sent_us);
+            (self.controls).attempt_answered(self.live[i].retry.request(), latency);
+        }
+        if let (Some(breakers), Some((node, admission))) = (self.controls.breakers(), admitted) {
+            let failed = match outcome {
+                AttemptEnd::Success => Some(false),
+                AttemptEnd::Deadline => Some(true),
+                AttemptEnd::Failed(reason) => breaker::failure_counts(reason, None),
+                AttemptEnd::Refused => breaker::failure_counts(&refused_reason(), None),
+            };
+            if let Some(failed) = failed {
+                breakers.record_at(&node, admission, failed, self.at(t));
+            }
+        }
+    }
+
     /// The attempt of request `i` in flight ended at `t`.
     async fn end(&mut self, i: usize, round: u32, copy: usize, t: u64) -> anyhow::Result<()> {
         let live = &mut self.live[i];
@@ -308,19 +336,8 @@ impl Simulation<'_> {
             return Ok(());
         };
         let outcome = in_flight.end.take().expect("a copy in flight");
-        if let (Some(breakers), Some((node, admission))) =
-            (self.controls.breakers(), in_flight.admitted.take())
-        {
-            let failed = match &outcome {
-                AttemptEnd::Success => Some(false),
-                AttemptEnd::Deadline => Some(true),
-                AttemptEnd::Failed(reason) => breaker::failure_counts(reason, None),
-                AttemptEnd::Refused => breaker::failure_counts(&refused_reason(), None),
-            };
-            if let Some(failed) = failed {
-                breakers.record_at(&node, admission, failed, self.at(t));
-            }
-        }
+        let ended = (in_flight.sent_us, in_flight.admitted.take());
+        self.count_end(i, &outcome, ended, t);
         let (reason, progress) = match outcome {
             AttemptEnd::Success => {
                 self.live[i].retry.succeeded();

@@ -24,6 +24,18 @@ pub(super) enum AttemptEnd {
     Deadline,
 }
 
+impl AttemptEnd {
+    /// Whether a node answered it (a success, or a failure it answered with): how long that
+    /// took is the node's latency.
+    pub(super) fn answered(&self) -> bool {
+        match self {
+            AttemptEnd::Success => true,
+            AttemptEnd::Failed(reason) => reason.stage() == rebound::Stage::Response,
+            AttemptEnd::Refused | AttemptEnd::Deadline => false,
+        }
+    }
+}
+
 /// The draws of one attempt.
 pub(super) struct Draws {
     /// Its latency before load and faults, in microseconds.

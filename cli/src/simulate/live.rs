@@ -41,6 +41,8 @@ pub(super) struct Live {
 /// One copy of an attempt in flight.
 pub(super) struct CopyInFlight {
     pub(super) end: Option<AttemptEnd>,
+    /// When it was sent, in microseconds: its latency, if a node answers it, counts from here.
+    pub(super) sent_us: u64,
     /// Its node and how its breaker admitted it, if the policy has breakers.
     pub(super) admitted: Option<(String, Admission)>,
 }
