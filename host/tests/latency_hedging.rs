@@ -42,11 +42,20 @@ async fn copies_of_a_stalled_request(
     executor: &Executor<Arc<PolicyRegistry>>,
     authority: &str,
 ) -> Vec<u128> {
+    copies_of_stalled(executor, get(authority)).await
+}
+
+/// Runs `request`, whose first copy never answers and whose later copies answer at once: when
+/// each copy was sent, in ms from the start.
+async fn copies_of_stalled(
+    executor: &Executor<Arc<PolicyRegistry>>,
+    request: Request,
+) -> Vec<u128> {
     let start = Instant::now();
     let sent = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&sent);
     executor
-        .run(get(authority), move |attempt| {
+        .run(request, move |attempt| {
             seen.lock().unwrap().push(start.elapsed().as_millis());
             async move {
                 if attempt.copy() == 0 {
@@ -208,22 +217,7 @@ async fn the_grpc_built_in_hedges_after_the_observed_percentile() {
             .await
             .unwrap();
     }
-    let start = Instant::now();
-    let sent = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&sent);
-    executor
-        .run(call(), move |attempt| {
-            seen.lock().unwrap().push(start.elapsed().as_millis());
-            async move {
-                if attempt.copy() == 0 {
-                    std::future::pending::<()>().await;
-                }
-                Ok::<_, Failure<&str>>(())
-            }
-        })
-        .await
-        .unwrap();
-    let sent = sent.lock().unwrap().clone();
+    let sent = copies_of_stalled(&executor, call()).await;
     assert_eq!(sent.len(), 2, "{sent:?}");
     assert!((29..=31).contains(&sent[1]), "the copy went at {sent:?}");
     let bad = "{ percentile = 100, max_delay_ms = 9 }";
