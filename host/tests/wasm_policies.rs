@@ -489,6 +489,52 @@ fn echoes_the_facts_of_http_and_grpc_requests(echo: &WasmStrategy) {
     assert_eq!(echo.stats().decisions, 6);
 }
 
+/// `wit/policy.wit` 0.6.0 (`failure.progress`, `failure.attempt-timeout-ms`, the reason
+/// `attempt-timeout`), through the orchestrator: a gRPC call refused by the server's transport
+/// is sent again once without asking (gRFC A6), and when the next attempt is refused too the
+/// policy reads `progress=refused`; an attempt cut by its 250 ms attempt timeout is asked about
+/// with that timeout. `request_echo` retries only when it read the line the test expects.
+#[test]
+fn a_policy_of_0_6_0_reads_how_far_the_attempt_got_and_the_timeout_that_cut_it() {
+    use rebound::{Decision, Progress};
+    let orchestrator = Orchestrator::new(wasm_support::strategy(
+        "request_echo",
+        WasmStrategyConfig::default(),
+    ));
+    let base = "service=Grpc type=Grpc method=none authority=inventory route=/shop.Inventory/Get \
+                since=0 status=none";
+    let call = |expect: String| {
+        Request::new(1, RequestType::Grpc, Duration::from_secs(10))
+            .unwrap()
+            .with_authority("inventory")
+            .with_route("/shop.Inventory/Get")
+            .with_idempotent(true)
+            .with_client_context("expect", expect)
+    };
+    let unavailable = rebound::RetryReason::GrpcStatus(rebound::grpc::GrpcCode::Unavailable);
+    let base_unavailable = base.replace("status=none", "status=grpc 14");
+    let mut refused = call(format!("{base_unavailable} progress=Refused"));
+    let context = DecisionContext::new(&unavailable).with_progress(Progress::Refused);
+    let first = futures::executor::block_on(orchestrator.decide(&mut refused, &context));
+    assert!(matches!(first, Decision::Retry(_)), "{first:?}");
+    assert_eq!(
+        refused.transparent_retries(),
+        1,
+        "the first refusal is not asked about"
+    );
+    let second = futures::executor::block_on(orchestrator.decide(&mut refused, &context));
+    assert!(
+        matches!(second, Decision::Retry(ref plan) if plan.attempt == 1),
+        "{second:?}"
+    );
+
+    let mut cut = call(format!("{base} attempt_timeout=250"));
+    let context = DecisionContext::new(&reasons::ATTEMPT_TIMEOUT)
+        .with_attempt_timeout(Some(Duration::from_millis(250)));
+    let decided = futures::executor::block_on(orchestrator.decide(&mut cut, &context));
+    assert!(matches!(decided, Decision::Retry(_)), "{decided:?}");
+}
+
 /// Reference 001 "Retry Reasons" (the guard) with RFC 9110 §9.2.2 and gRFC A6: whatever a
 /// current policy answers about an HTTP request or a gRPC call, the host retries a
 /// non-idempotent one only for a reason that allows it and only if it was never written — a

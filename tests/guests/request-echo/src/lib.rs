@@ -1,12 +1,13 @@
 //! Describes the failure it is asked about in one line — the request's service, type, HTTP
 //! method, authority, route and retries since the server's pushback (`rebound:policy@0.4.0`),
-//! and the reason's status — and answers a retry after 1 ms when that line is the client-context
+//! the reason's status, and, when there is one to say, how far the attempt got and the attempt
+//! timeout that cut it (0.6.0) — and answers a retry after 1 ms when that line is the client-context
 //! entry `expect`, rethrow otherwise (logging the line at warn), so a test sees whether the host
 //! handed over exactly what it expects.
 
 use rebound_guest::{
-    export_policy, host, HttpMethod, NodeChoice, Params, Policy, Request, Retry, RetryAction,
-    RetryReason,
+    export_policy, host, HttpMethod, NodeChoice, Params, Policy, Progress, Request, Retry,
+    RetryAction, RetryReason,
 };
 
 struct RequestEcho;
@@ -35,14 +36,16 @@ fn case_name(case: impl std::fmt::Debug) -> String {
 }
 
 /// The failure in one line, e.g.
-/// `service=Http type=Http method=POST authority=shop:80 route=/orders since=1 status=http 503`.
+/// `service=Http type=Http method=POST authority=shop:80 route=/orders since=1 status=http 503`,
+/// then ` progress=Refused` unless the attempt was processed and ` attempt_timeout=250` when an
+/// attempt timeout cut it.
 fn describe(request: &Request, reason: &RetryReason) -> String {
     let status = match reason {
         RetryReason::HttpStatus(status) => format!("http {status}"),
         RetryReason::GrpcStatus(code) => format!("grpc {code}"),
         _ => "none".to_owned(),
     };
-    format!(
+    let mut line = format!(
         "service={} type={} method={} authority={} route={} since={} status={status}",
         case_name(request.service()),
         case_name(request.request_type()),
@@ -50,7 +53,14 @@ fn describe(request: &Request, reason: &RetryReason) -> String {
         request.authority().as_deref().unwrap_or("none"),
         request.route().as_deref().unwrap_or("none"),
         request.retries_since_pushback(),
-    )
+    );
+    if host::progress() != Progress::Processed {
+        line.push_str(&format!(" progress={}", case_name(host::progress())));
+    }
+    if let Some(timeout) = host::attempt_timeout_ms() {
+        line.push_str(&format!(" attempt_timeout={timeout}"));
+    }
+    line
 }
 
 impl Policy for RequestEcho {
