@@ -4,7 +4,9 @@
 //! answers the host's best effort, which already refuses unsafe retries of non-idempotent
 //! requests.
 
-use rebound_guest::{export_policy, host, Params, Policy, Request, Retry, RetryAction, RetryReason};
+use rebound_guest::{
+    export_policy, host, Params, Policy, Request, Retry, RetryAction, RetryReason,
+};
 
 /// The policy: how many retries it allows.
 pub struct Template {
@@ -30,7 +32,10 @@ impl Policy for Template {
         if let Some(fired) = host::attempt_timeout_ms() {
             if let RetryAction::Retry(retry) = host::best_effort(request, reason) {
                 let attempt_timeout_ms = Some(fired.saturating_mul(2));
-                return RetryAction::Retry(Retry { attempt_timeout_ms, ..retry });
+                return RetryAction::Retry(Retry {
+                    attempt_timeout_ms,
+                    ..retry
+                });
             }
         }
         RetryAction::BestEffort
