@@ -112,7 +112,7 @@ impl PolicyControls {
 
     /// An attempt of `request` was answered (a success or a failure, not an attempt cut short)
     /// `latency` after it started: recorded under the request's key ([`latency_key`]) when a
-    /// control reads latencies, so that a quantile delay follows what the node shows.
+    /// control reads latencies, so that a quantile delay follows what the authority shows.
     pub fn attempt_answered(&self, request: &Request, latency: Duration) {
         if let Some(latencies) = &self.controls().latencies {
             latencies.record(latency_key(request), latency);
