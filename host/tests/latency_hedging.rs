@@ -36,6 +36,22 @@ fn get(authority: &str) -> Request {
         .with_start(Instant::now().into_std())
 }
 
+/// Runs 100 requests made by `request`, answered in 20, 21, … 29 ms in turn.
+async fn answered_in_20_to_29_ms(
+    executor: &Executor<Arc<PolicyRegistry>>,
+    request: impl Fn() -> Request,
+) {
+    for i in 0..100u64 {
+        executor
+            .run(request(), move |_| async move {
+                tokio::time::sleep(MS(20 + i % 10)).await;
+                Ok::<_, Failure<&str>>(())
+            })
+            .await
+            .unwrap();
+    }
+}
+
 /// Runs a request to `authority` whose first copy never answers and whose later copies answer
 /// at once: when each copy was sent, in ms from the start.
 async fn copies_of_a_stalled_request(
@@ -79,15 +95,7 @@ async fn a_copy_goes_after_the_authority_s_observed_percentile() {
         "{ percentile = 95, min_delay_ms = 5, max_delay_ms = 400, max_executions = 2 }";
     let registry = Arc::new(PolicyRegistry::new(parse(&config(speculative)).unwrap()).unwrap());
     let executor = Executor::new(Arc::clone(&registry));
-    for i in 0..100u64 {
-        executor
-            .run(get("fast.example"), move |_| async move {
-                tokio::time::sleep(MS(20 + i % 10)).await;
-                Ok::<_, Failure<&str>>(())
-            })
-            .await
-            .unwrap();
-    }
+    answered_in_20_to_29_ms(&executor, || get("fast.example")).await;
     let fast = copies_of_a_stalled_request(&executor, "fast.example").await;
     assert_eq!(fast.len(), 2, "{fast:?}");
     assert!(
@@ -166,15 +174,7 @@ async fn a_webassembly_policy_reads_the_observed_percentile_while_deciding_a_hed
         ));
         let registry = Arc::new(ws.registry());
         let executor = Executor::new(Arc::clone(&registry));
-        for i in 0..100u64 {
-            executor
-                .run(get("fast.example"), move |_| async move {
-                    tokio::time::sleep(MS(20 + i % 10)).await;
-                    Ok::<_, Failure<&str>>(())
-                })
-                .await
-                .unwrap();
-        }
+        answered_in_20_to_29_ms(&executor, || get("fast.example")).await;
         let sent = copies_of_a_stalled_request(&executor, "fast.example").await;
         match record {
             true => assert!((29..=32).contains(&sent[1]), "the copy went at {sent:?}"),
@@ -208,15 +208,7 @@ async fn the_grpc_built_in_hedges_after_the_observed_percentile() {
             .with_idempotent(true)
             .with_start(Instant::now().into_std())
     };
-    for i in 0..100u64 {
-        executor
-            .run(call(), move |_| async move {
-                tokio::time::sleep(MS(20 + i % 10)).await;
-                Ok::<_, Failure<&str>>(())
-            })
-            .await
-            .unwrap();
-    }
+    answered_in_20_to_29_ms(&executor, call).await;
     let sent = copies_of_stalled(&executor, call()).await;
     assert_eq!(sent.len(), 2, "{sent:?}");
     assert!((29..=31).contains(&sent[1]), "the copy went at {sent:?}");
