@@ -82,7 +82,11 @@ fn a_well_behaved_policy_passes_every_rule() {
     // The human report says the same, one line per rule.
     let text = success_stdout(rebound().args(["check", &path("cassandra_default")]));
     let text = String::from_utf8(text).unwrap();
-    assert_eq!(text.matches("\n  ok    ").count(), 4, "{text}");
+    assert_eq!(text.matches("\n  ok    ").count(), 5, "{text}");
+    assert!(
+        text.contains("\n  n/a   plans copies of a request in flight before its timeout"),
+        "{text}"
+    );
     assert!(text.trim_end().ends_with("PASS"), "{text}");
 }
 
@@ -224,6 +228,79 @@ fn nondeterministic_answers_and_delays_past_the_timeout_are_reported() {
         assert!(request["timeout_ms"].as_u64().unwrap() <= 100_000);
         assert_eq!(violation["answer"]["retry"]["delay_ms"], 100_000);
     }
+}
+
+/// docs/executor.md: an attempt timeout no shorter than the request's whole timeout never
+/// fires, the deadline ends the attempt first. A policy answering one (`attempt_timeout=2500`:
+/// as long as the KV timeout, longer than CQL's 2 s, shorter than HTTP's 75 s) is reported for
+/// exactly the inputs whose timeout it does not undercut; one of 100 ms is not.
+#[test]
+fn attempt_timeouts_that_can_never_fire_are_reported() {
+    let (report, ok) = check(&[&path("adversary"), "--context", "attempt_timeout=2500"]);
+    assert!(!ok);
+    let never_fire = violations(&report, "attempt_timeouts_within_timeout");
+    assert!(!never_fire.is_empty());
+    for violation in never_fire {
+        let request = &violation["input"]["request"];
+        assert!(
+            request["timeout_ms"].as_u64().unwrap() <= 2_500,
+            "{violation}"
+        );
+        assert_eq!(request["client_context"]["attempt_timeout"], "2500");
+        assert_eq!(violation["answer"]["retry"]["attempt_timeout_ms"], 2_500);
+    }
+    let reported_types: std::collections::BTreeSet<&str> = never_fire
+        .iter()
+        .map(|v| v["input"]["request"]["type"].as_str().unwrap())
+        .collect();
+    assert!(reported_types.contains("get") && reported_types.contains("cql"));
+    assert!(!reported_types.contains("http") && !reported_types.contains("grpc"));
+    let (report, _) = check(&[&path("adversary"), "--context", "attempt_timeout=100"]);
+    assert!(violations(&report, "attempt_timeouts_within_timeout").is_empty());
+}
+
+/// docs/hedging.md "Delays from observed latency": a hedge delay taken from the observed
+/// latency with no ceiling plans copies past the request's timeout once the authority answers
+/// slowly, and such a copy is never sent. `hedge_echo` with `percentile=95` is reported for the
+/// questions asked after slow answers only; with its constant 20 ms delay it passes every rule,
+/// the hedging questions asked.
+#[test]
+fn hedges_planned_past_the_timeout_from_observed_latency_are_reported() {
+    let (report, ok) = check(&[
+        &path("hedge_echo"),
+        "--param",
+        "percentile=95",
+        "--deadline-ms",
+        "5000",
+    ]);
+    assert!(!ok);
+    let late = violations(&report, "copies_within_timeout");
+    assert!(!late.is_empty(), "{report}");
+    for violation in late {
+        assert_eq!(
+            violation["input"]["observed_latency"], "slow",
+            "{violation}"
+        );
+        let after = violation["answer"]["send"]["after_ms"].as_u64().unwrap();
+        let since_first = violation["input"]["hedge"]["since_first_ms"]
+            .as_u64()
+            .unwrap();
+        let timeout = violation["input"]["request"]["timeout_ms"]
+            .as_u64()
+            .unwrap();
+        assert!(after + since_first >= timeout, "{violation}");
+    }
+    for rule in ["within_limits", "deterministic"] {
+        assert!(violations(&report, rule).is_empty(), "{rule}");
+    }
+    let (report, ok) = check(&[&path("hedge_echo"), "--deadline-ms", "5000"]);
+    assert!(ok, "{report}");
+    let questions = report["hedging"]["questions"].as_u64().unwrap();
+    assert!(questions > 0, "{report}");
+    assert!(report["hedging"]["answers"]["send"].as_u64().unwrap() > 0);
+    let rules = report["rules"].as_array().unwrap();
+    let copies = rules.iter().find(|r| r["rule"] == "copies_within_timeout");
+    assert_eq!(copies.unwrap()["applies"], true);
 }
 
 /// docs/wit-versions.md: a component built for an

@@ -1,16 +1,18 @@
 //! The inputs `rebound check` asks a policy about: every reason variant, for requests of every
 //! service (Couchbase, Cassandra, plain HTTP, gRPC) — idempotent and not, dispatched and not —
 //! after several retries, early in their life, just before their deadline and past it, with an
-//! empty client context and with each context the author names. The grid is asked in a
-//! mixed order, so that a check stopped early (`--max-failures`) has still asked about every
-//! part of it.
+//! empty client context and with each context the author names; an attempt cut by its timeout
+//! says which timeout cut it. The grid is asked in a mixed order, so that a check stopped early
+//! (`--max-failures`) has still asked about every part of it. The requests a policy may hedge
+//! are kept for the hedging questions (`hedging`).
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rebound::cassandra::ConsistencyLevel;
+use rebound::hedge::Hedging;
 use rebound::HttpMethod;
-use rebound::{Request, RequestType, RetryReason};
+use rebound::{DecisionContext, ReasonKind, Request, RequestType, RetryReason};
 use serde_json::{json, Value};
 
 use crate::wire::input::{default_timeout_ms, DecideInput};
@@ -115,6 +117,9 @@ pub struct Input {
     pub elapsed_ms: u64,
     /// The request's timeout.
     pub timeout_ms: u64,
+    /// The attempt timeout that cut the failed attempt (an `ATTEMPT_TIMEOUT` failure): a quarter
+    /// of the request's timeout.
+    pub fired_timeout_ms: Option<u64>,
     shape: Shape,
     dispatched: bool,
     attempts: u32,
@@ -131,12 +136,15 @@ impl Input {
         (elapsed_ms, timeout_ms): (u64, u64),
         context: &BTreeMap<String, String>,
     ) -> Self {
+        let fired_timeout_ms =
+            (reason.kind() == ReasonKind::AttemptTimeout).then_some(timeout_ms / 4);
         let mut input = Input {
             reason,
             idempotent: false,
             may_be_sent_again: false,
             elapsed_ms,
             timeout_ms,
+            fired_timeout_ms,
             shape,
             dispatched,
             attempts,
@@ -180,7 +188,17 @@ impl Input {
                 request[field] = value;
             }
         }
-        json!({"request": request, "reason": rebound::decision_json::reason(&self.reason)})
+        let mut line =
+            json!({"request": request, "reason": rebound::decision_json::reason(&self.reason)});
+        if let Some(fired) = self.fired_timeout_ms {
+            line["attempt_timeout_ms"] = fired.into();
+        }
+        line
+    }
+
+    /// The request part of the input's line, as a hedging question's `request`.
+    pub fn request_json(&self) -> Value {
+        self.line(Some(self.idempotent))["request"].take()
     }
 
     /// The request, as decided at `now` (it started `elapsed_ms` before).
@@ -188,6 +206,15 @@ impl Input {
         self.decide
             .request(now, 1)
             .expect("the grid's requests are valid")
+    }
+
+    /// What the policy is told of the failure besides its reason: the attempt timeout that
+    /// fired, for an attempt cut by one.
+    pub fn context(&self, now: Instant) -> DecisionContext<'_> {
+        let fired = self.fired_timeout_ms.map(Duration::from_millis);
+        DecisionContext::new(&self.reason)
+            .at(now)
+            .with_attempt_timeout(fired)
     }
 
     /// The input as a `rebound eval` line, its idempotency stated so a reader of the report
@@ -198,8 +225,24 @@ impl Input {
 
     /// A one-line description for the human report.
     pub fn describe(&self) -> String {
+        let mut text = format!("{} {}", self.reason, self.describe_request());
+        if let Some(fired) = self.fired_timeout_ms {
+            text.push_str(&format!(" attempt_timeout={fired}ms"));
+        }
+        if !matches!(self.reason, RetryReason::Simple(_) | RetryReason::Other(_)) {
+            text.push_str(&format!(
+                " data={}",
+                rebound::decision_json::reason(&self.reason)
+            ));
+        }
+        text
+    }
+
+    /// The request alone in words: its type, how it is sent, its idempotency, its history and
+    /// its client context.
+    pub fn describe_request(&self) -> String {
         let shape = &self.shape;
-        let mut text = format!("{} {}", self.reason, shape.request_type);
+        let mut text = shape.request_type.to_string();
         if shape.readonly {
             text.push_str(" readonly");
         }
@@ -223,12 +266,6 @@ impl Input {
         ));
         for (key, value) in &self.context {
             text.push_str(&format!(" {key}={value}"));
-        }
-        if !matches!(self.reason, RetryReason::Simple(_) | RetryReason::Other(_)) {
-            text.push_str(&format!(
-                " data={}",
-                rebound::decision_json::reason(&self.reason)
-            ));
         }
         text
     }
@@ -273,6 +310,27 @@ pub fn inputs(contexts: &[BTreeMap<String, String>]) -> Vec<Input> {
         .collect()
 }
 
+/// The requests a policy may be asked to hedge: each request shape the host hedges (an
+/// idempotent one, `Hedging::may_hedge`), sent once and not answered yet, with each of
+/// `contexts` beside the empty context. Their reason is the failure of a copy cut by its
+/// attempt timeout, for the questions asked after a failure.
+pub fn in_flight(contexts: &[BTreeMap<String, String>]) -> Vec<Input> {
+    let mut all_contexts = vec![BTreeMap::new()];
+    all_contexts.extend(contexts.iter().cloned());
+    let cut = RetryReason::simple(ReasonKind::AttemptTimeout).expect("a reason without data");
+    let mut requests = Vec::new();
+    for shape in SHAPES {
+        let timeout_ms = default_timeout_ms(shape.request_type.service());
+        for context in &all_contexts {
+            let input = Input::new(cut.clone(), shape, true, 0, (0, timeout_ms), context);
+            if Hedging::may_hedge(&input.request(Instant::now())) {
+                requests.push(input);
+            }
+        }
+    }
+    requests
+}
+
 /// The order the grid's `n` inputs are asked in: by a stride coprime to `n` near its golden
 /// section, the k-th input asked being the grid's `k × stride mod n`-th, so any prefix of the
 /// order spreads over every reason, request shape, attempt count and moment alike.
@@ -302,6 +360,29 @@ mod tests {
             let mut order: Vec<usize> = mixed(n).collect();
             order.sort_unstable();
             assert_eq!(order, (0..n).collect::<Vec<_>>());
+        }
+    }
+
+    /// docs/executor.md: the decision on an attempt cut by its timeout is told which timeout
+    /// fired; the grid's cut attempts say so, in their line (for `rebound eval`) and in what
+    /// the policy is told, and no other input does.
+    #[test]
+    fn attempts_cut_by_their_timeout_say_which_timeout_fired() {
+        let now = Instant::now();
+        let grid = inputs(&[]);
+        let cut: Vec<&Input> = (grid.iter())
+            .filter(|i| i.reason.kind() == ReasonKind::AttemptTimeout)
+            .collect();
+        assert!(!cut.is_empty());
+        for input in cut {
+            let fired = input.timeout_ms / 4;
+            assert_eq!(input.to_json()["attempt_timeout_ms"], fired);
+            let told = input.context(now).attempt_timeout();
+            assert_eq!(told, Some(Duration::from_millis(fired)));
+        }
+        for input in grid.iter().filter(|i| i.fired_timeout_ms.is_none()) {
+            assert_eq!(input.context(now).attempt_timeout(), None);
+            assert!(input.to_json().get("attempt_timeout_ms").is_none());
         }
     }
 

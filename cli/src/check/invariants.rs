@@ -31,15 +31,23 @@ pub enum Rule {
     SafeRetries,
     /// No retry delay as long as the request's whole timeout: such a retry is never sent.
     DelaysWithinTimeout,
+    /// No attempt timeout as long as the request's whole timeout: such a timeout never fires,
+    /// the deadline ends the attempt first (docs/executor.md).
+    AttemptTimeoutsWithinTimeout,
+    /// No copy of a request in flight planned for after its whole timeout, whatever latency
+    /// was observed: such a copy is never sent (docs/hedging.md).
+    CopiesWithinTimeout,
 }
 
 impl Rule {
     /// Every rule, in report order.
-    pub const ALL: [Rule; 4] = [
+    pub const ALL: [Rule; 6] = [
         Rule::WithinLimits,
         Rule::Deterministic,
         Rule::SafeRetries,
         Rule::DelaysWithinTimeout,
+        Rule::AttemptTimeoutsWithinTimeout,
+        Rule::CopiesWithinTimeout,
     ];
 
     /// The rule's name in the JSON report.
@@ -49,6 +57,8 @@ impl Rule {
             Rule::Deterministic => "deterministic",
             Rule::SafeRetries => "safe_retries",
             Rule::DelaysWithinTimeout => "delays_within_timeout",
+            Rule::AttemptTimeoutsWithinTimeout => "attempt_timeouts_within_timeout",
+            Rule::CopiesWithinTimeout => "copies_within_timeout",
         }
     }
 
@@ -64,8 +74,31 @@ impl Rule {
                  or an HTTP request or gRPC call already sent"
             }
             Rule::DelaysWithinTimeout => "asks for delays shorter than the request's timeout",
+            Rule::AttemptTimeoutsWithinTimeout => {
+                "asks for attempt timeouts shorter than the request's timeout, so they can fire"
+            }
+            Rule::CopiesWithinTimeout => {
+                "plans copies of a request in flight before its timeout, whatever latency was \
+                 observed"
+            }
         }
     }
+
+    /// Whether the rule judges hedging answers only, and so holds trivially for a policy that
+    /// does not hedge.
+    pub const fn hedging_only(self) -> bool {
+        matches!(self, Rule::CopiesWithinTimeout)
+    }
+}
+
+/// A question of the check: a decision (an index into the grid) or a hedging question (an
+/// index into the requests in flight).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Question {
+    /// The grid's n-th input.
+    Decision(usize),
+    /// The n-th hedging question.
+    Hedge(usize),
 }
 
 /// One input breaking one rule.
@@ -73,8 +106,8 @@ impl Rule {
 pub struct Violation {
     /// The rule.
     pub rule: Rule,
-    /// The input's index in the grid.
-    pub input: usize,
+    /// The question answered.
+    pub input: Question,
     /// What was wrong.
     pub problem: String,
 }
@@ -147,7 +180,7 @@ pub fn violations(inputs: &[Input], first: &[Answer], second: &[Answer]) -> Vec<
         let mut violate = |rule, problem| {
             found.push(Violation {
                 rule,
-                input: i,
+                input: Question::Decision(i),
                 problem,
             })
         };
@@ -163,7 +196,12 @@ pub fn violations(inputs: &[Input], first: &[Answer], second: &[Answer]) -> Vec<
             ),
             _ => {}
         }
-        let Ok(RetryAction::RetryAfter { delay, .. }) = a else {
+        let Ok(RetryAction::RetryAfter {
+            delay,
+            attempt_timeout,
+            ..
+        }) = a
+        else {
             continue;
         };
         if !input.may_be_sent_again {
@@ -184,6 +222,17 @@ pub fn violations(inputs: &[Input], first: &[Answer], second: &[Answer]) -> Vec<
                 format!(
                     "asks to wait {} ms, not less than the request's whole {} ms timeout",
                     delay.as_millis(),
+                    input.timeout_ms
+                ),
+            );
+        }
+        if let Some(attempt_timeout) = attempt_timeout.filter(|t| *t >= timeout) {
+            violate(
+                Rule::AttemptTimeoutsWithinTimeout,
+                format!(
+                    "asks for an attempt timeout of {} ms, not less than the request's whole {} ms \
+                     timeout: it never fires",
+                    attempt_timeout.as_millis(),
                     input.timeout_ms
                 ),
             );

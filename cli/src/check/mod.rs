@@ -6,6 +6,7 @@
 //! report or `--json`; exit status 1 on any violation.
 
 mod grid;
+mod hedging;
 mod invariants;
 mod report;
 
@@ -16,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use rebound::wasm::{ArtifactCache, PolicyPre, WasmRuntime, WasmStrategy, WasmStrategyConfig};
-use rebound::DecisionContext;
 
+use self::hedging::Hedged;
 use self::invariants::Answer;
 use self::report::Report;
 
@@ -104,7 +105,15 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
             inputs.truncate(first.len());
             let later = base + DECISION_SPACING * u32::try_from(grid_size).unwrap_or(u32::MAX);
             let second = ask(&strategy, &inputs, later, Some(&first), 0);
-            report.checked(inputs, grid_size, first, &second);
+            let hedges = strategy.component().hedges().then(|| {
+                let questions = hedging::questions(&grid::in_flight(&contexts));
+                Hedged {
+                    first: hedging::ask(&strategy, &questions, false),
+                    second: hedging::ask(&strategy, &questions, true),
+                    questions,
+                }
+            });
+            report.checked(inputs, grid_size, (first, &second), hedges);
         }
     }
     if args.json {
@@ -154,7 +163,7 @@ fn ask(
         let start = base + DECISION_SPACING * u32::try_from(n).unwrap_or(u32::MAX);
         let now = start + Duration::from_millis(input.elapsed_ms);
         let request = input.request(now);
-        let context = DecisionContext::new(&input.reason).at(now);
+        let context = input.context(now);
         let started = Instant::now();
         let result = strategy.try_answer(&request, &context);
         failures += usize::from(result.is_err());

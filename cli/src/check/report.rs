@@ -11,7 +11,8 @@ use rebound::{PolicyFailureKind, RetryAction};
 use serde_json::{json, Value};
 
 use super::grid::Input;
-use super::invariants::{self, Answer, Rule, Violation};
+use super::hedging::{self, Hedged};
+use super::invariants::{self, Answer, Question, Rule, Violation};
 
 /// Distinct problems listed per rule in the human report (the JSON report lists every
 /// violation, and every distinct problem with its count).
@@ -19,8 +20,8 @@ const SHOWN_PER_RULE: usize = 20;
 
 /// The violations of one rule grouped by problem, in the order first met: each problem, how
 /// many inputs have it, and the first of them.
-fn grouped<'a>(violations: &[&'a Violation]) -> Vec<(&'a str, usize, usize)> {
-    let mut groups: Vec<(&str, usize, usize)> = Vec::new();
+fn grouped<'a>(violations: &[&'a Violation]) -> Vec<(&'a str, usize, Question)> {
+    let mut groups: Vec<(&str, usize, Question)> = Vec::new();
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();
     for v in violations {
         match index.get(v.problem.as_str()) {
@@ -49,7 +50,40 @@ struct Checked {
     /// How many inputs the grid has.
     grid_size: usize,
     first: Vec<Answer>,
+    /// The hedging questions and the first pass's answers, for a component that hedges.
+    hedges: Option<Hedged>,
     violations: Vec<Violation>,
+}
+
+impl Checked {
+    fn input_json(&self, question: Question) -> Value {
+        match (question, &self.hedges) {
+            (Question::Decision(i), _) => self.inputs[i].to_json(),
+            (Question::Hedge(i), Some(hedges)) => hedges.questions[i].to_json(),
+            (Question::Hedge(_), None) => Value::Null,
+        }
+    }
+
+    fn describe_input(&self, question: Question) -> String {
+        match (question, &self.hedges) {
+            (Question::Decision(i), _) => self.inputs[i].describe(),
+            (Question::Hedge(i), Some(hedges)) => hedges.questions[i].describe(),
+            (Question::Hedge(_), None) => String::new(),
+        }
+    }
+
+    fn answer_json(&self, question: Question) -> Value {
+        match (question, &self.hedges) {
+            (Question::Decision(i), _) => invariants::to_json(&self.first[i].result),
+            (Question::Hedge(i), Some(hedges)) => hedging::to_json(&hedges.first[i]),
+            (Question::Hedge(_), None) => Value::Null,
+        }
+    }
+
+    /// Whether `rule` judged any answer: a hedging rule only when the component hedges.
+    fn applies(&self, rule: Rule) -> bool {
+        !rule.hedging_only() || self.hedges.is_some()
+    }
 }
 
 /// The report, filled in as the check goes.
@@ -93,19 +127,29 @@ impl Report {
         self.load_error.is_none() && self.loaded.is_some()
     }
 
-    /// The grid's two passes over `inputs`, the first `inputs.len()` of its `grid_size`.
+    /// The grid's two passes over `inputs`, the first `inputs.len()` of its `grid_size`, and
+    /// the hedging questions' for a component that hedges.
     pub fn checked(
         &mut self,
         inputs: Vec<Input>,
         grid_size: usize,
-        first: Vec<Answer>,
-        second: &[Answer],
+        (first, second): (Vec<Answer>, &[Answer]),
+        hedges: Option<Hedged>,
     ) {
+        let mut violations = invariants::violations(&inputs, &first, second);
+        if let Some(hedges) = &hedges {
+            violations.extend(hedging::violations(
+                &hedges.questions,
+                &hedges.first,
+                &hedges.second,
+            ));
+        }
         self.checked = Some(Checked {
-            violations: invariants::violations(&inputs, &first, second),
+            violations,
             inputs,
             grid_size,
             first,
+            hedges,
         });
     }
 
@@ -190,6 +234,13 @@ impl Report {
             out["answers"] = json!(Self::answer_counts(checked));
             out["slowest_call_us"] = (Self::slowest(checked).as_micros() as u64).into();
             out["timed_out"] = Self::timed_out(checked).into();
+            out["hedging"] = match &checked.hedges {
+                None => Value::Null,
+                Some(hedges) => json!({
+                    "questions": hedges.questions.len(),
+                    "answers": hedges.counts(),
+                }),
+            };
             out["rules"] = Rule::ALL
                 .iter()
                 .map(|rule| {
@@ -204,7 +255,7 @@ impl Report {
                             json!({
                                 "problem": problem,
                                 "count": count,
-                                "example": checked.inputs[example].to_json(),
+                                "example": checked.input_json(example),
                             })
                         })
                         .collect();
@@ -212,8 +263,8 @@ impl Report {
                         .iter()
                         .map(|v| {
                             json!({
-                                "input": checked.inputs[v.input].to_json(),
-                                "answer": invariants::to_json(&checked.first[v.input].result),
+                                "input": checked.input_json(v.input),
+                                "answer": checked.answer_json(v.input),
                                 "problem": v.problem,
                             })
                         })
@@ -222,6 +273,7 @@ impl Report {
                         "rule": rule.name(),
                         "statement": rule.statement(),
                         "holds": violations.is_empty(),
+                        "applies": checked.applies(*rule),
                         "problems": problems,
                         "violations": violations,
                     })
@@ -280,6 +332,7 @@ impl Report {
             )?;
         }
         writeln!(out, "  answers    {}", counts.join(", "))?;
+        hedging::write_summary(out, checked.hedges.as_ref())?;
         writeln!(
             out,
             "  slowest    {} µs per call (deadline {} ms)",
@@ -314,6 +367,9 @@ fn write_rule(out: &mut impl Write, rule: Rule, checked: &Checked) -> std::io::R
         .iter()
         .filter(|v| v.rule == rule)
         .collect();
+    if !checked.applies(rule) {
+        return writeln!(out, "  n/a   {}: it does not hedge", rule.statement());
+    }
     if broken.is_empty() {
         return writeln!(out, "  ok    {}", rule.statement());
     }
@@ -327,11 +383,7 @@ fn write_rule(out: &mut impl Write, rule: Rule, checked: &Checked) -> std::io::R
     )?;
     for (problem, count, example) in groups.iter().take(SHOWN_PER_RULE) {
         writeln!(out, "        {count} × {problem}")?;
-        writeln!(
-            out,
-            "            e.g. {}",
-            checked.inputs[*example].describe()
-        )?;
+        writeln!(out, "            e.g. {}", checked.describe_input(*example))?;
     }
     if groups.len() > SHOWN_PER_RULE {
         writeln!(
@@ -374,7 +426,7 @@ mod tests {
             answered,
         ];
         let mut report = Report::new(Path::new("p.wasm"), &WasmStrategyConfig::default());
-        report.checked(inputs, 3, first.clone(), &first);
+        report.checked(inputs, 3, (first.clone(), &first), None);
         assert_eq!(report.to_json()["timed_out"], 1);
         let mut text = Vec::new();
         report.write_text(&mut text).unwrap();

@@ -74,15 +74,26 @@ impl WasmHedging {
     }
 }
 
+impl WasmHedging {
+    /// Asks `hedging.next-copy` once: its answer as given, or how the call failed.
+    pub(super) fn try_next_copy(
+        &self,
+        request: &Request,
+        flight: &InFlight<'_>,
+    ) -> Result<Option<HedgeAction>, PolicyFailure> {
+        self.ask(request, Some(flight), |policy, store| {
+            policy.next_copy(store, flight)
+        })
+    }
+}
+
 impl HedgingPolicy for WasmHedging {
     fn name(&self) -> &str {
         self.recipe.component.name()
     }
 
     fn next_copy(&self, request: &Request, flight: &InFlight<'_>) -> HedgeAction {
-        match self.ask(request, Some(flight), |policy, store| {
-            policy.next_copy(store, flight)
-        }) {
+        match self.try_next_copy(request, flight) {
             Ok(Some(action)) => action,
             Ok(None) => HedgeAction::Wait,
             Err(failure) => {

@@ -18,7 +18,7 @@ use super::pool::InstancePool;
 use crate::action::{PolicyFailure, PolicyFailureKind, RetryAction};
 use crate::token_buckets::TokenBuckets;
 use crate::strategy::DecisionContext;
-use crate::hedge::HedgingPolicy;
+use crate::hedge::{HedgeAction, HedgingPolicy, InFlight};
 use crate::log_rate_limit::LogRateLimit;
 use crate::request::Request;
 use crate::strategy::{Strategy, SyncStrategy};
@@ -138,6 +138,21 @@ impl WasmStrategy {
             context,
             Due::Within(self.recipe.config.limits.deadline()),
         )
+    }
+
+    /// Asks the policy's `hedging.next-copy` once, as [`try_answer`](Self::try_answer) asks its
+    /// decision: its answer before the host's hedging rules, none if the component does not
+    /// hedge, or how the call failed. `rebound check` runs a grid of requests in flight
+    /// through it.
+    pub fn try_next_copy(
+        &self,
+        request: &Request,
+        flight: &InFlight<'_>,
+    ) -> Result<Option<HedgeAction>, PolicyFailure> {
+        match &self.hedging {
+            Some(hedging) => hedging.try_next_copy(request, flight),
+            None => Ok(None),
+        }
     }
 
     /// As [`try_answer`](Self::try_answer), the call `due` as given (no later than its

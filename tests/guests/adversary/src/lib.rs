@@ -12,6 +12,7 @@
 //! | `trap` | executes `unreachable` |
 //! | `invalid` | answers a retry delay of u64::MAX ms |
 //! | `delay` | answers a retry after N ms |
+//! | `attempt_timeout` | answers a retry after 7 ms whose attempt is cut after N ms |
 //! | `count` | answers a retry after as many ms as calls this instance has answered (state kept between calls: not deterministic) |
 //! | `buckets` | empties the bucket `retry-budget` (asked with a burst of 1,000), then asks `host.retry-budget` for N buckets of names it invents (new ones on each call), then answers |
 //!
@@ -53,6 +54,15 @@ fn retry(delay_ms: u64) -> RetryAction {
         node: NodeChoice::Same,
         consistency: None,
         attempt_timeout_ms: None,
+    })
+}
+
+fn retry_cut_after(attempt_timeout_ms: u64) -> RetryAction {
+    RetryAction::Retry(Retry {
+        delay_ms: 7,
+        node: NodeChoice::Same,
+        consistency: None,
+        attempt_timeout_ms: Some(attempt_timeout_ms),
     })
 }
 
@@ -117,6 +127,9 @@ impl Policy for Adversary {
         }
         if let Some(n) = amount("delay") {
             return retry(n);
+        }
+        if let Some(n) = amount("attempt_timeout") {
+            return retry_cut_after(n);
         }
         if host::client_context("count").is_some() {
             return retry(CALLS.fetch_add(1, Ordering::Relaxed));
