@@ -440,7 +440,7 @@ impl JsonDecider {
     }
 
     /// The component at `path` configured with `params`, loaded once.
-    fn component(
+    pub(crate) fn component(
         &self,
         path: &Path,
         params: BTreeMap<String, String>,

@@ -222,6 +222,70 @@ fn raw_checks_the_policys_own_answer() {
     assert!(!ok && out.contains("1 passed, 1 failed"), "{out}");
 }
 
+/// docs/cli.md `rebound test`: a case with `hedge` asks when the next copy goes, its policy
+/// reading percentiles of the latencies the case says were observed (docs/hedging.md "Delays
+/// from observed latency"); the host's rules still answer first (a non-idempotent request is
+/// never hedged), and each case starts from nothing observed. `hedge_echo` with `percentile=95`
+/// waits the 95th percentile, or its 20 ms while none is known.
+#[test]
+fn hedging_cases_read_the_latencies_they_say_were_observed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("hedging.jsonl");
+    let get = r#""request": {"type": "http", "method": "GET", "authority": "api.example"}"#;
+    let lines = [
+        format!(
+            r#"{{"name": "p95 of 90 fast and 10 slow answers", {get}, "hedge": {{}}, "observed": [{{"latency_ms": 40, "count": 90}}, {{"latency_ms": 900, "count": 10}}], "params": {{"percentile": 95}}, "expect": {{"hedge": {{"next": "send", "after_ms": {{"min": 900, "max": 957}}, "node": "next"}}}}}}"#
+        ),
+        format!(
+            r#"{{"name": "p50 of the same", {get}, "hedge": {{}}, "observed": [{{"latency_ms": 40, "count": 90}}, {{"latency_ms": 900, "count": 10}}], "params": {{"percentile": 50}}, "expect": {{"hedge": {{"next": "send", "after_ms": {{"min": 40, "max": 43}}}}}}}}"#
+        ),
+        format!(
+            r#"{{"name": "nothing observed yet", {get}, "hedge": {{}}, "params": {{"percentile": 95}}, "expect": {{"hedge": {{"next": "send", "after_ms": 20}}}}}}"#
+        ),
+        r#"{"name": "a POST is never hedged", "request": {"type": "http", "method": "POST", "authority": "api.example"}, "hedge": {}, "params": {"percentile": 95}, "expect": {"hedge": {"next": "none"}}}"#.to_owned(),
+        format!(
+            r#"{{"name": "a wrong expectation", {get}, "hedge": {{}}, "params": {{"percentile": 95}}, "expect": {{"hedge": {{"next": "wait"}}}}}}"#
+        ),
+    ];
+    std::fs::write(&cases, lines.join("\n")).unwrap();
+    let policy = guest("hedge_echo").display().to_string();
+    let (out, err, ok) = run(&["--json", &policy, cases.to_str().unwrap()]);
+    assert!(!ok, "{out}{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let passed: Vec<&str> = (report["cases"].as_array().unwrap().iter())
+        .filter(|case| case["passed"] == true)
+        .map(|case| case["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        passed,
+        [
+            "p95 of 90 fast and 10 slow answers",
+            "p50 of the same",
+            "nothing observed yet",
+            "a POST is never hedged"
+        ],
+        "{out}"
+    );
+    let wrong = &report["cases"][4];
+    assert_eq!(wrong["actual"]["hedge"]["next"], "send", "{wrong}");
+
+    // `observed` belongs to hedging questions, and names its bad entry.
+    std::fs::write(
+        &cases,
+        concat!(
+            r#"{"request": {"type": "get"}, "reason": "KV_LOCKED", "observed": [], "expect": {}}"#,
+            "\n",
+            r#"{"request": {"type": "get"}, "hedge": {}, "observed": [{"latency_ms": -1, "count": 1}], "expect": {}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let (out, _, ok) = run(&[&policy, cases.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(out.contains("observed: only a hedging question"), "{out}");
+    assert!(out.contains("observed[0].latency_ms: "), "{out}");
+}
+
 /// Bad input: a line that is not a case, an `expect` field no answer has, a missing `expect`,
 /// a `policy` in a case, a parameter the policy refuses, a missing file — each named.
 #[test]

@@ -103,6 +103,15 @@ impl LatencySketches {
         Some(Duration::from_micros(bucket.end()))
     }
 
+    /// Makes every attempt recorded under `key` so far count in its quantiles now, without
+    /// waiting for the next [`REFRESH`]: for a tool that states what was observed (`rebound
+    /// test`'s hedging cases), not for the request path. Nothing for a key never recorded.
+    pub fn refresh(&self, key: &str) {
+        if let Some(sketch) = self.keys.pin().get(key) {
+            sketch.refresh(&self.refreshes);
+        }
+    }
+
     /// How many keys are kept and how many were evicted.
     pub fn stats(&self) -> LatencyStats {
         LatencyStats {
@@ -165,6 +174,11 @@ impl KeySketch {
             self.since_decay.store(0, Ordering::Relaxed);
             self.halve();
         }
+        self.refresh(refreshes);
+    }
+
+    /// Takes the snapshot that quantiles are read from.
+    fn refresh(&self, refreshes: &AtomicU64) {
         let snapshot = CumulativeROHistogram32::from(&self.recorder.load());
         self.snapshot.store(Some(Arc::new(snapshot)));
         let tick = refreshes.fetch_add(1, Ordering::Relaxed);
@@ -207,6 +221,28 @@ mod tests {
         assert!(median >= half && median <= half * 17 / 16, "{median:?}");
         assert_eq!(sketches.quantile("node-1", 0.0), None);
         assert_eq!(sketches.quantile("node-1", 100.0), None);
+        assert_eq!(sketches.quantile("node-2", 50.0), None);
+    }
+
+    /// A refresh counts every attempt recorded so far, not only those up to the last
+    /// `REFRESH`-th; a key never recorded stays without a quantile.
+    #[test]
+    fn a_refresh_counts_every_attempt_recorded_so_far() {
+        let sketches = LatencySketches::new(4);
+        for _ in 0..REFRESH {
+            sketches.record("node-1", MS(10));
+        }
+        for _ in 0..REFRESH {
+            sketches.record("node-1", MS(1000));
+        }
+        sketches.record("node-1", MS(1000));
+        let p99 = sketches.quantile("node-1", 99.0).unwrap();
+        assert!(p99 >= MS(1000), "{p99:?}");
+        sketches.record("node-1", MS(5000));
+        assert!(sketches.quantile("node-1", 99.9).unwrap() < MS(5000));
+        sketches.refresh("node-1");
+        assert!(sketches.quantile("node-1", 99.9).unwrap() >= MS(5000));
+        sketches.refresh("node-2");
         assert_eq!(sketches.quantile("node-2", 50.0), None);
     }
 

@@ -6,8 +6,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::wire::hedge::HedgeInput;
 use crate::wire::input::{DecideInput, InputError};
 
 /// A case as read.
@@ -23,7 +25,23 @@ pub struct Case {
     pub expect: Map<String, Value>,
     /// The policy's parameters for this case.
     pub params: BTreeMap<String, String>,
+    /// For a hedging question: the latencies the request's authority answered in before it.
+    pub observed: Vec<Observed>,
 }
+
+/// Latencies observed before a hedging question: `count` answers of `latency_ms` each.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Observed {
+    /// How long each answer took.
+    pub latency_ms: u64,
+    /// How many answers (at most [`MAX_OBSERVED`]).
+    pub count: u32,
+}
+
+/// The most answers one `observed` entry may give: more change nothing, since a sketch's counts
+/// halve every 1024 answers (docs/hedging.md "Delays from observed latency").
+pub const MAX_OBSERVED: u32 = 10_000;
 
 impl Case {
     /// The case on `line` of a file in directory `base`, `None` for a blank or comment line.
@@ -93,18 +111,37 @@ impl Case {
                 *map = base.join(map.as_str()).display().to_string();
             }
         }
+        let observed = object.remove("observed");
+        let states_observed = observed.is_some();
+        let observed = read_observed(observed)?;
         let input = Value::Object(object);
         // Read now, so a malformed input is reported as such, not as a wrong answer.
-        let parsed = DecideInput::parse(&input.to_string())?;
-        let request = parsed.request(std::time::Instant::now(), line as u64)?;
-        parsed.failure(request.request_type())?;
+        let now = std::time::Instant::now();
+        if HedgeInput::is_question(&input.to_string()) {
+            HedgeInput::parse(&input.to_string())?.request(now)?;
+        } else if states_observed {
+            return Err(InputError::new(
+                "observed",
+                "only a hedging question (a case with `hedge`) reads observed latencies",
+            ));
+        } else {
+            let parsed = DecideInput::parse(&input.to_string())?;
+            let request = parsed.request(now, line as u64)?;
+            parsed.failure(request.request_type())?;
+        }
         Ok(Case {
             line,
             name,
             input,
             expect,
             params,
+            observed,
         })
+    }
+
+    /// Whether the case is a hedging question (it has `hedge`).
+    pub fn is_hedge(&self) -> bool {
+        self.input.get("hedge").is_some()
     }
 
     /// The decision input to ask with the component at `policy`.
@@ -113,6 +150,35 @@ impl Case {
         input["policy"] = serde_json::json!({"name": policy, "params": self.params});
         input
     }
+}
+
+/// The `observed` latencies as given; an error names the entry and its field.
+fn read_observed(value: Option<Value>) -> Result<Vec<Observed>, InputError> {
+    let Some(value) = value else {
+        return Ok(Vec::new());
+    };
+    let observed: Vec<Observed> = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            "observed".to_owned()
+        } else {
+            format!("observed{path}")
+        };
+        InputError::new(
+            field,
+            format!(
+                "{} (expected a list of {{\"latency_ms\": N, \"count\": N}})",
+                e.into_inner()
+            ),
+        )
+    })?;
+    if let Some(i) = observed.iter().position(|o| o.count > MAX_OBSERVED) {
+        return Err(InputError::new(
+            format!("observed[{i}].count"),
+            format!("at most {MAX_OBSERVED}: a sketch's counts halve every 1024 answers, so more change nothing"),
+        ));
+    }
+    Ok(observed)
 }
 
 #[cfg(test)]

@@ -41,6 +41,9 @@ pub const RAW_FIELDS: &[&str] = &[
     "kind",
 ];
 
+/// The fields of a hedging question's answer (docs/decision-json.md "Hedging").
+pub const HEDGE_FIELDS: &[&str] = &["hedge"];
+
 /// Checks that every top-level field of `expect` is one of `known`; the error names the first
 /// that is not.
 pub fn check_fields(expect: &serde_json::Map<String, Value>, known: &[&str]) -> Result<(), String> {

@@ -2,10 +2,12 @@
 //! Each case is a decision-JSON input plus what the answer must hold (`case`, `expect`); the
 //! policy answers through the orchestrator, or with `--raw` on its own; failing cases are shown
 //! with their input, expectation and answer, and the run ends with `N passed, M failed`
-//! (`report`). Guide: docs/authoring.md; format: docs/cli.md.
+//! (`report`). A case with `hedge` asks when the next copy of a request in flight goes
+//! (`hedge_case`). Guide: docs/authoring.md; format: docs/cli.md.
 
 mod case;
 mod expect;
+mod hedge_case;
 mod report;
 
 use std::io::{BufRead, Write};
@@ -126,6 +128,9 @@ fn ask(
     raw: bool,
 ) -> Result<Value, String> {
     let id = case.line as u64;
+    if case.is_hedge() {
+        return hedge_case::answer(decider, policy, case);
+    }
     if raw {
         let input = DecideInput::parse(&case.input.to_string()).map_err(|e| e.to_string())?;
         return decider

@@ -36,7 +36,9 @@ impl Outcome {
 
     /// `case` judged by `answer` (the policy's answer, or why it could not be asked).
     pub fn judged(case: Case, answer: Result<Value, String>, raw: bool) -> Self {
-        let known = if raw {
+        let known = if case.is_hedge() {
+            expect::HEDGE_FIELDS
+        } else if raw {
             expect::RAW_FIELDS
         } else {
             expect::DECISION_FIELDS

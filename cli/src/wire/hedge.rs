@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rebound::hedge::{Asked, HedgeAction, Hedging, InFlight, MAX_COPIES};
 use rebound::registry::PolicyRegistry;
 use rebound::throttle::FailureClass;
-use rebound::{NodeChoice, Pushback, RetryReason};
+use rebound::{NodeChoice, Pushback, Request, RetryReason};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -93,13 +93,18 @@ impl HedgeInput {
         })
     }
 
-    /// The answer of `registry`'s policy for the request, within the host's rules.
-    pub fn answer(&self, registry: &PolicyRegistry, now: Instant) -> Result<Value, InputError> {
+    /// The request in flight, as it is at `now`.
+    pub fn request(&self, now: Instant) -> Result<Request, InputError> {
         let input = DecideInput {
             request: self.request.clone(),
             ..DecideInput::default()
         };
-        let request = input.request(now, 0)?;
+        input.request(now, 0)
+    }
+
+    /// The answer of `registry`'s policy for the request, within the host's rules.
+    pub fn answer(&self, registry: &PolicyRegistry, now: Instant) -> Result<Value, InputError> {
+        let request = self.request(now)?;
         let request = match &self.policy {
             Some(name) => {
                 registry
@@ -109,22 +114,34 @@ impl HedgeInput {
             }
             None => request,
         };
+        let hedging = registry.controls(&request).hedging(&request, now);
+        self.answer_with(&request, hedging, now)
+    }
+
+    /// The answer of `hedging`'s policy for `request` (none: it does not hedge), within the
+    /// host's rules.
+    pub fn answer_with(
+        &self,
+        request: &Request,
+        hedging: Option<Hedging>,
+        now: Instant,
+    ) -> Result<Value, InputError> {
         let flight = &self.hedge;
         let (failures, pushback, asked) = flight.read()?;
         let none = |why: &str| json!({ "hedge": { "next": "none", "why": why } });
-        if !Hedging::may_hedge(&request) {
+        if !Hedging::may_hedge(request) {
             return Ok(none("the request is not idempotent: it is never hedged"));
         }
         if flight.committed {
             // gRFC A6 "When Retries are Valid": a committed call starts no other attempt.
             return Ok(none("the call is committed: no copy starts"));
         }
-        let Some(hedging) = registry.controls(&request).hedging(&request, now) else {
+        let Some(hedging) = hedging else {
             return Ok(none("its policy does not hedge"));
         };
         let policy = hedging.policy();
         if let (Asked::AfterFailure, Some(last)) = (asked, failures.last()) {
-            if policy.is_fatal(&request, last) {
+            if policy.is_fatal(request, last) {
                 return Ok(none("the failure is fatal: the other copies are cancelled"));
             }
             // A copy's failure that does not end the request counts in the throttle as it
@@ -149,7 +166,7 @@ impl HedgeInput {
             pushback,
             latencies: hedging.latencies(),
         };
-        Ok(match policy.next_copy(&request, &in_flight) {
+        Ok(match policy.next_copy(request, &in_flight) {
             HedgeAction::Wait => json!({ "hedge": { "next": "wait" } }),
             // A6: a hedged copy goes only while the throttle is above its threshold; the budget
             // pays for it as for a retry.
