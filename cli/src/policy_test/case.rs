@@ -86,26 +86,7 @@ impl Case {
             Some(Value::String(name)) => name,
             Some(other) => return Err(InputError::new("name", format!("a string, not {other}"))),
         };
-        let params = match object.remove("params") {
-            None => BTreeMap::new(),
-            Some(Value::Object(params)) => params
-                .into_iter()
-                .map(|(key, value)| match value {
-                    Value::String(s) => Ok((key, s)),
-                    Value::Number(_) | Value::Bool(_) => Ok((key, value.to_string())),
-                    other => Err(InputError::new(
-                        format!("params.{key}"),
-                        format!("a string, a number or a boolean, not {other}"),
-                    )),
-                })
-                .collect::<Result<_, _>>()?,
-            Some(other) => {
-                return Err(InputError::new(
-                    "params",
-                    format!("an object of parameters, not {other}"),
-                ))
-            }
-        };
+        let params = read_params(object.remove("params"))?;
         if let Some(Value::String(map)) = object.get_mut("error_map") {
             if Path::new(map.as_str()).is_relative() {
                 *map = base.join(map.as_str()).display().to_string();
@@ -149,6 +130,28 @@ impl Case {
         let mut input = self.input.clone();
         input["policy"] = serde_json::json!({"name": policy, "params": self.params});
         input
+    }
+}
+
+/// The case's `params` as given; an error names the parameter.
+fn read_params(value: Option<Value>) -> Result<BTreeMap<String, String>, InputError> {
+    match value {
+        None => Ok(BTreeMap::new()),
+        Some(Value::Object(params)) => params
+            .into_iter()
+            .map(|(key, value)| match value {
+                Value::String(s) => Ok((key, s)),
+                Value::Number(_) | Value::Bool(_) => Ok((key, value.to_string())),
+                other => Err(InputError::new(
+                    format!("params.{key}"),
+                    format!("a string, a number or a boolean, not {other}"),
+                )),
+            })
+            .collect(),
+        Some(other) => Err(InputError::new(
+            "params",
+            format!("an object of parameters, not {other}"),
+        )),
     }
 }
 
