@@ -23,6 +23,7 @@ mod hot_swap;
 mod http_retries;
 mod isolation;
 mod latency_hedging;
+mod latency_hedging_peers;
 mod orchestrator;
 mod outcomes;
 mod properties;
