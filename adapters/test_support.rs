@@ -25,6 +25,19 @@ pub(crate) fn guest(name: &str) -> PathBuf {
     path
 }
 
+/// A registry whose default policy is the guest `name`, its file read in place, not watched.
+pub(crate) fn component_registry(name: &str) -> Arc<PolicyRegistry> {
+    let text = format!(
+        "default_policy = \"p\"\ncache_dir = false\n[watch]\nenabled = false\n\
+         [policies.p]\ncomponent = {:?}\n",
+        guest(name).display().to_string()
+    );
+    let config =
+        rebound::config::RegistryConfig::parse(&text, "rebound.toml".as_ref(), ".".as_ref())
+            .unwrap();
+    Arc::new(PolicyRegistry::new(config).unwrap())
+}
+
 /// A decision-log sink in memory.
 #[derive(Clone, Default)]
 struct Lines(Arc<Mutex<Vec<u8>>>);

@@ -1260,3 +1260,34 @@ fn sighup_reloads_and_json_logs_are_one_object_a_line() {
         assert!(object["fields"]["message"].is_string(), "{line}");
     }
 }
+
+/// docs/adapters.md "Client context": the idempotency-key rule of the `context_gate` guest
+/// (retry only a request whose client context holds `idempotency-key`) decides in `serve` as
+/// it does in-process through each adapter (`rebound-reqwest`
+/// `client_context::a_mapped_header_or_an_extension_reaches_the_policy_s_context_rule`,
+/// `rebound-tonic` `client_context::mapped_metadata_or_an_extension_reaches_the_policy_s_context_rule`,
+/// the library's `client_context::*` for the executor and the tower layer): a GET answered 503
+/// is retried with the key, and not without it.
+#[test]
+fn the_client_context_rule_decides_as_in_the_adapters() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("policies")).unwrap();
+    std::fs::copy(guest("context_gate"), dir.path().join("policies/gate.wasm")).unwrap();
+    std::fs::write(
+        dir.path().join("rebound.toml"),
+        "default_policy = \"gate\"\npolicy_dir = \"policies\"\n[watch]\nenabled = false\n\
+         [policies.gate]\ncomponent = \"gate.wasm\"\n",
+    )
+    .unwrap();
+    let server = Server::start_in(dir, "127.0.0.1:0", None);
+    let get = |context: Value| {
+        json!({"request": {"type": "http", "method": "GET", "client_context": context},
+               "reason": {"http_status": 503}})
+    };
+    let (status, answer) = server.post("/v1/decide", get(json!({"idempotency-key": "k-17"})));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["decision"], "retry", "{answer}");
+    let (status, answer) = server.post("/v1/decide", get(json!({})));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["decision"], "cancel", "{answer}");
+}

@@ -131,6 +131,7 @@ pub mod backoff;
 pub mod breaker;
 mod cassandra_types;
 pub mod classify;
+mod client_context;
 #[cfg(feature = "registry")]
 pub mod config;
 mod controls;
@@ -189,6 +190,9 @@ pub mod wasm;
 mod wit_convert;
 
 pub use action::{NodeChoice, PolicyFailure, PolicyFailureKind, RetryAction, TerminalError};
+pub use client_context::ClientContext;
+#[cfg(feature = "http")]
+pub use client_context::{ContextHeaders, InvalidContextHeader};
 pub use controls::PolicyControls;
 pub use decide_error::DecideError;
 pub use decider::Decider;

@@ -5,7 +5,7 @@
 //! speculative execution, reference 003), which answers. A non-idempotent request to the same
 //! stalled node is never copied: it waits for its one attempt (RFC 9110 §9.2.2).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,93 +13,16 @@ use rebound::config::RegistryConfig;
 use rebound::executor::{Attempt, Executor, Failure};
 use rebound::registry::PolicyRegistry;
 use rebound::{HttpMethod, NodeChoice, Request, RequestType};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
 
-/// A line server: answers each line with its name, unless told to stall, when it reads the
-/// line and never answers. Counts the lines it read.
-struct LineServer {
-    addr: std::net::SocketAddr,
-    stalls: Arc<AtomicBool>,
-    lines: Arc<AtomicUsize>,
-}
+use crate::line_servers::{send_line, LineServer};
 
-impl LineServer {
-    async fn start(name: &'static str) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stalls, lines) = (Arc::new(AtomicBool::new(false)), Arc::default());
-        let (stalling, counting) = (Arc::clone(&stalls), Arc::clone(&lines));
-        tokio::spawn(async move {
-            loop {
-                let (socket, _) = listener.accept().await.unwrap();
-                let (stalling, counting) = (Arc::clone(&stalling), Arc::clone(&counting));
-                tokio::spawn(serve(socket, name, stalling, counting));
-            }
-        });
-        LineServer {
-            addr,
-            stalls,
-            lines,
-        }
-    }
-
-    fn lines(&self) -> usize {
-        self.lines.load(Ordering::SeqCst)
-    }
-}
-
-async fn serve(
-    socket: TcpStream,
-    name: &'static str,
-    stalls: Arc<AtomicBool>,
-    lines: Arc<AtomicUsize>,
-) {
-    let (read, mut write) = socket.into_split();
-    let mut read = BufReader::new(read).lines();
-    while let Ok(Some(_)) = read.next_line().await {
-        lines.fetch_add(1, Ordering::SeqCst);
-        if stalls.load(Ordering::SeqCst) {
-            std::future::pending::<()>().await;
-        }
-        if write
-            .write_all(format!("{name}\n").as_bytes())
-            .await
-            .is_err()
-        {
-            return;
-        }
-    }
-}
-
-/// One attempt: a line to the node its attempt names (the first for `Same`, the second for
-/// `Next`), the answer read back.
-async fn ask(
-    attempt: &Attempt,
-    nodes: [std::net::SocketAddr; 2],
-) -> Result<String, Failure<String>> {
+/// One attempt to the node its attempt names: the first for `Same`, the second for `Next`.
+async fn ask(attempt: &Attempt, nodes: [SocketAddr; 2]) -> Result<String, Failure<String>> {
     let addr = match attempt.node() {
         NodeChoice::Same => nodes[0],
         NodeChoice::Next => nodes[1],
     };
-    let socket = TcpStream::connect(addr)
-        .await
-        .map_err(|e| Failure::reason(e.to_string(), rebound::reasons::SOCKET_NOT_AVAILABLE))?;
-    attempt.dispatched(addr.to_string());
-    let (read, mut write) = socket.into_split();
-    let in_flight = |e: std::io::Error| {
-        Failure::reason(
-            e.to_string(),
-            rebound::reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT,
-        )
-    };
-    write.write_all(b"read\n").await.map_err(in_flight)?;
-    let answer = BufReader::new(read)
-        .lines()
-        .next_line()
-        .await
-        .map_err(in_flight)?;
-    Ok(answer.unwrap_or_default())
+    send_line(attempt, addr).await
 }
 
 fn request(id: u64, method: HttpMethod) -> Request {
@@ -116,10 +39,9 @@ fn request(id: u64, method: HttpMethod) -> Request {
 /// test allows 30 s, half the ceiling: only a delay taken from the observed latencies fits in it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_percentile_hedge_goes_to_the_slow_node_s_peer() {
-    let (first, second) = (
-        LineServer::start("first").await,
-        LineServer::start("second").await,
-    );
+    // The first node answers 70 lines, then stalls; the second answers every line.
+    let first = LineServer::start(|n| (n < 70).then_some("first")).await;
+    let second = LineServer::start(|_| Some("second")).await;
     let nodes = [first.addr, second.addr];
     let config = "default_policy = \"reads\"\n[watch]\nenabled = false\n[policies.reads]\nbuiltin = \"best-effort\"\nspeculative_execution = { percentile = 95, min_delay_ms = 20, max_delay_ms = 60000, max_executions = 2 }\n";
     let config = RegistryConfig::parse(
@@ -139,7 +61,6 @@ async fn a_percentile_hedge_goes_to_the_slow_node_s_peer() {
         assert_eq!(answer, "first");
     }
     assert_eq!((first.lines(), second.lines()), (70, 0));
-    first.stalls.store(true, Ordering::SeqCst);
     let hedged = tokio::time::timeout(
         Duration::from_secs(30),
         executor.run(request(70, HttpMethod::Get), |attempt| async move {

@@ -4,6 +4,7 @@
 //! interest process-wide, so tests sharing their process could hide the events they check.
 
 mod common;
+mod line_servers;
 mod registry_support;
 mod wasm_support;
 
@@ -13,6 +14,7 @@ mod backoff;
 mod breakers;
 mod builtin_params;
 mod classify;
+mod client_context;
 mod decision_log;
 mod error_context;
 mod errormap;

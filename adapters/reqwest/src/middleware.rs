@@ -11,8 +11,8 @@ use http::Extensions;
 use rebound::classify::{classify_http_answer, Classification, DEFAULT_HTTP_RETRY_STATUSES};
 use rebound::registry::PolicyRegistry;
 use rebound::{
-    reasons, telemetry, Decision, DecisionContext, HttpMethod, Pushback, Request, RequestType,
-    RetryReason, Service,
+    reasons, telemetry, ClientContext, ContextHeaders, Decision, DecisionContext, HttpMethod,
+    InvalidContextHeader, Pushback, Request, RequestType, RetryReason, Service,
 };
 use reqwest_middleware::{Middleware, Next};
 use tracing::Instrument;
@@ -49,6 +49,8 @@ pub struct ReboundMiddleware {
     retry_statuses: Arc<[u16]>,
     /// The header each attempt carries its number in, if any.
     attempt_count_header: Option<http::HeaderName>,
+    /// The headers read into the client context.
+    context_headers: ContextHeaders,
 }
 
 /// An attempt the middleware cut because it had not answered within its attempt timeout (the
@@ -86,7 +88,33 @@ impl ReboundMiddleware {
             service: None,
             retry_statuses: DEFAULT_HTTP_RETRY_STATUSES.into(),
             attempt_count_header: None,
+            context_headers: ContextHeaders::new(),
         }
+    }
+
+    /// Reads the request header `header` into the client-context key `key`, which the policy
+    /// reads (`host.client-context`): `context_header("Idempotency-Key", "idempotency-key")`.
+    /// A [`ClientContext`](rebound::ClientContext) in the request's extensions adds entries of
+    /// its own, which win. A name that is not a header name is refused, naming it
+    /// (docs/adapters.md "Client context").
+    ///
+    /// ```
+    /// # fn middleware(registry: std::sync::Arc<rebound::registry::PolicyRegistry>) -> Result<(), rebound::InvalidContextHeader> {
+    /// use rebound_reqwest::ReboundMiddleware;
+    ///
+    /// let middleware =
+    ///     ReboundMiddleware::new(registry).context_header("Idempotency-Key", "idempotency-key")?;
+    /// # let _ = middleware;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn context_header(
+        mut self,
+        header: &str,
+        key: impl Into<String>,
+    ) -> Result<Self, InvalidContextHeader> {
+        self.context_headers = self.context_headers.with(header, key)?;
+        Ok(self)
     }
 
     /// Each attempt carries its number, the first 1, in the header `name` (Envoy's
@@ -169,6 +197,10 @@ impl ReboundMiddleware {
         }
         if let Some(Idempotent(idempotent)) = extensions.get::<Idempotent>() {
             request = request.with_idempotent(*idempotent);
+        }
+        request = self.context_headers.apply_to(req.headers(), request);
+        if let Some(context) = extensions.get::<ClientContext>() {
+            request = context.apply_to(request);
         }
         if let Some(policy) = &self.policy {
             request = request.with_policy(Arc::clone(policy));

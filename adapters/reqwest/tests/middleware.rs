@@ -5,6 +5,7 @@
 mod test_support;
 
 mod attempt_timeouts;
+mod client_context;
 mod registries;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rebound::registry::PolicyRegistry;
+use rebound::{ContextHeaders, InvalidContextHeader};
 
 use crate::service::Rebound;
 use crate::shared::Shared;
@@ -31,6 +32,7 @@ impl ReboundLayer {
                 idempotent: Vec::new(),
                 max_replay_bytes: Self::DEFAULT_MAX_REPLAY_BYTES,
                 timeout: Self::DEFAULT_TIMEOUT,
+                context_metadata: ContextHeaders::new(),
             }),
         }
     }
@@ -63,6 +65,22 @@ impl ReboundLayer {
             self.shared_mut().timeout = timeout;
         }
         self
+    }
+
+    /// Reads the call's ASCII metadata `key` into the client-context key `context_key`, which
+    /// the policy reads (`host.client-context`): `context_metadata("idempotency-key",
+    /// "idempotency-key")`. A [`ClientContext`](rebound::ClientContext) in the call's
+    /// extensions adds entries of its own, which win. A key that is not a metadata key, or a
+    /// binary one (`-bin`), is refused, naming it.
+    pub fn context_metadata(
+        mut self,
+        key: &str,
+        context_key: impl Into<String>,
+    ) -> Result<Self, InvalidContextHeader> {
+        let shared = self.shared_mut();
+        shared.context_metadata =
+            std::mem::take(&mut shared.context_metadata).with(key, context_key)?;
+        Ok(self)
     }
 
     fn shared_mut(&mut self) -> &mut Shared {

@@ -15,8 +15,8 @@ use http::header::HeaderValue;
 use rebound::breaker::{Admission, BreakerOpen, NodeBreakers};
 use rebound::hedge::{HedgeSchedule, Hedging};
 use rebound::{
-    reasons, telemetry, Decision, DecisionContext, Outcome, PolicyControls, Progress, Pushback,
-    Request, RequestType, RetryReason,
+    reasons, telemetry, ClientContext, Decision, DecisionContext, Outcome, PolicyControls,
+    Progress, Pushback, Request, RequestType, RetryReason,
 };
 use tonic::body::Body as TonicBody;
 use tower_service::Service;
@@ -89,6 +89,10 @@ fn describe(shared: &Shared, parts: &http::request::Parts, start: Instant) -> De
     let authority: Option<Arc<str>> = parts.uri.authority().map(|a| Arc::from(a.as_str()));
     if let Some(authority) = &authority {
         request = request.with_authority(Arc::clone(authority));
+    }
+    request = shared.context_metadata.apply_to(&parts.headers, request);
+    if let Some(context) = parts.extensions.get::<ClientContext>() {
+        request = context.apply_to(request);
     }
     Described { request, authority }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rebound::registry::PolicyRegistry;
+use rebound::ContextHeaders;
 
 /// The layer's settings, shared by its services.
 #[derive(Debug, Clone)]
@@ -17,6 +18,8 @@ pub(crate) struct Shared {
     pub(crate) max_replay_bytes: usize,
     /// The deadline of a call that sends no `grpc-timeout`.
     pub(crate) timeout: Duration,
+    /// The metadata keys read into the client context.
+    pub(crate) context_metadata: ContextHeaders,
 }
 
 impl Shared {

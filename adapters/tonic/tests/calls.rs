@@ -2,6 +2,7 @@
 //! server the test starts answers a scripted list per method, reached through a TCP relay the
 //! test can cut; the client is tonic's own `client::Grpc` over a channel with the layer.
 
+mod client_context;
 mod support;
 
 use std::path::Path;
