@@ -110,7 +110,8 @@
 //!   only ever for idempotent requests; [`latency`]: observed attempt latencies per
 //!   authority, for hedges that wait a quantile of them.
 //! - [`executor`]: the retry loop for tokio; [`layer`]: the tower layer (features `executor`
-//!   and `tower`, on by default).
+//!   and `tower`, on by default); `retry_policy`: a `tower::retry::Policy` for stacks built on
+//!   `tower::retry::Retry` (feature `tower-retry`).
 //! - `wasm`: sandboxed WebAssembly strategies (feature `wasm`); `config`: a registry's
 //!   configuration file, parsed and checked; `registry`: named policies with hot reload
 //!   (feature `registry`; both features on by default); `distribution`: policies pushed to and
@@ -173,6 +174,8 @@ pub mod registry;
 mod request;
 mod request_outcome;
 mod retry_loop;
+#[cfg(feature = "tower-retry")]
+pub mod retry_policy;
 mod rules;
 #[cfg(feature = "registry")]
 mod sampling;

@@ -161,6 +161,12 @@ impl RetryLoop {
         self.request.mark_dispatched(node);
     }
 
+    /// The attempt may have been written, to a node the driver cannot name: a non-idempotent
+    /// request is from now on treated as possibly applied.
+    pub fn sent(&mut self) {
+        self.request.mark_sent();
+    }
+
     /// The attempt succeeded: the request is complete.
     pub fn succeeded(&mut self) {
         self.request.complete();

@@ -26,6 +26,7 @@ mod http_retries;
 mod isolation;
 mod latency_hedging;
 mod latency_hedging_peers;
+mod one_line_retry;
 mod orchestrator;
 mod outcomes;
 mod properties;
@@ -41,6 +42,8 @@ mod strategies;
 mod telemetry;
 mod throttles;
 mod tower_layer;
+#[cfg(feature = "tower-retry")]
+mod tower_retry_policy;
 mod traffic_budget;
 mod transparent_retries;
 mod wasm_loading;

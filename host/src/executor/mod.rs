@@ -26,6 +26,7 @@ mod error;
 mod failure;
 mod hedged;
 mod listener;
+mod retrying;
 mod run;
 mod settle;
 
@@ -33,4 +34,5 @@ pub use attempt::Attempt;
 pub use error::ExecuteError;
 pub use failure::Failure;
 pub use listener::ExecutorListener;
+pub use retrying::{ReasonOf, Retrying};
 pub use run::Executor;
