@@ -171,6 +171,8 @@ mod ranges;
 mod reason;
 #[cfg(feature = "registry")]
 pub mod registry;
+#[cfg(feature = "http")]
+pub mod replay_body;
 mod request;
 mod request_outcome;
 mod retry_loop;

@@ -31,10 +31,12 @@
 // No function over 80 lines (clippy.toml): the test command denies the warning.
 #![warn(clippy::too_many_lines)]
 
+mod answer;
 mod classify;
 mod middleware;
 
-pub use middleware::{AttemptTimedOut, Idempotent, NotAnHttpService, ReboundMiddleware, Route};
+pub use answer::AttemptTimedOut;
+pub use middleware::{Idempotent, NotAnHttpService, ReboundMiddleware, Route, ZeroReplayLimit};
 
 /// The library this adapter was built with: its registry and the request's vocabulary,
 /// without adding a dependency (and its default features) of one's own.

@@ -5,19 +5,20 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use http::Extensions;
-use rebound::classify::{classify_http_answer, Classification, DEFAULT_HTTP_RETRY_STATUSES};
+use rebound::classify::DEFAULT_HTTP_RETRY_STATUSES;
 use rebound::registry::PolicyRegistry;
+use rebound::replay_body::{keep_body, KeptBody, DEFAULT_MAX_REPLAY_BYTES};
 use rebound::{
-    reasons, telemetry, ClientContext, ContextHeaders, Decision, DecisionContext, HttpMethod,
-    InvalidContextHeader, Pushback, Request, RequestType, RetryReason, Service,
+    telemetry, ClientContext, ContextHeaders, Decision, DecisionContext, HttpMethod,
+    InvalidContextHeader, Request, RequestType, Service,
 };
 use reqwest_middleware::{Middleware, Next};
 use tracing::Instrument;
 
-use crate::classify;
+use crate::answer::{cut, read_and_classify, triage, Told, Triage};
 
 /// Declares a request idempotent (or not), overriding its service's rule (reference 001
 /// "Idempotent Operation List": a query is idempotent only when read-only; search and views
@@ -51,17 +52,14 @@ pub struct ReboundMiddleware {
     attempt_count_header: Option<http::HeaderName>,
     /// The headers read into the client context.
     context_headers: ContextHeaders,
+    /// The most bytes of a streamed body kept to send it again.
+    max_replay_bytes: usize,
 }
 
-/// An attempt the middleware cut because it had not answered within its attempt timeout (the
-/// policy's or its route's `attempt_timeout_ms`, docs/executor.md "Timing"): handed back,
-/// inside [`reqwest_middleware::Error::Middleware`], when the cut attempt is not retried.
+/// A replay limit of zero: no body could be sent again, not even an empty one's first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("rebound-reqwest: the attempt had not answered after {after:?} (its attempt timeout) and was cut")]
-pub struct AttemptTimedOut {
-    /// How long the attempt ran.
-    pub after: Duration,
-}
+#[error("rebound-reqwest: max_replay_bytes must be at least 1 (0 would keep no streamed body to send again; the default is 64 KiB)")]
+pub struct ZeroReplayLimit;
 
 /// A service refused where an HTTP service was expected (`kv`, `cql`, `grpc`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -70,9 +68,6 @@ pub struct NotAnHttpService(pub Service);
 
 /// Request ids for the requests the middleware describes.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-/// What came back from one attempt: the response or the error.
-type Attempted = reqwest_middleware::Result<reqwest::Response>;
 
 impl ReboundMiddleware {
     /// The services' default request timeout (75 s), which retries are capped by.
@@ -89,7 +84,20 @@ impl ReboundMiddleware {
             retry_statuses: DEFAULT_HTTP_RETRY_STATUSES.into(),
             attempt_count_header: None,
             context_headers: ContextHeaders::new(),
+            max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
         }
+    }
+
+    /// Keeps at most `bytes` of a streamed request body (one `reqwest` cannot copy) to send it
+    /// again (default 64 KiB): the body is read before the first attempt, and one larger than
+    /// this is sent once, what was read followed by the rest, and never retried. A body
+    /// `reqwest` can copy (bytes, a string) is sent again whatever its size. Zero is refused.
+    pub fn max_replay_bytes(mut self, bytes: usize) -> Result<Self, ZeroReplayLimit> {
+        if bytes == 0 {
+            return Err(ZeroReplayLimit);
+        }
+        self.max_replay_bytes = bytes;
+        Ok(self)
     }
 
     /// Reads the request header `header` into the client-context key `key`, which the policy
@@ -209,6 +217,32 @@ impl ReboundMiddleware {
     }
 }
 
+impl ReboundMiddleware {
+    /// `req` with its streamed body read: kept whole, so that it can be copied, when it holds
+    /// at most the replay limit; else what was read put back before the rest (sent once). A
+    /// body that fails while read is the request's error: it cannot be sent.
+    async fn replayable(
+        &self,
+        mut req: reqwest::Request,
+    ) -> reqwest_middleware::Result<reqwest::Request> {
+        let Some(body) = req.body_mut().take() else {
+            return Ok(req);
+        };
+        *req.body_mut() = Some(match keep_body(body, self.max_replay_bytes).await? {
+            KeptBody::Whole(bytes) => reqwest::Body::from(bytes),
+            KeptBody::Once(body) => {
+                tracing::debug!(
+                    url = %req.url(),
+                    limit = self.max_replay_bytes,
+                    "streamed body larger than the replay limit: sent once, not retried"
+                );
+                reqwest::Body::wrap(body)
+            }
+        });
+        Ok(req)
+    }
+}
+
 /// The request type of a request to `service`, an HTTP service.
 fn request_type(service: Service) -> Result<RequestType, NotAnHttpService> {
     Ok(match service {
@@ -237,161 +271,6 @@ fn http_method(method: &http::Method) -> Option<HttpMethod> {
     })
 }
 
-/// What an attempt brought back, handed to the caller should no retry follow.
-enum Answer {
-    /// The response or the error as the client gave it.
-    AsSent(Attempted),
-    /// A response whose body was read to classify it, in parts (made a client response again
-    /// only when handed back).
-    Read(http::Response<bytes::Bytes>),
-}
-
-impl Answer {
-    /// The caller's response or error.
-    fn hand_back(self) -> Attempted {
-        match self {
-            Answer::AsSent(attempted) => attempted,
-            Answer::Read(response) => Ok(reqwest::Response::from(response)),
-        }
-    }
-
-    /// Lets the connection go back to the client's pool before the request is sent again: an
-    /// answer's body left unread closes its connection.
-    async fn finish(self) {
-        if let Answer::AsSent(Ok(mut response)) = self {
-            // Read chunk by chunk and dropped: nothing is collected.
-            while let Ok(Some(_)) = response.chunk().await {}
-        }
-    }
-}
-
-/// Why one attempt failed: the reason, the server's pushback and the answer to hand back should
-/// no retry follow.
-type Failed = (RetryReason, Option<Pushback>, Answer);
-
-/// What one attempt's outcome says.
-enum Told {
-    /// A failure that may be retried.
-    Failed(Failed),
-    /// What to hand back: a success, an answer not retried, an error that is not the
-    /// transport's.
-    HandBack(Attempted),
-}
-
-/// What one attempt's outcome says, told without waiting or not.
-enum Triage {
-    /// Told without waiting.
-    Told(Told),
-    /// An answer whose body must be read to classify it, with the server's pushback.
-    ReadBody(reqwest::Response, Option<Pushback>),
-}
-
-/// What one attempt's outcome says. The middleware's own future holds no future of this step
-/// (it is boxed and moved for every request, so it is kept small): reading a body to classify
-/// it is [`read_and_classify`], awaited boxed.
-fn triage(
-    service: Service,
-    retry_statuses: &[u16],
-    attempted: Attempted,
-    request: &mut Request,
-) -> Triage {
-    let response = match attempted {
-        Ok(response) if response.status().is_success() => {
-            return Triage::Told(Told::HandBack(Ok(response)))
-        }
-        Ok(response) => response,
-        Err(error) => {
-            let reason = match &error {
-                reqwest_middleware::Error::Middleware(e) if e.is::<AttemptTimedOut>() => {
-                    reasons::ATTEMPT_TIMEOUT
-                }
-                // Nothing was written: any request may go again.
-                reqwest_middleware::Error::Reqwest(e) if e.is_connect() => {
-                    reasons::SOCKET_NOT_AVAILABLE
-                }
-                reqwest_middleware::Error::Reqwest(e) => {
-                    request.mark_dispatched(e.url().map(|u| u.to_string()).unwrap_or_default());
-                    reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT
-                }
-                reqwest_middleware::Error::Middleware(_) => {
-                    return Triage::Told(Told::HandBack(Err(error)))
-                }
-            };
-            return Triage::Told(Told::Failed((reason, None, Answer::AsSent(Err(error)))));
-        }
-    };
-    request.mark_dispatched(response.url().as_str());
-    let status = response.status();
-    let pushback = (response.headers().get(http::header::RETRY_AFTER))
-        .map(|value| Pushback::from_retry_after(value.to_str().unwrap_or(""), SystemTime::now()));
-    if classify::reads_body(service, status.as_u16()) {
-        return Triage::ReadBody(response, pushback);
-    }
-    let classification = match service {
-        Service::Http => Some(classify_http_answer(
-            status.as_u16(),
-            retry_statuses,
-            pushback.is_some(),
-        )),
-        _ => classify::answer(service, status.as_u16(), ""),
-    };
-    Triage::Told(retried(
-        classification,
-        pushback,
-        Answer::AsSent(Ok(response)),
-    ))
-}
-
-/// The error of an attempt of `request` (sent as `req`) cut after `after`: it may have been
-/// written, so the request counts as dispatched.
-fn cut(
-    request: &mut Request,
-    req: &reqwest::Request,
-    after: Duration,
-) -> reqwest_middleware::Error {
-    request.mark_dispatched(req.url().as_str());
-    reqwest_middleware::Error::middleware(AttemptTimedOut { after })
-}
-
-/// Reads the body of an answer classified by it (query, analytics, views 404 and 500), then
-/// classifies it.
-async fn read_and_classify(
-    service: Service,
-    mut response: reqwest::Response,
-    pushback: Option<Pushback>,
-) -> Told {
-    let status = response.status();
-    let version = response.version();
-    let headers = std::mem::take(response.headers_mut());
-    let body = match response.bytes().await {
-        Ok(body) => body,
-        Err(error) => {
-            let reason = reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT;
-            return Told::Failed((reason, None, Answer::AsSent(Err(error.into()))));
-        }
-    };
-    let classification =
-        classify::answer(service, status.as_u16(), &String::from_utf8_lossy(&body));
-    let mut read = http::Response::new(body);
-    *read.status_mut() = status;
-    *read.version_mut() = version;
-    *read.headers_mut() = headers;
-    retried(classification, pushback, Answer::Read(read))
-}
-
-/// A failure to decide about if `classification` says the answer may be retried, else the
-/// answer to hand back.
-fn retried(
-    classification: Option<Classification>,
-    pushback: Option<Pushback>,
-    answer: Answer,
-) -> Told {
-    match classification {
-        Some(Classification::Retry { reason, .. }) => Told::Failed((reason, pushback, answer)),
-        _ => Told::HandBack(answer.hand_back()),
-    }
-}
-
 /// The trait's `async fn` as `async_trait` makes it, but with the arguments used where they were
 /// captured: `async_trait` moves them into variables of the body, so the future held the
 /// request twice. This future is boxed and moved for every request, so it is kept small
@@ -415,10 +294,15 @@ impl Middleware for ReboundMiddleware {
                 .unwrap_or(Service::Http);
             let mut request = self.request(service, &req, extensions)?;
             let controls = self.registry.controls(&request);
+            // Boxed: only a streamed body pays for reading it first.
+            let req = match req.body().is_some_and(|body| body.as_bytes().is_none()) {
+                true => Box::pin(self.replayable(req)).await?,
+                false => req,
+            };
             loop {
                 // Asked before each attempt: a policy's answer may set the next one's.
                 let attempt_timeout = controls.attempt_timeout(&request);
-                // A body that cannot be copied (a stream) cannot be sent again: sent once.
+                // A body still a stream (larger than the replay limit) is sent once.
                 let Some(attempt) = req.try_clone() else {
                     return next.run(self.counted(req, &request), extensions).await;
                 };

@@ -5,6 +5,7 @@
 mod test_support;
 
 mod attempt_timeouts;
+mod bodies;
 mod client_context;
 mod registries;
 

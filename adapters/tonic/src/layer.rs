@@ -18,7 +18,7 @@ pub struct ReboundLayer {
 
 impl ReboundLayer {
     /// The most bytes of a request body kept by default: a call larger than this is sent once.
-    pub const DEFAULT_MAX_REPLAY_BYTES: usize = 64 * 1024;
+    pub const DEFAULT_MAX_REPLAY_BYTES: usize = rebound::replay_body::DEFAULT_MAX_REPLAY_BYTES;
 
     /// The deadline of a call that sends no `grpc-timeout`, by default.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

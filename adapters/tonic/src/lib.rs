@@ -26,7 +26,6 @@
 mod attempt;
 mod hedged;
 mod layer;
-mod replay_body;
 mod response;
 mod service;
 mod shared;

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use http::header::HeaderValue;
 use rebound::breaker::{Admission, BreakerOpen, NodeBreakers};
 use rebound::hedge::{HedgeSchedule, Hedging};
+use rebound::replay_body::{keep_body, KeptBody};
 use rebound::{
     reasons, telemetry, ClientContext, Decision, DecisionContext, Outcome, PolicyControls,
     Progress, Pushback, Request, RequestType, RetryReason,
@@ -24,7 +25,6 @@ use tracing::Instrument;
 
 use crate::attempt::{send, settle, BoxError, Failed, Sent};
 use crate::hedged::Copies;
-use crate::replay_body::{keep, Kept};
 use crate::response::{format_timeout, parse_timeout, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_TIMEOUT};
 use crate::shared::Shared;
 
@@ -167,16 +167,16 @@ where
     S: Service<http::Request<TonicBody>, Response = http::Response<B>>,
     S::Error: Into<BoxError>,
 {
-    match keep(body, shared.max_replay_bytes).await {
+    match keep_body(body, shared.max_replay_bytes).await {
         Err(error) => Err(Err(BoxError::from(error))),
-        Ok(Kept::Whole(bytes)) => Ok(bytes),
-        Ok(Kept::Once(body)) => {
+        Ok(KeptBody::Whole(bytes)) => Ok(bytes),
+        Ok(KeptBody::Once(body)) => {
             tracing::debug!(
                 method = parts.uri.path(),
                 limit = shared.max_replay_bytes,
                 "call larger than the replay limit: sent once, not retried"
             );
-            let req = http::Request::from_parts(parts.clone(), body);
+            let req = http::Request::from_parts(parts.clone(), TonicBody::new(body));
             Err(inner.call(req).await.map_err(Into::into))
         }
     }

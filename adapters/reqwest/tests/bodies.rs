@@ -1,0 +1,95 @@
+//! docs/adapters.md, `rebound-reqwest`, "Bodies": a streamed body, which `reqwest` cannot copy, is read before the
+//! first attempt and kept, up to the replay limit, so that a request the guard lets go again
+//! (a PUT, idempotent by RFC 9110 §9.2.2) is sent again with every byte; a body past the limit
+//! is sent once, whole, and its failure handed back.
+
+use bytes::Bytes;
+use http_body::Frame;
+use http_body_util::StreamBody;
+use rebound_reqwest::ReboundMiddleware;
+use reqwest_middleware::ClientWithMiddleware;
+use wiremock::matchers::path;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::registries::http_registry;
+
+/// A streamed body of `chunks` chunks of 1 KiB, each filled with its number.
+fn streamed(chunks: u8) -> reqwest::Body {
+    let frames: Vec<Result<Frame<Bytes>, std::io::Error>> = (0..chunks)
+        .map(|n| Ok(Frame::data(Bytes::from(vec![b'a' + n % 26; 1024]))))
+        .collect();
+    reqwest::Body::wrap(StreamBody::new(futures_util::stream::iter(frames)))
+}
+
+fn expected(chunks: u8) -> Vec<u8> {
+    (0..chunks)
+        .flat_map(|n| vec![b'a' + n % 26; 1024])
+        .collect()
+}
+
+fn client(max_replay_bytes: usize) -> ClientWithMiddleware {
+    let middleware = ReboundMiddleware::new(http_registry())
+        .max_replay_bytes(max_replay_bytes)
+        .unwrap();
+    reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(middleware)
+        .build()
+}
+
+/// A server answering 503 to the first request to `/items/1` and 200 to the others.
+async fn unavailable_once() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(path("/items/1"))
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(path("/items/1"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test]
+async fn a_streamed_body_within_the_limit_is_sent_again_whole() {
+    let server = unavailable_once().await;
+    let url = format!("{}/items/1", server.uri());
+    let response = client(8 * 1024)
+        .put(&url)
+        .body(streamed(8))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(received.len(), 2);
+    for request in received {
+        assert_eq!(request.body, expected(8));
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_body_past_the_limit_is_sent_once_whole() {
+    let server = unavailable_once().await;
+    let url = format!("{}/items/1", server.uri());
+    let response = client(8 * 1024)
+        .put(&url)
+        .body(streamed(9))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].body, expected(9));
+}
+
+/// Bad input: a replay limit of zero is refused, naming the setting.
+#[test]
+fn a_replay_limit_of_zero_is_refused() {
+    let error = ReboundMiddleware::new(http_registry())
+        .max_replay_bytes(0)
+        .unwrap_err();
+    assert!(error.to_string().contains("max_replay_bytes"), "{error}");
+}
