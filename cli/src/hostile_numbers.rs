@@ -314,9 +314,13 @@ fn decision() -> impl Strategy<Value = Value> {
         failure(),
         proptest::option::of(n()),
         proptest::option::of(spec),
+        proptest::option::of(n()),
     )
-        .prop_map(|(policy, request, failure, pushback, spec)| {
+        .prop_map(|(policy, request, failure, pushback, spec, upstream)| {
             let mut line = failure;
+            if let Some(upstream) = upstream {
+                line["upstream_attempts"] = upstream;
+            }
             line["request"] = request;
             if !policy.is_null() {
                 line["policy"] = policy;

@@ -282,6 +282,7 @@ impl JsonDecider {
             .with_pushback(pushback)
             .with_progress(input.progress.unwrap_or_default())
             .with_attempt_timeout(attempt_timeout)
+            .with_upstream_attempts(input.upstream_attempts.unwrap_or(1))
             .at(now);
         // The span of the failed attempt this decision is for, which the registry fills in
         // (exported over OTLP when `serve` is configured to).

@@ -1209,3 +1209,35 @@ fn reported_latencies_set_a_percentile_hedge_delay() {
         answers[102]
     );
 }
+
+/// docs/throttling.md "What a failure costs": a question's `upstream_attempts` (the callee's
+/// own attempts for the failed one) counts the failure that many times in the throttle. With
+/// `max_tokens` 10, a 503 said to have been tried 4 times leaves 6 (retried), the next 2
+/// (refused); without it, both are retried.
+#[test]
+fn a_callee_s_attempts_count_in_the_throttle() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rebound.toml");
+    std::fs::write(
+        &config,
+        "default_policy = \"api\"\n[watch]\nenabled = false\n[throttles.t]\nkind = \"tokens\"\nmax_tokens = 10\ntoken_ratio = 0.1\n[policies.api]\nbuiltin = \"best-effort\"\nthrottle = \"t\"\n",
+    )
+    .unwrap();
+    let decided = |upstream: Option<u32>| {
+        let mut line = serde_json::json!({"request": {"type": "http", "method": "GET", "retry_attempts": 1}, "reason": {"http_status": 503}});
+        if let Some(upstream) = upstream {
+            line["upstream_attempts"] = upstream.into();
+        }
+        let input = format!("{line}\n{line}\n");
+        let (_, answers) = eval(&["--config", config.to_str().unwrap()], &input);
+        answers
+            .iter()
+            .map(|a| match a["decision"].as_str() {
+                Some("cancel") => a["cancel_reason"].as_str().unwrap().to_owned(),
+                other => other.unwrap_or_default().to_owned(),
+            })
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(decided(Some(4)), ["retry", "RETRY_THROTTLED"]);
+    assert_eq!(decided(None), ["retry", "retry"]);
+}

@@ -55,11 +55,12 @@ impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for ClientContext {
     }
 }
 
-/// A header name an adapter was asked to read into the client context that cannot be one.
+/// A header name an adapter was asked to read (into the client context, or as a callee's
+/// attempt count) that cannot be one.
 #[cfg(feature = "http")]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("client-context header `{header}`: {why}")]
-pub struct InvalidContextHeader {
+#[error("header `{header}`: {why}")]
+pub struct InvalidHeaderName {
     /// The name as given.
     pub header: String,
     /// Why it cannot be read.
@@ -83,12 +84,8 @@ impl ContextHeaders {
     /// The mapping with the header `header` read into the context key `key`. A name that is
     /// not a valid header name (RFC 9110 §5.1: a token), or a gRPC binary metadata key
     /// (`-bin`, whose values are not text), is refused, naming it.
-    pub fn with(
-        mut self,
-        header: &str,
-        key: impl Into<String>,
-    ) -> Result<Self, InvalidContextHeader> {
-        let invalid = |why| InvalidContextHeader {
+    pub fn with(mut self, header: &str, key: impl Into<String>) -> Result<Self, InvalidHeaderName> {
+        let invalid = |why| InvalidHeaderName {
             header: header.to_owned(),
             why,
         };

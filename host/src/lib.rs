@@ -197,7 +197,7 @@ mod wit_convert;
 pub use action::{NodeChoice, PolicyFailure, PolicyFailureKind, RetryAction, TerminalError};
 pub use client_context::ClientContext;
 #[cfg(feature = "http")]
-pub use client_context::{ContextHeaders, InvalidContextHeader};
+pub use client_context::{ContextHeaders, InvalidHeaderName};
 pub use controls::PolicyControls;
 pub use decide_error::DecideError;
 pub use decider::Decider;

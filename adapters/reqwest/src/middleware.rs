@@ -13,7 +13,7 @@ use rebound::registry::PolicyRegistry;
 use rebound::replay_body::{keep_body, KeptBody, DEFAULT_MAX_REPLAY_BYTES};
 use rebound::{
     telemetry, ClientContext, ContextHeaders, Decision, DecisionContext, HttpMethod,
-    InvalidContextHeader, Request, RequestType, Service,
+    InvalidHeaderName, Request, RequestType, Service,
 };
 use reqwest_middleware::{Middleware, Next};
 use tracing::Instrument;
@@ -52,6 +52,8 @@ pub struct ReboundMiddleware {
     attempt_count_header: Option<http::HeaderName>,
     /// The headers read into the client context.
     context_headers: ContextHeaders,
+    /// The answer header in which the callee says how many attempts it made, if any.
+    upstream_attempts_header: Option<http::HeaderName>,
     /// The most bytes of a streamed body kept to send it again.
     max_replay_bytes: usize,
 }
@@ -84,6 +86,7 @@ impl ReboundMiddleware {
             retry_statuses: DEFAULT_HTTP_RETRY_STATUSES.into(),
             attempt_count_header: None,
             context_headers: ContextHeaders::new(),
+            upstream_attempts_header: None,
             max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
         }
     }
@@ -107,7 +110,7 @@ impl ReboundMiddleware {
     /// (docs/adapters.md "Client context").
     ///
     /// ```
-    /// # fn middleware(registry: std::sync::Arc<rebound::registry::PolicyRegistry>) -> Result<(), rebound::InvalidContextHeader> {
+    /// # fn middleware(registry: std::sync::Arc<rebound::registry::PolicyRegistry>) -> Result<(), rebound::InvalidHeaderName> {
     /// use rebound_reqwest::ReboundMiddleware;
     ///
     /// let middleware =
@@ -120,7 +123,7 @@ impl ReboundMiddleware {
         mut self,
         header: &str,
         key: impl Into<String>,
-    ) -> Result<Self, InvalidContextHeader> {
+    ) -> Result<Self, InvalidHeaderName> {
         self.context_headers = self.context_headers.with(header, key)?;
         Ok(self)
     }
@@ -218,6 +221,27 @@ impl ReboundMiddleware {
 }
 
 impl ReboundMiddleware {
+    /// Reads, on a failed answer, the header `name` in which the callee says how many attempts
+    /// it made for this one (its own retries, or a proxy's: Envoy's `x-envoy-attempt-count`
+    /// with `include_attempt_count_in_response`), so that the request's throttle counts the
+    /// failure that many times (at most 16; docs/throttling.md "What a failure costs"): a
+    /// callee that already retried leaves less room for retries here. Off by default; a
+    /// value that is not a whole number counts once.
+    pub fn upstream_attempts_header(mut self, name: http::HeaderName) -> Self {
+        self.upstream_attempts_header = Some(name);
+        self
+    }
+
+    /// The attempts the callee says it made for the attempt that brought back `attempted`.
+    fn upstream_attempts(&self, attempted: &crate::answer::Attempted) -> u32 {
+        let (Some(name), Ok(response)) = (&self.upstream_attempts_header, attempted) else {
+            return 1;
+        };
+        (response.headers().get(name))
+            .and_then(|value| value.to_str().ok()?.trim().parse().ok())
+            .unwrap_or(1)
+    }
+
     /// `req` with its streamed body read: kept whole, so that it can be copied, when it holds
     /// at most the replay limit; else what was read put back before the rest (sent once). A
     /// body that fails while read is the request's error: it cannot be sent.
@@ -325,6 +349,7 @@ impl Middleware for ReboundMiddleware {
                     // The server answered: how long that took is its latency.
                     controls.attempt_answered(&request, started.elapsed());
                 }
+                let upstream_attempts = self.upstream_attempts(&attempted);
                 // In blocks, so that what one step needs is not kept in the future beside what
                 // the next step needs.
                 let (reason, pushback, answer) = {
@@ -341,7 +366,9 @@ impl Middleware for ReboundMiddleware {
                     }
                 };
                 let (delay, answer) = {
-                    let context = DecisionContext::new(&reason).with_pushback(pushback);
+                    let context = DecisionContext::new(&reason)
+                        .with_pushback(pushback)
+                        .with_upstream_attempts(upstream_attempts);
                     // The failed attempt's span (docs/observability.md), which the registry's
                     // decision fills in.
                     let span = telemetry::attempt_span(&request, request.retry_attempts());

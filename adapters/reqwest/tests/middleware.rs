@@ -8,6 +8,7 @@ mod attempt_timeouts;
 mod bodies;
 mod client_context;
 mod registries;
+mod upstream_attempts;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rebound::registry::PolicyRegistry;
-use rebound::{ContextHeaders, InvalidContextHeader};
+use rebound::{ContextHeaders, InvalidHeaderName};
 
 use crate::service::Rebound;
 use crate::shared::Shared;
@@ -76,7 +76,7 @@ impl ReboundLayer {
         mut self,
         key: &str,
         context_key: impl Into<String>,
-    ) -> Result<Self, InvalidContextHeader> {
+    ) -> Result<Self, InvalidHeaderName> {
         let shared = self.shared_mut();
         shared.context_metadata =
             std::mem::take(&mut shared.context_metadata).with(key, context_key)?;

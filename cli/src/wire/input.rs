@@ -223,6 +223,10 @@ pub struct DecideInput {
     /// when absent, the one the request's controls give.
     #[serde(default)]
     pub attempt_timeout_ms: Option<u64>,
+    /// How many attempts the callee says it made for the failed one (its own retries, or a
+    /// proxy's): the throttle counts the failure that many times.
+    #[serde(default)]
+    pub upstream_attempts: Option<u32>,
 }
 
 /// gRPC's `grpc-retry-pushback-ms` header as a server sent it: its text, or every text when it

@@ -78,13 +78,15 @@ fn deposit_first_failure(request: &Request, context: &DecisionContext<'_>, now: 
 }
 
 /// Counts the failure being decided in the request's throttle, if it has one, at the cost of
-/// its reason's class; the throttle, to ask whether a retry may go.
+/// its reason's class, as many times as the callee says it attempted it; the throttle, to ask
+/// whether a retry may go.
 fn count_failure(
     request: &Request,
     context: &DecisionContext<'_>,
     now: Instant,
 ) -> Option<Arc<RetryThrottle>> {
     let throttle = context.throttle()?.for_request(request, now);
-    throttle.failed_at(FailureClass::of(context.reason(), context.pushback()), now);
+    let class = FailureClass::of(context.reason(), context.pushback());
+    throttle.failed_times_at(class, context.upstream_attempts(), now);
     Some(throttle)
 }

@@ -35,6 +35,7 @@ pub struct DecisionContext<'r> {
     pushback: Option<Pushback>,
     progress: Progress,
     attempt_timeout: Option<Duration>,
+    upstream_attempts: u32,
     at: Option<Instant>,
     strategy: Option<&'r dyn RetryStrategy>,
     failure_note: Option<&'r FailureNote>,
@@ -77,6 +78,7 @@ impl<'r> DecisionContext<'r> {
             pushback: None,
             progress: Progress::Processed,
             attempt_timeout: None,
+            upstream_attempts: 1,
             at: None,
             strategy: None,
             failure_note: None,
@@ -118,6 +120,20 @@ impl<'r> DecisionContext<'r> {
     pub const fn with_attempt_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.attempt_timeout = timeout;
         self
+    }
+
+    /// How many attempts the callee says it made for this one (a proxy's or a service's own
+    /// retries behind it, such as Envoy's `x-envoy-attempt-count` on an answer): the request's
+    /// throttle counts the failure that many times (docs/throttling.md "What a failure
+    /// costs"). 1 unless said; 0 is taken as 1.
+    pub const fn with_upstream_attempts(mut self, attempts: u32) -> Self {
+        self.upstream_attempts = if attempts == 0 { 1 } else { attempts };
+        self
+    }
+
+    /// How many attempts the callee says it made for the failed one (1 unless said).
+    pub const fn upstream_attempts(&self) -> u32 {
+        self.upstream_attempts
     }
 
     /// The attempt timeout that cut the failed attempt, if the caller or the decider said it.

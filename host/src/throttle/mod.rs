@@ -154,6 +154,10 @@ pub struct RetryThrottle {
     refusals: AtomicU64,
 }
 
+/// The most attempts a callee's answer may count for in a throttle: a larger count (a header
+/// that lies, or a deep chain of retries) counts as this many.
+pub const MAX_UPSTREAM_ATTEMPTS: u32 = 16;
+
 impl RetryThrottle {
     /// A throttle as `config` says, whose adaptive window (if any) starts at `now`.
     pub fn new(config: ThrottleConfig, now: Instant) -> Result<Self, FieldError> {
@@ -185,12 +189,24 @@ impl RetryThrottle {
 
     /// An attempt failed at `now` with a reason of `class`.
     pub fn failed_at(&self, class: FailureClass, now: Instant) {
+        self.failed_times_at(class, 1, now);
+    }
+
+    /// An attempt failed at `now` with a reason of `class`, its answer saying the callee made
+    /// `attempts` attempts of its own (a proxy's or a service's retries behind it): it counts
+    /// as that many failures, at most [`MAX_UPSTREAM_ATTEMPTS`] (at least one).
+    pub fn failed_times_at(&self, class: FailureClass, attempts: u32, now: Instant) {
+        let times = attempts.clamp(1, MAX_UPSTREAM_ATTEMPTS);
         let cost = self.cost(class);
         match &self.kept {
             Kept::Tokens(tokens) => {
-                tokens.failed(cost);
+                tokens.failed(cost * i64::from(times));
             }
-            Kept::Adaptive(adaptive) => adaptive.attempted_at(cost == 0, now),
+            Kept::Adaptive(adaptive) => {
+                for _ in 0..times {
+                    adaptive.attempted_at(cost == 0, now);
+                }
+            }
         }
     }
 
@@ -307,5 +323,23 @@ mod tests {
         assert!(!throttle.allows_retry_at(now));
         throttle.succeeded_at(now);
         assert!(throttle.allows_retry_at(now));
+    }
+
+    /// docs/throttling.md "What a failure costs": a failure whose callee says it made several
+    /// attempts counts that many times, capped, and at least once.
+    #[test]
+    fn a_failure_counts_as_the_attempts_its_callee_made() {
+        let now = Instant::now();
+        let throttle = RetryThrottle::new(tokens(FailureCosts::default()), now).unwrap();
+        throttle.failed_times_at(FailureClass::Overload, 3, now);
+        assert_eq!(throttle.level_at(now), ThrottleLevel::Tokens(7.0));
+        throttle.failed_times_at(FailureClass::Overload, 0, now);
+        assert_eq!(throttle.level_at(now), ThrottleLevel::Tokens(6.0));
+        let capped = RetryThrottle::new(tokens(FailureCosts::default()), now).unwrap();
+        capped.failed_times_at(FailureClass::Overload, u32::MAX, now);
+        assert_eq!(capped.level_at(now), ThrottleLevel::Tokens(0.0));
+        let rejected = RetryThrottle::new(tokens(FailureCosts::default()), now).unwrap();
+        rejected.failed_times_at(FailureClass::Rejected, 5, now);
+        assert_eq!(rejected.level_at(now), ThrottleLevel::Tokens(10.0));
     }
 }
