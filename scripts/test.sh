@@ -2,7 +2,8 @@
 # The project's one test command (README "Run every test"; .ci/run calls exactly this).
 # While it works, the servers the end-to-end tests start (memcached, an OCI registry, podman)
 # and the guest toolchains are installed in the background, idempotently. First the gates a
-# reader relies on: formatting, the structure (file sizes, import cycles), clippy with warnings
+# reader relies on: formatting, the structure (file sizes, import cycles), the supply chain
+# (licenses, bans and sources of the locked packages), clippy with warnings
 # denied (functions of at most 80 lines among them), the docs without warnings (also as docs.rs
 # builds them, with every feature marked), the
 # library built with each of its features alone and with none, the loom models, and the
@@ -46,7 +47,10 @@ cargo fmt --all --check
 (cd benches/extism-compare && cargo fmt --check)
 
 step "structure: no source file over 500 lines, no import cycle between a crate's modules"
-python3 scripts/check-structure.py host/src cli/src adapters/*/src guest-sdk/src examples/memcached/src
+python3 scripts/check-structure.py host/src cli/src adapters/*/src guest-sdk/src examples/*/src
+
+step "supply chain: the locked packages' licenses, bans and sources (cargo-deny, deny.toml)"
+./scripts/supply-chain.sh
 
 step "clippy, warnings denied (every target of the workspace; no function over 80 lines)"
 cargo clippy --workspace --all-targets --locked --target-dir "$gates_dir" -- -D warnings
