@@ -1,6 +1,6 @@
 //! The middleware on a reqwest client: a views request answered 503, then 200, by a local
 //! server this example starts, retried as Rebound's best effort decides.
-//! Run: `cargo run -p rebound-reqwest --example views_retry`.
+//! Run: `cargo run -p rebound-reqwest --example views_retry`; `cargo test` runs it too.
 
 use std::sync::Arc;
 
@@ -20,8 +20,8 @@ enabled = false
 builtin = "best-effort"
 "#;
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// The views request, against a fresh server: its status, body and the attempts it took.
+async fn run() -> Result<(u16, String, usize), Box<dyn std::error::Error>> {
     // A views endpoint that is briefly unavailable.
     let server = MockServer::start().await;
     Mock::given(path("/default/_design/dev/_view/by_name"))
@@ -51,10 +51,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .send()
         .await?;
     let attempts = server.received_requests().await.unwrap_or_default().len();
-    println!(
-        "{} after {attempts} attempts: {}",
-        response.status(),
-        response.text().await?
-    );
+    Ok((response.status().as_u16(), response.text().await?, attempts))
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (status, body, attempts) = run().await?;
+    println!("{status} after {attempts} attempts: {body}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Reference 001 "Response Code Retry List", views: a 503 is retried, the 200 answers.
+    #[tokio::test]
+    async fn the_view_is_answered_after_one_retry() {
+        let answered = super::run().await.unwrap();
+        assert_eq!(answered, (200, r#"{"rows":[]}"#.to_owned(), 2));
+    }
 }
