@@ -26,6 +26,7 @@ pub struct Shadow {
 
 /// A snapshot of a shadow trial.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ShadowStatus {
     /// The candidate's version label.
     pub version: String,

@@ -18,6 +18,7 @@ use crate::wasm::{CacheStats, CodeOrigin, PolicyMetadata, WitVersion};
 
 /// One version, as status reports it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct VersionStatus {
     /// The short version label.
     pub version: String,
@@ -68,6 +69,7 @@ fn unix_ms(time: SystemTime) -> u64 {
 
 /// The status of one named policy.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PolicyStatus {
     /// The policy name.
     pub name: String,
@@ -106,6 +108,7 @@ pub struct PolicyStatus {
 
 /// The status of the registry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RegistryStatus {
     /// Whether the configuration's and components' files are watched and reloaded;
     /// `stopped` when the reload thread ended without being asked to.
@@ -140,6 +143,7 @@ pub struct RegistryStatus {
 
 /// One `[breakers.NAME]` table, as status reports it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct BreakerStatus {
     /// Its name (`[breakers.NAME]`).
     pub name: String,
@@ -153,6 +157,7 @@ pub struct BreakerStatus {
 
 /// A node whose breaker is open or half open.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct NodeBreakerStatus {
     /// The node.
     pub node: String,
@@ -180,6 +185,7 @@ impl BreakerStatus {
 
 /// One retry throttle, as status reports it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ThrottleStatus {
     /// Its name (`[throttles.NAME]`).
     pub name: String,
@@ -231,6 +237,7 @@ impl ThrottleStatus {
 
 /// One retry budget, as status reports it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct BudgetStatus {
     /// Its name (`[budgets.NAME]`).
     pub name: String,

@@ -125,6 +125,7 @@ const REFUSALS: usize = 2;
 
 /// What a budget has counted since it was created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct BudgetStats {
     /// Requests deposited.
     pub deposits: u64,

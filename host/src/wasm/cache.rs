@@ -55,6 +55,7 @@ pub enum CacheError {
 
 /// Cache counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[non_exhaustive]
 pub struct CacheStats {
     /// Components loaded from an entry.
     pub hits: u64,

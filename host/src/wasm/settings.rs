@@ -214,6 +214,7 @@ pub enum TickerPriority {
 
 /// A snapshot of a policy's health.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PolicyStats {
     /// Calls answered by the policy itself.
     pub decisions: u64,
