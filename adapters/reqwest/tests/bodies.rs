@@ -8,8 +8,7 @@ use http_body::Frame;
 use http_body_util::StreamBody;
 use rebound_reqwest::ReboundMiddleware;
 use reqwest_middleware::ClientWithMiddleware;
-use wiremock::matchers::path;
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 use crate::registries::http_registry;
 
@@ -39,15 +38,8 @@ fn client(max_replay_bytes: usize) -> ClientWithMiddleware {
 /// A server answering 503 to the first request to `/items/1` and 200 to the others.
 async fn unavailable_once() -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(path("/items/1"))
-        .respond_with(ResponseTemplate::new(503))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(path("/items/1"))
-        .respond_with(ResponseTemplate::new(200))
-        .mount(&server)
-        .await;
+    let (first, then) = (ResponseTemplate::new(503), ResponseTemplate::new(200));
+    crate::once_then(&server, "/items/1", first, then).await;
     server
 }
 

@@ -6,8 +6,7 @@
 use rebound::ClientContext;
 use rebound_reqwest::ReboundMiddleware;
 use reqwest_middleware::ClientWithMiddleware;
-use wiremock::matchers::path;
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 use crate::test_support::component_registry;
 
@@ -23,15 +22,8 @@ fn client() -> ClientWithMiddleware {
 /// A server answering 503 to the first request to `/items` and 200 to the others.
 async fn unavailable_once() -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(path("/items"))
-        .respond_with(ResponseTemplate::new(503))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    Mock::given(path("/items"))
-        .respond_with(ResponseTemplate::new(200))
-        .mount(&server)
-        .await;
+    let (first, then) = (ResponseTemplate::new(503), ResponseTemplate::new(200));
+    crate::once_then(&server, "/items", first, then).await;
     server
 }
 
