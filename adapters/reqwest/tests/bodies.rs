@@ -8,7 +8,6 @@ use http_body::Frame;
 use http_body_util::StreamBody;
 use rebound_reqwest::ReboundMiddleware;
 use reqwest_middleware::ClientWithMiddleware;
-use wiremock::{MockServer, ResponseTemplate};
 
 use crate::registries::http_registry;
 
@@ -27,25 +26,13 @@ fn expected(chunks: u8) -> Vec<u8> {
 }
 
 fn client(max_replay_bytes: usize) -> ClientWithMiddleware {
-    let middleware = ReboundMiddleware::new(http_registry())
-        .max_replay_bytes(max_replay_bytes)
-        .unwrap();
-    reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-        .with(middleware)
-        .build()
-}
-
-/// A server answering 503 to the first request to `/items/1` and 200 to the others.
-async fn unavailable_once() -> MockServer {
-    let server = MockServer::start().await;
-    let (first, then) = (ResponseTemplate::new(503), ResponseTemplate::new(200));
-    crate::once_then(&server, "/items/1", first, then).await;
-    server
+    let middleware = ReboundMiddleware::new(http_registry()).max_replay_bytes(max_replay_bytes);
+    crate::client_with(middleware.unwrap())
 }
 
 #[tokio::test]
 async fn a_streamed_body_within_the_limit_is_sent_again_whole() {
-    let server = unavailable_once().await;
+    let server = crate::unavailable_once("/items/1").await;
     let url = format!("{}/items/1", server.uri());
     let response = client(8 * 1024)
         .put(&url)
@@ -63,7 +50,7 @@ async fn a_streamed_body_within_the_limit_is_sent_again_whole() {
 
 #[tokio::test]
 async fn a_streamed_body_past_the_limit_is_sent_once_whole() {
-    let server = unavailable_once().await;
+    let server = crate::unavailable_once("/items/1").await;
     let url = format!("{}/items/1", server.uri());
     let response = client(8 * 1024)
         .put(&url)

@@ -6,32 +6,20 @@
 use rebound::ClientContext;
 use rebound_reqwest::ReboundMiddleware;
 use reqwest_middleware::ClientWithMiddleware;
-use wiremock::{MockServer, ResponseTemplate};
 
 use crate::test_support::component_registry;
 
 fn client() -> ClientWithMiddleware {
     let middleware = ReboundMiddleware::new(component_registry("context_gate"))
-        .context_header("Idempotency-Key", "idempotency-key")
-        .unwrap();
-    reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-        .with(middleware)
-        .build()
-}
-
-/// A server answering 503 to the first request to `/items` and 200 to the others.
-async fn unavailable_once() -> MockServer {
-    let server = MockServer::start().await;
-    let (first, then) = (ResponseTemplate::new(503), ResponseTemplate::new(200));
-    crate::once_then(&server, "/items", first, then).await;
-    server
+        .context_header("Idempotency-Key", "idempotency-key");
+    crate::client_with(middleware.unwrap())
 }
 
 #[tokio::test]
 async fn a_mapped_header_or_an_extension_reaches_the_policy_s_context_rule() {
     let client = client();
     // With the header, the 503 is retried: the rule saw the key.
-    let server = unavailable_once().await;
+    let server = crate::unavailable_once("/items").await;
     let url = format!("{}/items", server.uri());
     let response = (client
         .get(&url)
@@ -42,13 +30,13 @@ async fn a_mapped_header_or_an_extension_reaches_the_policy_s_context_rule() {
     assert_eq!(response.status(), 200);
     assert_eq!(server.received_requests().await.unwrap().len(), 2);
     // Without it, the 503 is handed back after one attempt.
-    let server = unavailable_once().await;
+    let server = crate::unavailable_once("/items").await;
     let url = format!("{}/items", server.uri());
     let response = client.get(&url).send().await.unwrap();
     assert_eq!(response.status(), 503);
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
     // The application's own context, as a request extension, is read too.
-    let server = unavailable_once().await;
+    let server = crate::unavailable_once("/items").await;
     let url = format!("{}/items", server.uri());
     let context = ClientContext::new().with("idempotency-key", "k-18");
     let response = (client.get(&url).with_extension(context).send().await).unwrap();

@@ -41,13 +41,26 @@ fn registry() -> Arc<PolicyRegistry> {
 
 /// A client with the middleware; redirects are answers to classify (views), not followed.
 fn client(registry: Arc<PolicyRegistry>) -> ClientWithMiddleware {
+    client_with(ReboundMiddleware::new(registry))
+}
+
+/// A client with `middleware`, following no redirect.
+fn client_with(middleware: ReboundMiddleware) -> ClientWithMiddleware {
     let inner = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
     reqwest_middleware::ClientBuilder::new(inner)
-        .with(ReboundMiddleware::new(registry))
+        .with(middleware)
         .build()
+}
+
+/// A server answering 503 to the first request to `at` and 200 to the later ones.
+async fn unavailable_once(at: &str) -> MockServer {
+    let server = MockServer::start().await;
+    let (first, then) = (ResponseTemplate::new(503), ResponseTemplate::new(200));
+    once_then(&server, at, first, then).await;
+    server
 }
 
 /// Reference 001 "Response Code Retry List", views: a 503 is a VIEWS_TEMPORARY_FAILURE, retried
