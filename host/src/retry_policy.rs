@@ -43,10 +43,9 @@
 //! # }
 //! ```
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 use std::time::Instant;
+
+use futures_util::FutureExt;
 
 use crate::controls::PolicyControls;
 use crate::decider::Decider;
@@ -142,8 +141,8 @@ where
         {
             retry.sent();
         }
-        let decided =
-            now_or_never(retry.failed(decider, cause, pushback, Progress::Processed, now));
+        let failed = retry.failed(decider, cause, pushback, Progress::Processed, now);
+        let decided = failed.now_or_never();
         let ended = match decided {
             Some(Ok(Step::Retry { delay, .. })) => return Some(tokio::time::sleep(delay)),
             Some(Ok(Step::End(Ending::Ended { error, .. }))) if error.is_timeout() => {
@@ -172,14 +171,5 @@ where
             self.started = Instant::now();
         }
         self.outcomes.clone_request(req)
-    }
-}
-
-/// The future's output if it is ready at its first poll.
-fn now_or_never<F: Future>(future: F) -> Option<F::Output> {
-    let future = pin!(future);
-    match future.poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(output) => Some(output),
-        Poll::Pending => None,
     }
 }

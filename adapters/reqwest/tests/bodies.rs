@@ -30,38 +30,26 @@ fn client(max_replay_bytes: usize) -> ClientWithMiddleware {
     crate::client_with(middleware.unwrap())
 }
 
-#[tokio::test]
-async fn a_streamed_body_within_the_limit_is_sent_again_whole() {
+/// A PUT of a streamed body of `chunks` KiB, with a replay limit of 8 KiB, to a server answering
+/// 503 once: the final status and the body of each attempt the server saw.
+async fn put_streamed(chunks: u8) -> (u16, Vec<Vec<u8>>) {
     let server = crate::unavailable_once("/items/1").await;
     let url = format!("{}/items/1", server.uri());
-    let response = client(8 * 1024)
-        .put(&url)
-        .body(streamed(8))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    let put = client(8 * 1024).put(&url).body(streamed(chunks));
+    let response = put.send().await.unwrap();
     let received = server.received_requests().await.unwrap();
-    assert_eq!(received.len(), 2);
-    for request in received {
-        assert_eq!(request.body, expected(8));
-    }
+    let bodies = received.into_iter().map(|request| request.body).collect();
+    (response.status().as_u16(), bodies)
+}
+
+#[tokio::test]
+async fn a_streamed_body_within_the_limit_is_sent_again_whole() {
+    assert_eq!(put_streamed(8).await, (200, vec![expected(8); 2]));
 }
 
 #[tokio::test]
 async fn a_streamed_body_past_the_limit_is_sent_once_whole() {
-    let server = crate::unavailable_once("/items/1").await;
-    let url = format!("{}/items/1", server.uri());
-    let response = client(8 * 1024)
-        .put(&url)
-        .body(streamed(9))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 503);
-    let received = server.received_requests().await.unwrap();
-    assert_eq!(received.len(), 1);
-    assert_eq!(received[0].body, expected(9));
+    assert_eq!(put_streamed(9).await, (503, vec![expected(9)]));
 }
 
 /// Bad input: a replay limit of zero is refused, naming the setting.
