@@ -100,11 +100,6 @@ impl ContextHeaders {
         Ok(self)
     }
 
-    /// Whether no header is mapped.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// `request` with the mapped headers of `headers` added to its client context.
     pub fn apply_to(&self, headers: &http::HeaderMap, request: Request) -> Request {
         self.0.iter().fold(request, |request, (name, key)| {
