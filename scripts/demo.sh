@@ -35,7 +35,7 @@ step "building the rebound binary and the walk-through example; beside it, the p
   done
 ) &
 guest_dependencies=$!
-cargo build --locked --quiet -p rebound-cli -p rebound --bins --example decide
+cargo build --locked --quiet -p rebound-cli -p rebound-core --bins --example decide
 rebound=target/debug/rebound
 wait "$guest_dependencies"
 

@@ -58,7 +58,7 @@ cargo clippy --workspace --all-targets --locked --target-dir "$gates_dir" -- -D 
 step "each feature of the library alone, and none"
 for features in "" executor tower tower-retry http wasm registry oci otlp; do
   echo "rebound --no-default-features --features '$features'"
-  cargo clippy -p rebound --no-default-features --features "$features" --locked \
+  cargo clippy -p rebound-core --no-default-features --features "$features" --locked \
     --target-dir "$gates_dir" -- -D warnings
 done
 # The workspace's targets build the guest SDK with `hedging` (its tests ask for it, so the
@@ -68,13 +68,13 @@ cargo clippy -p rebound-guest --locked --target-dir "$gates_dir" -- -D warnings
 
 step "loom models of the retry budget's atomics (every interleaving of two threads)"
 # A target directory of its own: the cfg changes every artifact's hash.
-RUSTFLAGS="--cfg loom -D warnings" cargo test -p rebound --no-default-features --lib --release \
+RUSTFLAGS="--cfg loom -D warnings" cargo test -p rebound-core --no-default-features --lib --release \
   --locked --target-dir target/loom loom_models
 [ -z "${CI:-}" ] || rm -rf target/loom
 
 step "the registry without wasm: built-ins decide, a component is refused naming the feature"
 # Its own build: in the workspace's, another member turns `wasm` on.
-cargo test -p rebound --no-default-features --features registry --lib --locked \
+cargo test -p rebound-core --no-default-features --features registry --lib --locked \
   --target-dir "$gates_dir"
 
 step "the Rust the workspace claims to need (rust-version, CONTRIBUTING.md)"

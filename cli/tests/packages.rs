@@ -1,7 +1,7 @@
 //! Spec: the published crates work from their packages alone (docs/releasing.md "What the
 //! packages are checked to do"). The crates are packaged and put in a registry this test
 //! creates (a git index and `.crate` files, nothing of the source tree reachable by path); then,
-//! as a user outside the tree: an application depending on `rebound` by version, with the
+//! as a user outside the tree: an application depending on `rebound-core` by version, with the
 //! executor guide's dependencies, builds and decides with the executor, `cargo install` installs the `rebound` binary from the registry,
 //! and that binary starts a Rust policy project (depending on `rebound-guest` by version) whose
 //! CI workflow's build, test and check steps pass.
@@ -17,7 +17,7 @@ use support::{run, tool_path, tree, workflow_runs};
 
 /// The crates published, in the order a registry must receive them.
 const PUBLISHED: [&str; 7] = [
-    "rebound",
+    "rebound-core",
     "rebound-guest",
     "rebound-cli",
     "rebound-scylla",
@@ -174,14 +174,14 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// A cargo configuration for everything under `dir`: the registry `local`, crates.io's
-/// `rebound` and `rebound-guest` taken from it (as if published there), and the index fetched
+/// `rebound-core` and `rebound-guest` taken from it (as if published there), and the index fetched
 /// by git itself (Debian's cargo, which builds the Rust policies here, cannot fetch a git index
 /// with its system libgit2).
 fn user_configuration(dir: &Path, index: &str) {
     let version = env!("CARGO_PKG_VERSION");
     let configuration = format!(
         "[registries.local]\nindex = \"{index}\"\n\n[net]\ngit-fetch-with-cli = true\n\n[patch.crates-io]\n\
-         rebound = {{ version = \"{version}\", registry = \"local\" }}\n\
+         rebound-core = {{ version = \"{version}\", registry = \"local\" }}\n\
          rebound-guest = {{ version = \"{version}\", registry = \"local\" }}\n"
     );
     std::fs::create_dir_all(dir.join(".cargo")).unwrap();
@@ -224,7 +224,7 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
     let build_dir = tree().join("target");
     let target = scratch.path().join("target");
 
-    // (a) An application on `rebound` by version: the executor guide's dependencies and example.
+    // (a) An application on `rebound-core` by version: the executor guide's dependencies and example.
     let app = user.join("app");
     std::fs::create_dir_all(app.join("src")).unwrap();
     std::fs::write(
@@ -257,7 +257,7 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
     let lock = std::fs::read_to_string(app.join("Cargo.lock")).unwrap();
     let rebound = lock
         .split("\n\n")
-        .find(|entry| entry.contains("name = \"rebound\"\n"))
+        .find(|entry| entry.contains("name = \"rebound-core\"\n"))
         .unwrap();
     assert!(
         rebound.contains("source = \"registry+file://"),
@@ -327,4 +327,53 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
         lock.contains("name = \"rebound-guest\"\nversion = \"0.6.0\"\nsource = \"registry+file://"),
         "rebound-guest not from the registry:\n{lock}"
     );
+}
+
+/// Spec: every published crate's name is free on crates.io or already this project's
+/// (docs/releasing.md "Names"). `cargo info` asks the public index: no crate of that name, or
+/// one with the manifest's description. A name another crate holds would give a user's
+/// `cargo add` someone else's library, and the registry above would hide that, since its
+/// `[patch]` answers for crates.io.
+#[test]
+fn published_names_are_free_on_crates_io_or_this_project_s() {
+    let metadata: Value = serde_json::from_str(&run(cargo().current_dir(tree()).args([
+        "metadata",
+        "--format-version",
+        "1",
+        "--no-deps",
+        "--locked",
+    ])))
+    .unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    for name in PUBLISHED {
+        let ours = metadata["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|package| package["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not a package of the workspace"))["description"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name} has no description"))
+            .to_owned();
+        let asked = cargo()
+            .current_dir(outside.path())
+            .args(["info", name, "--registry", "crates-io", "--quiet"])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&asked.stdout);
+        let error = String::from_utf8_lossy(&asked.stderr);
+        if asked.status.success() {
+            // The first line names the crate and its keywords, the second is its description.
+            let theirs = said.lines().nth(1).unwrap_or_default();
+            assert_eq!(
+                theirs, ours,
+                "`{name}` on crates.io is another crate:\n{said}"
+            );
+        } else {
+            assert!(
+                error.contains(&format!("could not find `{name}`")),
+                "crates.io could not be asked about `{name}`:\n{error}"
+            );
+        }
+    }
 }

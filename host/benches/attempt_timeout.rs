@@ -3,7 +3,7 @@
 //! once (`SOCKET_NOT_AVAILABLE`, retried by best effort) and then succeeds, each without an
 //! attempt timeout and with one of 1 s that never fires, interleaved round by round. The
 //! runtime's clock is paused, so the retry's wait is not what is measured. Run:
-//! `env -u RUST_BACKTRACE cargo bench -p rebound --bench attempt_timeout`.
+//! `env -u RUST_BACKTRACE cargo bench -p rebound-core --bench attempt_timeout`.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! the attempt's end (with the breaker the admission found, as the executor does, or looking
 //! the node up), on one thread and with two threads on one node, measured in one run and
 //! printed as a table.
-//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --bench breaker`.
+//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound-core --bench breaker`.
 
 use std::cell::Cell;
 use std::hint::black_box;

@@ -1,7 +1,7 @@
 //! What a retry budget adds to a decision, and what an outcome report costs,
 //! single-threaded and with two threads contending on one budget, measured in one run
 //! beside the decision without a budget and printed as a table with ratios.
-//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --bench budget`.
+//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound-core --bench budget`.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};

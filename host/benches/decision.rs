@@ -7,7 +7,7 @@
 //! compile and instantiate costs, printed as a table with ratios.
 //! The latencies are measured interleaved, round by round, so every row of one run sees the
 //! same machine.
-//! Run: `./scripts/build-guests.sh && env -u RUST_BACKTRACE cargo bench -p rebound --bench
+//! Run: `./scripts/build-guests.sh && env -u RUST_BACKTRACE cargo bench -p rebound-core --bench
 //! decision`. `REBOUND_BENCH_EXTRA=a.wasm,b.wasm` adds rows for other components.
 
 use std::hint::black_box;

@@ -3,7 +3,7 @@
 //! file, measured in one run and printed as a table with the difference; then how many lines a
 //! second the log's writer thread turns into file lines, the rate past which lines are
 //! dropped (and counted) rather than ever making a decision wait.
-//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --bench decision_log`.
+//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound-core --bench decision_log`.
 
 use std::hint::black_box;
 use std::path::Path;

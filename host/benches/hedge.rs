@@ -9,7 +9,7 @@
 //! `hedging.next-copy` as the schedule starts. Last, what hedge delays from observed latency
 //! cost: recording an answered attempt's latency, reading a percentile, and the hedge decision
 //! of a quantile speculative execution beside a constant one.
-//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --bench hedge`.
+//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound-core --bench hedge`.
 
 use std::hint::black_box;
 use std::path::PathBuf;

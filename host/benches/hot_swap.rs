@@ -8,7 +8,7 @@
 //!
 //! Rust guests, then the Python and JavaScript best-effort policies.
 //!
-//! Run: `./scripts/build-guests.sh && cargo bench -p rebound --bench hot_swap`.
+//! Run: `./scripts/build-guests.sh && cargo bench -p rebound-core --bench hot_swap`.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

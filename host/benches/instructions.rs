@@ -4,7 +4,7 @@
 //! Each case runs in a process of its own under valgrind's callgrind, twice (1 000 and 21 000
 //! decisions or bare calls), and the difference of the two counts over 20 000 is the count of
 //! one; what the orchestrator adds is a decision's count minus a bare call's.
-//! Run: `./scripts/build-guests.sh && env -u RUST_BACKTRACE cargo bench -p rebound --bench
+//! Run: `./scripts/build-guests.sh && env -u RUST_BACKTRACE cargo bench -p rebound-core --bench
 //! instructions` (needs `valgrind`).
 
 use std::hint::black_box;

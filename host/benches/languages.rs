@@ -8,7 +8,7 @@
 //! component's size, its compile time, the load of its compiled artifact from the cache, and
 //! the creation of one configured instance.
 //!
-//! Run: `./scripts/build-guests.sh && cargo bench -p rebound --bench languages`.
+//! Run: `./scripts/build-guests.sh && cargo bench -p rebound-core --bench languages`.
 
 use std::hint::black_box;
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //! and metrics recorder sending to an OTLP/HTTP collector on loopback (a thread that answers
 //! every export 200), measured in one run, interleaved, and printed as a table with the
 //! difference. The export's own thread shares the machine with the requests, as it would.
-//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound --no-default-features --features otlp
+//! Run: `env -u RUST_BACKTRACE cargo bench -p rebound-core --no-default-features --features otlp
 //! --bench otlp`.
 
 use std::io::{BufRead, BufReader, Read, Write};

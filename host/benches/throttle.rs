@@ -3,7 +3,7 @@
 //! a throttle and printed as a table; then the latency of decisions on one authority while
 //! another thread names new authorities without end, at the largest `max_scopes`.
 //! Run (throttles need only the registry, so the bench builds no wasmtime):
-//! `env -u RUST_BACKTRACE cargo bench -p rebound --no-default-features --features registry --bench throttle`.
+//! `env -u RUST_BACKTRACE cargo bench -p rebound-core --no-default-features --features registry --bench throttle`.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,7 +2,7 @@
 //! is retried under best effort; the file is then replaced (written beside it and renamed over
 //! it, as a deployment does) to name fail-fast, and the registry, watching the file, swaps the
 //! policy in without a restart: the same failure is no longer retried.
-//! Run: `cargo run -p rebound --example hot_reload`; `cargo test` runs it too.
+//! Run: `cargo run -p rebound-core --example hot_reload`; `cargo test` runs it too.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! times, 10 ms apart; everything else is left to the orchestrator's rules (a write that may
 //! have been applied is never sent again, whatever a strategy answers). Each call here fails
 //! with a closed connection until its fourth attempt.
-//! Run: `cargo run -p rebound --example native_strategy`; `cargo test` runs it too.
+//! Run: `cargo run -p rebound-core --example native_strategy`; `cargo test` runs it too.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

@@ -244,7 +244,7 @@ fn component_source(
         return Err(errors.at(
             component.span(),
             format!("{field}.component"),
-            "policies that are components need rebound's `wasm` feature, which this build lacks: turn it on (`rebound = { features = [\"wasm\"] }`, or an adapter's own `wasm` feature), or name a `builtin`",
+            "policies that are components need rebound's `wasm` feature, which this build lacks: turn it on (`rebound-core = { features = [\"wasm\"] }`, or an adapter's own `wasm` feature), or name a `builtin`",
         ));
     }
     match component.get_ref() {

@@ -5,7 +5,7 @@
 //! was counted, and two withdrawals in an overdrawn period. In each, the retries granted never
 //! exceed what the window holds.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" cargo test -p rebound --no-default-features --lib --release
+//! Run with `RUSTFLAGS="--cfg loom" cargo test -p rebound-core --no-default-features --lib --release
 //! loom_models` (the test command does).
 
 use std::time::{Duration, Instant};
