@@ -128,14 +128,17 @@ pub(crate) fn triage(
     ))
 }
 
-/// The error of an attempt of `request` (sent as `req`) cut after `after`: it may have been
+/// The error of an attempt of `request` (sent to `url`) cut after `after`: it may have been
 /// written, so the request counts as dispatched.
 pub(crate) fn cut(
     request: &mut Request,
-    req: &reqwest::Request,
+    url: Option<&reqwest::Url>,
     after: Duration,
 ) -> reqwest_middleware::Error {
-    request.mark_dispatched(req.url().as_str());
+    match url {
+        Some(url) => request.mark_dispatched(url.as_str()),
+        None => request.mark_sent(),
+    }
     reqwest_middleware::Error::middleware(AttemptTimedOut { after })
 }
 

@@ -13,7 +13,7 @@ use rebound::registry::PolicyRegistry;
 use rebound::replay_body::{keep_body, KeptBody, DEFAULT_MAX_REPLAY_BYTES};
 use rebound::{
     telemetry, ClientContext, ContextHeaders, Decision, DecisionContext, HttpMethod,
-    InvalidHeaderName, Request, RequestType, Service,
+    InvalidHeaderName, Progress, Request, RequestType, Service,
 };
 use reqwest_middleware::{Middleware, Next};
 use tracing::Instrument;
@@ -267,6 +267,23 @@ impl ReboundMiddleware {
     }
 }
 
+/// The next attempt of the request kept in `req`: a copy, or, when its body cannot be copied
+/// (a stream past the replay limit), the request itself with its URL (`Some`), sent once. gRFC
+/// A6 "When Retries are Valid" calls such a call committed: its failure is decided, and logged,
+/// as never retried. `None` once the request itself was sent.
+fn next_attempt(
+    req: &mut Option<reqwest::Request>,
+) -> Option<(reqwest::Request, Option<reqwest::Url>)> {
+    match req.as_ref()?.try_clone() {
+        Some(attempt) => Some((attempt, None)),
+        None => {
+            let once = req.take()?;
+            let url = once.url().clone();
+            Some((once, Some(url)))
+        }
+    }
+}
+
 /// The request type of a request to `service`, an HTTP service.
 fn request_type(service: Service) -> Result<RequestType, NotAnHttpService> {
     Ok(match service {
@@ -319,16 +336,17 @@ impl Middleware for ReboundMiddleware {
             let mut request = self.request(service, &req, extensions)?;
             let controls = self.registry.controls(&request);
             // Boxed: only a streamed body pays for reading it first.
-            let req = match req.body().is_some_and(|body| body.as_bytes().is_none()) {
-                true => Box::pin(self.replayable(req)).await?,
-                false => req,
-            };
+            let mut req = Some(
+                match req.body().is_some_and(|body| body.as_bytes().is_none()) {
+                    true => Box::pin(self.replayable(req)).await?,
+                    false => req,
+                },
+            );
             loop {
                 // Asked before each attempt: a policy's answer may set the next one's.
                 let attempt_timeout = controls.attempt_timeout(&request);
-                // A body still a stream (larger than the replay limit) is sent once.
-                let Some(attempt) = req.try_clone() else {
-                    return next.run(self.counted(req, &request), extensions).await;
+                let Some((attempt, committed)) = next_attempt(&mut req) else {
+                    unreachable!("a committed request's failure is never retried");
                 };
                 let started = std::time::Instant::now();
                 let sent = next
@@ -341,7 +359,10 @@ impl Middleware for ReboundMiddleware {
                         let after = after.min(request.remaining_at(std::time::Instant::now()));
                         match Box::pin(tokio::time::timeout(after, sent)).await {
                             Ok(attempted) => attempted,
-                            Err(_) => Err(cut(&mut request, &req, after)),
+                            Err(_) => {
+                                let url = committed.as_ref().or(req.as_ref().map(|req| req.url()));
+                                Err(cut(&mut request, url, after))
+                            }
                         }
                     }
                 };
@@ -366,9 +387,12 @@ impl Middleware for ReboundMiddleware {
                     }
                 };
                 let (delay, answer) = {
-                    let context = DecisionContext::new(&reason)
+                    let mut context = DecisionContext::new(&reason)
                         .with_pushback(pushback)
                         .with_upstream_attempts(upstream_attempts);
+                    if committed.is_some() {
+                        context = context.with_progress(Progress::Committed);
+                    }
                     // The failed attempt's span (docs/observability.md), which the registry's
                     // decision fills in.
                     let span = telemetry::attempt_span(&request, request.retry_attempts());
@@ -379,7 +403,7 @@ impl Middleware for ReboundMiddleware {
                         .instrument(span)
                         .await;
                     match decided.map(|decided| decided.decision) {
-                        Ok(Decision::Retry(plan)) => (plan.delay, answer),
+                        Ok(Decision::Retry(plan)) if committed.is_none() => (plan.delay, answer),
                         Ok(_) => return answer.hand_back(),
                         Err(error) => {
                             tracing::warn!(%error, "no policy decides for the request: not retried");
