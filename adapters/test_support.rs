@@ -52,6 +52,34 @@ impl Write for Lines {
     }
 }
 
+/// Every decision a registry makes from now on, logged in memory.
+pub(crate) struct LoggedDecisions {
+    registry: Arc<PolicyRegistry>,
+    lines: Lines,
+}
+
+impl LoggedDecisions {
+    /// Logs `registry`'s decisions, every one of them.
+    pub(crate) fn of(registry: &Arc<PolicyRegistry>) -> Self {
+        let lines = Lines::default();
+        let log = DecisionLog::to_writer(&DecisionLogConfig::default(), lines.clone());
+        registry.set_decision_log(Some(log));
+        LoggedDecisions {
+            registry: Arc::clone(registry),
+            lines,
+        }
+    }
+
+    /// The lines logged, the log closed first so that it has written every line it took.
+    pub(crate) fn lines(self) -> Vec<serde_json::Value> {
+        self.registry.set_decision_log(None);
+        let text = String::from_utf8(self.lines.0.lock().unwrap().clone()).unwrap();
+        (text.lines())
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+}
+
 /// Policy `p`, the component file `policy.wasm` in a scratch directory, watched (20 ms
 /// debounce) by a registry that logs every decision in memory: one log until the file is
 /// replaced, a fresh one from the moment the new version serves. A log drops lines its writer

@@ -14,6 +14,20 @@ use http_body_util::BodyExt;
 /// The most bytes of a request body kept to send it again, unless an adapter is told otherwise.
 pub const DEFAULT_MAX_REPLAY_BYTES: usize = 64 * 1024;
 
+/// A replay limit of zero, refused: no body could be sent again, not even an empty one's first
+/// byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("max_replay_bytes must be at least 1 (0 would keep no request body to send again; the default is 64 KiB)")]
+pub struct ZeroReplayLimit;
+
+/// `bytes` as a replay limit: refused when zero.
+pub fn replay_limit(bytes: usize) -> Result<usize, ZeroReplayLimit> {
+    match bytes {
+        0 => Err(ZeroReplayLimit),
+        bytes => Ok(bytes),
+    }
+}
+
 /// A request body as read by [`keep_body`].
 #[derive(Debug)]
 pub enum KeptBody<B> {

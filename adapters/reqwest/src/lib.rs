@@ -36,7 +36,8 @@ mod classify;
 mod middleware;
 
 pub use answer::AttemptTimedOut;
-pub use middleware::{Idempotent, NotAnHttpService, ReboundMiddleware, Route, ZeroReplayLimit};
+pub use middleware::{Idempotent, NotAnHttpService, ReboundMiddleware, Route};
+pub use rebound::replay_body::ZeroReplayLimit;
 
 /// The library this adapter was built with: its registry and the request's vocabulary,
 /// without adding a dependency (and its default features) of one's own.

@@ -10,7 +10,9 @@ use std::time::Duration;
 use http::Extensions;
 use rebound::classify::DEFAULT_HTTP_RETRY_STATUSES;
 use rebound::registry::PolicyRegistry;
-use rebound::replay_body::{keep_body, KeptBody, DEFAULT_MAX_REPLAY_BYTES};
+use rebound::replay_body::{
+    keep_body, replay_limit, KeptBody, ZeroReplayLimit, DEFAULT_MAX_REPLAY_BYTES,
+};
 use rebound::{
     telemetry, ClientContext, ContextHeaders, Decision, DecisionContext, HttpMethod,
     InvalidHeaderName, Progress, Request, RequestType, Service,
@@ -58,11 +60,6 @@ pub struct ReboundMiddleware {
     max_replay_bytes: usize,
 }
 
-/// A replay limit of zero: no body could be sent again, not even an empty one's first byte.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("rebound-reqwest: max_replay_bytes must be at least 1 (0 would keep no streamed body to send again; the default is 64 KiB)")]
-pub struct ZeroReplayLimit;
-
 /// A service refused where an HTTP service was expected (`kv`, `cql`, `grpc`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("rebound-reqwest: `{}` is not an HTTP service; expected query, analytics, search, views, management or http", .0.name())]
@@ -96,10 +93,7 @@ impl ReboundMiddleware {
     /// this is sent once, what was read followed by the rest, and never retried. A body
     /// `reqwest` can copy (bytes, a string) is sent again whatever its size. Zero is refused.
     pub fn max_replay_bytes(mut self, bytes: usize) -> Result<Self, ZeroReplayLimit> {
-        if bytes == 0 {
-            return Err(ZeroReplayLimit);
-        }
-        self.max_replay_bytes = bytes;
+        self.max_replay_bytes = replay_limit(bytes)?;
         Ok(self)
     }
 

@@ -4,18 +4,14 @@
 //! is sent once, whole, and its failure handed back: gRFC A6 "When Retries are Valid" calls a
 //! call whose outgoing message overflowed the buffer committed, and the decision log says so.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
 use bytes::Bytes;
 use http_body::Frame;
 use http_body_util::StreamBody;
-use rebound_reqwest::rebound::decision_log::{DecisionLog, DecisionLogConfig};
 use rebound_reqwest::ReboundMiddleware;
 use reqwest_middleware::ClientWithMiddleware;
 
 use crate::registries::http_registry;
+use crate::test_support::LoggedDecisions;
 
 /// A streamed body of `chunks` chunks of 1 KiB, each filled with its number.
 fn streamed(chunks: u8) -> reqwest::Body {
@@ -58,26 +54,10 @@ async fn a_streamed_body_past_the_limit_is_sent_once_whole() {
     assert_eq!(put_streamed(9).await, (503, vec![expected(9)]));
 }
 
-/// What a decision log wrote, shared with the test.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Lines {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_body_sent_once_is_decided_committed_and_logged() {
     let registry = http_registry();
-    let lines = Lines::default();
-    let log = DecisionLog::to_writer(&DecisionLogConfig::default(), lines.clone());
-    registry.set_decision_log(Some(log));
+    let logged = LoggedDecisions::of(&registry);
     let server = crate::unavailable_once("/items/1").await;
     let url = format!("{}/items/1", server.uri());
     let middleware = ReboundMiddleware::new(registry.clone()).max_replay_bytes(8 * 1024);
@@ -85,14 +65,10 @@ async fn a_body_sent_once_is_decided_committed_and_logged() {
     let response = client.put(&url).body(streamed(9)).send().await.unwrap();
     assert_eq!(response.status(), 503);
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
-    registry.close_decision_log(Duration::from_secs(30));
-    let written = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
-    let logged: Vec<serde_json::Value> = (written.lines())
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    assert_eq!(logged.len(), 1, "{written}");
-    assert_eq!(logged[0]["input"]["progress"], "committed", "{written}");
-    assert!(written.contains("COMMITTED"), "{written}");
+    let logged = logged.lines();
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert_eq!(logged[0]["input"]["progress"], "committed", "{logged:?}");
+    assert_eq!(logged[0]["answer"]["decision"], "cancel", "{logged:?}");
 }
 
 /// Bad input: a replay limit of zero is refused, naming the setting.

@@ -110,7 +110,13 @@ where
     S::Error: Into<BoxError>,
 {
     let body = TonicBody::new(http_body_util::Full::new(bytes));
-    match service.call(http::Request::from_parts(parts, body)).await {
+    sent(service.call(http::Request::from_parts(parts, body)).await)
+}
+
+/// How an attempt that came back with `result` went: a Trailers-Only answer's status and
+/// pushback, or the transport's error (a connection that could not be made: not sent).
+pub(crate) fn sent<B, E: Into<BoxError>>(result: Result<http::Response<B>, E>) -> Sent<B> {
+    match result {
         Err(error) => {
             let error: BoxError = error.into();
             let (reason, progress, reached) = transport_failure(&error);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rebound::registry::PolicyRegistry;
+use rebound::replay_body::{replay_limit, ZeroReplayLimit};
 use rebound::{ContextHeaders, InvalidHeaderName};
 
 use crate::service::Rebound;
@@ -52,10 +53,10 @@ impl ReboundLayer {
     }
 
     /// Keeps at most `bytes` of a call's request to send it again (default 64 KiB): a larger
-    /// call is sent once, and a debug line says so.
-    pub fn max_replay_bytes(mut self, bytes: usize) -> Self {
-        self.shared_mut().max_replay_bytes = bytes;
-        self
+    /// call is sent once, committed (gRFC A6), and never retried. Zero is refused.
+    pub fn max_replay_bytes(mut self, bytes: usize) -> Result<Self, ZeroReplayLimit> {
+        self.shared_mut().max_replay_bytes = replay_limit(bytes)?;
+        Ok(self)
     }
 
     /// The deadline of a call that sends no `grpc-timeout` (default 30 s). A call's own

@@ -32,6 +32,7 @@ mod shared;
 
 pub use attempt::BoxError;
 pub use layer::ReboundLayer;
+pub use rebound::replay_body::ZeroReplayLimit;
 pub use service::Rebound;
 
 /// docs/http-and-grpc.md's Rust code, compiled as a reader would paste it.

@@ -23,7 +23,7 @@ use tonic::body::Body as TonicBody;
 use tower_service::Service;
 use tracing::Instrument;
 
-use crate::attempt::{send, settle, BoxError, Failed, Sent};
+use crate::attempt::{self, send, settle, BoxError, Failed, Sent};
 use crate::hedged::Copies;
 use crate::response::{format_timeout, parse_timeout, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_TIMEOUT};
 use crate::shared::Shared;
@@ -156,11 +156,11 @@ impl CallControls {
 }
 
 /// A call's request body, kept whole to send again, or (larger than the replay limit) sent
-/// once through `inner` and its answer handed back.
+/// once through `inner` (the call started at `start`) and its answer handed back.
 async fn kept_or_sent<S, B>(
     inner: &mut S,
     shared: &Shared,
-    parts: &http::request::Parts,
+    (parts, start): (&http::request::Parts, Instant),
     body: TonicBody,
 ) -> Result<bytes::Bytes, Result<http::Response<B>, BoxError>>
 where
@@ -177,8 +177,42 @@ where
                 "call larger than the replay limit: sent once, not retried"
             );
             let req = http::Request::from_parts(parts.clone(), TonicBody::new(body));
-            Err(inner.call(req).await.map_err(Into::into))
+            let sent = attempt::sent(inner.call(req).await);
+            Err(sent_once(shared, parts, start, sent).await)
         }
+    }
+}
+
+/// The answer to a call sent once, its body past the replay limit. gRFC A6 "When Retries are
+/// Valid" calls a call whose outgoing message overflowed the buffer committed: its failure is
+/// decided as such (so the decision log has it), never retried, and handed back.
+async fn sent_once<B>(
+    shared: &Shared,
+    parts: &http::request::Parts,
+    start: Instant,
+    sent: Sent<B>,
+) -> Result<http::Response<B>, BoxError> {
+    let (failed, reached) = match sent {
+        Sent::Answered(response) => return Ok(response),
+        Sent::Failed(failed, reached) => (failed, reached),
+    };
+    let mut call = describe(shared, parts, start);
+    if reached {
+        call.dispatched();
+    }
+    let policy = shared.registry.controls(&call.request);
+    let told = (failed.reason(), Progress::Committed);
+    let retried = decide(
+        shared,
+        &policy,
+        &mut call.request,
+        (told, 0, Duration::ZERO),
+    )
+    .await;
+    debug_assert!(retried.is_none(), "a committed call is never retried");
+    match failed {
+        Failed::Answered(_, _, response) => Ok(response),
+        Failed::Transport(_, error, _) => Err(error),
     }
 }
 
@@ -193,13 +227,13 @@ where
     S::Error: Into<BoxError>,
 {
     let (parts, body) = req.into_parts();
-    let bytes = match kept_or_sent(&mut inner, &shared, &parts, body).await {
+    let start = Instant::now();
+    let bytes = match kept_or_sent(&mut inner, &shared, (&parts, start), body).await {
         Ok(bytes) => bytes,
         Err(answered) => return answered,
     };
     // Described when first needed: a call answered at once needs no description unless a
     // retry budget counts it, or its policy hedges it.
-    let start = Instant::now();
     let mut described: Option<Described> = None;
     let controls = CallControls::of(&shared, &parts, start, &mut described);
     let mut attempt: u32 = 0;

@@ -2,8 +2,11 @@
 //! server the test starts answers a scripted list per method, reached through a TCP relay the
 //! test can cut; the client is tonic's own `client::Grpc` over a channel with the layer.
 
+mod bodies;
 mod client_context;
 mod support;
+#[path = "../../test_support.rs"]
+mod test_support;
 
 use std::path::Path;
 use std::sync::Arc;
