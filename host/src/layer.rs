@@ -50,7 +50,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::decider::Decider;
-use crate::executor::{ExecuteError, Executor, Failure};
+use crate::executor::{Attempt, ExecuteError, Executor, Failure};
 use crate::request::Request;
 
 /// Describes a service's requests and errors to the executor.
@@ -61,6 +61,15 @@ pub trait Classifier<Req, E> {
 
     /// Why the service failed with `error`: a reason, a raw response to classify, or final.
     fn failure(&self, error: E) -> Failure<E>;
+
+    /// Whether `req` can be sent again. One that cannot (an HTTP request whose `ReplayBody`
+    /// is past its limit: `replay_body::ReplayBody::can_send_again`) is sent once, no copy of
+    /// it is hedged, and its failure is decided as committed, never retried
+    /// ([`Executor::run_once`]). Every request can, unless this says otherwise.
+    fn can_send_again(&self, req: &Req) -> bool {
+        let _ = req;
+        true
+    }
 }
 
 /// Says whether a successful response is a failure to retry, as tower's `Policy::retry`
@@ -190,30 +199,39 @@ where
         let responses = self.responses.clone();
         Box::pin(async move {
             let request = classifier.request(&req);
-            executor
-                .run(request, move |attempt| {
-                    let req = req.clone();
-                    let classifier = classifier.clone();
-                    let responses = responses.clone();
-                    // The first attempt takes the service poll_ready readied; a retry clones
-                    // a fresh one, which must be made ready first.
-                    let (mut service, must_poll) = match readied.take() {
-                        Some(service) => (service, false),
-                        None => (template.clone(), true),
-                    };
-                    async move {
-                        if must_poll {
-                            poll_fn(|cx| service.poll_ready(cx))
-                                .await
-                                .map_err(|e| classifier.failure(e))?;
-                        }
-                        attempt.dispatched(INNER_SERVICE);
-                        let response =
-                            service.call(req).await.map_err(|e| classifier.failure(e))?;
-                        responses.response(response)
+            let once = !classifier.can_send_again(&req);
+            let mut kept = Some(req);
+            let operation = move |attempt: Attempt| {
+                // A request that cannot be sent again is handed on itself (`run_once`
+                // makes one attempt); any other is copied for each.
+                let req = match once {
+                    true => kept.take(),
+                    false => kept.clone(),
+                };
+                let classifier = classifier.clone();
+                let responses = responses.clone();
+                // The first attempt takes the service poll_ready readied; a retry clones
+                // a fresh one, which must be made ready first.
+                let (mut service, must_poll) = match readied.take() {
+                    Some(service) => (service, false),
+                    None => (template.clone(), true),
+                };
+                async move {
+                    if must_poll {
+                        poll_fn(|cx| service.poll_ready(cx))
+                            .await
+                            .map_err(|e| classifier.failure(e))?;
                     }
-                })
-                .await
+                    attempt.dispatched(INNER_SERVICE);
+                    let req = req.expect("a request sent once has one attempt");
+                    let response = service.call(req).await.map_err(|e| classifier.failure(e))?;
+                    responses.response(response)
+                }
+            };
+            match once {
+                true => executor.run_once(request, operation).await,
+                false => executor.run(request, operation).await,
+            }
         })
     }
 }

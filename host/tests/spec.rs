@@ -42,6 +42,8 @@ mod strategies;
 mod telemetry;
 mod throttles;
 mod tower_layer;
+#[cfg(feature = "http")]
+mod tower_layer_bodies;
 #[cfg(feature = "tower-retry")]
 mod tower_retry_policy;
 mod traffic_budget;

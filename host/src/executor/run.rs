@@ -107,13 +107,31 @@ impl<D: Decider> Executor<D> {
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, Failure<E>>>,
     {
-        // One span per request, carrying its id; one per attempt inside it.
-        let span = tracing::debug_span!(
-            "rebound.request",
-            request_id = request.id(),
-            request_type = %request.request_type(),
-        );
-        self.drive(request, operation).instrument(span).await
+        let span = request_span(&request);
+        self.drive(request, operation, Sending::Again)
+            .instrument(span)
+            .await
+    }
+
+    /// Runs `operation` once for `request`, which cannot be sent again (its body was sent as
+    /// it streamed): no copy is hedged, and a failure is decided as
+    /// [`Progress::Committed`](crate::Progress::Committed) (gRFC A6 "When Retries are Valid"
+    /// calls a call whose outgoing message overflowed the buffer committed), so the decider
+    /// records it and the request ends without a retry. Otherwise as [`run`](Self::run).
+    pub async fn run_once<T, E, F, Fut>(
+        &self,
+        request: Request,
+        operation: F,
+    ) -> Result<T, ExecuteError<E>>
+    where
+        E: Debug,
+        F: FnMut(Attempt) -> Fut,
+        Fut: Future<Output = Result<T, Failure<E>>>,
+    {
+        let span = request_span(&request);
+        self.drive(request, operation, Sending::Once)
+            .instrument(span)
+            .await
     }
 
     /// [`run`](Self::run)'s loop, inside the request's span.
@@ -121,13 +139,14 @@ impl<D: Decider> Executor<D> {
         &self,
         request: Request,
         mut operation: F,
+        sending: Sending,
     ) -> Result<T, ExecuteError<E>>
     where
         E: Debug,
         F: FnMut(Attempt) -> Fut,
         Fut: Future<Output = Result<T, Failure<E>>>,
     {
-        let mut run = RequestRun::new(self, &request);
+        let mut run = RequestRun::new(self, &request, sending);
         let mut retry = RetryLoop::new(request);
         let mut next = retry.next_attempt();
         loop {
@@ -149,9 +168,31 @@ impl<D: Decider> Executor<D> {
                     return Err(ExecuteError::Ended { error, last: None });
                 }
             };
+            let failure = match sending {
+                Sending::Again => failure,
+                Sending::Once => failure.committed(),
+            };
             next = run.decide(&mut retry, failure, attempts, span).await?;
         }
     }
+}
+
+/// One span per request, carrying its id; one per attempt inside it.
+fn request_span(request: &Request) -> tracing::Span {
+    tracing::debug_span!(
+        "rebound.request",
+        request_id = request.id(),
+        request_type = %request.request_type(),
+    )
+}
+
+/// Whether a request may be sent more than once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sending {
+    /// As often as the decider says.
+    Again,
+    /// Once: it cannot be sent again ([`Executor::run_once`]).
+    Once,
 }
 
 /// What cut an attempt short.
@@ -186,6 +227,14 @@ impl<E> From<Failure<E>> for Failed<E> {
 }
 
 impl<E> Failed<E> {
+    /// This failure of a call that cannot be sent again: committed (gRFC A6).
+    fn committed(self) -> Self {
+        Failed {
+            progress: crate::progress::Progress::Committed,
+            ..self
+        }
+    }
+
     /// An attempt cut by its timeout (where it was written, its call said on its `Attempt`).
     fn attempt_timeout() -> Self {
         Failed {
@@ -210,7 +259,7 @@ struct RequestRun<'x, D> {
 }
 
 impl<'x, D: Decider> RequestRun<'x, D> {
-    fn new(executor: &'x Executor<D>, request: &Request) -> Self {
+    fn new(executor: &'x Executor<D>, request: &Request, sending: Sending) -> Self {
         // A timeout past what the clock holds is as good as none: tokio's far future (30 years).
         let deadline = Instant::from_std(request.start())
             .checked_add(request.timeout())
@@ -219,7 +268,7 @@ impl<'x, D: Decider> RequestRun<'x, D> {
         RequestRun {
             executor,
             deadline,
-            hedging: Hedging::may_hedge(request)
+            hedging: (Hedging::may_hedge(request) && sending == Sending::Again)
                 .then(|| controls.hedging(request, Instant::now().into_std()))
                 .flatten(),
             controls,

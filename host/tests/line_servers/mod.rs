@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rebound::executor::{Attempt, Failure};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -13,10 +13,18 @@ use tokio::net::{TcpListener, TcpStream};
 /// What a server answers the n-th line it reads (from 0): `None` to never answer.
 type ScriptFn = dyn Fn(usize) -> Option<&'static str> + Send + Sync;
 
-/// A running line server: where it listens, and how many lines it read.
+/// A running line server: where it listens, and the lines it read.
 pub(crate) struct LineServer {
     pub(crate) addr: SocketAddr,
-    lines: Arc<AtomicUsize>,
+    lines: Arc<Read>,
+}
+
+/// The lines a server read: how many were counted (in the order its script answers them), and
+/// what they said.
+#[derive(Default)]
+struct Read {
+    count: AtomicUsize,
+    said: Mutex<Vec<String>>,
 }
 
 impl LineServer {
@@ -26,7 +34,7 @@ impl LineServer {
     ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let lines = Arc::new(AtomicUsize::new(0));
+        let lines = Arc::new(Read::default());
         let (counted, script): (_, Arc<ScriptFn>) = (Arc::clone(&lines), Arc::new(script));
         tokio::spawn(async move {
             loop {
@@ -39,15 +47,21 @@ impl LineServer {
 
     /// Lines read so far.
     pub(crate) fn lines(&self) -> usize {
-        self.lines.load(Ordering::SeqCst)
+        self.lines.count.load(Ordering::SeqCst)
+    }
+
+    /// What the lines read so far said.
+    pub(crate) fn said(&self) -> Vec<String> {
+        self.lines.said.lock().unwrap().clone()
     }
 }
 
-async fn serve(socket: TcpStream, script: Arc<ScriptFn>, lines: Arc<AtomicUsize>) {
+async fn serve(socket: TcpStream, script: Arc<ScriptFn>, lines: Arc<Read>) {
     let (read, mut write) = socket.into_split();
     let mut read = BufReader::new(read).lines();
-    while let Ok(Some(_)) = read.next_line().await {
-        let Some(answer) = script(lines.fetch_add(1, Ordering::SeqCst)) else {
+    while let Ok(Some(line)) = read.next_line().await {
+        lines.said.lock().unwrap().push(line);
+        let Some(answer) = script(lines.count.fetch_add(1, Ordering::SeqCst)) else {
             return std::future::pending().await;
         };
         if write

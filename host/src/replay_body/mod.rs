@@ -2,7 +2,12 @@
 //! gRPC adapter reads it first, whole if it holds at most a limit (64 KiB by default, as
 //! linkerd2-proxy keeps), and past it sends what was read followed by the rest, once. One
 //! implementation for every adapter that sends bodies (docs/adapters.md, `rebound-reqwest`,
-//! "Bodies").
+//! "Bodies"), and, for a tower stack of one's own, `KeepBodyLayer` in front of the retry
+//! layer (feature `tower`) with bodies that can be copied (`ReplayBody`).
+
+#[cfg(feature = "tower")]
+mod layer;
+mod shared;
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -10,6 +15,10 @@ use std::task::{Context, Poll};
 use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
+
+#[cfg(feature = "tower")]
+pub use layer::{KeepBody, KeepBodyLayer};
+pub use shared::{BodyAlreadySent, BoxError, ReplayBody};
 
 /// The most bytes of a request body kept to send it again, unless an adapter is told otherwise.
 pub const DEFAULT_MAX_REPLAY_BYTES: usize = 64 * 1024;
