@@ -474,10 +474,8 @@ impl JsonDecider {
                 )
             })?;
         }
-        let config = WasmStrategyConfig {
-            params: params.clone(),
-            ..WasmStrategyConfig::default()
-        };
+        let mut config = WasmStrategyConfig::default();
+        config.params = params.clone();
         let strategy = Arc::new(
             WasmStrategy::new(component, config)
                 .map_err(|e| error(format!("{}: {e}", path.display())))?,

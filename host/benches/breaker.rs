@@ -17,11 +17,10 @@ use measure::{contended, measure_interleaved};
 /// A breaker that never opens under the bench's outcomes: it needs a full window of failures,
 /// and one attempt in 64 is an answer.
 fn never_opens() -> BreakerConfig {
-    BreakerConfig {
-        volume_threshold: BreakerConfig::MOST_VOLUME,
-        error_percentage: 100,
-        ..BreakerConfig::default()
-    }
+    let mut config = BreakerConfig::default();
+    config.volume_threshold = BreakerConfig::MOST_VOLUME;
+    config.error_percentage = 100;
+    config
 }
 
 const NODE: &str = "node-1:11210";

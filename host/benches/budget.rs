@@ -21,11 +21,7 @@ use measure::{contended, measure_interleaved};
 /// A budget that always has room for a first failure's retry: at 100 % a request's deposit
 /// pays for exactly one retry, so the balance never runs down.
 fn budget() -> Arc<TrafficBudget> {
-    let config = BudgetConfig {
-        percent: 100.0,
-        min_per_second: 10,
-        ttl_ms: 10_000,
-    };
+    let config = BudgetConfig::new(100.0, 10, 10_000);
     Arc::new(TrafficBudget::new(config).unwrap())
 }
 
@@ -94,14 +90,7 @@ fn main() {
     let with_budget_now = budget();
     let reports = budget();
     // Withdrawals alone, from a floor too large to run out during the run.
-    let floor = Arc::new(
-        TrafficBudget::new(BudgetConfig {
-            percent: 100.0,
-            min_per_second: 10_000_000,
-            ttl_ms: 10_000,
-        })
-        .unwrap(),
-    );
+    let floor = Arc::new(TrafficBudget::new(BudgetConfig::new(100.0, 10_000_000, 10_000)).unwrap());
     let now = Instant::now();
     let (rounds, iters) = (31, 200_000);
     let times = measure_interleaved(
@@ -144,14 +133,8 @@ fn main() {
     // The worst case: every retry paid by requests made on another thread, in the period
     // they were made (a window of 11 days: the period never ends), so each withdrawal takes
     // from the other thread's stripe while that thread deposits into it.
-    let paid_elsewhere = Arc::new(
-        TrafficBudget::new(BudgetConfig {
-            percent: 100.0,
-            min_per_second: 0,
-            ttl_ms: 1_000_000_000,
-        })
-        .unwrap(),
-    );
+    let paid_elsewhere =
+        Arc::new(TrafficBudget::new(BudgetConfig::new(100.0, 0, 1_000_000_000)).unwrap());
     let taken_elsewhere = beside(
         2_000_000,
         || {

@@ -101,12 +101,7 @@ fn main() {
         let bytes = std::fs::read(path)
             .unwrap_or_else(|e| panic!("{}: {e}; run ./scripts/build-guests.sh", path.display()));
         let component = PolicyPre::load(&runtime, name, &bytes).unwrap();
-        let config = WasmStrategyConfig {
-            params: (params.iter())
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-            ..WasmStrategyConfig::default()
-        };
+        let config = WasmStrategyConfig::default().with_params(params.iter().copied());
         both(Arc::new(WasmStrategy::new(component, config).unwrap()))
     };
     let load_path = |name: &str, path: &PathBuf| load_with(name, path, &[]);

@@ -38,10 +38,7 @@ fn run_case(case: &str) {
     };
     let count: u64 = count.parse().expect("a count");
     // One pooled instance: valgrind cannot map the default pool's reservation.
-    let pool = PoolConfig {
-        instances: 1,
-        ..PoolConfig::default()
-    };
+    let pool = PoolConfig::new(1, PoolConfig::default().idle_per_policy);
     let runtime = WasmRuntime::with_pool(64 << 20, Default::default(), pool).expect("engine");
     let (decider, caller): (Arc<dyn RetryStrategy>, Arc<dyn SyncStrategy>) = match strategy {
         "wasm" => {

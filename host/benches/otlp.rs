@@ -86,13 +86,11 @@ fn main() {
             })
             .unwrap();
     };
-    let export = OtlpExport::start(&OtlpConfig {
-        endpoint: Some(collector()),
-        protocol: Some(OtlpProtocol::HttpProtobuf),
-        metrics_interval_ms: 1_000,
-        ..OtlpConfig::default()
-    })
-    .unwrap();
+    let mut config = OtlpConfig::default();
+    config.endpoint = Some(collector());
+    config.protocol = Some(OtlpProtocol::HttpProtobuf);
+    config.metrics_interval_ms = 1_000;
+    let export = OtlpExport::start(&config).unwrap();
     let exported = tracing::Dispatch::new(tracing_subscriber::registry().with(export.layer()));
     let recorder = export.recorder().unwrap();
     let nothing = tracing::Dispatch::none();

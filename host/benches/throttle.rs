@@ -24,32 +24,21 @@ use measure::{contended, measure_interleaved};
 /// Failures that cost nothing, so the throttle keeps allowing retries while every decision
 /// still counts its failure.
 fn free() -> FailureCosts {
-    FailureCosts {
-        overload: 0.0,
-        timeout: 0.0,
-        rejected: 0.0,
-        other: 0.0,
-    }
+    FailureCosts::new(0.0, 0.0, 0.0, 0.0)
 }
 
 fn tokens() -> ThrottleConfig {
-    ThrottleConfig {
-        kind: ThrottleKind::Tokens {
-            max_tokens: 1000.0,
-            token_ratio: 1.0,
-        },
-        costs: free(),
-    }
+    let kind = ThrottleKind::Tokens {
+        max_tokens: 1000.0,
+        token_ratio: 1.0,
+    };
+    ThrottleConfig::new(kind).with_costs(free())
 }
 
 fn adaptive() -> ThrottleConfig {
-    ThrottleConfig {
-        kind: ThrottleKind::Adaptive(AdaptiveConfig {
-            seed: Some(1),
-            ..AdaptiveConfig::default()
-        }),
-        costs: free(),
-    }
+    let mut adaptive = AdaptiveConfig::default();
+    adaptive.seed = Some(1);
+    ThrottleConfig::new(ThrottleKind::Adaptive(adaptive)).with_costs(free())
 }
 
 fn scoped(config: ThrottleConfig, scope: ThrottleScope) -> Arc<ScopedThrottle> {

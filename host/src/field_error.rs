@@ -7,7 +7,7 @@
 /// path, a file) and what is wrong with it and what was expected.
 ///
 /// ```
-/// let error = rebound::BudgetConfig { percent: 120.0, ..Default::default() }
+/// let error = rebound::BudgetConfig::new(120.0, 10, 10_000)
 ///     .validate()
 ///     .unwrap_err();
 /// assert_eq!(error.field, "percent");

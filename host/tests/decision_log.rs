@@ -233,10 +233,8 @@ fn a_full_buffer_drops_and_counts_instead_of_blocking() {
         gate: Arc::new(Mutex::new(Some(released))),
         written: Arc::default(),
     };
-    let config = DecisionLogConfig {
-        buffer: 4,
-        ..DecisionLogConfig::default()
-    };
+    let mut config = DecisionLogConfig::default();
+    config.buffer = 4;
     registry.set_decision_log(Some(DecisionLog::to_writer(&config, sink.clone())));
     const DECISIONS: u64 = 200;
     let (done, finished) = mpsc::channel();

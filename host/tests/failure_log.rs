@@ -14,15 +14,11 @@ use rebound::{reasons, Orchestrator, RequestType};
 
 #[test]
 fn a_failing_policy_logs_at_most_one_line_a_second_and_counts_the_rest() {
-    let config = WasmStrategyConfig {
-        params: [("always_panic".to_owned(), "yes".to_owned())].into(),
-        // No quarantine: every call reaches the policy and fails.
-        quarantine: QuarantineConfig {
-            after_failures: 0,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    // No quarantine: every call reaches the policy and fails.
+    let no_quarantine = QuarantineConfig::new(0, QuarantineConfig::default().cooldown_ms);
+    let config = WasmStrategyConfig::default()
+        .with_params([("always_panic", "yes")])
+        .with_quarantine(no_quarantine);
     let orchestrator = Orchestrator::new(wasm_support::strategy("adversary", config));
     let decide = || {
         let mut req = request(RequestType::Get, 2500, Instant::now());

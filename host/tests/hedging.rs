@@ -14,7 +14,7 @@ use rebound::executor::{Attempt, ExecuteError, Executor, Failure};
 use rebound::grpc::{GrpcCode, ServiceConfig, DEFAULT_MAX_ATTEMPTS_LIMIT};
 use rebound::hedge::ConstantSpeculativeExecution;
 use rebound::registry::PolicyRegistry;
-use rebound::throttle::{FailureCosts, ScopedThrottle, ThrottleConfig, ThrottleKind};
+use rebound::throttle::{ScopedThrottle, ThrottleConfig, ThrottleKind};
 use rebound::{GrpcRetry, NodeChoice, Orchestrator, Pushback, Request, RequestType, RetryReason};
 use serde_json::json;
 
@@ -292,13 +292,10 @@ async fn copies_of_a_hanging_call(executor: &Executor) -> Vec<(u32, u128)> {
 #[tokio::test(start_paused = true)]
 async fn a_throttle_at_its_threshold_sends_no_copy() {
     let throttle = ScopedThrottle::new(
-        ThrottleConfig {
-            kind: ThrottleKind::Tokens {
-                max_tokens: 2.0,
-                token_ratio: 1.0,
-            },
-            costs: FailureCosts::default(),
-        },
+        ThrottleConfig::new(ThrottleKind::Tokens {
+            max_tokens: 2.0,
+            token_ratio: 1.0,
+        }),
         "policy".parse().unwrap(),
         16,
         Instant::now(),
@@ -523,10 +520,7 @@ fn hedge_echo_built(guest: &str, delay_ms: u64, copies: u32) -> Orchestrator {
     ];
     let strategy = crate::wasm_support::strategy(
         guest,
-        rebound::wasm::WasmStrategyConfig {
-            params: params.into(),
-            ..Default::default()
-        },
+        rebound::wasm::WasmStrategyConfig::default().with_params(params),
     );
     Orchestrator::new(strategy)
 }

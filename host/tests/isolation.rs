@@ -11,7 +11,6 @@ use crate::registry_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rebound::config::RegistryConfig;
 use rebound::registry::PolicyRegistry;
 use rebound::{
     reasons, CancelReason, Decision, DecisionContext, PolicyFailure, PolicyFailureKind,
@@ -38,10 +37,8 @@ fn registry_with(isolation: &str) -> (Workspace, Arc<PolicyRegistry>) {
          limits = {{ deadline_ms = 200, fuel = 100_000_000_000 }}\n\
          quarantine = {{ after_failures = 0 }}\n",
     ));
-    let config = RegistryConfig {
-        strict_start: true,
-        ..ws.load_config()
-    };
+    let mut config = ws.load_config();
+    config.strict_start = true;
     let registry = PolicyRegistry::with_runtime(config, runtime().clone()).unwrap();
     (ws, Arc::new(registry))
 }

@@ -243,13 +243,12 @@ fn run_and_export(
 
 /// The export's configuration for a collector at `endpoint`.
 fn to(protocol: OtlpProtocol, endpoint: String) -> OtlpConfig {
-    OtlpConfig {
-        endpoint: Some(endpoint),
-        protocol: Some(protocol),
-        headers: [("x-tenant".to_owned(), "blue".to_owned())].into(),
-        service_name: Some("rebound-test".to_owned()),
-        ..OtlpConfig::default()
-    }
+    let mut config = OtlpConfig::default();
+    config.endpoint = Some(endpoint);
+    config.protocol = Some(protocol);
+    config.headers = [("x-tenant".to_owned(), "blue".to_owned())].into();
+    config.service_name = Some("rebound-test".to_owned());
+    config
 }
 
 /// Checks what `received` got for the run of [`run_and_export`] that slept `delays`.
@@ -414,12 +413,10 @@ fn spans_beyond_the_queue_are_dropped_and_counted_while_the_collector_stalls() {
     let background = tokio::runtime::Runtime::new().unwrap();
     let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}", stalled.local_addr().unwrap());
-    let config = OtlpConfig {
-        max_queued_spans: 4,
-        timeout_ms: Some(2_000),
-        metrics: false,
-        ..to(OtlpProtocol::HttpProtobuf, endpoint)
-    };
+    let mut config = to(OtlpProtocol::HttpProtobuf, endpoint);
+    config.max_queued_spans = 4;
+    config.timeout_ms = Some(2_000);
+    config.metrics = false;
     // 40 requests of two attempts: 120 spans.
     let (delays, dropped) = run_and_export(&background, config, &[1; 40]);
     assert_eq!(delays.len(), 40, "every request ran to its end");

@@ -120,14 +120,7 @@ async fn the_executor_reports_every_end() {
 /// decision) once each, and its retries draw from it.
 #[tokio::test(start_paused = true)]
 async fn a_budget_counts_each_request_once_and_pays_for_retries() {
-    let budget = Arc::new(
-        TrafficBudget::new(BudgetConfig {
-            percent: 50.0,
-            min_per_second: 0,
-            ttl_ms: 60_000,
-        })
-        .unwrap(),
-    );
+    let budget = Arc::new(TrafficBudget::new(BudgetConfig::new(50.0, 0, 60_000)).unwrap());
     let executor = Executor::new(Orchestrator::default().with_budget(Arc::clone(&budget)));
     for _ in 0..4 {
         run(&executor, get(1000), Some(0)).await;

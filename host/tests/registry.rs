@@ -899,13 +899,11 @@ fn the_example_configuration_loads_every_policy() {
     let config = rebound::config::RegistryConfig::load(&file).unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap();
     // Keep the test's cache out of the source tree; a policy that does not load is an error.
-    let config = rebound::config::RegistryConfig {
-        cache_dir: Some(rebound::config::CacheDir::Configured(
-            dir.path().join("cache"),
-        )),
-        strict_start: true,
-        ..config
-    };
+    let mut config = config;
+    config.cache_dir = Some(rebound::config::CacheDir::Configured(
+        dir.path().join("cache"),
+    ));
+    config.strict_start = true;
     let registry =
         PolicyRegistry::with_runtime(config, runtime().clone()).unwrap_or_else(|e| panic!("{e}"));
     let names: Vec<String> = registry

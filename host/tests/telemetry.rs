@@ -136,10 +136,8 @@ fn dropped_decision_log_lines_are_counted() {
     let (release, stuck) = mpsc::channel::<()>();
     let config = RegistryConfig::parse(CONFIG, Path::new("rebound.toml"), Path::new(".")).unwrap();
     let registry = PolicyRegistry::new(config).unwrap();
-    let log_config = DecisionLogConfig {
-        buffer: 1,
-        ..DecisionLogConfig::default()
-    };
+    let mut log_config = DecisionLogConfig::default();
+    log_config.buffer = 1;
     registry.set_decision_log(Some(DecisionLog::to_writer(&log_config, Stuck(stuck))));
     // Bound after the registry, so dropped before it should an assertion fail: the writer is
     // released before the log waits for it.
@@ -186,7 +184,7 @@ fn dropped_decision_log_lines_are_counted() {
 #[test]
 fn hedges_per_request_and_throttled_retries_are_recorded() {
     use rebound::grpc::{ServiceConfig, DEFAULT_MAX_ATTEMPTS_LIMIT};
-    use rebound::throttle::{FailureCosts, ScopedThrottle, ThrottleConfig, ThrottleKind};
+    use rebound::throttle::{ScopedThrottle, ThrottleConfig, ThrottleKind};
     use rebound::{GrpcRetry, Orchestrator, RetryReason};
     use std::sync::Arc;
 
@@ -197,13 +195,10 @@ fn hedges_per_request_and_throttled_retries_are_recorded() {
     let config = ServiceConfig::parse(&config, DEFAULT_MAX_ATTEMPTS_LIMIT).unwrap();
     let hedged = Executor::new(Orchestrator::new(Arc::new(GrpcRetry::new(config))));
     let throttle = ScopedThrottle::new(
-        ThrottleConfig {
-            kind: ThrottleKind::Tokens {
-                max_tokens: 4.0,
-                token_ratio: 1.0,
-            },
-            costs: FailureCosts::default(),
-        },
+        ThrottleConfig::new(ThrottleKind::Tokens {
+            max_tokens: 4.0,
+            token_ratio: 1.0,
+        }),
         "policy".parse().unwrap(),
         16,
         std::time::Instant::now(),

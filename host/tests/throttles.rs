@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use rebound::config::RegistryConfig;
 use rebound::executor::{ExecuteError, Executor, Failure};
 use rebound::registry::PolicyRegistry;
-use rebound::throttle::{FailureCosts, ScopedThrottle, ThrottleConfig, ThrottleKind};
+use rebound::throttle::{ScopedThrottle, ThrottleConfig, ThrottleKind};
 use rebound::{
     reasons, CancelReason, Decision, DecisionContext, NodeChoice, Orchestrator, Outcome, Request,
     RequestType, RetryAction, RetryError, RetryReason, SyncStrategy,
@@ -38,13 +38,10 @@ impl SyncStrategy for Always {
 }
 
 fn tokens(max_tokens: f64, token_ratio: f64) -> ThrottleConfig {
-    ThrottleConfig {
-        kind: ThrottleKind::Tokens {
-            max_tokens,
-            token_ratio,
-        },
-        costs: FailureCosts::default(),
-    }
+    ThrottleConfig::new(ThrottleKind::Tokens {
+        max_tokens,
+        token_ratio,
+    })
 }
 
 /// gRFC A6 "Throttling Retry Attempts and Hedged RPCs", end to end through the executor: while

@@ -11,12 +11,7 @@ use proptest::prelude::*;
 use rebound::{BudgetConfig, TrafficBudget};
 
 fn budget(percent: f64, min_per_second: u32, ttl_ms: u64) -> TrafficBudget {
-    TrafficBudget::new(BudgetConfig {
-        percent,
-        min_per_second,
-        ttl_ms,
-    })
-    .expect("a valid budget")
+    TrafficBudget::new(BudgetConfig::new(percent, min_per_second, ttl_ms)).expect("a valid budget")
 }
 
 /// Without traffic only the floor is granted: `min_per_second × ttl` retries, then refusals,
@@ -55,28 +50,16 @@ fn twenty_percent_of_requests_are_granted() {
 /// Bad parameters are refused naming the field.
 #[test]
 fn out_of_range_parameters_are_refused() {
+    let BudgetConfig {
+        percent,
+        min_per_second,
+        ttl_ms,
+        ..
+    } = BudgetConfig::default();
     for (config, field) in [
-        (
-            BudgetConfig {
-                percent: 101.0,
-                ..BudgetConfig::default()
-            },
-            "percent",
-        ),
-        (
-            BudgetConfig {
-                percent: -1.0,
-                ..BudgetConfig::default()
-            },
-            "percent",
-        ),
-        (
-            BudgetConfig {
-                ttl_ms: 5,
-                ..BudgetConfig::default()
-            },
-            "ttl_ms",
-        ),
+        (BudgetConfig::new(101.0, min_per_second, ttl_ms), "percent"),
+        (BudgetConfig::new(-1.0, min_per_second, ttl_ms), "percent"),
+        (BudgetConfig::new(percent, min_per_second, 5), "ttl_ms"),
     ] {
         assert_eq!(TrafficBudget::new(config).unwrap_err().field, field);
     }

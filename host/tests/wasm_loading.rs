@@ -3,8 +3,6 @@
 
 use crate::wasm_support;
 
-use std::collections::BTreeMap;
-
 use rebound::wasm::{LoadError, PolicyPre, WasmStrategy, WasmStrategyConfig, WitVersion};
 use wasm_support::{guest, load, runtime};
 
@@ -220,10 +218,7 @@ fn every_policy_loads() {
 /// The error of creating the adversary's strategy with parameter `param = yes`.
 fn adversary_configured_with(param: &str) -> LoadError {
     let component = PolicyPre::load_file(runtime(), "adversary", &guest("adversary")).unwrap();
-    let config = WasmStrategyConfig {
-        params: BTreeMap::from([(param.to_owned(), "yes".to_owned())]),
-        ..Default::default()
-    };
+    let config = WasmStrategyConfig::default().with_params([(param, "yes")]);
     WasmStrategy::new(component, config).unwrap_err()
 }
 

@@ -74,17 +74,8 @@ fn assert_parity(
 /// past a 10 ms deadline and needing more than 0.1 ms of CPU to finish is stopped, answering
 /// `timeout` where its twin answers.
 fn wasm(name: &str) -> Arc<dyn RetryStrategy> {
-    let limits = SandboxLimits {
-        deadline_ms: 5_000,
-        ..SandboxLimits::default()
-    };
-    wasm_support::strategy(
-        name,
-        WasmStrategyConfig {
-            limits,
-            ..WasmStrategyConfig::default()
-        },
-    )
+    let limits = SandboxLimits::default().with_deadline_ms(5_000);
+    wasm_support::strategy(name, WasmStrategyConfig::default().with_limits(limits))
 }
 
 #[test]
@@ -239,10 +230,8 @@ fn templates_load_and_cap_attempts() {
         "zig",
     ] {
         let name = format!("{language}_template");
-        let config = |value: &str| WasmStrategyConfig {
-            params: [("max_attempts".to_owned(), value.to_owned())].into(),
-            ..Default::default()
-        };
+        let config =
+            |value: &str| WasmStrategyConfig::default().with_params([("max_attempts", value)]);
         let component = wasm_support::load(&name).unwrap_or_else(|e| panic!("{e}"));
         let refused = rebound::wasm::WasmStrategy::new(component.clone(), config("many"))
             .unwrap_err()

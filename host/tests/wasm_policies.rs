@@ -8,7 +8,6 @@
 use crate::common;
 use crate::wasm_support;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rebound::backoff::ExponentialBackoff;
@@ -92,14 +91,11 @@ fn retry_budget_is_host_kept_and_per_policy() {
 }
 
 fn retry_budget_is_host_kept_and_per_policy_in(guest: &str) {
-    let config = WasmStrategyConfig {
-        params: BTreeMap::from([
-            ("burst".into(), "4".into()),
-            ("per_second".into(), "0".into()),
-            ("budget".into(), "shared".into()),
-        ]),
-        ..Default::default()
-    };
+    let config = WasmStrategyConfig::default().with_params([
+        ("burst", "4"),
+        ("per_second", "0"),
+        ("budget", "shared"),
+    ]);
     let make = || WasmStrategy::new(wasm_support::load(guest).unwrap(), config.clone()).unwrap();
     let (a, b) = (make(), make());
     let retried = |strategy: &WasmStrategy| {
@@ -175,14 +171,11 @@ fn reads_the_decision_moment(spec_guest: &str, budget_guest: &str) {
     assert_eq!(common::retry_delay_ms(&decide_at(10)), 50);
     assert_eq!(common::fail_name(&decide_at(150)), "RequestCanceled");
 
-    let config = WasmStrategyConfig {
-        params: BTreeMap::from([
-            ("burst".into(), "1".into()),
-            ("per_second".into(), "1".into()),
-            ("budget".into(), "virtual".into()),
-        ]),
-        ..Default::default()
-    };
+    let config = WasmStrategyConfig::default().with_params([
+        ("burst", "1"),
+        ("per_second", "1"),
+        ("budget", "virtual"),
+    ]);
     let budgeted = Orchestrator::new(wasm_support::strategy(budget_guest, config));
     let start = get_in_an_hour().start();
     let at = |elapsed_ms| {

@@ -17,10 +17,7 @@ use rebound::{PolicyFailureKind, SyncStrategy};
 /// instances never exceed 4.
 #[test]
 fn many_policies_never_exhaust_the_pool() {
-    let pool = PoolConfig {
-        instances: 8,
-        idle_per_policy: 16,
-    };
+    let pool = PoolConfig::new(8, 16);
     let runtime = WasmRuntime::with_pool(64 << 20, Optimization::None, pool).unwrap();
     let bytes = std::fs::read(wasm_support::guest("best_effort")).unwrap();
     let component = PolicyPre::load(&runtime, "best_effort", &bytes).unwrap();

@@ -25,10 +25,7 @@ const OK: RetryAction = RetryAction::RetryAfter {
 fn adversary(limits: SandboxLimits) -> std::sync::Arc<WasmStrategy> {
     wasm_support::strategy(
         "adversary",
-        WasmStrategyConfig {
-            limits,
-            ..Default::default()
-        },
+        WasmStrategyConfig::default().with_limits(limits),
     )
 }
 
@@ -68,11 +65,11 @@ fn pair(strategy: &WasmStrategy, obeyed: Request, violated: Request, kind: Polic
 /// Wall-clock deadline (epoch interruption) stops a call that loops forever.
 #[test]
 fn deadline_stops_the_call() {
-    let strategy = adversary(SandboxLimits {
-        deadline_ms: 30,
-        fuel: u64::MAX / 2,
-        ..Default::default()
-    });
+    let strategy = adversary(
+        SandboxLimits::default()
+            .with_deadline_ms(30)
+            .with_fuel(u64::MAX / 2),
+    );
     let started = Instant::now();
     pair(
         &strategy,
@@ -89,11 +86,11 @@ fn deadline_stops_the_call() {
 /// The instruction budget (fuel) stops a call that runs too long.
 #[test]
 fn fuel_stops_the_call() {
-    let strategy = adversary(SandboxLimits {
-        deadline_ms: 60_000,
-        fuel: 2_000_000,
-        ..Default::default()
-    });
+    let strategy = adversary(
+        SandboxLimits::default()
+            .with_deadline_ms(60_000)
+            .with_fuel(2_000_000),
+    );
     pair(
         &strategy,
         asking("loop", "1000"),
@@ -105,10 +102,7 @@ fn fuel_stops_the_call() {
 /// The memory cap is reported as its own failure, not a generic trap.
 #[test]
 fn memory_cap_is_reported_distinctly() {
-    let strategy = adversary(SandboxLimits {
-        memory_bytes: 16 << 20,
-        ..Default::default()
-    });
+    let strategy = adversary(SandboxLimits::default().with_memory_bytes(16 << 20));
     pair(
         &strategy,
         asking("alloc", "1048576"),
@@ -122,11 +116,11 @@ fn memory_cap_is_reported_distinctly() {
 /// A stack overflow is stopped and reported.
 #[test]
 fn stack_overflow_is_stopped() {
-    let strategy = adversary(SandboxLimits {
-        fuel: u64::MAX / 2,
-        deadline_ms: 5_000,
-        ..Default::default()
-    });
+    let strategy = adversary(
+        SandboxLimits::default()
+            .with_fuel(u64::MAX / 2)
+            .with_deadline_ms(5_000),
+    );
     pair(
         &strategy,
         asking("recurse", "100"),
@@ -213,10 +207,7 @@ fn fail_safe_no_retry_cancels_saying_the_policy_failed() {
 fn fail_safe_best_effort() {
     let strategy = wasm_support::strategy(
         "adversary",
-        WasmStrategyConfig {
-            fail_safe: FailSafe::BestEffort,
-            ..Default::default()
-        },
+        WasmStrategyConfig::default().with_fail_safe(FailSafe::BestEffort),
     );
     let request = asking("trap", "").with_retry_attempts(3);
     assert_eq!(
@@ -231,13 +222,7 @@ fn fail_safe_best_effort() {
 fn quarantine_and_recovery() {
     let strategy = wasm_support::strategy(
         "adversary",
-        WasmStrategyConfig {
-            quarantine: QuarantineConfig {
-                after_failures: 3,
-                cooldown_ms: 200,
-            },
-            ..Default::default()
-        },
+        WasmStrategyConfig::default().with_quarantine(QuarantineConfig::new(3, 200)),
     );
     let reason = reasons::KV_LOCKED;
     for _ in 0..3 {
@@ -276,13 +261,7 @@ fn quarantine_and_recovery() {
 fn failed_probe_requarantines() {
     let strategy = wasm_support::strategy(
         "adversary",
-        WasmStrategyConfig {
-            quarantine: QuarantineConfig {
-                after_failures: 1,
-                cooldown_ms: 50,
-            },
-            ..Default::default()
-        },
+        WasmStrategyConfig::default().with_quarantine(QuarantineConfig::new(1, 50)),
     );
     let _ = strategy.answer(
         &asking("trap", ""),
@@ -320,11 +299,11 @@ fn a_spinning_call_on_a_tokio_worker_leaves_the_runtime_s_sockets_served() {
     use std::io::Write;
     use tokio::io::AsyncReadExt;
 
-    let strategy = adversary(SandboxLimits {
-        deadline_ms: 5_000,
-        fuel: u64::MAX / 2,
-        ..Default::default()
-    });
+    let strategy = adversary(
+        SandboxLimits::default()
+            .with_deadline_ms(5_000)
+            .with_fuel(u64::MAX / 2),
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

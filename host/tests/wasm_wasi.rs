@@ -50,27 +50,20 @@ fn strategy(
     wasi: WasiConfig,
 ) -> WasmStrategy {
     logs();
-    let config = WasmStrategyConfig {
-        limits,
-        wasi,
-        params: params
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..Default::default()
-    };
+    let config = WasmStrategyConfig::default()
+        .with_limits(limits)
+        .with_wasi(wasi)
+        .with_params(params.iter().copied());
     let component = wasm_support::load(guest).unwrap_or_else(|e| panic!("{e}"));
     WasmStrategy::new(component, config).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Limits that let a probe report any number (as its delay).
 fn roomy() -> SandboxLimits {
-    SandboxLimits {
-        max_delay_ms: u64::MAX,
-        deadline_ms: 1_000,
-        fuel: u64::MAX / 4,
-        ..Default::default()
-    }
+    SandboxLimits::default()
+        .with_max_delay_ms(u64::MAX)
+        .with_deadline_ms(1_000)
+        .with_fuel(u64::MAX / 4)
 }
 
 fn request() -> Request {
@@ -120,10 +113,7 @@ fn clocks_are_frozen_by_default_and_real_when_configured() {
     assert_eq!(observe("wall_clock", WasiConfig::default()), 0);
     // Standing still at 1 ns: Go's runtime refuses a monotonic clock that reads 0.
     assert_eq!(observe("monotonic_clock", WasiConfig::default()), 1);
-    let real = WasiConfig {
-        clocks: WasiClocks::Real,
-        ..Default::default()
-    };
+    let real = WasiConfig::default().with_clocks(WasiClocks::Real);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -134,16 +124,10 @@ fn clocks_are_frozen_by_default_and_real_when_configured() {
 
 #[test]
 fn randomness_is_seeded_by_default_and_from_the_system_when_configured() {
-    let seeded = |seed| WasiConfig {
-        seed,
-        ..Default::default()
-    };
+    let seeded = |seed| WasiConfig::default().with_seed(seed);
     assert_eq!(observe("random", seeded(7)), observe("random", seeded(7)));
     assert_ne!(observe("random", seeded(7)), observe("random", seeded(8)));
-    let os = WasiConfig {
-        random: WasiRandom::Os,
-        ..Default::default()
-    };
+    let os = WasiConfig::default().with_random(WasiRandom::Os);
     assert_ne!(observe("random", os), observe("random", os));
 }
 
@@ -229,16 +213,12 @@ fn a_python_exception_is_the_failures_detail() {
 #[test]
 fn stderr_lines_are_limited_per_policy() {
     logs();
-    let config = WasmStrategyConfig {
-        limits: roomy(),
-        params: [("probe".to_owned(), "flood-marker".to_owned())].into(),
-        // Every call fails: no quarantine, so that every one writes its traceback.
-        quarantine: QuarantineConfig {
-            after_failures: 0,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    // Every call fails: no quarantine, so that every one writes its traceback.
+    let no_quarantine = QuarantineConfig::new(0, QuarantineConfig::default().cooldown_ms);
+    let config = WasmStrategyConfig::default()
+        .with_limits(roomy())
+        .with_params([("probe", "flood-marker")])
+        .with_quarantine(no_quarantine);
     let component = wasm_support::load("python_wasi_probe").unwrap();
     let policy = WasmStrategy::new(component, config).unwrap();
     let reason = reasons::KV_LOCKED;
@@ -308,11 +288,9 @@ fn short_pauses_return_at_once_eight_times_a_call() {
 
 /// The guest's infinite loop (selected by `param`) ends as a timeout near a 30 ms deadline.
 fn assert_loop_stopped_at_the_deadline(guest: &str, param: (&str, &str)) {
-    let limits = SandboxLimits {
-        deadline_ms: 30,
-        fuel: u64::MAX / 4,
-        ..Default::default()
-    };
+    let limits = SandboxLimits::default()
+        .with_deadline_ms(30)
+        .with_fuel(u64::MAX / 4);
     let (kind, _, took) = failure(guest, &[param], limits);
     assert_eq!(kind, PolicyFailureKind::Timeout, "{guest}");
     assert!(
@@ -323,11 +301,9 @@ fn assert_loop_stopped_at_the_deadline(guest: &str, param: (&str, &str)) {
 
 /// The guest's memory bomb (selected by `param`) ends at the memory cap, with time to reach it.
 fn assert_bomb_hits_the_cap(guest: &str, param: (&str, &str)) {
-    let limits = SandboxLimits {
-        deadline_ms: 10_000,
-        fuel: u64::MAX / 4,
-        ..Default::default()
-    };
+    let limits = SandboxLimits::default()
+        .with_deadline_ms(10_000)
+        .with_fuel(u64::MAX / 4);
     let (kind, message, _) = failure(guest, &[param], limits);
     assert_eq!(
         kind,

@@ -113,10 +113,7 @@ fn main() {
     // A factor a hair above 2 is not the reference's, so it computes in the sandbox as the
     // plugin does (reading the retry attempts and the server's pushback from the host), with
     // the same whole-millisecond delays (checked below).
-    let config = WasmStrategyConfig {
-        params: [("factor".to_owned(), "2.000000000000001".to_owned())].into(),
-        ..WasmStrategyConfig::default()
-    };
+    let config = WasmStrategyConfig::default().with_params([("factor", "2.000000000000001")]);
     let computing = WasmStrategy::new(component, config).unwrap();
     let plugin = extism::Plugin::new(read("extism_best_effort"), [], false).expect("extism plugin");
     let extism = ExtismStrategy(Mutex::new(plugin));

@@ -73,10 +73,8 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let name = path
         .file_stem()
         .map_or_else(|| "policy".into(), |s| s.to_string_lossy().into_owned());
-    let mut config = WasmStrategyConfig {
-        params: args.params.iter().cloned().collect(),
-        ..WasmStrategyConfig::default()
-    };
+    let mut config = WasmStrategyConfig::default();
+    config.params = args.params.iter().cloned().collect();
     if let Some(deadline_ms) = args.deadline_ms {
         config.limits.deadline_ms = deadline_ms;
     }

@@ -161,14 +161,14 @@ pub struct CompileArgs {
 
 /// Reads a component from stdin and writes its artifact for the given engine to stdout.
 pub fn run(args: &CompileArgs) -> anyhow::Result<()> {
-    let settings = EngineSettings {
-        max_memory_bytes: args.max_memory_bytes,
-        optimization: match args.optimization.as_str() {
-            "speed" => Optimization::Speed,
-            _ => Optimization::None,
-        },
-        instances: args.instances,
-        concurrency: args.concurrency,
+    let optimization = match args.optimization.as_str() {
+        "speed" => Optimization::Speed,
+        _ => Optimization::None,
+    };
+    let settings = EngineSettings::new(args.max_memory_bytes, optimization, args.instances);
+    let settings = match args.concurrency {
+        true => settings.with_concurrency(),
+        false => settings,
     };
     let mut bytes = Vec::new();
     std::io::stdin().read_to_end(&mut bytes)?;

@@ -56,10 +56,8 @@ mod tests {
             (name == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").then(|| "http://c:4318".to_owned())
         };
         assert_eq!(wanted(&config(None), endpoint), Some(OtlpConfig::default()));
-        let table = OtlpConfig {
-            metrics_interval_ms: 5,
-            ..OtlpConfig::default()
-        };
+        let mut table = OtlpConfig::default();
+        table.metrics_interval_ms = 5;
         assert_eq!(
             wanted(&config(Some(table.clone())), none),
             Some(table.clone())

@@ -38,6 +38,7 @@ pub fn failure_counts(reason: &RetryReason, pushback: Option<Pushback>) -> Optio
 /// A breaker's parameters (`[breakers.NAME]`), Couchbase core-io's `CircuitBreakerConfig`
 /// defaults unless set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BreakerConfig {
     /// The fewest attempts a window must count before it can open the breaker: 20.
     pub volume_threshold: u32,

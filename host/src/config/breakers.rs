@@ -14,6 +14,7 @@ use crate::breaker::{BreakerConfig, NodeBreakers};
 
 /// A breaker table as configured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BreakerDefinition {
     /// The breakers' parameters.
     pub config: BreakerConfig,

@@ -67,6 +67,7 @@ impl CacheDir {
 /// File watching.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct WatchConfig {
     /// Whether the policy files and the configuration are watched for changes.
     pub enabled: bool,
@@ -88,6 +89,7 @@ impl Default for WatchConfig {
 /// The WebAssembly engine, fixed when the registry starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// How Cranelift optimises policy code.
     pub optimization: Optimization,
@@ -136,6 +138,7 @@ impl EngineConfig {
 /// deadline's grace pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct IsolationConfig {
     /// Threads running components' calls; 0: none, calls run on the deciding thread (no
     /// isolation). Default: two per available core; at most 256.
@@ -202,6 +205,7 @@ impl fmt::Display for PolicySource {
 
 /// One named policy.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct PolicyDefinition {
     /// Its source.
     pub source: PolicySource,
@@ -292,6 +296,7 @@ impl Location {
 
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RegistryConfig {
     /// The file it was read from, if any.
     pub file: Option<PathBuf>,
@@ -347,6 +352,7 @@ pub struct RegistryConfig {
 /// A budget kept per client: each value of the request's client-context entry `key` draws
 /// from a budget of its own (`[budgets.NAME] per = "client_context.KEY"`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BudgetScope {
     /// The client-context entry naming the client.
     pub key: String,

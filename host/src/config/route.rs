@@ -10,6 +10,7 @@ use crate::request::{Request, Service};
 
 /// One `[[routes]]` entry: what a request must match (every field given) and its policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Route {
     /// `http` or `grpc`.
     pub protocol: Option<Service>,

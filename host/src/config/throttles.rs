@@ -13,6 +13,7 @@ use crate::throttle::{AdaptiveConfig, FailureCosts, ThrottleConfig, ThrottleKind
 
 /// A throttle as configured: its parameters and what it is kept per.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ThrottleDefinition {
     /// Its parameters.
     pub config: ThrottleConfig,

@@ -39,6 +39,7 @@ pub const REQUEST_FIELDS: [&str; 14] = [
 /// ```
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct DecisionLogConfig {
     /// The file lines are appended to (relative paths against the configuration's directory);
     /// `None`: standard output.

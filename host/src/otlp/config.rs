@@ -35,6 +35,7 @@ impl OtlpProtocol {
 /// An OTLP export of the library's metrics and spans (`[telemetry]`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct OtlpConfig {
     /// The collector's address: `http://host:4317` for gRPC, `http://host:4318` for
     /// HTTP/protobuf (the signal's path is added, as the OTLP specification says for

@@ -57,6 +57,7 @@ impl Window {
 
 /// An adaptive throttle's parameters (`[throttles.NAME] kind = "adaptive"`).
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct AdaptiveConfig {
     /// `K`: how many requests per accepted one are let through before refusing (the book's 2).
     pub k: f64,

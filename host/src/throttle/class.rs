@@ -71,6 +71,7 @@ impl FailureClass {
 /// What a failure of each class costs, in tokens (`costs = { … }`).
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct FailureCosts {
     /// An overload answer: 1.
     pub overload: f64,
@@ -94,6 +95,17 @@ impl Default for FailureCosts {
 }
 
 impl FailureCosts {
+    /// What a failure of each class costs: an overload answer, a timeout, a rejection of the
+    /// request itself, any other failure.
+    pub fn new(overload: f64, timeout: f64, rejected: f64, other: f64) -> Self {
+        FailureCosts {
+            overload,
+            timeout,
+            rejected,
+            other,
+        }
+    }
+
     /// The cost of a failure of `class`.
     pub fn of(&self, class: FailureClass) -> f64 {
         match class {

@@ -43,6 +43,7 @@ pub enum ThrottleKind {
 
 /// A throttle's parameters (`[throttles.NAME]`).
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct ThrottleConfig {
     /// Which throttle.
     pub kind: ThrottleKind,
@@ -61,6 +62,20 @@ pub const MAX_K: f64 = 1000.0;
 pub const MAX_WINDOW_MS: u64 = 86_400_000;
 
 impl ThrottleConfig {
+    /// A throttle of `kind`, each failure class at its default cost.
+    pub fn new(kind: ThrottleKind) -> Self {
+        ThrottleConfig {
+            kind,
+            costs: FailureCosts::default(),
+        }
+    }
+
+    /// This throttle with failures costing `costs`.
+    pub fn with_costs(mut self, costs: FailureCosts) -> Self {
+        self.costs = costs;
+        self
+    }
+
     /// Checks the ranges as gRFC A6 validates `retryThrottling` (`maxTokens` within (0, 1000],
     /// `tokenRatio` above 0), with the upper bounds a host keeps so that no number is summed
     /// past what it holds (`tokenRatio` at most [`MAX_TOKENS`], `K` at most [`MAX_K`], the
@@ -130,12 +145,9 @@ enum Kept {
 ///
 /// ```
 /// use std::time::Instant;
-/// use rebound::throttle::{FailureClass, FailureCosts, RetryThrottle, ThrottleConfig, ThrottleKind};
+/// use rebound::throttle::{FailureClass, RetryThrottle, ThrottleConfig, ThrottleKind};
 ///
-/// let config = ThrottleConfig {
-///     kind: ThrottleKind::Tokens { max_tokens: 10.0, token_ratio: 0.1 },
-///     costs: FailureCosts::default(),
-/// };
+/// let config = ThrottleConfig::new(ThrottleKind::Tokens { max_tokens: 10.0, token_ratio: 0.1 });
 /// let now = Instant::now();
 /// let throttle = RetryThrottle::new(config, now).unwrap();
 /// for _ in 0..4 {

@@ -9,6 +9,7 @@ use crate::field_error::FieldError;
 /// A budget's parameters, as in `[budgets.NAME]`.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct BudgetConfig {
     /// Retries allowed as a percentage of requests (0 to 100).
     pub percent: f64,
@@ -30,6 +31,16 @@ impl Default for BudgetConfig {
 }
 
 impl BudgetConfig {
+    /// A budget of `percent` of the requests, at least `min_per_second` retries a second,
+    /// counting the last `ttl_ms` milliseconds (unchecked: [`validate`](Self::validate)).
+    pub fn new(percent: f64, min_per_second: u32, ttl_ms: u64) -> Self {
+        BudgetConfig {
+            percent,
+            min_per_second,
+            ttl_ms,
+        }
+    }
+
     /// Checks the ranges: `percent` within 0–100, `ttl_ms` at least [`TrafficBudget::SLOTS`](crate::TrafficBudget::SLOTS) ms.
     pub fn validate(&self) -> Result<(), FieldError> {
         if !(0.0..=100.0).contains(&self.percent) {

@@ -71,7 +71,7 @@ const MOST_UNITS: i64 = i32::MAX as i64 / 4;
 /// use rebound::{BudgetConfig, TrafficBudget};
 ///
 /// let start = Instant::now();
-/// let config = BudgetConfig { percent: 20.0, min_per_second: 0, ttl_ms: 10_000 };
+/// let config = BudgetConfig::new(20.0, 0, 10_000);
 /// let budget = TrafficBudget::new(config).unwrap();
 /// for _ in 0..10 {
 ///     budget.deposit_at(start);

@@ -11,6 +11,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 /// What a runtime's engine is made from, and so what its machine code depends on: a compiler
 /// making artifacts for a runtime builds its engine from these ([`precompile`](Self::precompile)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EngineSettings {
     /// The largest linear memory an instance may have, in bytes.
     pub max_memory_bytes: u64,

@@ -81,6 +81,7 @@ engine_for_registry! {
     pub(crate) use deadline::{Due, MOST_PAST_DEADLINE};
 }
 
+mod builders;
 mod settings;
 
 pub use settings::{

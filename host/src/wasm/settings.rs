@@ -21,6 +21,7 @@ pub const DEFAULT_CACHE_MAX_BYTES: u64 = 2 << 30;
 /// Per-call and per-instance limits of the sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SandboxLimits {
     /// Wall-clock budget of one call, in milliseconds (epoch interruption): 1 to 600 000.
     #[serde(deserialize_with = "crate::ranges::within::<_, _, 1, 600_000>")]
@@ -67,6 +68,7 @@ impl Default for SandboxLimits {
 /// calls in flight (one per thread deciding at that moment) however many policies are loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PoolConfig {
     /// Component instances the engine can hold at once; each may use up to eight core
     /// instances and tables (a Rust policy uses three: its module, wit-component's shim and
@@ -123,6 +125,7 @@ impl FailSafe {
 /// When a failing policy is quarantined, and for how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct QuarantineConfig {
     /// Consecutive failed calls that quarantine the policy (0: never; at most 1 000 000).
     #[serde(deserialize_with = "crate::ranges::within::<_, _, 0, 1_000_000>")]
@@ -169,6 +172,7 @@ pub enum WasiRandom {
 /// What a policy's WASI imports answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct WasiConfig {
     /// The clocks.
     pub clocks: WasiClocks,

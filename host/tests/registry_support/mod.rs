@@ -51,10 +51,8 @@ impl Workspace {
     /// A registry for the configuration file, in the shared runtime; every policy must load
     /// (a strict start).
     pub(crate) fn registry(&self) -> PolicyRegistry {
-        let config = RegistryConfig {
-            strict_start: true,
-            ..self.load_config()
-        };
+        let mut config = self.load_config();
+        config.strict_start = true;
         PolicyRegistry::with_runtime(config, runtime().clone()).unwrap_or_else(|e| panic!("{e}"))
     }
 }
