@@ -99,6 +99,18 @@ fn index_line(package: &Value, cksum: &str) -> Value {
     })
 }
 
+/// The workspace's packages, as `cargo metadata` describes them.
+fn workspace_metadata() -> Value {
+    let said = run(cargo().current_dir(tree()).args([
+        "metadata",
+        "--format-version",
+        "1",
+        "--no-deps",
+        "--locked",
+    ]));
+    serde_json::from_str(&said).unwrap()
+}
+
 /// Packages the published crates and writes a registry of them under `dir`: `index/` (a git
 /// repository) and `crates/`. Returns the index's URL.
 fn local_registry(dir: &Path) -> String {
@@ -119,14 +131,7 @@ fn local_registry(dir: &Path) -> String {
         package.args(["-p", name]);
     }
     run(&mut package);
-    let metadata: Value = serde_json::from_str(&run(cargo().current_dir(&tree).args([
-        "metadata",
-        "--format-version",
-        "1",
-        "--no-deps",
-        "--locked",
-    ])))
-    .unwrap();
+    let metadata = workspace_metadata();
     let index = dir.join("index");
     let crates = dir.join("crates");
     std::fs::create_dir_all(&crates).unwrap();
@@ -336,14 +341,7 @@ fn a_user_outside_the_tree_builds_installs_and_authors() {
 /// `[patch]` answers for crates.io.
 #[test]
 fn published_names_are_free_on_crates_io_or_this_project_s() {
-    let metadata: Value = serde_json::from_str(&run(cargo().current_dir(tree()).args([
-        "metadata",
-        "--format-version",
-        "1",
-        "--no-deps",
-        "--locked",
-    ])))
-    .unwrap();
+    let metadata = workspace_metadata();
     let outside = tempfile::tempdir().unwrap();
     for name in PUBLISHED {
         let ours = metadata["packages"]

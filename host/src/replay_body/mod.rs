@@ -141,7 +141,10 @@ mod tests {
 
     use super::*;
 
-    fn chunks(parts: &[&'static str]) -> impl Body<Data = Bytes, Error = std::io::Error> + Unpin {
+    /// A streamed body of `parts`, a frame each.
+    pub(super) fn chunks(
+        parts: &[&'static str],
+    ) -> impl Body<Data = Bytes, Error = std::io::Error> + Unpin {
         let frames: Vec<Result<Frame<Bytes>, std::io::Error>> = parts
             .iter()
             .map(|part| Ok(Frame::data(Bytes::from_static(part.as_bytes()))))

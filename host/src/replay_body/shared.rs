@@ -125,18 +125,11 @@ where
 
 #[cfg(test)]
 mod tests {
-    use http_body_util::{BodyExt, Full, StreamBody};
+    use http_body_util::{BodyExt, Full};
 
     use super::*;
     use crate::replay_body::keep_body;
-
-    fn chunks(parts: &[&'static str]) -> impl Body<Data = Bytes, Error = std::io::Error> + Unpin {
-        let frames: Vec<Result<Frame<Bytes>, std::io::Error>> = parts
-            .iter()
-            .map(|part| Ok(Frame::data(Bytes::from_static(part.as_bytes()))))
-            .collect();
-        StreamBody::new(futures::stream::iter(frames))
-    }
+    use crate::replay_body::tests::chunks;
 
     /// Every copy of a body kept whole sends all of it, a copy of a sent copy too.
     #[tokio::test(flavor = "current_thread")]
