@@ -53,7 +53,7 @@ fn registry(log: &LogBuffer) -> Arc<PolicyRegistry> {
     registry
 }
 
-/// Each request a PUT; `busy` a 503; a body that was not kept whole cannot be sent again.
+/// Each request a PUT; `busy` a 503; a body not kept whole cannot be sent again.
 #[derive(Clone)]
 struct Puts;
 
