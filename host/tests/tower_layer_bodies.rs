@@ -53,7 +53,7 @@ fn registry(log: &LogBuffer) -> Arc<PolicyRegistry> {
     registry
 }
 
-/// Each request a PUT; `busy` a 503; a body not kept whole cannot be sent again.
+/// Each request a PUT; `busy` a 503; a request whose body is past the replay limit goes once.
 #[derive(Clone)]
 struct Puts;
 
