@@ -156,11 +156,12 @@ build_job() {
     wat)
       if [ -d "${source%.wat}.wit" ]; then
         # A core module beside its world (NAME.wit/): embedded in it, then made a component.
-        wasm-tools component embed "${source%.wat}.wit" "$source" -o "$out/$name.core.wasm"
-        wasm-tools component new "$out/$name.core.wasm" -o "$out/$name.wasm"
+        # `|| return 1`: a job runs where `set -e` does not stop it (`build_job … || rc=$?`).
+        wasm-tools component embed "${source%.wat}.wit" "$source" -o "$out/$name.core.wasm" || return 1
+        wasm-tools component new "$out/$name.core.wasm" -o "$out/$name.wasm" || return 1
         rm -f "$out/$name.core.wasm"
       else
-        wasm-tools parse "$source" -o "$out/$name.wasm"
+        wasm-tools parse "$source" -o "$out/$name.wasm" || return 1
       fi
       ;;
   esac

@@ -37,6 +37,7 @@ pub fn reason(reason: &RetryReason) -> Value {
         RetryReason::ErrorResponse(d) => data(json!(d)),
         RetryReason::HttpStatus(status) => data(json!(status)),
         RetryReason::GrpcStatus(code) => data(json!(code)),
+        RetryReason::Aws(error) => data(json!(error)),
         RetryReason::Simple(_) | RetryReason::Other(_) => reason.name().into(),
     }
 }

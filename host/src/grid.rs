@@ -2,6 +2,7 @@
 //! Cassandra data around its thresholds. The parity tests and `rebound check` run policies over
 //! it.
 
+use crate::aws_error::{AwsError, AwsErrorKind};
 use crate::cassandra_types::{AbortKind, ConsistencyLevel, ServerErrorKind, WriteType};
 use crate::grpc::GrpcCode;
 use crate::reason::{ReadTimeout, ReasonKind, RetryReason, Unavailable, WriteTimeout};
@@ -82,6 +83,11 @@ pub fn every_reason() -> Vec<RetryReason> {
     reasons.push(RetryReason::HttpStatus(404));
     reasons.push(RetryReason::GrpcStatus(GrpcCode::Unavailable));
     reasons.push(RetryReason::GrpcStatus(GrpcCode::InvalidArgument));
+    let throttled = AwsError::new(AwsErrorKind::Throttling).with_code("ThrottlingException");
+    reasons.push(RetryReason::Aws(throttled.with_status(400)));
+    reasons.push(RetryReason::Aws(
+        AwsError::new(AwsErrorKind::Transient).with_status(503),
+    ));
     reasons.push("A_REASON_FROM_THE_FUTURE".parse().unwrap());
     reasons
 }

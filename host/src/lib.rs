@@ -128,6 +128,7 @@
 #![warn(clippy::too_many_lines)]
 
 mod action;
+pub mod aws_error;
 pub mod backoff;
 pub mod breaker;
 mod cassandra_types;
@@ -219,8 +220,9 @@ pub use request_outcome::Outcome;
 pub use retry_loop::{Cause, Ending, NextAttempt, RetryLoop, Step};
 pub use rules::Guard;
 pub use strategy::{
-    BestEffort, DecisionContext, ExponentialRetry, FailFast, FailureNote, FastFailOnTerminalError,
-    GrpcRetry, HttpRetry, RetryStrategy, Strategy, StrategyFuture, SyncStrategy,
+    AwsRetry, AwsRetryBehavior, BestEffort, DecisionContext, ExponentialRetry, FailFast,
+    FailureNote, FastFailOnTerminalError, GrpcRetry, HttpRetry, RetryStrategy, Strategy,
+    StrategyFuture, SyncStrategy,
 };
 pub use token_buckets::{
     Acquired, BucketRefusal, TokenBuckets, MAX_BUCKETS_PER_POLICY, MAX_BUCKET_NAME_BYTES,

@@ -13,6 +13,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::aws_error::{AwsError, AwsErrorKind};
 use crate::cassandra_types::{AbortKind, ConsistencyLevel, ServerErrorKind, WriteType};
 use crate::grpc::GrpcCode;
 
@@ -181,6 +182,13 @@ reason_kinds! {
     /// The attempt ran past its attempt timeout and was cut (dropped); the request's own deadline
     /// had not passed. If it was written, the server may or may not have applied it.
     AttemptTimeout = "ATTEMPT_TIMEOUT" [] (false, false, InFlight);
+    /// The AWS SDK's classifiers found a throttling error: the service refused the request
+    /// without processing it. Its data is the [`AwsError`](crate::aws_error::AwsError).
+    AwsThrottling = "AWS_THROTTLING" [] (true, false, Response);
+    /// The AWS SDK's classifiers found a transient error (a timeout, a lost connection, a 5xx
+    /// status, a transient or modeled-retryable code): the service may have processed it. Its
+    /// data is the [`AwsError`](crate::aws_error::AwsError).
+    AwsTransient = "AWS_TRANSIENT" [] (false, false, InFlight);
     /// A reason this host does not know, by its name (a newer client's): never retried.
     Other = "OTHER" [] (false, false, Unknown);
 }
@@ -205,6 +213,8 @@ impl ReasonKind {
                 | ReasonKind::ErrorResponse
                 | ReasonKind::HttpStatus
                 | ReasonKind::GrpcStatus
+                | ReasonKind::AwsThrottling
+                | ReasonKind::AwsTransient
                 | ReasonKind::Other
         )
     }
@@ -273,6 +283,9 @@ pub enum RetryReason {
     HttpStatus(u16),
     /// A gRPC call's status code.
     GrpcStatus(GrpcCode),
+    /// An error the AWS SDK's classifiers call retryable: `AWS_THROTTLING` when its kind is
+    /// throttling, `AWS_TRANSIENT` otherwise.
+    Aws(AwsError),
     /// A reason name this host does not know. Never retried.
     Other(Box<str>),
 }
@@ -320,6 +333,7 @@ impl RetryReason {
                     ReasonKind::Unavailable => "consistency, required, alive",
                     ReasonKind::HttpStatus => "the HTTP status",
                     ReasonKind::GrpcStatus => "the gRPC status code",
+                    ReasonKind::AwsThrottling | ReasonKind::AwsTransient => "kind, code, status",
                     _ => "error",
                 },
             )),
@@ -338,6 +352,11 @@ impl RetryReason {
             RetryReason::ErrorResponse(_) => ReasonKind::ErrorResponse,
             RetryReason::HttpStatus(_) => ReasonKind::HttpStatus,
             RetryReason::GrpcStatus(_) => ReasonKind::GrpcStatus,
+            RetryReason::Aws(AwsError {
+                kind: AwsErrorKind::Throttling,
+                ..
+            }) => ReasonKind::AwsThrottling,
+            RetryReason::Aws(_) => ReasonKind::AwsTransient,
             RetryReason::Other(_) => ReasonKind::Other,
         }
     }

@@ -8,8 +8,8 @@
 /// `best_effort = V` names the `retry-action` case that delegates to the built-in best effort,
 /// for the versions that have one (0.2.0 on); `protocols` adds the HTTP and gRPC cases and the
 /// HTTP method, for the versions that have them (0.4.0 on); `attempt_timeouts` adds the
-/// `attempt-timeout` reason, the retry's `attempt-timeout-ms` and the attempt's progress (0.6.0
-/// on). Not for direct use.
+/// `attempt-timeout` reason, the retry's `attempt-timeout-ms`, the attempt's progress and the
+/// AWS reasons (0.6.0 on). Not for direct use.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __wit_conversions {
@@ -18,17 +18,50 @@ macro_rules! __wit_conversions {
     };
 
     ($w:ident, best_effort = $best_effort:ident, protocols) => {
-        $crate::__wit_conversions!(@protocols $w, $best_effort, [], []);
+        $crate::__wit_conversions!(@protocols $w, $best_effort, [], [], {}, {});
     };
 
     ($w:ident, best_effort = $best_effort:ident, protocols, attempt_timeouts) => {
         $crate::__wit_conversions!(@protocols $w, $best_effort, [AttemptTimeout],
-            [attempt_timeouts]);
+            [attempt_timeouts], {
+            $w::RetryReason::AwsThrottling(e) | $w::RetryReason::AwsTransient(e) => {
+                H::Aws(aws_error_to_host(e))
+            }
+        }, {
+            H::Aws(e) if e.kind == $crate::aws_error::AwsErrorKind::Throttling => {
+                $w::RetryReason::AwsThrottling(aws_error_to_wit(e))
+            }
+            H::Aws(e) => $w::RetryReason::AwsTransient(aws_error_to_wit(e)),
+        });
+        $crate::__wit_conversions!(@enum aws_kind_to_host, aws_kind_to_wit,
+            $w::AwsErrorKind, $crate::aws_error::AwsErrorKind,
+            [Throttling, Transient, Server, Client]);
+
+        /// An AWS error as the WIT record.
+        #[allow(dead_code)]
+        pub(crate) fn aws_error_to_wit(e: &$crate::aws_error::AwsError) -> $w::AwsError {
+            $w::AwsError {
+                kind: aws_kind_to_wit(e.kind),
+                code: e.code.as_deref().map(str::to_owned),
+                status: e.status,
+            }
+        }
+
+        /// A WIT AWS error as the engine's.
+        #[allow(dead_code)]
+        pub(crate) fn aws_error_to_host(e: &$w::AwsError) -> $crate::aws_error::AwsError {
+            $crate::aws_error::AwsError {
+                kind: aws_kind_to_host(e.kind),
+                code: e.code.as_deref().map(Into::into),
+                status: e.status,
+            }
+        }
         $crate::__wit_conversions!(@enum progress_to_host, progress_to_wit,
             $w::Progress, $crate::Progress, [Processed, NotSent, Refused, Dropped, Committed]);
     };
 
-    (@protocols $w:ident, $best_effort:ident, [$($kind:ident)?], [$($timeouts:ident)?]) => {
+    (@protocols $w:ident, $best_effort:ident, [$($kind:ident)?], [$($timeouts:ident)?],
+        { $($more_to_host:tt)* }, { $($more_to_wit:tt)* }) => {
         $crate::__wit_conversions!(@all $w, [$best_effort], [Http, Grpc], [$($kind)?],
             [$($timeouts)?], {
             $w::RetryReason::HttpStatus(status) => H::HttpStatus(*status),
@@ -36,9 +69,11 @@ macro_rules! __wit_conversions {
                 $crate::grpc::GrpcCode::from_number(u64::from(*code))
                     .unwrap_or($crate::grpc::GrpcCode::Unknown),
             ),
+            $($more_to_host)*
         }, {
             H::HttpStatus(status) => $w::RetryReason::HttpStatus(*status),
             H::GrpcStatus(code) => $w::RetryReason::GrpcStatus(code.number()),
+            $($more_to_wit)*
         });
         $crate::__wit_conversions!(@enum http_method_to_host, http_method_to_wit,
             $w::HttpMethod, $crate::HttpMethod,

@@ -1,6 +1,7 @@
 //! Why a request failed, as a decision request says it: a reason by name (with the data some
 //! kinds carry), or a raw response read by the request's service for the host's classifier.
 
+use rebound::aws_error::{AwsError, AwsErrorKind};
 use rebound::cassandra::{AbortKind, ServerErrorKind};
 use rebound::classify::{KvOpcode, Response};
 use rebound::grpc::GrpcCode;
@@ -86,9 +87,12 @@ pub fn parse_reason(value: &Value) -> Result<RetryReason, InputError> {
                 Some(ReasonKind::GrpcStatus) => GrpcCode::from_json(data)
                     .map(RetryReason::GrpcStatus)
                     .map_err(|e| InputError::new(&field, e.message)),
+                Some(kind @ (ReasonKind::AwsThrottling | ReasonKind::AwsTransient)) => {
+                    aws_error(data, &field, kind)
+                }
                 _ => Err(InputError::new(
                     "reason",
-                    format!("`{key}` carries no data: give it as a string; objects are for read_timeout, write_timeout, unavailable, request_aborted, error_response, http_status and grpc_status"),
+                    format!("`{key}` carries no data: give it as a string; objects are for read_timeout, write_timeout, unavailable, request_aborted, error_response, http_status, grpc_status, aws_throttling and aws_transient"),
                 )),
             }
         }
@@ -97,6 +101,36 @@ pub fn parse_reason(value: &Value) -> Result<RetryReason, InputError> {
             "expected a reason name (\"KV_LOCKED\") or an object with one key ({\"read_timeout\": {...}})",
         )),
     }
+}
+
+/// An AWS reason's data: `code` and `status`, each optional, and for `aws_transient` the SDK's
+/// `kind` (`transient`, the default, `server` or `client`); `aws_throttling`'s kind is
+/// throttling.
+fn aws_error(data: &Value, field: &str, kind: ReasonKind) -> Result<RetryReason, InputError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Data {
+        kind: Option<AwsErrorKind>,
+        code: Option<String>,
+        status: Option<u16>,
+    }
+    let data = Data::deserialize(data).map_err(|e| InputError::new(field, e.to_string()))?;
+    let throttling = kind == ReasonKind::AwsThrottling;
+    let error_kind = match (data.kind, throttling) {
+        (None | Some(AwsErrorKind::Throttling), true) => AwsErrorKind::Throttling,
+        (None, false) => AwsErrorKind::Transient,
+        (Some(AwsErrorKind::Throttling), false) | (Some(_), true) => {
+            return Err(InputError::new(
+                format!("{field}.kind"),
+                "aws_throttling's kind is throttling, aws_transient's one of transient, server or client",
+            ))
+        }
+        (Some(other), false) => other,
+    };
+    let mut error = AwsError::new(error_kind);
+    error.code = data.code.map(Into::into);
+    error.status = data.status;
+    Ok(RetryReason::Aws(error))
 }
 
 /// An HTTP error status (400 to 599) as a reason's data.

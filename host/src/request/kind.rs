@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::reason::RetryReason;
+use crate::reason::{ReasonKind, RetryReason};
 
 /// The service a request goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -53,11 +53,15 @@ impl Service {
     /// for `reason`, as far as its effects go. An idempotent request always; any other only
     /// for a reason that allows it (reference 001's table) and, for plain HTTP requests and
     /// gRPC calls, only if no attempt was ever written (`dispatched`; RFC 9110 §9.2.2: a
-    /// client should not retry a non-idempotent request that may have been processed).
+    /// client should not retry a non-idempotent request that may have been processed) or if
+    /// the answer itself says the request was refused unprocessed (`AWS_THROTTLING`: the
+    /// service throttled it).
     pub fn may_send_again(self, idempotent: bool, dispatched: bool, reason: &RetryReason) -> bool {
         idempotent
             || (reason.allows_non_idempotent_retry()
-                && (!matches!(self, Service::Http | Service::Grpc) || !dispatched))
+                && (!matches!(self, Service::Http | Service::Grpc)
+                    || !dispatched
+                    || reason.kind() == ReasonKind::AwsThrottling))
     }
 }
 

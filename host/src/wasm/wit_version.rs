@@ -85,7 +85,9 @@ impl WitVersion {
             ReasonKind::HttpStatus | ReasonKind::GrpcStatus => {
                 self as u8 >= WitVersion::V0_4_0 as u8
             }
-            ReasonKind::AttemptTimeout => self as u8 >= WitVersion::V0_6_0 as u8,
+            ReasonKind::AttemptTimeout | ReasonKind::AwsThrottling | ReasonKind::AwsTransient => {
+                self as u8 >= WitVersion::V0_6_0 as u8
+            }
             _ => true,
         }
     }

@@ -24,7 +24,7 @@
   ;; `kv-sync-write-in-progress` case 10, `kv-sync-write-re-commit-in-progress` case 11. The
   ;; answer is the retry-action case `best-effort` (5).
   (func (export "cm32p2|rebound:policy/strategy@0.6|retry-after")
-    (param $case i32) (param i32 i32 i32 i32) (result i32)
+    (param $case i32) (param i32 i32 i32 i32 i32 i32) (result i32)
     (if (i32.eq (local.get $case) (i32.const 9))
       (then (drop (call $random))))
     (if (i32.eq (local.get $case) (i32.const 10))
