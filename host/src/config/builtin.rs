@@ -18,10 +18,11 @@ use crate::strategy::cassandra::{
     Cassandra, ConsistencyDowngradingRetryPolicy, DefaultRetryPolicy,
 };
 use crate::strategy::{
-    BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, GrpcRetry, HttpRetry,
+    AwsRetry, BestEffort, ExponentialRetry, FailFast, FastFailOnTerminalError, GrpcRetry, HttpRetry,
 };
 use crate::RetryStrategy;
 
+use super::aws_builtin::aws_policy;
 use super::params::{backoff, read};
 use super::protocol_builtins::{grpc_policy, http_policy};
 
@@ -59,11 +60,16 @@ pub enum Builtin {
     /// 502, 503, 504), `attempt_timeout_ms` (none), `respect_retry_after` (true) and
     /// `retry_after_max_ms` (21 600 000).
     Http,
+    /// [`AwsRetry`](crate::AwsRetry): the AWS SDKs' standard retry mode, with `behavior`
+    /// (`"2.0"`, the default, or `"2.1"`), `max_attempts` (3), `initial_backoff_ms` (1000),
+    /// `non_throttling_initial_backoff_ms` (2.0: `initial_backoff_ms`; 2.1: 50),
+    /// `max_backoff_ms` (20 000) and `quota` (500 tokens).
+    Aws,
 }
 
 impl Builtin {
     /// Every built-in.
-    pub const ALL: [Builtin; 8] = [
+    pub const ALL: [Builtin; 9] = [
         Builtin::BestEffort,
         Builtin::FailFast,
         Builtin::FastFailOnTerminalError,
@@ -72,6 +78,7 @@ impl Builtin {
         Builtin::Exponential,
         Builtin::Grpc,
         Builtin::Http,
+        Builtin::Aws,
     ];
 
     /// The name used in the configuration.
@@ -85,6 +92,7 @@ impl Builtin {
             Builtin::Exponential => "exponential",
             Builtin::Grpc => "grpc",
             Builtin::Http => "http",
+            Builtin::Aws => "aws",
         }
     }
 
@@ -125,6 +133,8 @@ pub enum BuiltinPolicy {
     Grpc(GrpcRetry),
     /// RFC 9110's idempotent retries.
     Http(HttpRetry),
+    /// The AWS SDKs' standard retry mode.
+    Aws(AwsRetry),
 }
 
 const TERMINAL_REASONS: [ReasonKind; 5] =
@@ -277,6 +287,7 @@ impl BuiltinPolicy {
             }
             Builtin::Grpc => BuiltinPolicy::Grpc(grpc_policy(params)?),
             Builtin::Http => BuiltinPolicy::Http(http_policy(params)?),
+            Builtin::Aws => BuiltinPolicy::Aws(aws_policy(params)?),
         })
     }
 
@@ -309,6 +320,7 @@ impl BuiltinPolicy {
             BuiltinPolicy::Exponential(_) => Builtin::Exponential,
             BuiltinPolicy::Grpc(_) => Builtin::Grpc,
             BuiltinPolicy::Http(_) => Builtin::Http,
+            BuiltinPolicy::Aws(_) => Builtin::Aws,
         }
     }
 
@@ -344,6 +356,7 @@ impl BuiltinPolicy {
             BuiltinPolicy::Exponential(strategy) => Arc::new(strategy.clone()),
             BuiltinPolicy::Grpc(strategy) => Arc::new(strategy.clone()),
             BuiltinPolicy::Http(strategy) => Arc::new(strategy.clone()),
+            BuiltinPolicy::Aws(strategy) => Arc::new(strategy.clone()),
         }
     }
 }

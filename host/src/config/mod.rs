@@ -12,6 +12,7 @@
 //! `validate` the step between them (one function per section), [`Builtin`] the built-in
 //! strategies a policy may name and their parameters, and [`Route`] what a route matches.
 
+mod aws_builtin;
 mod breakers;
 mod budgets;
 mod builtin;

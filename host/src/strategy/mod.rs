@@ -1,6 +1,7 @@
 //! Retry strategies (reference 001 "Retry Strategies"): one async-capable trait, so a native,
 //! a sandboxed or an I/O-performing strategy all look the same to the orchestrator.
 
+mod aws;
 mod best_effort;
 pub(crate) mod cassandra;
 mod context;
@@ -11,6 +12,7 @@ mod grpc;
 mod grpc_throttle;
 mod http;
 
+pub use aws::{AwsRetry, AwsRetryBehavior};
 pub use best_effort::BestEffort;
 pub use context::{DecisionContext, FailureNote};
 pub use exponential::ExponentialRetry;
