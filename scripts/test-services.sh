@@ -5,8 +5,10 @@
 # (cli/tests/oci.rs), a headless Chromium (Debian's chromium-headless-shell) that loads a page
 # of another site against `rebound serve` (cli/tests/serve.rs), podman with runc and
 # debootstrap, which build and run the container image (cli/tests/container.rs), and systemd's
-# `systemd-analyze`, which checks the example unit (cli/tests/deploy.rs). The tests start and
-# stop their own instances; nothing is left running.
+# `systemd-analyze`, which checks the example unit (cli/tests/deploy.rs), and moto's
+# AWS-compatible server from PyPI, in .tools/moto, which the AWS SDK client talks to
+# (adapters/aws/tests/dynamodb.rs). The tests start and stop their own instances; nothing is
+# left running.
 set -euo pipefail
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()
@@ -29,3 +31,14 @@ echo "test services: $(/usr/bin/memcached -V)" >&2
 echo "test services: $(/usr/bin/docker-registry --version)" >&2
 echo "test services: $(/usr/bin/chromium-headless-shell --version 2>/dev/null | head -1)" >&2
 echo "test services: $(/usr/bin/podman --version), $(/usr/sbin/runc --version | head -1)" >&2
+# moto's server, pinned, in a virtual environment of its own (its Python packages stay out of
+# the guest toolchains' environment).
+MOTO_VERSION=5.2.1
+moto="$(cd "$(dirname "$0")/.." && pwd)/.tools/moto"
+if ! "$moto/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; then
+  echo "test services: installing moto[server,dynamodb] $MOTO_VERSION into .tools/moto" >&2
+  rm -rf "$moto"
+  python3 -m venv "$moto"
+  "$moto/bin/pip" install --quiet "moto[server,dynamodb]==$MOTO_VERSION"
+fi
+echo "test services: moto $("$moto/bin/python" -c 'import moto; print(moto.__version__)')" >&2

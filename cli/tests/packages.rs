@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use support::{run, tool_path, tree, workflow_runs};
 
 /// The crates published, in the order a registry must receive them.
-const PUBLISHED: [&str; 7] = [
+const PUBLISHED: [&str; 8] = [
     "rebound-core",
     "rebound-guest",
     "rebound-cli",
@@ -24,6 +24,7 @@ const PUBLISHED: [&str; 7] = [
     "rebound-couchbase",
     "rebound-reqwest",
     "rebound-tonic",
+    "rebound-aws",
 ];
 
 /// What a registry's index calls crates.io, for the dependencies that come from there.
