@@ -1241,3 +1241,41 @@ fn a_callee_s_attempts_count_in_the_throttle() {
     assert_eq!(decided(Some(4)), ["retry", "RETRY_THROTTLED"]);
     assert_eq!(decided(None), ["retry", "retry"]);
 }
+
+/// docs/decisions.md "The AWS SDK": an AWS error reaches the `aws` built-in as the SDK
+/// classified it; a written POST is sent again after `aws_throttling` and never after
+/// `aws_transient`; a kind that contradicts the reason is refused naming the field.
+#[test]
+fn aws_reasons_are_decided_by_the_aws_built_in_under_the_guard() {
+    let written = r#""request": {"type": "http", "method": "POST", "dispatched": true}"#;
+    let (ok, answers) = eval(
+        &[],
+        &[
+            format!(r#"{{"policy": "aws", {written}, "reason": {{"aws_throttling": {{"code": "ThrottlingException", "status": 400}}}}, "pushback_ms": 700}}"#),
+            format!(r#"{{"policy": "aws", {written}, "reason": {{"aws_transient": {{"status": 503}}}}}}"#),
+            format!(r#"{{"policy": {{"name": "aws", "params": {{"max_attempts": 1}}}}, {written}, "reason": {{"aws_throttling": {{}}}}}}"#),
+        ]
+        .join("\n"),
+    );
+    assert!(ok, "{answers:?}");
+    assert_eq!(answers[0]["decision"], "retry", "{}", answers[0]);
+    assert_eq!(
+        answers[0]["delay_ms"].as_f64(),
+        Some(700.0),
+        "x-amz-retry-after, 2.0: taken as is"
+    );
+    assert_eq!(answers[0]["version"], "builtin:aws");
+    assert_eq!(answers[1]["decision"], "cancel", "{}", answers[1]);
+    assert_eq!(
+        answers[2]["decision"], "cancel",
+        "one attempt at most: {}",
+        answers[2]
+    );
+
+    let (ok, answers) = eval(
+        &[],
+        r#"{"policy": "aws", "reason": {"aws_transient": {"kind": "throttling"}}}"#,
+    );
+    assert!(!ok);
+    assert_eq!(answers[0]["error"]["field"], "reason.aws_transient.kind");
+}

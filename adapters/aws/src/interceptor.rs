@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,7 @@ use rebound::{
 };
 
 use crate::verdict::{sdk_verdict, KeepDecidedDelay};
+use rebound::aws_error::AwsError;
 
 /// How long an operation may take, retries included, when the SDK's configuration sets no
 /// operation timeout: what [`ReboundRetry::timeout`] sets by default.
@@ -46,11 +48,15 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// the SDK. The SDK's own retry quota is not spent: the policy's quota (the `aws` built-in's)
 /// and controls decide.
 pub struct ReboundRetry<D> {
-    shared: Arc<Shared<D>>,
+    decider: Arc<D>,
+    settings: Arc<Settings>,
+    /// The next operation's request id, shared by the clones in every client.
+    next_id: Arc<AtomicU64>,
 }
 
-struct Shared<D> {
-    decider: D,
+/// What a [`ReboundRetry`] makes of each operation.
+#[derive(Debug, Clone)]
+struct Settings {
     policy: Option<Arc<str>>,
     timeout: Duration,
     idempotent: HashSet<String>,
@@ -59,7 +65,9 @@ struct Shared<D> {
 impl<D> Clone for ReboundRetry<D> {
     fn clone(&self) -> Self {
         ReboundRetry {
-            shared: Arc::clone(&self.shared),
+            decider: Arc::clone(&self.decider),
+            settings: Arc::clone(&self.settings),
+            next_id: Arc::clone(&self.next_id),
         }
     }
 }
@@ -67,9 +75,7 @@ impl<D> Clone for ReboundRetry<D> {
 impl<D> fmt::Debug for ReboundRetry<D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReboundRetry")
-            .field("policy", &self.shared.policy)
-            .field("timeout", &self.shared.timeout)
-            .field("idempotent", &self.shared.idempotent)
+            .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
 }
@@ -78,35 +84,32 @@ impl<D: Decider + 'static> ReboundRetry<D> {
     /// Decides with `decider`: its route for the request, or its default policy.
     pub fn new(decider: D) -> Self {
         ReboundRetry {
-            shared: Arc::new(Shared {
-                decider,
+            decider: Arc::new(decider),
+            settings: Arc::new(Settings {
                 policy: None,
                 timeout: DEFAULT_TIMEOUT,
                 idempotent: HashSet::new(),
             }),
+            next_id: Arc::new(AtomicU64::new(1)),
         }
     }
 
-    fn with(self, change: impl FnOnce(&mut Shared<D>)) -> Self {
-        let mut shared = Arc::try_unwrap(self.shared).unwrap_or_else(|_| {
-            unreachable!("a ReboundRetry is configured before it is cloned into a client")
-        });
-        change(&mut shared);
-        ReboundRetry {
-            shared: Arc::new(shared),
-        }
+    /// This one, with its settings changed by `change` (a clone keeps its own).
+    fn with(mut self, change: impl FnOnce(&mut Settings)) -> Self {
+        change(Arc::make_mut(&mut self.settings));
+        self
     }
 
     /// Decides with the registry's policy `name` (the request names it).
     pub fn policy(self, name: &str) -> Self {
         let name: Arc<str> = name.into();
-        self.with(|shared| shared.policy = Some(name))
+        self.with(|settings| settings.policy = Some(name))
     }
 
     /// Gives each operation `timeout` in all, retries included, when the SDK's configuration
     /// sets no operation timeout ([`DEFAULT_TIMEOUT`] by default).
     pub fn timeout(self, timeout: Duration) -> Self {
-        self.with(|shared| shared.timeout = timeout.max(Duration::from_millis(1)))
+        self.with(|settings| settings.timeout = timeout.max(Duration::from_millis(1)))
     }
 
     /// Declares `operations` idempotent: each is an operation's name (`GetItem`) or a
@@ -115,7 +118,7 @@ impl<D: Decider + 'static> ReboundRetry<D> {
     /// failure that may have been applied (`AWS_TRANSIENT`).
     pub fn idempotent<S: Into<String>>(self, operations: impl IntoIterator<Item = S>) -> Self {
         let operations: Vec<String> = operations.into_iter().map(Into::into).collect();
-        self.with(|shared| shared.idempotent.extend(operations))
+        self.with(|settings| settings.idempotent.extend(operations))
     }
 
     /// The retry classifier to add beside the interceptor: it makes the SDK wait the delay
@@ -138,7 +141,7 @@ impl Storable for Call {
     type Storer = StoreReplace<Call>;
 }
 
-impl<D: Decider> Shared<D> {
+impl<D: Decider> ReboundRetry<D> {
     /// The Rebound request for the operation whose first attempt `ctx` is about to send.
     fn request(
         &self,
@@ -146,11 +149,13 @@ impl<D: Decider> Shared<D> {
         cfg: &ConfigBag,
         started: Instant,
     ) -> Request {
+        let settings = &self.settings;
         let sent = ctx.request();
         let timeout = (cfg.load::<aws_smithy_types::timeout::TimeoutConfig>())
             .and_then(|t| t.operation_timeout())
-            .unwrap_or(self.timeout);
-        let mut request = Request::new_at(0, RequestType::Http, timeout, started)
+            .unwrap_or(settings.timeout);
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut request = Request::new_at(id, RequestType::Http, timeout, started)
             .unwrap_or_else(|_| unreachable!("the timeout is at least 1 ms"));
         if let Some(method) = method(sent.method()) {
             request = request.with_method(method);
@@ -165,12 +170,13 @@ impl<D: Decider> Shared<D> {
         }
         if let Some(metadata) = cfg.load::<Metadata>() {
             let route = format!("{}.{}", metadata.service(), metadata.name());
-            if self.idempotent.contains(metadata.name()) || self.idempotent.contains(&route) {
+            if settings.idempotent.contains(metadata.name()) || settings.idempotent.contains(&route)
+            {
                 request = request.with_idempotent(true);
             }
             request = request.with_route(route);
         }
-        match &self.policy {
+        match &settings.policy {
             Some(policy) => request.with_policy(Arc::clone(policy)),
             None => request,
         }
@@ -241,8 +247,8 @@ impl<D: Decider + 'static> Intercept for ReboundRetry<D> {
         call.attempt_started = Instant::now();
         if call.retry.is_none() {
             let started = call.started;
-            let request = self.shared.request(ctx, cfg, started);
-            let controls = self.shared.decider.controls(&request);
+            let request = self.request(ctx, cfg, started);
+            let controls = self.decider.controls(&request);
             if let Some(call) = cfg.get_mut_from_interceptor_state::<Call>() {
                 call.retry = Some((RetryLoop::new(request), controls));
             }
@@ -257,38 +263,61 @@ impl<D: Decider + 'static> Intercept for ReboundRetry<D> {
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let attempts = cfg.load::<RequestAttempts>().map_or(1, |a| a.attempts());
-        let verdict = sdk_verdict(ctx.inner(), components);
-        let failed = ctx.inner().is_failed();
+        let ended = match ctx.inner().is_failed() {
+            true => Ended::Failed(sdk_verdict(ctx.inner(), components)),
+            false => Ended::Succeeded,
+        };
         let answered = ctx.inner().response().is_some();
         let Some(call) = cfg.get_mut_from_interceptor_state::<Call>() else {
             return Ok(());
         };
+        if let Some(decided) = self.settle(call, ended, answered, attempts) {
+            cfg.interceptor_state()
+                .store_put(carried_out(decided, attempts));
+        }
+        Ok(())
+    }
+}
+
+/// How an attempt ended: with a value, or failed with the SDK's verdict.
+enum Ended {
+    Succeeded,
+    Failed(Option<(AwsError, Option<Duration>)>),
+}
+
+impl<D: Decider> ReboundRetry<D> {
+    /// What comes after attempt `attempts` of `call`, which `ended` so (`answered`: a response
+    /// came): `None` after a success, else the retry's delay, or `None` inside for no retry. A
+    /// failure before the first attempt was sent (an endpoint, an identity, a signature) is
+    /// not retried.
+    fn settle(
+        &self,
+        call: &mut Call,
+        ended: Ended,
+        answered: bool,
+        attempts: u32,
+    ) -> Option<Option<Duration>> {
         let attempt_started = call.attempt_started;
         let Some((retry, controls)) = call.retry.as_mut() else {
-            return Ok(());
+            return matches!(ended, Ended::Failed(_)).then_some(None);
         };
         let now = Instant::now();
         if answered {
             controls.attempt_answered(retry.request(), now.duration_since(attempt_started));
         }
-        let decided = match (failed, verdict) {
-            (false, _) => {
+        let decided = match ended {
+            Ended::Succeeded => {
                 retry.succeeded();
                 controls.report(retry.request(), Outcome::Succeeded { attempts }, now);
-                return Ok(());
+                return None;
             }
-            (true, None) => None,
-            (true, Some((error, retry_after))) => {
+            Ended::Failed(None) => None,
+            Ended::Failed(Some((error, retry_after))) => {
                 retry.sent();
                 let cause = Cause::Reason(RetryReason::Aws(error));
                 let pushback = retry_after.map(Pushback::After);
-                let failed = retry.failed(
-                    &self.shared.decider,
-                    cause,
-                    pushback,
-                    Progress::Processed,
-                    now,
-                );
+                let progress = Progress::Processed;
+                let failed = retry.failed(self.decider.as_ref(), cause, pushback, progress, now);
                 match failed.now_or_never() {
                     Some(Ok(Step::Retry { delay, .. })) => Some(delay),
                     Some(Ok(Step::End(_))) => None,
@@ -310,8 +339,6 @@ impl<D: Decider + 'static> Intercept for ReboundRetry<D> {
             };
             controls.report(retry.request(), outcome, now);
         }
-        cfg.interceptor_state()
-            .store_put(carried_out(decided, attempts));
-        Ok(())
+        Some(decided)
     }
 }
