@@ -213,3 +213,21 @@ async fn the_server_s_retry_after_sets_the_wait() {
     );
     assert_eq!(proxy.attempts("PutItem"), 2);
 }
+
+/// docs/throttling.md: a policy's retry throttle counts the SDK's throttling errors as
+/// overload; with 4 tokens, retries stop once 2 failures have left it at half, although the
+/// `aws` built-in would still retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_throttle_stops_retries_after_throttling_errors() {
+    let (_moto, proxy) = dynamodb().await;
+    let policy = format!(
+        "builtin = \"aws\"\nparams = {{ {QUICK}, max_attempts = 10 }}\nthrottle = \"t\"\n\
+         [throttles.t]\nkind = \"tokens\"\nmax_tokens = 4\ntoken_ratio = 0.1"
+    );
+    let client = client(&proxy, ReboundRetry::new(registry_of(&policy)));
+    proxy.inject("PutItem", [Fault::Throttled(None); 5]);
+    put(&client, "a")
+        .await
+        .expect_err("the throttle stops the retries");
+    assert_eq!(proxy.attempts("PutItem"), 2);
+}

@@ -7,6 +7,7 @@
 
 use serde::Deserialize;
 
+use crate::aws_error::{AwsError, AwsErrorKind, TRANSIENT_ERROR_CODES};
 use crate::cassandra_types::ServerErrorKind;
 use crate::grpc::GrpcCode;
 use crate::pushback::Pushback;
@@ -17,10 +18,11 @@ use crate::reason::{ReasonKind, RetryReason};
 pub enum FailureClass {
     /// The backend said it is overloaded or asked the client to back off: HTTP 429 and 503,
     /// gRPC `RESOURCE_EXHAUSTED`, Cassandra's overloaded coordinator, Couchbase's temporary
-    /// failures and too-many-requests, and any pushback.
+    /// failures and too-many-requests, an AWS throttling error or 503, and any pushback.
     Overload,
     /// The attempt timed out: HTTP 408 and 504, gRPC `DEADLINE_EXCEEDED`, Cassandra's read and
-    /// write timeouts.
+    /// write timeouts, an AWS transient error with no response (a timeout or a lost
+    /// connection), a 504 or a timeout code.
     Timeout,
     /// The backend rejected the request itself: other HTTP 4xx statuses, gRPC's codes about
     /// the request (`INVALID_ARGUMENT`, `NOT_FOUND`, `ALREADY_EXISTS`, `PERMISSION_DENIED`,
@@ -57,6 +59,7 @@ impl FailureClass {
             RetryReason::ErrorResponse(ServerErrorKind::Overloaded) => FailureClass::Overload,
             RetryReason::ErrorResponse(ServerErrorKind::QueryValidation) => FailureClass::Rejected,
             RetryReason::ReadTimeout(_) | RetryReason::WriteTimeout(_) => FailureClass::Timeout,
+            RetryReason::Aws(error) => aws_class(error),
             _ => match reason.kind() {
                 ReasonKind::KvTemporaryFailure
                 | ReasonKind::SearchTooManyRequests
@@ -65,6 +68,17 @@ impl FailureClass {
                 _ => FailureClass::Other,
             },
         }
+    }
+}
+
+/// The class of an AWS error, by the SDK's kind and what the response said.
+fn aws_class(error: &AwsError) -> FailureClass {
+    let timeout_code = (error.code.as_deref()).is_some_and(|c| TRANSIENT_ERROR_CODES.contains(&c));
+    match (error.kind, error.status) {
+        (AwsErrorKind::Throttling, _) | (_, Some(503)) => FailureClass::Overload,
+        (AwsErrorKind::Transient, None | Some(504)) => FailureClass::Timeout,
+        _ if timeout_code => FailureClass::Timeout,
+        _ => FailureClass::Other,
     }
 }
 
@@ -132,8 +146,8 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    /// docs/decisions.md "Throttle failure classes": the classes of the HTTP and gRPC answers
-    /// and of a pushback.
+    /// docs/decisions.md "Throttle failure classes": the classes of the HTTP, gRPC and AWS
+    /// answers and of a pushback.
     #[test]
     fn statuses_fall_into_their_classes() {
         let class = |reason| FailureClass::of(&reason, None);
@@ -157,6 +171,26 @@ mod tests {
         assert_eq!(
             class(crate::reason::reasons::KV_TEMPORARY_FAILURE),
             FailureClass::Overload
+        );
+        let aws = |kind, code: Option<&str>, status: Option<u16>| {
+            let mut error = AwsError::new(kind);
+            error.code = code.map(Into::into);
+            error.status = status;
+            class(RetryReason::Aws(error))
+        };
+        use AwsErrorKind::{Server, Throttling, Transient};
+        let throttled = aws(Throttling, Some("ThrottlingException"), Some(400));
+        assert_eq!(throttled, FailureClass::Overload);
+        assert_eq!(aws(Transient, None, Some(503)), FailureClass::Overload);
+        assert_eq!(aws(Transient, None, None), FailureClass::Timeout);
+        assert_eq!(
+            aws(Transient, Some("RequestTimeout"), Some(400)),
+            FailureClass::Timeout
+        );
+        assert_eq!(aws(Transient, None, Some(500)), FailureClass::Other);
+        assert_eq!(
+            aws(Server, Some("InternalError"), Some(500)),
+            FailureClass::Other
         );
         assert_eq!(
             FailureClass::of(
