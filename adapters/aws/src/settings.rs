@@ -56,7 +56,7 @@ impl Default for AwsRetrySettings {
     fn default() -> Self {
         AwsRetrySettings {
             max_attempts: 3,
-            behavior: AwsRetryBehavior::V2_0,
+            behavior: AwsRetryBehavior::default(),
         }
     }
 }
@@ -145,12 +145,8 @@ impl AwsRetrySettings {
 
     /// The `aws` built-in's parameters for these settings (a policy's `params`).
     pub fn params(&self) -> Map<String, Value> {
-        let behavior = match self.behavior {
-            AwsRetryBehavior::V2_1 => "2.1",
-            _ => "2.0",
-        };
         let Value::Object(params) =
-            json!({ "behavior": behavior, "max_attempts": self.max_attempts })
+            json!({ "behavior": self.behavior, "max_attempts": self.max_attempts })
         else {
             unreachable!("an object")
         };

@@ -16,7 +16,7 @@ use crate::strategy::{AwsRetry, AwsRetryBehavior};
 #[serde(deny_unknown_fields)]
 struct AwsParams {
     #[serde(default)]
-    behavior: Behavior,
+    behavior: AwsRetryBehavior,
     #[serde(
         default = "max_attempts",
         deserialize_with = "crate::ranges::within::<_, _, 1, 100>"
@@ -44,16 +44,6 @@ struct AwsParams {
     quota: u32,
 }
 
-/// The retry behaviour version, as the SDKs name it.
-#[derive(Debug, Default, Deserialize)]
-enum Behavior {
-    #[default]
-    #[serde(rename = "2.0")]
-    V2_0,
-    #[serde(rename = "2.1")]
-    V2_1,
-}
-
 fn max_attempts() -> u32 {
     3
 }
@@ -73,10 +63,7 @@ fn quota() -> u32 {
 /// The `aws` built-in from its parameters.
 pub(super) fn aws_policy(params: &Map<String, Value>) -> Result<AwsRetry, FieldError> {
     let p: AwsParams = read(params)?;
-    let behavior = match p.behavior {
-        Behavior::V2_0 => AwsRetryBehavior::V2_0,
-        Behavior::V2_1 => AwsRetryBehavior::V2_1,
-    };
+    let behavior = p.behavior;
     let defaults = AwsRetry::new(behavior);
     // Without its own value: 2.0 backs off every error from `initial_backoff_ms`, 2.1 other
     // errors than throttling from 50 ms (smithy-rs `RetrySpec`).

@@ -34,14 +34,18 @@ mod quota;
 #[cfg(test)]
 mod tests;
 
-/// The SDKs' retry behaviour version (smithy-rs `RetrySpec`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The SDKs' retry behaviour version (smithy-rs `RetrySpec`), named as the SDKs name it
+/// (`"2.0"`, `"2.1"`) in configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum AwsRetryBehavior {
     /// Retry behaviour 2.0, the SDKs' long-standing one.
+    #[default]
+    #[serde(rename = "2.0")]
     V2_0,
     /// Retry behaviour 2.1: a 50 ms initial backoff for errors other than throttling, costlier
     /// retries of them, and `x-amz-retry-after` held near the computed delay.
+    #[serde(rename = "2.1")]
     V2_1,
 }
 
