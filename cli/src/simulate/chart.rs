@@ -33,7 +33,7 @@ const SERIES: [Series; 5] = [
 ];
 
 /// Escapes text for SVG.
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -28,7 +28,8 @@ use rebound::{
 use super::arrivals::Arrival;
 use super::fate::{refused_before_dispatch, AttemptEnd, Draws, Effects, Target};
 use super::live::{CopyInFlight, Live};
-use super::load::{overload, overloaded, NodeLoad};
+use super::load::overloaded;
+use super::node::Node;
 use super::results::{Bucket, Run};
 use super::scenario::{Fault, Scenario};
 
@@ -42,23 +43,32 @@ enum Event {
     End(u32, usize),
 }
 
+/// A client process: its registry, whose policy state (budgets, throttles, breakers, hedging
+/// windows) is its own, and the controls of its one policy.
+struct Client<'a> {
+    registry: &'a PolicyRegistry,
+    controls: PolicyControls,
+}
+
 /// The simulation of one policy.
 struct Simulation<'a> {
     scenario: &'a Scenario,
-    registry: &'a PolicyRegistry,
+    clients: Vec<Client<'a>>,
     base: Instant,
     queue: BinaryHeap<Reverse<(u64, u64, usize, Event)>>,
     sequence: u64,
     live: Vec<Live>,
     run: Run,
-    /// Each node's attempts in the last second, for the load model.
-    loads: Vec<NodeLoad>,
-    /// The policy's controls (its breakers, hedging, budget and throttle), asked once: every
-    /// request is decided by the one policy of the registry.
-    controls: PolicyControls,
+    /// The nodes' load and queues.
+    nodes: Vec<Node>,
 }
 
 impl Simulation<'_> {
+    /// The controls of request `i`'s client (its breakers, hedging, budget and throttle).
+    fn controls(&self, i: usize) -> &PolicyControls {
+        &self.clients[self.live[i].client].controls
+    }
+
     fn at(&self, t_us: u64) -> Instant {
         self.base + Duration::from_micros(t_us)
     }
@@ -116,8 +126,8 @@ impl Simulation<'_> {
         live.hedge_at = None;
         self.dispatch(i, t, 0);
         let now = self.at(t);
+        let hedging = self.controls(i).hedging(self.live[i].retry.request(), now);
         let live = &mut self.live[i];
-        let hedging = self.controls.hedging(live.retry.request(), now);
         live.schedule =
             hedging.and_then(|hedging| HedgeSchedule::start(&hedging, live.retry.request(), now));
         self.arm_hedge(i);
@@ -179,14 +189,11 @@ impl Simulation<'_> {
             draws: &draws,
         };
         let effects = Effects::of(self.active(t), &target, self.scenario.seed);
-        let (admission, admitted) = self.admit(node, t);
+        let (admission, admitted) = self.admit(i, node, t);
         let (end, outcome, served) =
             match refused_before_dispatch(admission.allows(), &effects, draws.latency_us) {
                 Some((after, outcome)) => (t + after, outcome, false),
-                None => {
-                    let (end, outcome) = self.serve(i, t, &target, effects);
-                    (end, outcome, true)
-                }
+                None => self.serve(i, t, &target, effects),
             };
         self.run.attempts += 1;
         self.bucket(t).attempts += 1;
@@ -212,7 +219,7 @@ impl Simulation<'_> {
     /// first and before `end`; with whether it was cut.
     fn cut(&self, i: usize, end: u64, outcome: AttemptEnd) -> (u64, AttemptEnd, bool) {
         let live = &self.live[i];
-        let timeout = self.controls.attempt_timeout(live.retry.request());
+        let timeout = self.controls(i).attempt_timeout(live.retry.request());
         let timed = timeout.map(|timeout| {
             let us = u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX);
             live.round_start_us.saturating_add(us)
@@ -229,8 +236,8 @@ impl Simulation<'_> {
 
     /// How the policy's breakers admit an attempt to `node` at `t`, and the node and admission
     /// to count its end against when admitted.
-    fn admit(&self, node: u32, t: u64) -> (Admission, Option<(String, Admission)>) {
-        let Some(breakers) = self.controls.breakers() else {
+    fn admit(&self, i: usize, node: u32, t: u64) -> (Admission, Option<(String, Admission)>) {
+        let Some(breakers) = self.controls(i).breakers() else {
             return (Admission::Admitted, None);
         };
         let name = format!("node-{node}");
@@ -238,40 +245,41 @@ impl Simulation<'_> {
         (admission, admission.allows().then_some((name, admission)))
     }
 
-    /// Request `i`'s attempt, dispatched at `t` to `target`'s node, served there: slowed and
-    /// failed by the node's load past its capacity, cut by the node going down or its socket
-    /// closing, else answered as the faults say. When it ends, and how.
+    /// Request `i`'s attempt, dispatched at `t` to `target`'s node, served there: as the node's
+    /// load or queue says, cut by the node going down or its socket closing, else answered as
+    /// the faults say. When it ends, and how, and whether the node works on it (a node whose
+    /// full queue drops it does not).
     fn serve(
         &mut self,
         i: usize,
         t: u64,
         target: &Target<'_>,
         mut effects: Effects,
-    ) -> (u64, AttemptEnd) {
+    ) -> (u64, AttemptEnd, bool) {
         let node = target.node;
         self.live[i].retry.dispatched(format!("node-{node}"));
         self.bucket(t).cluster_attempts += 1;
         self.run.cluster_attempts += 1;
-        let (slowdown, failing) = match self.scenario.cluster.capacity_per_s {
-            Some(capacity) => {
-                let load = self.loads[node as usize].add(t);
-                overload(load as f64 / capacity)
-            }
-            None => (1.0, 0.0),
-        };
-        let latency = (target.draws.latency_us as f64 * slowdown * effects.slow) as u64;
+        let served =
+            self.nodes[node as usize].serve(node, t, target.draws, effects.slow, self.scenario);
+        let latency = served.latency_us;
         let opcode = KvOpcode::of(self.live[i].retry.request().request_type());
-        if target.draws.overload_roll < failing {
+        if served.overloaded {
             effects.unavailable = Some(overloaded(target.service, opcode));
             effects.status = None;
         }
         let cut = AttemptEnd::Failed(reasons::SOCKET_CLOSED_WHILE_IN_FLIGHT);
-        if let Some(down) = self.goes_down(node, t, t + latency) {
-            (down, cut)
+        let worked = !served.dropped;
+        if let Some(down) = self.goes_down(node, t, t.saturating_add(latency)) {
+            (down, cut, worked)
         } else if effects.closed {
-            (t + (latency as f64 * target.draws.close_at) as u64, cut)
+            (
+                t + (latency as f64 * target.draws.close_at) as u64,
+                cut,
+                worked,
+            )
         } else {
-            (t + latency, effects.answer(opcode))
+            (t.saturating_add(latency), effects.answer(opcode), worked)
         }
     }
 
@@ -280,7 +288,7 @@ impl Simulation<'_> {
     fn report(&self, i: usize, t: u64, ended: fn(u32) -> Outcome) {
         let live = &self.live[i];
         let attempts = u32::try_from(live.attempts).unwrap_or(u32::MAX);
-        (self.controls).report(live.retry.request(), ended(attempts), self.at(t));
+        (self.controls(i)).report(live.retry.request(), ended(attempts), self.at(t));
     }
 
     /// Records how request `i` ended at `t`: `None` for a success, else the error's name.
@@ -309,11 +317,12 @@ impl Simulation<'_> {
         (sent_us, admitted): (u64, Option<(String, Admission)>),
         t: u64,
     ) {
+        let controls = self.controls(i);
         if outcome.answered() {
             let latency = Duration::from_micros(t - sent_us);
-            (self.controls).attempt_answered(self.live[i].retry.request(), latency);
+            controls.attempt_answered(self.live[i].retry.request(), latency);
         }
-        if let (Some(breakers), Some((node, admission))) = (self.controls.breakers(), admitted) {
+        if let (Some(breakers), Some((node, admission))) = (controls.breakers(), admitted) {
             let failed = match outcome {
                 AttemptEnd::Success => Some(false),
                 AttemptEnd::Deadline => Some(true),
@@ -365,9 +374,10 @@ impl Simulation<'_> {
                 return Ok(());
             }
         }
+        let registry = self.clients[self.live[i].client].registry;
         let step = self.live[i]
             .retry
-            .failed(self.registry, Cause::Reason(reason), None, progress, now)
+            .failed(registry, Cause::Reason(reason), None, progress, now)
             .await?;
         match step {
             Step::Retry { delay, attempt } => {
@@ -406,34 +416,39 @@ fn refused_reason() -> RetryReason {
     RetryReason::GrpcStatus(GrpcCode::Unavailable)
 }
 
-/// Runs `arrivals` through `registry` (whose default policy is `policy`).
+/// Runs `arrivals` through the clients' `registries` (one per client, each with `policy` as
+/// its default policy), dealt among them in turn.
 pub async fn run(
     scenario: &Scenario,
-    registry: &PolicyRegistry,
+    registries: &[PolicyRegistry],
     policy: &str,
     arrivals: &[Arrival],
 ) -> anyhow::Result<Run> {
     let base = Instant::now();
     let mut sim = Simulation {
         scenario,
-        registry,
+        clients: Vec::with_capacity(registries.len()),
         base,
         queue: BinaryHeap::new(),
         sequence: 0,
         live: Vec::with_capacity(arrivals.len()),
         run: Run::new(policy, arrivals.len() as u64),
-        loads: vec![NodeLoad::default(); scenario.cluster.nodes as usize],
-        controls: PolicyControls::default(),
+        nodes: vec![Node::default(); scenario.cluster.nodes as usize],
     };
     for (i, arrival) in arrivals.iter().enumerate() {
-        let live = Live::of(scenario, arrival, i as u64 + 1, sim.at(arrival.t_us))?;
+        let mut live = Live::of(scenario, arrival, i as u64 + 1, sim.at(arrival.t_us))?;
+        live.client = i % registries.len();
         sim.live.push(live);
         sim.bucket(arrival.t_us).arrivals += 1;
         sim.schedule(arrival.t_us, i, Event::Dispatch);
     }
-    // Every request is decided by the one policy of `registry`: its controls are the run's.
-    if let Some(live) = sim.live.first() {
-        sim.controls = registry.controls(live.retry.request());
+    // Every request is decided by the one policy of its client's registry: its controls are
+    // the client's.
+    for registry in registries {
+        let controls = (sim.live.first())
+            .map(|live| registry.controls(live.retry.request()))
+            .unwrap_or_default();
+        sim.clients.push(Client { registry, controls });
     }
     while let Some(Reverse((t, _, i, event))) = sim.queue.pop() {
         match event {

@@ -47,6 +47,9 @@ pub(super) struct Draws {
     tmpfail_roll: f64,
     /// Whether an overloaded node answers it "overloaded", against the failing share.
     pub overload_roll: f64,
+    /// Its service time in the queue model, in units of the node's mean service time
+    /// (exponentially distributed, mean 1).
+    pub service_units: f64,
 }
 
 impl Draws {
@@ -67,6 +70,7 @@ impl Draws {
             rebalance_roll: rng.random::<f64>(),
             tmpfail_roll: rng.random::<f64>(),
             overload_roll: rng.random::<f64>(),
+            service_units: exponential(&mut rng, 1.0),
         }
     }
 }

@@ -16,6 +16,8 @@ use crate::wire::input::default_timeout_ms;
 /// A request being simulated.
 pub(super) struct Live {
     pub(super) retry: RetryLoop,
+    /// The client process that sends it.
+    pub(super) client: usize,
     pub(super) key: u64,
     pub(super) start_us: u64,
     pub(super) deadline_us: u64,
@@ -73,6 +75,7 @@ impl Live {
         }
         Ok(Live {
             retry: RetryLoop::new(request),
+            client: 0,
             key: arrival.key,
             start_us: arrival.t_us,
             deadline_us: arrival.t_us + timeout_ms * 1000,

@@ -1,16 +1,27 @@
 //! `rebound simulate SCENARIO.toml`: a workload and a fault timeline run on a virtual clock
 //! through each policy to compare (`engine`), from a scenario file (`scenario`); prints the
 //! comparison table (or `--json`) and writes an SVG chart of attempts and outcomes over time
-//! (`chart`). Documented in `docs/simulate.md`.
+//! (`chart`). With `--sweep`, `--seeds` or `--assert` it maps where each policy fails to
+//! recover instead (`lab`, `map`, `report`). Documented in `docs/simulate.md`.
 
 mod arrivals;
+mod assertion;
 mod chart;
 mod engine;
 mod fate;
+mod faults;
+mod lab;
 mod live;
 mod load;
+mod map;
+mod node;
+mod recovery;
+mod report;
 mod results;
 mod scenario;
+mod setting;
+mod summary;
+mod sweep;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -34,13 +45,25 @@ pub struct Args {
     /// directory].
     #[arg(long)]
     chart: Option<PathBuf>,
-    /// Print the results as JSON (with the timeline) instead of the table.
+    /// Print the results as JSON (with the timeline, or every cell of a sweep) instead of the
+    /// table.
     #[arg(long)]
     json: bool,
+    /// Sweep a scenario field over a range, STEPS values from FROM to TO (once or twice: the
+    /// map's axes; docs/simulate.md "Sweeps").
+    #[arg(long, value_name = "KEY=FROM..TO:STEPS")]
+    sweep: Vec<sweep::Axis>,
+    /// Runs per cell and policy, from the scenario's seed on [default: 1].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    seeds: Option<u64>,
+    /// A condition every cell and policy must meet (`p_no_recovery < 0.01`): the first that
+    /// fails is named and the command exits with status 1.
+    #[arg(long = "assert", value_name = "EXPR")]
+    assertions: Vec<assertion::Assertion>,
 }
 
 /// The registry configuration restricted to `name`, which decides every request.
-fn only(config: &RegistryConfig, name: &str) -> RegistryConfig {
+pub(super) fn only(config: &RegistryConfig, name: &str) -> RegistryConfig {
     let mut one = config.clone();
     one.default_policy = name.to_owned();
     one.policies.retain(|k, _| k == name);
@@ -185,10 +208,12 @@ fn run_each(
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     let mut runs = Vec::new();
     for name in &scenario.compare.policies {
-        let registry = crate::oci::load_registry(only(config, name))
+        let registries = (0..scenario.clients)
+            .map(|_| crate::oci::load_registry(only(config, name)))
+            .collect::<anyhow::Result<Vec<_>>>()
             .with_context(|| format!("policy `{name}` of {}", scenario.compare.config.display()))?;
         let started = std::time::Instant::now();
-        let run = runtime.block_on(engine::run(scenario, &registry, name, arrivals))?;
+        let run = runtime.block_on(engine::run(scenario, &registries, name, arrivals))?;
         tracing::info!(
             policy = name,
             requests = run.requests,
@@ -201,8 +226,67 @@ fn run_each(
     Ok(runs)
 }
 
-/// Loads the scenario and its policies, runs each, prints the results, writes the chart.
+/// The scenario file's name without its extension.
+fn stem(args: &Args) -> String {
+    (args.scenario.file_stem())
+        .map_or_else(|| "simulation".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// Runs the sweep `args` asks for, prints its table (or JSON), writes its map and checks its
+/// assertions.
+fn run_lab(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
+    if args.sweep.len() > 2 {
+        anyhow::bail!(
+            "--sweep: a map has two axes at most, got {}: {}",
+            args.sweep.len(),
+            args.sweep
+                .iter()
+                .map(|a| a.key.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let cells = lab::cells(&args.scenario, &args.sweep, args.seed)?;
+    let first = &cells[0].scenario;
+    let config = RegistryConfig::load(&first.compare.config)?;
+    check_compared(args, first, &config)?;
+    let lab = lab::run(cells, args.sweep.clone(), args.seeds.unwrap_or(1), &config)?;
+    let map_path =
+        (args.chart.clone()).unwrap_or_else(|| PathBuf::from(format!("{}-map.svg", stem(args))));
+    let title = format!(
+        "{}: P(not recovered) by policy, {} seeds a cell",
+        stem(args),
+        lab.seeds
+    );
+    std::fs::write(&map_path, map::render(&lab, &title))
+        .with_context(|| format!("cannot write the map to {}", map_path.display()))?;
+    if args.json {
+        let mut report = report::json(&lab, &args.scenario.display().to_string());
+        report["map"] = json!(map_path.display().to_string());
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        writeln!(
+            out,
+            "{title}: {} runs in {:.1} s\n",
+            lab.runs,
+            lab.took.as_secs_f64()
+        )?;
+        report::table(out, &lab)?;
+        writeln!(out, "\nmap: {}", map_path.display())?;
+    }
+    let failures = report::failures(&lab, &args.assertions);
+    if let Some(first) = failures.first() {
+        anyhow::bail!("{first} ({} failures in all)", failures.len());
+    }
+    Ok(())
+}
+
+/// Loads the scenario and its policies, runs each, prints the results, writes the chart; or
+/// runs a sweep.
 pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
+    if !args.sweep.is_empty() || args.seeds.is_some() || !args.assertions.is_empty() {
+        return run_lab(args, out);
+    }
     let mut scenario = Scenario::load(&args.scenario)?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
@@ -211,10 +295,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     check_compared(args, &scenario, &config)?;
     let arrivals = arrivals::arrivals(&scenario);
     let runs = run_each(&scenario, &config, &arrivals)?;
-    let stem = args
-        .scenario
-        .file_stem()
-        .map_or_else(|| "simulation".into(), |s| s.to_string_lossy().into_owned());
+    let stem = stem(args);
     let chart_path = args
         .chart
         .clone()

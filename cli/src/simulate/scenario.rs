@@ -1,12 +1,15 @@
 //! A simulation scenario (TOML, documented in `docs/simulate.md`): the workload, the cluster,
-//! the fault timeline and the policies to compare. Refused with the file, line, field and
-//! what was expected.
+//! the fault timeline, what counts as recovered and the policies to compare. Refused with the
+//! file, line, field and what was expected, also when a sweep sets one of its values.
 
 use std::path::{Path, PathBuf};
 
 use rebound::config::line_column;
 use rebound::{HttpMethod, RequestType};
 use serde::Deserialize;
+
+pub use super::faults::Fault;
+use super::setting;
 
 /// A scenario as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -27,9 +30,16 @@ pub struct Scenario {
     pub compare: Compare,
     /// The requests.
     pub workload: Workload,
+    /// Independent client processes sharing the cluster, each with its own policy state
+    /// (budgets, throttles, breakers, hedging windows); arrivals are dealt among them in turn.
+    #[serde(default = "default_clients")]
+    pub clients: u32,
     /// The nodes that answer them.
     #[serde(default)]
     pub cluster: Cluster,
+    /// What counts as recovered after the faults.
+    #[serde(default)]
+    pub recovery: Recovery,
     /// What goes wrong, and when.
     #[serde(default, rename = "fault")]
     pub faults: Vec<Fault>,
@@ -41,6 +51,35 @@ fn default_seed() -> u64 {
 
 fn default_bucket_s() -> f64 {
     1.0
+}
+
+fn default_clients() -> u32 {
+    1
+}
+
+/// The operational definition of "recovered" (docs/simulate.md "Recovery"): after the last
+/// fault ends, the requests that succeeded during `hold_s` seconds are at least `goodput_share`
+/// of the requests that arrived during them. A run recovered within `within_s` when such a
+/// window starts no later than `within_s` after the last fault ends.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Recovery {
+    /// The share of the arrivals that must succeed, 0 to 1.
+    pub goodput_share: f64,
+    /// How long that must hold, in seconds.
+    pub hold_s: f64,
+    /// The time allowed after the last fault; until the arrivals end when absent.
+    pub within_s: Option<f64>,
+}
+
+impl Default for Recovery {
+    fn default() -> Self {
+        Recovery {
+            goodput_share: 0.95,
+            hold_s: 5.0,
+            within_s: None,
+        }
+    }
 }
 
 /// Policies of a registry configuration, each run alone over the same workload.
@@ -107,6 +146,27 @@ pub struct Cluster {
     /// Attempts a node serves per second; past it, latency and the failure rate rise with the
     /// load offered (the last second's attempts). None: a node's capacity is unbounded.
     pub capacity_per_s: Option<f64>,
+    /// The queue model: a node serves one attempt at a time, in arrival order, each for an
+    /// exponentially distributed time of mean `1 / service_rate_per_s` seconds, after its
+    /// network latency. None: the load model of `capacity_per_s`, or no limit.
+    pub service_rate_per_s: Option<f64>,
+    /// Attempts that may wait in a node's queue (the queue model) beside the one it serves.
+    /// None: unbounded.
+    pub queue: Option<u32>,
+    /// What a full queue does with an attempt arriving.
+    pub when_full: WhenFull,
+}
+
+/// What a node whose queue is full does with an attempt arriving.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenFull {
+    /// Answers "overloaded" at once.
+    #[default]
+    Answer,
+    /// Drops it unanswered: the client learns only when its attempt timeout or deadline
+    /// passes (Metafor's model).
+    Drop,
 }
 
 impl Default for Cluster {
@@ -115,166 +175,10 @@ impl Default for Cluster {
             nodes: 3,
             latency_ms: 2.0,
             capacity_per_s: None,
+            service_rate_per_s: None,
+            queue: None,
+            when_full: WhenFull::Answer,
         }
-    }
-}
-
-/// A time window, in seconds from the start.
-#[derive(Debug, Clone, Copy)]
-pub struct Window {
-    /// Start.
-    pub from_s: f64,
-    /// End (exclusive).
-    pub until_s: f64,
-}
-
-impl Window {
-    /// Whether `t_us` (microseconds from the start) falls in the window.
-    pub fn contains(&self, t_us: u64) -> bool {
-        let t = t_us as f64 / 1e6;
-        self.from_s <= t && t < self.until_s
-    }
-}
-
-/// A fault.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Fault {
-    /// A node is down: attempts sent to it fail at once (SOCKET_NOT_AVAILABLE, never
-    /// dispatched); attempts on it when it goes down fail as SOCKET_CLOSED_WHILE_IN_FLIGHT.
-    NodeDown {
-        /// The node (0-based).
-        node: u32,
-        /// When it goes down (seconds from the start).
-        from_s: f64,
-        /// When it is back.
-        until_s: f64,
-    },
-    /// A node is slow: attempts on it take `factor` times their drawn latency.
-    SlowNode {
-        /// The node (0-based).
-        node: u32,
-        /// How many times slower, at least 1.
-        factor: f64,
-        /// Start (seconds from the start of the run).
-        from_s: f64,
-        /// End (exclusive).
-        until_s: f64,
-    },
-    /// A rebalance: this share of KV attempts is answered NOT_MY_VBUCKET (0x07).
-    Rebalance {
-        /// Share of attempts, 0 to 1.
-        rate: f64,
-        /// Start (seconds from the start of the run).
-        from_s: f64,
-        /// End (exclusive).
-        until_s: f64,
-    },
-    /// This share of KV attempts is answered TMPFAIL (0x86).
-    Tmpfail {
-        /// Share of attempts, 0 to 1.
-        rate: f64,
-        /// Start (seconds from the start of the run).
-        from_s: f64,
-        /// End (exclusive).
-        until_s: f64,
-    },
-    /// This share of attempts loses its connection while in flight
-    /// (SOCKET_CLOSED_WHILE_IN_FLIGHT).
-    SocketClose {
-        /// Share of attempts, 0 to 1.
-        rate: f64,
-        /// Start (seconds from the start of the run).
-        from_s: f64,
-        /// End (exclusive).
-        until_s: f64,
-    },
-    /// This share of the documents is locked: KV attempts on them are answered LOCKED (0x09).
-    Locked {
-        /// Share of the keys, 0 to 1.
-        share: f64,
-        /// Start (seconds from the start of the run).
-        from_s: f64,
-        /// End (exclusive).
-        until_s: f64,
-    },
-    /// This share of plain HTTP and gRPC attempts is answered 503 or UNAVAILABLE
-    /// (HTTP_STATUS, GRPC_STATUS).
-    Unavailable {
-        /// Share of attempts, 0 to 1.
-        rate: f64,
-        /// Start (seconds from the start of the run).
-        from_s: f64,
-        /// End (exclusive).
-        until_s: f64,
-    },
-    /// This share of gRPC attempts is refused by its node's transport before its application
-    /// sees it (HTTP/2 `REFUSED_STREAM`: UNAVAILABLE, progress `refused`), costing the node
-    /// nothing; gRFC A6 sends such an attempt again once, transparently.
-    RefusedStreams {
-        /// Share of attempts, 0 to 1.
-        rate: f64,
-        /// Start (seconds from the start of the run).
-        from_s: f64,
-        /// End (exclusive).
-        until_s: f64,
-    },
-    /// The credentials are wrong: connections fail authentication and no attempt is
-    /// dispatched (AUTHENTICATION_ERROR).
-    AuthFailure {
-        /// Start (seconds from the start of the run).
-        from_s: f64,
-        /// End (exclusive).
-        until_s: f64,
-    },
-}
-
-impl Fault {
-    /// The fault's name as written in the scenario.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Fault::NodeDown { .. } => "node_down",
-            Fault::SlowNode { .. } => "slow_node",
-            Fault::Rebalance { .. } => "rebalance",
-            Fault::Tmpfail { .. } => "tmpfail",
-            Fault::SocketClose { .. } => "socket_close",
-            Fault::Locked { .. } => "locked",
-            Fault::Unavailable { .. } => "unavailable",
-            Fault::RefusedStreams { .. } => "refused_streams",
-            Fault::AuthFailure { .. } => "auth_failure",
-        }
-    }
-
-    /// When it happens.
-    pub fn window(&self) -> Window {
-        let (from_s, until_s) = match *self {
-            Fault::NodeDown {
-                from_s, until_s, ..
-            }
-            | Fault::SlowNode {
-                from_s, until_s, ..
-            }
-            | Fault::Rebalance {
-                from_s, until_s, ..
-            }
-            | Fault::Tmpfail {
-                from_s, until_s, ..
-            }
-            | Fault::SocketClose {
-                from_s, until_s, ..
-            }
-            | Fault::Locked {
-                from_s, until_s, ..
-            }
-            | Fault::Unavailable {
-                from_s, until_s, ..
-            }
-            | Fault::RefusedStreams {
-                from_s, until_s, ..
-            }
-            | Fault::AuthFailure { from_s, until_s } => (from_s, until_s),
-        };
-        Window { from_s, until_s }
     }
 }
 
@@ -307,25 +211,64 @@ impl Scenario {
     /// Reads and validates the scenario at `path`; the configuration it names is resolved
     /// against the scenario's directory.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        Self::load_with(path, &[])
+    }
+
+    /// Reads the scenario at `path` with each `(key, value)` of `settings` set in it (a sweep's
+    /// cell: `cluster.queue`, `fault[0].cut`), then validates it.
+    pub fn load_with(path: &Path, settings: &[(&str, f64)]) -> Result<Self, ScenarioError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScenarioError::new(path, None, "", format!("cannot read it: {e}")))?;
-        let deserializer = toml::Deserializer::parse(&text).map_err(|e| {
-            let at = e.span().map(|s| line_column(&text, s.start));
-            ScenarioError::new(path, at, "", e.message().trim().to_owned())
-        })?;
-        let mut scenario: Scenario =
-            serde_path_to_error::deserialize(deserializer).map_err(|e| {
-                let field = e.path().to_string();
-                let inner = e.into_inner();
-                let at = inner.span().map(|s| line_column(&text, s.start));
-                ScenarioError::new(path, at, &field, inner.message().trim().to_owned())
-            })?;
+        let mut scenario = if settings.is_empty() {
+            Self::parse(path, &text)?
+        } else {
+            Self::parse_with(path, &text, settings)?
+        };
         let base = path.parent().unwrap_or(Path::new("."));
         scenario.compare.config = base.join(&scenario.compare.config);
         scenario
             .validate()
             .map_err(|(field, message)| ScenarioError::new(path, None, &field, message))?;
         Ok(scenario)
+    }
+
+    /// The scenario as written, errors at their line and column.
+    fn parse(path: &Path, text: &str) -> Result<Self, ScenarioError> {
+        let deserializer = toml::Deserializer::parse(text).map_err(|e| {
+            let at = e.span().map(|s| line_column(text, s.start));
+            ScenarioError::new(path, at, "", e.message().trim().to_owned())
+        })?;
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            let at = inner.span().map(|s| line_column(text, s.start));
+            ScenarioError::new(path, at, &field, inner.message().trim().to_owned())
+        })
+    }
+
+    /// The scenario as written with `settings` set in it.
+    fn parse_with(
+        path: &Path,
+        text: &str,
+        settings: &[(&str, f64)],
+    ) -> Result<Self, ScenarioError> {
+        // Parsed once with spans, so that a file error keeps its line and column.
+        Self::parse(path, text)?;
+        let mut table: toml::Table = toml::from_str(text)
+            .map_err(|e| ScenarioError::new(path, None, "", e.message().trim().to_owned()))?;
+        for (key, value) in settings {
+            setting::set(&mut table, key, *value)
+                .map_err(|message| ScenarioError::new(path, None, key, message))?;
+        }
+        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+            let field = e.path().to_string();
+            ScenarioError::new(
+                path,
+                None,
+                &field,
+                e.into_inner().message().trim().to_owned(),
+            )
+        })
     }
 
     /// Checks what the types cannot: the field and what was expected.
@@ -343,15 +286,9 @@ impl Scenario {
         positive("duration_s", self.duration_s)?;
         positive("bucket_s", self.bucket_s)?;
         positive("workload.rate_per_s", self.workload.rate_per_s)?;
-        positive("cluster.latency_ms", self.cluster.latency_ms)?;
-        if let Some(capacity) = self.cluster.capacity_per_s {
-            positive("cluster.capacity_per_s", capacity)?;
-        }
+        self.validate_model(positive)?;
         if self.workload.keys == 0 {
             return Err(("workload.keys".into(), "expected at least one key".into()));
-        }
-        if self.cluster.nodes == 0 {
-            return Err(("cluster.nodes".into(), "expected at least one node".into()));
         }
         if self.compare.policies.is_empty() {
             return Err((
@@ -378,43 +315,51 @@ impl Scenario {
         }
         Ok(())
     }
-}
 
-impl Fault {
-    /// Checks the fault's window and values on a cluster of `nodes`: the field (of the fault)
-    /// and what was expected.
-    fn validate(&self, nodes: u32) -> Result<(), (&'static str, String)> {
-        let window = self.window();
-        if !(window.from_s >= 0.0 && window.from_s < window.until_s) {
+    /// Checks the cluster, the clients and the definition of recovery.
+    fn validate_model(
+        &self,
+        positive: impl Fn(&str, f64) -> Result<(), (String, String)>,
+    ) -> Result<(), (String, String)> {
+        let cluster = &self.cluster;
+        positive("cluster.latency_ms", cluster.latency_ms)?;
+        if let Some(capacity) = cluster.capacity_per_s {
+            positive("cluster.capacity_per_s", capacity)?;
+        }
+        if let Some(rate) = cluster.service_rate_per_s {
+            positive("cluster.service_rate_per_s", rate)?;
+            if cluster.capacity_per_s.is_some() {
+                return Err((
+                    "cluster.service_rate_per_s".into(),
+                    "set either capacity_per_s (the load model) or service_rate_per_s (the queue model), not both".into(),
+                ));
+            }
+        } else if cluster.queue.is_some() {
             return Err((
-                "until_s",
+                "cluster.queue".into(),
+                "a queue needs the queue model: set cluster.service_rate_per_s too".into(),
+            ));
+        }
+        if cluster.nodes == 0 {
+            return Err(("cluster.nodes".into(), "expected at least one node".into()));
+        }
+        if self.clients == 0 {
+            return Err(("clients".into(), "expected at least one client".into()));
+        }
+        let recovery = &self.recovery;
+        if !(recovery.goodput_share > 0.0 && recovery.goodput_share <= 1.0) {
+            return Err((
+                "recovery.goodput_share".into(),
                 format!(
-                    "expected 0 <= from_s < until_s, got from_s = {} and until_s = {}",
-                    window.from_s, window.until_s
+                    "expected a share above 0, at most 1, got {}",
+                    recovery.goodput_share
                 ),
             ));
         }
-        match self {
-            Fault::NodeDown { node, .. } | Fault::SlowNode { node, .. } if *node >= nodes => Err((
-                "node",
-                format!("the cluster has nodes 0 to {}, not {node}", nodes - 1),
-            )),
-            Fault::Rebalance { rate, .. }
-            | Fault::Tmpfail { rate, .. }
-            | Fault::SocketClose { rate, .. }
-            | Fault::Unavailable { rate, .. }
-            | Fault::RefusedStreams { rate, .. }
-                if !(0.0..=1.0).contains(rate) =>
-            {
-                Err(("rate", format!("expected 0 to 1, got {rate}")))
-            }
-            Fault::SlowNode { factor, .. } if !(factor.is_finite() && *factor >= 1.0) => {
-                Err(("factor", format!("expected at least 1, got {factor}")))
-            }
-            Fault::Locked { share, .. } if !(0.0..=1.0).contains(share) => {
-                Err(("share", format!("expected 0 to 1, got {share}")))
-            }
-            _ => Ok(()),
+        positive("recovery.hold_s", recovery.hold_s)?;
+        if let Some(within) = recovery.within_s {
+            positive("recovery.within_s", within)?;
         }
+        Ok(())
     }
 }
