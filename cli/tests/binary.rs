@@ -16,4 +16,5 @@ mod serve;
 mod serve_connections;
 mod serve_hostile;
 mod simulate;
+mod simulate_lab;
 mod telemetry;

@@ -22,6 +22,8 @@ mod scenario;
 mod setting;
 mod summary;
 mod sweep;
+mod sweep_command;
+mod tune;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -53,9 +55,16 @@ pub struct Args {
     /// map's axes; docs/simulate.md "Sweeps").
     #[arg(long, value_name = "KEY=FROM..TO:STEPS")]
     sweep: Vec<sweep::Axis>,
+    /// Compare only this policy of the scenario's (repeat for more) [default: all of them].
+    #[arg(long = "policy", value_name = "NAME")]
+    policies: Vec<String>,
     /// Runs per cell and policy, from the scenario's seed on [default: 1].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     seeds: Option<u64>,
+    /// Find the least restrictive value of a registry-configuration field (FROM is the least
+    /// restrictive) whose sweep recovers in every cell (docs/simulate.md "Tuning").
+    #[arg(long, value_name = "KEY=FROM..TO:STEPS")]
+    tune: Option<sweep::Axis>,
     /// A condition every cell and policy must meet (`p_no_recovery < 0.01`): the first that
     /// fails is named and the command exits with status 1.
     #[arg(long = "assert", value_name = "EXPR")]
@@ -178,8 +187,29 @@ fn write_table(out: &mut impl Write, runs: &[Run], scenario: &Scenario) -> std::
     Ok(())
 }
 
+/// Restricts `scenario`'s comparison to the policies `--policy` names, each one it compares.
+pub(super) fn restrict(args: &Args, scenario: &mut Scenario) -> anyhow::Result<()> {
+    if args.policies.is_empty() {
+        return Ok(());
+    }
+    let compared = &scenario.compare.policies;
+    if let Some(unknown) = args.policies.iter().find(|p| !compared.contains(p)) {
+        anyhow::bail!(
+            "--policy {unknown}: {} compares {}",
+            args.scenario.display(),
+            compared.join(", ")
+        );
+    }
+    scenario.compare.policies = args.policies.clone();
+    Ok(())
+}
+
 /// Every policy the scenario compares is one of `config`'s.
-fn check_compared(args: &Args, scenario: &Scenario, config: &RegistryConfig) -> anyhow::Result<()> {
+pub(super) fn check_compared(
+    args: &Args,
+    scenario: &Scenario,
+    config: &RegistryConfig,
+) -> anyhow::Result<()> {
     for (i, name) in scenario.compare.policies.iter().enumerate() {
         if !config.policies.contains_key(name) {
             anyhow::bail!(
@@ -227,70 +257,26 @@ fn run_each(
 }
 
 /// The scenario file's name without its extension.
-fn stem(args: &Args) -> String {
+pub(super) fn stem(args: &Args) -> String {
     (args.scenario.file_stem())
         .map_or_else(|| "simulation".into(), |s| s.to_string_lossy().into_owned())
-}
-
-/// Runs the sweep `args` asks for, prints its table (or JSON), writes its map and checks its
-/// assertions.
-fn run_lab(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
-    if args.sweep.len() > 2 {
-        anyhow::bail!(
-            "--sweep: a map has two axes at most, got {}: {}",
-            args.sweep.len(),
-            args.sweep
-                .iter()
-                .map(|a| a.key.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    let cells = lab::cells(&args.scenario, &args.sweep, args.seed)?;
-    let first = &cells[0].scenario;
-    let config = RegistryConfig::load(&first.compare.config)?;
-    check_compared(args, first, &config)?;
-    let lab = lab::run(cells, args.sweep.clone(), args.seeds.unwrap_or(1), &config)?;
-    let map_path =
-        (args.chart.clone()).unwrap_or_else(|| PathBuf::from(format!("{}-map.svg", stem(args))));
-    let title = format!(
-        "{}: P(not recovered) by policy, {} seeds a cell",
-        stem(args),
-        lab.seeds
-    );
-    std::fs::write(&map_path, map::render(&lab, &title))
-        .with_context(|| format!("cannot write the map to {}", map_path.display()))?;
-    if args.json {
-        let mut report = report::json(&lab, &args.scenario.display().to_string());
-        report["map"] = json!(map_path.display().to_string());
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-    } else {
-        writeln!(
-            out,
-            "{title}: {} runs in {:.1} s\n",
-            lab.runs,
-            lab.took.as_secs_f64()
-        )?;
-        report::table(out, &lab)?;
-        writeln!(out, "\nmap: {}", map_path.display())?;
-    }
-    let failures = report::failures(&lab, &args.assertions);
-    if let Some(first) = failures.first() {
-        anyhow::bail!("{first} ({} failures in all)", failures.len());
-    }
-    Ok(())
 }
 
 /// Loads the scenario and its policies, runs each, prints the results, writes the chart; or
 /// runs a sweep.
 pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
-    if !args.sweep.is_empty() || args.seeds.is_some() || !args.assertions.is_empty() {
-        return run_lab(args, out);
+    if !args.sweep.is_empty()
+        || args.seeds.is_some()
+        || !args.assertions.is_empty()
+        || args.tune.is_some()
+    {
+        return sweep_command::run(args, out);
     }
     let mut scenario = Scenario::load(&args.scenario)?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
+    restrict(args, &mut scenario)?;
     let config = RegistryConfig::load(&scenario.compare.config)?;
     check_compared(args, &scenario, &config)?;
     let arrivals = arrivals::arrivals(&scenario);
