@@ -17,4 +17,5 @@ mod serve_connections;
 mod serve_hostile;
 mod simulate;
 mod simulate_lab;
+mod simulate_live;
 mod telemetry;

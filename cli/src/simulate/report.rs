@@ -66,7 +66,7 @@ pub fn table(out: &mut impl Write, lab: &Lab) -> std::io::Result<()> {
             let values: Vec<String> = cell.values.iter().map(|v| round(*v).to_string()).collect();
             let median = s
                 .median_recovery_s
-                .map_or_else(|| "never".into(), |m| format!("{m:.0}"));
+                .map_or_else(|| "never".into(), |m| format!("{m:.1}"));
             writeln!(
                 out,
                 "| {}{} | {:.3} | {:.3}–{:.3} | {median} | {:.1} | {:.1} | {:.1} | {:.2} |",
