@@ -36,6 +36,8 @@ pub struct Lab {
     pub cells: Vec<(Cell, Vec<CellStats>)>,
     /// Runs made.
     pub runs: usize,
+    /// Attempts simulated in all.
+    pub attempts: u64,
     /// How long they took.
     pub took: Duration,
 }
@@ -97,7 +99,7 @@ impl Shared<'_> {
     }
 }
 
-/// A progress bar of `runs` runs on standard error (drawn only on a terminal).
+/// A progress bar of `runs` runs on standard error (drawn only when it is a terminal).
 fn progress(runs: usize) -> ProgressBar {
     let bar = ProgressBar::new(runs as u64);
     if let Ok(style) = ProgressStyle::with_template(
@@ -154,6 +156,7 @@ pub fn run(
         .collect::<anyhow::Result<Vec<Sample>>>()?;
     bar.finish_and_clear();
     let took = started.elapsed();
+    let attempts = samples.iter().map(|s| s.attempts).sum();
     let per_cell = policies.len() * seeds as usize;
     let cells = cells
         .into_iter()
@@ -170,6 +173,7 @@ pub fn run(
         seeds,
         cells,
         runs: jobs.len(),
+        attempts,
         took,
     })
 }

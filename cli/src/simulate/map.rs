@@ -1,7 +1,7 @@
-//! The SVG map of a sweep: one panel per policy, side by side on one colour scale, a cell per
-//! combination of the axes' values coloured by the probability of not recovering within the
-//! stated time, with its 95 % Wilson interval and the median recovery time written in it.
-//! Plain SVG text, like the timeline chart.
+//! The SVG map of a sweep: one panel per policy on one colour scale (side by side for two
+//! axes, one above the other for one), a cell per combination of the axes' values coloured by
+//! the probability of not recovering within the stated time, with its 95 % Wilson interval and
+//! the median recovery time written in it. Plain SVG text, like the timeline chart.
 
 use std::fmt::Write;
 
@@ -36,10 +36,13 @@ pub fn render(lab: &Lab, title: &str) -> String {
     let nx = lab.axes.first().map_or(1, |a| a.values.len());
     let ny = lab.axes.get(1).map_or(1, |a| a.values.len());
     let panels = lab.cells.first().map_or(0, |(_, stats)| stats.len());
-    let panel_w = nx as f64 * CELL_W;
+    let (panel_w, panel_h) = (nx as f64 * CELL_W + GAP, ny as f64 * CELL_H + GAP);
+    // One axis: the panels' rows one above the other, so that the values read across.
+    let stacked = lab.axes.len() < 2;
+    let (across, down) = if stacked { (1, panels) } else { (panels, 1) };
     // Wide enough for the legend's lines.
-    let width = (LEFT + panels as f64 * (panel_w + GAP)).max(1000.0);
-    let height = TOP + ny as f64 * CELL_H + BOTTOM;
+    let width = (LEFT + across as f64 * panel_w).max(1000.0);
+    let height = TOP + down as f64 * panel_h + BOTTOM - GAP;
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -52,28 +55,33 @@ pub fn render(lab: &Lab, title: &str) -> String {
         escape(title)
     );
     for p in 0..panels {
-        let left = LEFT + p as f64 * (panel_w + GAP);
-        panel(&mut svg, lab, p, left, (nx, ny));
+        let at = if stacked {
+            (LEFT, TOP + p as f64 * panel_h)
+        } else {
+            (LEFT + p as f64 * panel_w, TOP)
+        };
+        panel(&mut svg, lab, p, at, (nx, ny));
     }
-    legend(&mut svg, lab, TOP + ny as f64 * CELL_H + 62.0);
+    legend(&mut svg, lab, height - BOTTOM + 62.0);
     svg.push_str("</svg>\n");
     svg
 }
 
-/// Policy `p`'s panel, from `left`: its cells, `nx` by `ny`, and the axes' labels.
-fn panel(svg: &mut String, lab: &Lab, p: usize, left: f64, (nx, ny): (usize, usize)) {
+/// Policy `p`'s panel, its top left corner at `(left, top)`: its cells, `nx` by `ny`, and the
+/// axes' labels.
+fn panel(svg: &mut String, lab: &Lab, p: usize, (left, top): (f64, f64), (nx, ny): (usize, usize)) {
     let policy = lab.cells.first().map_or("", |(_, s)| s[p].policy.as_str());
     let _ = writeln!(
         svg,
         r#"<text x="{left}" y="{:.1}" font-size="13" font-weight="bold">{}</text>"#,
-        TOP - 12.0,
+        top - 12.0,
         escape(policy)
     );
     for (i, (cell, stats)) in lab.cells.iter().enumerate() {
         let (cx, cy) = (i % nx, i / nx);
         // The second axis grows upwards.
         let x = left + cx as f64 * CELL_W;
-        let y = TOP + (ny - 1 - cy) as f64 * CELL_H;
+        let y = top + (ny - 1 - cy) as f64 * CELL_H;
         let s = &stats[p];
         let median = s
             .median_recovery_s
@@ -101,12 +109,12 @@ fn panel(svg: &mut String, lab: &Lab, p: usize, left: f64, (nx, ny): (usize, usi
             y + 39.0,
         );
     }
-    axis_labels(svg, lab, left, (nx, ny));
+    axis_labels(svg, lab, (left, top), (nx, ny));
 }
 
-/// The axes' values and keys around a panel at `left`.
-fn axis_labels(svg: &mut String, lab: &Lab, left: f64, (nx, ny): (usize, usize)) {
-    let bottom = TOP + ny as f64 * CELL_H;
+/// The axes' values and keys around a panel at `(left, top)`.
+fn axis_labels(svg: &mut String, lab: &Lab, (left, top): (f64, f64), (nx, ny): (usize, usize)) {
+    let bottom = top + ny as f64 * CELL_H;
     if let Some(axis) = lab.axes.first() {
         for (i, v) in axis.values.iter().enumerate() {
             let _ = writeln!(
@@ -131,7 +139,7 @@ fn axis_labels(svg: &mut String, lab: &Lab, left: f64, (nx, ny): (usize, usize))
                 svg,
                 r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
                 left - 4.0,
-                TOP + (ny - 1 - i) as f64 * CELL_H + CELL_H / 2.0 + 4.0,
+                top + (ny - 1 - i) as f64 * CELL_H + CELL_H / 2.0 + 4.0,
                 label(*v)
             );
         }
@@ -139,7 +147,7 @@ fn axis_labels(svg: &mut String, lab: &Lab, left: f64, (nx, ny): (usize, usize))
             svg,
             r#"<text x="{:.1}" y="{:.1}" font-size="12">↑ {}</text>"#,
             left - 50.0,
-            TOP - 30.0,
+            top - 30.0,
             escape(&axis.key)
         );
     }

@@ -27,6 +27,8 @@ pub fn json(lab: &Lab, scenario: &str) -> Value {
         })).collect::<Vec<_>>(),
         "seeds": lab.seeds,
         "runs": lab.runs,
+        "attempts": lab.attempts,
+        "threads": rayon::current_num_threads(),
         "took_s": lab.took.as_secs_f64(),
         "recovery": recovery.map(|r| json!({
             "goodput_share": r.goodput_share,
@@ -101,9 +103,11 @@ pub fn failures(lab: &Lab, assertions: &[Assertion]) -> Vec<String> {
                         format!("cell {at}")
                     };
                     failed.push(format!(
-                        "assertion `{}` fails at {at}, policy `{}`: {left} against {right}",
+                        "assertion `{}` fails at {at}, policy `{}`: {} against {}",
                         assertion.text(),
-                        s.policy
+                        s.policy,
+                        round(left),
+                        round(right),
                     ));
                 }
             }

@@ -24,6 +24,8 @@ pub struct Sample {
     pub load_amplification: f64,
     /// Attempts abandoned by the client while their node served them.
     pub abandoned: u64,
+    /// Attempts simulated (first attempts, retries and hedged copies).
+    pub attempts: u64,
 }
 
 /// Successes per second in the bars from `from_s` to `until_s`.
@@ -49,6 +51,7 @@ impl Sample {
             cancelled: run.outcomes.cancelled,
             load_amplification: run.cluster_attempts as f64 / run.requests.max(1) as f64,
             abandoned: run.abandoned,
+            attempts: run.attempts,
         }
     }
 }

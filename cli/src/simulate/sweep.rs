@@ -88,9 +88,14 @@ pub fn describe(axes: &[Axis], cell: &[f64]) -> String {
         .join(", ")
 }
 
-/// `value` without the noise of the steps' arithmetic (`0.30000000000000004` is 0.3).
+/// `value` to six significant digits, without the noise of floating-point arithmetic
+/// (`0.30000000000000004` is 0.3); zero and infinities stay.
 pub fn round(value: f64) -> f64 {
-    (value * 1e9).round() / 1e9
+    if !value.is_finite() || value == 0.0 {
+        return value;
+    }
+    let scale = 10f64.powi(5 - value.abs().log10().floor() as i32);
+    (value * scale).round() / scale
 }
 
 #[cfg(test)]
@@ -140,6 +145,9 @@ mod tests {
         assert_eq!(cells[1], [2.0, 10.0]);
         assert_eq!(cells[5], [2.0, 30.0]);
         assert_eq!(describe(&axes, &cells[1]), "a=2, b=10");
+        assert_eq!(round(0.16217091688838173), 0.162171);
+        assert_eq!(round(0.000_012_345_678), 0.000_012_345_7);
+        assert_eq!(round(f64::INFINITY), f64::INFINITY);
         assert_eq!(super::cells(&[]), [Vec::<f64>::new()]);
     }
 }

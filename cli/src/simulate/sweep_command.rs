@@ -65,16 +65,22 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     } else {
         writeln!(
             out,
-            "{title}: {} runs in {:.1} s\n",
+            "{title}: {} runs, {} attempts in {:.1} s on {}\n",
             lab.runs,
-            lab.took.as_secs_f64()
+            lab.attempts,
+            lab.took.as_secs_f64(),
+            match rayon::current_num_threads() {
+                1 => "1 thread".to_owned(),
+                n => format!("{n} threads"),
+            }
         )?;
         report::table(out, &lab)?;
         writeln!(out, "\nmap: {}", map_path.display())?;
     }
     let failures = report::failures(&lab, &args.assertions);
     if let Some(first) = failures.first() {
-        anyhow::bail!("{first} ({} failures in all)", failures.len());
+        let checks = args.assertions.len() * lab.cells.len() * lab.cells[0].1.len();
+        anyhow::bail!("{first} ({} of {checks} checks failed)", failures.len());
     }
     Ok(())
 }
