@@ -286,6 +286,24 @@ fn the_tuning_finds_the_least_restrictive_budget_that_recovers_everywhere() {
     }
     assert!(last["goodput_lost_during_faults"].as_f64().is_some());
 
+    // With an assertion, the first value meeting it everywhere is the answer.
+    let mut asserted = args.clone();
+    asserted.extend(["--assert", "p_no_recovery <= 0.2"]);
+    let report = simulate(&lab("osdi22-retry"), dir.path(), &asserted);
+    let tune = &report["tune"];
+    assert_eq!(
+        tune["criterion"],
+        "met `p_no_recovery <= 0.2` in every cell"
+    );
+    let found = tune["found"].as_f64().unwrap();
+    for cell in report["cells"].as_array().unwrap() {
+        assert!(
+            cell["policies"][0]["p_no_recovery"].as_f64() <= Some(0.2),
+            "{cell}"
+        );
+    }
+    assert!(found >= 40.0, "{tune}");
+
     let tuned = |tune: &str| {
         let output = rebound()
             .arg("simulate")

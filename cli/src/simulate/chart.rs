@@ -39,6 +39,28 @@ pub(super) fn escape(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// An SVG document of `(width, height)` on white, its text `font_size` pixels high, with
+/// `title` at `(x, y)`; the caller draws the rest and closes it.
+pub(super) fn begin(
+    (width, height): (f64, f64),
+    font_size: u32,
+    title: &str,
+    (x, y): (f64, f64),
+) -> String {
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{font_size}">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        svg,
+        r#"<text x="{x}" y="{y}" font-size="15">{}</text>"#,
+        escape(title)
+    );
+    svg
+}
+
 /// A tick step giving about five ticks up to `max`.
 fn step(max: f64) -> f64 {
     let raw = (max / 5.0).max(1e-9);
@@ -100,17 +122,7 @@ pub fn render(scenario: &Scenario, title: &str, runs: &[Run]) -> String {
         plot_width: WIDTH - LEFT - RIGHT,
     };
     let height = TOP + runs.len() as f64 * (PANEL + GAP) + 10.0;
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        svg,
-        r#"<text x="{LEFT}" y="24" font-size="15">{}</text>"#,
-        escape(title)
-    );
+    let mut svg = begin((WIDTH, height), 12, title, (LEFT, 24.0));
     for (p, run) in runs.iter().enumerate() {
         let top = TOP + p as f64 * (PANEL + GAP);
         panel(&mut svg, &scales, top, run, &p99s[p]);

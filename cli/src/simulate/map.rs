@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::chart::escape;
+use super::chart::{begin, escape};
 use super::lab::Lab;
 use super::sweep::round;
 
@@ -43,17 +43,7 @@ pub fn render(lab: &Lab, title: &str) -> String {
     // Wide enough for the legend's lines.
     let width = (LEFT + across as f64 * panel_w).max(1000.0);
     let height = TOP + down as f64 * panel_h + BOTTOM - GAP;
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        svg,
-        r#"<text x="{LEFT}" y="22" font-size="15">{}</text>"#,
-        escape(title)
-    );
+    let mut svg = begin((width, height), 11, title, (LEFT, 22.0));
     for p in 0..panels {
         let at = if stacked {
             (LEFT, TOP + p as f64 * panel_h)
