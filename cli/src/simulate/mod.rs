@@ -62,8 +62,9 @@ pub struct Args {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     seeds: Option<u64>,
     /// Find the least restrictive value of a registry-configuration field (FROM is the least
-    /// restrictive) whose sweep recovers in every cell (docs/simulate.md "Tuning").
-    #[arg(long, value_name = "KEY=FROM..TO:STEPS")]
+    /// restrictive; STEPS values, 11 when absent) whose sweep recovers in every cell
+    /// (docs/simulate.md "Tuning").
+    #[arg(long, value_name = "KEY=FROM..TO[:STEPS]", value_parser = sweep::tuning)]
     tune: Option<sweep::Axis>,
     /// A condition every cell and policy must meet (`p_no_recovery < 0.01`): the first that
     /// fails is named and the command exits with status 1.

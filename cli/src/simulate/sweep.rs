@@ -64,6 +64,19 @@ impl std::str::FromStr for Axis {
     }
 }
 
+/// Values a tuning tries when its range gives no steps.
+const TUNING_STEPS: usize = 11;
+
+/// A tuning's range, `KEY=FROM..TO[:STEPS]`: as an axis, STEPS defaulting to 11.
+pub fn tuning(text: &str) -> Result<Axis, String> {
+    let (_, range) = text.split_once('=').unwrap_or((text, ""));
+    if range.contains(':') {
+        text.parse()
+    } else {
+        format!("{text}:{TUNING_STEPS}").parse()
+    }
+}
+
 /// Every cell of `axes`: each a value per axis, the first axis varying fastest; one empty cell
 /// without axes.
 pub fn cells(axes: &[Axis]) -> Vec<Vec<f64>> {
@@ -113,6 +126,9 @@ mod tests {
         assert_eq!(down.values, [10.0, 7.0, 4.0]);
         let one: Axis = "seed=3..3:1".parse().unwrap();
         assert_eq!(one.values, [3.0]);
+        // A tuning's steps default to 11.
+        assert_eq!(tuning("b.p=100..0").unwrap().values.len(), 11);
+        assert_eq!(tuning("b.p=100..0:3").unwrap().values, [100.0, 50.0, 0.0]);
     }
 
     /// docs/simulate.md "Sweeps": a range with no steps, or anything else malformed, is refused

@@ -1,4 +1,4 @@
-//! `--tune KEY=FROM..TO:STEPS`: the mitigation search. A field of the registry configuration (a
+//! `--tune KEY=FROM..TO[:STEPS]`: the mitigation search. A field of the registry configuration (a
 //! budget's `percent`, a throttle's `token_ratio`) is tried from FROM, its least restrictive
 //! value, towards TO; each value runs the whole sweep, and the first whose map has no cell
 //! that failed to recover (or that meets every `--assert`, when given) is the answer, with its
