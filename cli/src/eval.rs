@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use rebound::config::RegistryConfig;
 
 use crate::builtin_registry::builtin_registry;
 use crate::json_decider::{FileAccess, JsonDecider};
@@ -52,7 +51,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     let registry = match &args.config {
         Some(path) => {
             // One-shot: a policy that does not load is an error, not a fail-safe answer.
-            let mut config = RegistryConfig::load(path)?;
+            let mut config = crate::config_file::load(path)?;
             config.strict_start = true;
             if args.replay.is_some() {
                 // A replay reads a log; it does not write one (perhaps the one it reads).

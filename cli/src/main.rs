@@ -30,6 +30,7 @@ mod build_stamp;
 mod builtin_registry;
 mod check;
 mod classify;
+mod config_file;
 mod doctor;
 mod errormap;
 mod eval;

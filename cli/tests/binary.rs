@@ -19,3 +19,4 @@ mod simulate;
 mod simulate_lab;
 mod simulate_live;
 mod telemetry;
+mod xds_offline;

@@ -194,6 +194,8 @@ mod traffic_budget;
 #[cfg(any(feature = "wasm", feature = "registry"))]
 pub mod wasm;
 mod wit_convert;
+#[cfg(feature = "registry")]
+pub mod xds;
 
 pub use action::{NodeChoice, PolicyFailure, PolicyFailureKind, RetryAction, TerminalError};
 pub use client_context::ClientContext;

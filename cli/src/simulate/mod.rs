@@ -278,7 +278,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
         scenario.seed = seed;
     }
     restrict(args, &mut scenario)?;
-    let config = RegistryConfig::load(&scenario.compare.config)?;
+    let config = crate::config_file::load(&scenario.compare.config)?;
     check_compared(args, &scenario, &config)?;
     let arrivals = arrivals::arrivals(&scenario);
     let runs = run_each(&scenario, &config, &arrivals)?;

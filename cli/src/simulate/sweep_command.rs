@@ -6,7 +6,6 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use rebound::config::RegistryConfig;
 use serde_json::json;
 
 use super::lab::{self, Cell, Lab};
@@ -50,7 +49,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<()> {
     }
     let cells = cells(args)?;
     let config_path = cells[0].scenario.compare.config.clone();
-    let config = RegistryConfig::load(&config_path)?;
+    let config = crate::config_file::load(&config_path)?;
     super::check_compared(args, &cells[0].scenario, &config)?;
     let seeds = args.seeds.unwrap_or(1);
     if let Some(tuning) = &args.tune {

@@ -32,6 +32,15 @@ pub struct Tried {
 
 /// The configuration at `path` with `key` set to `value`.
 pub fn config_with(path: &Path, key: &str, value: f64) -> anyhow::Result<RegistryConfig> {
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    {
+        anyhow::bail!(
+            "--tune: {} is an Envoy resource; tune a field of a TOML registry configuration",
+            path.display()
+        );
+    }
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the configuration {}", path.display()))?;
     let mut table: toml::Table =

@@ -1,7 +1,7 @@
 //! gRPC's side of retrying (gRFC A6): its status codes and the retry part of a service config
 //! (retry throttling itself is a `throttle::ScopedThrottle` the `grpc` built-in keeps).
 
-mod proto_json;
+pub(crate) mod proto_json;
 mod service_config;
 mod status;
 

@@ -1,0 +1,187 @@
+//! A route configuration's routes as Rebound's: each route that forwards to a cluster becomes
+//! a policy (the `grpc` built-in with the route's converted retry policy, its attempt timeout
+//! and hedging) and `[[routes]]` entries matching the calls the route matches, in the order
+//! Envoy picks them: virtual hosts with exact domains before the one for any domain (`*`),
+//! routes in their order, the first that matches deciding. What Rebound's routes cannot
+//! express (wildcard domains other than `*`, header matchers, regular expressions, prefixes
+//! that are not a whole service, case-insensitive paths) is left out and reported, not guessed.
+
+use serde_json::json;
+use toml::{Table, Value};
+
+use super::envoy::{PathMatch, Route, RouteConfiguration, VirtualHost};
+use super::retry::convert;
+use crate::field_error::FieldError;
+
+/// The longest attempt timeout a policy takes, in milliseconds.
+const MAX_ATTEMPT_TIMEOUT_MS: u128 = 86_400_000;
+
+/// A route configuration as registry configuration: its policies, its routes (in order) and
+/// what was left out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Mapped {
+    /// `[policies.NAME]` tables.
+    pub policies: Table,
+    /// `[[routes]]` entries, in the order they match.
+    pub routes: Vec<Value>,
+    /// What was read and not used, each with its field path and why.
+    pub ignored: Vec<String>,
+}
+
+/// The call a route's path rule matches: a service, and a method of it; `None` when the rule
+/// cannot be expressed, with why.
+fn call_of(route: &Route) -> Result<(Option<String>, Option<String>), String> {
+    let m = &route.matcher;
+    if m.headers > 0 {
+        return Err("header matchers are not read".into());
+    }
+    let whole = |s: &str| !s.is_empty() && !s.contains('/');
+    match &m.path {
+        PathMatch::Prefix(p) if p.is_empty() || p == "/" => Ok((None, None)),
+        _ if !m.case_sensitive => Err("case-insensitive paths are not read".into()),
+        PathMatch::Prefix(p) => match p.strip_prefix('/').and_then(|s| s.strip_suffix('/')) {
+            Some(service) if whole(service) => Ok((Some(service.to_owned()), None)),
+            _ => Err(format!(
+                "prefix `{p}` is not `/` or a whole service (`/package.Service/`)"
+            )),
+        },
+        PathMatch::Path(p) => match p.strip_prefix('/').and_then(|s| s.split_once('/')) {
+            Some((service, method)) if whole(service) && whole(method) => {
+                Ok((Some(service.to_owned()), Some(method.to_owned())))
+            }
+            _ => Err(format!(
+                "path `{p}` is not a method (`/package.Service/Method`)"
+            )),
+        },
+        PathMatch::Other(kind) => Err(format!("`{kind}` is not read")),
+    }
+}
+
+/// A virtual host's rank in Envoy's choice: exact domains first, `*` last; `None` when one of
+/// its domains is a wildcard Rebound's routes cannot express.
+fn rank(host: &VirtualHost) -> Option<u8> {
+    let any = host.domains.iter().any(|d| d == "*");
+    let wildcard = host.domains.iter().any(|d| d != "*" && d.contains('*'));
+    match (wildcard, any) {
+        (true, _) => None,
+        (false, true) => Some(1),
+        (false, false) => Some(0),
+    }
+}
+
+/// Maps `config` as the module says.
+pub fn map(config: &RouteConfiguration) -> Result<Mapped, FieldError> {
+    let mut mapped = Mapped::default();
+    let mut hosts: Vec<(usize, &VirtualHost, u8)> = Vec::new();
+    for (v, host) in config.virtual_hosts.iter().enumerate() {
+        match rank(host) {
+            Some(rank) => hosts.push((v, host, rank)),
+            None => mapped.ignored.push(format!(
+                "virtual_hosts[{v}].domains: wildcard domains other than `*` are not read; its routes are left out"
+            )),
+        }
+    }
+    hosts.sort_by_key(|(v, _, rank)| (*rank, *v));
+    for (v, host, _) in hosts {
+        for (r, route) in host.routes.iter().enumerate() {
+            map_route(&mut mapped, (v, host), (r, route))?;
+        }
+    }
+    Ok(mapped)
+}
+
+/// Adds route `r` of virtual host `v` to `mapped`.
+fn map_route(
+    mapped: &mut Mapped,
+    (v, host): (usize, &VirtualHost),
+    (r, route): (usize, &Route),
+) -> Result<(), FieldError> {
+    let at = format!("virtual_hosts[{v}].routes[{r}]");
+    let Some(action) = &route.action else {
+        mapped.ignored.push(format!(
+            "{at}: no route action (a redirect or a direct response)"
+        ));
+        return Ok(());
+    };
+    let (service, method) = match call_of(route) {
+        Ok(call) => call,
+        Err(why) => {
+            mapped
+                .ignored
+                .push(format!("{at}.match: {why}; the route is left out"));
+            return Ok(());
+        }
+    };
+    let (retry, retry_at) = match (&action.retry_policy, &host.retry_policy) {
+        (Some(p), _) => (Some(p), format!("{at}.route.retry_policy")),
+        (None, Some(p)) => (Some(p), format!("virtual_hosts[{v}].retry_policy")),
+        (None, None) => (None, String::new()),
+    };
+    let hedge = action.hedge_policy.as_ref().or(host.hedge_policy.as_ref());
+    let converted = retry.map(|p| convert(p, hedge, &retry_at)).transpose()?;
+    let mut name = policy_name(host, v, route, r);
+    if mapped.policies.contains_key(&name) {
+        name = format!("{name}#{r}");
+    }
+    let mut policy = Table::new();
+    policy.insert("builtin".into(), "grpc".into());
+    let method_config = match converted.as_ref().and_then(|c| c.retry_policy.clone()) {
+        Some(retry_policy) => {
+            json!({"methodConfig": [{"name": [{}], "retryPolicy": retry_policy}]})
+        }
+        None => json!({"methodConfig": []}),
+    };
+    let mut params = Table::new();
+    params.insert("service_config".into(), method_config.to_string().into());
+    policy.insert("params".into(), params.into());
+    if let Some(c) = &converted {
+        if let Some(timeout) = c.attempt_timeout {
+            let ms = timeout
+                .as_micros()
+                .div_ceil(1000)
+                .min(MAX_ATTEMPT_TIMEOUT_MS);
+            policy.insert("attempt_timeout_ms".into(), Value::Integer(ms as i64));
+        }
+        if c.hedge_on_attempt_timeout {
+            policy.insert("hedge_on_attempt_timeout".into(), true.into());
+        }
+        mapped.ignored.extend(
+            c.ignored
+                .iter()
+                .map(|what| format!("{retry_at}: {what} ignored")),
+        );
+    }
+    mapped.policies.insert(name.clone(), policy.into());
+    for domain in &host.domains {
+        let mut entry = Table::new();
+        entry.insert("protocol".into(), "grpc".into());
+        if domain != "*" {
+            entry.insert("authority".into(), domain.as_str().into());
+        }
+        if let Some(service) = &service {
+            entry.insert("grpc_service".into(), service.as_str().into());
+        }
+        if let Some(method) = &method {
+            entry.insert("grpc_method".into(), method.as_str().into());
+        }
+        entry.insert("policy".into(), name.as_str().into());
+        mapped.routes.push(entry.into());
+    }
+    Ok(())
+}
+
+/// The policy of route `r` of virtual host `v`: `HOST/ROUTE` by their names, their indices
+/// where they have none.
+fn policy_name(host: &VirtualHost, v: usize, route: &Route, r: usize) -> String {
+    let host = if host.name.is_empty() {
+        v.to_string()
+    } else {
+        host.name.clone()
+    };
+    let route = if route.name.is_empty() {
+        r.to_string()
+    } else {
+        route.name.clone()
+    };
+    format!("xds/{host}/{route}")
+}
