@@ -44,6 +44,9 @@ pub enum RegistryError {
     #[cfg(feature = "wasm")]
     #[error("cannot start the WebAssembly engine: {0}")]
     Engine(crate::wasm::EngineError),
+    /// Policies from another source (an xDS control plane) cannot be added.
+    #[error("{0}")]
+    Overlay(String),
 }
 
 /// Why a version could not be built.

@@ -251,3 +251,37 @@ fn json_resources_make_registry_configurations() {
         .to_string()
         .starts_with("x.json: not JSON"));
 }
+
+/// docs/xds.md "Precedence": a source's policies are added to the file's and its routes go
+/// before the file's own, as one swap; a reload of the file keeps them; a refused overlay
+/// leaves the running configuration and the previous overlay.
+#[test]
+fn an_overlay_is_swapped_in_with_the_file_and_kept_across_its_reloads() {
+    use crate::registry::PolicyRegistry;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rebound.toml");
+    let text = "default_policy = \"standard\"\n[policies.standard]\nbuiltin = \"best-effort\"\n\
+        [[routes]]\nprotocol = \"grpc\"\npolicy = \"standard\"\n";
+    std::fs::write(&file, text).unwrap();
+    let mut config = RegistryConfig::load(&file).unwrap();
+    config.watch.enabled = false;
+    let registry = PolicyRegistry::new(config).unwrap();
+    let overlay = map(&routes(json!({"virtual_hosts": [{"name": "v", "domains": ["*"], "routes": [
+        {"match": {"prefix": "/a.B/"}, "route": {"cluster": "c", "retry_policy": {"retry_on": "unavailable"}}}
+    ]}]})))
+    .unwrap();
+    registry.apply_overlay(Some(overlay.clone())).unwrap();
+    let policies = |r: &PolicyRegistry| r.config().routes.iter().map(|r| r.policy.clone()).collect::<Vec<_>>();
+    assert_eq!(policies(&registry), ["xds/v/0", "standard"]);
+    registry.reload_config().unwrap();
+    assert_eq!(policies(&registry), ["xds/v/0", "standard"]);
+    // A route naming a policy that does not exist is refused; everything stays.
+    let mut broken = overlay.clone();
+    broken.routes[0].as_table_mut().unwrap().insert("policy".into(), "missing".into());
+    assert!(registry.apply_overlay(Some(broken)).is_err());
+    assert_eq!(policies(&registry), ["xds/v/0", "standard"]);
+    registry.reload_config().unwrap();
+    assert_eq!(policies(&registry), ["xds/v/0", "standard"]);
+    registry.apply_overlay(None).unwrap();
+    assert_eq!(policies(&registry), ["standard"]);
+}

@@ -136,7 +136,7 @@ impl PolicyRegistry {
     }
 
     /// Records a refused configuration: the error stays in the status until one applies.
-    fn config_reload_failed(&self, error: String) {
+    pub(super) fn config_reload_failed(&self, error: String) {
         *lock(&self.config_error) = Some(error);
         self.config_reload_failures.fetch_add(1, Ordering::Relaxed);
     }
@@ -148,7 +148,7 @@ impl PolicyRegistry {
         let Some(file) = file else {
             return Ok(());
         };
-        match RegistryConfig::load(&file) {
+        match self.load_with_overlay(&file) {
             Ok(config) => self.apply(config),
             Err(error) => {
                 tracing::error!(error = %error, "configuration reload refused; the running one stays");

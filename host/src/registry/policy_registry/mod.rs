@@ -24,6 +24,7 @@ use crate::wasm::{ArtifactCache, EngineSettings, SandboxLimits, TickerPriority, 
 mod component_lifecycle;
 mod deciding;
 mod lifecycle;
+mod overlay;
 
 pub use deciding::Decided;
 
@@ -39,6 +40,8 @@ pub struct PolicyRegistry {
     config_reload_failures: AtomicU64,
     /// Whether the watcher's reload thread runs, and the reload steps that panicked.
     pub(crate) reload_path: ReloadPath,
+    /// Policies and routes an xDS source adds to the file's, kept across reloads of it.
+    overlay: Mutex<Option<crate::xds::routes::Mapped>>,
 }
 
 impl std::fmt::Debug for PolicyRegistry {
@@ -159,6 +162,7 @@ impl PolicyRegistry {
             config_error: Mutex::new(None),
             config_reload_failures: AtomicU64::new(0),
             reload_path: ReloadPath::default(),
+            overlay: Mutex::new(None),
         })
     }
 

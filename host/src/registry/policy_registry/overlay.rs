@@ -1,0 +1,45 @@
+//! Policies and routes a source other than the file adds to it (the xDS source, docs/xds.md):
+//! kept beside the configuration so that a reload of the file keeps them, and swapped in with
+//! the file's as one configuration, or not at all.
+
+use std::path::Path;
+
+use super::PolicyRegistry;
+use crate::config::{ConfigError, RegistryConfig};
+use crate::mutex::lock;
+use crate::registry::RegistryError;
+use crate::xds::routes::Mapped;
+
+impl PolicyRegistry {
+    /// The configuration file at `file` with the overlay in place, if there is one.
+    pub(super) fn load_with_overlay(&self, file: &Path) -> Result<RegistryConfig, ConfigError> {
+        match lock(&self.overlay).as_ref() {
+            Some(overlay) => crate::xds::merged_config(file, overlay),
+            None => RegistryConfig::load(file),
+        }
+    }
+
+    /// Replaces the policies and routes another source adds to the configuration file's
+    /// (`None`: none), and applies the file's configuration with them as one swap. If the
+    /// result is refused, the running configuration and the previous overlay stay. A registry
+    /// not built from a file has nothing to add them to.
+    pub fn apply_overlay(&self, overlay: Option<Mapped>) -> Result<(), RegistryError> {
+        let file = self.table.load().config.file.clone();
+        let Some(file) = file else {
+            return Err(RegistryError::Overlay(
+                "policies from another source need a registry built from a configuration file".into(),
+            ));
+        };
+        let config = match &overlay {
+            Some(overlay) => crate::xds::merged_config(&file, overlay),
+            None => RegistryConfig::load(&file),
+        };
+        let config = config.map_err(|error| {
+            self.config_reload_failed(error.to_string());
+            RegistryError::from(error)
+        })?;
+        self.apply(config)?;
+        *lock(&self.overlay) = overlay;
+        Ok(())
+    }
+}
