@@ -7,8 +7,10 @@
 # debootstrap, which build and run the container image (cli/tests/container.rs), and systemd's
 # `systemd-analyze`, which checks the example unit (cli/tests/deploy.rs), and moto's
 # AWS-compatible server from PyPI, in .tools/moto, which the AWS SDK client talks to
-# (adapters/aws/tests/dynamodb.rs). The tests start and stop their own instances; nothing is
-# left running.
+# (adapters/aws/tests/dynamodb.rs), and the gRPC project's Envoy API packages (grpcio and
+# xds-protos from PyPI, in .tools/xds), on which tests/xds/management_server.py serves ADS to
+# the xDS source (cli/tests/xds_source.rs). The tests start and stop their own instances;
+# nothing is left running.
 set -euo pipefail
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()
@@ -42,3 +44,14 @@ if ! "$moto/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$MOT
   "$moto/bin/pip" install --quiet "moto[server,dynamodb]==$MOTO_VERSION"
 fi
 echo "test services: moto $("$moto/bin/python" -c 'import moto; print(moto.__version__)')" >&2
+# An xDS management server's packages, pinned, in a virtual environment of their own.
+XDS_PROTOS_VERSION=1.85.0
+GRPCIO_VERSION=1.85.1
+xds="$(cd "$(dirname "$0")/.." && pwd)/.tools/xds"
+if ! "$xds/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('xds-protos') != '$XDS_PROTOS_VERSION' or m.version('grpcio') != '$GRPCIO_VERSION')" 2>/dev/null; then
+  echo "test services: installing grpcio $GRPCIO_VERSION and xds-protos $XDS_PROTOS_VERSION into .tools/xds" >&2
+  rm -rf "$xds"
+  python3 -m venv "$xds"
+  "$xds/bin/pip" install --quiet "grpcio==$GRPCIO_VERSION" "xds-protos==$XDS_PROTOS_VERSION"
+fi
+echo "test services: grpcio $("$xds/bin/python" -c 'import grpc; print(grpc.__version__)'), xds-protos $XDS_PROTOS_VERSION" >&2

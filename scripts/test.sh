@@ -56,7 +56,7 @@ step "clippy, warnings denied (every target of the workspace; no function over 8
 cargo clippy --workspace --all-targets --locked --target-dir "$gates_dir" -- -D warnings
 
 step "each feature of the library alone, and none"
-for features in "" executor tower tower-retry http wasm registry oci otlp; do
+for features in "" executor tower tower-retry http wasm registry oci otlp xds; do
   echo "rebound --no-default-features --features '$features'"
   cargo clippy -p rebound-core --no-default-features --features "$features" --locked \
     --target-dir "$gates_dir" -- -D warnings

@@ -20,3 +20,4 @@ mod simulate_lab;
 mod simulate_live;
 mod telemetry;
 mod xds_offline;
+mod xds_source;

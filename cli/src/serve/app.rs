@@ -45,6 +45,8 @@ pub struct App {
     pub privileged_lines: LogRateLimit,
     /// Set when a stop signal came: the server finishes what it received and takes no more.
     pub draining: Arc<AtomicBool>,
+    /// The xDS source the configuration names, if it names one.
+    pub xds: Option<rebound::xds::ads::XdsSource>,
 }
 
 impl App {
@@ -68,7 +70,16 @@ impl App {
             refusal_lines: LogRateLimit::new(REFUSAL_LINES_PER_SECOND),
             privileged_lines: LogRateLimit::new(PRIVILEGED_LINES_PER_SECOND),
             draining: Arc::new(AtomicBool::new(false)),
+            xds: None,
         }
+    }
+
+    /// The same state, following `xds` (on the current tokio runtime) for its registry.
+    pub fn with_xds(mut self, xds: Option<rebound::config::XdsSourceConfig>) -> Self {
+        self.xds = xds.map(|config| {
+            rebound::xds::ads::XdsSource::spawn(Arc::clone(self.decider.registry()), config)
+        });
+        self
     }
 }
 

@@ -212,7 +212,8 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
     let _watcher = registry
         .watch()
         .context("cannot watch the configuration's files")?;
-    let policy_dir = registry.config().policy_dir;
+    let config = registry.config();
+    let (policy_dir, xds) = (config.policy_dir, config.xds);
     server_runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
@@ -231,9 +232,9 @@ pub fn run(args: &Args, log_format: LogFormat) -> anyhow::Result<()> {
         panics::count_and_log(metrics.panics());
         let decider = JsonDecider::new(registry, FileAccess::Inside(policy_dir.clone()))
             .with_request_params(!args.no_request_params);
-        let app = Arc::new(app::App::new(
-            metrics, decider, admin, clients, policy_dir, args,
-        ));
+        let app = Arc::new(
+            app::App::new(metrics, decider, admin, clients, policy_dir, args).with_xds(xds),
+        );
         let draining = Arc::clone(&app.draining);
         reload_on_hangup(Arc::clone(app.decider.registry()))?;
         let connections = app.metrics.connections().clone();

@@ -217,6 +217,18 @@ async fn health(State(app): Shared) -> Response {
             "error": "the reload thread stopped: changes to the configuration and the policies are no longer reloaded (restart the server)",
         }));
     }
+    if let Some(xds) = app
+        .xds
+        .as_ref()
+        .map(|x| x.status())
+        .filter(|x| !x.connected)
+    {
+        problems.push(json!({
+            "xds": xds.server,
+            "error": xds.last_error.unwrap_or_else(|| "not connected yet".into()),
+            "serving": xds.last_ack.map(|a| a.version),
+        }));
+    }
     for policy in &status.policies {
         if let Some(error) = &policy.last_error {
             problems.push(json!({"policy": policy.name, "error": error}));
@@ -320,7 +332,14 @@ async fn classify(State(app): Shared, body: Result<Bytes, BytesRejection>) -> Re
 }
 
 async fn policies(State(app): Shared) -> Response {
-    Json(app.decider.registry().status()).into_response()
+    let status = app.decider.registry().status();
+    match (&app.xds, serde_json::to_value(&status)) {
+        (Some(xds), Ok(mut value)) => {
+            value["xds"] = json!(xds.status());
+            Json(value).into_response()
+        }
+        _ => Json(status).into_response(),
+    }
 }
 
 async fn policy(State(app): Shared, Path(name): Path<String>) -> Response {

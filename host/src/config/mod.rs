@@ -18,6 +18,7 @@ mod budgets;
 mod builtin;
 mod controls;
 mod errors;
+mod overlay;
 mod params;
 mod policies;
 mod protocol_builtins;
@@ -25,12 +26,15 @@ mod raw;
 mod route;
 mod throttles;
 mod validate;
+mod xds_source;
 
 pub use breakers::BreakerDefinition;
 pub use builtin::{Builtin, BuiltinPolicy, MAX_ATTEMPTS_LIMIT};
 pub use controls::ControlNames;
+pub use overlay::{merged_config, ConfigOverlay};
 pub use route::Route;
 pub use throttles::ThrottleDefinition;
+pub use xds_source::XdsSourceConfig;
 
 use crate::hedge::{ConstantSpeculativeExecution, QuantileDelay};
 use std::collections::BTreeMap;
@@ -348,6 +352,9 @@ pub struct RegistryConfig {
     /// `rebound serve`) starts; `None`: no table.
     #[cfg(feature = "otlp")]
     pub telemetry: Option<crate::otlp::OtlpConfig>,
+    /// The xDS control plane whose routes add policies (`[source.xds]`, docs/xds.md), which
+    /// `rebound serve` follows; `None`: no table.
+    pub xds: Option<XdsSourceConfig>,
 }
 
 /// A budget kept per client: each value of the request's client-context entry `key` draws

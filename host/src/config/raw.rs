@@ -65,6 +65,15 @@ pub(super) struct RawConfig {
     pub(super) trust: Option<Spanned<RawTrust>>,
     #[serde(default)]
     pub(super) telemetry: Option<Spanned<RawTelemetry>>,
+    #[serde(default)]
+    pub(super) source: Option<Spanned<RawSource>>,
+}
+
+/// `[source]`: where policies come from besides this file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSource {
+    pub(super) xds: Option<super::XdsSourceConfig>,
 }
 
 /// `[telemetry]`: the OTLP export, read as the `otlp` feature's schema.

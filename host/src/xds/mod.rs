@@ -7,7 +7,11 @@
 //! or a lone `RetryPolicy` in proto3 JSON, so that a route's policy can be tried with `rebound
 //! eval` and `rebound simulate` before a control plane pushes it (docs/xds.md).
 
+#[cfg(feature = "xds")]
+pub mod ads;
 pub mod envoy;
+#[cfg(feature = "xds")]
+mod proto;
 pub mod retry;
 pub mod routes;
 
@@ -135,43 +139,6 @@ pub fn config_from_json(text: &str, file: &Path) -> Result<FromEnvoy, XdsError> 
     let base = file.parent().unwrap_or(Path::new("."));
     let config = RegistryConfig::parse(&text, file, base)?;
     Ok(FromEnvoy { config, ignored })
-}
-
-/// The configuration file at `file` with `overlay`'s policies added and its routes before the
-/// file's own (docs/xds.md "Precedence").
-pub fn merged_config(file: &Path, overlay: &routes::Mapped) -> Result<RegistryConfig, ConfigError> {
-    let refused = |line: usize, message: String| ConfigError {
-        file: file.to_owned(),
-        line,
-        column: 1,
-        field: String::new(),
-        message,
-    };
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| refused(0, format!("cannot read the configuration: {e}")))?;
-    let base = file.parent().unwrap_or(Path::new("."));
-    // The file alone first, so that its own errors keep their lines.
-    RegistryConfig::parse(&text, file, base)?;
-    let mut table: toml::Table = toml::from_str(&text).map_err(|e| refused(1, e.to_string()))?;
-    let policies = table
-        .entry("policies")
-        .or_insert_with(|| toml::Table::new().into());
-    if let Some(policies) = policies.as_table_mut() {
-        for (name, policy) in &overlay.policies {
-            policies.entry(name.clone()).or_insert_with(|| policy.clone());
-        }
-    }
-    let own = match table.remove("routes") {
-        Some(toml::Value::Array(routes)) => routes,
-        _ => Vec::new(),
-    };
-    let mut routes = overlay.routes.clone();
-    routes.extend(own);
-    table.insert("routes".into(), toml::Value::Array(routes));
-    let text = toml::to_string(&table).map_err(|e| refused(1, e.to_string()))?;
-    let mut config = RegistryConfig::parse(&text, file, base)?;
-    config.file = Some(std::path::absolute(file).unwrap_or_else(|_| file.to_owned()));
-    Ok(config)
 }
 
 #[cfg(test)]

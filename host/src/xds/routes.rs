@@ -11,22 +11,11 @@ use toml::{Table, Value};
 
 use super::envoy::{PathMatch, Route, RouteConfiguration, VirtualHost};
 use super::retry::convert;
+use crate::config::ConfigOverlay;
 use crate::field_error::FieldError;
 
 /// The longest attempt timeout a policy takes, in milliseconds.
 const MAX_ATTEMPT_TIMEOUT_MS: u128 = 86_400_000;
-
-/// A route configuration as registry configuration: its policies, its routes (in order) and
-/// what was left out.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Mapped {
-    /// `[policies.NAME]` tables.
-    pub policies: Table,
-    /// `[[routes]]` entries, in the order they match.
-    pub routes: Vec<Value>,
-    /// What was read and not used, each with its field path and why.
-    pub ignored: Vec<String>,
-}
 
 /// The call a route's path rule matches: a service, and a method of it; `None` when the rule
 /// cannot be expressed, with why.
@@ -70,8 +59,8 @@ fn rank(host: &VirtualHost) -> Option<u8> {
 }
 
 /// Maps `config` as the module says.
-pub fn map(config: &RouteConfiguration) -> Result<Mapped, FieldError> {
-    let mut mapped = Mapped::default();
+pub fn map(config: &RouteConfiguration) -> Result<ConfigOverlay, FieldError> {
+    let mut mapped = ConfigOverlay::default();
     let mut hosts: Vec<(usize, &VirtualHost, u8)> = Vec::new();
     for (v, host) in config.virtual_hosts.iter().enumerate() {
         match rank(host) {
@@ -92,7 +81,7 @@ pub fn map(config: &RouteConfiguration) -> Result<Mapped, FieldError> {
 
 /// Adds route `r` of virtual host `v` to `mapped`.
 fn map_route(
-    mapped: &mut Mapped,
+    mapped: &mut ConfigOverlay,
     (v, host): (usize, &VirtualHost),
     (r, route): (usize, &Route),
 ) -> Result<(), FieldError> {

@@ -271,13 +271,22 @@ fn an_overlay_is_swapped_in_with_the_file_and_kept_across_its_reloads() {
     ]}]})))
     .unwrap();
     registry.apply_overlay(Some(overlay.clone())).unwrap();
-    let policies = |r: &PolicyRegistry| r.config().routes.iter().map(|r| r.policy.clone()).collect::<Vec<_>>();
+    let policies = |r: &PolicyRegistry| {
+        r.config()
+            .routes
+            .iter()
+            .map(|r| r.policy.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(policies(&registry), ["xds/v/0", "standard"]);
     registry.reload_config().unwrap();
     assert_eq!(policies(&registry), ["xds/v/0", "standard"]);
     // A route naming a policy that does not exist is refused; everything stays.
     let mut broken = overlay.clone();
-    broken.routes[0].as_table_mut().unwrap().insert("policy".into(), "missing".into());
+    broken.routes[0]
+        .as_table_mut()
+        .unwrap()
+        .insert("policy".into(), "missing".into());
     assert!(registry.apply_overlay(Some(broken)).is_err());
     assert_eq!(policies(&registry), ["xds/v/0", "standard"]);
     registry.reload_config().unwrap();

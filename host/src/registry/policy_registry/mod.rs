@@ -41,7 +41,7 @@ pub struct PolicyRegistry {
     /// Whether the watcher's reload thread runs, and the reload steps that panicked.
     pub(crate) reload_path: ReloadPath,
     /// Policies and routes an xDS source adds to the file's, kept across reloads of it.
-    overlay: Mutex<Option<crate::xds::routes::Mapped>>,
+    overlay: Mutex<Option<crate::config::ConfigOverlay>>,
 }
 
 impl std::fmt::Debug for PolicyRegistry {

@@ -5,16 +5,16 @@
 use std::path::Path;
 
 use super::PolicyRegistry;
+use crate::config::ConfigOverlay;
 use crate::config::{ConfigError, RegistryConfig};
 use crate::mutex::lock;
 use crate::registry::RegistryError;
-use crate::xds::routes::Mapped;
 
 impl PolicyRegistry {
     /// The configuration file at `file` with the overlay in place, if there is one.
     pub(super) fn load_with_overlay(&self, file: &Path) -> Result<RegistryConfig, ConfigError> {
         match lock(&self.overlay).as_ref() {
-            Some(overlay) => crate::xds::merged_config(file, overlay),
+            Some(overlay) => crate::config::merged_config(file, overlay),
             None => RegistryConfig::load(file),
         }
     }
@@ -23,15 +23,16 @@ impl PolicyRegistry {
     /// (`None`: none), and applies the file's configuration with them as one swap. If the
     /// result is refused, the running configuration and the previous overlay stay. A registry
     /// not built from a file has nothing to add them to.
-    pub fn apply_overlay(&self, overlay: Option<Mapped>) -> Result<(), RegistryError> {
+    pub fn apply_overlay(&self, overlay: Option<ConfigOverlay>) -> Result<(), RegistryError> {
         let file = self.table.load().config.file.clone();
         let Some(file) = file else {
             return Err(RegistryError::Overlay(
-                "policies from another source need a registry built from a configuration file".into(),
+                "policies from another source need a registry built from a configuration file"
+                    .into(),
             ));
         };
         let config = match &overlay {
-            Some(overlay) => crate::xds::merged_config(&file, overlay),
+            Some(overlay) => crate::config::merged_config(&file, overlay),
             None => RegistryConfig::load(&file),
         };
         let config = config.map_err(|error| {

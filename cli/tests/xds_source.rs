@@ -1,0 +1,187 @@
+//! `[source.xds]` against a control plane speaking real xDS (docs/xds.md "The xDS source"):
+//! tests/xds/management_server.py, an Aggregated Discovery Service on the gRPC project's own
+//! Envoy API packages (grpcio, xds-protos from PyPI, installed by scripts/test-services.sh),
+//! serves snapshots the test changes. A new snapshot changes `rebound serve`'s decisions without
+//! a restart and is ACKed with its version and nonce; an invalid one is NACKed with the field
+//! that broke gRFC A44's rules, the server records the NACK naming the version still serving,
+//! and decisions stay; a control plane that goes away leaves the last version serving (the
+//! status and `/health` say so), and one that comes back is reconnected to.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::server::Server;
+
+/// Longest wait for the control plane and the server to agree: generous, for a debug build on
+/// two busy cores; nothing is timed, only waited for.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+fn tree() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The management server, killed when dropped.
+struct ControlPlane(Child);
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the management server on `port` (0: any), serving `dir/snapshot.json`, logging to
+/// `dir/ads.jsonl`; with the port it listens on.
+fn control_plane(dir: &Path, port: u16) -> (ControlPlane, u16) {
+    let python = tree().join(".tools/xds/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test-services.sh",
+        python.display()
+    );
+    let port_file = dir.join("port");
+    let _ = std::fs::remove_file(&port_file);
+    let child = Command::new(python)
+        .arg(tree().join("tests/xds/management_server.py"))
+        .arg(dir.join("snapshot.json"))
+        .arg(dir.join("ads.jsonl"))
+        .arg(&port_file)
+        .arg(port.to_string())
+        .spawn()
+        .unwrap();
+    let plane = ControlPlane(child);
+    let port = wait_for("the management server's port", || {
+        std::fs::read_to_string(&port_file)
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+    });
+    (plane, port)
+}
+
+/// Waits until `ready` gives a value.
+fn wait_for<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(value) = ready() {
+            return value;
+        }
+        assert!(start.elapsed() < PATIENCE, "waited {PATIENCE:?} for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Writes snapshot `version` whose inventory route retries on `retry_on` `num_retries` times.
+fn snapshot(dir: &Path, version: &str, retry_on: &str, num_retries: u32) {
+    let routes = json!({"name": "shop-routes", "virtual_hosts": [{"name": "shop", "domains": ["*"], "routes": [
+        {"name": "inventory", "match": {"prefix": "/shop.Inventory/"}, "route": {"cluster": "inventory",
+            "retry_policy": {"retry_on": retry_on, "num_retries": num_retries}}}
+    ]}]});
+    let text = json!({"version": version, "route_configurations": [routes]}).to_string();
+    std::fs::write(dir.join("snapshot.json.tmp"), text).unwrap();
+    std::fs::rename(dir.join("snapshot.json.tmp"), dir.join("snapshot.json")).unwrap();
+}
+
+/// The xDS part of the server's status.
+fn xds(server: &Server) -> Value {
+    server.call("GET", "/v1/policies", "", None).1["xds"].clone()
+}
+
+/// Waits until the server ACKed `version`.
+fn acked(server: &Server, version: &str) {
+    wait_for(&format!("the ACK of version {version}"), || {
+        (xds(server)["last_ack"]["version"] == version).then_some(())
+    });
+}
+
+/// The decision for an idempotent inventory read that failed with UNAVAILABLE.
+fn decide(server: &Server) -> String {
+    let (status, answer) = server.post(
+        "/v1/decide",
+        json!({"request": {"type": "grpc", "route": "/shop.Inventory/Get", "idempotent": true}, "reason": {"grpc_status": "UNAVAILABLE"}}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["policy"], "xds/shop/inventory", "{answer}");
+    answer["decision"].as_str().unwrap().to_owned()
+}
+
+/// The requests the management server logged.
+fn ads_log(dir: &Path) -> Vec<Value> {
+    (std::fs::read_to_string(dir.join("ads.jsonl"))
+        .unwrap_or_default()
+        .lines())
+    .map(|l| serde_json::from_str(l).unwrap())
+    .collect()
+}
+
+#[test]
+fn an_xds_source_follows_its_control_plane_with_ack_nack_and_reconnects() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    snapshot(path, "1", "unavailable", 3);
+    let (plane, port) = control_plane(path, 0);
+    let config = format!(
+        "default_policy = \"standard\"\n[policies.standard]\nbuiltin = \"fail-fast\"\n\
+         [source.xds]\nserver = \"http://127.0.0.1:{port}\"\nnode_id = \"rebound-test\"\n\
+         route_configurations = [\"shop-routes\"]\n"
+    );
+    std::fs::write(path.join("rebound.toml"), config).unwrap();
+    let server = Server::start(&path.join("rebound.toml"), "127.0.0.1:0", None);
+    acked(&server, "1");
+    assert_eq!(decide(&server), "retry");
+
+    // A new snapshot changes decisions without a restart.
+    snapshot(path, "2", "cancelled", 3);
+    acked(&server, "2");
+    assert_eq!(decide(&server), "cancel");
+
+    // An invalid one is NACKed with its field; version 2 keeps serving.
+    snapshot(path, "3", "unavailable", 0);
+    let nack = wait_for("the NACK of version 3", || {
+        let status = xds(&server);
+        (status["last_nack"][0]["version"] == "3").then_some(status)
+    });
+    assert!(
+        nack["last_nack"][1]
+            .as_str()
+            .unwrap()
+            .contains("num_retries: must be greater than zero"),
+        "{nack}"
+    );
+    assert_eq!(nack["last_ack"]["version"], "2");
+    assert_eq!(decide(&server), "cancel");
+    let logged = wait_for("the NACK in the management server's log", || {
+        ads_log(path).into_iter().find(|e| e["answer"] == "nack")
+    });
+    assert_eq!(logged["version_info"], "2", "{logged}");
+    assert!(
+        logged["error_detail"]
+            .as_str()
+            .unwrap()
+            .contains("num_retries"),
+        "{logged}"
+    );
+    assert!(ads_log(path)
+        .iter()
+        .any(|e| e["answer"] == "ack" && e["version_info"] == "2"));
+
+    // The control plane goes away: the last good version serves, and the status says so.
+    drop(plane);
+    wait_for("the stream's loss", || {
+        (xds(&server)["connected"] == false).then_some(())
+    });
+    assert_eq!(decide(&server), "cancel");
+    let (_, health) = server.call("GET", "/health", "", None);
+    assert_eq!(health["status"], "degraded", "{health}");
+
+    // It comes back on the same port with a new snapshot: reconnected, ACKed, decisions follow.
+    snapshot(path, "4", "unavailable", 2);
+    let (_plane, _) = control_plane(path, port);
+    acked(&server, "4");
+    assert_eq!(decide(&server), "retry");
+    let status = xds(&server);
+    assert_eq!(status["connected"], true);
+    assert!(status["reconnects"].as_u64() >= Some(1), "{status}");
+}

@@ -1,0 +1,58 @@
+//! Policies and routes a source other than the file adds to its configuration (an xDS control
+//! plane's routes, docs/xds.md "Precedence"): what they are, and the file's configuration with
+//! them in place. The source's policies are added to the file's (a policy of the file with the
+//! same name wins), and its routes go before the file's own.
+
+use std::path::Path;
+
+use super::{ConfigError, RegistryConfig};
+
+/// Policies and routes to add to a configuration file's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigOverlay {
+    /// `[policies.NAME]` tables.
+    pub policies: toml::Table,
+    /// `[[routes]]` entries, in the order they match, before the file's own.
+    pub routes: Vec<toml::Value>,
+    /// What the source held and was not used, each with its field path and why.
+    pub ignored: Vec<String>,
+}
+
+/// The configuration file at `file` with `overlay`'s policies added and its routes before the
+/// file's own (docs/xds.md "Precedence").
+pub fn merged_config(file: &Path, overlay: &ConfigOverlay) -> Result<RegistryConfig, ConfigError> {
+    let refused = |line: usize, message: String| ConfigError {
+        file: file.to_owned(),
+        line,
+        column: 1,
+        field: String::new(),
+        message,
+    };
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| refused(0, format!("cannot read the configuration: {e}")))?;
+    let base = file.parent().unwrap_or(Path::new("."));
+    // The file alone first, so that its own errors keep their lines.
+    RegistryConfig::parse(&text, file, base)?;
+    let mut table: toml::Table = toml::from_str(&text).map_err(|e| refused(1, e.to_string()))?;
+    let policies = table
+        .entry("policies")
+        .or_insert_with(|| toml::Table::new().into());
+    if let Some(policies) = policies.as_table_mut() {
+        for (name, policy) in &overlay.policies {
+            policies
+                .entry(name.clone())
+                .or_insert_with(|| policy.clone());
+        }
+    }
+    let own = match table.remove("routes") {
+        Some(toml::Value::Array(routes)) => routes,
+        _ => Vec::new(),
+    };
+    let mut routes = overlay.routes.clone();
+    routes.extend(own);
+    table.insert("routes".into(), toml::Value::Array(routes));
+    let text = toml::to_string(&table).map_err(|e| refused(1, e.to_string()))?;
+    let mut config = RegistryConfig::parse(&text, file, base)?;
+    config.file = Some(std::path::absolute(file).unwrap_or_else(|_| file.to_owned()));
+    Ok(config)
+}

@@ -1,0 +1,168 @@
+"""An xDS management server for tests: the Aggregated Discovery Service, state of the world, on
+the gRPC project's own Envoy API packages (grpcio, xds-protos).
+
+It serves the route configurations of a snapshot file the test writes and changes:
+{"version": "1", "route_configurations": [<RouteConfiguration as proto3 JSON>, ...]}. Every
+stream subscribed to route configurations gets the current snapshot's (those it names) when it
+subscribes and whenever the snapshot changes, each response with a new nonce. Every request it
+receives is appended to a log (JSON lines: node id, type, version_info, response_nonce,
+error_detail, and whether it ACKs or NACKs a response), so the test reads the ACKs and NACKs.
+
+Usage: management_server.py SNAPSHOT.json LOG.jsonl PORT_FILE [PORT]
+Writes the port it listens on to PORT_FILE (PORT 0 or absent: any free port).
+"""
+
+import json
+import os
+import queue
+import sys
+import threading
+import time
+from concurrent import futures
+
+import grpc
+from envoy.config.route.v3 import route_pb2
+from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
+from google.protobuf import any_pb2, json_format
+
+RDS = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+
+
+class Snapshots:
+    """The snapshot file, read again when it changes."""
+
+    def __init__(self, path):
+        self.path = path
+        self.mtime = None
+        self.version = None
+        self.routes = {}
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+
+    def poll(self):
+        try:
+            mtime = os.stat(self.path).st_mtime_ns
+        except FileNotFoundError:
+            return
+        if mtime == self.mtime:
+            return
+        with open(self.path) as f:
+            snapshot = json.load(f)
+        routes = {}
+        for rc in snapshot["route_configurations"]:
+            message = json_format.ParseDict(rc, route_pb2.RouteConfiguration())
+            routes[message.name] = message
+        with self.lock:
+            self.mtime = mtime
+            self.version = snapshot["version"]
+            self.routes = routes
+            self.changed.notify_all()
+
+    def current(self):
+        with self.lock:
+            return self.version, dict(self.routes)
+
+
+class Ads(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
+    def __init__(self, snapshots, log_path):
+        self.snapshots = snapshots
+        self.log_path = log_path
+        self.log_lock = threading.Lock()
+        self.nonce = 0
+        self.nonce_lock = threading.Lock()
+
+    def log(self, entry):
+        with self.log_lock, open(self.log_path, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+            f.flush()
+
+    def response(self, names, version, routes):
+        with self.nonce_lock:
+            self.nonce += 1
+            nonce = str(self.nonce)
+        resources = []
+        for name in names or routes.keys():
+            if name in routes:
+                packed = any_pb2.Any()
+                packed.Pack(routes[name])
+                resources.append(packed)
+        return discovery_pb2.DiscoveryResponse(
+            version_info=version, resources=resources, type_url=RDS, nonce=nonce
+        )
+
+    def StreamAggregatedResources(self, request_iterator, context):
+        out = queue.Queue()
+        state = {"names": None, "sent_version": None, "sent_nonce": None}
+        lock = threading.Lock()
+
+        def send_if_changed():
+            version, routes = self.snapshots.current()
+            with lock:
+                if state["names"] is None or version is None or version == state["sent_version"]:
+                    return
+                response = self.response(state["names"], version, routes)
+                state["sent_version"], state["sent_nonce"] = version, response.nonce
+            self.log({"sent": {"version": version, "nonce": response.nonce}})
+            out.put(response)
+
+        def read():
+            try:
+                for request in request_iterator:
+                    entry = {
+                        "node": request.node.id,
+                        "type_url": request.type_url,
+                        "version_info": request.version_info,
+                        "response_nonce": request.response_nonce,
+                        "resource_names": list(request.resource_names),
+                        "error_detail": request.error_detail.message if request.HasField("error_detail") else None,
+                    }
+                    if request.response_nonce:
+                        entry["answer"] = "nack" if request.HasField("error_detail") else "ack"
+                    self.log(entry)
+                    if request.type_url == RDS and not request.response_nonce:
+                        with lock:
+                            state["names"] = list(request.resource_names)
+                            state["sent_version"] = None
+                        send_if_changed()
+            except grpc.RpcError:
+                pass
+            out.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
+
+        def watch():
+            while context.is_active():
+                with self.snapshots.lock:
+                    self.snapshots.changed.wait(timeout=0.2)
+                send_if_changed()
+
+        threading.Thread(target=watch, daemon=True).start()
+        while context.is_active():
+            try:
+                response = out.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if response is None:
+                return
+            yield response
+
+
+def main():
+    snapshot, log_path, port_file = sys.argv[1:4]
+    port = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+    snapshots = Snapshots(snapshot)
+    snapshots.poll()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    ads_pb2_grpc.add_AggregatedDiscoveryServiceServicer_to_server(Ads(snapshots, log_path), server)
+    bound = server.add_insecure_port(f"127.0.0.1:{port}")
+    server.start()
+    with open(port_file + ".tmp", "w") as f:
+        f.write(str(bound))
+    os.replace(port_file + ".tmp", port_file)
+    while True:
+        time.sleep(0.05)
+        snapshots.poll()
+
+
+if __name__ == "__main__":
+    main()
