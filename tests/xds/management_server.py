@@ -2,7 +2,9 @@
 the gRPC project's own Envoy API packages (grpcio, xds-protos).
 
 It serves the route configurations of a snapshot file the test writes and changes:
-{"version": "1", "route_configurations": [<RouteConfiguration as proto3 JSON>, ...]}. Every
+{"version": "1", "route_configurations": [<RouteConfiguration as proto3 JSON>, ...]}. A
+snapshot with "flood": N sends N versions more at once after it (versions "V.1" to "V.N", each
+with the first route's num_retries cycling from 1 to 4), without waiting for their answers. Every
 stream subscribed to route configurations gets the current snapshot's (those it names) when it
 subscribes and whenever the snapshot changes, each response with a new nonce. Every request it
 receives is appended to a log (JSON lines: node id, type, version_info, response_nonce,
@@ -36,6 +38,7 @@ class Snapshots:
         self.mtime = None
         self.version = None
         self.routes = {}
+        self.flood = 0
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
 
@@ -56,11 +59,26 @@ class Snapshots:
             self.mtime = mtime
             self.version = snapshot["version"]
             self.routes = routes
+            self.flood = snapshot.get("flood", 0)
             self.changed.notify_all()
 
     def current(self):
         with self.lock:
             return self.version, dict(self.routes)
+
+    def flood_versions(self):
+        """The versions a flood sends after the current one."""
+        with self.lock:
+            version, routes, n = self.version, self.routes, self.flood
+        for i in range(1, n + 1):
+            changed = {}
+            for name, message in routes.items():
+                copy = route_pb2.RouteConfiguration()
+                copy.CopyFrom(message)
+                policy = copy.virtual_hosts[0].routes[0].route.retry_policy
+                policy.num_retries.value = 1 + i % 4
+                changed[name] = copy
+            yield f"{version}.{i}", changed
 
 
 class Ads(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
@@ -104,6 +122,10 @@ class Ads(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
                 state["sent_version"], state["sent_nonce"] = version, response.nonce
             self.log({"sent": {"version": version, "nonce": response.nonce}})
             out.put(response)
+            for flood_version, routes in self.snapshots.flood_versions():
+                with lock:
+                    response = self.response(state["names"], flood_version, routes)
+                out.put(response)
 
         def read():
             try:
