@@ -4,8 +4,9 @@
 //! serves snapshots the test changes. A new snapshot changes `rebound serve`'s decisions without
 //! a restart and is ACKed with its version and nonce; an invalid one is NACKed with the field
 //! that broke gRFC A44's rules, the server records the NACK naming the version still serving,
-//! and decisions stay; a control plane that goes away leaves the last version serving (the
-//! status and `/health` say so), and one that comes back is reconnected to.
+//! and decisions stay (the status and the metrics name both); a control plane that goes away
+//! leaves the last version serving (the status and `/health` say so), and one that comes back
+//! is reconnected to.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};

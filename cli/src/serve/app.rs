@@ -79,6 +79,9 @@ impl App {
         self.xds = xds.map(|config| {
             rebound::xds::ads::XdsSource::spawn(Arc::clone(self.decider.registry()), config)
         });
+        if let Some(source) = &self.xds {
+            self.metrics.watch_xds(source.clone());
+        }
         self
     }
 }

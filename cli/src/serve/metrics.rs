@@ -230,6 +230,11 @@ impl Metrics {
         self.refused.inc();
     }
 
+    /// Scrapes `source`'s state too.
+    pub fn watch_xds(&mut self, source: rebound::xds::ads::XdsSource) {
+        (self.registry).register_collector(Box::new(super::xds_metrics::XdsCollector(source)));
+    }
+
     /// The text exposition format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut text = String::new();

@@ -19,6 +19,7 @@ mod parse_error;
 mod privileged;
 mod routes;
 mod telemetry;
+mod xds_metrics;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
