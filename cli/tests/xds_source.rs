@@ -223,3 +223,103 @@ fn a_flood_of_versions_is_answered_in_turn_with_memory_flat() {
         "grew {growth} bytes: {after_first} then {after_second}"
     );
 }
+
+/// gRPC's own xDS client (grpcio's, tests/xds/grpcio_client.py), kept subscribed; killed when
+/// dropped.
+fn grpcio_client(port: u16) -> ControlPlane {
+    let child = Command::new(tree().join(".tools/xds/bin/python"))
+        .arg(tree().join("tests/xds/grpcio_client.py"))
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    ControlPlane(child)
+}
+
+/// How `node` answered the response of `version` (its nonce), once it has.
+fn answer_of(dir: &Path, node: &str, version: &str) -> Option<String> {
+    let log = ads_log(dir);
+    // Each stream is sent its own response; any of the node's answers to a nonce of this
+    // version will do, each stream answering the same resources the same way.
+    let nonces: Vec<Value> = (log.iter())
+        .filter(|e| e["sent"]["version"] == version)
+        .map(|e| e["sent"]["nonce"].clone())
+        .collect();
+    (log.iter())
+        .filter(|e| {
+            e["node"] == node
+                && e["type_url"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with("RouteConfiguration"))
+        })
+        .find(|e| nonces.contains(&e["response_nonce"]))
+        .map(|e| e["answer"].as_str().unwrap().to_owned())
+}
+
+/// docs/xds.md "The conversion": the same snapshots given to gRPC's own xDS client (grpcio)
+/// and to Rebound are accepted and refused alike: valid ones, a `num_retries` of 0 and a
+/// `retry_back_off` without `base_interval` refused, zero and inverted intervals and unknown
+/// `retry_on` conditions accepted.
+#[test]
+fn rebound_and_grpc_s_own_xds_client_accept_and_refuse_the_same_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    let cases = [
+        (
+            "ok",
+            json!({"retry_on": "unavailable", "num_retries": 2}),
+            "ack",
+        ),
+        (
+            "zero-retries",
+            json!({"retry_on": "unavailable", "num_retries": 0}),
+            "nack",
+        ),
+        (
+            "unknown-condition",
+            json!({"retry_on": "5xx,reset,unavailable"}),
+            "ack",
+        ),
+        (
+            "no-base",
+            json!({"retry_on": "unavailable", "retry_back_off": {"max_interval": "1s"}}),
+            "nack",
+        ),
+        (
+            "zero-base",
+            json!({"retry_on": "unavailable", "retry_back_off": {"base_interval": "0s"}}),
+            "ack",
+        ),
+        (
+            "inverted",
+            json!({"retry_on": "unavailable", "retry_back_off": {"base_interval": "1s", "max_interval": "0.5s"}}),
+            "ack",
+        ),
+    ];
+    let write = |version: &str, policy: &Value| {
+        let routes = json!({"name": "shop-routes", "virtual_hosts": [{"name": "shop", "domains": ["*"], "routes": [
+            {"name": "inventory", "match": {"prefix": "/shop.Inventory/"}, "route": {"cluster": "inventory", "retry_policy": policy}}
+        ]}]});
+        let text = json!({"version": version, "route_configurations": [routes]}).to_string();
+        std::fs::write(path.join("snapshot.json.tmp"), text).unwrap();
+        std::fs::rename(path.join("snapshot.json.tmp"), path.join("snapshot.json")).unwrap();
+    };
+    write(cases[0].0, &cases[0].1);
+    let (_plane, port) = control_plane(path, 0);
+    let _grpcio = grpcio_client(port);
+    let _server = serve(path, port);
+    for (version, policy, expected) in &cases {
+        write(version, policy);
+        let answers = wait_for(&format!("both clients' answers to {version}"), || {
+            let grpc = answer_of(path, "grpcio-check", version)?;
+            let rebound = answer_of(path, "rebound-test", version)?;
+            Some((grpc, rebound))
+        });
+        assert_eq!(
+            answers,
+            (expected.to_string(), expected.to_string()),
+            "{version}"
+        );
+    }
+}

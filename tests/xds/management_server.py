@@ -9,6 +9,8 @@ stream subscribed to route configurations gets the current snapshot's (those it 
 subscribes and whenever the snapshot changes, each response with a new nonce. Every request it
 receives is appended to a log (JSON lines: node id, type, version_info, response_nonce,
 error_detail, and whether it ACKs or NACKs a response), so the test reads the ACKs and NACKs.
+A listener asked for (LDS, as grpcio's own xDS client asks for its target) is an API listener
+whose routes are the snapshot's first route configuration, over ADS.
 
 Usage: management_server.py SNAPSHOT.json LOG.jsonl PORT_FILE [PORT]
 Writes the port it listens on to PORT_FILE (PORT 0 or absent: any free port).
@@ -23,11 +25,30 @@ import time
 from concurrent import futures
 
 import grpc
+from envoy.config.listener.v3 import listener_pb2
 from envoy.config.route.v3 import route_pb2
+from envoy.extensions.filters.http.router.v3 import router_pb2
+from envoy.extensions.filters.network.http_connection_manager.v3 import (
+    http_connection_manager_pb2 as hcm_pb2,
+)
 from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
 from google.protobuf import any_pb2, json_format
 
 RDS = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+LDS = "type.googleapis.com/envoy.config.listener.v3.Listener"
+
+
+def listener(name, route_configuration):
+    """A gRPC client's listener: its routes from RDS over ADS (for grpcio's own xDS client)."""
+    manager = hcm_pb2.HttpConnectionManager()
+    manager.rds.route_config_name = route_configuration
+    manager.rds.config_source.ads.SetInParent()
+    router = manager.http_filters.add()
+    router.name = "router"
+    router.typed_config.Pack(router_pb2.Router())
+    result = listener_pb2.Listener(name=name)
+    result.api_listener.api_listener.Pack(manager)
+    return result
 
 
 class Snapshots:
@@ -110,7 +131,7 @@ class Ads(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
 
     def StreamAggregatedResources(self, request_iterator, context):
         out = queue.Queue()
-        state = {"names": None, "sent_version": None, "sent_nonce": None}
+        state = {"names": None, "sent_version": None, "sent_nonce": None, "node": ""}
         lock = threading.Lock()
 
         def send_if_changed():
@@ -130,8 +151,10 @@ class Ads(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
         def read():
             try:
                 for request in request_iterator:
+                    # The node comes with a stream's first request only.
+                    state["node"] = request.node.id or state["node"]
                     entry = {
-                        "node": request.node.id,
+                        "node": state["node"],
                         "type_url": request.type_url,
                         "version_info": request.version_info,
                         "response_nonce": request.response_nonce,
@@ -141,6 +164,13 @@ class Ads(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
                     if request.response_nonce:
                         entry["answer"] = "nack" if request.HasField("error_detail") else "ack"
                     self.log(entry)
+                    if request.type_url == LDS and not request.response_nonce:
+                        version, routes = self.snapshots.current()
+                        first = next(iter(routes), "")
+                        response = discovery_pb2.DiscoveryResponse(version_info="listeners", type_url=LDS, nonce="l")
+                        for name in request.resource_names:
+                            response.resources.add().Pack(listener(name, first))
+                        out.put(response)
                     if request.type_url == RDS and not request.response_nonce:
                         with lock:
                             state["names"] = list(request.resource_names)
