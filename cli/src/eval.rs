@@ -33,7 +33,8 @@ pub struct Args {
     #[arg(long, value_name = "CANDIDATE", requires = "replay")]
     policy: Option<String>,
     /// A registry configuration whose policies, routes and profiles the lines may use;
-    /// without one, the built-in strategies by name (default best-effort).
+    /// without one, the built-in strategies by name (default best-effort). A `.json` file is
+    /// an Envoy RouteConfiguration or RetryPolicy, read as gRFC A44 converts it (docs/xds.md).
     #[arg(long)]
     config: Option<PathBuf>,
 }
