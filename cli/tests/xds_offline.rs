@@ -34,7 +34,8 @@ fn eval(config: &std::path::Path, lines: &[&str]) -> (Vec<Value>, String) {
 
 /// A44 "Converting Envoy RetryPolicy" and "Workflow": a call takes its route's retry policy,
 /// else its virtual host's; only the retryable status codes converted from `retry_on` are
-/// retried; `per_try_timeout` is the attempt timeout; the `5xx` condition is reported ignored.
+/// retried; `per_try_timeout` is the attempt timeout; the previous-hosts predicate moves the
+/// retry to the next node; the `5xx` condition is reported ignored.
 #[test]
 fn eval_decides_each_call_by_its_route() {
     let (answers, stderr) = eval(
@@ -66,6 +67,9 @@ fn eval_decides_each_call_by_its_route() {
     // Its 200 ms attempt timeout hedges (`hedge_on_per_try_timeout`): a copy goes beside the
     // attempt, which is not cut, so the retry names no attempt timeout.
     assert_eq!(answers[0].get("attempt_timeout_ms"), None);
+    // Its previous-hosts predicate sends the retry to the next node.
+    assert_eq!(answers[0]["node"], "next");
+    assert_eq!(answers[2]["node"], "same");
     // A6 "Exponential Backoff": a first retry after initialBackoff (25 ms) × random(0.8, 1.2).
     let delay = answers[0]["delay_ms"].as_f64().unwrap();
     assert!((20.0..=30.0).contains(&delay), "{}", answers[0]);

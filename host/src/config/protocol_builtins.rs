@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::params::{backoff, read};
+use crate::action::NodeChoice;
 use crate::field_error::FieldError;
 use crate::grpc::{ServiceConfig, DEFAULT_MAX_ATTEMPTS_LIMIT};
 use crate::hedge::QuantileDelay;
@@ -80,15 +81,29 @@ fn http_retry_after_max_ms() -> u64 {
 
 /// The `grpc` built-in: its service config (an object, or its JSON text) and the client's cap.
 pub(super) fn grpc_policy(params: &Map<String, Value>) -> Result<GrpcRetry, FieldError> {
-    if let Some(unknown) = params
-        .keys()
-        .find(|k| !["service_config", "max_attempts_limit", "hedging_delay"].contains(&k.as_str()))
-    {
+    if let Some(unknown) = params.keys().find(|k| {
+        ![
+            "service_config",
+            "max_attempts_limit",
+            "hedging_delay",
+            "node",
+        ]
+        .contains(&k.as_str())
+    }) {
         return Err(FieldError::new(
             unknown.as_str(),
-            "unknown parameter; expected service_config, max_attempts_limit or hedging_delay",
+            "unknown parameter; expected service_config, max_attempts_limit, hedging_delay or node",
         ));
     }
+    let node: NodeChoice = match params.get("node") {
+        None => NodeChoice::Same,
+        Some(value) => serde_json::from_value(value.clone()).map_err(|_| {
+            FieldError::new(
+                "node",
+                format!("expected \"same\" or \"next\", found `{value}`"),
+            )
+        })?,
+    };
     let limit = match params.get("max_attempts_limit") {
         None => DEFAULT_MAX_ATTEMPTS_LIMIT,
         Some(value) => value
@@ -117,7 +132,8 @@ pub(super) fn grpc_policy(params: &Map<String, Value>) -> Result<GrpcRetry, Fiel
     Ok(match params.get("hedging_delay") {
         None => GrpcRetry::new(config),
         Some(delay) => GrpcRetry::with_observed_hedging_delay(config, observed_delay(delay)?),
-    })
+    }
+    .retrying_on(node))
 }
 
 /// The `grpc` built-in's `hedging_delay`: `{ percentile, min_delay_ms, max_delay_ms }`, as a

@@ -40,12 +40,15 @@ pub struct GrpcRetry {
     hedging: Option<Arc<dyn HedgingPolicy>>,
     /// The delay from observed latency its hedging waits instead of `hedgingDelay`, if given.
     observed_hedging_delay: Option<QuantileDelay>,
+    /// Where its retries go: the same node (A6) or the next (Envoy's previous-hosts
+    /// predicate, from an xDS route).
+    node: NodeChoice,
 }
 
-/// Two are equal when their service configs are (their token counts aside).
+/// Two are equal when their service configs and nodes are (their token counts aside).
 impl PartialEq for GrpcRetry {
     fn eq(&self, other: &Self) -> bool {
-        self.config == other.config
+        self.config == other.config && self.node == other.node
     }
 }
 
@@ -76,7 +79,15 @@ impl GrpcRetry {
             throttle,
             hedging,
             observed_hedging_delay: observed,
+            node: NodeChoice::Same,
         }
+    }
+
+    /// The same built-in, its retries going to `node` (the built-in's `node` parameter).
+    #[must_use]
+    pub fn retrying_on(mut self, node: NodeChoice) -> Self {
+        self.node = node;
+        self
     }
 
     /// Whether its hedging waits a percentile of observed latencies: its policy records them.
@@ -196,7 +207,7 @@ impl SyncStrategy for GrpcRetry {
         };
         RetryAction::RetryAfter {
             delay,
-            node: NodeChoice::Same,
+            node: self.node,
             consistency: None,
             attempt_timeout: None,
         }

@@ -25,6 +25,9 @@ const GRPC_CONDITIONS: [(&str, &str); 5] = [
     ("unavailable", "UNAVAILABLE"),
 ];
 
+/// Envoy's retry host predicate that moves a retry off the hosts already tried.
+const PREVIOUS_HOSTS: &str = "envoy.retry_host_predicates.previous_hosts";
+
 /// `retry_back_off`'s defaults (Envoy's API, A44).
 const DEFAULT_BASE: Duration = Duration::from_millis(25);
 
@@ -37,6 +40,9 @@ pub struct Converted {
     pub attempt_timeout: Option<Duration>,
     /// Whether an attempt's timeout sends a copy beside it instead of cutting it.
     pub hedge_on_attempt_timeout: bool,
+    /// Whether a retry goes to another host than the attempts before (the previous-hosts
+    /// predicate).
+    pub next_node: bool,
     /// What was read and left unused: ignored `retry_on` conditions and unsupported fields.
     pub ignored: Vec<String>,
 }
@@ -100,8 +106,12 @@ pub fn convert(
         Some(n) => n,
     };
     let (initial, max) = backoff(policy, at)?;
+    let mut next_node = false;
     for predicate in &policy.retry_host_predicates {
-        ignored.push(format!("retry_host_predicate `{predicate}`"));
+        match predicate.as_str() {
+            PREVIOUS_HOSTS => next_node = true,
+            other => ignored.push(format!("retry_host_predicate `{other}`")),
+        }
     }
     let attempt_timeout = policy.per_try_timeout.filter(|d| !d.is_zero());
     let hedge_on_attempt_timeout =
@@ -125,6 +135,7 @@ pub fn convert(
         retry_policy,
         attempt_timeout,
         hedge_on_attempt_timeout,
+        next_node,
         ignored,
     })
 }

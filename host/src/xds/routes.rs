@@ -122,6 +122,9 @@ fn map_route(
     };
     let mut params = Table::new();
     params.insert("service_config".into(), method_config.to_string().into());
+    if converted.as_ref().is_some_and(|c| c.next_node) {
+        params.insert("node".into(), "next".into());
+    }
     policy.insert("params".into(), params.into());
     if let Some(c) = &converted {
         if let Some(timeout) = c.attempt_timeout {

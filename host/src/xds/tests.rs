@@ -117,12 +117,13 @@ fn the_backoff_follows_a44_as_grpc_reads_it() {
 }
 
 /// docs/xds.md "What A44 leaves out": `per_try_timeout` is the attempt timeout, a hedge policy
-/// hedging on it sends a copy instead of cutting, a host predicate is reported as ignored.
+/// hedging on it sends a copy instead of cutting, the previous-hosts predicate sends retries to
+/// the next node, another predicate is reported as ignored.
 #[test]
 fn per_try_timeout_and_hedging_on_it_become_rebound_s_controls() {
     let p = policy(json!({
         "retry_on": "unavailable", "per_try_timeout": "0.2s",
-        "retry_host_predicate": [{"name": "envoy.retry_host_predicates.previous_hosts"}]
+        "retry_host_predicate": [{"name": "envoy.retry_host_predicates.previous_hosts"}, {"name": "envoy.retry_host_predicates.omit_canary_hosts"}]
     }));
     let hedge = super::envoy::HedgePolicy {
         hedge_on_per_try_timeout: true,
@@ -131,9 +132,10 @@ fn per_try_timeout_and_hedging_on_it_become_rebound_s_controls() {
     let c = convert(&p, Some(&hedge), "p").unwrap();
     assert_eq!(c.attempt_timeout, Some(Duration::from_millis(200)));
     assert!(c.hedge_on_attempt_timeout);
+    assert!(c.next_node);
     assert_eq!(
         c.ignored,
-        ["retry_host_predicate `envoy.retry_host_predicates.previous_hosts`"]
+        ["retry_host_predicate `envoy.retry_host_predicates.omit_canary_hosts`"]
     );
     let without = convert(
         &policy(json!({"retry_on": "unavailable"})),
