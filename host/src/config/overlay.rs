@@ -1,7 +1,7 @@
 //! Policies and routes a source other than the file adds to its configuration (an xDS control
 //! plane's routes, docs/xds.md "Precedence"): what they are, and the file's configuration with
-//! them in place. The source's policies are added to the file's (a policy of the file with the
-//! same name wins), and its routes go before the file's own.
+//! them in place. The source's policies, budgets and breakers are added to the file's (a table
+//! of the file with the same name wins), and its routes go before the file's own.
 
 use std::path::Path;
 
@@ -12,13 +12,17 @@ use super::{ConfigError, RegistryConfig};
 pub struct ConfigOverlay {
     /// `[policies.NAME]` tables.
     pub policies: toml::Table,
+    /// `[budgets.NAME]` tables the policies name.
+    pub budgets: toml::Table,
+    /// `[breakers.NAME]` tables the policies name.
+    pub breakers: toml::Table,
     /// `[[routes]]` entries, in the order they match, before the file's own.
     pub routes: Vec<toml::Value>,
     /// What the source held and was not used, each with its field path and why.
     pub ignored: Vec<String>,
 }
 
-/// The configuration file at `file` with `overlay`'s policies added and its routes before the
+/// The configuration file at `file` with `overlay`'s tables added and its routes before the
 /// file's own (docs/xds.md "Precedence").
 pub fn merged_config(file: &Path, overlay: &ConfigOverlay) -> Result<RegistryConfig, ConfigError> {
     let refused = |line: usize, message: String| ConfigError {
@@ -34,14 +38,18 @@ pub fn merged_config(file: &Path, overlay: &ConfigOverlay) -> Result<RegistryCon
     // The file alone first, so that its own errors keep their lines.
     RegistryConfig::parse(&text, file, base)?;
     let mut table: toml::Table = toml::from_str(&text).map_err(|e| refused(1, e.to_string()))?;
-    let policies = table
-        .entry("policies")
-        .or_insert_with(|| toml::Table::new().into());
-    if let Some(policies) = policies.as_table_mut() {
-        for (name, policy) in &overlay.policies {
-            policies
-                .entry(name.clone())
-                .or_insert_with(|| policy.clone());
+    for (section, added) in [
+        ("policies", &overlay.policies),
+        ("budgets", &overlay.budgets),
+        ("breakers", &overlay.breakers),
+    ] {
+        let tables = table
+            .entry(section)
+            .or_insert_with(|| toml::Table::new().into());
+        if let Some(tables) = tables.as_table_mut() {
+            for (name, value) in added {
+                tables.entry(name.clone()).or_insert_with(|| value.clone());
+            }
         }
     }
     let own = match table.remove("routes") {

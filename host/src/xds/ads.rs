@@ -1,9 +1,10 @@
 //! The xDS client of `[source.xds]` (feature `xds`): one Aggregated Discovery Service stream to
-//! the control plane, subscribed to the configured route configurations, state of the world
-//! (the xDS protocol: versions, nonces, ACK and NACK). Each response is validated whole: its
-//! route configurations converted (gRFC A44) and swapped into the registry as one version with
-//! the file's configuration ([`PolicyRegistry::apply_overlay`]); then it is ACKed with its
-//! version and nonce. One that does not validate, or that the registry refuses, is NACKed with
+//! the control plane, subscribed to the configured route configurations and to the clusters
+//! their routes forward to, state of the world (the xDS protocol: versions and nonces per type,
+//! ACK and NACK). Each response is validated whole: its route configurations converted (gRFC
+//! A44) or its clusters' retry budgets and outlier detection read ([`super::clusters`]), and
+//! swapped into the registry as one version with the file's configuration
+//! ([`PolicyRegistry::apply_overlay`]); then it is ACKed with its version and nonce. One that does not validate, or that the registry refuses, is NACKed with
 //! the error, the last version ACKed still named, and the running configuration stays. A
 //! stream that fails is opened again after a backoff (0.5 s doubling to 30 s); while the
 //! control plane is away the last good version serves, and the status and the log say so.
@@ -13,24 +14,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
-use envoy_types::pb::envoy::config::route::v3::RouteConfiguration as RouteProto;
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
 use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 use envoy_types::pb::google::protobuf::{value::Kind, Struct, Value};
 use envoy_types::pb::google::rpc::Status as RpcStatus;
-use prost::Message;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::routes;
-use crate::config::ConfigOverlay;
+use super::accepted::Accepted;
+pub use super::accepted::{CLUSTER, ROUTE_CONFIGURATION};
 use crate::config::XdsSourceConfig;
 use crate::mutex::lock;
 use crate::registry::PolicyRegistry;
-
-/// The type URL of a route configuration.
-pub const ROUTE_CONFIGURATION: &str =
-    "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
 
 /// The first and the longest wait before opening the stream again.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(500), Duration::from_secs(30));
@@ -41,6 +36,8 @@ const INVALID_ARGUMENT: i32 = 3;
 /// A version ACKed or NACKed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Answered {
+    /// The type of its resources: `RouteConfiguration` or `Cluster`.
+    pub resource: String,
     /// The response's version.
     pub version: String,
     /// Its nonce.
@@ -63,7 +60,7 @@ pub struct XdsStatus {
     pub acks: u64,
     /// Responses NACKed.
     pub nacks: u64,
-    /// Streams opened after the first.
+    /// Streams lost, or that could not be opened.
     pub reconnects: u64,
     /// Why the stream last failed, if it did.
     pub last_error: Option<String>,
@@ -89,7 +86,8 @@ impl XdsSource {
                 registry,
                 config,
                 status,
-                accepted: BTreeMap::new(),
+                accepted: Accepted::default(),
+                versions: BTreeMap::new(),
             };
             state.follow().await;
         });
@@ -107,8 +105,15 @@ struct Stream {
     registry: Arc<PolicyRegistry>,
     config: XdsSourceConfig,
     status: Arc<Mutex<XdsStatus>>,
-    /// The route configurations of the version serving, by name.
-    accepted: BTreeMap<String, ConfigOverlay>,
+    /// The resources of the version serving.
+    accepted: Accepted,
+    /// The version ACKed last, by type URL.
+    versions: BTreeMap<String, String>,
+}
+
+/// The short name of a type URL, as the status shows it.
+fn resource_name(type_url: &str) -> String {
+    type_url.rsplit('.').next().unwrap_or(type_url).to_owned()
 }
 
 impl Stream {
@@ -137,8 +142,15 @@ impl Stream {
         }
     }
 
-    /// A request for the route configurations, naming `version` and answering `nonce`.
-    fn request(&self, version: &str, nonce: &str, error: Option<String>) -> DiscoveryRequest {
+    /// A request for `names` of type `type_url`, naming the version of that type ACKed last and
+    /// answering `nonce`.
+    fn request(
+        &self,
+        type_url: &str,
+        names: Vec<String>,
+        nonce: &str,
+        error: Option<String>,
+    ) -> DiscoveryRequest {
         let metadata = (self.config.node_metadata.iter())
             .map(|(k, v)| {
                 (
@@ -150,7 +162,7 @@ impl Stream {
             })
             .collect();
         DiscoveryRequest {
-            version_info: version.to_owned(),
+            version_info: self.versions.get(type_url).cloned().unwrap_or_default(),
             node: Some(Node {
                 id: self.config.node_id.clone(),
                 cluster: self.config.node_cluster.clone(),
@@ -158,8 +170,8 @@ impl Stream {
                 user_agent_name: "rebound".into(),
                 ..Node::default()
             }),
-            resource_names: self.config.route_configurations.clone(),
-            type_url: ROUTE_CONFIGURATION.into(),
+            resource_names: names,
+            type_url: type_url.into(),
             response_nonce: nonce.to_owned(),
             error_detail: error.map(|message| RpcStatus {
                 code: INVALID_ARGUMENT,
@@ -180,12 +192,13 @@ impl Stream {
             .await
             .map_err(|e| format!("cannot connect: {e}"))?;
         let (tx, rx) = mpsc::channel(16);
-        let version = lock(&self.status)
-            .last_ack
-            .as_ref()
-            .map(|a| a.version.clone())
-            .unwrap_or_default();
-        let _ = tx.send(self.request(&version, "", None)).await;
+        let routes = self.config.route_configurations.clone();
+        let _ = tx
+            .send(self.request(ROUTE_CONFIGURATION, routes, "", None))
+            .await;
+        // The clusters of the routes serving, subscribed to again on a new stream.
+        let mut clusters = Vec::new();
+        let mut nonces: BTreeMap<String, String> = BTreeMap::new();
         let requests =
             futures_util::stream::unfold(rx, |mut rx| async { rx.recv().await.map(|r| (r, rx)) });
         let mut responses = AggregatedDiscoveryServiceClient::new(channel)
@@ -196,82 +209,83 @@ impl Stream {
         lock(&self.status).connected = true;
         *wait = BACKOFF.0;
         tracing::info!(server = self.config.server, "xDS stream open");
-        while let Some(response) = responses.message().await.map_err(|e| e.to_string())? {
-            let answer = self.answer(response).await;
-            if tx.send(answer).await.is_err() {
-                return Err("the request stream closed".into());
+        loop {
+            let wanted = self
+                .accepted
+                .cluster_names(&self.config.route_configurations);
+            if wanted != clusters {
+                clusters = wanted;
+                let nonce = nonces.get(CLUSTER).cloned().unwrap_or_default();
+                let request = self.request(CLUSTER, clusters.clone(), &nonce, None);
+                tx.send(request)
+                    .await
+                    .map_err(|_| "the request stream closed")?;
             }
+            let Some(response) = responses.message().await.map_err(|e| e.to_string())? else {
+                return Ok(());
+            };
+            nonces.insert(response.type_url.clone(), response.nonce.clone());
+            let answer = self.answer(response).await;
+            tx.send(answer)
+                .await
+                .map_err(|_| "the request stream closed")?;
         }
-        Ok(())
     }
 
-    /// Validates and applies `response`; the ACK or NACK to send.
+    /// Validates and applies `response`; the ACK or NACK to send, naming what it subscribes to.
     async fn answer(&mut self, response: DiscoveryResponse) -> DiscoveryRequest {
         let answered = Answered {
+            resource: resource_name(&response.type_url),
             version: response.version_info.clone(),
             nonce: response.nonce.clone(),
         };
+        let names = match response.type_url.as_str() {
+            CLUSTER => self
+                .accepted
+                .cluster_names(&self.config.route_configurations),
+            _ => self.config.route_configurations.clone(),
+        };
         match self.apply(&response).await {
             Ok(()) => {
+                self.versions
+                    .insert(response.type_url.clone(), answered.version.clone());
                 let mut status = lock(&self.status);
                 status.acks += 1;
                 status.last_ack = Some(answered.clone());
-                status.ignored = self
-                    .accepted
-                    .values()
-                    .flat_map(|m| m.ignored.clone())
-                    .collect();
+                status.ignored = (self.accepted)
+                    .overlay(&self.config.route_configurations)
+                    .ignored;
                 tracing::info!(
+                    resource = answered.resource,
                     version = answered.version,
                     nonce = answered.nonce,
                     "xDS version ACKed"
                 );
                 drop(status);
-                self.request(&answered.version, &answered.nonce, None)
+                self.request(&response.type_url, names, &answered.nonce, None)
             }
             Err(error) => {
                 let mut status = lock(&self.status);
                 status.nacks += 1;
                 status.last_nack = Some((answered.clone(), error.clone()));
-                let serving = status
-                    .last_ack
-                    .as_ref()
-                    .map(|a| a.version.clone())
-                    .unwrap_or_default();
                 tracing::warn!(
+                    resource = answered.resource,
                     version = answered.version,
                     nonce = answered.nonce,
                     error,
                     "xDS version NACKed; the version serving stays"
                 );
                 drop(status);
-                self.request(&serving, &answered.nonce, Some(error))
+                self.request(&response.type_url, names, &answered.nonce, Some(error))
             }
         }
     }
 
-    /// Converts every route configuration of `response` and swaps them in, with those it does
-    /// not hold, as one configuration.
+    /// Converts `response`'s resources and swaps them in, with the others serving, as one
+    /// configuration.
     async fn apply(&mut self, response: &DiscoveryResponse) -> Result<(), String> {
-        if response.type_url != ROUTE_CONFIGURATION {
-            return Err(format!("type {} was not asked for", response.type_url));
-        }
-        let mut next = self.accepted.clone();
-        for (i, any) in response.resources.iter().enumerate() {
-            let message = RouteProto::decode(any.value.as_slice())
-                .map_err(|e| format!("resources[{i}]: not a RouteConfiguration: {e}"))?;
-            let model = super::proto::route_configuration(&message);
-            let mapped = routes::map(&model).map_err(|e| format!("{}: {e}", message.name))?;
-            next.insert(message.name.clone(), mapped);
-        }
-        let overlay = (self.config.route_configurations.iter())
-            .filter_map(|name| next.get(name))
-            .fold(ConfigOverlay::default(), |mut all, m| {
-                all.policies.extend(m.policies.clone());
-                all.routes.extend(m.routes.clone());
-                all.ignored.extend(m.ignored.clone());
-                all
-            });
+        let next = self.accepted.with(response)?;
+        let overlay = next.overlay(&self.config.route_configurations);
         let registry = self.registry.clone();
         tokio::task::spawn_blocking(move || registry.apply_overlay(Some(overlay)))
             .await

@@ -2,13 +2,17 @@
 //! an xDS control plane sends it. gRFC A44 maps an Envoy `RetryPolicy` onto gRPC's (A6) and
 //! leaves out `per_try_timeout` and hedging, which Rebound has; this module reads the route
 //! configuration ([`envoy`]), converts each route's retry policy as A44 says and adds what it
-//! leaves out ([`retry`]), and turns the routes into Rebound's policies and `[[routes]]`
-//! ([`routes`]). [`config_from_json`] makes a registry configuration of a `RouteConfiguration`
+//! leaves out ([`retry`]), turns the routes into Rebound's policies and `[[routes]]`
+//! ([`routes`]), and a cluster's retry budget and outlier detection into the budget and the
+//! breaker of the policies forwarding to it ([`clusters`]). [`config_from_json`] makes a registry configuration of a `RouteConfiguration`
 //! or a lone `RetryPolicy` in proto3 JSON, so that a route's policy can be tried with `rebound
 //! eval` and `rebound simulate` before a control plane pushes it (docs/xds.md).
 
 #[cfg(feature = "xds")]
+mod accepted;
+#[cfg(feature = "xds")]
 pub mod ads;
+pub mod clusters;
 pub mod envoy;
 #[cfg(feature = "xds")]
 mod proto;
@@ -93,7 +97,7 @@ pub fn config_from_json(text: &str, file: &Path) -> Result<FromEnvoy, XdsError> 
         .is_some();
     let (mut table, ignored, default) = if is_routes {
         let routes = envoy::RouteConfiguration::from_json(&value).map_err(resource)?;
-        let mapped = routes::map(&routes).map_err(resource)?;
+        let mapped = routes::map(&routes).map_err(resource)?.overlay;
         let mut table = toml::Table::new();
         let mut policies = mapped.policies;
         let mut unrouted = toml::Table::new();
@@ -120,7 +124,8 @@ pub fn config_from_json(text: &str, file: &Path) -> Result<FromEnvoy, XdsError> 
             virtual_hosts: vec![host],
             ..envoy::RouteConfiguration::default()
         })
-        .map_err(|e| resource(FieldError::new(e.field.replace(LONE_PREFIX, ""), e.message)))?;
+        .map_err(|e| resource(FieldError::new(e.field.replace(LONE_PREFIX, ""), e.message)))?
+        .overlay;
         let ignored = (mapped.ignored.iter())
             .map(|i| i.replace(LONE_PREFIX.trim_end_matches('.'), "retry_policy"))
             .collect();
@@ -141,5 +146,7 @@ pub fn config_from_json(text: &str, file: &Path) -> Result<FromEnvoy, XdsError> 
     Ok(FromEnvoy { config, ignored })
 }
 
+#[cfg(test)]
+mod cluster_tests;
 #[cfg(test)]
 mod tests;

@@ -1,12 +1,16 @@
-//! A route configuration as the control plane sends it (protobuf, `envoy-types`) turned into
-//! the model [`super::envoy`] reads from JSON, so that both take one conversion and one set of
-//! rules.
+//! Resources as the control plane sends them (protobuf, `envoy-types`) turned into the models
+//! the conversions read: a route configuration into the one [`super::envoy`] reads from JSON,
+//! so that both take one conversion and one set of rules, and a cluster into
+//! [`super::clusters`]'s.
 
 use std::time::Duration;
 
+use envoy_types::pb::envoy::config::cluster::v3 as cluster;
+use envoy_types::pb::envoy::config::core::v3::RoutingPriority;
 use envoy_types::pb::envoy::config::route::v3 as route;
 use envoy_types::pb::google::protobuf;
 
+use super::clusters::{Cluster, OutlierDetection, RetryBudget, Thresholds};
 use super::envoy::{
     HedgePolicy, PathMatch, RetryBackOff, RetryPolicy, Route, RouteAction, RouteConfiguration,
     RouteMatch, VirtualHost,
@@ -96,5 +100,114 @@ fn hedge_policy(h: &route::HedgePolicy) -> HedgePolicy {
     HedgePolicy {
         initial_requests: h.initial_requests.as_ref().map(|n| n.value),
         hedge_on_per_try_timeout: h.hedge_on_per_try_timeout,
+    }
+}
+
+/// `message` as the model.
+pub(super) fn cluster_of(message: &cluster::Cluster) -> Cluster {
+    let thresholds = (message.circuit_breakers.as_ref())
+        .map(|c| c.thresholds.iter().map(thresholds).collect())
+        .unwrap_or_default();
+    Cluster {
+        name: message.name.clone(),
+        thresholds,
+        outlier_detection: message.outlier_detection.as_ref().map(outlier_detection),
+    }
+}
+
+fn thresholds(t: &cluster::circuit_breakers::Thresholds) -> Thresholds {
+    let limits = [
+        ("max_connections", t.max_connections.is_some()),
+        ("max_pending_requests", t.max_pending_requests.is_some()),
+        ("max_requests", t.max_requests.is_some()),
+        ("max_retries", t.max_retries.is_some()),
+        ("max_connection_pools", t.max_connection_pools.is_some()),
+    ];
+    Thresholds {
+        default_priority: t.priority == RoutingPriority::Default as i32,
+        retry_budget: t.retry_budget.as_ref().map(|b| RetryBudget {
+            budget_percent: b.budget_percent.as_ref().map(|p| p.value),
+            budget_interval: b.budget_interval.as_ref().map(duration),
+            min_retry_concurrency: b.min_retry_concurrency.as_ref().map(|n| n.value),
+        }),
+        limits: set(&limits),
+    }
+}
+
+/// The names of the fields set.
+fn set(fields: &[(&'static str, bool)]) -> Vec<&'static str> {
+    (fields.iter())
+        .filter(|(_, is_set)| *is_set)
+        .map(|(name, _)| *name)
+        .collect()
+}
+
+fn outlier_detection(o: &cluster::OutlierDetection) -> OutlierDetection {
+    let value = |n: &Option<protobuf::UInt32Value>| n.as_ref().map(|n| n.value);
+    let others = [
+        ("max_ejection_percent", o.max_ejection_percent.is_some()),
+        ("enforcing_success_rate", o.enforcing_success_rate.is_some()),
+        (
+            "success_rate_minimum_hosts",
+            o.success_rate_minimum_hosts.is_some(),
+        ),
+        (
+            "success_rate_request_volume",
+            o.success_rate_request_volume.is_some(),
+        ),
+        (
+            "success_rate_stdev_factor",
+            o.success_rate_stdev_factor.is_some(),
+        ),
+        (
+            "consecutive_gateway_failure",
+            o.consecutive_gateway_failure.is_some(),
+        ),
+        (
+            "enforcing_consecutive_gateway_failure",
+            o.enforcing_consecutive_gateway_failure.is_some(),
+        ),
+        (
+            "split_external_local_origin_errors",
+            o.split_external_local_origin_errors,
+        ),
+        (
+            "consecutive_local_origin_failure",
+            o.consecutive_local_origin_failure.is_some(),
+        ),
+        (
+            "enforcing_consecutive_local_origin_failure",
+            o.enforcing_consecutive_local_origin_failure.is_some(),
+        ),
+        (
+            "enforcing_local_origin_success_rate",
+            o.enforcing_local_origin_success_rate.is_some(),
+        ),
+        (
+            "enforcing_failure_percentage_local_origin",
+            o.enforcing_failure_percentage_local_origin.is_some(),
+        ),
+        (
+            "failure_percentage_minimum_hosts",
+            o.failure_percentage_minimum_hosts.is_some(),
+        ),
+        ("max_ejection_time", o.max_ejection_time.is_some()),
+        (
+            "max_ejection_time_jitter",
+            o.max_ejection_time_jitter.is_some(),
+        ),
+        ("always_eject_one_host", o.always_eject_one_host.is_some()),
+        ("detect_degraded_hosts", o.detect_degraded_hosts.is_some()),
+        ("monitors", !o.monitors.is_empty()),
+    ];
+    OutlierDetection {
+        interval: o.interval.as_ref().map(duration),
+        base_ejection_time: o.base_ejection_time.as_ref().map(duration),
+        failure_percentage_threshold: value(&o.failure_percentage_threshold),
+        enforcing_failure_percentage: value(&o.enforcing_failure_percentage),
+        failure_percentage_request_volume: value(&o.failure_percentage_request_volume),
+        consecutive_5xx: value(&o.consecutive_5xx) != Some(0)
+            && value(&o.enforcing_consecutive_5xx) != Some(0),
+        others: set(&others),
     }
 }

@@ -6,6 +6,8 @@
 //! express (wildcard domains other than `*`, header matchers, regular expressions, prefixes
 //! that are not a whole service, case-insensitive paths) is left out and reported, not guessed.
 
+use std::collections::BTreeMap;
+
 use serde_json::json;
 use toml::{Table, Value};
 
@@ -58,14 +60,23 @@ fn rank(host: &VirtualHost) -> Option<u8> {
     }
 }
 
+/// A route configuration's policies and routes, and the cluster each policy forwards to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MappedRoutes {
+    /// The policies and `[[routes]]`.
+    pub overlay: ConfigOverlay,
+    /// The cluster of each policy, by policy name (`clusters::attach`).
+    pub clusters: BTreeMap<String, String>,
+}
+
 /// Maps `config` as the module says.
-pub fn map(config: &RouteConfiguration) -> Result<ConfigOverlay, FieldError> {
-    let mut mapped = ConfigOverlay::default();
+pub fn map(config: &RouteConfiguration) -> Result<MappedRoutes, FieldError> {
+    let mut all = MappedRoutes::default();
     let mut hosts: Vec<(usize, &VirtualHost, u8)> = Vec::new();
     for (v, host) in config.virtual_hosts.iter().enumerate() {
         match rank(host) {
             Some(rank) => hosts.push((v, host, rank)),
-            None => mapped.ignored.push(format!(
+            None => all.overlay.ignored.push(format!(
                 "virtual_hosts[{v}].domains: wildcard domains other than `*` are not read; its routes are left out"
             )),
         }
@@ -73,24 +84,29 @@ pub fn map(config: &RouteConfiguration) -> Result<ConfigOverlay, FieldError> {
     hosts.sort_by_key(|(v, _, rank)| (*rank, *v));
     for (v, host, _) in hosts {
         for (r, route) in host.routes.iter().enumerate() {
-            map_route(&mut mapped, (v, host), (r, route))?;
+            if let Some((policy, Some(cluster))) =
+                map_route(&mut all.overlay, (v, host), (r, route))?
+            {
+                all.clusters.insert(policy, cluster);
+            }
         }
     }
-    Ok(mapped)
+    Ok(all)
 }
 
-/// Adds route `r` of virtual host `v` to `mapped`.
+/// Adds route `r` of virtual host `v` to `mapped`: the name of its policy and the cluster it
+/// forwards to, unless it is left out.
 fn map_route(
     mapped: &mut ConfigOverlay,
     (v, host): (usize, &VirtualHost),
     (r, route): (usize, &Route),
-) -> Result<(), FieldError> {
+) -> Result<Option<(String, Option<String>)>, FieldError> {
     let at = format!("virtual_hosts[{v}].routes[{r}]");
     let Some(action) = &route.action else {
         mapped.ignored.push(format!(
             "{at}: no route action (a redirect or a direct response)"
         ));
-        return Ok(());
+        return Ok(None);
     };
     let (service, method) = match call_of(route) {
         Ok(call) => call,
@@ -98,7 +114,7 @@ fn map_route(
             mapped
                 .ignored
                 .push(format!("{at}.match: {why}; the route is left out"));
-            return Ok(());
+            return Ok(None);
         }
     };
     let (retry, retry_at) = match (&action.retry_policy, &host.retry_policy) {
@@ -159,7 +175,7 @@ fn map_route(
         entry.insert("policy".into(), name.as_str().into());
         mapped.routes.push(entry.into());
     }
-    Ok(())
+    Ok(Some((name, action.cluster.clone())))
 }
 
 /// The policy of route `r` of virtual host `v`: `HOST/ROUTE` by their names, their indices

@@ -170,7 +170,7 @@ fn routes_keep_envoy_s_order_and_leave_out_what_they_cannot_express() {
         ]},
         {"name": "wild", "domains": ["*.shop"], "routes": [{"match": {"prefix": "/"}, "route": {"cluster": "c"}}]}
     ]}));
-    let mapped = map(&config).unwrap();
+    let mapped = map(&config).unwrap().overlay;
     let order: Vec<String> = (mapped.routes.iter())
         .map(|r| {
             format!(
@@ -259,7 +259,8 @@ fn an_overlay_is_swapped_in_with_the_file_and_kept_across_its_reloads() {
     let overlay = map(&routes(json!({"virtual_hosts": [{"name": "v", "domains": ["*"], "routes": [
         {"match": {"prefix": "/a.B/"}, "route": {"cluster": "c", "retry_policy": {"retry_on": "unavailable"}}}
     ]}]})))
-    .unwrap();
+    .unwrap()
+    .overlay;
     registry.apply_overlay(Some(overlay.clone())).unwrap();
     let policies = |r: &PolicyRegistry| {
         r.config()
