@@ -198,6 +198,96 @@ fn an_xds_source_follows_its_control_plane_with_ack_nack_and_reconnects() {
     assert!(status["reconnects"].as_u64() >= Some(1), "{status}");
 }
 
+/// Writes snapshot `version`: the inventory route retrying UNAVAILABLE three times, and its
+/// cluster `cluster`.
+fn with_cluster(dir: &Path, version: &str, cluster: Value) {
+    let routes = json!({"name": "shop-routes", "virtual_hosts": [{"name": "shop", "domains": ["*"], "routes": [
+        {"name": "inventory", "match": {"prefix": "/shop.Inventory/"}, "route": {"cluster": "inventory",
+            "retry_policy": {"retry_on": "unavailable", "num_retries": 3}}}
+    ]}]});
+    let text = json!({"version": version, "route_configurations": [routes], "clusters": [cluster]})
+        .to_string();
+    std::fs::write(dir.join("snapshot.json.tmp"), text).unwrap();
+    std::fs::rename(dir.join("snapshot.json.tmp"), dir.join("snapshot.json")).unwrap();
+}
+
+/// The inventory cluster with a retry budget of `percent` and a floor of `floor`.
+fn budgeted_cluster(percent: f64, floor: u32) -> Value {
+    json!({"name": "inventory", "circuit_breakers": {"thresholds": [{
+        "max_requests": 100,
+        "retry_budget": {"budget_percent": {"value": percent}, "min_retry_concurrency": floor}
+    }]}, "outlier_detection": {"enforcing_failure_percentage": 100, "failure_percentage_threshold": 60}})
+}
+
+/// How Rebound answered the clusters of `version`, once it has (the management server's log).
+fn clusters_answer(dir: &Path, version: &str) -> Option<Value> {
+    let log = ads_log(dir);
+    let nonces: Vec<Value> = (log.iter())
+        .filter(|e| {
+            e["sent"]["version"] == version
+                && e["sent"]["type_url"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with(".Cluster"))
+        })
+        .map(|e| e["sent"]["nonce"].clone())
+        .collect();
+    log.into_iter()
+        .find(|e| e["answer"].is_string() && nonces.contains(&e["response_nonce"]))
+}
+
+/// docs/xds.md "Clusters": the client subscribes to the cluster its routes forward to; the
+/// cluster's retry budget decides its route's retries (a budget of 0 % with no floor refuses
+/// them, a new version allowing them lets them go, without a restart) and its failure-percentage
+/// ejection becomes the route's breaker; a cluster Envoy would refuse (a `budget_percent` past
+/// 100) is NACKed with its field, the version serving stays.
+#[test]
+fn a_cluster_s_retry_budget_and_ejection_follow_the_control_plane() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    with_cluster(path, "1", budgeted_cluster(0.0, 0));
+    let (_plane, port) = control_plane(path, 0);
+    let server = serve(path, port);
+    let answer = wait_for("the answer to version 1's clusters", || {
+        clusters_answer(path, "1")
+    });
+    assert_eq!(answer["answer"], "ack", "{answer}");
+    assert_eq!(answer["resource_names"], json!(["inventory"]), "{answer}");
+    assert_ne!(decide(&server), "retry", "a budget of 0 % with no floor");
+    let (_, status) = server.call("GET", "/v1/policies", "", None);
+    let policy = (status["policies"].as_array().unwrap().iter())
+        .find(|p| p["name"] == "xds/shop/inventory")
+        .unwrap()
+        .clone();
+    assert_eq!(policy["budget"], "xds/cluster/inventory", "{policy}");
+    let breakers = status["breakers"].to_string();
+    assert!(breakers.contains("xds/cluster/inventory"), "{breakers}");
+    let ignored = status["xds"]["ignored"].to_string();
+    assert!(
+        ignored.contains("inventory: circuit_breakers.thresholds[0].max_requests"),
+        "{ignored}"
+    );
+
+    with_cluster(path, "2", budgeted_cluster(100.0, 100));
+    wait_for("the ACK of version 2's clusters", || {
+        clusters_answer(path, "2").filter(|a| a["answer"] == "ack")
+    });
+    assert_eq!(decide(&server), "retry");
+
+    with_cluster(path, "3", budgeted_cluster(150.0, 100));
+    let nack = wait_for("the answer to version 3's clusters", || {
+        clusters_answer(path, "3")
+    });
+    assert_eq!(nack["answer"], "nack", "{nack}");
+    assert_eq!(nack["version_info"], "2", "{nack}");
+    assert!(
+        nack["error_detail"].as_str().unwrap().contains(
+            "inventory: circuit_breakers.thresholds[0].retry_budget.budget_percent.value: 150 is out of range"
+        ),
+        "{nack}"
+    );
+    assert_eq!(decide(&server), "retry");
+}
+
 /// docs/xds.md "The xDS source": a control plane sending versions faster than they are applied
 /// gets each answered in turn, the last one serving, and the server's memory stays flat: a
 /// second flood of 1 000 versions grows its resident memory by less than 8 MiB over the first.

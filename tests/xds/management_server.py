@@ -1,12 +1,16 @@
 """An xDS management server for tests: the Aggregated Discovery Service, state of the world, on
 the gRPC project's own Envoy API packages (grpcio, xds-protos).
 
-It serves the route configurations of a snapshot file the test writes and changes:
-{"version": "1", "route_configurations": [<RouteConfiguration as proto3 JSON>, ...]}. A
+It serves the route configurations and clusters of a snapshot file the test writes and changes:
+{"version": "1", "route_configurations": [<RouteConfiguration as proto3 JSON>, ...],
+"clusters": [<Cluster as proto3 JSON>, ...]} (without "clusters", cluster subscriptions are not
+answered). A
 snapshot with "flood": N sends N versions more at once after it (versions "V.1" to "V.N", each
 with the first route's num_retries cycling from 1 to 4), without waiting for their answers. Every
 stream subscribed to route configurations gets the current snapshot's (those it names) when it
-subscribes and whenever the snapshot changes, each response with a new nonce. Every request it
+subscribes and whenever the snapshot changes, each response with a new nonce; likewise every
+stream subscribed to clusters gets those it names, all of them in each response (state of the
+world). Every request it
 receives is appended to a log (JSON lines: node id, type, version_info, response_nonce,
 error_detail, and whether it ACKs or NACKs a response), so the test reads the ACKs and NACKs.
 A listener asked for (LDS, as grpcio's own xDS client asks for its target) is an API listener
@@ -25,6 +29,7 @@ import time
 from concurrent import futures
 
 import grpc
+from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.listener.v3 import listener_pb2
 from envoy.config.route.v3 import route_pb2
 from envoy.extensions.filters.http.router.v3 import router_pb2
@@ -36,6 +41,7 @@ from google.protobuf import any_pb2, json_format
 
 RDS = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 LDS = "type.googleapis.com/envoy.config.listener.v3.Listener"
+CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 
 
 def listener(name, route_configuration):
@@ -59,6 +65,7 @@ class Snapshots:
         self.mtime = None
         self.version = None
         self.routes = {}
+        self.clusters = None
         self.flood = 0
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
@@ -76,15 +83,25 @@ class Snapshots:
         for rc in snapshot["route_configurations"]:
             message = json_format.ParseDict(rc, route_pb2.RouteConfiguration())
             routes[message.name] = message
+        clusters = None
+        if "clusters" in snapshot:
+            clusters = {}
+            for c in snapshot["clusters"]:
+                message = json_format.ParseDict(c, cluster_pb2.Cluster())
+                clusters[message.name] = message
         with self.lock:
             self.mtime = mtime
             self.version = snapshot["version"]
             self.routes = routes
+            self.clusters = clusters
             self.flood = snapshot.get("flood", 0)
             self.changed.notify_all()
 
-    def current(self):
+    def current(self, type_url=RDS):
+        """The version and the resources of `type_url` by name (None: not served)."""
         with self.lock:
+            if type_url == CDS:
+                return self.version, None if self.clusters is None else dict(self.clusters)
             return self.version, dict(self.routes)
 
     def flood_versions(self):
@@ -115,38 +132,53 @@ class Ads(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
             f.write(json.dumps(entry) + "\n")
             f.flush()
 
-    def response(self, names, version, routes):
+    def response(self, names, version, resources_by_name, type_url=RDS):
         with self.nonce_lock:
             self.nonce += 1
             nonce = str(self.nonce)
         resources = []
-        for name in names or routes.keys():
-            if name in routes:
+        for name in names or resources_by_name.keys():
+            if name in resources_by_name:
                 packed = any_pb2.Any()
-                packed.Pack(routes[name])
+                packed.Pack(resources_by_name[name])
                 resources.append(packed)
         return discovery_pb2.DiscoveryResponse(
-            version_info=version, resources=resources, type_url=RDS, nonce=nonce
+            version_info=version, resources=resources, type_url=type_url, nonce=nonce
         )
 
     def StreamAggregatedResources(self, request_iterator, context):
         out = queue.Queue()
-        state = {"names": None, "sent_version": None, "sent_nonce": None, "node": ""}
+        # Per type subscribed to: the names asked for and the version last sent.
+        subscriptions = {RDS: {"names": None, "sent": None}, CDS: {"names": None, "sent": None}}
+        state = {"node": ""}
         lock = threading.Lock()
 
         def send_if_changed():
+            send_clusters_if_changed()
             version, routes = self.snapshots.current()
+            sub = subscriptions[RDS]
             with lock:
-                if state["names"] is None or version is None or version == state["sent_version"]:
+                if sub["names"] is None or version is None or version == sub["sent"]:
                     return
-                response = self.response(state["names"], version, routes)
-                state["sent_version"], state["sent_nonce"] = version, response.nonce
+                response = self.response(sub["names"], version, routes)
+                sub["sent"] = version
             self.log({"sent": {"version": version, "nonce": response.nonce}})
             out.put(response)
             for flood_version, routes in self.snapshots.flood_versions():
                 with lock:
-                    response = self.response(state["names"], flood_version, routes)
+                    response = self.response(sub["names"], flood_version, routes)
                 out.put(response)
+
+        def send_clusters_if_changed():
+            version, clusters = self.snapshots.current(CDS)
+            sub = subscriptions[CDS]
+            with lock:
+                if sub["names"] is None or clusters is None or version == sub["sent"]:
+                    return
+                response = self.response(sub["names"], version, clusters, CDS)
+                sub["sent"] = version
+            self.log({"sent": {"type_url": CDS, "version": version, "nonce": response.nonce}})
+            out.put(response)
 
         def read():
             try:
@@ -171,10 +203,13 @@ class Ads(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
                         for name in request.resource_names:
                             response.resources.add().Pack(listener(name, first))
                         out.put(response)
-                    if request.type_url == RDS and not request.response_nonce:
+                    names = list(request.resource_names)
+                    sub = subscriptions.get(request.type_url)
+                    # A first request, or one that changes what it subscribes to.
+                    if sub is not None and (not request.response_nonce or names != sub["names"]):
                         with lock:
-                            state["names"] = list(request.resource_names)
-                            state["sent_version"] = None
+                            sub["names"] = names
+                            sub["sent"] = None
                         send_if_changed()
             except grpc.RpcError:
                 pass

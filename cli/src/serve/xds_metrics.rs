@@ -1,7 +1,7 @@
 //! The xDS source's state as Prometheus metrics, read at each scrape (docs/xds.md "Status"):
 //! whether the stream is open, the versions ACKed and NACKed (the last of each as an info
-//! metric with its version, nonce and, for a NACK, the error), the streams opened again, and
-//! how much of the version serving was not read.
+//! metric with its resource type, version, nonce and, for a NACK, the error), the streams lost,
+//! and how much of the version serving was not read.
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -58,12 +58,13 @@ impl Collector for XdsCollector {
         if let Some(ack) = &status.last_ack {
             let mut family = encoder.encode_descriptor(
                 "xds_last_ack",
-                "The last xDS version ACKed: 1, with its version and nonce",
+                "The last xDS version ACKed: 1, with its resource type, version and nonce",
                 None,
                 MetricType::Gauge,
             )?;
             let labels = [
                 ("server", status.server.as_str()),
+                ("resource", &ack.resource),
                 ("version", &ack.version),
                 ("nonce", &ack.nonce),
             ];
@@ -72,12 +73,13 @@ impl Collector for XdsCollector {
         if let Some((nack, error)) = &status.last_nack {
             let mut family = encoder.encode_descriptor(
                 "xds_last_nack",
-                "The last xDS version NACKed: 1, with its version, nonce and error",
+                "The last xDS version NACKed: 1, with its resource type, version, nonce and error",
                 None,
                 MetricType::Gauge,
             )?;
             let labels = [
                 ("server", status.server.as_str()),
+                ("resource", &nack.resource),
                 ("version", &nack.version),
                 ("nonce", &nack.nonce),
                 ("error", error.as_str()),
