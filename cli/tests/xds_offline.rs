@@ -35,7 +35,8 @@ fn eval(config: &std::path::Path, lines: &[&str]) -> (Vec<Value>, String) {
 /// A44 "Converting Envoy RetryPolicy" and "Workflow": a call takes its route's retry policy,
 /// else its virtual host's; only the retryable status codes converted from `retry_on` are
 /// retried; `per_try_timeout` is the attempt timeout; the previous-hosts predicate moves the
-/// retry to the next node; the `5xx` condition is reported ignored.
+/// retry to the next node; the `5xx` condition is reported ignored; a route's header matcher
+/// chooses calls by the client-context entry of the header's name.
 #[test]
 fn eval_decides_each_call_by_its_route() {
     let (answers, stderr) = eval(
@@ -45,6 +46,8 @@ fn eval_decides_each_call_by_its_route() {
             r#"{"request": {"type": "grpc", "route": "/shop.Inventory/Get", "idempotent": true}, "reason": {"grpc_status": "INTERNAL"}}"#,
             r#"{"request": {"type": "grpc", "route": "/shop.Cart/Checkout", "idempotent": true}, "reason": {"grpc_status": "UNAVAILABLE"}}"#,
             r#"{"request": {"type": "grpc", "route": "/shop.Cart/Checkout", "idempotent": true}, "reason": {"grpc_status": "RESOURCE_EXHAUSTED"}}"#,
+            r#"{"request": {"type": "grpc", "route": "/shop.Orders/List", "idempotent": true, "client_context": {"x-priority": "batch"}}, "reason": {"grpc_status": "RESOURCE_EXHAUSTED"}}"#,
+            r#"{"request": {"type": "grpc", "route": "/shop.Orders/List", "idempotent": true}, "reason": {"grpc_status": "RESOURCE_EXHAUSTED"}}"#,
         ],
     );
     let summary: Vec<(&str, &str)> = (answers.iter())
@@ -62,6 +65,8 @@ fn eval_decides_each_call_by_its_route() {
             ("xds/shop/inventory", "cancel"),
             ("xds/shop/checkout", "retry"),
             ("xds/shop/checkout", "cancel"),
+            ("xds/shop/batch", "retry"),
+            ("xds/shop/rest", "cancel"),
         ]
     );
     // Its 200 ms attempt timeout hedges (`hedge_on_per_try_timeout`): a copy goes beside the

@@ -1,6 +1,6 @@
 //! `[[routes]]` (docs/registry.md "Which policy decides", docs/http-and-grpc.md): plain HTTP
-//! requests and gRPC calls routed by protocol, authority, gRPC service and method, or HTTP
-//! route, the first matching entry in file order, after a request's own policy and its
+//! requests and gRPC calls routed by protocol, authority, gRPC service and method, HTTP route,
+//! or client context, the first matching entry in file order, after a request's own policy and its
 //! profile and before the request-type and service tables; a route that cannot match, or
 //! names a field of the other protocol, is refused naming the entry and the field.
 
@@ -33,9 +33,15 @@ builtin = "fail-fast"
 builtin = "best-effort"
 [policies.any-grpc]
 builtin = "best-effort"
+[policies.gold]
+builtin = "best-effort"
 
 [request_types]
 http = "web"
+
+[[routes]]
+client_context = [{ key = "tenant", prefix = "gold" }, { key = "canary", present = false }]
+policy = "gold"
 
 [[routes]]
 path = "/v1/orders/*"
@@ -109,8 +115,26 @@ fn the_first_matching_route_decides() {
         ),
         (grpc("other:443", "/pay.Payments/Charge"), "any-grpc"),
     ];
+    let gold = |request: Request| request.with_client_context("tenant", "gold-eu");
+    let cases = cases.into_iter().chain([
+        (gold(http("api.example.com", "/v1/orders/17")), "gold"),
+        (gold(grpc("inventory:443", "/shop.Inventory/Get")), "gold"),
+        (
+            gold(http("api.example.com", "/v1/orders/17")).with_client_context("canary", "1"),
+            "orders",
+        ),
+        (
+            http("api.example.com", "/v1/orders/17").with_client_context("tenant", "silver"),
+            "orders",
+        ),
+    ]);
     for (request, expected) in cases {
-        let described = format!("{:?} {:?}", request.authority(), request.route());
+        let described = format!(
+            "{:?} {:?} {:?}",
+            request.authority(),
+            request.route(),
+            request.client_context()
+        );
         assert_eq!(policy(&registry, request), expected, "{described}");
     }
     // A request's own policy name and its profile come first; a Couchbase request is never
@@ -137,6 +161,9 @@ fn a_route_that_cannot_match_is_refused_naming_its_field() {
         ("[[routes]]\nprotocol = \"http\"\ngrpc_service = \"a.S\"\npolicy = \"p\"\n", "routes[0].protocol"),
         ("[[routes]]\ngrpc_service = \"a.S\"\npath = \"/x\"\npolicy = \"p\"\n", "routes[0].path"),
         ("[[routes]]\npath = \"x\"\npolicy = \"p\"\n", "routes[0].path"),
+        ("[[routes]]\nclient_context = [{ key = \"t\", exact = \"a\", prefix = \"b\" }]\npolicy = \"p\"\n", "routes[0].client_context[0].key: `t`: expected exactly one of exact, prefix, suffix, contains, present"),
+        ("[[routes]]\nclient_context = [{ key = \"t\" }]\npolicy = \"p\"\n", "routes[0].client_context[0].key"),
+        ("[[routes]]\nclient_context = [{ key = \"\", present = true }]\npolicy = \"p\"\n", "routes[0].client_context[0].key: is empty"),
         ("[[routes]]\npath = \"/x\"\npolicy = \"p\"\n[[routes]]\npath = \"/y\"\npolicy = \"nope\"\n", "routes[1].policy"),
     ] {
         let error = refused(routes);

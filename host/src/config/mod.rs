@@ -16,6 +16,7 @@ mod aws_builtin;
 mod breakers;
 mod budgets;
 mod builtin;
+mod context_match;
 mod controls;
 mod errors;
 mod overlay;
@@ -30,6 +31,7 @@ mod xds_source;
 
 pub use breakers::BreakerDefinition;
 pub use builtin::{Builtin, BuiltinPolicy, MAX_ATTEMPTS_LIMIT};
+pub use context_match::{ContextMatch, ValueRule};
 pub use controls::ControlNames;
 pub use overlay::{merged_config, ConfigOverlay};
 pub use route::Route;

@@ -106,6 +106,8 @@ pub(super) struct RawRoute {
     pub(super) grpc_method: Option<String>,
     #[serde(default)]
     pub(super) path: Option<String>,
+    #[serde(default)]
+    pub(super) client_context: Vec<super::context_match::RawContextMatch>,
     pub(super) policy: Spanned<String>,
     #[serde(
         default,

@@ -1,10 +1,12 @@
 //! `[[routes]]`: a plain HTTP request or gRPC call routed to a policy by what it is sent to —
-//! its protocol, authority, gRPC service and method, or HTTP route. The first route that
+//! its protocol, authority, gRPC service and method, or HTTP route — and by its client context
+//! ([`ContextMatch`]). The first route that
 //! matches decides (file order), after a request's own policy name and its profile, before the
 //! `[request_types]` and `[services]` tables.
 
 use std::time::Duration;
 
+use super::ContextMatch;
 use crate::grpc::split_full_method;
 use crate::request::{Request, Service};
 
@@ -22,6 +24,8 @@ pub struct Route {
     pub grpc_method: Option<String>,
     /// An HTTP request's route: exactly, or every route under a prefix written `/v1/orders/*`.
     pub path: Option<String>,
+    /// Conditions on the request's client context, every one to be met.
+    pub client_context: Vec<ContextMatch>,
     /// The policy that decides for the requests it matches.
     pub policy: String,
     /// How long each attempt of the requests it matches may run (`attempt_timeout_ms`), over
@@ -76,6 +80,7 @@ impl Route {
                 return false;
             }
         }
-        true
+        let context = request.client_context();
+        self.client_context.iter().all(|c| c.matches(context))
     }
 }

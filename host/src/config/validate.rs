@@ -303,10 +303,22 @@ fn request_route(
             return refuse("path", format!("`{path}` does not start with `/`"));
         }
     }
-    if route.protocol.is_none() && route.authority.is_none() && !grpc && route.path.is_none() {
+    let mut client_context = Vec::new();
+    for (i, raw) in route.client_context.iter().enumerate() {
+        match raw.condition() {
+            Ok(condition) => client_context.push(condition),
+            Err((name, message)) => return refuse(&format!("client_context[{i}].{name}"), message),
+        }
+    }
+    if route.protocol.is_none()
+        && route.authority.is_none()
+        && !grpc
+        && route.path.is_none()
+        && client_context.is_empty()
+    {
         return refuse(
             "policy",
-            "a route matches nothing: give at least one of protocol, authority, grpc_service, grpc_method, path".into(),
+            "a route matches nothing: give at least one of protocol, authority, grpc_service, grpc_method, path, client_context".into(),
         );
     }
     Ok(Route {
@@ -315,6 +327,7 @@ fn request_route(
         grpc_service: route.grpc_service.clone(),
         grpc_method: route.grpc_method.clone(),
         path: route.path.clone(),
+        client_context,
         policy: names.known(&route.policy, field("policy"))?,
         attempt_timeout: route.attempt_timeout_ms.map(Duration::from_millis),
     })

@@ -52,10 +52,39 @@ pub struct Route {
 pub struct RouteMatch {
     /// The path rule.
     pub path: PathMatch,
-    /// How many header matchers it has.
-    pub headers: usize,
+    /// Its header matchers, every one to be met.
+    pub headers: Vec<HeaderMatcher>,
     /// Whether the path compares case-sensitively (the default).
     pub case_sensitive: bool,
+}
+
+/// A header matcher of a route (`envoy.config.route.v3.HeaderMatcher`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeaderMatcher {
+    /// The header's name.
+    pub name: String,
+    /// How its value must read.
+    pub rule: HeaderRule,
+    /// `invert_match`.
+    pub invert: bool,
+}
+
+/// How a header's value must read; `Other` names a rule Rebound does not read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HeaderRule {
+    /// `exact_match`, `string_match.exact`.
+    Exact(String),
+    /// `prefix_match`, `string_match.prefix`.
+    Prefix(String),
+    /// `suffix_match`, `string_match.suffix`.
+    Suffix(String),
+    /// `contains_match`, `string_match.contains`.
+    Contains(String),
+    /// `present_match`, and a matcher with no rule (Envoy matches it by presence).
+    Present(bool),
+    /// Another rule (a regular expression, a range, a case-insensitive string, a missing
+    /// header read as empty), by its field.
+    Other(String),
 }
 
 /// A route's path rule.
@@ -279,11 +308,57 @@ impl RouteMatch {
                 .and_then(Value::as_bool)
                 .unwrap_or(true),
         };
-        let headers = array(o, "headers", at, |_, _| Ok(()))?.len();
+        let headers = array(o, "headers", at, HeaderMatcher::from_json)?;
         Ok(RouteMatch {
             path,
             headers,
             case_sensitive,
+        })
+    }
+}
+
+impl HeaderMatcher {
+    fn from_json(value: &Value, at: &str) -> Result<Self, FieldError> {
+        let o = object(value, at)?;
+        let flag = |name: &str| get(o, name).and_then(Value::as_bool).unwrap_or(false);
+        let text = |name: &str| string(o, name, at);
+        let rule = if flag("treat_missing_header_as_empty") {
+            HeaderRule::Other("treat_missing_header_as_empty".into())
+        } else if get(o, "exact_match").is_some() {
+            HeaderRule::Exact(text("exact_match")?)
+        } else if get(o, "prefix_match").is_some() {
+            HeaderRule::Prefix(text("prefix_match")?)
+        } else if get(o, "suffix_match").is_some() {
+            HeaderRule::Suffix(text("suffix_match")?)
+        } else if get(o, "contains_match").is_some() {
+            HeaderRule::Contains(text("contains_match")?)
+        } else if get(o, "present_match").is_some() {
+            HeaderRule::Present(flag("present_match"))
+        } else if let Some(m) = get(o, "string_match") {
+            let at = path(at, "string_match");
+            let m = object(m, &at)?;
+            let text = |name: &str| string(m, name, &at);
+            let ignore_case = get(m, "ignore_case").and_then(Value::as_bool) == Some(true);
+            match ["exact", "prefix", "suffix", "contains"].map(|n| get(m, n).is_some()) {
+                _ if ignore_case => HeaderRule::Other("string_match.ignore_case".into()),
+                [true, ..] => HeaderRule::Exact(text("exact")?),
+                [_, true, ..] => HeaderRule::Prefix(text("prefix")?),
+                [_, _, true, _] => HeaderRule::Suffix(text("suffix")?),
+                [.., true] => HeaderRule::Contains(text("contains")?),
+                _ => HeaderRule::Other("string_match".into()),
+            }
+        } else if let Some(other) = ["safe_regex_match", "range_match"]
+            .into_iter()
+            .find(|name| get(o, name).is_some())
+        {
+            HeaderRule::Other(other.to_owned())
+        } else {
+            HeaderRule::Present(true)
+        };
+        Ok(HeaderMatcher {
+            name: text("name")?,
+            rule,
+            invert: flag("invert_match"),
         })
     }
 }

@@ -12,8 +12,8 @@ use envoy_types::pb::google::protobuf;
 
 use super::clusters::{Cluster, OutlierDetection, RetryBudget, Thresholds};
 use super::envoy::{
-    HedgePolicy, PathMatch, RetryBackOff, RetryPolicy, Route, RouteAction, RouteConfiguration,
-    RouteMatch, VirtualHost,
+    HeaderMatcher, HeaderRule, HedgePolicy, PathMatch, RetryBackOff, RetryPolicy, Route,
+    RouteAction, RouteConfiguration, RouteMatch, VirtualHost,
 };
 
 /// A protobuf duration, negative ones as zero.
@@ -57,7 +57,7 @@ fn route_of(r: &route::Route) -> Route {
                 Some(PathSpecifier::SafeRegex(_)) => PathMatch::Other("safe_regex".into()),
                 Some(_) => PathMatch::Other("path_specifier".into()),
             },
-            headers: m.headers.len(),
+            headers: m.headers.iter().map(header_matcher).collect(),
             case_sensitive: m.case_sensitive.as_ref().is_none_or(|b| b.value),
         },
     };
@@ -76,6 +76,39 @@ fn route_of(r: &route::Route) -> Route {
         name: r.name.clone(),
         matcher,
         action,
+    }
+}
+
+// The `*_match` fields are deprecated for `string_match`, and control planes still send them;
+// Envoy and gRPC read both.
+#[allow(deprecated)]
+fn header_matcher(h: &route::HeaderMatcher) -> HeaderMatcher {
+    use envoy_types::pb::envoy::r#type::matcher::v3::string_matcher::MatchPattern;
+    use route::header_matcher::HeaderMatchSpecifier as Spec;
+    let other = |name: &str| HeaderRule::Other(name.to_owned());
+    let rule = match &h.header_match_specifier {
+        _ if h.treat_missing_header_as_empty => other("treat_missing_header_as_empty"),
+        None => HeaderRule::Present(true),
+        Some(Spec::ExactMatch(v)) => HeaderRule::Exact(v.clone()),
+        Some(Spec::PrefixMatch(v)) => HeaderRule::Prefix(v.clone()),
+        Some(Spec::SuffixMatch(v)) => HeaderRule::Suffix(v.clone()),
+        Some(Spec::ContainsMatch(v)) => HeaderRule::Contains(v.clone()),
+        Some(Spec::PresentMatch(b)) => HeaderRule::Present(*b),
+        Some(Spec::SafeRegexMatch(_)) => other("safe_regex_match"),
+        Some(Spec::RangeMatch(_)) => other("range_match"),
+        Some(Spec::StringMatch(m)) if m.ignore_case => other("string_match.ignore_case"),
+        Some(Spec::StringMatch(m)) => match &m.match_pattern {
+            Some(MatchPattern::Exact(v)) => HeaderRule::Exact(v.clone()),
+            Some(MatchPattern::Prefix(v)) => HeaderRule::Prefix(v.clone()),
+            Some(MatchPattern::Suffix(v)) => HeaderRule::Suffix(v.clone()),
+            Some(MatchPattern::Contains(v)) => HeaderRule::Contains(v.clone()),
+            _ => other("string_match"),
+        },
+    };
+    HeaderMatcher {
+        name: h.name.clone(),
+        rule,
+        invert: h.invert_match,
     }
 }
 

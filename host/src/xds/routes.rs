@@ -2,16 +2,18 @@
 //! a policy (the `grpc` built-in with the route's converted retry policy, its attempt timeout
 //! and hedging) and `[[routes]]` entries matching the calls the route matches, in the order
 //! Envoy picks them: virtual hosts with exact domains before the one for any domain (`*`),
-//! routes in their order, the first that matches deciding. What Rebound's routes cannot
-//! express (wildcard domains other than `*`, header matchers, regular expressions, prefixes
-//! that are not a whole service, case-insensitive paths) is left out and reported, not guessed.
+//! routes in their order, the first that matches deciding. A header matcher becomes a condition
+//! on the client-context entry named as the header in lower case, where adapters put the
+//! headers and metadata they map. What Rebound's routes cannot express (wildcard domains other
+//! than `*`, regular expressions and ranges, pseudo-headers and binary headers, prefixes that
+//! are not a whole service, case-insensitive paths) is left out and reported, not guessed.
 
 use std::collections::BTreeMap;
 
 use serde_json::json;
 use toml::{Table, Value};
 
-use super::envoy::{PathMatch, Route, RouteConfiguration, VirtualHost};
+use super::envoy::{HeaderMatcher, HeaderRule, PathMatch, Route, RouteConfiguration, VirtualHost};
 use super::retry::convert;
 use crate::config::ConfigOverlay;
 use crate::field_error::FieldError;
@@ -23,9 +25,6 @@ const MAX_ATTEMPT_TIMEOUT_MS: u128 = 86_400_000;
 /// cannot be expressed, with why.
 fn call_of(route: &Route) -> Result<(Option<String>, Option<String>), String> {
     let m = &route.matcher;
-    if m.headers > 0 {
-        return Err("header matchers are not read".into());
-    }
     let whole = |s: &str| !s.is_empty() && !s.contains('/');
     match &m.path {
         PathMatch::Prefix(p) if p.is_empty() || p == "/" => Ok((None, None)),
@@ -46,6 +45,33 @@ fn call_of(route: &Route) -> Result<(Option<String>, Option<String>), String> {
         },
         PathMatch::Other(kind) => Err(format!("`{kind}` is not read")),
     }
+}
+
+/// A `[[routes]]` entry's `client_context` condition of `header`; why not, when it cannot be
+/// expressed.
+fn condition(header: &HeaderMatcher) -> Result<Value, String> {
+    let name = header.name.to_ascii_lowercase();
+    if name.starts_with(':') {
+        return Err(format!("pseudo-header `{name}` is not read"));
+    }
+    if name.ends_with("-bin") {
+        return Err(format!("binary header `{name}` is not read"));
+    }
+    let (rule, value): (&str, Value) = match &header.rule {
+        HeaderRule::Exact(v) => ("exact", v.as_str().into()),
+        HeaderRule::Prefix(v) => ("prefix", v.as_str().into()),
+        HeaderRule::Suffix(v) => ("suffix", v.as_str().into()),
+        HeaderRule::Contains(v) => ("contains", v.as_str().into()),
+        HeaderRule::Present(present) => ("present", (*present).into()),
+        HeaderRule::Other(kind) => return Err(format!("header `{name}`: `{kind}` is not read")),
+    };
+    let mut table = Table::new();
+    table.insert("key".into(), name.into());
+    table.insert(rule.into(), value);
+    if header.invert {
+        table.insert("invert".into(), true.into());
+    }
+    Ok(table.into())
 }
 
 /// A virtual host's rank in Envoy's choice: exact domains first, `*` last; `None` when one of
@@ -108,15 +134,19 @@ fn map_route(
         ));
         return Ok(None);
     };
-    let (service, method) = match call_of(route) {
-        Ok(call) => call,
-        Err(why) => {
-            mapped
-                .ignored
-                .push(format!("{at}.match: {why}; the route is left out"));
-            return Ok(None);
-        }
-    };
+    let conditions = (route.matcher.headers.iter())
+        .map(condition)
+        .collect::<Result<Vec<_>, _>>();
+    let (service, method, conditions) =
+        match call_of(route).and_then(|(s, m)| Ok((s, m, conditions?))) {
+            Ok(call) => call,
+            Err(why) => {
+                mapped
+                    .ignored
+                    .push(format!("{at}.match: {why}; the route is left out"));
+                return Ok(None);
+            }
+        };
     let (retry, retry_at) = match (&action.retry_policy, &host.retry_policy) {
         (Some(p), _) => (Some(p), format!("{at}.route.retry_policy")),
         (None, Some(p)) => (Some(p), format!("virtual_hosts[{v}].retry_policy")),
@@ -171,6 +201,9 @@ fn map_route(
         }
         if let Some(method) = &method {
             entry.insert("grpc_method".into(), method.as_str().into());
+        }
+        if !conditions.is_empty() {
+            entry.insert("client_context".into(), Value::Array(conditions.clone()));
         }
         entry.insert("policy".into(), name.as_str().into());
         mapped.routes.push(entry.into());

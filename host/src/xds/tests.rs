@@ -161,7 +161,7 @@ fn routes_keep_envoy_s_order_and_leave_out_what_they_cannot_express() {
             {"match": {"prefix": "/shop.Cart/"}, "route": {"cluster": "c"}},
             {"match": {"prefix": "/sh"}, "route": {"cluster": "c"}},
             {"match": {"safe_regex": {"regex": ".*"}}, "route": {"cluster": "c"}},
-            {"match": {"prefix": "/", "headers": [{"name": "x"}]}, "route": {"cluster": "c"}},
+            {"match": {"prefix": "/", "headers": [{"name": "x", "safe_regex_match": {"regex": "a.*"}}]}, "route": {"cluster": "c"}},
             {"match": {"prefix": "/"}, "redirect": {}},
             {"name": "rest", "match": {"prefix": ""}, "route": {"cluster": "c"}}
         ]},
@@ -196,7 +196,7 @@ fn routes_keep_envoy_s_order_and_leave_out_what_they_cannot_express() {
     for expected in [
         "routes[2].match: prefix `/sh`",
         "routes[3].match: `safe_regex`",
-        "routes[4].match: header matchers",
+        "routes[4].match: header `x`: `safe_regex_match` is not read",
         "routes[5]: no route action",
         "virtual_hosts[2].domains: wildcard",
     ] {
@@ -206,6 +206,74 @@ fn routes_keep_envoy_s_order_and_leave_out_what_they_cannot_express() {
             mapped.ignored
         );
     }
+}
+
+/// docs/xds.md "Routes": a header matcher is a condition on the client-context entry named as
+/// the header in lower case (Envoy's `HeaderMatcher`: `exact_match`, `string_match`'s
+/// `prefix`, `present_match`, `invert_match`; a matcher with no rule matches by presence);
+/// pseudo-headers, binary headers and regular expressions leave the route out. The routes
+/// choose requests by their client context as Envoy's choose calls by their headers.
+#[test]
+fn header_matchers_choose_routes_by_client_context() {
+    use crate::request::{Request, RequestType};
+    let config = routes(
+        json!({"virtual_hosts": [{"name": "v", "domains": ["*"], "routes": [
+            {"name": "gold", "match": {"prefix": "/", "headers": [
+                {"name": "X-Tenant", "string_match": {"prefix": "gold"}},
+                {"name": "x-canary", "present_match": true, "invert_match": true}
+            ]}, "route": {"cluster": "c"}},
+            {"name": "canary", "match": {"prefix": "/", "headers": [{"name": "x-canary"}]}, "route": {"cluster": "c"}},
+            {"name": "eu", "match": {"prefix": "/", "headers": [{"name": "x-region", "exact_match": "eu", "invert_match": true}]}, "route": {"cluster": "c"}},
+            {"name": "bin", "match": {"prefix": "/", "headers": [{"name": "trace-bin", "present_match": true}]}, "route": {"cluster": "c"}},
+            {"name": "pseudo", "match": {"prefix": "/", "headers": [{"name": ":authority", "exact_match": "a"}]}, "route": {"cluster": "c"}},
+            {"name": "rest", "match": {"prefix": "/"}, "route": {"cluster": "c"}}
+        ]}]}),
+    );
+    let mapped = map(&config).unwrap().overlay;
+    assert_eq!(
+        mapped.ignored,
+        [
+            "virtual_hosts[0].routes[3].match: binary header `trace-bin` is not read; the route is left out",
+            "virtual_hosts[0].routes[4].match: pseudo-header `:authority` is not read; the route is left out",
+        ]
+    );
+    let mut table = toml::Table::new();
+    let mut policies = mapped.policies.clone();
+    policies.insert(
+        "xds/unrouted".into(),
+        toml::toml! { builtin = "fail-fast" }.into(),
+    );
+    table.insert("policies".into(), policies.into());
+    table.insert("routes".into(), toml::Value::Array(mapped.routes));
+    table.insert("default_policy".into(), "xds/unrouted".into());
+    let text = toml::to_string(&table).unwrap();
+    let config = RegistryConfig::parse(&text, Path::new("t.toml"), Path::new(".")).unwrap();
+    let chosen = |context: &[(&str, &str)]| {
+        let mut request = Request::new(1, RequestType::Grpc, Duration::from_secs(1))
+            .unwrap()
+            .with_route("/shop.Cart/Add");
+        for (k, v) in context {
+            request = request.with_client_context(*k, *v);
+        }
+        (config.routes.iter())
+            .find(|r| r.matches(&request))
+            .map_or("none".to_owned(), |r| r.policy.clone())
+    };
+    assert_eq!(chosen(&[("x-tenant", "gold-eu")]), "xds/v/gold");
+    assert_eq!(
+        chosen(&[("x-tenant", "gold"), ("x-canary", "1")]),
+        "xds/v/canary"
+    );
+    assert_eq!(
+        chosen(&[("x-tenant", "silver"), ("x-region", "us")]),
+        "xds/v/eu"
+    );
+    assert_eq!(chosen(&[("x-region", "eu")]), "xds/v/rest");
+    assert_eq!(
+        chosen(&[]),
+        "xds/v/rest",
+        "a missing header matches no inverted value rule"
+    );
 }
 
 /// docs/xds.md "Offline": a route configuration's JSON is a registry configuration whose
