@@ -21,3 +21,4 @@ mod simulate_live;
 mod telemetry;
 mod xds_offline;
 mod xds_source;
+mod xds_tls;

@@ -25,7 +25,7 @@ fn tree() -> PathBuf {
 }
 
 /// The management server, killed when dropped.
-struct ControlPlane(Child);
+pub(crate) struct ControlPlane(Child);
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
@@ -37,6 +37,11 @@ impl Drop for ControlPlane {
 /// Starts the management server on `port` (0: any), serving `dir/snapshot.json`, logging to
 /// `dir/ads.jsonl`; with the port it listens on.
 fn control_plane(dir: &Path, port: u16) -> (ControlPlane, u16) {
+    control_plane_with(dir, port, &[])
+}
+
+/// As `control_plane`, with the server's further arguments (its TLS files).
+pub(crate) fn control_plane_with(dir: &Path, port: u16, tls: &[PathBuf]) -> (ControlPlane, u16) {
     let python = tree().join(".tools/xds/bin/python");
     assert!(
         python.exists(),
@@ -51,6 +56,8 @@ fn control_plane(dir: &Path, port: u16) -> (ControlPlane, u16) {
         .arg(dir.join("ads.jsonl"))
         .arg(&port_file)
         .arg(port.to_string())
+        .args(tls)
+        .env("GRPC_VERBOSITY", "ERROR")
         .spawn()
         .unwrap();
     let plane = ControlPlane(child);
@@ -63,7 +70,7 @@ fn control_plane(dir: &Path, port: u16) -> (ControlPlane, u16) {
 }
 
 /// Waits until `ready` gives a value.
-fn wait_for<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_for<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
     loop {
         if let Some(value) = ready() {
@@ -75,7 +82,7 @@ fn wait_for<T>(what: &str, mut ready: impl FnMut() -> Option<T>) -> T {
 }
 
 /// Writes snapshot `version` whose inventory route retries on `retry_on` `num_retries` times.
-fn snapshot(dir: &Path, version: &str, retry_on: &str, num_retries: u32) {
+pub(crate) fn snapshot(dir: &Path, version: &str, retry_on: &str, num_retries: u32) {
     flood(dir, version, retry_on, num_retries, 0);
 }
 
@@ -92,19 +99,19 @@ fn flood(dir: &Path, version: &str, retry_on: &str, num_retries: u32, flood: u32
 }
 
 /// The xDS part of the server's status.
-fn xds(server: &Server) -> Value {
+pub(crate) fn xds(server: &Server) -> Value {
     server.call("GET", "/v1/policies", "", None).1["xds"].clone()
 }
 
 /// Waits until the server ACKed `version`.
-fn acked(server: &Server, version: &str) {
+pub(crate) fn acked(server: &Server, version: &str) {
     wait_for(&format!("the ACK of version {version}"), || {
         (xds(server)["last_ack"]["version"] == version).then_some(())
     });
 }
 
 /// The decision for an idempotent inventory read that failed with UNAVAILABLE.
-fn decide(server: &Server) -> String {
+pub(crate) fn decide(server: &Server) -> String {
     let (status, answer) = server.post(
         "/v1/decide",
         json!({"request": {"type": "grpc", "route": "/shop.Inventory/Get", "idempotent": true}, "reason": {"grpc_status": "UNAVAILABLE"}}),

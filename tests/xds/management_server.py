@@ -16,8 +16,9 @@ error_detail, and whether it ACKs or NACKs a response), so the test reads the AC
 A listener asked for (LDS, as grpcio's own xDS client asks for its target) is an API listener
 whose routes are the snapshot's first route configuration, over ADS.
 
-Usage: management_server.py SNAPSHOT.json LOG.jsonl PORT_FILE [PORT]
-Writes the port it listens on to PORT_FILE (PORT 0 or absent: any free port).
+Usage: management_server.py SNAPSHOT.json LOG.jsonl PORT_FILE [PORT [CERT KEY [CLIENT_CA]]]
+Writes the port it listens on to PORT_FILE (PORT 0 or absent: any free port). With CERT and KEY
+(PEM) it serves TLS; with CLIENT_CA too it requires a client certificate that CA signed.
 """
 
 import json
@@ -237,11 +238,22 @@ class Ads(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
 def main():
     snapshot, log_path, port_file = sys.argv[1:4]
     port = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+    tls = sys.argv[5:8]
     snapshots = Snapshots(snapshot)
     snapshots.poll()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     ads_pb2_grpc.add_AggregatedDiscoveryServiceServicer_to_server(Ads(snapshots, log_path), server)
-    bound = server.add_insecure_port(f"127.0.0.1:{port}")
+    if tls:
+        read = lambda path: open(path, "rb").read()
+        client_ca = read(tls[2]) if len(tls) > 2 else None
+        credentials = grpc.ssl_server_credentials(
+            [(read(tls[1]), read(tls[0]))],
+            root_certificates=client_ca,
+            require_client_auth=client_ca is not None,
+        )
+        bound = server.add_secure_port(f"127.0.0.1:{port}", credentials)
+    else:
+        bound = server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
     with open(port_file + ".tmp", "w") as f:
         f.write(str(bound))

@@ -44,7 +44,7 @@ pub(super) fn validate(
     #[cfg(not(feature = "otlp"))]
     telemetry(raw.telemetry, errors)?;
     let cache_max_bytes = cache_max_bytes(raw.cache_max_mb.as_ref(), errors)?;
-    let xds = xds_source(raw.source.as_ref(), errors)?;
+    let xds = xds_source(raw.source.as_ref(), base, errors)?;
     let profiles = (raw.profiles.iter())
         .map(|(name, profile)| {
             let policy = (profile.policy.as_ref())
@@ -95,14 +95,16 @@ pub(super) fn validate(
 /// The `[source.xds]` table, checked.
 fn xds_source(
     source: Option<&toml::Spanned<super::raw::RawSource>>,
+    base: &Path,
     errors: &Errors<'_>,
 ) -> Result<Option<super::XdsSourceConfig>, ConfigError> {
     let Some(source) = source else {
         return Ok(None);
     };
-    let xds = source.get_ref().xds.clone();
-    if let Some(xds) = &xds {
-        xds.validate()
+    let mut xds = source.get_ref().xds.clone();
+    if let Some(xds) = &mut xds {
+        (xds.validate())
+            .and_then(|()| xds.resolve_files(base))
             .map_err(|e| errors.at(source.span(), format!("source.xds.{}", e.field), e.message))?;
     }
     Ok(xds)

@@ -1,5 +1,5 @@
 //! The xDS client of `[source.xds]` (feature `xds`): one Aggregated Discovery Service stream to
-//! the control plane, subscribed to the configured route configurations and to the clusters
+//! the control plane (plaintext, or TLS with optional client certificates), subscribed to the configured route configurations and to the clusters
 //! their routes forward to, state of the world (the xDS protocol: versions and nonces per type,
 //! ACK and NACK). Each response is validated whole: its route configurations converted (gRFC
 //! A44) or its clusters' retry budgets and outlier detection read ([`super::clusters`]), and
@@ -20,6 +20,7 @@ use envoy_types::pb::google::protobuf::{value::Kind, Struct, Value};
 use envoy_types::pb::google::rpc::Status as RpcStatus;
 use serde::Serialize;
 use tokio::sync::mpsc;
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 use super::accepted::Accepted;
 pub use super::accepted::{CLUSTER, ROUTE_CONFIGURATION};
@@ -111,6 +112,55 @@ struct Stream {
     versions: BTreeMap<String, String>,
 }
 
+/// The management server's endpoint: its timeout and, for `https://`, TLS with the configured
+/// roots (the system's without a `ca_file`), client identity and server name. The files are
+/// read at each connection, so that a renewed certificate is picked up.
+fn endpoint(config: &XdsSourceConfig) -> Result<Endpoint, String> {
+    let mut endpoint = Endpoint::from_shared(config.server.clone())
+        .map_err(|e| e.to_string())?
+        .connect_timeout(Duration::from_millis(config.timeout_ms));
+    if config.server.starts_with("https://") {
+        let read = |path: &std::path::Path| {
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        };
+        let mut tls = ClientTlsConfig::new();
+        tls = match &config.ca_file {
+            Some(ca) => tls.ca_certificate(Certificate::from_pem(read(ca)?)),
+            None => tls.with_native_roots(),
+        };
+        if let (Some(cert), Some(key)) = (&config.cert_file, &config.key_file) {
+            tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
+        }
+        if let Some(name) = &config.server_name {
+            tls = tls.domain_name(name.clone());
+        }
+        endpoint = endpoint.tls_config(tls).map_err(|e| format!("TLS: {e}"))?;
+    }
+    Ok(endpoint)
+}
+
+/// `error` and what caused it, as one line: a transport's own message says little.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    causes(error.to_string(), error.source())
+}
+
+/// A gRPC status's code and message, and what caused it, as one line.
+fn status_line(status: &tonic::Status) -> String {
+    use std::error::Error;
+    let line = format!("{:?}: {}", status.code(), status.message());
+    causes(line, status.source())
+}
+
+/// `line` followed by `cause` and its own causes.
+fn causes(mut line: String, mut cause: Option<&dyn std::error::Error>) -> String {
+    while let Some(e) = cause {
+        line.push_str(": ");
+        line.push_str(&e.to_string());
+        cause = e.source();
+    }
+    line
+}
+
 /// The short name of a type URL, as the status shows it.
 fn resource_name(type_url: &str) -> String {
     type_url.rsplit('.').next().unwrap_or(type_url).to_owned()
@@ -184,13 +234,10 @@ impl Stream {
 
     /// One stream: subscribe, then answer every response until it fails.
     async fn session(&mut self, wait: &mut Duration) -> Result<(), String> {
-        let endpoint = tonic::transport::Endpoint::from_shared(self.config.server.clone())
-            .map_err(|e| e.to_string())?
-            .connect_timeout(Duration::from_millis(self.config.timeout_ms));
-        let channel = endpoint
+        let channel = endpoint(&self.config)?
             .connect()
             .await
-            .map_err(|e| format!("cannot connect: {e}"))?;
+            .map_err(|e| format!("cannot connect: {}", with_causes(&e)))?;
         let (tx, rx) = mpsc::channel(16);
         let routes = self.config.route_configurations.clone();
         let _ = tx
@@ -204,7 +251,7 @@ impl Stream {
         let mut responses = AggregatedDiscoveryServiceClient::new(channel)
             .stream_aggregated_resources(requests)
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| status_line(&e))?
             .into_inner();
         lock(&self.status).connected = true;
         *wait = BACKOFF.0;
@@ -221,7 +268,7 @@ impl Stream {
                     .await
                     .map_err(|_| "the request stream closed")?;
             }
-            let Some(response) = responses.message().await.map_err(|e| e.to_string())? else {
+            let Some(response) = responses.message().await.map_err(|e| status_line(&e))? else {
                 return Ok(());
             };
             nonces.insert(response.type_url.clone(), response.nonce.clone());
