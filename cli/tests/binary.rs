@@ -19,6 +19,7 @@ mod simulate;
 mod simulate_lab;
 mod simulate_live;
 mod telemetry;
+mod xds_listeners;
 mod xds_offline;
 mod xds_source;
 mod xds_tls;

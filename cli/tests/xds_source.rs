@@ -36,7 +36,7 @@ impl Drop for ControlPlane {
 
 /// Starts the management server on `port` (0: any), serving `dir/snapshot.json`, logging to
 /// `dir/ads.jsonl`; with the port it listens on.
-fn control_plane(dir: &Path, port: u16) -> (ControlPlane, u16) {
+pub(crate) fn control_plane(dir: &Path, port: u16) -> (ControlPlane, u16) {
     control_plane_with(dir, port, &[])
 }
 
@@ -122,7 +122,7 @@ pub(crate) fn decide(server: &Server) -> String {
 }
 
 /// The requests the management server logged.
-fn ads_log(dir: &Path) -> Vec<Value> {
+pub(crate) fn ads_log(dir: &Path) -> Vec<Value> {
     (std::fs::read_to_string(dir.join("ads.jsonl"))
         .unwrap_or_default()
         .lines())

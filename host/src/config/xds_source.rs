@@ -42,8 +42,13 @@ pub struct XdsSourceConfig {
     /// The node's metadata, strings by key.
     #[serde(default)]
     pub node_metadata: BTreeMap<String, String>,
+    /// The listeners to watch (LDS resource names, gRPC's API listeners), whose route
+    /// configurations match first, in this order.
+    #[serde(default)]
+    pub listeners: Vec<String>,
     /// The route configurations to watch (RDS resource names), in the order their routes
-    /// match.
+    /// match, after the listeners'.
+    #[serde(default)]
     pub route_configurations: Vec<String>,
     /// How long connecting may take, in milliseconds.
     #[serde(default = "default_timeout_ms")]
@@ -100,13 +105,19 @@ impl XdsSourceConfig {
         if self.node_id.is_empty() {
             return Err(FieldError::new("node_id", "must not be empty"));
         }
-        if self.route_configurations.is_empty()
-            || self.route_configurations.iter().any(String::is_empty)
-        {
+        if self.listeners.is_empty() && self.route_configurations.is_empty() {
             return Err(FieldError::new(
                 "route_configurations",
-                "expected the names of one or more route configurations",
+                "expected the names of one or more listeners or route configurations to watch",
             ));
+        }
+        for (field, names) in [
+            ("listeners", &self.listeners),
+            ("route_configurations", &self.route_configurations),
+        ] {
+            if names.iter().any(String::is_empty) {
+                return Err(FieldError::new(field, "holds an empty name"));
+            }
         }
         if !(1..=MAX_TIMEOUT_MS).contains(&self.timeout_ms) {
             return Err(FieldError::new(

@@ -1,13 +1,15 @@
 //! The xDS client of `[source.xds]` (feature `xds`): one Aggregated Discovery Service stream to
-//! the control plane (plaintext, or TLS with optional client certificates), subscribed to the configured route configurations and to the clusters
-//! their routes forward to, state of the world (the xDS protocol: versions and nonces per type,
-//! ACK and NACK). Each response is validated whole: its route configurations converted (gRFC
-//! A44) or its clusters' retry budgets and outlier detection read ([`super::clusters`]), and
-//! swapped into the registry as one version with the file's configuration
-//! ([`PolicyRegistry::apply_overlay`]); then it is ACKed with its version and nonce. One that does not validate, or that the registry refuses, is NACKed with
-//! the error, the last version ACKed still named, and the running configuration stays. A
-//! stream that fails is opened again after a backoff (0.5 s doubling to 30 s); while the
-//! control plane is away the last good version serves, and the status and the log say so.
+//! the control plane (plaintext, or TLS with optional client certificates), subscribed to the
+//! configured listeners, to the route configurations they and the configuration name, and to
+//! the clusters their routes forward to, state of the world (the xDS protocol: versions and
+//! nonces per type, ACK and NACK). Each response is validated whole: its listeners read, its
+//! route configurations converted (gRFC A44) or its clusters' retry budgets and outlier
+//! detection read ([`super::clusters`]), and swapped into the registry as one version with the
+//! file's configuration ([`PolicyRegistry::apply_overlay`]); then it is ACKed with its version
+//! and nonce. One that does not validate, or that the registry refuses, is NACKed with the
+//! error, the last version ACKed still named, and the running configuration stays. A stream
+//! that fails is opened again after a backoff (0.5 s doubling to 30 s); while the control plane
+//! is away the last good version serves, and the status and the log say so.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -23,7 +25,7 @@ use tokio::sync::mpsc;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 use super::accepted::Accepted;
-pub use super::accepted::{CLUSTER, ROUTE_CONFIGURATION};
+pub use super::accepted::{CLUSTER, LISTENER, ROUTE_CONFIGURATION};
 use crate::config::XdsSourceConfig;
 use crate::mutex::lock;
 use crate::registry::PolicyRegistry;
@@ -37,7 +39,7 @@ const INVALID_ARGUMENT: i32 = 3;
 /// A version ACKed or NACKed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Answered {
-    /// The type of its resources: `RouteConfiguration` or `Cluster`.
+    /// The type of its resources: `Listener`, `RouteConfiguration` or `Cluster`.
     pub resource: String,
     /// The response's version.
     pub version: String,
@@ -239,13 +241,12 @@ impl Stream {
             .await
             .map_err(|e| format!("cannot connect: {}", with_causes(&e)))?;
         let (tx, rx) = mpsc::channel(16);
-        let routes = self.config.route_configurations.clone();
-        let _ = tx
-            .send(self.request(ROUTE_CONFIGURATION, routes, "", None))
-            .await;
-        // The clusters of the routes serving, subscribed to again on a new stream.
-        let mut clusters = Vec::new();
+        // What this stream subscribed to, by type, and the nonce it last received of each.
+        let mut subscribed: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
         let mut nonces: BTreeMap<String, String> = BTreeMap::new();
+        // The first subscriptions go before the call: a server may hold its response headers
+        // until the first request arrives.
+        self.subscribe(&tx, &mut subscribed, &nonces).await?;
         let requests =
             futures_util::stream::unfold(rx, |mut rx| async { rx.recv().await.map(|r| (r, rx)) });
         let mut responses = AggregatedDiscoveryServiceClient::new(channel)
@@ -257,17 +258,6 @@ impl Stream {
         *wait = BACKOFF.0;
         tracing::info!(server = self.config.server, "xDS stream open");
         loop {
-            let wanted = self
-                .accepted
-                .cluster_names(&self.config.route_configurations);
-            if wanted != clusters {
-                clusters = wanted;
-                let nonce = nonces.get(CLUSTER).cloned().unwrap_or_default();
-                let request = self.request(CLUSTER, clusters.clone(), &nonce, None);
-                tx.send(request)
-                    .await
-                    .map_err(|_| "the request stream closed")?;
-            }
             let Some(response) = responses.message().await.map_err(|e| status_line(&e))? else {
                 return Ok(());
             };
@@ -276,6 +266,39 @@ impl Stream {
             tx.send(answer)
                 .await
                 .map_err(|_| "the request stream closed")?;
+            self.subscribe(&tx, &mut subscribed, &nonces).await?;
+        }
+    }
+
+    /// Sends a request for each type whose names to subscribe to changed since `subscribed`.
+    async fn subscribe(
+        &self,
+        tx: &mpsc::Sender<DiscoveryRequest>,
+        subscribed: &mut BTreeMap<&'static str, Vec<String>>,
+        nonces: &BTreeMap<String, String>,
+    ) -> Result<(), String> {
+        for type_url in [LISTENER, ROUTE_CONFIGURATION, CLUSTER] {
+            let wanted = self.names(type_url);
+            let before = subscribed.get(type_url);
+            if before.is_none_or(|b| *b != wanted) && !(before.is_none() && wanted.is_empty()) {
+                let nonce = nonces.get(type_url).cloned().unwrap_or_default();
+                let request = self.request(type_url, wanted.clone(), &nonce, None);
+                subscribed.insert(type_url, wanted);
+                tx.send(request)
+                    .await
+                    .map_err(|_| "the request stream closed")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The resources of `type_url` to subscribe to: the configured listeners, the route
+    /// configurations they and the configuration name, the clusters of the routes serving.
+    fn names(&self, type_url: &str) -> Vec<String> {
+        match type_url {
+            LISTENER => self.config.listeners.clone(),
+            CLUSTER => self.accepted.cluster_names(&self.config),
+            _ => self.accepted.route_names(&self.config),
         }
     }
 
@@ -286,12 +309,7 @@ impl Stream {
             version: response.version_info.clone(),
             nonce: response.nonce.clone(),
         };
-        let names = match response.type_url.as_str() {
-            CLUSTER => self
-                .accepted
-                .cluster_names(&self.config.route_configurations),
-            _ => self.config.route_configurations.clone(),
-        };
+        let names = self.names(&response.type_url);
         match self.apply(&response).await {
             Ok(()) => {
                 self.versions
@@ -299,9 +317,7 @@ impl Stream {
                 let mut status = lock(&self.status);
                 status.acks += 1;
                 status.last_ack = Some(answered.clone());
-                status.ignored = (self.accepted)
-                    .overlay(&self.config.route_configurations)
-                    .ignored;
+                status.ignored = self.accepted.overlay(&self.config).ignored;
                 tracing::info!(
                     resource = answered.resource,
                     version = answered.version,
@@ -332,7 +348,7 @@ impl Stream {
     /// configuration.
     async fn apply(&mut self, response: &DiscoveryResponse) -> Result<(), String> {
         let next = self.accepted.with(response)?;
-        let overlay = next.overlay(&self.config.route_configurations);
+        let overlay = next.overlay(&self.config);
         let registry = self.registry.clone();
         tokio::task::spawn_blocking(move || registry.apply_overlay(Some(overlay)))
             .await
