@@ -190,25 +190,47 @@ fn map_route(
         );
     }
     mapped.policies.insert(name.clone(), policy.into());
+    let call = Call {
+        service,
+        method,
+        conditions,
+    };
     for domain in &host.domains {
+        mapped.routes.push(call.entry(domain, &name));
+    }
+    Ok(Some((name, action.cluster.clone())))
+}
+
+/// The calls a route matches, as `[[routes]]` fields.
+struct Call {
+    service: Option<String>,
+    method: Option<String>,
+    conditions: Vec<Value>,
+}
+
+impl Call {
+    /// The `[[routes]]` entry of these calls to `domain` (`*`: any), decided by `policy`.
+    fn entry(&self, domain: &str, policy: &str) -> Value {
         let mut entry = Table::new();
         entry.insert("protocol".into(), "grpc".into());
         if domain != "*" {
-            entry.insert("authority".into(), domain.as_str().into());
+            entry.insert("authority".into(), domain.into());
         }
-        if let Some(service) = &service {
+        if let Some(service) = &self.service {
             entry.insert("grpc_service".into(), service.as_str().into());
         }
-        if let Some(method) = &method {
+        if let Some(method) = &self.method {
             entry.insert("grpc_method".into(), method.as_str().into());
         }
-        if !conditions.is_empty() {
-            entry.insert("client_context".into(), Value::Array(conditions.clone()));
+        if !self.conditions.is_empty() {
+            entry.insert(
+                "client_context".into(),
+                Value::Array(self.conditions.clone()),
+            );
         }
-        entry.insert("policy".into(), name.as_str().into());
-        mapped.routes.push(entry.into());
+        entry.insert("policy".into(), policy.into());
+        entry.into()
     }
-    Ok(Some((name, action.cluster.clone())))
 }
 
 /// The policy of route `r` of virtual host `v`: `HOST/ROUTE` by their names, their indices
