@@ -4,21 +4,7 @@
 //! API listener whose routes come over RDS, and `rebound serve` subscribes to that route
 //! configuration, ACKs it, and decides by it, a new snapshot changing decisions.
 
-use std::path::Path;
-
-use crate::support::server::Server;
-use crate::xds_source::{acked, ads_log, control_plane, decide, snapshot};
-
-/// `rebound serve` following listener `shop.example:443` of the control plane on `port`.
-fn serve(dir: &Path, port: u16) -> Server {
-    let config = format!(
-        "default_policy = \"standard\"\n[policies.standard]\nbuiltin = \"fail-fast\"\n\
-         [source.xds]\nserver = \"http://127.0.0.1:{port}\"\nnode_id = \"rebound-listener\"\n\
-         listeners = [\"shop.example:443\"]\n"
-    );
-    std::fs::write(dir.join("rebound.toml"), config).unwrap();
-    Server::start(&dir.join("rebound.toml"), "127.0.0.1:0", None)
-}
+use crate::xds_source::{acked, ads_log, control_plane, decide, serve_watching, snapshot};
 
 #[test]
 fn a_listener_s_route_configuration_is_followed() {
@@ -26,7 +12,8 @@ fn a_listener_s_route_configuration_is_followed() {
     let path = dir.path();
     snapshot(path, "1", "unavailable", 3);
     let (_plane, port) = control_plane(path, 0);
-    let server = serve(path, port);
+    let watch = "listeners = [\"shop.example:443\"]";
+    let server = serve_watching(path, port, "rebound-listener", watch);
     acked(&server, "1");
     assert_eq!(decide(&server), "retry");
     snapshot(path, "2", "cancelled", 3);

@@ -132,10 +132,20 @@ pub(crate) fn ads_log(dir: &Path) -> Vec<Value> {
 
 /// `rebound serve` following the control plane on `port`, its configuration in `dir`.
 fn serve(dir: &Path, port: u16) -> Server {
+    serve_watching(
+        dir,
+        port,
+        "rebound-test",
+        "route_configurations = [\"shop-routes\"]",
+    )
+}
+
+/// `rebound serve` following the control plane on `port` as node `node`, `watch` naming what
+/// it subscribes to (a `[source.xds]` line).
+pub(crate) fn serve_watching(dir: &Path, port: u16, node: &str, watch: &str) -> Server {
     let config = format!(
         "default_policy = \"standard\"\n[policies.standard]\nbuiltin = \"fail-fast\"\n\
-         [source.xds]\nserver = \"http://127.0.0.1:{port}\"\nnode_id = \"rebound-test\"\n\
-         route_configurations = [\"shop-routes\"]\n"
+         [source.xds]\nserver = \"http://127.0.0.1:{port}\"\nnode_id = \"{node}\"\n{watch}\n"
     );
     std::fs::write(dir.join("rebound.toml"), config).unwrap();
     Server::start(&dir.join("rebound.toml"), "127.0.0.1:0", None)

@@ -4,94 +4,51 @@
 //! plaintext, while one without a client certificate is refused by the server and says why in
 //! its status, never connected. The certificates are made with openssl, as a user would.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::support::server::Server;
 use crate::xds_source::{acked, control_plane_with, decide, snapshot, wait_for, xds};
 
-/// Runs openssl with `args` in `dir`.
-fn openssl(dir: &Path, args: &[&str]) {
+/// Runs `openssl COMMAND` in `dir` (its words split on spaces).
+fn openssl(dir: &Path, command: &str) {
     let status = Command::new("openssl")
         .current_dir(dir)
-        .args(args)
+        .args(command.split_whitespace())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
         .unwrap();
-    assert!(status.success(), "openssl {args:?}");
+    assert!(status.success(), "openssl {command}");
 }
 
-/// A P-256 key and a certificate for `name`, signed by `ca.pem`; the certificate's path.
-fn signed(dir: &Path, name: &str, extensions: &str) -> PathBuf {
-    let (key, csr, pem, ext) = (
-        format!("{name}.key"),
-        format!("{name}.csr"),
-        format!("{name}.pem"),
-        format!("{name}.ext"),
-    );
-    std::fs::write(dir.join(&ext), extensions).unwrap();
+/// A new P-256 key, unencrypted, as `openssl req` takes it.
+const NEW_KEY: &str = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+
+/// A key and a certificate for `name` (`name.key`, `name.pem`) with `extensions`, signed by
+/// `ca.pem`.
+fn signed(dir: &Path, name: &str, extensions: &str) {
+    std::fs::write(dir.join(format!("{name}.ext")), extensions).unwrap();
     openssl(
         dir,
-        &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            &key,
-            "-out",
-            &csr,
-            "-subj",
-            &format!("/CN={name}"),
-        ],
+        &format!("req {NEW_KEY} -keyout {name}.key -out {name}.csr -subj /CN={name}"),
     );
     openssl(
         dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-out",
-            &pem,
-            "-extfile",
-            &ext,
-        ],
+        &format!(
+            "x509 -req -in {name}.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+             -out {name}.pem -extfile {name}.ext"
+        ),
     );
-    dir.join(pem)
 }
 
 /// A test CA, a server certificate for `localhost` and 127.0.0.1, and a client certificate.
 fn certificates(dir: &Path) {
     openssl(
         dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=rebound-test-ca",
-        ],
+        &format!(
+            "req -x509 {NEW_KEY} -keyout ca.key -out ca.pem -days 2 -subj /CN=rebound-test-ca"
+        ),
     );
     signed(
         dir,

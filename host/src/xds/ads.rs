@@ -297,8 +297,9 @@ impl Stream {
     fn names(&self, type_url: &str) -> Vec<String> {
         match type_url {
             LISTENER => self.config.listeners.clone(),
+            ROUTE_CONFIGURATION => self.accepted.route_names(&self.config),
             CLUSTER => self.accepted.cluster_names(&self.config),
-            _ => self.accepted.route_names(&self.config),
+            _ => Vec::new(),
         }
     }
 

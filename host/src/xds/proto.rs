@@ -16,6 +16,13 @@ use super::envoy::{
     RouteAction, RouteConfiguration, RouteMatch, VirtualHost,
 };
 
+/// Each of `$message`'s optional fields, by name, and whether it is set.
+macro_rules! set_fields {
+    ($message:expr, $($field:ident),* $(,)?) => {
+        [$((stringify!($field), $message.$field.is_some())),*]
+    };
+}
+
 /// A protobuf duration, negative ones as zero.
 fn duration(d: &protobuf::Duration) -> Duration {
     let seconds = u64::try_from(d.seconds).unwrap_or(0);
@@ -149,13 +156,14 @@ pub(super) fn cluster_of(message: &cluster::Cluster) -> Cluster {
 }
 
 fn thresholds(t: &cluster::circuit_breakers::Thresholds) -> Thresholds {
-    let limits = [
-        ("max_connections", t.max_connections.is_some()),
-        ("max_pending_requests", t.max_pending_requests.is_some()),
-        ("max_requests", t.max_requests.is_some()),
-        ("max_retries", t.max_retries.is_some()),
-        ("max_connection_pools", t.max_connection_pools.is_some()),
-    ];
+    let limits = set_fields!(
+        t,
+        max_connections,
+        max_pending_requests,
+        max_requests,
+        max_retries,
+        max_connection_pools,
+    );
     Thresholds {
         default_priority: t.priority == RoutingPriority::Default as i32,
         retry_budget: t.retry_budget.as_ref().map(|b| RetryBudget {
@@ -177,62 +185,31 @@ fn set(fields: &[(&'static str, bool)]) -> Vec<&'static str> {
 
 fn outlier_detection(o: &cluster::OutlierDetection) -> OutlierDetection {
     let value = |n: &Option<protobuf::UInt32Value>| n.as_ref().map(|n| n.value);
-    let others = [
-        ("max_ejection_percent", o.max_ejection_percent.is_some()),
-        ("enforcing_success_rate", o.enforcing_success_rate.is_some()),
-        (
-            "success_rate_minimum_hosts",
-            o.success_rate_minimum_hosts.is_some(),
-        ),
-        (
-            "success_rate_request_volume",
-            o.success_rate_request_volume.is_some(),
-        ),
-        (
-            "success_rate_stdev_factor",
-            o.success_rate_stdev_factor.is_some(),
-        ),
-        (
-            "consecutive_gateway_failure",
-            o.consecutive_gateway_failure.is_some(),
-        ),
-        (
-            "enforcing_consecutive_gateway_failure",
-            o.enforcing_consecutive_gateway_failure.is_some(),
-        ),
-        (
-            "split_external_local_origin_errors",
-            o.split_external_local_origin_errors,
-        ),
-        (
-            "consecutive_local_origin_failure",
-            o.consecutive_local_origin_failure.is_some(),
-        ),
-        (
-            "enforcing_consecutive_local_origin_failure",
-            o.enforcing_consecutive_local_origin_failure.is_some(),
-        ),
-        (
-            "enforcing_local_origin_success_rate",
-            o.enforcing_local_origin_success_rate.is_some(),
-        ),
-        (
-            "enforcing_failure_percentage_local_origin",
-            o.enforcing_failure_percentage_local_origin.is_some(),
-        ),
-        (
-            "failure_percentage_minimum_hosts",
-            o.failure_percentage_minimum_hosts.is_some(),
-        ),
-        ("max_ejection_time", o.max_ejection_time.is_some()),
-        (
-            "max_ejection_time_jitter",
-            o.max_ejection_time_jitter.is_some(),
-        ),
-        ("always_eject_one_host", o.always_eject_one_host.is_some()),
-        ("detect_degraded_hosts", o.detect_degraded_hosts.is_some()),
-        ("monitors", !o.monitors.is_empty()),
-    ];
+    let mut others = set_fields!(
+        o,
+        max_ejection_percent,
+        enforcing_success_rate,
+        success_rate_minimum_hosts,
+        success_rate_request_volume,
+        success_rate_stdev_factor,
+        consecutive_gateway_failure,
+        enforcing_consecutive_gateway_failure,
+        consecutive_local_origin_failure,
+        enforcing_consecutive_local_origin_failure,
+        enforcing_local_origin_success_rate,
+        enforcing_failure_percentage_local_origin,
+        failure_percentage_minimum_hosts,
+        max_ejection_time,
+        max_ejection_time_jitter,
+        always_eject_one_host,
+        detect_degraded_hosts,
+    )
+    .to_vec();
+    others.push((
+        "split_external_local_origin_errors",
+        o.split_external_local_origin_errors,
+    ));
+    others.push(("monitors", !o.monitors.is_empty()));
     OutlierDetection {
         interval: o.interval.as_ref().map(duration),
         base_ejection_time: o.base_ejection_time.as_ref().map(duration),
