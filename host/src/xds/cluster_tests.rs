@@ -125,12 +125,13 @@ fn only_the_first_default_priority_thresholds_are_read() {
 /// `OutlierDetection`: failure-percentage ejection ("enforcing_failure_percentage … Defaults
 /// to 0") becomes a per-node breaker: the threshold (default 85) its error percentage, the
 /// request volume (default 50) its volume, `interval` (10 s) its rolling window,
-/// `base_ejection_time` (30 s) its sleep window; consecutive-5xx ejection (on by default) and
-/// the other algorithms are reported.
+/// `base_ejection_time` (30 s) its sleep window; consecutive-5xx and success-rate ejection (on
+/// by default) and the other fields set are reported.
 #[test]
 fn failure_percentage_ejection_becomes_a_breaker() {
     let mut outlier = OutlierDetection {
         consecutive_5xx: true,
+        success_rate: true,
         ..OutlierDetection::default()
     };
     let cluster = |outlier: &OutlierDetection| Cluster {
@@ -142,7 +143,10 @@ fn failure_percentage_ejection_becomes_a_breaker() {
     assert!(made.breaker.is_none(), "not enforced by default");
     assert_eq!(
         made.ignored,
-        ["c: outlier_detection.consecutive_5xx: ejection after consecutive errors is not read"]
+        [
+            "c: outlier_detection.consecutive_5xx: ejection after consecutive errors is not read",
+            "c: outlier_detection.enforcing_success_rate: ejection by success rate is not read",
+        ]
     );
     outlier.enforcing_failure_percentage = Some(100);
     let breaker = controls(&cluster(&outlier)).unwrap().breaker.unwrap();
@@ -158,6 +162,7 @@ fn failure_percentage_ejection_becomes_a_breaker() {
         enforcing_failure_percentage: Some(50),
         failure_percentage_request_volume: Some(20),
         consecutive_5xx: false,
+        success_rate: false,
         others: vec!["max_ejection_percent"],
     };
     let made = controls(&cluster(&outlier)).unwrap();

@@ -65,6 +65,8 @@ pub struct OutlierDetection {
     pub failure_percentage_request_volume: Option<u32>,
     /// Whether consecutive-5xx ejection is on (Envoy's default: after 5, enforced at 100 %).
     pub consecutive_5xx: bool,
+    /// Whether success-rate ejection is on (Envoy's default: enforced at 100 %).
+    pub success_rate: bool,
     /// The other fields set (success-rate ejection, gateway failures, …), by field name.
     pub others: Vec<&'static str>,
 }
@@ -175,6 +177,11 @@ fn breaker_table(outlier: &OutlierDetection, ignored: &mut Vec<String>) -> Optio
     if outlier.consecutive_5xx {
         ignored.push(format!(
             "{at}.consecutive_5xx: ejection after consecutive errors is not read"
+        ));
+    }
+    if outlier.success_rate {
+        ignored.push(format!(
+            "{at}.enforcing_success_rate: ejection by success rate is not read"
         ));
     }
     for field in &outlier.others {

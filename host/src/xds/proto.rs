@@ -188,7 +188,6 @@ fn outlier_detection(o: &cluster::OutlierDetection) -> OutlierDetection {
     let mut others = set_fields!(
         o,
         max_ejection_percent,
-        enforcing_success_rate,
         success_rate_minimum_hosts,
         success_rate_request_volume,
         success_rate_stdev_factor,
@@ -218,6 +217,7 @@ fn outlier_detection(o: &cluster::OutlierDetection) -> OutlierDetection {
         failure_percentage_request_volume: value(&o.failure_percentage_request_volume),
         consecutive_5xx: value(&o.consecutive_5xx) != Some(0)
             && value(&o.enforcing_consecutive_5xx) != Some(0),
+        success_rate: value(&o.enforcing_success_rate) != Some(0),
         others: set(&others),
     }
 }
