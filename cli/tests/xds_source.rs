@@ -276,6 +276,14 @@ fn a_cluster_s_retry_budget_and_ejection_follow_the_control_plane() {
         .unwrap()
         .clone();
     assert_eq!(policy["budget"], "xds/cluster/inventory", "{policy}");
+    let overlay = &status["overlay"];
+    assert_eq!(overlay["routes_first"], 1, "{overlay}");
+    assert!(
+        overlay["in_effect"]
+            .to_string()
+            .contains("budgets.xds/cluster/inventory"),
+        "{overlay}"
+    );
     let breakers = status["breakers"].to_string();
     assert!(breakers.contains("xds/cluster/inventory"), "{breakers}");
     let ignored = status["xds"]["ignored"].to_string();

@@ -33,7 +33,7 @@ pub use breakers::BreakerDefinition;
 pub use builtin::{Builtin, BuiltinPolicy, MAX_ATTEMPTS_LIMIT};
 pub use context_match::{ContextMatch, ValueRule};
 pub use controls::ControlNames;
-pub use overlay::{merged_config, ConfigOverlay};
+pub use overlay::{merged_config, ConfigOverlay, Precedence};
 pub use route::Route;
 pub use throttles::ThrottleDefinition;
 pub use xds_source::XdsSourceConfig;

@@ -5,6 +5,9 @@
 
 use std::path::Path;
 
+use serde::Serialize;
+use toml::map::Entry;
+
 use super::{ConfigError, RegistryConfig};
 
 /// Policies and routes to add to a configuration file's.
@@ -22,9 +25,25 @@ pub struct ConfigOverlay {
     pub ignored: Vec<String>,
 }
 
+/// Which of an overlay's tables are in effect beside a file's, and where its routes went
+/// (docs/xds.md "Precedence").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Precedence {
+    /// The overlay's tables in effect, as `policies.NAME`, `budgets.NAME`, `breakers.NAME`.
+    pub in_effect: Vec<String>,
+    /// Its tables that a table of the file with the same name replaced, written the same way.
+    pub overridden: Vec<String>,
+    /// How many `[[routes]]` entries it put before the file's.
+    pub routes_first: usize,
+}
+
 /// The configuration file at `file` with `overlay`'s tables added and its routes before the
-/// file's own (docs/xds.md "Precedence").
-pub fn merged_config(file: &Path, overlay: &ConfigOverlay) -> Result<RegistryConfig, ConfigError> {
+/// file's own (docs/xds.md "Precedence"), and which of them took effect.
+pub fn merged_config(
+    file: &Path,
+    overlay: &ConfigOverlay,
+) -> Result<(RegistryConfig, Precedence), ConfigError> {
     let refused = |line: usize, message: String| ConfigError {
         file: file.to_owned(),
         line,
@@ -38,6 +57,7 @@ pub fn merged_config(file: &Path, overlay: &ConfigOverlay) -> Result<RegistryCon
     // The file alone first, so that its own errors keep their lines.
     RegistryConfig::parse(&text, file, base)?;
     let mut table: toml::Table = toml::from_str(&text).map_err(|e| refused(1, e.to_string()))?;
+    let mut precedence = Precedence::default();
     for (section, added) in [
         ("policies", &overlay.policies),
         ("budgets", &overlay.budgets),
@@ -46,12 +66,21 @@ pub fn merged_config(file: &Path, overlay: &ConfigOverlay) -> Result<RegistryCon
         let tables = table
             .entry(section)
             .or_insert_with(|| toml::Table::new().into());
-        if let Some(tables) = tables.as_table_mut() {
-            for (name, value) in added {
-                tables.entry(name.clone()).or_insert_with(|| value.clone());
+        let Some(tables) = tables.as_table_mut() else {
+            continue;
+        };
+        for (name, value) in added {
+            let written = format!("{section}.{name}");
+            match tables.entry(name.clone()) {
+                Entry::Occupied(_) => precedence.overridden.push(written),
+                Entry::Vacant(slot) => {
+                    slot.insert(value.clone());
+                    precedence.in_effect.push(written);
+                }
             }
         }
     }
+    precedence.routes_first = overlay.routes.len();
     let own = match table.remove("routes") {
         Some(toml::Value::Array(routes)) => routes,
         _ => Vec::new(),
@@ -62,5 +91,5 @@ pub fn merged_config(file: &Path, overlay: &ConfigOverlay) -> Result<RegistryCon
     let text = toml::to_string(&table).map_err(|e| refused(1, e.to_string()))?;
     let mut config = RegistryConfig::parse(&text, file, base)?;
     config.file = Some(std::path::absolute(file).unwrap_or_else(|_| file.to_owned()));
-    Ok(config)
+    Ok((config, precedence))
 }

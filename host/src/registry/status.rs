@@ -123,6 +123,10 @@ pub struct RegistryStatus {
     pub config_error: Option<String>,
     /// Configuration reloads that failed.
     pub config_reload_failures: u64,
+    /// With policies from another source (the xDS source's, docs/xds.md "Precedence"): which of
+    /// its tables are in effect beside the file's, which the file's replaced, and how many of
+    /// its routes match before the file's.
+    pub overlay: Option<crate::config::Precedence>,
     /// The default policy.
     pub default_policy: String,
     /// Every policy, by name.

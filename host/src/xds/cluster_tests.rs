@@ -183,8 +183,8 @@ fn failure_percentage_ejection_becomes_a_breaker() {
 
 /// Envoy's budget is the cluster's: every route forwarding to a cluster draws from one budget
 /// and is admitted by one set of breakers; a route to a cluster without controls has none; the
-/// registry takes the tables with the routes, and a table of the file with the same name wins
-/// (docs/xds.md "Precedence").
+/// registry takes the tables with the routes, and a table of the file with the same name wins,
+/// its status saying which (docs/xds.md "Precedence").
 #[test]
 fn the_routes_of_a_cluster_share_its_budget_and_breaker_in_the_registry() {
     let routes = RouteConfiguration::from_json(
@@ -231,4 +231,11 @@ fn the_routes_of_a_cluster_share_its_budget_and_breaker_in_the_registry() {
         config.breakers[&name].config.error_percentage, 7,
         "the file's"
     );
+    let precedence = registry.overlay_precedence().unwrap();
+    assert_eq!(precedence.overridden, [format!("breakers.{name}")]);
+    assert!(precedence.in_effect.contains(&format!("budgets.{name}")));
+    assert!(precedence
+        .in_effect
+        .contains(&"policies.xds/v/get".to_owned()));
+    assert_eq!(precedence.routes_first, 3);
 }

@@ -350,6 +350,8 @@ fn an_overlay_is_swapped_in_with_the_file_and_kept_across_its_reloads() {
     assert_eq!(policies(&registry), ["xds/v/0", "standard"]);
     registry.reload_config().unwrap();
     assert_eq!(policies(&registry), ["xds/v/0", "standard"]);
+    assert_eq!(registry.status().overlay.unwrap().routes_first, 1);
     registry.apply_overlay(None).unwrap();
     assert_eq!(policies(&registry), ["standard"]);
+    assert_eq!(registry.status().overlay, None);
 }

@@ -149,7 +149,11 @@ impl PolicyRegistry {
             return Ok(());
         };
         match self.load_with_overlay(&file) {
-            Ok(config) => self.apply(config),
+            Ok((config, precedence)) => {
+                self.apply(config)?;
+                self.set_precedence(precedence);
+                Ok(())
+            }
             Err(error) => {
                 tracing::error!(error = %error, "configuration reload refused; the running one stays");
                 self.config_reload_failed(error.to_string());
@@ -202,6 +206,7 @@ impl PolicyRegistry {
             config_file: table.config.file.as_ref().map(|f| f.display().to_string()),
             config_error: lock(&self.config_error).clone(),
             config_reload_failures: self.config_reload_failures.load(Ordering::Relaxed),
+            overlay: self.overlay_precedence(),
             default_policy: table.config.default_policy.clone(),
             policies,
             latencies: table.latencies.stats(),

@@ -42,6 +42,8 @@ pub struct PolicyRegistry {
     pub(crate) reload_path: ReloadPath,
     /// Policies and routes an xDS source adds to the file's, kept across reloads of it.
     overlay: Mutex<Option<crate::config::ConfigOverlay>>,
+    /// Which of the overlay's tables are in effect with the configuration applied.
+    precedence: Mutex<Option<crate::config::Precedence>>,
 }
 
 impl std::fmt::Debug for PolicyRegistry {
@@ -163,6 +165,7 @@ impl PolicyRegistry {
             config_reload_failures: AtomicU64::new(0),
             reload_path: ReloadPath::default(),
             overlay: Mutex::new(None),
+            precedence: Mutex::new(None),
         })
     }
 

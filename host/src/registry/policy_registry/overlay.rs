@@ -5,18 +5,41 @@
 use std::path::Path;
 
 use super::PolicyRegistry;
-use crate::config::ConfigOverlay;
 use crate::config::{ConfigError, RegistryConfig};
+use crate::config::{ConfigOverlay, Precedence};
 use crate::mutex::lock;
 use crate::registry::RegistryError;
 
 impl PolicyRegistry {
-    /// The configuration file at `file` with the overlay in place, if there is one.
-    pub(super) fn load_with_overlay(&self, file: &Path) -> Result<RegistryConfig, ConfigError> {
-        match lock(&self.overlay).as_ref() {
-            Some(overlay) => crate::config::merged_config(file, overlay),
-            None => RegistryConfig::load(file),
+    /// The configuration file at `file` with `overlay` in place, if there is one, and which of
+    /// its tables took effect.
+    fn merged(
+        file: &Path,
+        overlay: Option<&ConfigOverlay>,
+    ) -> Result<(RegistryConfig, Option<Precedence>), ConfigError> {
+        match overlay {
+            Some(overlay) => crate::config::merged_config(file, overlay)
+                .map(|(config, precedence)| (config, Some(precedence))),
+            None => RegistryConfig::load(file).map(|config| (config, None)),
         }
+    }
+
+    /// The configuration file at `file` with the overlay kept in place, if there is one.
+    pub(super) fn load_with_overlay(
+        &self,
+        file: &Path,
+    ) -> Result<(RegistryConfig, Option<Precedence>), ConfigError> {
+        Self::merged(file, lock(&self.overlay).as_ref())
+    }
+
+    /// Which of the overlay's tables are in effect beside the file's (`None`: no overlay).
+    pub fn overlay_precedence(&self) -> Option<Precedence> {
+        lock(&self.precedence).clone()
+    }
+
+    /// Records which of the overlay's tables took effect with the configuration just applied.
+    pub(super) fn set_precedence(&self, precedence: Option<Precedence>) {
+        *lock(&self.precedence) = precedence;
     }
 
     /// Replaces the policies and routes another source adds to the configuration file's
@@ -31,16 +54,13 @@ impl PolicyRegistry {
                     .into(),
             ));
         };
-        let config = match &overlay {
-            Some(overlay) => crate::config::merged_config(&file, overlay),
-            None => RegistryConfig::load(&file),
-        };
-        let config = config.map_err(|error| {
+        let (config, precedence) = Self::merged(&file, overlay.as_ref()).map_err(|error| {
             self.config_reload_failed(error.to_string());
             RegistryError::from(error)
         })?;
         self.apply(config)?;
         *lock(&self.overlay) = overlay;
+        self.set_precedence(precedence);
         Ok(())
     }
 }
