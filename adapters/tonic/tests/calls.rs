@@ -7,6 +7,7 @@ mod client_context;
 mod support;
 #[path = "../../test_support.rs"]
 mod test_support;
+mod xds_routes;
 
 use std::path::Path;
 use std::sync::Arc;
